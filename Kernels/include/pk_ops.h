@@ -1,0 +1,40 @@
+// Elementwise and attention kernels of the transformer step.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "pk_pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// y = x / sqrt(mean(x^2) + eps) * w, for n rows of length k (y may alias x).
+void pk_rms_norm(const float *x, const float *w, float *y, int64_t n, int64_t k, float eps);
+
+// Rotary position embedding in place on n rows, each holding `heads` heads of `head_dim` values
+// (row stride `stride`). `neox` pairs value i with i+head_dim/2 (GPT-NeoX, Qwen2); otherwise
+// adjacent pairs (2i, 2i+1) as GGUF stores llama's Q/K.
+void pk_rope(float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
+             const int32_t *positions, float freq_base, int neox);
+
+// gate = silu(gate) * up, elementwise over count values.
+void pk_swiglu(float *gate, const float *up, int64_t count);
+
+// y += x, elementwise.
+void pk_add(float *y, const float *x, int64_t count);
+
+// Converts count floats to IEEE half, rounding to nearest even.
+void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count);
+
+// Causal attention for n query rows. Row t attends to positions [0, kv_len[t]) of its own
+// sequence, whose keys and values (half floats) start at k_rows[t] / v_rows[t], one position
+// every `kv_stride` halves, kv head h at offset h*head_dim. q and out hold n rows of
+// n_head*head_dim floats. `scratch` holds pk_attention_scratch_floats(max_kv, threads) floats.
+size_t pk_attention_scratch_floats(int64_t max_kv, int threads);
+void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
+                  const uint16_t *const *k_rows, const uint16_t *const *v_rows, const int32_t *kv_len,
+                  int64_t kv_stride, float scale, float *out, float *scratch);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,30 @@
+/// The tokens of one forward step, possibly from several sequences (a ragged batch).
+///
+/// Each token names its sequence's KV-cache slot and its position in that sequence. Positions of
+/// one slot must be consecutive and start at or before the slot's current length (starting
+/// earlier overwrites, which is how a sequence is rolled back).
+public struct Batch: Sendable, Equatable {
+    public var tokens: [Int32] = []
+    public var positions: [Int32] = []
+    public var slots: [Int] = []
+    /// Rows whose logits the step returns.
+    public var wantsLogits: [Bool] = []
+
+    public init() {}
+
+    public var count: Int { tokens.count }
+
+    public mutating func add(_ token: Int32, position: Int, slot: Int = 0, logits: Bool = false) {
+        tokens.append(token)
+        positions.append(Int32(position))
+        slots.append(slot)
+        wantsLogits.append(logits)
+    }
+
+    /// A batch of one sequence's tokens from `start`, asking for the last token's logits.
+    public static func sequence(_ tokens: [Int32], startingAt start: Int = 0, slot: Int = 0) -> Batch {
+        var b = Batch()
+        for (i, t) in tokens.enumerated() { b.add(t, position: start + i, slot: slot, logits: i == tokens.count - 1) }
+        return b
+    }
+}

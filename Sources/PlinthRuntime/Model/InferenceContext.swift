@@ -1,0 +1,229 @@
+import Foundation
+import PlinthKernels
+
+/// The mutable state of running a ``Transformer``: a KV cache with one slot per sequence,
+/// scratch buffers sized once, and a thread pool. One owner drives a context at a time.
+///
+/// ``forward(_:)`` runs one batched step: tokens from several sequences go through the model
+/// together, so weights are read once for all of them.
+public final class InferenceContext {
+    public let transformer: Transformer
+    public let contextLength: Int
+    public let slotCount: Int
+    public let maxBatch: Int
+    public let threadCount: Int
+    /// Tokens stored in each slot's cache.
+    public private(set) var slotLengths: [Int]
+
+    private let config: ModelConfig
+    private let pool: OpaquePointer
+    private let kvDim: Int, qDim: Int
+    private let kCache: [UnsafeMutablePointer<UInt16>]
+    private let vCache: [UnsafeMutablePointer<UInt16>]
+    private let x, h, q, k, v, attn, tmp, gate, up: UnsafeMutablePointer<Float>
+    private let matmulScratch: UnsafeMutableRawPointer
+    private let attnScratch: UnsafeMutablePointer<Float>
+    private let kRows, vRows: UnsafeMutablePointer<UnsafePointer<UInt16>?>
+    private let kvLen, rowPositions: UnsafeMutablePointer<Int32>
+    private var logitsBuffer: UnsafeMutablePointer<Float>
+    private var logitsCapacity: Int
+    private var allocations: [UnsafeMutableRawPointer] = []
+    /// Rows of the last step that produced logits, in batch order.
+    public private(set) var logitRowCount = 0
+
+    public init(transformer: Transformer, contextLength: Int? = nil, slots: Int = 1, maxBatch: Int = 512,
+                threads: Int? = nil) throws {
+        let c = transformer.config
+        self.transformer = transformer
+        self.config = c
+        self.contextLength = max(1, min(contextLength ?? min(c.contextLength, 4096), c.contextLength))
+        self.slotCount = max(1, slots)
+        self.maxBatch = max(1, maxBatch)
+        self.threadCount = threads ?? defaultThreadCount()
+        self.slotLengths = Array(repeating: 0, count: slotCount)
+        kvDim = c.kvHeadCount * c.headDim
+        qDim = c.headCount * c.headDim
+        guard let p = pk_pool_create(Int32(threadCount)) else { throw ModelError.outOfMemory("the thread pool") }
+        pool = p
+
+        var allocs: [UnsafeMutableRawPointer] = []
+        func alloc<T>(_ count: Int, _ what: String, zero: Bool = false) throws -> UnsafeMutablePointer<T> {
+            let bytes = max(count, 1) * MemoryLayout<T>.stride
+            guard let raw = zero ? calloc(bytes, 1) : malloc(bytes) else { throw ModelError.outOfMemory(what) }
+            allocs.append(raw)
+            return raw.bindMemory(to: T.self, capacity: max(count, 1))
+        }
+        do {
+            let perLayer = slotCount * self.contextLength * kvDim
+            // calloc: pages of unused context are never touched, so they cost no memory.
+            kCache = try (0..<c.layerCount).map { _ in try alloc(perLayer, "the key cache", zero: true) }
+            vCache = try (0..<c.layerCount).map { _ in try alloc(perLayer, "the value cache", zero: true) }
+            let n = self.maxBatch, e = c.embeddingLength
+            x = try alloc(n * e, "activations")
+            h = try alloc(n * max(e, qDim), "activations")
+            q = try alloc(n * qDim, "activations")
+            k = try alloc(n * kvDim, "activations")
+            v = try alloc(n * kvDim, "activations")
+            attn = try alloc(n * qDim, "activations")
+            tmp = try alloc(n * e, "activations")
+            gate = try alloc(n * c.feedForwardLength, "activations")
+            up = try alloc(n * c.feedForwardLength, "activations")
+            let maxK = max(e, qDim, c.feedForwardLength)
+            let mmBytes = pk_matmul_scratch_bytes(Int64(n), Int64(maxK), Int32(threadCount))
+            let mm: UnsafeMutablePointer<UInt8> = try alloc(mmBytes, "matmul scratch")
+            matmulScratch = UnsafeMutableRawPointer(mm)
+            attnScratch = try alloc(pk_attention_scratch_floats(Int64(self.contextLength), Int32(threadCount)), "attention scratch")
+            kRows = try alloc(n, "row tables")
+            vRows = try alloc(n, "row tables")
+            kvLen = try alloc(n, "row tables")
+            rowPositions = try alloc(n, "row tables")
+            logitsCapacity = 1
+            logitsBuffer = try alloc(c.vocabularySize, "logits")
+        } catch {
+            allocs.forEach { free($0) }
+            pk_pool_destroy(p)
+            throw error
+        }
+        allocations = allocs
+    }
+
+    deinit {
+        pk_pool_destroy(pool)
+        allocations.forEach { free($0) }
+    }
+
+    /// Forgets a slot's tokens (or keeps its first `keeping`), so the slot can hold a new sequence.
+    public func reset(slot: Int, keeping: Int = 0) {
+        guard slot >= 0, slot < slotCount else { return }
+        slotLengths[slot] = min(max(0, keeping), slotLengths[slot])
+    }
+
+    /// The logits of the `index`-th row that asked for them in the last step. Valid until the next step.
+    public func logits(_ index: Int) -> UnsafeBufferPointer<Float> {
+        precondition(index >= 0 && index < logitRowCount, "logits row \(index) out of range")
+        return UnsafeBufferPointer(start: logitsBuffer + index * config.vocabularySize, count: config.vocabularySize)
+    }
+
+    /// Runs one step over a ragged batch. Batches larger than `maxBatch` run in chunks.
+    public func forward(_ batch: Batch) throws {
+        guard batch.count > 0 else { throw ModelError.emptyBatch }
+        guard batch.positions.count == batch.count, batch.slots.count == batch.count, batch.wantsLogits.count == batch.count else {
+            throw ModelError.invalidMetadata(key: "batch", reason: "tokens, positions, slots and logits flags differ in length")
+        }
+        try validate(batch)
+        let wanted = batch.wantsLogits.filter { $0 }.count
+        try reserveLogits(wanted)
+        logitRowCount = 0
+        var start = 0
+        while start < batch.count {
+            let end = min(start + maxBatch, batch.count)
+            step(batch, start..<end)
+            start = end
+        }
+        // Each slot now ends after its last position in the batch (starting earlier truncates it).
+        var lastPos: [Int: Int32] = [:]
+        for (i, s) in batch.slots.enumerated() { lastPos[s] = batch.positions[i] }
+        for (s, p) in lastPos { slotLengths[s] = Int(p) + 1 }
+    }
+
+    private func validate(_ batch: Batch) throws {
+        var next: [Int: Int32] = [:]
+        for i in 0..<batch.count {
+            let t = batch.tokens[i], s = batch.slots[i], p = batch.positions[i]
+            guard t >= 0, Int(t) < config.vocabularySize else { throw ModelError.tokenOutOfRange(token: t, vocabularySize: config.vocabularySize) }
+            guard s >= 0, s < slotCount else { throw ModelError.invalidSlot(s, slots: slotCount) }
+            if let expected = next[s] {
+                guard p == expected else { throw ModelError.nonContiguousPositions(slot: s, expected: expected, found: p) }
+            } else {
+                guard p >= 0, Int(p) <= slotLengths[s] else {
+                    throw ModelError.nonContiguousPositions(slot: s, expected: Int32(slotLengths[s]), found: p)
+                }
+            }
+            guard Int(p) < contextLength else { throw ModelError.contextOverflow(slot: s, needed: Int(p) + 1, capacity: contextLength) }
+            next[s] = p + 1
+        }
+    }
+
+    private func reserveLogits(_ rows: Int) throws {
+        guard rows > logitsCapacity else { return }
+        let bytes = rows * config.vocabularySize * MemoryLayout<Float>.stride
+        guard let raw = malloc(bytes) else { throw ModelError.outOfMemory("logits for \(rows) rows") }
+        if let i = allocations.firstIndex(of: UnsafeMutableRawPointer(logitsBuffer)) {
+            free(allocations[i])
+            allocations[i] = raw
+        }
+        logitsBuffer = raw.bindMemory(to: Float.self, capacity: rows * config.vocabularySize)
+        logitsCapacity = rows
+    }
+
+    private func matmul(_ w: WeightTensor, _ input: UnsafePointer<Float>, _ n: Int, _ out: UnsafeMutablePointer<Float>) {
+        let rc = pk_matmul(pool, Int32(w.type.rawValue), w.data, Int64(w.rowCount), Int64(w.rowLength),
+                           input, Int64(n), out, Int64(w.rowCount), matmulScratch)
+        precondition(rc == 0, "matmul rejected \(w.name) (\(w.type.name)); the loader should have refused it")
+    }
+
+    private func addBias(_ b: WeightTensor?, _ y: UnsafeMutablePointer<Float>, rows n: Int, width: Int) {
+        guard let b else { return }
+        let bias = b.data.assumingMemoryBound(to: Float.self)
+        for r in 0..<n { pk_add(y + r * width, bias, Int64(width)) }
+    }
+
+    private func step(_ batch: Batch, _ range: Range<Int>) {
+        let c = config, e = c.embeddingLength, n = range.count
+        let w = transformer.weights
+        for (r, i) in range.enumerated() {
+            let row = w.tokenEmbedding.row(Int(batch.tokens[i]))
+            _ = pk_dequantize(Int32(w.tokenEmbedding.type.rawValue), row, x + r * e, Int64(e))
+            rowPositions[r] = batch.positions[i]
+            kvLen[r] = batch.positions[i] + 1
+        }
+        let eps = c.rmsEpsilon
+        let scale = 1 / Float(c.headDim).squareRoot()
+        let slotStride = contextLength * kvDim
+        for (l, lw) in w.layers.enumerated() {
+            pk_rms_norm(x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
+            matmul(lw.wq, h, n, q)
+            matmul(lw.wk, h, n, k)
+            matmul(lw.wv, h, n, v)
+            addBias(lw.bq, q, rows: n, width: qDim)
+            addBias(lw.bk, k, rows: n, width: kvDim)
+            addBias(lw.bv, v, rows: n, width: kvDim)
+            let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
+            pk_rope(q, Int64(n), Int64(qDim), Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
+            pk_rope(k, Int64(n), Int64(kvDim), Int32(c.kvHeadCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
+            for (r, i) in range.enumerated() {
+                let base = batch.slots[i] * slotStride
+                let at = base + Int(batch.positions[i]) * kvDim
+                pk_f32_to_f16_row(k + r * kvDim, kCache[l] + at, Int64(kvDim))
+                pk_f32_to_f16_row(v + r * kvDim, vCache[l] + at, Int64(kvDim))
+                kRows[r] = UnsafePointer(kCache[l] + base)
+                vRows[r] = UnsafePointer(vCache[l] + base)
+            }
+            pk_attention(pool, q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
+                         kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
+            matmul(lw.wo, attn, n, tmp)
+            pk_add(x, tmp, Int64(n * e))
+            pk_rms_norm(x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
+            matmul(lw.wGate, h, n, gate)
+            matmul(lw.wUp, h, n, up)
+            pk_swiglu(gate, up, Int64(n * c.feedForwardLength))
+            matmul(lw.wDown, gate, n, tmp)
+            pk_add(x, tmp, Int64(n * e))
+        }
+        // Only the rows that asked for logits go through the output projection.
+        var m = 0
+        for (r, i) in range.enumerated() where batch.wantsLogits[i] {
+            (h + m * e).update(from: x + r * e, count: e)
+            m += 1
+        }
+        guard m > 0 else { return }
+        pk_rms_norm(h, w.outputNorm.data.assumingMemoryBound(to: Float.self), h, Int64(m), Int64(e), eps)
+        var done = 0
+        while done < m {
+            let chunk = min(m - done, maxBatch)
+            matmul(w.output, h + done * e, chunk, logitsBuffer + (logitRowCount + done) * c.vocabularySize)
+            done += chunk
+        }
+        logitRowCount += m
+    }
+}

@@ -1,0 +1,25 @@
+import Foundation
+
+/// A loaded transformer: its configuration and memory-mapped weights. Immutable and shared by
+/// every context that runs it.
+public final class Transformer: Sendable {
+    public let config: ModelConfig
+    public let weights: ModelWeights
+    public var file: GGUFFile { weights.file }
+
+    public init(file: GGUFFile) throws {
+        let config = try ModelConfig(gguf: file)
+        self.config = config
+        self.weights = try ModelWeights(file: file, config: config)
+    }
+
+    public convenience init(url: URL) throws {
+        try self.init(file: GGUFFile(url: url))
+    }
+}
+
+/// How many threads the kernels use: `PLINTH_THREADS`, else every core.
+public func defaultThreadCount() -> Int {
+    if let s = ProcessInfo.processInfo.environment["PLINTH_THREADS"], let n = Int(s), n > 0 { return min(n, 256) }
+    return max(1, ProcessInfo.processInfo.activeProcessorCount)
+}

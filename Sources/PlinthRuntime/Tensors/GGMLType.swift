@@ -1,0 +1,218 @@
+import PlinthKernels
+
+/// The storage format of a tensor in a GGUF file, identified by ggml's type number.
+///
+/// Every type that ggml has defined for GGUF files has a case here, including the ones
+/// Plinth cannot compute with yet and the interleaved layouts that ggml has since removed
+/// from files, so that a model using one can be named in an error instead of being
+/// rejected as "unknown". Use ``isSupported`` to ask whether ``dequantize(_:count:into:)``
+/// can read a type.
+///
+/// Quantized types store weights in fixed-size blocks: ``blockElements`` weights in
+/// ``blockBytes`` bytes. A row of a tensor is always a whole number of blocks.
+public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
+    case f32 = 0
+    case f16 = 1
+    case q4_0 = 2
+    case q4_1 = 3
+    // 4 (Q4_2) and 5 (Q4_3) were removed from ggml before GGUF existed.
+    case q5_0 = 6
+    case q5_1 = 7
+    case q8_0 = 8
+    case q8_1 = 9
+    case q2_K = 10
+    case q3_K = 11
+    case q4_K = 12
+    case q5_K = 13
+    case q6_K = 14
+    case q8_K = 15
+    case iq2_XXS = 16
+    case iq2_XS = 17
+    case iq3_XXS = 18
+    case iq1_S = 19
+    case iq4_NL = 20
+    case iq3_S = 21
+    case iq2_S = 22
+    case iq4_XS = 23
+    case i8 = 24
+    case i16 = 25
+    case i32 = 26
+    case i64 = 27
+    case f64 = 28
+    case iq1_M = 29
+    case bf16 = 30
+    /// Interleaved Q4_0 for ARM; ggml no longer reads it from files (it repacks at load).
+    case q4_0_4_4 = 31
+    /// Interleaved Q4_0; removed from GGUF files by ggml.
+    case q4_0_4_8 = 32
+    /// Interleaved Q4_0; removed from GGUF files by ggml.
+    case q4_0_8_8 = 33
+    case tq1_0 = 34
+    case tq2_0 = 35
+    /// Interleaved IQ4_NL; removed from GGUF files by ggml.
+    case iq4_NL_4_4 = 36
+    /// Interleaved IQ4_NL; removed from GGUF files by ggml.
+    case iq4_NL_4_8 = 37
+    /// Interleaved IQ4_NL; removed from GGUF files by ggml.
+    case iq4_NL_8_8 = 38
+    case mxfp4 = 39
+    case nvfp4 = 40
+    case q1_0 = 41
+
+    /// ggml's name for the type, as llama.cpp and gguf-py print it (for example `"Q4_K"`).
+    public var name: String {
+        switch self {
+        case .f32: "F32"
+        case .f16: "F16"
+        case .q4_0: "Q4_0"
+        case .q4_1: "Q4_1"
+        case .q5_0: "Q5_0"
+        case .q5_1: "Q5_1"
+        case .q8_0: "Q8_0"
+        case .q8_1: "Q8_1"
+        case .q2_K: "Q2_K"
+        case .q3_K: "Q3_K"
+        case .q4_K: "Q4_K"
+        case .q5_K: "Q5_K"
+        case .q6_K: "Q6_K"
+        case .q8_K: "Q8_K"
+        case .iq2_XXS: "IQ2_XXS"
+        case .iq2_XS: "IQ2_XS"
+        case .iq3_XXS: "IQ3_XXS"
+        case .iq1_S: "IQ1_S"
+        case .iq4_NL: "IQ4_NL"
+        case .iq3_S: "IQ3_S"
+        case .iq2_S: "IQ2_S"
+        case .iq4_XS: "IQ4_XS"
+        case .i8: "I8"
+        case .i16: "I16"
+        case .i32: "I32"
+        case .i64: "I64"
+        case .f64: "F64"
+        case .iq1_M: "IQ1_M"
+        case .bf16: "BF16"
+        case .q4_0_4_4: "Q4_0_4_4"
+        case .q4_0_4_8: "Q4_0_4_8"
+        case .q4_0_8_8: "Q4_0_8_8"
+        case .tq1_0: "TQ1_0"
+        case .tq2_0: "TQ2_0"
+        case .iq4_NL_4_4: "IQ4_NL_4_4"
+        case .iq4_NL_4_8: "IQ4_NL_4_8"
+        case .iq4_NL_8_8: "IQ4_NL_8_8"
+        case .mxfp4: "MXFP4"
+        case .nvfp4: "NVFP4"
+        case .q1_0: "Q1_0"
+        }
+    }
+
+    public var description: String { name }
+
+    /// The type with ggml's name `name` (case-insensitive), or nil.
+    public init?(name: String) {
+        let upper = name.uppercased()
+        guard let found = Self.allCases.first(where: { $0.name == upper }) else { return nil }
+        self = found
+    }
+
+    /// Weights per block: 1 for the plain number types, 32 for the legacy quantized formats,
+    /// 256 for the k-quants and most i-quants.
+    public var blockElements: Int { layout.elements }
+
+    /// Bytes per block as ggml lays it out in a file.
+    public var blockBytes: Int { layout.bytes }
+
+    private var layout: (elements: Int, bytes: Int) {
+        let qk = 256  // weights per k-quant super-block
+        switch self {
+        case .f32: return (1, 4)
+        case .f16, .bf16: return (1, 2)
+        case .q4_0: return (32, 18)
+        case .q4_1: return (32, 20)
+        case .q5_0: return (32, 22)
+        case .q5_1: return (32, 24)
+        case .q8_0: return (32, 34)
+        // ggml's block_q8_1 is two f16 (d, s) then 32 int8: 36 bytes. (gguf-py's table says
+        // 40, from when d and s were f32; ggml's static_assert is the definition.)
+        case .q8_1: return (32, 36)
+        case .q2_K: return (qk, qk / 16 + qk / 4 + 2 + 2)
+        case .q3_K: return (qk, qk / 8 + qk / 4 + 12 + 2)
+        case .q4_K: return (qk, 2 + 2 + 12 + qk / 2)
+        case .q5_K: return (qk, 2 + 2 + 12 + qk / 8 + qk / 2)
+        case .q6_K: return (qk, qk / 2 + qk / 4 + qk / 16 + 2)
+        case .q8_K: return (qk, 4 + qk + qk / 8)
+        case .iq2_XXS: return (qk, 2 + qk / 4)
+        case .iq2_XS: return (qk, 2 + qk / 4 + qk / 32)
+        case .iq3_XXS: return (qk, 2 + qk / 4 + qk / 8)
+        case .iq1_S: return (qk, 2 + qk / 8 + qk / 16)
+        case .iq4_NL: return (32, 18)
+        case .iq3_S: return (qk, 2 + qk / 4 + qk / 8 + qk / 32 + 4)
+        case .iq2_S: return (qk, 2 + qk / 4 + qk / 16)
+        case .iq4_XS: return (qk, 2 + 2 + qk / 2 + qk / 64)
+        case .i8: return (1, 1)
+        case .i16: return (1, 2)
+        case .i32: return (1, 4)
+        case .i64, .f64: return (1, 8)
+        case .iq1_M: return (qk, qk / 8 + qk / 16 + qk / 32)
+        case .q4_0_4_4, .q4_0_4_8, .q4_0_8_8: return (32, 18)
+        case .tq1_0: return (qk, 2 + 4 * 13)
+        case .tq2_0: return (qk, 2 + qk / 4)
+        case .iq4_NL_4_4, .iq4_NL_4_8, .iq4_NL_8_8: return (32, 18)
+        case .mxfp4: return (32, 1 + 16)
+        case .nvfp4: return (64, 4 + 32)
+        case .q1_0: return (128, 2 + 16)
+        }
+    }
+
+    /// Whether ``dequantize(_:count:into:)`` can read this type.
+    public var isSupported: Bool {
+        pk_block_elements(Int32(bitPattern: rawValue)) != 0
+    }
+
+    /// The types Plinth can dequantize, in ggml's order.
+    public static var supportedTypes: [GGMLType] { allCases.filter(\.isSupported) }
+
+    /// Whether the type stores quantized blocks rather than one plain number per element.
+    public var isQuantized: Bool { blockElements > 1 }
+
+    /// Bytes that `elements` consecutive weights occupy, or nil when `elements` is negative,
+    /// is not a whole number of blocks, or the size overflows.
+    public func rowBytes(_ elements: Int) -> Int? {
+        guard elements >= 0, elements % blockElements == 0 else { return nil }
+        let (bytes, overflow) = (elements / blockElements).multipliedReportingOverflow(by: blockBytes)
+        return overflow ? nil : bytes
+    }
+
+    /// Bytes of a tensor with `elements` weights whose rows are `rowLength` long, or nil when
+    /// a row is not a whole number of blocks or the size overflows.
+    public func tensorBytes(elements: Int, rowLength: Int) -> Int? {
+        guard rowLength > 0, elements >= 0, elements % rowLength == 0,
+              let perRow = rowBytes(rowLength) else { return nil }
+        let (bytes, overflow) = (elements / rowLength).multipliedReportingOverflow(by: perRow)
+        return overflow ? nil : bytes
+    }
+
+    /// Converts `count` consecutive weights stored at `source` in this format to `Float`.
+    ///
+    /// `source` must hold ``rowBytes(_:)`` of `count` bytes and `destination` room for
+    /// `count` floats. The conversion is exact: each value is what ggml's reference
+    /// dequantizer computes, bit for bit.
+    ///
+    /// - Throws: ``TensorFormatError/unsupportedType(_:)`` when Plinth cannot read the type,
+    ///   ``TensorFormatError/partialBlock(type:count:)`` when `count` is not a whole number
+    ///   of blocks.
+    public func dequantize(_ source: UnsafeRawPointer, count: Int,
+                           into destination: UnsafeMutablePointer<Float>) throws(TensorFormatError) {
+        guard isSupported else { throw .unsupportedType(self) }
+        guard count >= 0, count % blockElements == 0 else { throw .partialBlock(type: self, count: count) }
+        let status = pk_dequantize(Int32(bitPattern: rawValue), source, destination, Int64(count))
+        precondition(status == 0, "pk_dequantize rejected \(name) × \(count) after validation")
+    }
+}
+
+/// Converts `count` consecutive weights of type `type` stored at `source` to `Float`.
+///
+/// The same as ``GGMLType/dequantize(_:count:into:)``.
+public func dequantize(type: GGMLType, from source: UnsafeRawPointer, count: Int,
+                       into destination: UnsafeMutablePointer<Float>) throws(TensorFormatError) {
+    try type.dequantize(source, count: count, into: destination)
+}
