@@ -1,7 +1,10 @@
 #include "pk_matmul.h"
 #include "pk_quants.h"
 
+// No FMA contraction: every ISA clone must round exactly like the portable code.
+#pragma clang fp contract(off)
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 // ---- activation quantization -------------------------------------------------------------
@@ -32,11 +35,15 @@ static void quantize_row_q8(const float *x, int64_t k, int8_t *q, float *d, floa
 
 // ---- weight unpacking (ggml block layouts) ----------------------------------------------
 
-static inline float h2f(const uint8_t *p) { return pk_f16_to_f32((uint16_t)(p[0] | (p[1] << 8))); }
+static inline __attribute__((always_inline)) float h2f(const uint8_t *p) {
+    _Float16 h;
+    memcpy(&h, p, 2);
+    return (float)h;
+}
 
-static void fill16(float *dst, float v, int count) { for (int i = 0; i < count; i++) dst[i] = v; }
+static inline __attribute__((always_inline)) void fill16(float *dst, float v, int count) { for (int i = 0; i < count; i++) dst[i] = v; }
 
-static void unpack_q4_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q4_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
     const float d = h2f(b);
     const uint8_t *qs = b + 2;
     for (int j = 0; j < 16; j++) {
@@ -46,7 +53,7 @@ static void unpack_q4_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
     fill16(sc, d, 2); fill16(of, 0.0f, 2);
 }
 
-static void unpack_q4_1(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q4_1(const uint8_t *b, int8_t *q, float *sc, float *of) {
     const float d = h2f(b), m = h2f(b + 2);
     const uint8_t *qs = b + 4;
     for (int j = 0; j < 16; j++) {
@@ -56,7 +63,7 @@ static void unpack_q4_1(const uint8_t *b, int8_t *q, float *sc, float *of) {
     fill16(sc, d, 2); fill16(of, m, 2);
 }
 
-static void unpack_q5(const uint8_t *qhp, const uint8_t *qs, int bias, int8_t *q) {
+static inline __attribute__((always_inline)) void unpack_q5(const uint8_t *qhp, const uint8_t *qs, int bias, int8_t *q) {
     uint32_t qh;
     memcpy(&qh, qhp, 4);
     for (int j = 0; j < 16; j++) {
@@ -67,22 +74,22 @@ static void unpack_q5(const uint8_t *qhp, const uint8_t *qs, int bias, int8_t *q
     }
 }
 
-static void unpack_q5_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q5_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
     unpack_q5(b + 2, b + 6, 16, q);
     fill16(sc, h2f(b), 2); fill16(of, 0.0f, 2);
 }
 
-static void unpack_q5_1(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q5_1(const uint8_t *b, int8_t *q, float *sc, float *of) {
     unpack_q5(b + 4, b + 8, 0, q);
     fill16(sc, h2f(b), 2); fill16(of, h2f(b + 2), 2);
 }
 
-static void unpack_q8_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q8_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
     memcpy(q, b + 2, 32);
     fill16(sc, h2f(b), 2); fill16(of, 0.0f, 2);
 }
 
-static void unpack_q2_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q2_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
     const uint8_t *scales = b, *qs = b + 16;
     const float d = h2f(b + 80), dmin = h2f(b + 82);
     int is = 0;
@@ -98,7 +105,7 @@ static void unpack_q2_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
     }
 }
 
-static void unpack_q3_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q3_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
     const uint8_t *hm = b, *qs = b + 32, *raw = b + 96;
     const float d = h2f(b + 108);
     uint32_t aux[4];
@@ -125,7 +132,7 @@ static void unpack_q3_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
     }
 }
 
-static inline void scale_min_k4(int j, const uint8_t *s, int *d, int *m) {
+static inline __attribute__((always_inline)) void scale_min_k4(int j, const uint8_t *s, int *d, int *m) {
     if (j < 4) {
         *d = s[j] & 63;
         *m = s[j + 4] & 63;
@@ -136,7 +143,7 @@ static inline void scale_min_k4(int j, const uint8_t *s, int *d, int *m) {
 }
 
 // Q4_K and Q5_K share their scale layout; qh is NULL for Q4_K.
-static void unpack_q45_K(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q45_K(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, int8_t *q, float *sc, float *of) {
     const float d = h2f(b), dmin = h2f(b + 2);
     const uint8_t *scales = b + 4;
     for (int j = 0; j < 4; j++) {
@@ -156,10 +163,10 @@ static void unpack_q45_K(const uint8_t *b, const uint8_t *qh, const uint8_t *qs,
     }
 }
 
-static void unpack_q4_K(const uint8_t *b, int8_t *q, float *sc, float *of) { unpack_q45_K(b, NULL, b + 16, q, sc, of); }
-static void unpack_q5_K(const uint8_t *b, int8_t *q, float *sc, float *of) { unpack_q45_K(b, b + 16, b + 48, q, sc, of); }
+static inline __attribute__((always_inline)) void unpack_q4_K(const uint8_t *b, int8_t *q, float *sc, float *of) { unpack_q45_K(b, NULL, b + 16, q, sc, of); }
+static inline __attribute__((always_inline)) void unpack_q5_K(const uint8_t *b, int8_t *q, float *sc, float *of) { unpack_q45_K(b, b + 16, b + 48, q, sc, of); }
 
-static void unpack_q6_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
+static inline __attribute__((always_inline)) void unpack_q6_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *scales = (const int8_t *)(b + 192);
     const float d = h2f(b + 208);
@@ -218,31 +225,84 @@ typedef struct {
     size_t thread_bytes;
 } matmul_job;
 
-static inline int32_t dot16(const int8_t *a, const int8_t *b) {
-    int32_t s = 0;
-    for (int i = 0; i < 16; i++) s += (int32_t)a[i] * (int32_t)b[i];
-    return s;
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+// One body, compiled three times: plain, AVX2 and AVX-512 (the compiler vectorizes each clone
+// for its ISA); the widest the CPU supports is picked at run time.
+ALWAYS_INLINE void unpack_dispatch(int type, const uint8_t *b, int8_t *q, float *sc, float *of) {
+    switch (type) {
+    case PK_Q4_0: unpack_q4_0(b, q, sc, of); break;
+    case PK_Q4_1: unpack_q4_1(b, q, sc, of); break;
+    case PK_Q5_0: unpack_q5_0(b, q, sc, of); break;
+    case PK_Q5_1: unpack_q5_1(b, q, sc, of); break;
+    case PK_Q8_0: unpack_q8_0(b, q, sc, of); break;
+    case PK_Q2_K: unpack_q2_K(b, q, sc, of); break;
+    case PK_Q3_K: unpack_q3_K(b, q, sc, of); break;
+    case PK_Q4_K: unpack_q4_K(b, q, sc, of); break;
+    case PK_Q5_K: unpack_q5_K(b, q, sc, of); break;
+    case PK_Q6_K: unpack_q6_K(b, q, sc, of); break;
+    default: break;
+    }
 }
 
-static void q8_rows(matmul_job *j, int64_t r0, int64_t r1, uint8_t *buf) {
+ALWAYS_INLINE void q8_rows_body(const matmul_job *j, int64_t r0, int64_t r1, uint8_t *buf) {
     const int64_t k = j->k, nsb = k / 16;
+    const int64_t be = pk_block_elements(j->type);
+    const size_t bb = pk_block_bytes(j->type);
     int8_t *q = (int8_t *)buf;
     float *sc = (float *)(buf + ((k + 63) & ~(int64_t)63));
     float *of = sc + nsb;
+    int32_t *isum = (int32_t *)(of + nsb);
     for (int64_t r = r0; r < r1; r++) {
-        pk_unpack_row(j->type, j->w + r * j->row_bytes, k, q, sc, of);
+        const uint8_t *row = j->w + r * j->row_bytes;
+        for (int64_t b = 0; b < k / be; b++) unpack_dispatch(j->type, row + b * bb, q + b * be, sc + b * (be / 16), of + b * (be / 16));
         for (int64_t t = 0; t < j->n; t++) {
             const int8_t *xq = j->act.q + t * k;
             const float *xd = j->act.d + t * (k / 32);
             const float *xs = j->act.xs + t * nsb;
-            float acc = 0.0f;
             for (int64_t s = 0; s < nsb; s++) {
-                const float isum = (float)dot16(q + s * 16, xq + s * 16);
-                acc += sc[s] * (xd[s >> 1] * isum) + of[s] * xs[s];
+                int32_t acc = 0;
+                for (int i = 0; i < 16; i++) acc += (int32_t)q[s * 16 + i] * (int32_t)xq[s * 16 + i];
+                isum[s] = acc;
             }
+            float acc = 0.0f;
+            for (int64_t s = 0; s < nsb; s++) acc += sc[s] * (xd[s >> 1] * (float)isum[s]) + of[s] * xs[s];
             j->y[t * j->ldy + r] = acc;
         }
     }
+}
+
+static void q8_rows_generic(const matmul_job *j, int64_t r0, int64_t r1, uint8_t *buf) { q8_rows_body(j, r0, r1, buf); }
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma,f16c")))
+static void q8_rows_avx2(const matmul_job *j, int64_t r0, int64_t r1, uint8_t *buf) { q8_rows_body(j, r0, r1, buf); }
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+static void q8_rows_avx512(const matmul_job *j, int64_t r0, int64_t r1, uint8_t *buf) { q8_rows_body(j, r0, r1, buf); }
+#endif
+
+typedef void (*rows_fn)(const matmul_job *, int64_t, int64_t, uint8_t *);
+
+static rows_fn pick_q8_rows(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) return q8_rows_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return q8_rows_avx2;
+#endif
+    return q8_rows_generic;
+}
+
+static _Atomic(rows_fn) q8_impl;
+
+static void q8_rows(matmul_job *j, int64_t r0, int64_t r1, uint8_t *buf) {
+    rows_fn fn = atomic_load_explicit(&q8_impl, memory_order_relaxed);
+    if (!fn) {
+        fn = pick_q8_rows(); // every thread picks the same function
+        atomic_store_explicit(&q8_impl, fn, memory_order_relaxed);
+    }
+    fn(j, r0, r1, buf);
 }
 
 static void f32_rows(matmul_job *j, int64_t r0, int64_t r1, uint8_t *buf) {
@@ -274,7 +334,7 @@ static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
 
 static size_t thread_bytes_for(int64_t k) {
     // int8 row + scale + offset, or a float row: the larger of the two.
-    size_t q8 = align64((size_t)k) + 2 * align64((size_t)(k / 16 + 1) * sizeof(float));
+    size_t q8 = align64((size_t)k) + 3 * align64((size_t)(k / 16 + 1) * sizeof(float));
     size_t f = align64((size_t)k * sizeof(float));
     return q8 > f ? q8 : f;
 }

@@ -1,6 +1,8 @@
 #include "pk_ops.h"
 #include "pk_quants.h"
 
+// No FMA contraction: every ISA clone must round exactly like the portable code.
+#pragma clang fp contract(off)
 #include <math.h>
 #include <string.h>
 

@@ -7,6 +7,14 @@
 // the results are bit-identical to any IEEE-754 single-precision implementation that
 // follows the same order (the gguf-py numpy dequantizers are the test oracle).
 //
+// A fact worth knowing for the SIMD paths: with an f16 scale (11 significant bits), every
+// product here is exact in float32 (scale * sub-scale * quant needs at most 23 bits, e.g.
+// Q6_K: 11 + 7 + 5), so multiplication order and fused multiply-add cannot change a result;
+// the only rounding is the final subtraction/addition of the min. Q8_K (an f32 scale) is
+// the exception: its single product d * q rounds.
+//
+// F32 is copied as is, so this assumes a little-endian host (as every GGUF file is).
+//
 // This file is the reference that SIMD paths are checked against: keep it simple.
 
 #include "pk_quants.h"

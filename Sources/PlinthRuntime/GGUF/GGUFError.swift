@@ -13,9 +13,10 @@ public enum GGUFError: Error, LocalizedError, Equatable, Sendable {
     case duplicateKey(String)
     case wrongValueType(key: String, expected: String, found: String)
     case countTooLarge(UInt64, what: String)
-    case invalidAlignment(UInt64)
+    case invalidAlignment(String)
+    case nestingTooDeep(key: String, limit: Int)
     case duplicateTensor(String)
-    case tooManyDimensions(tensor: String, count: UInt32)
+    case badDimensionCount(tensor: String, count: UInt32)
     case invalidDimension(tensor: String, index: Int, value: UInt64)
     case sizeOverflow(tensor: String)
     case unknownTensorType(tensor: String, id: UInt32)
@@ -37,9 +38,10 @@ public enum GGUFError: Error, LocalizedError, Equatable, Sendable {
         case .duplicateKey(let k): "metadata key '\(k)' appears twice"
         case .wrongValueType(let k, let e, let f): "metadata key '\(k)' should be \(e) but is \(f)"
         case .countTooLarge(let n, let what): "\(what) claims \(n) entries, more than the file can hold"
-        case .invalidAlignment(let a): "general.alignment is \(a); it must be a non-zero power of two"
+        case .invalidAlignment(let a): "general.alignment is \(a); it must be a power of two from 1 to 1048576"
+        case .nestingTooDeep(let k, let limit): "metadata key '\(k)' nests arrays more than \(limit) deep"
         case .duplicateTensor(let n): "tensor '\(n)' appears twice"
-        case .tooManyDimensions(let n, let c): "tensor '\(n)' has \(c) dimensions (at most 4 are allowed)"
+        case .badDimensionCount(let n, let c): "tensor '\(n)' has \(c) dimensions (1 to 4 are allowed)"
         case .invalidDimension(let n, let i, let v): "tensor '\(n)' has invalid size \(v) in dimension \(i)"
         case .sizeOverflow(let n): "tensor '\(n)' is too large: its size overflows"
         case .unknownTensorType(let n, let id): "tensor '\(n)' has unknown type id \(id)"

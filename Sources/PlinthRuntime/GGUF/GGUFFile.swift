@@ -122,16 +122,44 @@ public final class GGUFFile: Sendable {
 
     // MARK: Parsing
 
-    private struct Header {
-        var version: UInt32
-        var keys: [String]
-        var metadata: [String: GGUFValue]
-        var tensors: [GGUFTensorInfo]
-        var alignment: Int
-        var dataOffset: Int
+    /// Parses and validates a GGUF header held in memory, as if it began a file of `fileSize`
+    /// bytes (tensor bounds are checked against that size). For tools and fuzzing.
+    public static func parseHeader(_ bytes: UnsafeRawBufferPointer, fileSize: Int) throws(GGUFError) -> GGUFHeader {
+        var r = ByteReader(bytes)
+        return try parse(&r, fileSize: max(fileSize, 0))
     }
 
-    private static func parse(_ r: inout ByteReader, fileSize: Int) throws(GGUFError) -> Header {
+    /// Limits that keep a damaged file from asking for absurd work.
+    static let maxAlignment = 1 << 20
+    static let maxNesting = 8
+    static let reserveLimit = 1 << 16
+
+    static func describe(_ v: GGUFValue) -> String {
+        switch v {
+        case .uint64(let x): "\(x)"
+        case .int64(let x): "\(x)"
+        case .float32(let x): "\(x)"
+        case .float64(let x): "\(x)"
+        case .string(let x): "\"\(x)\""
+        default: v.intValue.map { "\($0)" } ?? v.typeName
+        }
+    }
+}
+
+/// The parsed front of a GGUF file: metadata and the tensor directory.
+public struct GGUFHeader: Sendable {
+    public var version: UInt32
+    public var keys: [String]
+    public var metadata: [String: GGUFValue]
+    public var tensors: [GGUFTensorInfo]
+    public var alignment: Int
+    public var dataOffset: Int
+}
+
+extension GGUFFile {
+    typealias Header = GGUFHeader
+
+    fileprivate static func parse(_ r: inout ByteReader, fileSize: Int) throws(GGUFError) -> Header {
         guard r.remaining >= 4 else { throw .truncated(offset: 0, reading: "the magic number") }
         let magic = try r.bytes(4, "the magic number")
         guard magic == Array("GGUF".utf8) else {
@@ -150,7 +178,7 @@ public final class GGUFFile: Sendable {
 
         var keys: [String] = []
         var metadata: [String: GGUFValue] = [:]
-        keys.reserveCapacity(Int(kvCount))
+        keys.reserveCapacity(min(Int(kvCount), GGUFFile.reserveLimit))
         for _ in 0..<Int(kvCount) {
             let key = try r.string("a metadata key")
             let type = try r.u32("the type of '\(key)'")
@@ -162,22 +190,24 @@ public final class GGUFFile: Sendable {
 
         var alignment = 32
         if let a = metadata["general.alignment"] {
-            guard let v = a.intValue else {
+            guard a.isInteger else {
                 throw .wrongValueType(key: "general.alignment", expected: "integer", found: a.typeName)
             }
-            guard v > 0, v & (v - 1) == 0, v <= 1 << 20 else { throw .invalidAlignment(UInt64(truncatingIfNeeded: v)) }
+            guard let v = a.intValue, v > 0, v & (v - 1) == 0, v <= GGUFFile.maxAlignment else {
+                throw .invalidAlignment(GGUFFile.describe(a))
+            }
             alignment = v
         }
 
         struct RawTensor { var name: String; var dims: [Int]; var type: GGMLType; var offset: UInt64; var bytes: Int }
         var raw: [RawTensor] = []
         var seen = Set<String>()
-        raw.reserveCapacity(Int(tensorCount))
+        raw.reserveCapacity(min(Int(tensorCount), GGUFFile.reserveLimit))
         for _ in 0..<Int(tensorCount) {
             let name = try r.string("a tensor name")
             guard seen.insert(name).inserted else { throw .duplicateTensor(name) }
             let nDims = try r.u32("the dimension count of '\(name)'")
-            guard nDims >= 1, nDims <= 4 else { throw .tooManyDimensions(tensor: name, count: nDims) }
+            guard nDims >= 1, nDims <= 4 else { throw .badDimensionCount(tensor: name, count: nDims) }
             var dims: [Int] = []
             var elements = 1
             for i in 0..<Int(nDims) {
@@ -290,13 +320,14 @@ struct ByteReader {
             return .bool(b == 1)
         case 8: return .string(try string("the value of '\(key)'"))
         case 9:
-            guard depth < 8 else { throw .unknownValueType(type, key: key) }
+            guard depth < GGUFFile.maxNesting else { throw .nestingTooDeep(key: key, limit: GGUFFile.maxNesting) }
             let elemType = try u32("the element type of '\(key)'")
             let count = try u64("the length of '\(key)'")
             guard let size = ByteReader.minSize(elemType) else { throw .unknownValueType(elemType, key: key) }
             guard count <= UInt64(remaining / size) else { throw .countTooLarge(count, what: "array '\(key)'") }
             var out: [GGUFValue] = []
-            out.reserveCapacity(Int(count))
+            // Reserve little up front: a hostile count must not turn into a huge allocation.
+            out.reserveCapacity(min(Int(count), GGUFFile.reserveLimit))
             for _ in 0..<Int(count) { out.append(try value(type: elemType, key: key, depth: depth + 1)) }
             return .array(out)
         case 10: return .uint64(try load(UInt64.self, "the value of '\(key)'"))

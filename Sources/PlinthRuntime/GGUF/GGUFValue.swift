@@ -26,6 +26,13 @@ public enum GGUFValue: Sendable, Equatable {
         }
     }
 
+    public var isInteger: Bool {
+        switch self {
+        case .uint8, .int8, .uint16, .int16, .uint32, .int32, .uint64, .int64: true
+        default: false
+        }
+    }
+
     /// The value as an integer, when it is one of the integer types and fits.
     public var intValue: Int? {
         switch self {

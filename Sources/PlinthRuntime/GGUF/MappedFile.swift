@@ -16,7 +16,8 @@ public final class MappedFile: @unchecked Sendable {
 
     public init(url: URL) throws(GGUFError) {
         self.url = url
-        let fd = open(url.path, O_RDONLY)
+        // O_NONBLOCK: opening a FIFO must not hang before the regular-file check below.
+        let fd = open(url.path, O_RDONLY | O_NONBLOCK)
         guard fd >= 0 else {
             let e = errno
             if e == ENOENT { throw .fileNotFound(url.path) }

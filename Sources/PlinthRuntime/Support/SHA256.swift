@@ -121,8 +121,9 @@ public struct SHA256: Sendable {
         0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
     ]
 
-    @inline(__always)
-    private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 &- n)) }
+
+    // Rotations and shifts are spelled with the masking operators (&>>, &<<): they compile to
+    // single instructions even in debug builds, where the generic `>>` is a slow call.
 
     /// Runs the compression function over `blocks` consecutive 64-byte blocks at `data`.
     private static func compress(
@@ -141,16 +142,16 @@ public struct SHA256: Sendable {
                     }
                     for t in 16..<64 {
                         let a = w[t - 15], b = w[t - 2]
-                        let s0 = rotr(a, 7) ^ rotr(a, 18) ^ (a >> 3)
-                        let s1 = rotr(b, 17) ^ rotr(b, 19) ^ (b >> 10)
+                        let s0 = ((a &>> 7) | (a &<< 25)) ^ ((a &>> 18) | (a &<< 14)) ^ (a &>> 3)
+                        let s1 = ((b &>> 17) | (b &<< 15)) ^ ((b &>> 19) | (b &<< 13)) ^ (b &>> 10)
                         w[t] = w[t - 16] &+ s0 &+ w[t - 7] &+ s1
                     }
                     var a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, h = h7
                     for t in 0..<64 {
-                        let s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)
+                        let s1 = ((e &>> 6) | (e &<< 26)) ^ ((e &>> 11) | (e &<< 21)) ^ ((e &>> 25) | (e &<< 7))
                         let ch = (e & f) ^ (~e & g)
                         let t1 = h &+ s1 &+ ch &+ k[t] &+ w[t]
-                        let s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)
+                        let s0 = ((a &>> 2) | (a &<< 30)) ^ ((a &>> 13) | (a &<< 19)) ^ ((a &>> 22) | (a &<< 10))
                         let maj = (a & b) ^ (a & c) ^ (b & c)
                         let t2 = s0 &+ maj
                         h = g; g = f; f = e; e = d &+ t1

@@ -2,7 +2,7 @@ import Foundation
 
 /// A position in a template's source text: a 1-based line and a 1-based column counted in
 /// Unicode scalars.
-public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
+public struct TemplateSourceLocation: Sendable, Hashable, CustomStringConvertible {
     /// The 1-based line number.
     public let line: Int
     /// The 1-based column, counted in Unicode scalars from the start of the line.
@@ -23,25 +23,25 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
 public enum ChatTemplateError: Error, LocalizedError, Equatable, Sendable {
     /// The template source is not valid Jinja: an unclosed tag, an unknown statement, a stray
     /// end tag, a malformed expression.
-    case syntax(String, at: SourceLocation)
+    case syntax(String, at: TemplateSourceLocation)
     /// The template applies a filter that this engine does not know.
-    case unknownFilter(String, at: SourceLocation)
+    case unknownFilter(String, at: TemplateSourceLocation)
     /// The template applies a test (`x is name`) that this engine does not know.
-    case unknownTest(String, at: SourceLocation)
+    case unknownTest(String, at: TemplateSourceLocation)
     /// The template used an undefined value where Jinja requires a defined one (an attribute of
     /// an undefined value, arithmetic on an undefined value, calling it).
-    case undefinedValue(String, at: SourceLocation)
+    case undefinedValue(String, at: TemplateSourceLocation)
     /// An operation got values of the wrong type, or an invalid argument: adding a number to
     /// a string, iterating over `none`, dividing by zero, calling a filter with bad arguments.
-    case invalidOperation(String, at: SourceLocation)
+    case invalidOperation(String, at: TemplateSourceLocation)
     /// The template called `raise_exception(message)`, usually because the conversation does
     /// not have the shape the model expects (for example roles that do not alternate).
-    case raisedException(String, at: SourceLocation)
+    case raisedException(String, at: TemplateSourceLocation)
     /// Text given as JSON (tool definitions, tool-call arguments) could not be parsed.
     case invalidJSON(String, offset: Int)
 
     /// Where in the template the problem is, when the error comes from the template.
-    public var location: SourceLocation? {
+    public var location: TemplateSourceLocation? {
         switch self {
         case .syntax(_, let at), .unknownFilter(_, let at), .unknownTest(_, let at),
              .undefinedValue(_, let at), .invalidOperation(_, let at), .raisedException(_, let at):
@@ -81,3 +81,7 @@ public enum ChatTemplateError: Error, LocalizedError, Equatable, Sendable {
         }
     }
 }
+
+/// The namespace of the Jinja template engine's internals: lexer, parser, syntax tree,
+/// runtime values and interpreter.
+enum Jinja {}

@@ -107,6 +107,14 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
 
     public var description: String { name }
 
+    /// The type with ggml's number `id`.
+    ///
+    /// - Throws: ``TensorFormatError/unknownType(_:)`` when ggml has never defined `id`.
+    public init(id: UInt32) throws(TensorFormatError) {
+        guard let type = GGMLType(rawValue: id) else { throw .unknownType(id) }
+        self = type
+    }
+
     /// The type with ggml's name `name` (case-insensitive), or nil.
     public init?(name: String) {
         let upper = name.uppercased()

@@ -6,7 +6,7 @@ enum TestModels {
         if let h = ProcessInfo.processInfo.environment["PLINTH_HOME"], !h.isEmpty {
             return URL(fileURLWithPath: h)
         }
-        return FileManager.default.homeDirectoryForCurrentDirectoryPath
+        return FileManager.default.homeDirectoryForCurrentUser
             .appendingPathComponent(".cache/plinth")
     }
 

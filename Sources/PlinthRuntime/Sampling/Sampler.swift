@@ -1,0 +1,184 @@
+import Foundation
+
+/// How the next token is chosen from the logits.
+///
+/// Filters apply in llama.cpp's order: repetition penalty, top-k, top-p, min-p, then temperature
+/// and a draw. A temperature of 0 (or `greedy`) takes the most likely token.
+public struct SamplingParameters: Sendable, Equatable {
+    public var temperature: Float
+    /// Keep the k most likely tokens; 0 keeps all.
+    public var topK: Int
+    /// Keep the smallest set of tokens whose probability reaches p; 1 keeps all.
+    public var topP: Float
+    /// Drop tokens less likely than `minP` times the most likely one; 0 keeps all.
+    public var minP: Float
+    /// Divides positive (multiplies negative) logits of recently seen tokens; 1 disables it.
+    public var repetitionPenalty: Float
+    /// How many of the latest tokens the repetition penalty looks at.
+    public var repetitionWindow: Int
+    public var seed: UInt64
+
+    public init(temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
+                repetitionPenalty: Float = 1.0, repetitionWindow: Int = 64, seed: UInt64 = 0) {
+        self.temperature = temperature
+        self.topK = topK
+        self.topP = topP
+        self.minP = minP
+        self.repetitionPenalty = repetitionPenalty
+        self.repetitionWindow = repetitionWindow
+        self.seed = seed
+    }
+
+    public static let greedy = SamplingParameters(temperature: 0, topK: 1, topP: 1, minP: 0)
+
+    public var isGreedy: Bool { temperature <= 0 || topK == 1 }
+}
+
+/// Draws tokens from logits with ``SamplingParameters``; owns its random state.
+public struct Sampler: Sendable {
+    public let parameters: SamplingParameters
+    private var rng: RandomSource
+    private var candidates: [(id: Int32, logit: Float)] = []
+
+    public init(_ parameters: SamplingParameters) {
+        self.parameters = parameters
+        rng = RandomSource(seed: parameters.seed)
+    }
+
+    /// The most likely token (the lowest id among equals).
+    public static func argmax(_ logits: UnsafeBufferPointer<Float>) -> Int32 {
+        var best = 0
+        var bestValue = -Float.infinity
+        for i in 0..<logits.count where logits[i] > bestValue {
+            bestValue = logits[i]
+            best = i
+        }
+        return Int32(best)
+    }
+
+    /// Chooses the next token. `history` is the sequence so far (for the repetition penalty);
+    /// `allowed`, when given, excludes every token for which it returns false.
+    public mutating func sample(_ logits: UnsafeBufferPointer<Float>, history: ArraySlice<Int32> = [],
+                                allowed: ((Int32) -> Bool)? = nil) -> Int32 {
+        let p = parameters
+        let penalized = p.repetitionPenalty != 1 && !history.isEmpty
+        if p.isGreedy && !penalized && allowed == nil { return Sampler.argmax(logits) }
+
+        var penalty: [Int32: Float] = [:]
+        if penalized {
+            for t in history.suffix(p.repetitionWindow) { penalty[t] = p.repetitionPenalty }
+        }
+        func adjusted(_ i: Int) -> Float {
+            let l = logits[i]
+            guard let pen = penalty[Int32(i)] else { return l }
+            return l > 0 ? l / pen : l * pen
+        }
+
+        if p.isGreedy {
+            var best: Int32 = -1
+            var bestValue = -Float.infinity
+            for i in 0..<logits.count {
+                if let allowed, !allowed(Int32(i)) { continue }
+                let l = adjusted(i)
+                if best < 0 || l > bestValue { best = Int32(i); bestValue = l }
+            }
+            return max(best, 0)
+        }
+
+        // Candidates: all tokens, or the top k kept in a bounded min-heap.
+        candidates.removeAll(keepingCapacity: true)
+        let k = p.topK > 0 ? min(p.topK, logits.count) : logits.count
+        if k < logits.count {
+            var heap = MinHeap(capacity: k)
+            for i in 0..<logits.count {
+                if let allowed, !allowed(Int32(i)) { continue }
+                heap.offer(Int32(i), adjusted(i))
+            }
+            candidates = heap.items
+        } else {
+            for i in 0..<logits.count {
+                if let allowed, !allowed(Int32(i)) { continue }
+                candidates.append((Int32(i), adjusted(i)))
+            }
+        }
+        guard !candidates.isEmpty else { return Sampler.argmax(logits) }
+        candidates.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
+
+        // Probabilities at temperature 1 decide the top-p and min-p cuts, as in llama.cpp.
+        var probs = softmax(candidates.map(\.logit), temperature: 1)
+        var keep = candidates.count
+        if p.topP < 1 {
+            var cum: Float = 0
+            for (i, q) in probs.enumerated() {
+                cum += q
+                if cum >= p.topP { keep = i + 1; break }
+            }
+        }
+        if p.minP > 0 {
+            let floor = probs[0] * p.minP
+            var n = 0
+            while n < keep && probs[n] >= floor { n += 1 }
+            keep = max(1, n)
+        }
+        candidates.removeSubrange(keep...)
+        probs = softmax(candidates.map(\.logit), temperature: p.temperature)
+
+        let r = Float(rng.nextUnit())
+        var cum: Float = 0
+        for (i, q) in probs.enumerated() {
+            cum += q
+            if r < cum { return candidates[i].id }
+        }
+        return candidates[candidates.count - 1].id
+    }
+
+    private func softmax(_ logits: [Float], temperature: Float) -> [Float] {
+        let t = max(temperature, 1e-6)
+        let m = logits.max() ?? 0
+        var e = logits.map { expf(($0 - m) / t) }
+        let s = e.reduce(0, +)
+        for i in e.indices { e[i] /= s }
+        return e
+    }
+}
+
+/// Keeps the `capacity` largest (logit, id) pairs seen.
+private struct MinHeap {
+    let capacity: Int
+    var items: [(id: Int32, logit: Float)] = []
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        items.reserveCapacity(capacity)
+    }
+
+    private func less(_ a: (id: Int32, logit: Float), _ b: (id: Int32, logit: Float)) -> Bool {
+        a.logit < b.logit || (a.logit == b.logit && a.id > b.id)
+    }
+
+    mutating func offer(_ id: Int32, _ logit: Float) {
+        let item = (id: id, logit: logit)
+        if items.count < capacity {
+            items.append(item)
+            var i = items.count - 1
+            while i > 0 {
+                let parent = (i - 1) / 2
+                guard less(items[i], items[parent]) else { break }
+                items.swapAt(i, parent)
+                i = parent
+            }
+        } else if less(items[0], item) {
+            items[0] = item
+            var i = 0
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var smallest = i
+                if l < items.count && less(items[l], items[smallest]) { smallest = l }
+                if r < items.count && less(items[r], items[smallest]) { smallest = r }
+                if smallest == i { break }
+                items.swapAt(i, smallest)
+                i = smallest
+            }
+        }
+    }
+}

@@ -1,0 +1,397 @@
+extension Jinja {
+    /// Renders a parsed template: walks the syntax tree, evaluates expressions with Python's
+    /// semantics and Jinja's scoping (each loop iteration, macro call and `with` block has its
+    /// own scope; `if` blocks do not), and writes the output.
+    ///
+    /// One interpreter renders one template once; it is not shared between threads.
+    final class Interpreter {
+        typealias E = ChatTemplateError
+
+        private var output = ""
+        private var macros: [Macro] = []
+        let globals: Scope
+
+        private enum Flow { case normal, breakLoop, continueLoop }
+
+        init(context: [String: Value]) {
+            globals = Scope(parent: nil)
+            for name in Builtins.names {
+                globals.variables[name] = .function(Function(name: name) { args, loc throws(E) in
+                    try Builtins.call(name, args, loc)
+                })
+            }
+            for (k, v) in context { globals.variables[k] = v }
+        }
+
+        func render(_ nodes: [Node]) throws(E) -> String {
+            defer {
+                // Macros refer to their scope and scopes to their macros: break the cycles.
+                for m in macros { m.closure = nil }
+                macros.removeAll()
+            }
+            output = ""
+            _ = try execute(nodes, Scope(parent: globals))
+            return output
+        }
+
+        // MARK: - Statements
+
+        private func execute(_ nodes: [Node], _ scope: Scope) throws(E) -> Flow {
+            for node in nodes {
+                let flow = try execute(node, scope)
+                if flow != .normal { return flow }
+            }
+            return .normal
+        }
+
+        private func capture(_ nodes: [Node], _ scope: Scope) throws(E) -> String {
+            let saved = output
+            output = ""
+            defer { output = saved }
+            _ = try execute(nodes, scope)
+            return output
+        }
+
+        private func execute(_ node: Node, _ scope: Scope) throws(E) -> Flow {
+            switch node {
+            case .text(let text):
+                output += text
+            case .output(let expr):
+                output += try evaluate(expr, scope).str
+            case .ifBlock(let branches, let otherwise):
+                for branch in branches where try evaluate(branch.condition, scope).isTruthy {
+                    return try execute(branch.body, scope)
+                }
+                return try execute(otherwise, scope)
+            case .forLoop(let loop):
+                try runLoop(loop, scope)
+            case .set(let target, let expr, let loc):
+                try assign(target, try evaluate(expr, scope), scope, loc)
+            case .setBlock(let target, let filter, let body, let loc):
+                var value = Value.string(try capture(body, Scope(parent: scope)))
+                if let filter { value = try applyFilterChain(filter, to: value, scope) }
+                try assign(target, value, scope, loc)
+            case .macro(let definition):
+                let macro = Macro(definition: definition, closure: scope)
+                macros.append(macro)
+                scope.variables[definition.name] = .macro(macro)
+            case .callBlock(let call, let parameters, let body, let loc):
+                guard case .call(let calleeExpr, let argExprs) = call.kind else { return .normal }
+                let caller = Macro(definition: MacroDefinition(name: "caller", parameters: parameters, body: body, location: loc),
+                                   closure: scope, isCaller: true)
+                macros.append(caller)
+                let callee = try evaluate(calleeExpr, scope)
+                var args = try evaluateArguments(argExprs, scope)
+                args.keyword.append(("caller", .macro(caller)))
+                output += try self.call(callee, args, call.location).str
+            case .filterBlock(let filter, let body):
+                let text = try capture(body, Scope(parent: scope))
+                output += try applyFilterChain(filter, to: .string(text), scope).str
+            case .with(let bindings, let body):
+                let inner = Scope(parent: scope)
+                for (target, expr) in bindings {
+                    try assign(target, try evaluate(expr, scope), inner, expr.location)
+                }
+                return try execute(body, inner)
+            case .breakLoop:
+                return .breakLoop
+            case .continueLoop:
+                return .continueLoop
+            }
+            return .normal
+        }
+
+        private func runLoop(_ loop: ForLoop, _ scope: Scope) throws(E) {
+            let iterable = try evaluate(loop.iterable, scope)
+            guard var items = iterable.iterate() else {
+                throw .invalidOperation("'\(iterable.typeName)' object is not iterable", at: loop.iterable.location)
+            }
+            if let condition = loop.condition {
+                var kept: [Value] = []
+                for item in items {
+                    let s = Scope(parent: scope)
+                    try assign(loop.target, item, s, loop.location)
+                    if try evaluate(condition, s).isTruthy { kept.append(item) }
+                }
+                items = kept
+            }
+            if items.isEmpty {
+                _ = try execute(loop.otherwise, Scope(parent: scope))
+                return
+            }
+            let state = LoopState(items: items)
+            for (i, item) in items.enumerated() {
+                state.index0 = i
+                let s = Scope(parent: scope)
+                s.variables["loop"] = .loop(state)
+                try assign(loop.target, item, s, loop.location)
+                if try execute(loop.body, s) == .breakLoop { break }
+            }
+        }
+
+        private func assign(_ target: AssignTarget, _ value: Value, _ scope: Scope, _ loc: TemplateSourceLocation) throws(E) {
+            switch target {
+            case .name(let name):
+                scope.variables[name] = value
+            case .tuple(let targets):
+                guard let items = value.iterate(), !value.isUndefined else {
+                    if case .undefined(let u) = value { throw u.error(at: loc) }
+                    throw .invalidOperation("cannot unpack non-iterable \(value.typeName) object", at: loc)
+                }
+                guard items.count == targets.count else {
+                    if items.count < targets.count {
+                        throw .invalidOperation("not enough values to unpack (expected \(targets.count), got \(items.count))", at: loc)
+                    }
+                    throw .invalidOperation("too many values to unpack (expected \(targets.count))", at: loc)
+                }
+                for (t, v) in zip(targets, items) { try assign(t, v, scope, loc) }
+            case .namespaceAttribute(let name, let attribute):
+                guard case .namespace(let ns) = scope.lookup(name) ?? .none else {
+                    throw .invalidOperation("cannot assign attribute on non-namespace object", at: loc)
+                }
+                ns.attributes[attribute] = value
+            }
+        }
+
+        // MARK: - Expressions
+
+        func evaluate(_ expr: Expr, _ scope: Scope) throws(E) -> Value {
+            let loc = expr.location
+            switch expr.kind {
+            case .literal(let literal):
+                switch literal {
+                case .none: return .none
+                case .bool(let b): return .bool(b)
+                case .int(let i): return .int(i)
+                case .double(let d): return .double(d)
+                case .string(let s): return .string(s)
+                }
+            case .name(let name):
+                return scope.lookup(name) ?? .undefined("'\(name)' is undefined")
+            case .list(let items):
+                return .array(try items.map { (e) throws(E) in try evaluate(e, scope) })
+            case .tuple(let items):
+                return .tuple(try items.map { (e) throws(E) in try evaluate(e, scope) })
+            case .dict(let entries):
+                var d = ValueDict()
+                for entry in entries {
+                    let key = try evaluate(entry.key, scope)
+                    switch key {
+                    case .array, .dict, .namespace, .loop, .undefined:
+                        throw .invalidOperation("unhashable type: '\(key.typeName)'", at: entry.key.location)
+                    default: break
+                    }
+                    d[key] = try evaluate(entry.value, scope)
+                }
+                return .dict(d)
+            case .getAttribute(let objectExpr, let name):
+                return try getAttribute(try evaluate(objectExpr, scope), name, loc)
+            case .getItem(let objectExpr, let subscriptExpr):
+                let object = try evaluate(objectExpr, scope)
+                if case .slice(let a, let b, let c) = subscriptExpr.kind {
+                    func bound(_ e: Expr?) throws(E) -> Value? {
+                        guard let e else { return nil }
+                        return try evaluate(e, scope)
+                    }
+                    return try Operators.slice(object, try bound(a), try bound(b), try bound(c), loc)
+                }
+                return try getItem(object, try evaluate(subscriptExpr, scope), loc)
+            case .slice:
+                throw .syntax("a slice is only allowed inside brackets", at: loc)
+            case .call(let calleeExpr, let argExprs):
+                let callee = try evaluate(calleeExpr, scope)
+                return try call(callee, try evaluateArguments(argExprs, scope), loc)
+            case .filter(let valueExpr, let name, let argExprs):
+                guard let valueExpr else { throw .syntax("filter without a value", at: loc) }
+                let value = try evaluate(valueExpr, scope)
+                return try Filters.apply(name, value, try evaluateArguments(argExprs, scope), self, loc)
+            case .test(let valueExpr, let name, let argExprs, let negated):
+                let value = try evaluate(valueExpr, scope)
+                let result = try Predicates.apply(name, value, try evaluateArguments(argExprs, scope), self, loc)
+                return .bool(result != negated)
+            case .unary(let op, let operand):
+                return try Operators.unary(op, try evaluate(operand, scope), loc)
+            case .binary(let op, let left, let right):
+                let a = try evaluate(left, scope)
+                let b = try evaluate(right, scope)
+                return try Operators.binary(op, a, b, loc)
+            case .and(let left, let right):
+                let a = try evaluate(left, scope)
+                return a.isTruthy ? try evaluate(right, scope) : a
+            case .or(let left, let right):
+                let a = try evaluate(left, scope)
+                return a.isTruthy ? a : try evaluate(right, scope)
+            case .not(let operand):
+                return .bool(!(try evaluate(operand, scope).isTruthy))
+            case .compare(let first, let operands):
+                var left = try evaluate(first, scope)
+                for operand in operands {
+                    let right = try evaluate(operand.expr, scope)
+                    if !(try Operators.compare(operand.op, left, right, operand.expr.location)) { return .bool(false) }
+                    left = right
+                }
+                return .bool(true)
+            case .concat(let parts):
+                var s = ""
+                for part in parts { s += try evaluate(part, scope).str }
+                return .string(s)
+            case .conditional(let condition, let then, let otherwise):
+                if try evaluate(condition, scope).isTruthy { return try evaluate(then, scope) }
+                if let otherwise { return try evaluate(otherwise, scope) }
+                return .undefined("the inline if-expression on line \(loc.line) evaluated to false and no else section was defined.")
+            }
+        }
+
+        private func evaluateArguments(_ args: CallArguments, _ scope: Scope) throws(E) -> Arguments {
+            var result = Arguments()
+            for e in args.positional { result.positional.append(try evaluate(e, scope)) }
+            for k in args.keyword { result.keyword.append((k.name, try evaluate(k.value, scope))) }
+            if let splat = args.splatPositional {
+                let v = try evaluate(splat, scope)
+                guard let items = v.iterate() else {
+                    throw .invalidOperation("argument after * must be an iterable, not \(v.typeName)", at: splat.location)
+                }
+                result.positional += items
+            }
+            if let splat = args.splatKeyword {
+                let v = try evaluate(splat, scope)
+                guard case .dict(let d) = v else {
+                    throw .invalidOperation("argument after ** must be a mapping, not \(v.typeName)", at: splat.location)
+                }
+                for (k, value) in d.entries {
+                    guard case .string(let name) = k else {
+                        throw .invalidOperation("keywords must be strings", at: splat.location)
+                    }
+                    result.keyword.append((name, value))
+                }
+            }
+            return result
+        }
+
+        /// Applies a filter chain parsed with no value (from `{% filter %}` or `{% set x | f %}`).
+        private func applyFilterChain(_ chain: Expr, to value: Value, _ scope: Scope) throws(E) -> Value {
+            guard case .filter(let inner, let name, let argExprs) = chain.kind else { return value }
+            let input = try inner.map { (e) throws(E) in try applyFilterChain(e, to: value, scope) } ?? value
+            return try Filters.apply(name, input, try evaluateArguments(argExprs, scope), self, chain.location)
+        }
+
+        // MARK: - Attribute and item access
+
+        /// `object.name`: Python attributes (methods) first, then items, else undefined.
+        func getAttribute(_ object: Value, _ name: String, _ loc: TemplateSourceLocation) throws(E) -> Value {
+            switch object {
+            case .undefined(let u):
+                // Python attributes such as `__class__` exist even on Undefined; the sandbox refuses them.
+                if name.hasPrefix("__") {
+                    return .undefined(Undefined(message: "access to attribute '\(name)' of 'Undefined' object is unsafe.", isUnsafe: true))
+                }
+                throw u.error(at: loc)
+            case .dict(let d):
+                if let method = Methods.dict(d, name) { return method }
+                if let v = d[name] { return v }
+            case .string(let s):
+                if let method = Methods.string(s, name) { return method }
+            case .array(let a):
+                if let method = Methods.list(a, name) { return method }
+            case .tuple(let a):
+                if let method = Methods.tuple(a, name) { return method }
+            case .namespace(let ns):
+                if let v = ns.attributes[name] { return v }
+            case .loop(let state):
+                if let v = state.attribute(name) { return v }
+            case .macro(let m):
+                switch name {
+                case "name": return .string(m.name)
+                case "arguments": return .tuple(m.definition.parameters.map { .string($0.name) })
+                default: break
+                }
+            default:
+                break
+            }
+            if Methods.isUnsafe(object, name) {
+                return .undefined(Undefined(message: "access to attribute '\(name)' of '\(object.typeName)' object is unsafe.", isUnsafe: true))
+            }
+            return .undefined("\(object.objectDescription) has no attribute '\(name)'")
+        }
+
+        /// `object[key]`: items first, then (for string keys) attributes, else undefined.
+        func getItem(_ object: Value, _ key: Value, _ loc: TemplateSourceLocation) throws(E) -> Value {
+            func index(_ count: Int) -> Int? {
+                let raw: Int
+                switch key {
+                case .int(let i): raw = i
+                case .bool(let b): raw = b ? 1 : 0
+                default: return nil
+                }
+                let i = raw < 0 ? raw + count : raw
+                return i >= 0 && i < count ? i : nil
+            }
+            switch object {
+            case .undefined(let u):
+                throw u.error(at: loc)
+            case .array(let a), .tuple(let a):
+                if let i = index(a.count) { return a[i] }
+            case .string(let s):
+                let scalars = Array(s.unicodeScalars)
+                if let i = index(scalars.count) { return .string(String(scalars[i])) }
+            case .dict(let d):
+                if let v = d[key] { return v }
+            default:
+                break
+            }
+            if case .string(let name) = key {
+                return try getAttribute(object, name, loc)
+            }
+            return .undefined("\(object.objectDescription) has no element \(key.repr)")
+        }
+
+        // MARK: - Calls
+
+        func call(_ callee: Value, _ args: Arguments, _ loc: TemplateSourceLocation) throws(E) -> Value {
+            switch callee {
+            case .function(let f):
+                return try f.body(args, loc)
+            case .macro(let m):
+                return try callMacro(m, args, loc)
+            case .undefined(let u):
+                throw u.error(at: loc)
+            default:
+                throw .invalidOperation("'\(callee.typeName)' object is not callable", at: loc)
+            }
+        }
+
+        private func callMacro(_ macro: Macro, _ args: Arguments, _ loc: TemplateSourceLocation) throws(E) -> Value {
+            let definition = macro.definition
+            let scope = Scope(parent: macro.closure ?? globals)
+            var keyword = args.keyword
+            var caller: Value? = nil
+            if let i = keyword.firstIndex(where: { $0.0 == "caller" }), !definition.parameters.contains(where: { $0.name == "caller" }) {
+                caller = keyword[i].1
+                keyword.remove(at: i)
+            }
+            for (i, parameter) in definition.parameters.enumerated() {
+                let keywordIndex = keyword.firstIndex { $0.0 == parameter.name }
+                if i < args.positional.count {
+                    if keywordIndex != nil {
+                        throw .invalidOperation("macro '\(macro.name)' got multiple values for argument '\(parameter.name)'", at: loc)
+                    }
+                    scope.variables[parameter.name] = args.positional[i]
+                } else if let k = keywordIndex {
+                    scope.variables[parameter.name] = keyword[k].1
+                    keyword.remove(at: k)
+                } else if let d = parameter.defaultValue {
+                    scope.variables[parameter.name] = try evaluate(d, scope)
+                } else {
+                    scope.variables[parameter.name] = .undefined("parameter '\(parameter.name)' was not provided")
+                }
+            }
+            let extra = args.positional.dropFirst(definition.parameters.count)
+            scope.variables["varargs"] = .tuple(Array(extra))
+            var kwargs = ValueDict()
+            for (k, v) in keyword { kwargs[k] = v }
+            scope.variables["kwargs"] = .dict(kwargs)
+            if let caller { scope.variables["caller"] = caller }
+            return .string(try capture(definition.body, scope))
+        }
+    }
+}

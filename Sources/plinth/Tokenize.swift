@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import PlinthRuntime
+
+struct Tokenize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show how a model's tokenizer splits text: one token per line, id and piece."
+    )
+
+    @OptionGroup var modelOptions: ModelOptions
+
+    @Argument(help: "The text to tokenize.")
+    var text: String
+
+    @Flag(help: "Treat special-token text such as <|im_start|> as plain text.")
+    var noParseSpecial = false
+
+    @Flag(help: "Add the model's BOS/EOS tokens where its metadata asks for them.")
+    var addSpecial = false
+
+    @Flag(help: "Print only the ids, space-separated, on one line.")
+    var idsOnly = false
+
+    func run() throws {
+        try reportingErrors {
+            let url = try ModelStore().resolve(modelOptions.model, fetchIfMissing: !modelOptions.noFetch) { Diagnostics.note($0) }
+            let tokenizer = try Tokenizer(gguf: GGUFFile(url: url))
+            let ids = try tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: !noParseSpecial)
+            if idsOnly {
+                print(ids.map(String.init).joined(separator: " "))
+                return
+            }
+            for id in ids {
+                let piece = String(decoding: tokenizer.tokenBytes(id), as: UTF8.self)
+                print("\(id)\t\(piece.debugDescription)")
+            }
+            Diagnostics.note("\(ids.count) tokens")
+        }
+    }
+}

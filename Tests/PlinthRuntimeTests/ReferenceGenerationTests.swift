@@ -1,0 +1,120 @@
+import Foundation
+import PlinthRuntime
+import Testing
+
+/// Plinth against llama.cpp on the same GGUF files: same greedy tokens, close logits.
+@Suite(.serialized)
+struct ReferenceGenerationTests {
+    struct Outcome {
+        var identical = 0
+        var divergences: [(case: Int, step: Int, margin: Double)] = []
+        var worstLogitError: Float = 0
+    }
+
+    /// Runs every fixture prompt as one ragged batch (a slot per prompt), then decodes greedily
+    /// with all sequences in the same steps.
+    static func run(model: URL, fixtureName: String) throws -> Outcome {
+        let fx = try GenerationFixture.load(fixtureName)
+        let transformer = try Transformer(url: model)
+        let n = fx.cases.count
+        let maxLen = fx.cases.map { $0.prompt_ids.count + $0.generated.count }.max()!
+        let ctx = try InferenceContext(transformer: transformer, contextLength: maxLen + 1, slots: n, maxBatch: 256)
+        var outcome = Outcome()
+
+        var prefill = Batch()
+        for (s, c) in fx.cases.enumerated() {
+            for (i, t) in c.prompt_ids.enumerated() { prefill.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
+        }
+        try ctx.forward(prefill)
+        var next = [Int32](repeating: 0, count: n)
+        for s in 0..<n {
+            let ours = ctx.logits(s)
+            let ref = try fx.lastLogits(fixtureName, case: s)
+            let range = fx.cases[s].last_logits.max - fx.cases[s].last_logits.min
+            var worst: Float = 0
+            for i in 0..<ref.count { worst = max(worst, abs(ours[i] - ref[i])) }
+            outcome.worstLogitError = max(outcome.worstLogitError, worst / range)
+            next[s] = Sampler.argmax(ours)
+        }
+
+        var produced = [[Int32]](repeating: [], count: n)
+        var live = Set(0..<n)
+        var step = 0
+        while !live.isEmpty {
+            var batch = Batch()
+            var order: [Int] = []
+            for s in live.sorted() {
+                let c = fx.cases[s]
+                produced[s].append(next[s])
+                if produced[s].count == c.generated.count || produced[s] != Array(c.generated.prefix(produced[s].count)) {
+                    live.remove(s)
+                    continue
+                }
+                batch.add(next[s], position: c.prompt_ids.count + step, slot: s, logits: true)
+                order.append(s)
+            }
+            guard batch.count > 0 else { break }
+            try ctx.forward(batch)
+            for (row, s) in order.enumerated() { next[s] = Sampler.argmax(ctx.logits(row)) }
+            step += 1
+        }
+        for (s, c) in fx.cases.enumerated() {
+            if produced[s] == c.generated {
+                outcome.identical += 1
+            } else {
+                let i = zip(produced[s], c.generated).prefix { $0 == $1 }.count
+                let t = c.top2[i]
+                let margin = abs(t[1] - t[3]) / max(abs(t[1]), 1e-9)
+                outcome.divergences.append((s, i, margin))
+            }
+        }
+        return outcome
+    }
+
+    static func check(_ name: String, _ fixture: String) throws {
+        let url = try #require(TestModels.path(name))
+        let o = try run(model: url, fixtureName: fixture)
+        let total = o.identical + o.divergences.count
+        print("[\(name)] identical greedy sequences: \(o.identical)/\(total); worst last-position logit error: \(o.worstLogitError) of the logit range")
+        for d in o.divergences {
+            print("[\(name)]   case \(d.case) diverges at step \(d.step); llama.cpp's top-2 relative margin there: \(d.margin)")
+        }
+        #expect(o.identical >= total - 1, "at least \(total - 1) of \(total) sequences must match llama.cpp")
+        for d in o.divergences {
+            #expect(d.margin < 1e-3, "case \(d.case) diverges at step \(d.step) where llama.cpp's top-2 margin is \(d.margin)")
+        }
+        #expect(o.worstLogitError <= 1e-2)
+    }
+
+    @Test("SmolLM2 matches llama.cpp", .enabled(if: TestModels.path(TestModels.smolLM2) != nil, "SmolLM2 not fetched: run `plinth models fetch`"))
+    func smolLM2() throws { try Self.check(TestModels.smolLM2, "smollm2") }
+
+    @Test("Qwen2.5-Coder matches llama.cpp", .enabled(if: TestModels.path(TestModels.qwen25Coder) != nil, "Qwen2.5-Coder not fetched: run `plinth models fetch qwen2.5-coder`"))
+    func qwen25() throws { try Self.check(TestModels.qwen25Coder, "qwen25") }
+
+    /// A sequence's logits do not depend on what else shares the step.
+    @Test("Batched and single-sequence steps agree bit for bit", .enabled(if: TestModels.path(TestModels.smolLM2) != nil, "SmolLM2 not fetched"))
+    func batchInvariance() throws {
+        let fx = try GenerationFixture.load("smollm2")
+        let transformer = try Transformer(url: try #require(TestModels.path(TestModels.smolLM2)))
+        let a = fx.cases[0].prompt_ids, b = fx.cases[1].prompt_ids
+        let solo = try InferenceContext(transformer: transformer, contextLength: 256, slots: 1)
+        try solo.forward(.sequence(a))
+        let soloLogits = Array(solo.logits(0))
+        // The same prompt fed token by token gives the same last logits as one prefill.
+        let stepwise = try InferenceContext(transformer: transformer, contextLength: 256, slots: 1)
+        for (i, t) in a.enumerated() {
+            var one = Batch()
+            one.add(t, position: i, logits: i == a.count - 1)
+            try stepwise.forward(one)
+        }
+        #expect(Array(stepwise.logits(0)) == soloLogits)
+        // And sharing a step with another sequence changes nothing.
+        let shared = try InferenceContext(transformer: transformer, contextLength: 256, slots: 2)
+        var batch = Batch()
+        for (i, t) in b.enumerated() { batch.add(t, position: i, slot: 1, logits: false) }
+        for (i, t) in a.enumerated() { batch.add(t, position: i, slot: 0, logits: i == a.count - 1) }
+        try shared.forward(batch)
+        #expect(Array(shared.logits(0)) == soloLogits)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// llama.cpp's reference outputs for one model (made by Scripts/make_generation_fixtures.py).
+struct GenerationFixture: Decodable {
+    struct LastLogits: Decodable { var min: Float; var max: Float; var argmax: Int }
+    struct Case: Decodable {
+        var kind: String
+        var text: String
+        var prompt_ids: [Int32]
+        var generated: [Int32]
+        /// Per step: [top id, top logit, second id, second logit].
+        var top2: [[Double]]
+        var last_logits: LastLogits
+    }
+
+    var model: String
+    var llama_cpp_python: String
+    var n_vocab: Int
+    var logit_files_per_chunk: Int
+    var cases: [Case]
+
+    static func load(_ name: String) throws -> GenerationFixture {
+        let url = TestModels.fixtures.appendingPathComponent("generation/\(name).json")
+        return try JSONDecoder().decode(GenerationFixture.self, from: Data(contentsOf: url))
+    }
+
+    /// The reference last-position logits of case `index`, restored from their int16 encoding.
+    func lastLogits(_ name: String, case index: Int) throws -> [Float] {
+        let chunk = index / logit_files_per_chunk
+        let url = TestModels.fixtures.appendingPathComponent("generation/\(name)_logits_\(chunk).bin")
+        let data = try Data(contentsOf: url)
+        let vocab = n_vocab
+        let offset = 8 + (index % logit_files_per_chunk) * vocab * 2
+        let lo = cases[index].last_logits.min, hi = cases[index].last_logits.max
+        return data.withUnsafeBytes { raw in
+            (0..<vocab).map { i in
+                let q = Int16(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 2 * i, as: Int16.self))
+                return lo + (Float(Int(q) + 32768) / 65535) * (hi - lo)
+            }
+        }
+    }
+}
