@@ -8,29 +8,82 @@
 #include <string.h>
 
 // ---- activation quantization -------------------------------------------------------------
+//
+// Activations are quantized the way llama.cpp quantizes them for each weight type (its
+// "vec_dot_type"), so that both engines feed the same int8 values to the same integer sums:
+// Q8_0 (fp16 scale) for Q4_0/Q5_0/Q8_0, Q8_1 (fp16 scale and fp16 scaled sum) for Q4_1/Q5_1,
+// Q8_K (f32 scale per 256, signed by the largest value) for the k-quants.
 
-static void quantize_row_q8(const float *x, int64_t k, int8_t *q, float *d, float *xs) {
+static inline float round_f16(float v) { return (float)(_Float16)v; }
+
+static int act_kind(int type) {
+    switch (type) {
+    case PK_Q4_1: case PK_Q5_1: return 1;
+    case PK_Q2_K: case PK_Q3_K: case PK_Q4_K: case PK_Q5_K: case PK_Q6_K: return 2;
+    default: return 0;
+    }
+}
+
+static void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, float *d, float *xs) {
     for (int64_t b = 0; b < k / 32; b++) {
         const float *xb = x + b * 32;
         float amax = 0.0f;
         for (int i = 0; i < 32; i++) {
-            float a = fabsf(xb[i]);
+            const float a = fabsf(xb[i]);
             amax = a > amax ? a : amax;
         }
         const float db = amax / 127.0f;
-        const float id = db != 0.0f ? 1.0f / db : 0.0f;
-        int s0 = 0, s1 = 0;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        int sum = 0;
         int8_t *qb = q + b * 32;
         for (int i = 0; i < 32; i++) {
-            int v = (int)lrintf(xb[i] * id);
-            v = v > 127 ? 127 : (v < -127 ? -127 : v);
+            const int v = (int)nearbyintf(xb[i] * id); // ties to even, like _mm256_round_ps
             qb[i] = (int8_t)v;
-            if (i < 16) s0 += v; else s1 += v;
+            sum += v;
         }
-        d[b] = db;
-        xs[2 * b] = db * (float)s0;
-        xs[2 * b + 1] = db * (float)s1;
+        d[b] = round_f16(db);
+        // Q8_1 carries d*sum as one fp16 per 32; Q4_1/Q5_1 offsets are equal on both halves.
+        xs[2 * b] = kind == 1 ? round_f16(db * (float)sum) : 0.0f;
+        xs[2 * b + 1] = 0.0f;
     }
+}
+
+static inline int nearest_int(float v) { return (int)nearbyintf(v); }
+
+static void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *d, float *xs) {
+    for (int64_t b = 0; b < k / 256; b++) {
+        const float *xb = x + b * 256;
+        int8_t *qb = q + b * 256;
+        float amax = 0.0f, max = 0.0f;
+        for (int i = 0; i < 256; i++) {
+            const float a = fabsf(xb[i]);
+            if (a > amax) { amax = a; max = xb[i]; }
+        }
+        if (amax == 0.0f) {
+            memset(qb, 0, 256);
+            for (int i = 0; i < 8; i++) d[b * 8 + i] = 0.0f;
+            for (int i = 0; i < 16; i++) xs[b * 16 + i] = 0.0f;
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        const float db = 1.0f / iscale;
+        for (int i = 0; i < 256; i++) {
+            const int v = nearest_int(iscale * xb[i]);
+            qb[i] = (int8_t)(v < 127 ? v : 127);
+        }
+        for (int i = 0; i < 8; i++) d[b * 8 + i] = db;
+        for (int s = 0; s < 16; s++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += qb[s * 16 + i];
+            xs[b * 16 + s] = db * (float)sum;
+        }
+    }
+}
+
+static void quantize_row_act(const float *x, int64_t k, int type, int8_t *q, float *d, float *xs) {
+    const int kind = act_kind(type);
+    if (kind == 2) quantize_row_q8_K(x, k, q, d, xs);
+    else quantize_row_q8_32(x, k, kind, q, d, xs);
 }
 
 // ---- weight unpacking (ggml block layouts) ----------------------------------------------
@@ -365,7 +418,7 @@ int pk_matmul(pk_pool *pool, int type, const void *w, int64_t m, int64_t k,
     j.thread_bytes = thread_bytes_for(k);
     if (q8)
         for (int64_t t = 0; t < n; t++)
-            quantize_row_q8(x + t * k, k, j.act.q + t * k, j.act.d + t * (k / 32), j.act.xs + t * (k / 16));
+            quantize_row_act(x + t * k, k, type, j.act.q + t * k, j.act.d + t * (k / 32), j.act.xs + t * (k / 16));
     pk_pool_run(pool, matmul_task, &j);
     return 0;
 }

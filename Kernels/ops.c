@@ -94,17 +94,19 @@ static void attention_one(const attn_job *j, int64_t t, int h, float *buf) {
         scores[p] = s;
         mx = s > mx ? s : mx;
     }
-    float sum = 0.0f;
+    // As llama.cpp: exp sums in double, probabilities scaled by 1/sum, then rounded to half
+    // precision, because they meet the half-precision values as a half-precision product.
+    double sum = 0.0;
     for (int64_t p = 0; p < len; p++) {
         const float e = expf(scores[p] - mx);
         scores[p] = e;
-        sum += e;
+        sum += (double)e;
     }
-    const float inv = 1.0f / sum;
+    const float inv = (float)(1.0 / sum);
     memset(acc, 0, (size_t)hd * sizeof(float));
     const uint16_t *vb = j->v_rows[t] + (int64_t)kvh * hd;
     for (int64_t p = 0; p < len; p++) {
-        const float w = scores[p] * inv;
+        const float w = pk_f16_to_f32(pk_f32_to_f16(scores[p] * inv));
         const uint16_t *vp = vb + p * j->kv_stride;
         for (int i = 0; i < hd; i++) acc[i] += w * pk_f16_to_f32(vp[i]);
     }

@@ -361,6 +361,9 @@ SYNTHETIC = [
     ("loop_scoping", "{% set y = 0 %}{% for x in [1, 2, 3] %}{{ y }}{% set y = x %}{{ y }}|{% endfor %}{{ y }}|{% for x in [1, 2] %}{% if x == 2 %}{{ z }}{% endif %}{% set z = x %}{% endfor %}|{% if true %}{% set w = 5 %}{% endif %}{{ w }}", {}),
     ("loop_changed", "{% for x in [1, 1, 2, 2, 1] %}{% if loop.changed(x) %}{{ x }}{% endif %}{% endfor %}", {}),
 
+    ("for_else_quirks", "{% for x in [1, 2] %}{% continue %}{% else %}[else after only continues]{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}[no else: first iteration completed]{% endfor %}|{% for x in 'ab' %}{{ x }}{% for y in [] %}{% else %}{% break %}{% endfor %}{% endfor %}|{% for x in [1, 2, 3] %}{% set s %}{{ x }}{% if x == 2 %}{% break %}{% endif %}{% endset %}{{ s }}{% endfor %}", {}),
+    ("generators_and_views", "{{ 'truthy' if xs | select('gt', 10) else 'falsy' }}|{{ 'truthy' if xs | select('gt', 10) | list else 'falsy' }}|{% set g = xs | map('string') %}{{ g | join(',') }}/{{ g | join(',') }}|{% set g = xs | unique %}{{ g | first }}{{ g | list }}|{{ d.items() }}|{{ d.keys() }}|{{ d.values() | list }}|{{ d.keys() | length }}|{{ 'a' in d.keys() }}|{{ d.items() | list | tojson }}|{{ xs | reverse | list }}|{{ 1 in xs | map('int') }}",
+     {"xs": [1, 2, 3, 2], "d": {"a": 1, "b": [2]}}),
     # set, namespace, with
     ("set_forms", "{% set a = 1 %}{% set b, c = [2, 3] %}{% set t = 4, 5 %}{{ a }}{{ b }}{{ c }}{{ t }}|{% set block %}inner {{ a }}{% endset %}[{{ block }}]|{% set up | upper %}shout{% endset %}{{ up }}", {}),
     ("namespace", "{% set ns = namespace(found=false, count=0, last=none) %}{% for m in messages %}{% if m.role == 'user' %}{% set ns.count = ns.count + 1 %}{% set ns.last = m.content %}{% endif %}{% if m.role == 'system' %}{% set ns.found = true %}{% endif %}{% endfor %}{{ ns.found }}/{{ ns.count }}/{{ ns.last }}|{{ namespace(a=1).a }}|{{ ns.missing is defined }}",
@@ -511,6 +514,12 @@ SYNTHETIC_ERRORS = [
     ("error_tojson_undefined", "{{ missing | tojson }}", {}),
     ("error_inline_if_undefined_attribute", "{{ (x if false).y }}", {}),
     ("error_set_on_non_namespace", "{% set d = {} %}{% set d.x = 1 %}", {}),
+    ("error_macro_too_many_arguments", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}", {}),
+    ("error_macro_unknown_keyword", "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, b=2) }}", {}),
+    ("error_call_block_without_caller", "{% macro m() %}no caller used{% endmacro %}{% call m() %}body{% endcall %}", {}),
+    ("error_generator_has_no_length", "{{ xs | select('odd') | length }}", {"xs": [1, 2, 3]}),
+    ("error_generator_not_json", "{{ xs | map('string') | tojson }}", {"xs": [1, 2]}),
+    ("error_unhashable_membership", "{{ [1] in {'a': 1} }}", {}),
     ("error_sandbox_mutation", "{% set xs = [] %}{{ xs.append(1) }}", {}),
 ]
 

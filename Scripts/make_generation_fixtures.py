@@ -6,6 +6,12 @@ tokenizes them, 64 greedily generated tokens, the top-2 logits at every step (to
 ties), and the full logits at the last prompt position (stored as int16 scaled to the logit
 range, so the quantization error is at most range/131070).
 
+It also records how well llama.cpp agrees with itself: the same prompt prefilled token by token
+instead of in one batch (llama.cpp's other code path) gives slightly different logits, and with
+int8-quantized activations small models amplify such differences. `llama_self` holds that
+path's last-position logit error (relative to the logit range) and its greedy continuation, the
+baseline against which any other engine's agreement can be judged.
+
 Dev-time only: `pip install llama-cpp-python` builds llama.cpp from source.
 Usage: python3 Scripts/make_generation_fixtures.py [smollm2|qwen25 ...]
 """
@@ -74,6 +80,20 @@ def last_logits(llm):
     return np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),)).astype(np.float32).copy()
 
 
+def greedy(llm, logits, n):
+    gen, top2 = [], []
+    for _ in range(n):
+        order = np.argsort(-logits, kind="stable")[:2]
+        tok = int(np.argmax(logits))
+        top2.append([int(order[0]), float(logits[order[0]]), int(order[1]), float(logits[order[1]])])
+        gen.append(tok)
+        if llm.token_is_eog(tok) if hasattr(llm, "token_is_eog") else tok == llm.token_eos():
+            break
+        llm.eval([tok])
+        logits = last_logits(llm)
+    return gen, top2
+
+
 def main(names):
     os.makedirs(OUT, exist_ok=True)
     for name in names:
@@ -100,17 +120,13 @@ def main(names):
             lo, hi = float(last.min()), float(last.max())
             q = np.round((last - lo) / (hi - lo) * 65535.0 - 32768.0).clip(-32768, 32767).astype("<i2")
             logit_blobs.append(q.tobytes())
-            gen, top2 = [], []
-            logits = last
-            for _ in range(N_GEN):
-                order = np.argsort(-logits, kind="stable")[:2]
-                tok = int(np.argmax(logits))
-                top2.append([int(order[0]), float(logits[order[0]]), int(order[1]), float(logits[order[1]])])
-                gen.append(tok)
-                if llm.token_is_eog(tok) if hasattr(llm, "token_is_eog") else tok == llm.token_eos():
-                    break
-                llm.eval([tok])
-                logits = last_logits(llm)
+            gen, top2 = greedy(llm, last, N_GEN)
+            llm.reset()
+            for t in ids:
+                llm.eval([t])
+            alt = last_logits(llm)
+            alt_gen, _ = greedy(llm, alt, N_GEN)
+            self_error = float(np.abs(alt - last).max() / (hi - lo))
             cases.append({
                 "kind": kind,
                 "messages": [[r, c] for r, c in p] if kind == "chat" else None,
@@ -119,6 +135,7 @@ def main(names):
                 "generated": gen,
                 "top2": top2,
                 "last_logits": {"min": lo, "max": hi, "argmax": int(np.argmax(last))},
+                "llama_self": {"logit_error": self_error, "generated": alt_gen},
             })
         per = 10
         for i in range(0, len(logit_blobs), per):

@@ -77,7 +77,7 @@ struct TokenizerSyntheticTests {
         let world = try #require(t.id(forText: "Ġworld"))
         #expect(t.encode("hello world", addSpecial: false) == [hello, world])
         #expect(t.encode("hellohello", addSpecial: false) == [hello, hello])
-        // "hel" → "he" + "l": "he" (rank 0) beats "ll" (rank 1) only when both are possible
+        // "hel": only "h e" applies; "ell": only "l l"
         #expect(t.encode("hel", addSpecial: false) == [t.id(forText: "he")!, Int32(UInt8(ascii: "l"))])
         #expect(t.encode("ell", addSpecial: false) == [Int32(UInt8(ascii: "e")), t.id(forText: "ll")!])
     }

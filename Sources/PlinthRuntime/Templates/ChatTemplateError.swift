@@ -81,7 +81,3 @@ public enum ChatTemplateError: Error, LocalizedError, Equatable, Sendable {
         }
     }
 }
-
-/// The namespace of the Jinja template engine's internals: lexer, parser, syntax tree,
-/// runtime values and interpreter.
-enum Jinja {}

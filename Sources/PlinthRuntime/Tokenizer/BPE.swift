@@ -12,50 +12,44 @@ struct BPEMerges: Sendable {
     private let table: PairTable
 
     /// - Parameters:
-    ///   - tokenIDs: token text → id.
+    ///   - tokenIDs: token text (its UTF-8 bytes) → id.
     ///   - merges: `"left right"` rules, best first.
-    init(tokenIDs: [String: Int32], vocabularySize: Int, merges: [String]) {
+    init(tokenIDs: [WordKey: Int32], vocabularySize: Int, merges: [String]) {
         self.vocabularySize = vocabularySize
-        var extra: [Substring: Int32] = [:]
+        var extra: [WordKey: Int32] = [:]
         var nextExtra = Int32(vocabularySize)
-        func symbol(_ s: Substring) -> Int32 {
-            if let id = tokenIDs[String(s)] { return id }
-            if let id = extra[s] { return id }
+        func symbol(_ bytes: [UInt8]) -> Int32 {
+            let key = WordKey(bytes)
+            if let id = tokenIDs[key] ?? extra[key] { return id }
             let id = nextExtra
             nextExtra += 1
-            extra[s] = id
+            extra[key] = id
             return id
         }
         var table = PairTable(capacity: merges.count)
         for (rank, rule) in merges.enumerated() {
             // split at the first space after the first character, as llama.cpp does
             let utf8 = rule.utf8
-            guard let first = utf8.first else { continue }
+            guard !utf8.isEmpty else { continue }
             var split: String.Index? = nil
             var i = utf8.index(after: utf8.startIndex)
             while i < utf8.endIndex {
                 if utf8[i] == 0x20 { split = i; break }
                 i = utf8.index(after: i)
             }
-            _ = first
             guard let sp = split else { continue }
-            let left = rule[rule.startIndex..<sp]
-            let right = rule[rule.index(after: sp)...]
+            let left = Array(utf8[utf8.startIndex..<sp])
+            let right = Array(utf8[utf8.index(after: sp)...])
             let l = symbol(left)
             let r = symbol(right)
-            let joined = Substring(String(left) + String(right))
-            let m = symbol(joined)
+            let m = symbol(left + right)
             table.insertIfAbsent(left: l, right: r, rank: Int32(rank), result: m)
         }
         self.table = table
         var bytes = [Int32](repeating: -1, count: 256)
         for b in 0..<256 {
-            let s = String(Unicode.Scalar(ByteLevel.scalarForByte[b])!)
-            if let id = tokenIDs[s] {
-                bytes[b] = id
-            } else if let id = extra[Substring(s)] {
-                bytes[b] = id
-            }
+            let key = WordKey(ByteLevel.utf8ForByte[b])
+            if let id = tokenIDs[key] ?? extra[key] { bytes[b] = id }
         }
         self.byteSymbol = bytes
     }

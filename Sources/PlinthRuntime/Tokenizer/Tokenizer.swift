@@ -9,8 +9,10 @@ import Synchronization
 /// ``StreamingDetokenizer`` for generated tokens. A tokenizer is immutable apart from an internal
 /// word cache, and safe to share between tasks.
 ///
-/// Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with the pre-tokenizers `smollm`,
-/// `qwen2`, `llama3`, `gpt-2` and their llama.cpp aliases.
+/// Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with the pre-tokenizers of the
+/// GPT-2 family (`gpt-2`, `mpt`, `olmo`, …), the StarCoder family (`smollm`, `starcoder`,
+/// `command-r`, …), the Llama 3 family (`llama3`, `llama-bpe`, `dbrx`, …), `qwen2` and its aliases,
+/// and `qwen35`. Other types throw ``TokenizerError/unsupportedPreTokenizer(_:)``.
 public final class Tokenizer: Sendable {
     /// Everything a tokenizer is made from: the `tokenizer.ggml.*` metadata of a GGUF file, or a
     /// synthetic vocabulary in tests.
@@ -25,6 +27,7 @@ public final class Tokenizer: Sendable {
         public var tokenTypes: [Int]?
         /// `tokenizer.ggml.merges`: `"left right"` rules, best first.
         public var merges: [String]
+        /// Special token ids (`tokenizer.ggml.*_token_id`); ids outside the vocabulary are ignored.
         public var bosID: Int?
         public var eosID: Int?
         public var eotID: Int?
@@ -91,9 +94,13 @@ public final class Tokenizer: Sendable {
     public let eotID: Int32?
     /// End-of-message token (`<|eom_id|>`).
     public let eomID: Int32?
+    /// Padding token (`tokenizer.ggml.padding_token_id`).
     public let paddingID: Int32?
+    /// Unknown-token marker (unused by byte-level BPE, which can spell any byte).
     public let unknownID: Int32?
+    /// Separator token (`tokenizer.ggml.seperator_token_id`, spelled as in the GGUF spec).
     public let separatorID: Int32?
+    /// Fill-in-the-middle tokens: from the metadata, or found by their text (`<|fim_prefix|>`, …).
     public let fimPrefixID: Int32?
     public let fimSuffixID: Int32?
     public let fimMiddleID: Int32?
@@ -110,7 +117,9 @@ public final class Tokenizer: Sendable {
     // MARK: Storage
 
     private let texts: [String]
-    private let textToID: [String: Int32]
+    /// Token text → id, compared byte for byte (as llama.cpp does; Swift's `String` equality
+    /// would treat canonically equivalent spellings as one).
+    private let textToID: [WordKey: Int32]
     private let types: [TokenType]
     private let attrs: [TokenAttributes]
     private let eogSet: Set<Int32>
@@ -200,12 +209,13 @@ public final class Tokenizer: Sendable {
 
         // Texts and ids. An empty entry gets a placeholder text, as in llama.cpp.
         var texts = c.tokens
-        var textToID: [String: Int32] = [:]
+        var textToID: [WordKey: Int32] = [:]
         textToID.reserveCapacity(n)
         for i in 0..<n {
             if texts[i].isEmpty { texts[i] = "[EMPTY_\(i)]" }
-            textToID[texts[i]] = Int32(i)
+            textToID[WordKey(Array(texts[i].utf8))] = Int32(i)
         }
+        func lookup(_ text: String) -> Int32? { textToID[WordKey(Array(text.utf8))] }
         guard textToID.count == n else {
             throw .invalidMetadata(key: "tokenizer.ggml.tokens", reason: "the vocabulary has duplicate entries")
         }
@@ -255,7 +265,7 @@ public final class Tokenizer: Sendable {
         func detect(_ current: Int32?, _ candidates: [String]) -> Int32? {
             if let current { return current }
             for text in candidates {
-                if let id = textToID[text] {
+                if let id = lookup(text) {
                     attrs[Int(id)].insert(.control)
                     return id
                 }
@@ -271,19 +281,19 @@ public final class Tokenizer: Sendable {
         fimRep = detect(fimRep, SpecialTexts.fimRepo)
         fimSep = detect(fimSep, ["<|file_sep|>"])
         // Control tokens named "unused" are unused.
-        for i in 0..<n where attrs[i].contains(.control) && texts[i].contains("unused") {
+        for i in 0..<n where attrs[i].contains(.control) && Tokenizer.containsBytes(texts[i], "unused") {
             attrs[i].insert(.unused)
         }
         // The end-of-generation set.
         var eog = Set<Int32>()
         for id in [fimPad, fimRep, fimSep] { if let id { eog.insert(id) } }
         for text in SpecialTexts.endOfGeneration {
-            guard let id = textToID[text] else { continue }
+            guard let id = lookup(text) else { continue }
             eog.insert(id)
             attrs[Int(id)].insert(.control)
         }
         for text in SpecialTexts.alwaysRendered {
-            if let id = textToID[text] { attrs[Int(id)] = .userDefined }
+            if let id = lookup(text) { attrs[Int(id)] = .userDefined }
         }
         for id in [eos, eot, eom] { if let id { eog.insert(id) } }
         // With <|return|> and <|call|> (or <|calls|> and <|flush|>), <|end|> does not end generation.
@@ -389,6 +399,12 @@ public final class Tokenizer: Sendable {
         }
     }
 
+    private static func containsBytes(_ text: String, _ needle: String) -> Bool {
+        let h = Array(text.utf8), n = Array(needle.utf8)
+        guard h.count >= n.count else { return false }
+        return (0...(h.count - n.count)).contains { i in h[i..<(i + n.count)].elementsEqual(n) }
+    }
+
     private static func hex2(_ b: UInt8) -> String {
         let digits = Array("0123456789abcdef".utf8)
         return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 15)]], as: UTF8.self)
@@ -413,7 +429,7 @@ public final class Tokenizer: Sendable {
     }
 
     /// The token whose vocabulary text is exactly `text` (e.g. `"<|im_end|>"`), or nil.
-    public func id(forText text: String) -> Int32? { textToID[text] }
+    public func id(forText text: String) -> Int32? { textToID[WordKey(Array(text.utf8))] }
 
     /// The type recorded in `tokenizer.ggml.token_type` (``TokenType/undefined`` for a bad id).
     public func tokenType(_ id: Int32) -> TokenType {
@@ -654,35 +670,47 @@ public final class Tokenizer: Sendable {
         var scratch: [Int32] = []
 
         mutating func encode(_ text: UnsafeBufferPointer<UInt8>, with tok: Tokenizer, into out: inout [Int32]) {
-            cps.removeAll(keepingCapacity: true)
-            classes.removeAll(keepingCapacity: true)
-            offsets.removeAll(keepingCapacity: true)
-            ends.removeAll(keepingCapacity: true)
             let n = text.count
-            UnicodeClass.table.withUnsafeBufferPointer { table in
-                var i = 0
-                while i < n {
-                    let b0 = text[i]
-                    var cp: UInt32
-                    var len: Int
-                    if b0 < 0x80 {
-                        cp = UInt32(b0); len = 1
-                    } else if b0 < 0xE0 {
-                        cp = UInt32(b0 & 0x1F) << 6 | UInt32(text[i + 1] & 0x3F); len = 2
-                    } else if b0 < 0xF0 {
-                        cp = UInt32(b0 & 0x0F) << 12 | UInt32(text[i + 1] & 0x3F) << 6 | UInt32(text[i + 2] & 0x3F); len = 3
-                    } else {
-                        cp = UInt32(b0 & 0x07) << 18 | UInt32(text[i + 1] & 0x3F) << 12
-                            | UInt32(text[i + 2] & 0x3F) << 6 | UInt32(text[i + 3] & 0x3F); len = 4
+            // buffers only grow; `count` code points are in use
+            if cps.count < n + 1 {
+                let size = max(n + 1, 2 * cps.count)
+                cps = [UInt32](repeating: 0, count: size)
+                classes = [UInt8](repeating: 0, count: size)
+                offsets = [Int32](repeating: 0, count: size)
+            }
+            ends.removeAll(keepingCapacity: true)
+            var count = 0
+            cps.withUnsafeMutableBufferPointer { cp in
+                classes.withUnsafeMutableBufferPointer { cl in
+                    offsets.withUnsafeMutableBufferPointer { of in
+                        UnicodeClass.table.withUnsafeBufferPointer { table in
+                            var i = 0
+                            while i < n {
+                                let b0 = text[i]
+                                let c: UInt32
+                                let len: Int
+                                if b0 < 0x80 {
+                                    c = UInt32(b0); len = 1
+                                } else if b0 < 0xE0 {
+                                    c = UInt32(b0 & 0x1F) << 6 | UInt32(text[i + 1] & 0x3F); len = 2
+                                } else if b0 < 0xF0 {
+                                    c = UInt32(b0 & 0x0F) << 12 | UInt32(text[i + 1] & 0x3F) << 6
+                                        | UInt32(text[i + 2] & 0x3F); len = 3
+                                } else {
+                                    c = UInt32(b0 & 0x07) << 18 | UInt32(text[i + 1] & 0x3F) << 12
+                                        | UInt32(text[i + 2] & 0x3F) << 6 | UInt32(text[i + 3] & 0x3F); len = 4
+                                }
+                                cp[count] = c
+                                cl[count] = table[Int(c)]
+                                of[count] = Int32(i)
+                                count += 1
+                                i += len
+                            }
+                            of[count] = Int32(n)
+                        }
                     }
-                    cps.append(cp)
-                    classes.append(table[Int(cp)])
-                    offsets.append(Int32(i))
-                    i += len
                 }
             }
-            offsets.append(Int32(n))
-            let count = cps.count
             cps.withUnsafeBufferPointer { cp in
                 classes.withUnsafeBufferPointer { cl in
                     tok.pre.split(cp.baseAddress!, cl.baseAddress!, count: count, into: &ends)

@@ -23,7 +23,7 @@ public enum TokenizerError: Error, LocalizedError, Equatable, Sendable {
         case .unsupportedModel(let name):
             return "The tokenizer type '\(name)' (tokenizer.ggml.model) is not supported; Plinth supports byte-level BPE ('gpt2')."
         case .unsupportedPreTokenizer(let name):
-            return "The pre-tokenizer '\(name)' (tokenizer.ggml.pre) is not supported. Supported: smollm, qwen2, llama3, gpt-2 and their aliases."
+            return "The pre-tokenizer '\(name)' (tokenizer.ggml.pre) is not supported. Supported: the gpt-2, starcoder/smollm, llama3, qwen2 and qwen35 families."
         case .missingMetadata(let key):
             return "The model file has no '\(key)' metadata, which the tokenizer needs."
         case .invalidMetadata(let key, let reason):

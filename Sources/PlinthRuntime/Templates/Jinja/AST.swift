@@ -99,6 +99,11 @@ extension Jinja {
         let parameters: [MacroParameter]
         let body: [Node]
         let location: TemplateSourceLocation
+        /// Whether the body mentions `varargs`, `kwargs` or `caller`: Jinja accepts extra
+        /// positional arguments, unknown keyword arguments or a `{% call %}` body only then.
+        var usesVarargs = false
+        var usesKwargs = false
+        var usesCaller = false
     }
 
     struct IfBranch: Sendable {
@@ -126,7 +131,7 @@ extension Jinja {
         case setBlock(AssignTarget, filter: Expr?, body: [Node], TemplateSourceLocation)
         case macro(MacroDefinition)
         /// `{% call(params) callee(args) %}…{% endcall %}`: the body becomes `caller()`.
-        case callBlock(call: Expr, callerParameters: [MacroParameter], body: [Node], TemplateSourceLocation)
+        case callBlock(call: Expr, caller: MacroDefinition, TemplateSourceLocation)
         case filterBlock(filter: Expr, body: [Node])
         case with([(AssignTarget, Expr)], body: [Node])
         case breakLoop

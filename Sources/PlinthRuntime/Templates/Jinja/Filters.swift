@@ -94,6 +94,7 @@ extension Jinja {
                 return try items(value).last ?? .undefined("No last item, sequence was empty.")
             case "float":
                 let r = try reader(["default"])
+                try Operators.requireDefined(value, loc)
                 return toFloat(value) ?? r.value("default") ?? .double(0)
             case "format":
                 if !args.positional.isEmpty && !args.keyword.isEmpty {

@@ -9,6 +9,9 @@ extension Jinja {
 
         private var output = ""
         private var macros: [Macro] = []
+        private var macroDepth = 0
+        /// Python stops recursive macros at about this depth (its recursion limit).
+        static let maxMacroDepth = 150
         let globals: Scope
 
         private enum Flow { case normal, breakLoop, continueLoop }
@@ -45,11 +48,17 @@ extension Jinja {
         }
 
         private func capture(_ nodes: [Node], _ scope: Scope) throws(E) -> String {
+            try captureWithFlow(nodes, scope).0
+        }
+
+        /// Renders `nodes` into a string of its own; a `break` or `continue` inside them still
+        /// acts on the enclosing loop, as in Jinja's compiled code.
+        private func captureWithFlow(_ nodes: [Node], _ scope: Scope) throws(E) -> (String, Flow) {
             let saved = output
             output = ""
             defer { output = saved }
-            _ = try execute(nodes, scope)
-            return output
+            let flow = try execute(nodes, scope)
+            return (output, flow)
         }
 
         private func execute(_ node: Node, _ scope: Scope) throws(E) -> Flow {
@@ -64,28 +73,31 @@ extension Jinja {
                 }
                 return try execute(otherwise, scope)
             case .forLoop(let loop):
-                try runLoop(loop, scope)
+                return try runLoop(loop, scope)
             case .set(let target, let expr, let loc):
                 try assign(target, try evaluate(expr, scope), scope, loc)
             case .setBlock(let target, let filter, let body, let loc):
-                var value = Value.string(try capture(body, Scope(parent: scope)))
+                let (text, flow) = try captureWithFlow(body, Scope(parent: scope))
+                if flow != .normal { return flow }
+                var value = Value.string(text)
                 if let filter { value = try applyFilterChain(filter, to: value, scope) }
                 try assign(target, value, scope, loc)
             case .macro(let definition):
                 let macro = Macro(definition: definition, closure: scope)
                 macros.append(macro)
                 scope.variables[definition.name] = .macro(macro)
-            case .callBlock(let call, let parameters, let body, let loc):
+            case .callBlock(let call, let callerDefinition, _):
                 guard case .call(let calleeExpr, let argExprs) = call.kind else { return .normal }
-                let caller = Macro(definition: MacroDefinition(name: "caller", parameters: parameters, body: body, location: loc),
-                                   closure: scope, isCaller: true)
+                let caller = Macro(definition: callerDefinition, closure: scope)
                 macros.append(caller)
                 let callee = try evaluate(calleeExpr, scope)
                 var args = try evaluateArguments(argExprs, scope)
-                args.keyword.append(("caller", .macro(caller)))
+                // Jinja passes `caller` after the explicit keywords and before `**kwargs`.
+                args.keyword.insert(("caller", .macro(caller)), at: argExprs.keyword.count)
                 output += try self.call(callee, args, call.location).str
             case .filterBlock(let filter, let body):
-                let text = try capture(body, Scope(parent: scope))
+                let (text, flow) = try captureWithFlow(body, Scope(parent: scope))
+                if flow != .normal { return flow }
                 output += try applyFilterChain(filter, to: .string(text), scope).str
             case .with(let bindings, let body):
                 let inner = Scope(parent: scope)
@@ -101,7 +113,9 @@ extension Jinja {
             return .normal
         }
 
-        private func runLoop(_ loop: ForLoop, _ scope: Scope) throws(E) {
+        /// Runs a loop; returns the control flow of its `else` block, which (being outside the
+        /// loop in Jinja's compiled code) acts on the enclosing loop.
+        private func runLoop(_ loop: ForLoop, _ scope: Scope) throws(E) -> Flow {
             let iterable = try evaluate(loop.iterable, scope)
             guard var items = iterable.iterate() else {
                 throw .invalidOperation("'\(iterable.typeName)' object is not iterable", at: loop.iterable.location)
@@ -116,17 +130,25 @@ extension Jinja {
                 items = kept
             }
             if items.isEmpty {
-                _ = try execute(loop.otherwise, Scope(parent: scope))
-                return
+                return try execute(loop.otherwise, Scope(parent: scope))
             }
             let state = LoopState(items: items)
+            // As in Jinja's compiled code, `else` runs unless some iteration reached the end of
+            // the body: iterations cut short by `continue` or `break` do not count.
+            var completedAnIteration = false
             for (i, item) in items.enumerated() {
                 state.index0 = i
                 let s = Scope(parent: scope)
                 s.variables["loop"] = .loop(state)
                 try assign(loop.target, item, s, loop.location)
-                if try execute(loop.body, s) == .breakLoop { break }
+                let flow = try execute(loop.body, s)
+                if flow == .normal { completedAnIteration = true }
+                if flow == .breakLoop { break }
             }
+            if !completedAnIteration, !loop.otherwise.isEmpty {
+                return try execute(loop.otherwise, Scope(parent: scope))
+            }
+            return .normal
         }
 
         private func assign(_ target: AssignTarget, _ value: Value, _ scope: Scope, _ loc: TemplateSourceLocation) throws(E) {
@@ -362,19 +384,26 @@ extension Jinja {
 
         private func callMacro(_ macro: Macro, _ args: Arguments, _ loc: TemplateSourceLocation) throws(E) -> Value {
             let definition = macro.definition
+            guard macroDepth < Interpreter.maxMacroDepth else {
+                throw .invalidOperation("maximum recursion depth exceeded (macro '\(macro.name)' nested \(Interpreter.maxMacroDepth) deep)", at: loc)
+            }
+            macroDepth += 1
+            defer { macroDepth -= 1 }
             let scope = Scope(parent: macro.closure ?? globals)
             var keyword = args.keyword
             var caller: Value? = nil
-            if let i = keyword.firstIndex(where: { $0.0 == "caller" }), !definition.parameters.contains(where: { $0.name == "caller" }) {
-                caller = keyword[i].1
-                keyword.remove(at: i)
+            let callerIsParameter = definition.parameters.contains { $0.name == "caller" }
+            if definition.usesCaller, !callerIsParameter {
+                if let i = keyword.firstIndex(where: { $0.0 == "caller" }) {
+                    caller = keyword[i].1
+                    keyword.remove(at: i)
+                } else {
+                    caller = .undefined("No caller defined")
+                }
             }
             for (i, parameter) in definition.parameters.enumerated() {
-                let keywordIndex = keyword.firstIndex { $0.0 == parameter.name }
+                let keywordIndex = i < args.positional.count ? nil : keyword.firstIndex { $0.0 == parameter.name }
                 if i < args.positional.count {
-                    if keywordIndex != nil {
-                        throw .invalidOperation("macro '\(macro.name)' got multiple values for argument '\(parameter.name)'", at: loc)
-                    }
                     scope.variables[parameter.name] = args.positional[i]
                 } else if let k = keywordIndex {
                     scope.variables[parameter.name] = keyword[k].1
@@ -385,7 +414,16 @@ extension Jinja {
                     scope.variables[parameter.name] = .undefined("parameter '\(parameter.name)' was not provided")
                 }
             }
+            if !definition.usesKwargs, let (name, _) = keyword.first {
+                if name == "caller" {
+                    throw .invalidOperation("macro '\(macro.name)' was invoked with two values for the special caller argument. This is most likely a bug.", at: loc)
+                }
+                throw .invalidOperation("macro '\(macro.name)' takes no keyword argument '\(name)'", at: loc)
+            }
             let extra = args.positional.dropFirst(definition.parameters.count)
+            if !definition.usesVarargs, !extra.isEmpty {
+                throw .invalidOperation("macro '\(macro.name)' takes not more than \(definition.parameters.count) argument(s)", at: loc)
+            }
             scope.variables["varargs"] = .tuple(Array(extra))
             var kwargs = ValueDict()
             for (k, v) in keyword { kwargs[k] = v }

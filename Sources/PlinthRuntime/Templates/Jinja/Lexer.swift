@@ -212,6 +212,10 @@ extension Jinja {
         }
 
         private mutating func lexRaw(from start: Int, openedAt: Int, lineStarting: Bool) throws(ChatTemplateError) {
+            if start >= source.count {
+                pos = start
+                return
+            }
             var i = start
             while i < source.count {
                 if source[i] == "{", at(i + 1) == "%" {
@@ -243,6 +247,8 @@ extension Jinja {
         }
 
         private mutating func lexComment(openedAt: Int) throws(ChatTemplateError) {
+            // Like Jinja, an opener that ends the template is accepted silently.
+            if pos >= source.count { return }
             var i = pos
             while i < source.count {
                 if source[i] == "+", matches("#}", at: i + 1) {

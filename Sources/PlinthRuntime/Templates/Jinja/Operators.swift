@@ -19,6 +19,10 @@ extension Jinja {
 
         static func binary(_ op: BinaryOperator, _ a: Value, _ b: Value, _ loc: TemplateSourceLocation) throws(E) -> Value {
             try requireDefined(a, loc)
+            if case .string(let format) = a, op == .modulo {
+                // str.__mod__ never calls into its argument for a format without conversions.
+                return .string(try printf(format, b, loc))
+            }
             try requireDefined(b, loc)
             switch op {
             case .add:
@@ -65,6 +69,12 @@ extension Jinja {
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(b.typeName)'", at: loc)
                 case (_, .array(let items)):
                     if let n = a.number, let r = repeated(items, n) { return .array(r) }
+                    throw .invalidOperation("can't multiply sequence by non-int of type '\(a.typeName)'", at: loc)
+                case (.tuple(let items), _):
+                    if let n = b.number, let r = repeated(items, n) { return .tuple(r) }
+                    throw .invalidOperation("can't multiply sequence by non-int of type '\(b.typeName)'", at: loc)
+                case (_, .tuple(let items)):
+                    if let n = a.number, let r = repeated(items, n) { return .tuple(r) }
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(a.typeName)'", at: loc)
                 default:
                     guard let x = a.number, let y = b.number else { throw unsupported("*", a, b, loc) }
@@ -238,7 +248,12 @@ extension Jinja {
             case .array(let items), .tuple(let items):
                 return items.contains { $0.equals(item) }
             case .dict(let d):
-                return d[item] != nil
+                switch item {
+                case .array, .dict, .namespace, .loop:
+                    throw .invalidOperation("unhashable type: '\(item.typeName)'", at: loc)
+                default:
+                    return d[item] != nil
+                }
             case .iterator(let box):
                 return box.contains(item)
             default:
@@ -300,9 +315,12 @@ extension Jinja {
         static func printf(_ format: String, _ argument: Value, _ loc: TemplateSourceLocation) throws(E) -> String {
             var positional: [Value]
             var mapping: ValueDict? = nil
+            // Python skips the "not all arguments converted" check for subscriptable arguments.
+            var subscriptable = false
             switch argument {
             case .tuple(let items): positional = items
-            case .dict(let d): positional = [argument]; mapping = d
+            case .dict(let d): positional = [argument]; mapping = d; subscriptable = true
+            case .array: positional = [argument]; subscriptable = true
             default: positional = [argument]
             }
             let f = Array(format.unicodeScalars)
@@ -389,7 +407,7 @@ extension Jinja {
                     throw fail("unsupported format character '\(conversion)'")
                 }
             }
-            if mapping == nil, next < positional.count {
+            if !subscriptable, next < positional.count {
                 throw fail("not all arguments converted during string formatting")
             }
             return out

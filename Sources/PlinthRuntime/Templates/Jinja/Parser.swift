@@ -12,6 +12,9 @@ extension Jinja {
         private var conditionalDepth = 0
         /// Where the `{%` of the statement being parsed is.
         private var tagLocation = TemplateSourceLocation(line: 1, column: 1)
+        private var nesting = 0
+        /// How deeply expressions and blocks may nest (Python's parser stops at about this depth).
+        static let maxNesting = 140
 
         init(tokens: [Token]) {
             self.tokens = tokens
@@ -100,7 +103,16 @@ extension Jinja {
 
         /// Parses nodes until a `{% tag %}` whose name is in `endTags`; returns the nodes and that
         /// tag's name, leaving the stream just after the tag name.
+        private mutating func enterNesting() throws(ChatTemplateError) {
+            guard nesting < Parser.maxNesting else {
+                throw fail("the template nests blocks or expressions more than \(Parser.maxNesting) levels deep")
+            }
+            nesting += 1
+        }
+
         private mutating func subparse(until endTags: [String]) throws(ChatTemplateError) -> ([Node], String?) {
+            try enterNesting()
+            defer { nesting -= 1 }
             var body: [Node] = []
             while true {
                 let token = current
@@ -259,6 +271,22 @@ extension Jinja {
             return parameters
         }
 
+        /// Names the macro body being parsed refers to (innermost macro last).
+        private var referencedNames: [Set<String>] = []
+
+        private mutating func noteName(_ name: String) {
+            guard !referencedNames.isEmpty, name == "varargs" || name == "kwargs" || name == "caller" else { return }
+            for i in referencedNames.indices { referencedNames[i].insert(name) }
+        }
+
+        private func withSpecialNames(_ definition: MacroDefinition, _ names: Set<String>) -> MacroDefinition {
+            var d = definition
+            d.usesVarargs = names.contains("varargs")
+            d.usesKwargs = names.contains("kwargs")
+            d.usesCaller = names.contains("caller")
+            return d
+        }
+
         private mutating func parseMacro() throws(ChatTemplateError) -> Node {
             let start = advance()
             let (name, _) = try expectName()
@@ -273,8 +301,10 @@ extension Jinja {
                 loopDepth = savedLoopDepth
                 conditionalDepth = savedConditionalDepth
             }
+            referencedNames.append([])
             let (body, _) = try parseBody(["endmacro"])
-            return .macro(MacroDefinition(name: name, parameters: parameters, body: body, location: start.location))
+            let names = referencedNames.removeLast()
+            return .macro(withSpecialNames(MacroDefinition(name: name, parameters: parameters, body: body, location: start.location), names))
         }
 
         private mutating func parseCallBlock() throws(ChatTemplateError) -> Node {
@@ -292,8 +322,14 @@ extension Jinja {
                 loopDepth = savedLoopDepth
                 conditionalDepth = savedConditionalDepth
             }
+            referencedNames.append([])
             let (body, _) = try parseBody(["endcall"])
-            return .callBlock(call: call, callerParameters: parameters, body: body, start.location)
+            let names = referencedNames.removeLast()
+            if case .call(_, let args) = call.kind, args.keyword.contains(where: { $0.name == "caller" }) {
+                throw fail("keyword argument repeated: caller", start)
+            }
+            let caller = withSpecialNames(MacroDefinition(name: "", parameters: parameters, body: body, location: start.location), names)
+            return .callBlock(call: call, caller: caller, start.location)
         }
 
         private mutating func parseFilterBlock() throws(ChatTemplateError) -> Node {
@@ -382,6 +418,8 @@ extension Jinja {
         }
 
         mutating func parseExpression() throws(ChatTemplateError) -> Expr {
+            try enterNesting()
+            defer { nesting -= 1 }
             var expr = try parseOr()
             while isName(current, "if") {
                 let token = advance()
@@ -418,6 +456,8 @@ extension Jinja {
         private mutating func parseNot() throws(ChatTemplateError) -> Expr {
             if isName(current, "not") {
                 let token = advance()
+                try enterNesting()
+                defer { nesting -= 1 }
                 return Expr(.not(try parseNot()), token.location)
             }
             return try parseCompare()
@@ -483,6 +523,8 @@ extension Jinja {
 
         private mutating func parseUnary(withFilter: Bool = true) throws(ChatTemplateError) -> Expr {
             let token = current
+            try enterNesting()
+            defer { nesting -= 1 }
             var node: Expr
             if isOp(token, "-") {
                 _ = advance()
@@ -509,7 +551,9 @@ extension Jinja {
                 case "true", "True": return Expr(.literal(.bool(true)), token.location)
                 case "false", "False": return Expr(.literal(.bool(false)), token.location)
                 case "none", "None": return Expr(.literal(.none), token.location)
-                default: return Expr(.name(n), token.location)
+                default:
+                    noteName(n)
+                    return Expr(.name(n), token.location)
                 }
             case .string(var s):
                 _ = advance()
@@ -642,6 +686,7 @@ extension Jinja {
                     args.splatKeyword = try parseExpression()
                 } else if case .name(let n) = current.kind, isOp(next, "=") {
                     guard args.splatKeyword == nil else { throw fail("invalid syntax for function call expression", open) }
+                    if args.keyword.contains(where: { $0.name == n }) { throw fail("keyword argument repeated: \(n)") }
                     _ = advance()
                     _ = advance()
                     args.keyword.append(KeywordArgument(name: n, value: try parseExpression()))
