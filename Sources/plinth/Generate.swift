@@ -26,7 +26,7 @@ struct Generate: ParsableCommand {
     @Option(help: "A system message (implies --chat).")
     var system: String?
 
-    @Option(name: [.short, .customLong("max-tokens")], help: "The most tokens to generate.")
+    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens to generate.")
     var maxTokens: Int = 256
 
     @Option(help: "Sampling temperature; 0 means greedy.")

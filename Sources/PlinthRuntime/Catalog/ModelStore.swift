@@ -58,9 +58,7 @@ public struct ModelStore: Sendable {
 
     /// Whether the file is present and was verified when it was stored.
     public func isFetched(_ entry: ModelEntry) -> Bool {
-        let fm = FileManager.default
-        guard let attrs = try? fm.attributesOfItem(atPath: path(for: entry).path),
-              (attrs[.size] as? NSNumber)?.intValue == entry.size,
+        guard fileSize(path(for: entry)) == entry.size,
               let stamp = try? String(contentsOf: stampPath(for: entry), encoding: .utf8) else { return false }
         return stamp.trimmingCharacters(in: .whitespacesAndNewlines) == entry.sha256
     }
@@ -91,7 +89,7 @@ public struct ModelStore: Sendable {
             throw ModelStoreError.io("cannot create \(dir.path): \(error.localizedDescription)")
         }
         // A copy placed by hand (or from an interrupted stamp write) is verified, not downloaded again.
-        if let attrs = try? fm.attributesOfItem(atPath: dest.path), (attrs[.size] as? NSNumber)?.intValue == entry.size {
+        if fileSize(dest) == entry.size {
             progress?("verifying \(dest.path)")
             if (try? SHA256.hash(fileAt: dest)) == entry.sha256 {
                 try writeStamp(entry)
@@ -138,6 +136,7 @@ public struct ModelStore: Sendable {
             try? fm.removeItem(at: partial)
             throw ModelStoreError.checksumMismatch(file: entry.file, expected: entry.sha256, found: digest)
         }
+        // Replace a stale link or file, never the file a link points to.
         try? fm.removeItem(at: dest)
         do { try fm.moveItem(at: partial, to: dest) } catch {
             throw ModelStoreError.io("cannot move the download into place: \(error.localizedDescription)")
@@ -145,6 +144,12 @@ public struct ModelStore: Sendable {
         try writeStamp(entry)
         progress?("stored \(dest.path) (sha256 verified)")
         return dest
+    }
+
+    /// The size of the file a path leads to, following symlinks (a model linked into the cache counts).
+    private func fileSize(_ url: URL) -> Int? {
+        let target = url.resolvingSymlinksInPath().path
+        return (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.intValue
     }
 
     private func writeStamp(_ entry: ModelEntry) throws {

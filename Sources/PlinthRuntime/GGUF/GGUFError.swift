@@ -37,7 +37,7 @@ public enum GGUFError: Error, LocalizedError, Equatable, Sendable {
         case .invalidBool(let v, let k): "metadata key '\(k)' holds a bool with byte value \(v) (must be 0 or 1)"
         case .duplicateKey(let k): "metadata key '\(k)' appears twice"
         case .wrongValueType(let k, let e, let f): "metadata key '\(k)' should be \(e) but is \(f)"
-        case .countTooLarge(let n, let what): "\(what) claims \(n) entries, more than the file can hold"
+        case .countTooLarge(let n, let what): "\(what) claims \(n) entries, more than the file can hold (the file may be truncated or damaged)"
         case .invalidAlignment(let a): "general.alignment is \(a); it must be a power of two from 1 to 1048576"
         case .nestingTooDeep(let k, let limit): "metadata key '\(k)' nests arrays more than \(limit) deep"
         case .duplicateTensor(let n): "tensor '\(n)' appears twice"

@@ -3,6 +3,11 @@ import Foundation
 /// llama.cpp's reference outputs for one model (made by Scripts/make_generation_fixtures.py).
 struct GenerationFixture: Decodable {
     struct LastLogits: Decodable { var min: Float; var max: Float; var argmax: Int }
+    /// llama.cpp against itself: the same prompt prefilled token by token.
+    struct SelfAgreement: Decodable {
+        var logit_error: Float
+        var generated: [Int32]
+    }
     struct Case: Decodable {
         var kind: String
         var text: String
@@ -11,6 +16,7 @@ struct GenerationFixture: Decodable {
         /// Per step: [top id, top logit, second id, second logit].
         var top2: [[Double]]
         var last_logits: LastLogits
+        var llama_self: SelfAgreement
     }
 
     var model: String

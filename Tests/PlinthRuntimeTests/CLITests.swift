@@ -1,0 +1,277 @@
+import Foundation
+import PlinthRuntime
+import Testing
+
+/// The `plinth` command run as a subprocess: its help, its errors (non-zero exit, message on
+/// stderr, nothing on stdout) and, with the default model, deterministic generation.
+@Suite(.serialized)
+struct CLITests {
+    /// The `plinth` executable built next to the test bundle (`.build/<triple>/<config>/plinth`).
+    static let binary: URL? = {
+        let url = Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("plinth")
+        return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
+    }()
+
+    static let hasBinary = binary != nil
+    static let noBinaryReason: Comment = "the plinth executable is not built next to the tests (build the `plinth` product with the same scratch path)"
+
+    /// A `PLINTH_HOME` holding the default model as a verified catalog entry (a hard link to, or
+    /// copy of, the file TestModels found, plus the sha256 stamp `plinth models fetch` writes),
+    /// so that `-m SmolLM2-135M-Instruct --no-fetch` finds it without any network. Nil when the
+    /// model is absent or its hash is wrong. The folder is reused across runs (links cost no space).
+    static let modelHome: URL? = {
+        guard let source = TestModels.path(TestModels.smolLM2) else { return nil }
+        let entry = ModelCatalog.defaultModel
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-tests-home")
+        let store = ModelStore(home: home)
+        if store.isFetched(entry) { return home }
+        guard (try? SHA256.hash(fileAt: source)) == entry.sha256 else { return nil }
+        let fm = FileManager.default
+        do {
+            try fm.createDirectory(at: store.directory(for: entry), withIntermediateDirectories: true)
+            let dest = store.path(for: entry)
+            try? fm.removeItem(at: dest)
+            do { try fm.linkItem(at: source, to: dest) } catch { try fm.copyItem(at: source, to: dest) }
+            try (entry.sha256 + "\n").write(to: dest.appendingPathExtension("sha256"), atomically: true, encoding: .utf8)
+        } catch {
+            return nil
+        }
+        return store.isFetched(entry) ? home : nil
+    }()
+
+    static let hasModel = hasBinary && modelHome != nil
+    static let noModelReason: Comment = "needs the plinth executable and the default model SmolLM2-135M-Instruct (run `plinth models fetch`)"
+
+    struct Outcome {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `plinth` with `arguments`; stdout and stderr go to files (no pipe can fill up).
+    static func run(_ arguments: [String], home: URL? = nil) throws -> Outcome {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        let p = Process()
+        p.executableURL = binary!
+        p.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        // An empty home unless a test needs the model: nothing can be found, so nothing is fetched.
+        env["PLINTH_HOME"] = (home ?? dir.appendingPathComponent("home")).path
+        // Fetching must never start from a test: a missing python stops it at once.
+        env["PLINTH_PYTHON"] = "plinth-test-no-such-python"
+        p.environment = env
+        p.standardOutput = outHandle
+        p.standardError = errHandle
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        try outHandle.close()
+        try errHandle.close()
+        return Outcome(status: p.terminationStatus,
+                       stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
+                       stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
+    }
+
+    static func runWithModel(_ arguments: [String]) throws -> Outcome {
+        try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!)
+    }
+
+    // MARK: Help
+
+    @Test(.enabled(if: hasBinary, noBinaryReason), arguments: [
+        (["generate"], ["--model", "--no-fetch", "--prompt", "--prompt-file", "--chat", "--system", "--max-tokens",
+                        "--temperature", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed", "--greedy",
+                        "--context", "--threads", "--quiet"]),
+        (["tokenize"], ["--model", "--no-fetch", "--no-parse-special", "--add-special", "--ids-only", "<text>"]),
+        (["models"], ["list", "fetch", "path"]),
+        (["models", "fetch"], ["--all", "<names>"]),
+        (["models", "path"], ["<name>"]),
+        ([], ["generate", "tokenize", "models", "PLINTH_HOME"]),
+    ])
+    func helpMentionsEveryOption(command: [String], mentions: [String]) throws {
+        let r = try Self.run(command + ["--help"])
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        for word in mentions {
+            #expect(r.stdout.contains(word), "`plinth \(command.joined(separator: " ")) --help` does not mention \(word)")
+        }
+    }
+
+    // MARK: Errors
+
+    @Test(.enabled(if: hasBinary, noBinaryReason))
+    func missingModelFileFails() throws {
+        let r = try Self.run(["generate", "-m", "/nonexistent.gguf", "-p", "hi"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("not found"))
+        #expect(r.stderr.contains("/nonexistent.gguf"))
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: hasBinary, noBinaryReason))
+    func unknownModelNameFails() throws {
+        let r = try Self.run(["generate", "-m", "no-such-model", "-p", "hi"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("unknown model 'no-such-model'"))
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: hasBinary, noBinaryReason))
+    func unfetchedCatalogModelWithNoFetchFails() throws {
+        // The child's home is empty and --no-fetch forbids downloading.
+        let r = try Self.run(["generate", "-m", "smollm2", "--no-fetch", "-p", "hi"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("plinth models fetch SmolLM2-135M-Instruct"))
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: hasBinary, noBinaryReason))
+    func wrongMagicFails() throws {
+        var bytes = Array("GGML".utf8) + [3, 0, 0, 0]
+        bytes += [UInt8](repeating: 0, count: 56)
+        try withTemporaryFile(bytes) { url in
+            let r = try Self.run(["generate", "-m", url.path, "-p", "hi"])
+            #expect(r.status != 0)
+            #expect(r.stderr.contains("\"GGML\""))
+            #expect(r.stderr.contains("not a GGUF file"))
+            #expect(r.stdout.isEmpty)
+        }
+    }
+
+    @Test(.enabled(if: hasBinary, noBinaryReason))
+    func invalidUTF8PromptFileFails() throws {
+        try withTemporaryFile([0x66, 0xff]) { url in
+            let r = try Self.run(["generate", "-m", "/nonexistent.gguf", "--prompt-file", url.path])
+            #expect(r.status != 0)
+            #expect(r.stderr.contains("UTF-8"))
+            #expect(r.stderr.contains("byte 1"))
+            // The prompt is checked before the model is looked for.
+            #expect(!r.stderr.contains("not found"))
+            #expect(r.stdout.isEmpty)
+        }
+    }
+
+    @Test(.enabled(if: hasBinary, noBinaryReason))
+    func unreadablePromptFileFails() throws {
+        let r = try Self.run(["generate", "--prompt-file", "/nonexistent/prompt.txt"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("/nonexistent/prompt.txt"))
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: hasBinary, noBinaryReason), arguments: [
+        (["generate"], "--prompt"),
+        (["generate", "-p", "hi", "--prompt-file", "x"], "--prompt"),
+        (["generate", "-p", "hi", "--top-p", "0"], "--top-p"),
+        (["generate", "-p", "hi", "--temperature", "-1"], "--temperature"),
+        (["generate", "-p", "hi", "--min-p", "2"], "--min-p"),
+        (["generate", "-p", "hi", "--context", "0"], "--context"),
+        (["generate", "-p", "hi", "--max-tokens", "-3"], "--max-tokens"),
+        (["generate", "-p", "hi", "--seed", "x"], "--seed"),
+    ])
+    func invalidOptionsFail(args: [String], naming option: String) throws {
+        let r = try Self.run(args)
+        #expect(r.status != 0)
+        #expect(r.stderr.contains(option), "stderr: \(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    // MARK: With the default model
+
+    @Test(.enabled(if: hasModel, noModelReason))
+    func greedyGenerationIsRightAndRepeatable() throws {
+        let args = ["generate", "--greedy", "-n", "8", "-p", "The capital of France is"]
+        let a = try Self.runWithModel(args)
+        #expect(a.status == 0, "stderr: \(a.stderr)")
+        #expect(!a.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+        #expect(a.stdout.contains("Paris"), "stdout: \(a.stdout)")
+        // Timings go to stderr, never into the text.
+        #expect(a.stderr.contains("generated:"))
+        #expect(!a.stdout.contains("tok/s"))
+        let b = try Self.runWithModel(args)
+        #expect(b.status == 0)
+        #expect(a.stdout == b.stdout)
+        // --temperature 0 means greedy.
+        let z = try Self.runWithModel(["generate", "--temperature", "0", "-n", "8", "-p", "The capital of France is"])
+        #expect(z.status == 0)
+        #expect(z.stdout == a.stdout)
+    }
+
+    @Test(.enabled(if: hasModel, noModelReason))
+    func seededSamplingIsRepeatable() throws {
+        let args = ["generate", "--seed", "7", "--temperature", "0.9", "-n", "12", "--quiet", "-p", "Once upon a time"]
+        let a = try Self.runWithModel(args)
+        let b = try Self.runWithModel(args)
+        #expect(a.status == 0, "stderr: \(a.stderr)")
+        #expect(b.status == 0)
+        #expect(!a.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+        #expect(a.stdout == b.stdout)
+        // --quiet leaves stderr free of timings.
+        #expect(!a.stderr.contains("tok/s"))
+    }
+
+    @Test(.enabled(if: hasModel, noModelReason))
+    func chatWithSystemMessageWorks() throws {
+        // What a 135M model answers under "You are terse." is its own affair (llama.cpp gives
+        // "Alles mores, les pays Basque."): check that the chat path runs and stays clean.
+        let terse = try Self.runWithModel(["generate", "--chat", "--system", "You are terse.", "--greedy", "-n", "16",
+                                           "-p", "What is the capital of France?"])
+        #expect(terse.status == 0, "stderr: \(terse.stderr)")
+        #expect(!terse.stdout.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty)
+        // The template's markers are not echoed into the answer.
+        #expect(!terse.stdout.contains("<|im_start|>") && !terse.stdout.contains("<|im_end|>"))
+        #expect(terse.stderr.contains("stop: endOfGeneration") || terse.stderr.contains("stop: maxTokens"))
+
+        // With a helpful system message the model answers (as it does under llama.cpp).
+        let helpful = try Self.runWithModel(["generate", "--system", "You are a helpful assistant.", "--greedy",
+                                             "-n", "16", "-p", "What is the capital of France?"])
+        #expect(helpful.status == 0, "stderr: \(helpful.stderr)")
+        #expect(helpful.stdout.contains("Paris"), "stdout: \(helpful.stdout)")
+        #expect(helpful.stderr.contains("stop: endOfGeneration"))
+    }
+
+    @Test(.enabled(if: hasModel, noModelReason))
+    func promptLongerThanTheContextFails() throws {
+        let prompt = String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 4)
+        let r = try Self.runWithModel(["generate", "--context", "16", "--greedy", "-n", "4", "-p", prompt])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("context holds 16 tokens"), "stderr: \(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: hasModel, noModelReason))
+    func tokenizePrintsIds() throws {
+        let r = try Self.runWithModel(["tokenize", "--ids-only", "Hello world"])
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        let ids = r.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+        #expect(!ids.isEmpty)
+        #expect(ids.count == r.stdout.split(whereSeparator: \.isWhitespace).count, "stdout: \(r.stdout)")
+        // The same ids as the library's tokenizer.
+        let tokenizer = try Tokenizer(gguf: GGUFFile(url: TestModels.path(TestModels.smolLM2)!))
+        #expect(ids == tokenizer.encode("Hello world", addSpecial: false, parseSpecial: true))
+        #expect(tokenizer.decode(ids) == "Hello world")
+
+        // Without --ids-only: one line per token, then a count on stderr.
+        let full = try Self.runWithModel(["tokenize", "Hello world"])
+        #expect(full.status == 0)
+        #expect(full.stdout.split(separator: "\n").count == ids.count)
+        #expect(full.stderr.contains("\(ids.count) tokens"))
+    }
+
+    @Test(.enabled(if: hasModel, noModelReason))
+    func modelsListAndPathSeeTheCache() throws {
+        let list = try Self.run(["models", "list"], home: Self.modelHome!)
+        #expect(list.status == 0)
+        #expect(list.stdout.contains("SmolLM2-135M-Instruct (default)"))
+        #expect(list.stdout.contains("cached at"))
+        let path = try Self.run(["models", "path", "smollm2"], home: Self.modelHome!)
+        #expect(path.status == 0)
+        #expect(path.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            == ModelStore(home: Self.modelHome!).path(for: ModelCatalog.defaultModel).path)
+    }
+}
