@@ -85,7 +85,7 @@ struct Generate: ParsableCommand {
                 messages.append(ChatMessage(role: "user", content: text))
                 tokens = try model.tokenizer.encode(model.renderChat(messages), addSpecial: true, parseSpecial: true)
             } else {
-                tokens = try model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
+                tokens = model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
             }
             let context = try InferenceContext(transformer: model.transformer, contextLength: contextLength, threads: threads)
             let seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))

@@ -25,7 +25,7 @@ struct Tokenize: ParsableCommand {
         try reportingErrors {
             let url = try ModelStore().resolve(modelOptions.model, fetchIfMissing: !modelOptions.noFetch) { Diagnostics.note($0) }
             let tokenizer = try Tokenizer(gguf: GGUFFile(url: url))
-            let ids = try tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: !noParseSpecial)
+            let ids = tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: !noParseSpecial)
             if idsOnly {
                 print(ids.map(String.init).joined(separator: " "))
                 return

@@ -100,7 +100,7 @@ public struct ModelStore: Sendable {
         try? fm.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? fm.removeItem(at: work) }
         let partial = dir.appendingPathComponent(entry.file + ".partial")
-        fm.createFile(atPath: partial.path, contents: nil)
+        _ = fm.createFile(atPath: partial.path, contents: nil)
         guard let out = FileHandle(forWritingAtPath: partial.path) else {
             throw ModelStoreError.io("cannot write \(partial.path)")
         }
