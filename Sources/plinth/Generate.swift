@@ -5,11 +5,7 @@ import PlinthRuntime
 struct Generate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Generate text from a prompt, streaming it to standard output.",
-        discussion: """
-            Only the generated text goes to stdout, as it is produced; load messages and timings go
-            to stderr. --temperature 0 and --greedy both mean greedy decoding. Filters apply in the
-            order repetition penalty, top-k, top-p, min-p, temperature.
-            """
+        discussion: "Only the generated text goes to stdout, as it is produced; load messages and timings go to stderr. --temperature 0 and --greedy both mean greedy decoding. Filters apply in the order repetition penalty, top-k, top-p, min-p, temperature."
     )
 
     @OptionGroup var modelOptions: ModelOptions

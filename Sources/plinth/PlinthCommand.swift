@@ -7,11 +7,7 @@ struct PlinthCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plinth",
         abstract: "Run open-weight language models in-process on the CPU.",
-        discussion: """
-            Models are GGUF files. Give -m a catalog name (see `plinth models list`) or a path to
-            any GGUF file. Catalog models are cached under $PLINTH_HOME (default ~/.cache/plinth).
-            PLINTH_THREADS sets how many threads the kernels use.
-            """,
+        discussion: "Models are GGUF files. Give -m a catalog name (see `plinth models list`) or a path to any GGUF file. Catalog models are cached under $PLINTH_HOME (default ~/.cache/plinth). PLINTH_THREADS sets how many threads the kernels use.",
         subcommands: [Generate.self, Tokenize.self, Models.self]
     )
 
