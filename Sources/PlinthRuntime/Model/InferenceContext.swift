@@ -27,7 +27,7 @@ public final class InferenceContext {
     private let kvLen, rowPositions: UnsafeMutablePointer<Int32>
     private var logitsBuffer: UnsafeMutablePointer<Float>
     private var logitsCapacity: Int
-    private var allocations: [UnsafeMutableRawPointer] = []
+    private let allocations: [UnsafeMutableRawPointer]
     /// Rows of the last step that produced logits, in batch order.
     public private(set) var logitRowCount = 0
 
@@ -78,7 +78,8 @@ public final class InferenceContext {
             kvLen = try alloc(n, "row tables")
             rowPositions = try alloc(n, "row tables")
             logitsCapacity = 1
-            logitsBuffer = try alloc(c.vocabularySize, "logits")
+            guard let raw = malloc(c.vocabularySize * MemoryLayout<Float>.stride) else { throw ModelError.outOfMemory("logits") }
+            logitsBuffer = raw.bindMemory(to: Float.self, capacity: c.vocabularySize)
         } catch {
             allocs.forEach { free($0) }
             pk_pool_destroy(p)
@@ -90,6 +91,7 @@ public final class InferenceContext {
     deinit {
         pk_pool_destroy(pool)
         allocations.forEach { free($0) }
+        free(logitsBuffer)
     }
 
     /// Forgets a slot's tokens (or keeps its first `keeping`), so the slot can hold a new sequence.
@@ -108,7 +110,7 @@ public final class InferenceContext {
     public func forward(_ batch: Batch) throws {
         guard batch.count > 0 else { throw ModelError.emptyBatch }
         guard batch.positions.count == batch.count, batch.slots.count == batch.count, batch.wantsLogits.count == batch.count else {
-            throw ModelError.invalidMetadata(key: "batch", reason: "tokens, positions, slots and logits flags differ in length")
+            throw ModelError.malformedBatch("tokens, positions, slots and logits flags differ in length")
         }
         try validate(batch)
         let wanted = batch.wantsLogits.filter { $0 }.count
@@ -144,22 +146,27 @@ public final class InferenceContext {
         }
     }
 
+    /// Grows the logits buffer (outside the step) when a batch asks for more rows than ever before.
     private func reserveLogits(_ rows: Int) throws {
         guard rows > logitsCapacity else { return }
-        let bytes = rows * config.vocabularySize * MemoryLayout<Float>.stride
-        guard let raw = malloc(bytes) else { throw ModelError.outOfMemory("logits for \(rows) rows") }
-        if let i = allocations.firstIndex(of: UnsafeMutableRawPointer(logitsBuffer)) {
-            free(allocations[i])
-            allocations[i] = raw
+        guard let raw = realloc(logitsBuffer, rows * config.vocabularySize * MemoryLayout<Float>.stride) else {
+            throw ModelError.outOfMemory("logits for \(rows) rows")
         }
         logitsBuffer = raw.bindMemory(to: Float.self, capacity: rows * config.vocabularySize)
         logitsCapacity = rows
     }
 
-    private func matmul(_ w: WeightTensor, _ input: UnsafePointer<Float>, _ n: Int, _ out: UnsafeMutablePointer<Float>) {
-        let rc = pk_matmul(pool, Int32(w.type.rawValue), w.data, Int64(w.rowCount), Int64(w.rowLength),
-                           input, Int64(n), out, Int64(w.rowCount), matmulScratch)
-        precondition(rc == 0, "matmul rejected \(w.name) (\(w.type.name)); the loader should have refused it")
+    /// Products of one input with up to PK_MATMUL_MAX_OPS weights, in one pass over the pool:
+    /// the input is quantized once and all rows are split between the threads together.
+    private func matmul(_ input: UnsafePointer<Float>, _ n: Int, _ products: (WeightTensor, UnsafeMutablePointer<Float>)...) {
+        withUnsafeTemporaryAllocation(of: pk_matmul_op.self, capacity: products.count) { ops in
+            for (i, (w, out)) in products.enumerated() {
+                ops[i] = pk_matmul_op(type: Int32(w.type.rawValue), w: w.data, m: Int64(w.rowCount), y: out, ldy: Int64(w.rowCount))
+            }
+            let rc = pk_matmul_many(pool, ops.baseAddress, Int32(products.count), Int64(products[0].0.rowLength),
+                                    input, Int64(n), matmulScratch)
+            precondition(rc == 0, "matmul rejected \(products.map { "\($0.0.name) (\($0.0.type.name))" }); the loader should have refused it")
+        }
     }
 
     private func addBias(_ b: WeightTensor?, _ y: UnsafeMutablePointer<Float>, rows n: Int, width: Int) {
@@ -182,9 +189,7 @@ public final class InferenceContext {
         let slotStride = contextLength * kvDim
         for (l, lw) in w.layers.enumerated() {
             pk_rms_norm(x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
-            matmul(lw.wq, h, n, q)
-            matmul(lw.wk, h, n, k)
-            matmul(lw.wv, h, n, v)
+            matmul(h, n, (lw.wq, q), (lw.wk, k), (lw.wv, v))
             addBias(lw.bq, q, rows: n, width: qDim)
             addBias(lw.bk, k, rows: n, width: kvDim)
             addBias(lw.bv, v, rows: n, width: kvDim)
@@ -201,13 +206,12 @@ public final class InferenceContext {
             }
             pk_attention(pool, q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
                          kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
-            matmul(lw.wo, attn, n, tmp)
+            matmul(attn, n, (lw.wo, tmp))
             pk_add(x, tmp, Int64(n * e))
             pk_rms_norm(x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
-            matmul(lw.wGate, h, n, gate)
-            matmul(lw.wUp, h, n, up)
+            matmul(h, n, (lw.wGate, gate), (lw.wUp, up))
             pk_swiglu(gate, up, Int64(n * c.feedForwardLength))
-            matmul(lw.wDown, gate, n, tmp)
+            matmul(gate, n, (lw.wDown, tmp))
             pk_add(x, tmp, Int64(n * e))
         }
         // Only the rows that asked for logits go through the output projection.
@@ -221,7 +225,7 @@ public final class InferenceContext {
         var done = 0
         while done < m {
             let chunk = min(m - done, maxBatch)
-            matmul(w.output, h + done * e, chunk, logitsBuffer + (logitRowCount + done) * c.vocabularySize)
+            matmul(h + done * e, chunk, (w.output, logitsBuffer + (logitRowCount + done) * c.vocabularySize))
             done += chunk
         }
         logitRowCount += m

@@ -12,7 +12,7 @@ public enum ModelError: Error, LocalizedError, Equatable, Sendable {
     case contextOverflow(slot: Int, needed: Int, capacity: Int)
     case invalidSlot(Int, slots: Int)
     case nonContiguousPositions(slot: Int, expected: Int32, found: Int32)
-    case batchTooLarge(Int, maximum: Int)
+    case malformedBatch(String)
     case emptyBatch
     case outOfMemory(String)
 
@@ -32,7 +32,7 @@ public enum ModelError: Error, LocalizedError, Equatable, Sendable {
         case .invalidSlot(let s, let n): "sequence slot \(s) does not exist (the context has \(n))"
         case .nonContiguousPositions(let s, let e, let f):
             "sequence \(s): expected position \(e) next, got \(f) (positions of a sequence must be consecutive)"
-        case .batchTooLarge(let n, let m): "a step of \(n) tokens exceeds the batch capacity of \(m)"
+        case .malformedBatch(let why): "malformed batch: \(why)"
         case .emptyBatch: "the batch holds no tokens"
         case .outOfMemory(let what): "could not allocate \(what)"
         }
