@@ -146,7 +146,7 @@ struct ModelCatalogTests {
             try FileManager.default.createDirectory(at: store.directory(for: entry), withIntermediateDirectories: true)
             // A sparse file of the right size: size alone does not count as fetched.
             let path = store.path(for: entry)
-            FileManager.default.createFile(atPath: path.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: path.path, contents: nil)
             let h = try FileHandle(forWritingTo: path)
             try h.truncate(atOffset: UInt64(entry.size))
             try h.close()
