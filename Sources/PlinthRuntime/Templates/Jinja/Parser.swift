@@ -101,8 +101,6 @@ extension Jinja {
 
         // MARK: - Statements
 
-        /// Parses nodes until a `{% tag %}` whose name is in `endTags`; returns the nodes and that
-        /// tag's name, leaving the stream just after the tag name.
         private mutating func enterNesting() throws(ChatTemplateError) {
             guard nesting < Parser.maxNesting else {
                 throw fail("the template nests blocks or expressions more than \(Parser.maxNesting) levels deep")
@@ -110,6 +108,8 @@ extension Jinja {
             nesting += 1
         }
 
+        /// Parses nodes until a `{% tag %}` whose name is in `endTags`; returns the nodes and that
+        /// tag's name, leaving the stream just after the tag name.
         private mutating func subparse(until endTags: [String]) throws(ChatTemplateError) -> ([Node], String?) {
             try enterNesting()
             defer { nesting -= 1 }
@@ -287,11 +287,11 @@ extension Jinja {
             return d
         }
 
-        private mutating func parseMacro() throws(ChatTemplateError) -> Node {
-            let start = advance()
-            let (name, _) = try expectName()
-            let parameters = try parseSignature()
-            openBlocks.append(("macro", tagLocation))
+        /// The body of a `macro` or `call` block, up to `end<tag>`: a scope of its own, which the
+        /// enclosing loops and conditionals do not reach. Also returns the special names
+        /// (`varargs`, `kwargs`, `caller`) the body uses.
+        private mutating func parseCallableBody(_ tag: String) throws(ChatTemplateError) -> ([Node], Set<String>) {
+            openBlocks.append((tag, tagLocation))
             defer { openBlocks.removeLast() }
             let savedLoopDepth = loopDepth
             let savedConditionalDepth = conditionalDepth
@@ -302,8 +302,15 @@ extension Jinja {
                 conditionalDepth = savedConditionalDepth
             }
             referencedNames.append([])
-            let (body, _) = try parseBody(["endmacro"])
-            let names = referencedNames.removeLast()
+            let (body, _) = try parseBody(["end" + tag])
+            return (body, referencedNames.removeLast())
+        }
+
+        private mutating func parseMacro() throws(ChatTemplateError) -> Node {
+            let start = advance()
+            let (name, _) = try expectName()
+            let parameters = try parseSignature()
+            let (body, names) = try parseCallableBody("macro")
             return .macro(withSpecialNames(MacroDefinition(name: name, parameters: parameters, body: body, location: start.location), names))
         }
 
@@ -312,19 +319,7 @@ extension Jinja {
             let parameters = isOp(current, "(") ? try parseSignature() : []
             let call = try parseExpression()
             guard case .call = call.kind else { throw fail("expected a call after 'call'", start) }
-            openBlocks.append(("call", tagLocation))
-            defer { openBlocks.removeLast() }
-            let savedLoopDepth = loopDepth
-            let savedConditionalDepth = conditionalDepth
-            loopDepth = 0
-            conditionalDepth = 0
-            defer {
-                loopDepth = savedLoopDepth
-                conditionalDepth = savedConditionalDepth
-            }
-            referencedNames.append([])
-            let (body, _) = try parseBody(["endcall"])
-            let names = referencedNames.removeLast()
+            let (body, names) = try parseCallableBody("call")
             if case .call(_, let args) = call.kind, args.keyword.contains(where: { $0.name == "caller" }) {
                 throw fail("keyword argument repeated: caller", start)
             }
