@@ -1,24 +1,19 @@
 import Foundation
+import PlinthRuntime
 
 /// Locates the real models that integration tests run against (fetched by `plinth models fetch`).
 enum TestModels {
-    static var home: URL {
-        if let h = ProcessInfo.processInfo.environment["PLINTH_HOME"], !h.isEmpty {
-            return URL(fileURLWithPath: h)
-        }
-        return FileManager.default.homeDirectoryForCurrentUser
-            .appendingPathComponent(".cache/plinth")
-    }
+    /// The cache the store uses: `$PLINTH_HOME`, else `~/.cache/plinth`.
+    static var home: URL { ModelStore.defaultHome }
 
     static let smolLM2 = "SmolLM2-135M-Instruct"
     static let qwen25Coder = "Qwen2.5-Coder-0.5B-Instruct"
 
-    /// The cached GGUF file of a manifest model, or nil when it has not been fetched.
+    /// The cached GGUF file of a catalog model, or nil when it has not been fetched.
     static func path(_ name: String) -> URL? {
-        let dir = home.appendingPathComponent("models/\(name)")
-        guard let files = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else { return nil }
-        guard let f = files.sorted().first(where: { $0.hasSuffix(".gguf") }) else { return nil }
-        return dir.appendingPathComponent(f)
+        guard let entry = ModelCatalog.entry(named: name) else { return nil }
+        let url = ModelStore(home: home).path(for: entry)
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }
 
     static var fixtures: URL {
