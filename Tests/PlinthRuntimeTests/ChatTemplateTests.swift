@@ -47,8 +47,7 @@ struct ChatTemplateTests {
     }
 
     static func fixture(_ name: String) throws -> Fixture {
-        let url = TestModels.fixtures.appendingPathComponent("chat_templates/\(name).json")
-        return try JSONDecoder().decode(Fixture.self, from: Data(contentsOf: url))
+        try TestModels.fixture("chat_templates/\(name).json")
     }
 
     /// Where two strings first differ, for readable failures.

@@ -33,8 +33,7 @@ private struct DequantManifest: Decodable {
     static var directory: URL { TestModels.fixtures.appendingPathComponent("dequant") }
 
     static func load() throws -> DequantManifest {
-        let data = try Data(contentsOf: directory.appendingPathComponent("manifest.json"))
-        return try JSONDecoder().decode(DequantManifest.self, from: data)
+        try TestModels.fixture("dequant/manifest.json")
     }
 }
 
@@ -61,8 +60,7 @@ private struct RealTensorRecords: Decodable {
     let tensors: [Record]
 
     static func load() throws -> RealTensorRecords {
-        let url = DequantManifest.directory.appendingPathComponent("real_tensors.json")
-        return try JSONDecoder().decode(RealTensorRecords.self, from: Data(contentsOf: url))
+        try TestModels.fixture("dequant/real_tensors.json")
     }
 }
 

@@ -821,8 +821,7 @@ private struct GGUFFixture: Decodable {
     let tensors: [Tensor]
 
     static func load() throws -> GGUFFixture {
-        let url = TestModels.fixtures.appendingPathComponent("gguf/smollm2_tensors.json")
-        return try JSONDecoder().decode(GGUFFixture.self, from: Data(contentsOf: url))
+        try TestModels.fixture("gguf/smollm2_tensors.json")
     }
 }
 
@@ -873,20 +872,6 @@ struct GGUFRealModelTests {
 
 // MARK: - Fuzzing
 
-/// SplitMix64: a tiny, seedable generator so that every fuzz run is reproducible.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform enough in 0..<n for fuzzing (n > 0).
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
 
 /// Applies one random mutation to `bytes`; returns its name.
 @discardableResult

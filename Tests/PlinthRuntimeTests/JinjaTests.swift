@@ -33,8 +33,7 @@ struct JinjaTests {
     }
 
     static func syntheticCases() throws -> [SyntheticCase] {
-        let url = TestModels.fixtures.appendingPathComponent("chat_templates/synthetic.json")
-        return try JSONDecoder().decode(SyntheticFixture.self, from: Data(contentsOf: url)).cases
+        try TestModels.fixture("chat_templates/synthetic.json", as: SyntheticFixture.self).cases
     }
 
     static func context(_ json: String) throws -> [String: JinjaValue] {

@@ -413,8 +413,7 @@ private struct TokenizerFixture: Decodable {
     let pieces: [Piece]
 
     static func load(_ name: String) throws -> TokenizerFixture {
-        let url = TestModels.fixtures.appendingPathComponent("tokenizer/\(name).json")
-        return try JSONDecoder().decode(TokenizerFixture.self, from: Data(contentsOf: url))
+        try TestModels.fixture("tokenizer/\(name).json")
     }
 }
 
@@ -581,7 +580,7 @@ private func englishLikeText(bytes: Int) -> String {
     long down day did get come made may part government language system between however children \
     important something different following without development information international
     """.split(separator: " ").map(String.init)
-    var rng = SplitMix(seed: 42)
+    var rng = SplitMix64(seed: 42)
     var out = ""
     out.reserveCapacity(bytes + 64)
     var sentenceStart = true
@@ -615,14 +614,3 @@ extension Result {
     }
 }
 
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -26,8 +26,7 @@ struct GenerationFixture: Decodable {
     var cases: [Case]
 
     static func load(_ name: String) throws -> GenerationFixture {
-        let url = TestModels.fixtures.appendingPathComponent("generation/\(name).json")
-        return try JSONDecoder().decode(GenerationFixture.self, from: Data(contentsOf: url))
+        try TestModels.fixture("generation/\(name).json")
     }
 
     /// The reference last-position logits of case `index`, restored from their int16 encoding.

@@ -19,4 +19,9 @@ enum TestModels {
     static var fixtures: URL {
         Bundle.module.url(forResource: "Fixtures", withExtension: nil)!
     }
+
+    /// Decodes a JSON fixture at `path` under Fixtures/.
+    static func fixture<T: Decodable>(_ path: String, as type: T.Type = T.self) throws -> T {
+        try JSONDecoder().decode(type, from: Data(contentsOf: fixtures.appendingPathComponent(path)))
+    }
 }

@@ -1,0 +1,16 @@
+import Foundation
+
+/// SplitMix64: a tiny, seedable generator so that fuzz and random-string tests are reproducible.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// Uniform enough in 0..<n for fuzzing (n > 0).
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
