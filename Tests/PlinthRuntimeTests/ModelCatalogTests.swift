@@ -21,18 +21,6 @@ struct ModelCatalogTests {
         return try body(home)
     }
 
-    static func storeError(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) -> ModelStoreError? {
-        do {
-            try body()
-            Issue.record("expected a ModelStoreError but nothing was thrown", sourceLocation: sourceLocation)
-        } catch let e as ModelStoreError {
-            return e
-        } catch {
-            Issue.record("expected a ModelStoreError, got \(error)", sourceLocation: sourceLocation)
-        }
-        return nil
-    }
-
     // MARK: Catalog
 
     @Test func manifestFileMatchesTheBuiltInCatalog() throws {
@@ -87,7 +75,7 @@ struct ModelCatalogTests {
 
     @Test func unknownModelIsNamedWithTheKnownOnes() throws {
         try Self.withTemporaryHome { home in
-            let e = Self.storeError { _ = try ModelStore(home: home).resolve("no-such-model") }
+            let e = caughtError(ModelStoreError.self) { _ = try ModelStore(home: home).resolve("no-such-model") }
             #expect(e == .unknownModel("no-such-model", known: ModelCatalog.entries.map(\.name)))
             #expect(e?.errorDescription?.contains("no-such-model") == true)
             #expect(e?.errorDescription?.contains("SmolLM2-135M-Instruct") == true)
@@ -98,11 +86,11 @@ struct ModelCatalogTests {
         try Self.withTemporaryHome { home in
             let store = ModelStore(home: home)
             let path = home.appendingPathComponent("absent/model.gguf").path
-            let e = Self.storeError { _ = try store.resolve(path) }
+            let e = caughtError(ModelStoreError.self) { _ = try store.resolve(path) }
             #expect(e == .fileNotFound(path))
             #expect(e?.errorDescription?.contains(path) == true)
             // A bare name ending in .gguf is taken as a path too.
-            #expect(Self.storeError { _ = try store.resolve("missing.gguf") } == .fileNotFound("missing.gguf"))
+            #expect(caughtError(ModelStoreError.self) { _ = try store.resolve("missing.gguf") } == .fileNotFound("missing.gguf"))
         }
     }
 
@@ -117,7 +105,7 @@ struct ModelCatalogTests {
     @Test func catalogModelNotFetchedIsNotFetched() throws {
         try Self.withTemporaryHome { home in
             let store = ModelStore(home: home)
-            let e = Self.storeError { _ = try store.resolve("smollm2", fetchIfMissing: false) }
+            let e = caughtError(ModelStoreError.self) { _ = try store.resolve("smollm2", fetchIfMissing: false) }
             #expect(e == .notFetched("SmolLM2-135M-Instruct"))
             #expect(e?.errorDescription?.contains("plinth models fetch") == true)
             #expect(!store.isFetched(ModelCatalog.defaultModel))
@@ -135,7 +123,7 @@ struct ModelCatalogTests {
             try (entry.sha256 + "\n").write(to: store.path(for: entry).appendingPathExtension("sha256"),
                                             atomically: true, encoding: .utf8)
             #expect(!store.isFetched(entry))
-            #expect(Self.storeError { _ = try store.resolve(entry.name) } == .notFetched(entry.name))
+            #expect(caughtError(ModelStoreError.self) { _ = try store.resolve(entry.name) } == .notFetched(entry.name))
         }
     }
 

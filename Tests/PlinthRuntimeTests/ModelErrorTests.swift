@@ -178,30 +178,16 @@ struct TinyLlama {
 struct ModelErrorTests {
     static var defaultModel: URL? { TestModels.path(TestModels.smolLM2) }
 
-    /// The error `body` throws as `E`, or nil (recording an issue) when it throws nothing or another type.
-    static func error<E: Error>(_ errorType: E.Type, _ body: () throws -> Void,
-                                sourceLocation: SourceLocation = #_sourceLocation) -> E? {
-        do {
-            try body()
-            Issue.record("expected \(E.self) but nothing was thrown", sourceLocation: sourceLocation)
-        } catch let e as E {
-            return e
-        } catch {
-            Issue.record("expected \(E.self) but got \(type(of: error)): \(error)", sourceLocation: sourceLocation)
-        }
-        return nil
-    }
-
     // MARK: Files
 
     @Test func missingFileIsFileNotFound() {
         let path = "/nonexistent/dir/model-\(UUID().uuidString).gguf"
-        let e = Self.error(GGUFError.self) { _ = try GGUFFile(url: URL(fileURLWithPath: path)) }
+        let e = caughtError(GGUFError.self) { _ = try GGUFFile(url: URL(fileURLWithPath: path)) }
         #expect(e == .fileNotFound(path))
         #expect(e?.errorDescription?.contains("not found") == true)
         #expect(e?.errorDescription?.contains(path) == true)
         // Through the model loader too.
-        let m = Self.error(GGUFError.self) { _ = try Model(url: URL(fileURLWithPath: path)) }
+        let m = caughtError(GGUFError.self) { _ = try Model(url: URL(fileURLWithPath: path)) }
         #expect(m == .fileNotFound(path))
     }
 
@@ -212,7 +198,7 @@ struct ModelErrorTests {
         try handle.close()
         #expect(head.count == 1 << 20)
         try withTemporaryFile([UInt8](head)) { url in
-            let e = Self.error(GGUFError.self) { _ = try GGUFFile(url: url) }
+            let e = caughtError(GGUFError.self) { _ = try GGUFFile(url: url) }
             switch e {
             case .truncated(let offset, let what)?:
                 #expect(offset <= 1 << 20)
@@ -237,14 +223,14 @@ struct ModelErrorTests {
         var w = TinyLlama().writer()
         w.magic = Array("GGML".utf8)
         try withTemporaryFile(w.bytes()) { url in
-            let e = Self.error(GGUFError.self) { _ = try GGUFFile(url: url) }
+            let e = caughtError(GGUFError.self) { _ = try GGUFFile(url: url) }
             #expect(e == .badMagic(found: "\"GGML\""))
             #expect(e?.errorDescription?.contains("GGML") == true)
             #expect(e?.errorDescription?.contains("not a GGUF file") == true)
         }
         // Bytes that are not text are shown in hex.
         try withTemporaryFile([0xff, 0x00, 0x13, 0x37] + [UInt8](repeating: 0, count: 60)) { url in
-            let e = Self.error(GGUFError.self) { _ = try GGUFFile(url: url) }
+            let e = caughtError(GGUFError.self) { _ = try GGUFFile(url: url) }
             guard case .badMagic(let found)? = e else {
                 Issue.record("expected badMagic, got \(String(describing: e))")
                 return
@@ -260,7 +246,7 @@ struct ModelErrorTests {
         var tiny = TinyLlama()
         tiny.architecture = "mamba"
         try withTemporaryFile(tiny.bytes()) { url in
-            let e = Self.error(ModelError.self) { _ = try Model(url: url) }
+            let e = caughtError(ModelError.self) { _ = try Model(url: url) }
             #expect(e == .unsupportedArchitecture("mamba"))
             #expect(e?.errorDescription?.contains("'mamba'") == true)
             #expect(e?.errorDescription?.contains("llama") == true)
@@ -277,7 +263,7 @@ struct ModelErrorTests {
             // The file itself is well-formed; only the model refuses it.
             let file = try GGUFFile(url: url)
             #expect(file.tensor(named: name)?.type == .iq2_XXS)
-            let e = Self.error(ModelError.self) { _ = try Transformer(file: file) }
+            let e = caughtError(ModelError.self) { _ = try Transformer(file: file) }
             #expect(e == .unsupportedTensorType(tensor: name, type: "IQ2_XXS"))
             #expect(e?.errorDescription?.contains(name) == true)
             #expect(e?.errorDescription?.contains("IQ2_XXS") == true)
@@ -292,7 +278,7 @@ struct ModelErrorTests {
     @Test func missingTensorIsNamed() throws {
         let name = "blk.0.ffn_up.weight"
         try withTemporaryFile(TinyLlama().bytes(drop: [name])) { url in
-            let e = Self.error(ModelError.self) { _ = try Model(url: url) }
+            let e = caughtError(ModelError.self) { _ = try Model(url: url) }
             #expect(e == .missingTensor(name))
             #expect(e?.errorDescription?.contains(name) == true)
         }
@@ -305,7 +291,7 @@ struct ModelErrorTests {
         let values = [Float](repeating: 0.01, count: 64 * 64)
         let bad = GGUFWriter.Tensor(name, dims: [64, 64], type: .f32, data: values.withUnsafeBytes { Array($0) })
         try withTemporaryFile(tiny.bytes(replace: [name: bad])) { url in
-            let e = Self.error(ModelError.self) { _ = try Model(url: url) }
+            let e = caughtError(ModelError.self) { _ = try Model(url: url) }
             #expect(e == .tensorShape(tensor: name, expected: [64, 32], found: [64, 64]))
             #expect(e?.errorDescription?.contains(name) == true)
             #expect(e?.errorDescription?.contains("[64, 32]") == true)
@@ -325,7 +311,7 @@ struct ModelErrorTests {
         #expect(context.contextLength == 16)
         let generator = TextGenerator(model: model, context: context)
         let prompt = [Int32](repeating: 3, count: context.contextLength)
-        let e = Self.error(ModelError.self) {
+        let e = caughtError(ModelError.self) {
             _ = try generator.generate(prompt: prompt, maxTokens: 4, sampling: .greedy)
         }
         #expect(e == .contextOverflow(slot: 0, needed: 17, capacity: 16))
@@ -339,7 +325,7 @@ struct ModelErrorTests {
     @Test func emptyPromptIsEmptyBatch() throws {
         let model = try Self.tinyModel()
         let context = try InferenceContext(transformer: model.transformer, threads: 1)
-        let e = Self.error(ModelError.self) {
+        let e = caughtError(ModelError.self) {
             _ = try TextGenerator(model: model, context: context).generate(prompt: [], maxTokens: 1, sampling: .greedy)
         }
         #expect(e == .emptyBatch)
@@ -351,42 +337,42 @@ struct ModelErrorTests {
 
         var b = Batch()
         b.add(32, position: 0, logits: true)
-        var e = Self.error(ModelError.self) { try ctx.forward(b) }
+        var e = caughtError(ModelError.self) { try ctx.forward(b) }
         #expect(e == .tokenOutOfRange(token: 32, vocabularySize: 32))
         #expect(e?.errorDescription?.contains("32") == true)
 
         b = Batch()
         b.add(-1, position: 0)
-        #expect(Self.error(ModelError.self) { try ctx.forward(b) } == .tokenOutOfRange(token: -1, vocabularySize: 32))
+        #expect(caughtError(ModelError.self) { try ctx.forward(b) } == .tokenOutOfRange(token: -1, vocabularySize: 32))
 
         b = Batch()
         b.add(1, position: 0)
         b.add(2, position: 2)
-        e = Self.error(ModelError.self) { try ctx.forward(b) }
+        e = caughtError(ModelError.self) { try ctx.forward(b) }
         #expect(e == .nonContiguousPositions(slot: 0, expected: 1, found: 2))
         #expect(e?.errorDescription?.contains("consecutive") == true)
 
         // A sequence may not start past the end of its slot's cache.
         b = Batch()
         b.add(1, position: 3)
-        #expect(Self.error(ModelError.self) { try ctx.forward(b) } == .nonContiguousPositions(slot: 0, expected: 0, found: 3))
+        #expect(caughtError(ModelError.self) { try ctx.forward(b) } == .nonContiguousPositions(slot: 0, expected: 0, found: 3))
 
         b = Batch()
         b.add(1, position: 0, slot: 2)
-        e = Self.error(ModelError.self) { try ctx.forward(b) }
+        e = caughtError(ModelError.self) { try ctx.forward(b) }
         #expect(e == .invalidSlot(2, slots: 2))
         #expect(e?.errorDescription?.contains("slot 2") == true)
 
         b = Batch()
         b.add(1, position: 0, slot: -1)
-        #expect(Self.error(ModelError.self) { try ctx.forward(b) } == .invalidSlot(-1, slots: 2))
+        #expect(caughtError(ModelError.self) { try ctx.forward(b) } == .invalidSlot(-1, slots: 2))
 
-        e = Self.error(ModelError.self) { try ctx.forward(Batch()) }
+        e = caughtError(ModelError.self) { try ctx.forward(Batch()) }
         #expect(e == .emptyBatch)
         #expect(e?.errorDescription?.contains("no tokens") == true)
 
         // Positions past the context window.
-        e = Self.error(ModelError.self) { try ctx.forward(.sequence([Int32](repeating: 1, count: 9))) }
+        e = caughtError(ModelError.self) { try ctx.forward(.sequence([Int32](repeating: 1, count: 9))) }
         #expect(e == .contextOverflow(slot: 0, needed: 9, capacity: 8))
 
         // A rejected batch leaves the context usable: nothing was stored.
@@ -397,11 +383,11 @@ struct ModelErrorTests {
     }
 
     @Test func invalidUTF8NamesTheOffset() {
-        let e = Self.error(TokenizerError.self) { _ = try Tokenizer.validatedText([0xff, 0x41]) }
+        let e = caughtError(TokenizerError.self) { _ = try Tokenizer.validatedText([0xff, 0x41]) }
         #expect(e == .invalidUTF8(offset: 0))
         #expect(e?.errorDescription?.contains("UTF-8") == true)
         #expect(e?.errorDescription?.contains("byte 0") == true)
-        let later = Self.error(TokenizerError.self) { _ = try Tokenizer.validatedText(Array("héllo".utf8) + [0xc3]) }
+        let later = caughtError(TokenizerError.self) { _ = try Tokenizer.validatedText(Array("héllo".utf8) + [0xc3]) }
         #expect(later == .invalidUTF8(offset: 6))
         #expect((try? Tokenizer.validatedText(Array("héllo".utf8))) == "héllo")
     }
