@@ -57,65 +57,33 @@ public final class GGUFFile: Sendable {
 
     public subscript(key: String) -> GGUFValue? { metadata[key] }
 
-    public func string(_ key: String) throws(GGUFError) -> String? {
+    public func string(_ key: String) throws(GGUFError) -> String? { try value(key, "string", \.stringValue) }
+    public func int(_ key: String) throws(GGUFError) -> Int? { try value(key, "integer", \.intValue) }
+    public func double(_ key: String) throws(GGUFError) -> Double? { try value(key, "number", \.doubleValue) }
+    public func bool(_ key: String) throws(GGUFError) -> Bool? { try value(key, "bool", \.boolValue) }
+    public func array(_ key: String) throws(GGUFError) -> [GGUFValue]? { try value(key, "array", \.arrayValue) }
+    public func stringArray(_ key: String) throws(GGUFError) -> [String]? { try elements(key, "strings", \.stringValue) }
+    public func intArray(_ key: String) throws(GGUFError) -> [Int]? { try elements(key, "integers", \.intValue) }
+    public func doubleArray(_ key: String) throws(GGUFError) -> [Double]? { try elements(key, "numbers", \.doubleValue) }
+
+    /// The value under `key` converted by `convert`; nil when absent, an error naming both
+    /// types when it is of another type.
+    private func value<T>(_ key: String, _ expected: String, _ convert: (GGUFValue) -> T?) throws(GGUFError) -> T? {
         guard let v = metadata[key] else { return nil }
-        guard let s = v.stringValue else { throw .wrongValueType(key: key, expected: "string", found: v.typeName) }
-        return s
+        guard let t = convert(v) else { throw .wrongValueType(key: key, expected: expected, found: v.typeName) }
+        return t
     }
 
-    public func int(_ key: String) throws(GGUFError) -> Int? {
-        guard let v = metadata[key] else { return nil }
-        guard let i = v.intValue else { throw .wrongValueType(key: key, expected: "integer", found: v.typeName) }
-        return i
-    }
-
-    public func double(_ key: String) throws(GGUFError) -> Double? {
-        guard let v = metadata[key] else { return nil }
-        guard let d = v.doubleValue else { throw .wrongValueType(key: key, expected: "number", found: v.typeName) }
-        return d
-    }
-
-    public func bool(_ key: String) throws(GGUFError) -> Bool? {
-        guard let v = metadata[key] else { return nil }
-        guard let b = v.boolValue else { throw .wrongValueType(key: key, expected: "bool", found: v.typeName) }
-        return b
-    }
-
-    public func array(_ key: String) throws(GGUFError) -> [GGUFValue]? {
-        guard let v = metadata[key] else { return nil }
-        guard let a = v.arrayValue else { throw .wrongValueType(key: key, expected: "array", found: v.typeName) }
-        return a
-    }
-
-    public func stringArray(_ key: String) throws(GGUFError) -> [String]? {
+    /// The array under `key` with every element converted by `convert`.
+    private func elements<T>(_ key: String, _ expected: String, _ convert: (GGUFValue) -> T?) throws(GGUFError) -> [T]? {
         guard let a = try array(key) else { return nil }
-        var out: [String] = []
+        var out: [T] = []
         out.reserveCapacity(a.count)
         for v in a {
-            guard let s = v.stringValue else { throw .wrongValueType(key: key, expected: "array of strings", found: "array of \(v.typeName)") }
-            out.append(s)
-        }
-        return out
-    }
-
-    public func intArray(_ key: String) throws(GGUFError) -> [Int]? {
-        guard let a = try array(key) else { return nil }
-        var out: [Int] = []
-        out.reserveCapacity(a.count)
-        for v in a {
-            guard let i = v.intValue else { throw .wrongValueType(key: key, expected: "array of integers", found: "array of \(v.typeName)") }
-            out.append(i)
-        }
-        return out
-    }
-
-    public func doubleArray(_ key: String) throws(GGUFError) -> [Double]? {
-        guard let a = try array(key) else { return nil }
-        var out: [Double] = []
-        out.reserveCapacity(a.count)
-        for v in a {
-            guard let d = v.doubleValue else { throw .wrongValueType(key: key, expected: "array of numbers", found: "array of \(v.typeName)") }
-            out.append(d)
+            guard let t = convert(v) else {
+                throw .wrongValueType(key: key, expected: "array of \(expected)", found: "array of \(v.typeName)")
+            }
+            out.append(t)
         }
         return out
     }
