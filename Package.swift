@@ -1,4 +1,5 @@
 // swift-tools-version: 6.1
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -6,10 +7,15 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "PlinthRuntime", targets: ["PlinthRuntime"]),
+        .library(name: "PlinthGrammar", targets: ["PlinthGrammar"]),
+        .library(name: "Plinth", targets: ["Plinth"]),
+        // Linux stand-in for Apple's framework: `import FoundationModels` re-exports Plinth.
+        .library(name: "FoundationModels", targets: ["FoundationModels"]),
         .executable(name: "plinth", targets: ["plinth"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"700.0.0"),
     ],
     targets: [
         // OpenBLAS from the system: Debian/Ubuntu `libopenblas-dev` (+ `liblapacke-dev`).
@@ -31,6 +37,30 @@ let package = Package(
             dependencies: ["PlinthKernels"],
             path: "Sources/PlinthRuntime"
         ),
+        // Constrained decoding: schema / JSON Schema / regex -> token masks. Knows token bytes only.
+        .target(
+            name: "PlinthGrammar",
+            path: "Sources/PlinthGrammar"
+        ),
+        .macro(
+            name: "PlinthMacros",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ],
+            path: "Sources/PlinthMacros"
+        ),
+        // The public, Apple-shaped API.
+        .target(
+            name: "Plinth",
+            dependencies: ["PlinthRuntime", "PlinthGrammar", "PlinthMacros"],
+            path: "Sources/Plinth"
+        ),
+        .target(
+            name: "FoundationModels",
+            dependencies: ["Plinth"],
+            path: "Sources/FoundationModels"
+        ),
         .executableTarget(
             name: "plinth",
             dependencies: [
@@ -44,6 +74,24 @@ let package = Package(
             dependencies: ["PlinthRuntime", "PlinthKernels"],
             path: "Tests/PlinthRuntimeTests",
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "PlinthGrammarTests",
+            dependencies: ["PlinthGrammar", "PlinthRuntime"],
+            path: "Tests/PlinthGrammarTests"
+        ),
+        .testTarget(
+            name: "PlinthTests",
+            dependencies: ["Plinth", "FoundationModels"],
+            path: "Tests/PlinthTests"
+        ),
+        .testTarget(
+            name: "PlinthMacrosTests",
+            dependencies: [
+                "PlinthMacros",
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ],
+            path: "Tests/PlinthMacrosTests"
         ),
     ]
 )

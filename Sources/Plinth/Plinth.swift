@@ -1,0 +1,2 @@
+// Placeholder until the session API lands (issue 5).
+enum PlinthModule {}

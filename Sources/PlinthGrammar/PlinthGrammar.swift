@@ -1,0 +1,2 @@
+// Placeholder until the constrained decoder lands (issue 4).
+enum PlinthGrammarModule {}
