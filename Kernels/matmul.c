@@ -1,8 +1,9 @@
 #include "pk_matmul.h"
 #include "pk_quants.h"
-#include "blocks.h"
+#include "qtile.h"
+#include "qtile_isa.h"
 
-// No FMA contraction: every ISA clone must round exactly like the portable code.
+// No FMA contraction: the order of every rounding is written out (fmaf where it is meant).
 #pragma clang fp contract(off)
 #include <math.h>
 #include <stdatomic.h>
@@ -17,17 +18,15 @@
 
 static inline float round_f16(float v) { return (float)(_Float16)v; }
 
-enum { ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_KINDS };
+// Arrays of one activation format for n rows of length k.
+typedef struct {
+    int8_t *q;
+    float *dx16, *dx32, *xs16, *xs32;
+    int32_t *sx16, *sx32;
+} act_buf;
 
-static int act_kind(int type) {
-    switch (type) {
-    case PK_Q4_1: case PK_Q5_1: return ACT_Q8_1;
-    case PK_Q2_K: case PK_Q3_K: case PK_Q4_K: case PK_Q5_K: case PK_Q6_K: return ACT_Q8_K;
-    default: return ACT_Q8_0;
-    }
-}
-
-static void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, float *d, float *xs) {
+static void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, float *dx32, int32_t *sx32,
+                               float *xs32) {
     for (int64_t b = 0; b < k / 32; b++) {
         const float *xb = x + b * 32;
         float amax = 0.0f;
@@ -44,16 +43,15 @@ static void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, f
             qb[i] = (int8_t)v;
             sum += v;
         }
-        d[b] = round_f16(db);
-        // Q8_1 carries d*sum as one fp16 per 32; Q4_1/Q5_1 offsets are equal on both halves.
-        xs[2 * b] = kind == ACT_Q8_1 ? round_f16(db * (float)sum) : 0.0f;
-        xs[2 * b + 1] = 0.0f;
+        dx32[b] = round_f16(db);
+        sx32[b] = sum;
+        // Q8_1 carries d*sum as one fp16 per 32 (from the unrounded d, as llama.cpp does).
+        xs32[b] = kind == ACT_Q8_1 ? round_f16(db * (float)sum) : 0.0f;
     }
 }
 
-static inline int nearest_int(float v) { return (int)nearbyintf(v); }
-
-static void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *d, float *xs) {
+static void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *dx16, int32_t *sx16, float *xs16,
+                              float *dx32, int32_t *sx32, float *xs32) {
     for (int64_t b = 0; b < k / 256; b++) {
         const float *xb = x + b * 256;
         int8_t *qb = q + b * 256;
@@ -62,176 +60,273 @@ static void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *d, fl
             const float a = fabsf(xb[i]);
             if (a > amax) { amax = a; max = xb[i]; }
         }
+        float db = 0.0f;
         if (amax == 0.0f) {
             memset(qb, 0, 256);
-            for (int i = 0; i < 8; i++) d[b * 8 + i] = 0.0f;
-            for (int i = 0; i < 16; i++) xs[b * 16 + i] = 0.0f;
-            continue;
+        } else {
+            const float iscale = -127.0f / max;
+            db = 1.0f / iscale;
+            for (int i = 0; i < 256; i++) {
+                const int v = (int)nearbyintf(iscale * xb[i]);
+                qb[i] = (int8_t)(v < 127 ? v : 127);
+            }
         }
-        const float iscale = -127.0f / max;
-        const float db = 1.0f / iscale;
-        for (int i = 0; i < 256; i++) {
-            const int v = nearest_int(iscale * xb[i]);
-            qb[i] = (int8_t)(v < 127 ? v : 127);
-        }
-        for (int i = 0; i < 8; i++) d[b * 8 + i] = db;
         for (int s = 0; s < 16; s++) {
             int sum = 0;
             for (int i = 0; i < 16; i++) sum += qb[s * 16 + i];
-            xs[b * 16 + s] = db * (float)sum;
+            dx16[b * 16 + s] = db;
+            sx16[b * 16 + s] = sum;
+            xs16[b * 16 + s] = db * (float)sum;
+        }
+        for (int s = 0; s < 8; s++) {
+            const int32_t sum = sx16[b * 16 + 2 * s] + sx16[b * 16 + 2 * s + 1];
+            dx32[b * 8 + s] = db;
+            sx32[b * 8 + s] = sum;
+            xs32[b * 8 + s] = db * (float)sum;
         }
     }
 }
 
-static void quantize_row_act(const float *x, int64_t k, int kind, int8_t *q, float *d, float *xs) {
-    if (kind == ACT_Q8_K) quantize_row_q8_K(x, k, q, d, xs);
-    else quantize_row_q8_32(x, k, kind, q, d, xs);
+// ---- scratch layout ------------------------------------------------------------------------
+
+static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
+
+static size_t act_bytes(int64_t n, int64_t k) {
+    const size_t per16 = align64((size_t)(n * (k / 16)) * 4), per32 = align64((size_t)(n * (k / 32)) * 4);
+    return align64((size_t)(n * k)) + 3 * per16 + 3 * per32;
+}
+
+static size_t bias_bytes(int64_t n, int64_t k) { return align64((size_t)(n * (k / 16)) * sizeof(int32_t)); }
+
+static size_t thread_bytes_for(int64_t k) {
+    const size_t tile = align64(qt_tile_bytes(k));
+    const size_t f = align64((size_t)k * sizeof(float)); // one float row (float weights)
+    return tile > f ? tile : f;
+}
+
+size_t pk_matmul_scratch_bytes(int64_t n, int64_t k, int threads) {
+    return ACT_KINDS * act_bytes(n, k) + PK_MATMUL_MAX_OPS * bias_bytes(n, k) +
+           (size_t)threads * thread_bytes_for(k) + 64;
+}
+
+static act_buf act_at(uint8_t *s, int64_t n, int64_t k) {
+    const size_t per16 = align64((size_t)(n * (k / 16)) * 4), per32 = align64((size_t)(n * (k / 32)) * 4);
+    act_buf a;
+    a.q = (int8_t *)s;
+    s += align64((size_t)(n * k));
+    a.dx16 = (float *)s; s += per16;
+    a.sx16 = (int32_t *)s; s += per16;
+    a.xs16 = (float *)s; s += per16;
+    a.dx32 = (float *)s; s += per32;
+    a.sx32 = (int32_t *)s; s += per32;
+    a.xs32 = (float *)s;
+    return a;
+}
+
+static void quantize_act(const float *x, int64_t n, int64_t k, int kind, act_buf a) {
+    for (int64_t t = 0; t < n; t++) {
+        const float *xr = x + t * k;
+        int8_t *q = a.q + t * k;
+        const int64_t o16 = t * (k / 16), o32 = t * (k / 32);
+        if (kind == ACT_Q8_K) {
+            quantize_row_q8_K(xr, k, q, a.dx16 + o16, a.sx16 + o16, a.xs16 + o16, a.dx32 + o32, a.sx32 + o32, a.xs32 + o32);
+        } else {
+            quantize_row_q8_32(xr, k, kind, q, a.dx32 + o32, a.sx32 + o32, a.xs32 + o32);
+        }
+    }
+}
+
+// ---- the reference kernels (also compiled for AVX2, where the compiler vectorizes them) ----
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE void dot_ref_body(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
+                                int64_t t0, int count, float *y, int64_t ldy, int rows) {
+    const int64_t nsub = k / f->sub;
+    const float *dxs = f->sub == 16 ? a->dx16 : a->dx32;
+    const float *xss = f->sub == 16 ? a->xs16 : a->xs32;
+    for (int64_t t = t0; t < t0 + count; t++) {
+        const int8_t *xq = a->q + t * k;
+        float acc[QT_ROWS] = {0};
+        for (int64_t j = 0; j < nsub; j++) {
+            int32_t is[QT_ROWS];
+            for (int r = 0; r < QT_ROWS; r++) is[r] = nb[t * nsub + j];
+            const uint8_t *c = tl.codes + j * f->sub * QT_ROWS;
+            const int8_t *xj = xq + j * f->sub;
+            for (int v = 0; v < f->sub / 4; v++)
+                for (int r = 0; r < QT_ROWS; r++)
+                    for (int b = 0; b < 4; b++) is[r] += (int32_t)c[v * 64 + r * 4 + b] * (int32_t)xj[4 * v + b];
+            const float d = dxs[t * nsub + j];
+            for (int r = 0; r < QT_ROWS; r++) acc[r] = fmaf(tl.scale[j * QT_ROWS + r] * d, (float)is[r], acc[r]);
+            if (f->offsets) {
+                const float o = xss[t * nsub + j];
+                for (int r = 0; r < QT_ROWS; r++) acc[r] = fmaf(tl.offset[j * QT_ROWS + r], o, acc[r]);
+            }
+        }
+        for (int r = 0; r < rows; r++) y[(t - t0) * ldy + r] = acc[r];
+    }
+}
+
+// Float weights (F32/F16/BF16) against float activations: sixteen partial sums per row, reduced
+// by a fixed tree, the same on every ISA.
+ALWAYS_INLINE void float_rows_body(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
+                                   const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = w + (size_t)r * row_bytes;
+        if (type == PK_F32) memcpy(wf, row, (size_t)k * sizeof(float));
+        else if (type == PK_F16) { for (int64_t i = 0; i < k; i++) { _Float16 h; memcpy(&h, row + 2 * i, 2); wf[i] = (float)h; } }
+        else { for (int64_t i = 0; i < k; i++) { uint32_t u = (uint32_t)(row[2 * i] | (row[2 * i + 1] << 8)) << 16; memcpy(wf + i, &u, 4); } }
+        for (int64_t t = 0; t < n; t++) {
+            const float *xr = x + t * k;
+            float acc[16] = {0};
+            int64_t i = 0;
+            for (; i + 16 <= k; i += 16)
+                for (int l = 0; l < 16; l++) acc[l] = fmaf(wf[i + l], xr[i + l], acc[l]);
+            for (int l = 0; i + l < k; l++) acc[l] = fmaf(wf[i + l], xr[i + l], acc[l]);
+            for (int width = 8; width >= 1; width /= 2)
+                for (int l = 0; l < width; l++) acc[l] += acc[l + width];
+            y[t * ldy + r] = acc[0];
+        }
+    }
+}
+
+static void unpack_scalar(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
+    qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
+}
+static void dot_scalar(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
+                       int64_t t0, int count, float *y, int64_t ldy, int rows) {
+    dot_ref_body(f, tl, k, a, nb, t0, count, y, ldy, rows);
+}
+static void float_scalar(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
+                         const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
+    float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
+}
+
+#if defined(__x86_64__)
+#define AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+AVX2_TARGET static void unpack_avx2(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
+    qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
+}
+AVX2_TARGET static void dot_avx2(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
+                                 int64_t t0, int count, float *y, int64_t ldy, int rows) {
+    dot_ref_body(f, tl, k, a, nb, t0, count, y, ldy, rows);
+}
+AVX2_TARGET static void float_avx2(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
+                                   const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
+    float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
+}
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
+                                       const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
+    float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
+}
+#endif
+
+// ---- dispatch ------------------------------------------------------------------------------
+
+typedef struct {
+    qt_unpack_fn unpack;
+    qt_dot_fn dot;
+    void (*float_rows)(int, const uint8_t *, size_t, int64_t, int64_t, int64_t, const float *, int64_t, float *, int64_t, float *);
+} kernel_set;
+
+static int cpu_has_avx2(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+
+static int cpu_has_avx512(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else
+    return 0;
+#endif
+}
+
+static _Atomic int chosen_isa = -1;
+
+int pk_matmul_isa(void) {
+    int isa = atomic_load_explicit(&chosen_isa, memory_order_relaxed);
+    if (isa < 0) {
+        isa = cpu_has_avx512() ? PK_ISA_AVX512 : cpu_has_avx2() ? PK_ISA_AVX2 : PK_ISA_SCALAR;
+        atomic_store_explicit(&chosen_isa, isa, memory_order_relaxed);
+    }
+    return isa;
+}
+
+int pk_matmul_set_isa(int isa) {
+    if ((isa == PK_ISA_AVX512 && cpu_has_avx512()) || (isa == PK_ISA_AVX2 && cpu_has_avx2()) || isa == PK_ISA_SCALAR)
+        atomic_store_explicit(&chosen_isa, isa, memory_order_relaxed);
+    return pk_matmul_isa();
+}
+
+static kernel_set kernels(void) {
+    kernel_set s = {unpack_scalar, dot_scalar, float_scalar};
+#if defined(__x86_64__)
+    switch (pk_matmul_isa()) {
+    case PK_ISA_AVX512: s = (kernel_set){qt_unpack_avx512, qt_dot_avx512, float_avx512}; break;
+    case PK_ISA_AVX2: s = (kernel_set){unpack_avx2, dot_avx2, float_avx2}; break;
+    default: break;
+    }
+#endif
+    return s;
 }
 
 // ---- the product ---------------------------------------------------------------------------
 
-// Activations of n rows of length k in one int8 format.
-typedef struct {
-    int8_t *q;  // n*k
-    float *d;   // n*k/32 block scales
-    float *xs;  // n*k/16: d * sum(q) over each 16-value half block (Q8_1: fp16 per 32, see above)
-} qact;
-
 typedef struct {
     pk_matmul_op ops[PK_MATMUL_MAX_OPS];
+    qt_format fmt[PK_MATMUL_MAX_OPS];
+    const int32_t *nb[PK_MATMUL_MAX_OPS];  // -bias * sum(x) per (row, sub-block), per op
+    int quantized[PK_MATMUL_MAX_OPS];
     int count;
-    int64_t first_row[PK_MATMUL_MAX_OPS + 1]; // op i owns rows [first_row[i], first_row[i+1])
+    int64_t first_tile[PK_MATMUL_MAX_OPS + 1]; // op i owns tiles [first_tile[i], first_tile[i+1])
     int64_t k, n;
     const float *x;
-    qact act[ACT_KINDS];
-    uint8_t *thread_scratch; // per thread: row unpack buffers
+    qt_act act[ACT_KINDS];
+    uint8_t *thread_scratch;
     size_t thread_bytes;
+    kernel_set ks;
 } matmul_job;
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-// One body, compiled three times: plain, AVX2 and AVX-512 (the compiler vectorizes each clone
-// for its ISA); the widest the CPU supports is picked at run time.
-ALWAYS_INLINE void q8_rows_body(const matmul_job *j, const pk_matmul_op *op, int64_t r0, int64_t r1, uint8_t *buf) {
-    const int64_t k = j->k, nsb = k / 16;
-    const int64_t be = pk_block_elements(op->type);
-    const size_t bb = pk_block_bytes(op->type);
-    const size_t row_bytes = (size_t)(k / be) * bb;
-    const qact *a = &j->act[act_kind(op->type)];
-    int8_t *q = (int8_t *)buf;
-    float *sc = (float *)(buf + ((k + 63) & ~(int64_t)63));
-    float *of = sc + nsb;
-    int32_t *isum = (int32_t *)(of + nsb);
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = (const uint8_t *)op->w + r * row_bytes;
-        for (int64_t b = 0; b < k / be; b++) blk_unpack(op->type, row + b * bb, q + b * be, sc + b * (be / 16), of + b * (be / 16));
-        for (int64_t t = 0; t < j->n; t++) {
-            const int8_t *xq = a->q + t * k;
-            const float *xd = a->d + t * (k / 32);
-            const float *xs = a->xs + t * nsb;
-            for (int64_t s = 0; s < nsb; s++) {
-                int32_t acc = 0;
-                for (int i = 0; i < 16; i++) acc += (int32_t)q[s * 16 + i] * (int32_t)xq[s * 16 + i];
-                isum[s] = acc;
-            }
-            float acc = 0.0f;
-            for (int64_t s = 0; s < nsb; s++) acc += sc[s] * (xd[s >> 1] * (float)isum[s]) + of[s] * xs[s];
-            op->y[t * op->ldy + r] = acc;
-        }
-    }
-}
-
-typedef void (*rows_fn)(const matmul_job *, const pk_matmul_op *, int64_t, int64_t, uint8_t *);
-
-static void q8_rows_generic(const matmul_job *j, const pk_matmul_op *op, int64_t r0, int64_t r1, uint8_t *buf) {
-    q8_rows_body(j, op, r0, r1, buf);
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma,f16c")))
-static void q8_rows_avx2(const matmul_job *j, const pk_matmul_op *op, int64_t r0, int64_t r1, uint8_t *buf) {
-    q8_rows_body(j, op, r0, r1, buf);
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
-static void q8_rows_avx512(const matmul_job *j, const pk_matmul_op *op, int64_t r0, int64_t r1, uint8_t *buf) {
-    q8_rows_body(j, op, r0, r1, buf);
-}
-#endif
-
-static rows_fn pick_q8_rows(void) {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) return q8_rows_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return q8_rows_avx2;
-#endif
-    return q8_rows_generic;
-}
-
-static _Atomic(rows_fn) q8_impl;
-
-static rows_fn q8_rows(void) {
-    rows_fn fn = atomic_load_explicit(&q8_impl, memory_order_relaxed);
-    if (!fn) {
-        fn = pick_q8_rows(); // every thread picks the same function
-        atomic_store_explicit(&q8_impl, fn, memory_order_relaxed);
-    }
-    return fn;
-}
-
-// Float weights (F32/F16/BF16) meet the float activations.
-static void f32_rows(const matmul_job *j, const pk_matmul_op *op, int64_t r0, int64_t r1, uint8_t *buf) {
-    float *wf = (float *)buf;
-    const size_t row_bytes = (size_t)j->k * pk_block_bytes(op->type);
-    for (int64_t r = r0; r < r1; r++) {
-        pk_dequantize(op->type, (const uint8_t *)op->w + r * row_bytes, wf, j->k);
-        for (int64_t t = 0; t < j->n; t++) {
-            const float *x = j->x + t * j->k;
-            float acc = 0.0f;
-            for (int64_t i = 0; i < j->k; i++) acc += wf[i] * x[i];
-            op->y[t * op->ldy + r] = acc;
-        }
-    }
-}
-
-static int has_int_form(int type) { return pk_block_elements(type) > 1; }
+// Activation rows per call of the dot kernel.
+#define QT_TOKENS 8
 
 static void matmul_task(void *ctx, int ith, int nth) {
     const matmul_job *j = ctx;
-    // Contiguous 8-row-aligned ranges over all ops' rows, so each thread streams its own part.
-    const int64_t total = j->first_row[j->count];
-    const int64_t per = ((total + nth - 1) / nth + 7) & ~(int64_t)7;
-    const int64_t g0 = (int64_t)ith * per;
-    const int64_t g1 = g0 + per < total ? g0 + per : total;
+    const int64_t total = j->first_tile[j->count];
+    const int64_t g0 = total * ith / nth, g1 = total * (ith + 1) / nth;
     uint8_t *buf = j->thread_scratch + (size_t)ith * j->thread_bytes;
     for (int i = 0; i < j->count; i++) {
-        const int64_t lo = j->first_row[i] > g0 ? j->first_row[i] : g0;
-        const int64_t hi = j->first_row[i + 1] < g1 ? j->first_row[i + 1] : g1;
+        const int64_t lo = j->first_tile[i] > g0 ? j->first_tile[i] : g0;
+        const int64_t hi = j->first_tile[i + 1] < g1 ? j->first_tile[i + 1] : g1;
         if (lo >= hi) continue;
         const pk_matmul_op *op = &j->ops[i];
-        const int64_t r0 = lo - j->first_row[i], r1 = hi - j->first_row[i];
-        if (has_int_form(op->type)) q8_rows()(j, op, r0, r1, buf);
-        else f32_rows(j, op, r0, r1, buf);
+        const size_t row_bytes = (size_t)(j->k / pk_block_elements(op->type)) * pk_block_bytes(op->type);
+        const int64_t r0 = (lo - j->first_tile[i]) * QT_ROWS;
+        const int64_t r1 = (hi - j->first_tile[i]) * QT_ROWS < op->m ? (hi - j->first_tile[i]) * QT_ROWS : op->m;
+        if (!j->quantized[i]) {
+            j->ks.float_rows(op->type, op->w, row_bytes, r0, r1, j->k, j->x, j->n, op->y, op->ldy, (float *)buf);
+            continue;
+        }
+        const qt_format *f = &j->fmt[i];
+        const qt_act *a = &j->act[f->act];
+        const qt_tile tl = qt_tile_at(buf, j->k);
+        for (int64_t r = r0; r < r1; r += QT_ROWS) {
+            const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
+            j->ks.unpack(op->type, f, (const uint8_t *)op->w + (size_t)r * row_bytes, row_bytes, rows, j->k, tl);
+            for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
+                const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
+                j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, rows);
+            }
+        }
     }
-}
-
-static size_t align64(size_t v) { return (v + 63) & ~(size_t)63; }
-
-static size_t thread_bytes_for(int64_t k) {
-    // int8 row + scale + offset + integer sums, or a float row: the larger of the two.
-    size_t q8 = align64((size_t)k) + 3 * align64((size_t)(k / 16 + 1) * sizeof(float));
-    size_t f = align64((size_t)k * sizeof(float));
-    return q8 > f ? q8 : f;
-}
-
-static size_t act_bytes(int64_t n, int64_t k) {
-    return align64((size_t)(n * k)) + align64((size_t)(n * (k / 32)) * sizeof(float)) +
-           align64((size_t)(n * (k / 16)) * sizeof(float));
-}
-
-size_t pk_matmul_scratch_bytes(int64_t n, int64_t k, int threads) {
-    return ACT_KINDS * act_bytes(n, k) + (size_t)threads * thread_bytes_for(k) + 64;
 }
 
 int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
@@ -243,24 +338,34 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     j.k = k;
     j.n = n;
     j.x = x;
+    j.ks = kernels();
     int need[ACT_KINDS] = {0};
     for (int i = 0; i < count; i++) {
         const int64_t be = pk_block_elements(ops[i].type);
-        if (be <= 0 || k % be != 0 || (be > 1 && k % 32 != 0)) return -1;
+        if (be <= 0 || k % be != 0) return -1;
         j.ops[i] = ops[i];
-        j.first_row[i + 1] = j.first_row[i] + ops[i].m;
-        if (be > 1) need[act_kind(ops[i].type)] = 1;
+        j.quantized[i] = be > 1;
+        if (j.quantized[i]) {
+            if (!qt_format_of(ops[i].type, &j.fmt[i]) || k % 32 != 0) return -1;
+            need[j.fmt[i].act] = 1;
+        }
+        j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
     }
     uint8_t *s = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     for (int kind = 0; kind < ACT_KINDS; kind++) {
-        qact *a = &j.act[kind];
-        a->q = (int8_t *)s;
-        a->d = (float *)(s + align64((size_t)(n * k)));
-        a->xs = (float *)((uint8_t *)a->d + align64((size_t)(n * (k / 32)) * sizeof(float)));
+        const act_buf a = act_at(s, n, k);
         s += act_bytes(n, k);
-        if (!need[kind]) continue;
-        for (int64_t t = 0; t < n; t++)
-            quantize_row_act(x + t * k, k, kind, a->q + t * k, a->d + t * (k / 32), a->xs + t * (k / 16));
+        j.act[kind] = (qt_act){a.q, a.dx16, a.dx32, a.sx16, a.sx32, a.xs16, a.xs32};
+        if (need[kind]) quantize_act(x, n, k, kind, a);
+    }
+    for (int i = 0; i < count; i++, s += bias_bytes(n, k)) {
+        if (!j.quantized[i]) continue;
+        const qt_format *f = &j.fmt[i];
+        const int32_t *sx = f->sub == 16 ? j.act[f->act].sx16 : j.act[f->act].sx32;
+        int32_t *nb = (int32_t *)s;
+        const int64_t total = n * (k / f->sub);
+        for (int64_t u = 0; u < total; u++) nb[u] = -f->bias * sx[u];
+        j.nb[i] = nb;
     }
     j.thread_scratch = s;
     j.thread_bytes = thread_bytes_for(k);

@@ -1,0 +1,108 @@
+// The quantized matrix product, defined once. Internal to the kernels.
+//
+// Weights are multiplied sixteen rows at a time as a *tile*: the rows' codes are unpacked to
+// unsigned bytes and interleaved so that one 64-byte vector holds four consecutive codes of each
+// of the 16 rows (lane r = row r), which is the operand shape of AVX-512 VNNI (vpdpbusd). Each
+// sub-block (16 or 32 weights sharing a scale) of a tile carries a float scale and, for formats
+// with a minimum, a float offset per row.
+//
+// The result of row r for activation row t is, exactly and on every ISA:
+//     acc = 0
+//     for each sub-block j, in order:
+//         isum = sum(u[r,i] * x[t,i] for i in j) - bias * sum(x[t,i] for i in j)   (int32, exact)
+//         acc  = fmaf(scale[r,j] * dx[t,j], (float)isum, acc)
+//         if the format has offsets: acc = fmaf(offset[r,j], xs[t,j], acc)
+// where u are the unsigned codes, x the activation quantized to int8 (the way llama.cpp does
+// for the weight type), dx its scale and xs its offset term. Because every row is computed the
+// same way whatever else is in the batch, batched and single-token steps agree bit for bit, and
+// the scalar reference below is the specification the SIMD paths are tested against.
+#pragma once
+#include <stdint.h>
+#include <string.h>
+
+#include "blocks.h"
+
+#define QT_ROWS 16
+
+// How a weight type maps onto tiles.
+typedef struct {
+    int sub;        // weights per sub-block: 16 or 32
+    int bias;       // u = q + bias
+    int offsets;    // whether the format has a minimum (offset) per sub-block
+    int act;        // activation format (ACT_*)
+} qt_format;
+
+enum { ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_KINDS };
+
+BLK_INLINE int qt_format_of(int type, qt_format *f) {
+    switch (type) {
+    case PK_Q4_0: *f = (qt_format){32, 8, 0, ACT_Q8_0}; return 1;
+    case PK_Q4_1: *f = (qt_format){32, 0, 1, ACT_Q8_1}; return 1;
+    case PK_Q5_0: *f = (qt_format){32, 16, 0, ACT_Q8_0}; return 1;
+    case PK_Q5_1: *f = (qt_format){32, 0, 1, ACT_Q8_1}; return 1;
+    case PK_Q8_0: *f = (qt_format){32, 128, 0, ACT_Q8_0}; return 1;
+    case PK_Q2_K: *f = (qt_format){16, 0, 1, ACT_Q8_K}; return 1;
+    case PK_Q3_K: *f = (qt_format){16, 4, 0, ACT_Q8_K}; return 1;
+    case PK_Q4_K: *f = (qt_format){32, 0, 1, ACT_Q8_K}; return 1;
+    case PK_Q5_K: *f = (qt_format){32, 0, 1, ACT_Q8_K}; return 1;
+    case PK_Q6_K: *f = (qt_format){16, 32, 0, ACT_Q8_K}; return 1;
+    default: return 0;
+    }
+}
+
+// A tile of 16 rows over k weights: for sub-block j, `codes + j*sub*16` holds sub/4 vectors of
+// 64 bytes (vector v, lane r = codes 4v..4v+3 of row r in that sub-block), and `scale + 16*j`,
+// `offset + 16*j` the rows' scale and offset.
+typedef struct {
+    uint8_t *codes;
+    float *scale;
+    float *offset;
+} qt_tile;
+
+BLK_INLINE size_t qt_tile_bytes(int64_t k) {
+    // codes, then scales and offsets of the smallest sub-block size (the most sub-blocks)
+    return (size_t)k * QT_ROWS + 2 * (size_t)(k / 16) * QT_ROWS * sizeof(float);
+}
+
+BLK_INLINE qt_tile qt_tile_at(void *buf, int64_t k) {
+    qt_tile t;
+    t.codes = (uint8_t *)buf;
+    t.scale = (float *)((uint8_t *)buf + (size_t)k * QT_ROWS);
+    t.offset = t.scale + (size_t)(k / 16) * QT_ROWS;
+    return t;
+}
+
+// Activation rows quantized for one weight format family, with the per-sub-block terms for
+// both sub-block sizes (index [t * k/sub + j]).
+typedef struct {
+    const int8_t *q;                 // n*k
+    const float *dx16, *dx32;        // scale of the activation block covering the sub-block
+    const int32_t *sx16, *sx32;      // sum of the int8 values of the sub-block
+    const float *xs16, *xs32;        // offset term (Q8_1: fp16(d*sum) per 32; Q8_K: d*sum)
+} qt_act;
+
+// Reference unpacking of rows [row0, row0+rows) (rows <= 16; missing rows repeat the last one
+// so every lane holds finite values) of a weight matrix with `row_bytes` per row.
+BLK_INLINE void qt_unpack_ref(int type, const qt_format *f, const uint8_t *w, size_t row_bytes,
+                              int rows, int64_t k, qt_tile t) {
+    const int64_t be = pk_block_elements(type);
+    const size_t bb = pk_block_bytes(type);
+    int8_t q[256];
+    float sc[16], of[16];
+    for (int r = 0; r < QT_ROWS; r++) {
+        const uint8_t *row = w + (size_t)(r < rows ? r : rows - 1) * row_bytes;
+        for (int64_t b = 0; b < k / be; b++) {
+            blk_unpack(type, row + b * bb, q, sc, of);
+            for (int64_t i = 0; i < be; i++) {
+                const int64_t g = b * be + i;              // weight index in the row
+                const int64_t j = g / f->sub, in = g % f->sub;
+                t.codes[j * f->sub * QT_ROWS + (in / 4) * 64 + r * 4 + (in % 4)] = (uint8_t)(q[i] + f->bias);
+            }
+            for (int64_t s = 0; s < be / f->sub; s++) {
+                const int64_t j = b * (be / f->sub) + s;
+                t.scale[j * QT_ROWS + r] = sc[s * (f->sub / 16)];
+                t.offset[j * QT_ROWS + r] = of[s * (f->sub / 16)];
+            }
+        }
+    }
+}

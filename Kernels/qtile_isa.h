@@ -1,0 +1,17 @@
+// The tile kernels of each instruction set (see qtile.h for what they compute). Internal.
+#pragma once
+#include "qtile.h"
+
+// Unpacks rows [0, rows) of `w` (row_bytes apart; rows <= 16) over k weights into a tile.
+typedef void (*qt_unpack_fn)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows,
+                             int64_t k, qt_tile t);
+// Computes activation rows [t0, t0+count) (count <= 8) against a tile: y[i*ldy + r] for r < rows.
+// nb holds -bias * sum(x) per (activation row, sub-block).
+typedef void (*qt_dot_fn)(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,
+                          int64_t t0, int count, float *y, int64_t ldy, int rows);
+
+#if defined(__x86_64__)
+void qt_unpack_avx512(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t);
+void qt_dot_avx512(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,
+                   int64_t t0, int count, float *y, int64_t ldy, int rows);
+#endif
