@@ -5,6 +5,7 @@
 
 // No FMA contraction: the order of every rounding is written out (fmaf where it is meant).
 #pragma clang fp contract(off)
+#include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -98,9 +99,15 @@ static size_t act_bytes(int64_t n, int64_t k) {
 
 static size_t bias_bytes(int64_t n, int64_t k) { return align64((size_t)(n * (k / 16)) * sizeof(int32_t)); }
 
+// Float weights meet many activation rows through cblas_sgemm, SGEMM_ROWS rows at a time
+// dequantized to f32 (measured: our int8 tiles beat dequantize-then-sgemm for every quantized
+// format at every batch size, so only float weights take this path).
+#define SGEMM_ROWS 32
+#define SGEMM_MIN_N 8
+
 static size_t thread_bytes_for(int64_t k) {
     const size_t tile = align64(qt_tile_bytes(k));
-    const size_t f = align64((size_t)k * sizeof(float)); // one float row (float weights)
+    const size_t f = align64((size_t)k * SGEMM_ROWS * sizeof(float));
     return tile > f ? tile : f;
 }
 
@@ -147,7 +154,7 @@ ALWAYS_INLINE void dot_ref_body(const qt_format *f, qt_tile tl, int64_t k, const
     const float *xss = f->sub == 16 ? a->xs16 : a->xs32;
     for (int64_t t = t0; t < t0 + count; t++) {
         const int8_t *xq = a->q + t * k;
-        float acc[QT_ROWS] = {0};
+        float acc[QT_ROWS] = {0}, off[QT_ROWS] = {0};
         for (int64_t j = 0; j < nsub; j++) {
             int32_t is[QT_ROWS];
             for (int r = 0; r < QT_ROWS; r++) is[r] = nb[t * nsub + j];
@@ -160,10 +167,10 @@ ALWAYS_INLINE void dot_ref_body(const qt_format *f, qt_tile tl, int64_t k, const
             for (int r = 0; r < QT_ROWS; r++) acc[r] = fmaf(tl.scale[j * QT_ROWS + r] * d, (float)is[r], acc[r]);
             if (f->offsets) {
                 const float o = xss[t * nsub + j];
-                for (int r = 0; r < QT_ROWS; r++) acc[r] = fmaf(tl.offset[j * QT_ROWS + r], o, acc[r]);
+                for (int r = 0; r < QT_ROWS; r++) off[r] = fmaf(tl.offset[j * QT_ROWS + r], o, off[r]);
             }
         }
-        for (int r = 0; r < rows; r++) y[(t - t0) * ldy + r] = acc[r];
+        for (int r = 0; r < rows; r++) y[(t - t0) * ldy + r] = f->offsets ? acc[r] + off[r] : acc[r];
     }
 }
 
@@ -227,6 +234,7 @@ AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_by
 typedef struct {
     qt_unpack_fn unpack;
     qt_dot_fn dot;
+    qt_gemv_fn gemv; // optional
     void (*float_rows)(int, const uint8_t *, size_t, int64_t, int64_t, int64_t, const float *, int64_t, float *, int64_t, float *);
 } kernel_set;
 
@@ -267,11 +275,11 @@ int pk_matmul_set_isa(int isa) {
 }
 
 static kernel_set kernels(void) {
-    kernel_set s = {unpack_scalar, dot_scalar, float_scalar};
+    kernel_set s = {unpack_scalar, dot_scalar, NULL, float_scalar};
 #if defined(__x86_64__)
     switch (pk_matmul_isa()) {
-    case PK_ISA_AVX512: s = (kernel_set){qt_unpack_avx512, qt_dot_avx512, float_avx512}; break;
-    case PK_ISA_AVX2: s = (kernel_set){unpack_avx2, dot_avx2, float_avx2}; break;
+    case PK_ISA_AVX512: s = (kernel_set){qt_unpack_avx512, qt_dot_avx512, qt_gemv_avx512, float_avx512}; break;
+    case PK_ISA_AVX2: s = (kernel_set){unpack_avx2, dot_avx2, NULL, float_avx2}; break;
     default: break;
     }
 #endif
@@ -312,7 +320,17 @@ static void matmul_task(void *ctx, int ith, int nth) {
         const int64_t r0 = (lo - j->first_tile[i]) * QT_ROWS;
         const int64_t r1 = (hi - j->first_tile[i]) * QT_ROWS < op->m ? (hi - j->first_tile[i]) * QT_ROWS : op->m;
         if (!j->quantized[i]) {
-            j->ks.float_rows(op->type, op->w, row_bytes, r0, r1, j->k, j->x, j->n, op->y, op->ldy, (float *)buf);
+            if (j->n < SGEMM_MIN_N) {
+                j->ks.float_rows(op->type, op->w, row_bytes, r0, r1, j->k, j->x, j->n, op->y, op->ldy, (float *)buf);
+                continue;
+            }
+            float *wf = (float *)buf;
+            for (int64_t r = r0; r < r1; r += SGEMM_ROWS) {
+                const int64_t rows = r1 - r < SGEMM_ROWS ? r1 - r : SGEMM_ROWS;
+                pk_dequantize(op->type, (const uint8_t *)op->w + (size_t)r * row_bytes, wf, rows * j->k);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)j->n, (blasint)rows, (blasint)j->k, 1.0f,
+                            j->x, (blasint)j->k, wf, (blasint)j->k, 0.0f, op->y + r, (blasint)op->ldy);
+            }
             continue;
         }
         const qt_format *f = &j->fmt[i];
@@ -320,7 +338,10 @@ static void matmul_task(void *ctx, int ith, int nth) {
         const qt_tile tl = qt_tile_at(buf, j->k);
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
-            j->ks.unpack(op->type, f, (const uint8_t *)op->w + (size_t)r * row_bytes, row_bytes, rows, j->k, tl);
+            const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
+            // A single activation row (decode) goes through the fused kernel: no tile stored.
+            if (j->n == 1 && j->ks.gemv && j->ks.gemv(op->type, f, wr, row_bytes, rows, r + QT_ROWS >= r1, j->k, a, j->nb[i], 0, op->y + r)) continue;
+            j->ks.unpack(op->type, f, wr, row_bytes, rows, j->k, tl);
             for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
                 const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
                 j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, rows);

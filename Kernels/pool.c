@@ -55,7 +55,10 @@ static void *worker_main(void *p) {
     }
 }
 
+extern int pk_blas_configured; // blas.c: keeps its pre-init entry linked in
+
 pk_pool *pk_pool_create(int nthreads) {
+    __asm__ volatile("" : : "r"(&pk_blas_configured));
     if (nthreads < 1) nthreads = 1;
     pk_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return NULL;

@@ -7,12 +7,13 @@
 // with a minimum, a float offset per row.
 //
 // The result of row r for activation row t is, exactly and on every ISA:
-//     acc = 0
+//     acc = 0, off = 0
 //     for each sub-block j, in order:
 //         isum = sum(u[r,i] * x[t,i] for i in j) - bias * sum(x[t,i] for i in j)   (int32, exact)
 //         acc  = fmaf(scale[r,j] * dx[t,j], (float)isum, acc)
-//         if the format has offsets: acc = fmaf(offset[r,j], xs[t,j], acc)
-// where u are the unsigned codes, x the activation quantized to int8 (the way llama.cpp does
+//         if the format has offsets: off = fmaf(offset[r,j], xs[t,j], off)
+//     result = acc + off (formats with offsets), acc (others)
+// (the offset terms are summed apart, as llama.cpp sums them) where u are the unsigned codes, x the activation quantized to int8 (the way llama.cpp does
 // for the weight type), dx its scale and xs its offset term. Because every row is computed the
 // same way whatever else is in the batch, batched and single-token steps agree bit for bit, and
 // the scalar reference below is the specification the SIMD paths are tested against.

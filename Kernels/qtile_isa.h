@@ -10,7 +10,14 @@ typedef void (*qt_unpack_fn)(int type, const qt_format *f, const uint8_t *w, siz
 typedef void (*qt_dot_fn)(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,
                           int64_t t0, int count, float *y, int64_t ldy, int rows);
 
+// Computes one activation row t against rows [0, rows) of `w` without a tile: y[r]. Returns 0
+// when it cannot (the caller then goes through a tile). `last`: no tile follows this one.
+typedef int (*qt_gemv_fn)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int last, int64_t k,
+                          const qt_act *a, const int32_t *nb, int64_t t, float *y);
+
 #if defined(__x86_64__)
+int qt_gemv_avx512(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int last, int64_t k,
+                   const qt_act *a, const int32_t *nb, int64_t t, float *y);
 void qt_unpack_avx512(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t);
 void qt_dot_avx512(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,
                    int64_t t0, int count, float *y, int64_t ldy, int rows);

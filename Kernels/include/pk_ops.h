@@ -29,8 +29,13 @@ void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count);
 // Causal attention for n query rows. Row t attends to positions [0, kv_len[t]) of its own
 // sequence, whose keys and values (half floats) start at k_rows[t] / v_rows[t], one position
 // every `kv_stride` halves, kv head h at offset h*head_dim. q and out hold n rows of
-// n_head*head_dim floats. `scratch` holds pk_attention_scratch_floats(max_kv, threads) floats.
-size_t pk_attention_scratch_floats(int64_t max_kv, int threads);
+// n_head*head_dim floats; head_dim is at most 256. `scratch` holds
+// pk_attention_scratch_floats(max_kv, n_head / n_kv_head, threads) floats.
+//
+// Every (row, head) is computed on its own, in a fixed order that every instruction set follows
+// (sixteen partial sums reduced by a fixed tree, a polynomial exp), so a row's result does not
+// depend on the batch or the CPU.
+size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads);
 void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                   const uint16_t *const *k_rows, const uint16_t *const *v_rows, const int32_t *kv_len,
                   int64_t kv_stride, float scale, float *out, float *scratch);

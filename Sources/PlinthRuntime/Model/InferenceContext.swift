@@ -72,7 +72,7 @@ public final class InferenceContext {
             let mmBytes = pk_matmul_scratch_bytes(Int64(n), Int64(maxK), Int32(threadCount))
             let mm: UnsafeMutablePointer<UInt8> = try alloc(mmBytes, "matmul scratch")
             matmulScratch = UnsafeMutableRawPointer(mm)
-            attnScratch = try alloc(pk_attention_scratch_floats(Int64(self.contextLength), Int32(threadCount)), "attention scratch")
+            attnScratch = try alloc(pk_attention_scratch_floats(Int64(self.contextLength), Int32(c.headCount / c.kvHeadCount), Int32(threadCount)), "attention scratch")
             kRows = try alloc(n, "row tables")
             vRows = try alloc(n, "row tables")
             kvLen = try alloc(n, "row tables")

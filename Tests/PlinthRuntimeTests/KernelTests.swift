@@ -1,0 +1,216 @@
+import Foundation
+import PlinthKernels
+import Testing
+
+/// Random weights of one format: random codes, with every scale field set to a sane half float
+/// so that products stay finite.
+private func randomWeights(type: Int32, rows: Int, k: Int, rng: inout SplitMix64) -> [UInt8] {
+    let be = Int(pk_block_elements(type)), bb = Int(pk_block_bytes(type))
+    let count = rows * (k / be) * bb
+    var w = (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+    func half(_ v: Float, at i: Int) {
+        let h = pk_f32_to_f16(v)
+        w[i] = UInt8(h & 0xff)
+        w[i + 1] = UInt8(h >> 8)
+    }
+    func scale() -> Float { 0.001 + Float(rng.below(1000)) / 100_000 }
+    if be == 1 {
+        for i in 0..<(rows * k) {
+            let v = Float(rng.below(2001) - 1000) / 1000
+            switch Int(type) {
+            case Int(PK_F32.rawValue): withUnsafeBytes(of: v.bitPattern.littleEndian) { for b in 0..<4 { w[4 * i + b] = $0[b] } }
+            case Int(PK_F16.rawValue): half(v, at: 2 * i)
+            default: let u = UInt16(v.bitPattern >> 16); w[2 * i] = UInt8(u & 0xff); w[2 * i + 1] = UInt8(u >> 8)
+            }
+        }
+        return w
+    }
+    // Offsets of the half-float scale fields in a block.
+    let fields: [Int]
+    switch Int(type) {
+    case Int(PK_Q4_1.rawValue), Int(PK_Q5_1.rawValue), Int(PK_Q4_K.rawValue), Int(PK_Q5_K.rawValue): fields = [0, 2]
+    case Int(PK_Q2_K.rawValue): fields = [80, 82]
+    case Int(PK_Q3_K.rawValue): fields = [108]
+    case Int(PK_Q6_K.rawValue): fields = [208]
+    default: fields = [0]
+    }
+    for b in stride(from: 0, to: count, by: bb) { for f in fields { half(scale(), at: b + f) } }
+    return w
+}
+
+private let quantTypes: [(String, pk_type)] = [
+    ("Q4_0", PK_Q4_0), ("Q4_1", PK_Q4_1), ("Q5_0", PK_Q5_0), ("Q5_1", PK_Q5_1), ("Q8_0", PK_Q8_0),
+    ("Q2_K", PK_Q2_K), ("Q3_K", PK_Q3_K), ("Q4_K", PK_Q4_K), ("Q5_K", PK_Q5_K), ("Q6_K", PK_Q6_K),
+    ("F16", PK_F16), ("BF16", PK_BF16), ("F32", PK_F32),
+]
+
+private func matmul(_ type: Int32, _ w: [UInt8], rows m: Int, k: Int, x: [Float], n: Int, threads: Int) -> [Float] {
+    var y = [Float](repeating: .nan, count: n * m)
+    let pool = pk_pool_create(Int32(threads))
+    defer { pk_pool_destroy(pool) }
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: pk_matmul_scratch_bytes(Int64(n), Int64(k), Int32(threads)), alignment: 64)
+    defer { scratch.deallocate() }
+    let rc = w.withUnsafeBytes { wp in
+        pk_matmul(pool, type, wp.baseAddress, Int64(m), Int64(k), x, Int64(n), &y, Int64(m), scratch)
+    }
+    #expect(rc == 0)
+    return y
+}
+
+/// The instruction sets this CPU can run (the scalar reference always).
+private func availableISAs() -> [Int32] {
+    let best = pk_matmul_isa()
+    return [Int32(PK_ISA_SCALAR), Int32(PK_ISA_AVX2), Int32(PK_ISA_AVX512)].filter { $0 <= best }
+}
+
+/// Switches the kernels' instruction set for the duration of `body`; serialized suites only.
+private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
+    let previous = pk_matmul_isa()
+    _ = pk_matmul_set_isa(isa)
+    defer { _ = pk_matmul_set_isa(previous) }
+    return try body()
+}
+
+@Suite(.serialized) struct KernelTests {
+    /// Every SIMD path gives the scalar reference's bits, for every format, batch size and a
+    /// partial last tile; a batch row equals the same row computed alone; results agree with the
+    /// float dot product of the dequantized weights to the precision of int8 activations.
+    @Test(arguments: quantTypes)
+    func matmulIsExactAcrossISAsAndBatches(name: String, type: pk_type) throws {
+        let t = Int32(type.rawValue)
+        var rng = SplitMix64(seed: UInt64(t) &* 7919)
+        let k = 512, m = 37
+        let w = randomWeights(type: t, rows: m, k: k, rng: &rng)
+        let nMax = 19
+        let x = (0..<(nMax * k)).map { _ in Float(rng.below(20001) - 10000) / 3000 }
+        let isas = availableISAs()
+        for n in [1, 2, 9, nMax] {
+            let xs = Array(x[0..<(n * k)])
+            let reference = withISA(Int32(PK_ISA_SCALAR)) { matmul(t, w, rows: m, k: k, x: xs, n: n, threads: 1) }
+            #expect(reference.allSatisfy { $0.isFinite }, "\(name) n=\(n): non-finite results")
+            // Float weights with many rows go through cblas_sgemm, whose rounding depends on how
+            // the rows are split: close, not equal. Everything else is exact.
+            let viaBLAS = pk_block_elements(t) == 1 && n >= 8
+            for isa in isas where isa != Int32(PK_ISA_SCALAR) {
+                for threads in [1, 3] {
+                    let got = withISA(isa) { matmul(t, w, rows: m, k: k, x: xs, n: n, threads: threads) }
+                    if viaBLAS {
+                        let worst = zip(got, reference).map { abs($0.0 - $0.1) / max(1, abs($0.1)) }.max()!
+                        #expect(worst < 1e-4, "\(name) n=\(n) isa=\(isa) threads=\(threads): \(worst) from the reference")
+                    } else {
+                        let diff = zip(got, reference).filter { $0.0.bitPattern != $0.1.bitPattern }.count
+                        #expect(diff == 0, "\(name) n=\(n) isa=\(isa) threads=\(threads): \(diff) of \(got.count) results differ from the scalar reference")
+                    }
+                }
+            }
+            // Batch invariance: each row alone gives the bits it got in the batch.
+            for row in [0, n - 1] {
+                let alone = matmul(t, w, rows: m, k: k, x: Array(x[(row * k)..<((row + 1) * k)]), n: 1, threads: 2)
+                let batched = Array(reference[(row * m)..<((row + 1) * m)])
+                if viaBLAS {
+                    let worst = zip(alone, batched).map { abs($0.0 - $0.1) / max(1, abs($0.1)) }.max()!
+                    #expect(worst < 1e-4, "\(name): row \(row) of \(n) is \(worst) from the row alone")
+                } else {
+                    #expect(alone == batched, "\(name): row \(row) of \(n) differs from the row alone")
+                }
+            }
+        }
+        // Accuracy against the dequantized weights.
+        let y = matmul(t, w, rows: m, k: k, x: Array(x[0..<k]), n: 1, threads: 1)
+        let rowBytes = w.count / m
+        var worst = 0.0
+        var row = [Float](repeating: 0, count: k)
+        for r in 0..<m {
+            w.withUnsafeBytes { _ = pk_dequantize(t, $0.baseAddress! + r * rowBytes, &row, Int64(k)) }
+            var exact = 0.0, magnitude = 0.0
+            for i in 0..<k { exact += Double(row[i]) * Double(x[i]); magnitude += abs(Double(row[i]) * Double(x[i])) }
+            worst = max(worst, abs(exact - Double(y[r])) / magnitude)
+        }
+        // int8 activations carry ~0.4% error per value; summed errors largely cancel.
+        #expect(worst < 5e-3, "\(name): worst error relative to sum|w*x| is \(worst)")
+    }
+
+    @Test func matmulRejectsBadShapes() {
+        var y = [Float](repeating: 0, count: 16)
+        let w = [UInt8](repeating: 0, count: 4096)
+        let pool = pk_pool_create(1)
+        defer { pk_pool_destroy(pool) }
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: pk_matmul_scratch_bytes(1, 512, 1), alignment: 64)
+        defer { scratch.deallocate() }
+        let x = [Float](repeating: 1, count: 512)
+        w.withUnsafeBytes { wp in
+            // k not a whole number of 256-weight super-blocks
+            #expect(pk_matmul(pool, Int32(PK_Q4_K.rawValue), wp.baseAddress, 1, 288, x, 1, &y, 1, scratch) == -1)
+            // an unsupported type (IQ2_XXS)
+            #expect(pk_matmul(pool, 16, wp.baseAddress, 1, 256, x, 1, &y, 1, scratch) == -1)
+            // a valid call for contrast
+            #expect(pk_matmul(pool, Int32(PK_Q8_0.rawValue), wp.baseAddress, 1, 256, x, 1, &y, 1, scratch) == 0)
+        }
+    }
+
+    /// Attention: every ISA gives the reference's bits, each row is independent of the batch, and
+    /// the result matches a double-precision softmax attention.
+    @Test(arguments: [(4, 2, 64), (9, 3, 64), (14, 2, 64), (2, 1, 32)])
+    func attentionIsExactAcrossISAsAndRows(heads: Int, kvHeads: Int, headDim: Int) {
+        var rng = SplitMix64(seed: UInt64(heads * 1000 + headDim))
+        let kvDim = kvHeads * headDim, qDim = heads * headDim
+        let ctx = 70
+        let kCache = (0..<(ctx * kvDim)).map { _ in pk_f32_to_f16(Float(rng.below(2001) - 1000) / 500) }
+        let vCache = (0..<(ctx * kvDim)).map { _ in pk_f32_to_f16(Float(rng.below(2001) - 1000) / 500) }
+        let lengths: [Int32] = [1, 17, 33, 70, 5]
+        let n = lengths.count
+        let q = (0..<(n * qDim)).map { _ in Float(rng.below(2001) - 1000) / 400 }
+        let scale = 1 / Float(headDim).squareRoot()
+
+        func run(_ rows: Range<Int>, threads: Int) -> [Float] {
+            var out = [Float](repeating: .nan, count: rows.count * qDim)
+            let pool = pk_pool_create(Int32(threads))
+            defer { pk_pool_destroy(pool) }
+            let scratch = [Float](repeating: 0, count: pk_attention_scratch_floats(Int64(ctx), Int32(heads / kvHeads), Int32(threads)))
+            kCache.withUnsafeBufferPointer { kp in
+                vCache.withUnsafeBufferPointer { vp in
+                    let kRows = [UnsafePointer<UInt16>?](repeating: kp.baseAddress, count: rows.count)
+                    let vRows = [UnsafePointer<UInt16>?](repeating: vp.baseAddress, count: rows.count)
+                    let lens = Array(lengths[rows])
+                    let qs = Array(q[(rows.lowerBound * qDim)..<(rows.upperBound * qDim)])
+                    scratch.withUnsafeBufferPointer { sp in
+                        pk_attention(pool, qs, Int64(rows.count), Int32(heads), Int32(kvHeads), Int32(headDim), kRows, vRows, lens,
+                                     Int64(kvDim), scale, &out, UnsafeMutablePointer(mutating: sp.baseAddress!))
+                    }
+                }
+            }
+            return out
+        }
+        let reference = withISA(Int32(PK_ISA_SCALAR)) { run(0..<n, threads: 1) }
+        for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
+            let got = withISA(isa) { run(0..<n, threads: 2) }
+            #expect(got.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa) differs from the scalar reference")
+        }
+        for row in 0..<n {
+            #expect(run(row..<(row + 1), threads: 1) == Array(reference[(row * qDim)..<((row + 1) * qDim)]), "row \(row) alone differs")
+        }
+        // Against double precision (the kernel rounds the query and probabilities to half, as llama.cpp does).
+        var worst = 0.0
+        for t in 0..<n {
+            for h in 0..<heads {
+                let kvh = h / (heads / kvHeads), len = Int(lengths[t])
+                var s = [Double](repeating: 0, count: len)
+                for p in 0..<len {
+                    for i in 0..<headDim {
+                        s[p] += Double(q[t * qDim + h * headDim + i]) * Double(pk_f16_to_f32(kCache[p * kvDim + kvh * headDim + i]))
+                    }
+                    s[p] *= Double(scale)
+                }
+                let mx = s.max()!
+                let e = s.map { Foundation.exp($0 - mx) }
+                let sum = e.reduce(0, +)
+                for i in 0..<headDim {
+                    var o = 0.0
+                    for p in 0..<len { o += e[p] / sum * Double(pk_f16_to_f32(vCache[p * kvDim + kvh * headDim + i])) }
+                    worst = max(worst, abs(o - Double(reference[t * qDim + h * headDim + i])))
+                }
+            }
+        }
+        #expect(worst < 5e-3, "largest difference from double-precision attention: \(worst)")
+    }
+}
