@@ -84,7 +84,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     const int64_t len = j->kv_len[t];
     float *scores = buf;                              // count * max_kv
     float *qh = buf + (size_t)count * j->max_kv;      // count * 256: queries rounded to half
-    float *kv = qh + (size_t)count * 256;             // one key row, or all values transposed (256 * max_kv)
+    float *kv = qh + (size_t)count * 256;             // 256: one key or value row as floats
     const float *qrow = j->q + t * (int64_t)j->n_head * hd;
     for (int c = 0; c < count; c++)
         for (int i = 0; i < hd; i++) qh[c * 256 + i] = f16_round(qrow[(int64_t)(h0 + c) * hd + i]);
@@ -112,20 +112,50 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
         // Probabilities meet the half-precision values rounded to half, as llama.cpp does.
         for (int64_t u = 0; u < len; u++) s[u] = f16_round(s[u] * inv[c]);
     }
-    // out[i] = dot over positions of the probabilities and V[., i], in llama.cpp's order: the
-    // values are gathered by position into `vt` (hd rows of len) so each output is one dot.
+    // out[i] = the dot over positions of the probabilities and V[., i], in llama.cpp's order
+    // (see dot_ggml), for every i at once: slot (j, l) of a 64-position chunk accumulates
+    // position 64c + 16j + l, so V is read row by row; the tail past the last whole chunk is
+    // added in double.
     float *out = j->out + t * (int64_t)j->n_head * hd + (int64_t)h0 * hd;
-    float *vt = kv;
-    for (int64_t p = 0; p < len; p++) {
-        const uint16_t *vp = vb + p * j->kv_stride;
-        for (int i = 0; i < hd; i++) {
-            _Float16 h;
-            memcpy(&h, vp + i, 2);
-            vt[(int64_t)i * j->max_kv + p] = (float)h;
+    float *slots = kv + 256;                          // count * 64 * hd
+    memset(slots, 0, (size_t)count * 64 * (size_t)hd * sizeof(float));
+    const int64_t whole = len / 64 * 64;
+    for (int64_t p = 0; p < whole; p++) {
+        load_f16(vb + p * j->kv_stride, kv, hd);
+        for (int c = 0; c < count; c++) {
+            const float w = scores[c * j->max_kv + p];
+            float *a = slots + ((size_t)c * 64 + (size_t)(p % 64)) * hd;
+            for (int i = 0; i < hd; i++) a[i] = fmaf(w, kv[i], a[i]);
         }
     }
-    for (int c = 0; c < count; c++)
-        for (int i = 0; i < hd; i++) out[c * hd + i] = dot_ggml(scores + c * j->max_kv, vt + (int64_t)i * j->max_kv, 1, len);
+    for (int c = 0; c < count; c++) {
+        float *a = slots + (size_t)c * 64 * hd;       // slot (j, l) at row 16j + l
+        for (int l = 0; l < 16; l++)
+            for (int i = 0; i < hd; i++) {
+                a[l * hd + i] += a[(32 + l) * hd + i];
+                a[(16 + l) * hd + i] += a[(48 + l) * hd + i];
+            }
+        for (int l = 0; l < 16; l++)
+            for (int i = 0; i < hd; i++) a[l * hd + i] += a[(16 + l) * hd + i];
+        for (int width = 8; width >= 1; width /= 2)
+            for (int l = 0; l < width; l++)
+                for (int i = 0; i < hd; i++) a[l * hd + i] += a[(l + width) * hd + i];
+        for (int i = 0; i < hd; i++) out[c * hd + i] = a[i];
+    }
+    if (whole < len) {
+        double *tail = (double *)(slots + (size_t)count * 64 * hd);   // count * hd doubles
+        for (int c = 0; c < count; c++)
+            for (int i = 0; i < hd; i++) tail[c * hd + i] = (double)out[c * hd + i];
+        for (int64_t p = whole; p < len; p++) {
+            load_f16(vb + p * j->kv_stride, kv, hd);
+            for (int c = 0; c < count; c++) {
+                const float w = scores[c * j->max_kv + p];
+                for (int i = 0; i < hd; i++) tail[c * hd + i] += (double)(w * kv[i]);
+            }
+        }
+        for (int c = 0; c < count; c++)
+            for (int i = 0; i < hd; i++) out[c * hd + i] = (float)tail[c * hd + i];
+    }
 }
 
 typedef void (*attend_fn)(const attn_job *, int64_t, int, int, int, float *);
@@ -156,7 +186,11 @@ static attend_fn pick(void) {
     }
 }
 
-static size_t per_thread(int64_t max_kv, int group) { return (size_t)group * (size_t)(max_kv + 256) + 256 * (size_t)(max_kv + 1) + 16; }
+// scores and queries per head, a key/value row, then 64 slots of head_dim and a double tail per head
+static size_t per_thread(int64_t max_kv, int group) {
+    // whole 64-byte lines, so that each thread's part (and its doubles) stays aligned
+    return ((size_t)group * (size_t)(max_kv + 256 + 64 * 256 + 2 * 256) + 256 + 16 + 15) & ~(size_t)15;
+}
 
 size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads) {
     return (size_t)threads * per_thread(max_kv, group < 1 ? 1 : group);
