@@ -21,12 +21,12 @@ public protocol ConvertibleToGeneratedContent: InstructionsRepresentable, Prompt
 extension ConvertibleToGeneratedContent {
     /// An instance that represents the instructions: the content as a structured segment.
     public var instructionsRepresentation: Instructions {
-        Instructions(segments: [.structure(.init(source: String(describing: Self.self), content: generatedContent))])
+        return Instructions(segments: [.structure(.init(source: String(describing: Self.self), content: generatedContent))])
     }
 
     /// An instance that represents a prompt: the content as a structured segment.
     public var promptRepresentation: Prompt {
-        Prompt(segments: [.structure(.init(source: String(describing: Self.self), content: generatedContent))])
+        return Prompt(segments: [.structure(.init(source: String(describing: Self.self), content: generatedContent))])
     }
 }
 
@@ -102,9 +102,9 @@ extension Bool: Generable {
     /// This value as generated content.
     public var generatedContent: GeneratedContent { GeneratedContent(kind: .bool(self)) }
     /// This value as the text of a prompt.
-    public var promptRepresentation: Prompt { Prompt(text: String(self)) }
+    public var promptRepresentation: Prompt { return Prompt(text: String(self)) }
     /// This value as the text of instructions.
-    public var instructionsRepresentation: Instructions { Instructions(text: String(self)) }
+    public var instructionsRepresentation: Instructions { return Instructions(text: String(self)) }
 }
 
 extension String: Generable {
@@ -125,12 +125,12 @@ extension String: Generable {
 
 extension String: InstructionsRepresentable {
     /// This string as the text of instructions.
-    public var instructionsRepresentation: Instructions { Instructions(text: self) }
+    public var instructionsRepresentation: Instructions { return Instructions(text: self) }
 }
 
 extension String: PromptRepresentable {
     /// This string as the text of a prompt.
-    public var promptRepresentation: Prompt { Prompt(text: self) }
+    public var promptRepresentation: Prompt { return Prompt(text: self) }
 }
 
 extension Int: Generable {
@@ -151,9 +151,9 @@ extension Int: Generable {
     /// This value as generated content.
     public var generatedContent: GeneratedContent { GeneratedContent(kind: .number(Double(self))) }
     /// This value as the text of a prompt.
-    public var promptRepresentation: Prompt { Prompt(text: String(self)) }
+    public var promptRepresentation: Prompt { return Prompt(text: String(self)) }
     /// This value as the text of instructions.
-    public var instructionsRepresentation: Instructions { Instructions(text: String(self)) }
+    public var instructionsRepresentation: Instructions { return Instructions(text: String(self)) }
 }
 
 extension Float: Generable {
@@ -171,9 +171,9 @@ extension Float: Generable {
     /// This value as generated content.
     public var generatedContent: GeneratedContent { GeneratedContent(kind: .number(Double(self))) }
     /// This value as the text of a prompt.
-    public var promptRepresentation: Prompt { Prompt(text: String(self)) }
+    public var promptRepresentation: Prompt { return Prompt(text: String(self)) }
     /// This value as the text of instructions.
-    public var instructionsRepresentation: Instructions { Instructions(text: String(self)) }
+    public var instructionsRepresentation: Instructions { return Instructions(text: String(self)) }
 }
 
 extension Double: Generable {
@@ -191,9 +191,9 @@ extension Double: Generable {
     /// This value as generated content.
     public var generatedContent: GeneratedContent { GeneratedContent(kind: .number(self)) }
     /// This value as the text of a prompt.
-    public var promptRepresentation: Prompt { Prompt(text: String(self)) }
+    public var promptRepresentation: Prompt { return Prompt(text: String(self)) }
     /// This value as the text of instructions.
-    public var instructionsRepresentation: Instructions { Instructions(text: String(self)) }
+    public var instructionsRepresentation: Instructions { return Instructions(text: String(self)) }
 }
 
 extension Decimal: Generable {
@@ -213,9 +213,9 @@ extension Decimal: Generable {
         GeneratedContent(kind: .number(NSDecimalNumber(decimal: self).doubleValue))
     }
     /// This value as the text of a prompt.
-    public var promptRepresentation: Prompt { Prompt(text: "\(self)") }
+    public var promptRepresentation: Prompt { return Prompt(text: "\(self)") }
     /// This value as the text of instructions.
-    public var instructionsRepresentation: Instructions { Instructions(text: "\(self)") }
+    public var instructionsRepresentation: Instructions { return Instructions(text: "\(self)") }
 }
 
 extension Array: Generable where Element: Generable {
@@ -255,14 +255,14 @@ extension Array: ConvertibleFromGeneratedContent where Element: ConvertibleFromG
 extension Array: InstructionsRepresentable where Element: InstructionsRepresentable {
     /// The elements' instructions, one after another.
     public var instructionsRepresentation: Instructions {
-        Instructions(joining: map(\.instructionsRepresentation))
+        return Instructions(joining: map(\.instructionsRepresentation))
     }
 }
 
 extension Array: PromptRepresentable where Element: PromptRepresentable {
     /// The elements' prompts, one after another.
     public var promptRepresentation: Prompt {
-        Prompt(joining: map(\.promptRepresentation))
+        return Prompt(joining: map(\.promptRepresentation))
     }
 }
 

@@ -40,7 +40,7 @@ public struct Instructions: Sendable {
 
 extension Instructions: InstructionsRepresentable {
     /// The instructions themselves.
-    public var instructionsRepresentation: Instructions { self }
+    public var instructionsRepresentation: Instructions { return self }
 }
 
 /// A type that can be represented as instructions.

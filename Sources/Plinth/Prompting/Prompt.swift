@@ -48,7 +48,7 @@ public struct Prompt: Sendable {
 
 extension Prompt: PromptRepresentable {
     /// The prompt itself.
-    public var promptRepresentation: Prompt { self }
+    public var promptRepresentation: Prompt { return self }
 }
 
 /// A type that can be represented as a prompt.

@@ -412,9 +412,9 @@ extension Transcript {
 
 extension Transcript.CustomSegment {
     /// The segment as a prompt.
-    public var promptRepresentation: Prompt { Prompt(segments: [.custom(self)]) }
+    public var promptRepresentation: Prompt { return Prompt(segments: [.custom(self)]) }
     /// The segment as instructions.
-    public var instructionsRepresentation: Instructions { Instructions(segments: [.custom(self)]) }
+    public var instructionsRepresentation: Instructions { return Instructions(segments: [.custom(self)]) }
     /// A description of the segment's content.
     public var description: String { "\(content)" }
 
