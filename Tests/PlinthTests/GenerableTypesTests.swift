@@ -223,3 +223,9 @@ public struct PublicType: Sendable {
 }
 
 import RegexBuilder
+
+@Generable(description: "Search suggestions")
+struct SearchSuggestions {
+    @Guide(description: "A list of suggested search terms", .count(4))
+    var searchTerms: [String]
+}

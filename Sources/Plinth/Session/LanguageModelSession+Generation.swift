@@ -104,7 +104,7 @@ extension LanguageModelSession {
     ///
     /// - Parameter snapshot: Receives the content generated so far, as the response streams.
     func generate(prompt: Prompt, schema: GenerationSchema?, options: GenerationOptions, contextOptions: ContextOptions,
-                  metadata: Metadata.Values,
+                  metadata: Metadata.Values, validate: (any ConvertibleFromGeneratedContent.Type)? = nil,
                   snapshot: (@Sendable (RawResult) -> Void)? = nil) async throws -> RawResult {
         let start: Int = try registrar.withMutation(of: self, keyPath: \.isResponding) {
             try state.withLock { s in
@@ -228,6 +228,14 @@ extension LanguageModelSession {
                     content = GeneratedContent(storage: .string(text), id: streamID, complete: true)
                     segments = [.text(.init(content: text))]
                 }
+                if let validate {
+                    // A response that can't be read as the requested type isn't added to the transcript.
+                    do {
+                        _ = try validate.init(content)
+                    } catch {
+                        throw Self.decodingError(error, type: validate)
+                    }
+                }
                 segments += turn.customSegments.map { .custom($0) }
                 let response = Transcript.Response(id: turn.responseID ?? UUID().uuidString, metadata: turn.responseMetadata,
                                                    segments: segments)
@@ -334,16 +342,19 @@ extension LanguageModelSession {
         return error
     }
 
+    static func decodingError(_ error: any Swift.Error, type: Any.Type) -> any Swift.Error {
+        if let error = error as? GenerationError { return error }
+        return GenerationError.decodingFailure(.init(
+            debugDescription: "The response can't be read as \(type): \(error)", underlyingError: error))
+    }
+
     /// Reads a request's result as the requested type.
     static func typedResponse<Content: Generable>(_ raw: RawResult, as type: Content.Type) throws -> Response<Content> {
         let content: Content
         do {
             content = try Content(raw.content)
-        } catch let error as GenerationError {
-            throw error
         } catch {
-            throw GenerationError.decodingFailure(.init(
-                debugDescription: "The response can't be read as \(Content.self): \(error)", underlyingError: error))
+            throw decodingError(error, type: Content.self)
         }
         return Response(content: content, rawContent: raw.content, transcriptEntries: ArraySlice(raw.entries), usage: raw.usage)
     }

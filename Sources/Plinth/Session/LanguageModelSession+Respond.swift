@@ -478,7 +478,7 @@ extension LanguageModelSession {
                                          contextOptions: ContextOptions,
                                          metadata: [String: any Sendable & Codable & Equatable]) async throws -> Response<Content> {
         let raw = try await generate(prompt: prompt, schema: schema, options: options, contextOptions: contextOptions,
-                                     metadata: metadata)
+                                     metadata: metadata, validate: Content.self)
         return try Self.typedResponse(raw, as: Content.self)
     }
 
@@ -487,7 +487,7 @@ extension LanguageModelSession {
                                             metadata: [String: any Sendable & Codable & Equatable]) -> ResponseStream<Content> {
         ResponseStream { [self] yield in
             try await generate(prompt: prompt, schema: schema, options: options, contextOptions: contextOptions,
-                               metadata: metadata, snapshot: yield)
+                               metadata: metadata, validate: Content.self, snapshot: yield)
         }
     }
 }
