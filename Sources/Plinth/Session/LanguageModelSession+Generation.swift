@@ -142,6 +142,7 @@ extension LanguageModelSession {
             updateTranscript { $0.append(.prompt(promptEntry)) }
 
             let streamID = GenerationID()
+            var lastSnapshot: GeneratedContent?
             var total = Usage.zero
             var rounds = 0
             while true {
@@ -165,6 +166,7 @@ extension LanguageModelSession {
                     } else {
                         content = GeneratedContent(storage: .string(text), id: streamID, complete: false)
                     }
+                    lastSnapshot = content
                     snapshot(RawResult(content: content, entries: entriesSoFar, usage: usageSoFar))
                 }
                 total = total + turn.sessionUsage
@@ -246,7 +248,8 @@ extension LanguageModelSession {
                 }
                 addUsage(total)
                 let result = RawResult(content: content, entries: entries, usage: total)
-                snapshot?(result)
+                // The last snapshot holds the complete content (unless the one before it already did).
+                if lastSnapshot?.isComplete != true || lastSnapshot != content { snapshot?(result) }
                 return result
             }
         } catch {
