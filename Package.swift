@@ -82,7 +82,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PlinthTests",
-            dependencies: ["Plinth", "FoundationModels"],
+            dependencies: ["Plinth", "FoundationModels", "PlinthRuntime"],
             path: "Tests/PlinthTests"
         ),
         .testTarget(

@@ -136,20 +136,6 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         #expect(entry.options.sampling == .greedy)
     }
 
-    @Test func defaultSessionOnLinuxWithoutAnExecutorThrowsAClearError() async throws {
-        let session = LanguageModelSession()
-        let error = await #expect(throws: LanguageModelSession.GenerationError.self) {
-            try await session.respond(to: "Hello")
-        }
-        guard case .assetsUnavailable(let context)? = error else {
-            Issue.record("expected assetsUnavailable, got \(String(describing: error))")
-            return
-        }
-        #expect(!context.debugDescription.isEmpty)
-        #expect(error?.recoverySuggestion?.contains("plinth models fetch") == true)
-        #expect(session.transcript.isEmpty)
-    }
-
     @Test func greedyOptions() async throws {
         let model = ScriptedModel([.text("Blue.")])
         let session = LanguageModelSession(model: model)
