@@ -68,7 +68,7 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
                 if isLet && binding.initializer != nil { continue }
                 let name = TypeAnalysis.plainName(pattern.identifier)
                 guard let type = (binding.typeAnnotation ?? bindings[index...].first { $0.typeAnnotation != nil }?.typeAnnotation)?
-                    .type.trimmed else {
+                    .type else {
                     if diagnose {
                         context.diagnose(Diagnostic(node: pattern, message: PlinthDiagnostic.missingTypeAnnotation(property: name)))
                     }
@@ -84,7 +84,7 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
                     continue
                 }
                 let (base, isOptional) = TypeAnalysis.unwrapOptional(type)
-                result.append(Property(name: name, identifier: pattern.identifier.text, type: type, base: base,
+                result.append(Property(name: name, identifier: pattern.identifier.text, type: type.trimmed, base: base,
                                        isOptional: isOptional, description: guide?.description,
                                        guides: guide?.guides ?? [], regexes: guide?.regexes ?? []))
             }
@@ -180,17 +180,13 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
         }
 
         guard let properties = properties(of: declaration, in: context, diagnose: true) else { return [] }
-        var guidesValid = true
-        for property in properties {
-            guidesValid = GuideAnalysis.check(property.guides, regexes: property.regexes, type: property.type,
-                                              property: property.name, in: context) && guidesValid
-        }
+        // Each @Guide checks its own guides (GuideMacro), so they are reported once.
         let list = properties.map {
-            propertyExpression(name: $0.name, type: $0.type, description: $0.description?.description,
+            propertyExpression(name: $0.name, type: $0.type, description: $0.description?.trimmedDescription,
                                guides: $0.guides, regexes: $0.regexes)
         }
         let explicitNil = options.explicitNil.map { "representNilExplicitlyInGeneratedContent: \($0), " } ?? ""
-        let schema = "GenerationSchema(type: Self.self, description: \(description), \(explicitNil)properties: [\(list.joined(separator: ",\n"))])\(rename)"
+        let schema = "GenerationSchema(type: Self.self, description: \(description), \(explicitNil)properties: [\(list.joined(separator: ", "))])\(rename)"
 
         let hasID = properties.contains { $0.name == "id" }
         var conformances = hasID ? ["ConvertibleFromGeneratedContent"] : ["Identifiable", "ConvertibleFromGeneratedContent"]

@@ -12,11 +12,11 @@ struct GuideArguments {
         guard case .argumentList(let arguments) = attribute.arguments else { return }
         for argument in arguments {
             if argument.label?.text == "description" {
-                description = argument.expression.trimmed
+                description = argument.expression
             } else if GuideAnalysis.isRegex(argument.expression) {
-                regexes.append(argument.expression.trimmed)
+                regexes.append(argument.expression)
             } else {
-                guides.append(argument.expression.trimmed)
+                guides.append(argument.expression)
             }
         }
     }

@@ -72,15 +72,10 @@ enum TypeAnalysis {
         }
     }
 
+    // Only names a program is unlikely to declare itself: a property of a type named `Date` or
+    // `Character` may well be the program's own @Generable type, so those are left to the
+    // compiler, which reports that the type doesn't conform to Generable.
     private static let unsupportedNames: [String: String] = [
-        "Date": "generate an ISO 8601 date as a String (with a .pattern guide) and convert it",
-        "URL": "generate a String and convert it",
-        "UUID": "generate a String and convert it",
-        "Data": "generate a String and convert it",
-        "Character": "use a String with a .pattern guide",
-        "Substring": "use String",
-        "Set": "use an array",
-        "Dictionary": "use an array of a @Generable struct with key and value properties",
         "Int8": "use Int with a .range guide", "Int16": "use Int with a .range guide",
         "Int32": "use Int with a .range guide", "Int64": "use Int with a .range guide",
         "UInt": "use Int with a .minimum guide", "UInt8": "use Int with a .range guide",
@@ -88,6 +83,12 @@ enum TypeAnalysis {
         "UInt64": "use Int with a .minimum guide",
         "CGFloat": "use Double", "Float16": "use Float", "Float80": "use Double",
         "Any": "use a concrete Generable type", "AnyObject": "use a concrete Generable type",
+    ]
+
+    /// Generic standard types that aren't Generable, when written with their arguments.
+    private static let unsupportedGenerics: [String: String] = [
+        "Dictionary": "use an array of a @Generable struct with key and value properties",
+        "Set": "use an array",
     ]
 
     /// Why a type can't be generated, when its syntax alone tells.
@@ -109,7 +110,10 @@ enum TypeAnalysis {
         }
         if base.is(MetatypeTypeSyntax.self) { return "metatypes can't be generated" }
         if let identifier = base.as(IdentifierTypeSyntax.self) {
-            if let reason = unsupportedNames[identifier.name.text] {
+            if identifier.genericArgumentClause != nil, let reason = unsupportedGenerics[identifier.name.text] {
+                return "\(identifier.name.text) isn't Generable; \(reason)"
+            }
+            if identifier.genericArgumentClause == nil, let reason = unsupportedNames[identifier.name.text] {
                 return "\(identifier.name.text) isn't Generable; \(reason)"
             }
             if identifier.name.text == "Optional" || identifier.name.text == "Array" { return nil }
