@@ -83,7 +83,8 @@ let package = Package(
         .testTarget(
             name: "PlinthTests",
             dependencies: ["Plinth", "FoundationModels", "PlinthRuntime"],
-            path: "Tests/PlinthTests"
+            path: "Tests/PlinthTests",
+            exclude: ["PublicAPI"]
         ),
         .testTarget(
             name: "PlinthMacrosTests",

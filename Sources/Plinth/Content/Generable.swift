@@ -69,6 +69,18 @@ extension Generable {
     }
 }
 
+extension Generable {
+    /// An instance that represents a prompt: the value as a structured segment.
+    public var promptRepresentation: Prompt {
+        return Prompt(segments: [.structure(.init(source: String(describing: Self.self), content: generatedContent))])
+    }
+
+    /// An instance that represents the instructions: the value as a structured segment.
+    public var instructionsRepresentation: Instructions {
+        return Instructions(segments: [.structure(.init(source: String(describing: Self.self), content: generatedContent))])
+    }
+}
+
 extension Optional where Wrapped: Generable {
     /// The partially generated type of the wrapped type.
     public typealias PartiallyGenerated = Wrapped.PartiallyGenerated
