@@ -82,8 +82,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PlinthTests",
-            dependencies: ["Plinth", "FoundationModels"],
-            path: "Tests/PlinthTests"
+            dependencies: ["Plinth", "FoundationModels", "PlinthRuntime"],
+            path: "Tests/PlinthTests",
+            exclude: ["PublicAPI"]
         ),
         .testTarget(
             name: "PlinthMacrosTests",

@@ -3,5 +3,5 @@ import SwiftSyntaxMacros
 
 @main
 struct PlinthMacrosPlugin: CompilerPlugin {
-    let providingMacros: [Macro.Type] = []
+    let providingMacros: [Macro.Type] = [GenerableMacro.self, GuideMacro.self]
 }

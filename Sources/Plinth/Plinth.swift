@@ -1,2 +1,0 @@
-// Placeholder until the session API lands (issue 5).
-enum PlinthModule {}

@@ -1,0 +1,364 @@
+import Foundation
+
+/// What one turn of the executor produced.
+struct TurnOutput {
+    var responseID: String?
+    var segmentOrder: [String] = []
+    var texts: [String: String] = [:]
+    var customSegments: [any Transcript.CustomSegment] = []
+    var responseMetadata: Metadata.Values = [:]
+
+    var reasoningID: String?
+    var reasoningOrder: [String] = []
+    var reasoningTexts: [String: String] = [:]
+    var reasoningSignature: Data?
+    var reasoningMetadata: Metadata.Values = [:]
+
+    var toolCallsID: String?
+    var callOrder: [String] = []
+    var callNames: [String: String] = [:]
+    var callArguments: [String: String] = [:]
+    var callMetadata: [String: Metadata.Values] = [:]
+
+    var usage: LanguageModelExecutorGenerationChannel.Usage?
+
+    /// The response text, its segments joined.
+    var responseText: String {
+        segmentOrder.map { texts[$0] ?? "" }.joined()
+    }
+
+    var hasReasoning: Bool { !reasoningOrder.isEmpty || reasoningSignature != nil }
+
+    /// Applies an event; returns whether the response text changed.
+    mutating func apply(_ event: any LanguageModelExecutorGenerationChannel.Event) -> Bool {
+        typealias Channel = LanguageModelExecutorGenerationChannel
+        if let event = event as? Channel.Response {
+            if let id = event.entryID { responseID = id }
+            switch event.action {
+            case .appendText(let fragment):
+                let key = fragment.segmentID ?? ""
+                if texts[key] == nil { segmentOrder.append(key) }
+                texts[key, default: ""] += fragment.content
+                return true
+            case .replaceTextSegment(let replacement):
+                let key = replacement.segmentID ?? ""
+                if texts[key] == nil { segmentOrder.append(key) }
+                texts[key] = replacement.content
+                return true
+            case .updateCustomSegment(let segment):
+                if let i = customSegments.firstIndex(where: { $0.id == segment.id }) {
+                    customSegments[i] = segment
+                } else {
+                    customSegments.append(segment)
+                }
+            case .updateMetadata(let metadata): responseMetadata.merge(metadata.values) { $1 }
+            case .updateUsage(let u): usage = u
+            }
+        } else if let event = event as? Channel.Reasoning {
+            if let id = event.entryID { reasoningID = id }
+            switch event.action {
+            case .appendText(let fragment):
+                let key = fragment.segmentID ?? ""
+                if reasoningTexts[key] == nil { reasoningOrder.append(key) }
+                reasoningTexts[key, default: ""] += fragment.content
+            case .replaceTextSegment(let replacement):
+                let key = replacement.segmentID ?? ""
+                if reasoningTexts[key] == nil { reasoningOrder.append(key) }
+                reasoningTexts[key] = replacement.content
+            case .updateSignature(let signature): reasoningSignature = signature.signature
+            case .updateMetadata(let metadata): reasoningMetadata.merge(metadata.values) { $1 }
+            case .updateUsage(let u): usage = u
+            }
+        } else if let event = event as? Channel.ToolCalls {
+            if let id = event.entryID { toolCallsID = id }
+            switch event.action {
+            case .toolCall(let call):
+                if callNames[call.id] == nil { callOrder.append(call.id) }
+                callNames[call.id] = call.name
+                switch call.action {
+                case .appendArguments(let fragment): callArguments[call.id, default: ""] += fragment.content
+                case .updateMetadata(let metadata): callMetadata[call.id, default: [:]].merge(metadata.values) { $1 }
+                }
+            case .removeToolCall(let id):
+                callOrder.removeAll { $0 == id }
+                callNames[id] = nil
+                callArguments[id] = nil
+                callMetadata[id] = nil
+            case .updateMetadata: break
+            case .updateUsage(let u): usage = u
+            }
+        }
+        return false
+    }
+
+    var sessionUsage: LanguageModelSession.Usage {
+        guard let usage else { return .zero }
+        return LanguageModelSession.Usage(
+            input: .init(totalTokenCount: usage.input.totalTokenCount, cachedTokenCount: usage.input.cachedTokenCount),
+            output: .init(totalTokenCount: usage.output.totalTokenCount, reasoningTokenCount: usage.output.reasoningTokenCount))
+    }
+}
+
+extension LanguageModelSession {
+    /// Runs a request: the prompt, rounds of tool calls, and the response.
+    ///
+    /// - Parameter snapshot: Receives the content generated so far, as the response streams.
+    func generate(prompt: Prompt, schema: GenerationSchema?, options: GenerationOptions, contextOptions: ContextOptions,
+                  metadata: Metadata.Values, validate: (any ConvertibleFromGeneratedContent.Type)? = nil,
+                  snapshot: (@Sendable (RawResult) -> Void)? = nil) async throws -> RawResult {
+        let start: Int = try registrar.withMutation(of: self, keyPath: \.isResponding) {
+            try state.withLock { s in
+                if s.isResponding {
+                    throw GenerationError.concurrentRequests(.init(
+                        debugDescription: "The session is still responding to another request."))
+                }
+                s.isResponding = true
+                return s.transcript.count
+            }
+        }
+        defer { setResponding(false) }
+
+        do {
+            try Task.checkCancellation()
+            if let schema {
+                let resolved = schema.resolved
+                if let guide = resolved.unsupportedGuides.first {
+                    throw GenerationError.unsupportedGuide(.init(debugDescription: "The schema '\(schema.name)' uses \(guide)."))
+                }
+                guard model.capabilities.contains(.guidedGeneration) else {
+                    throw LanguageModelError.unsupportedCapability(.init(
+                        capability: .guidedGeneration,
+                        debugDescription: "The model doesn't declare guided generation, which a response with a schema needs."))
+                }
+            }
+            if !tools.isEmpty && options.toolCallingMode != .disallowed && !model.capabilities.contains(.toolCalling) {
+                throw LanguageModelError.unsupportedCapability(.init(
+                    capability: .toolCalling, debugDescription: "The session has tools, but the model doesn't declare tool calling."))
+            }
+
+            let promptEntry = Transcript.Prompt(
+                metadata: metadata, segments: prompt.segments, options: options,
+                responseFormat: schema.map { Transcript.ResponseFormat(schema: $0) }, contextOptions: contextOptions)
+            updateTranscript { $0.append(.prompt(promptEntry)) }
+
+            let streamID = GenerationID()
+            var lastSnapshot: GeneratedContent?
+            var total = Usage.zero
+            var rounds = 0
+            while true {
+                let toolsEnabled = !tools.isEmpty && options.toolCallingMode != .disallowed
+                    && rounds < Self.maximumToolRounds
+                var turnOptions = options
+                if !tools.isEmpty && !toolsEnabled { turnOptions.toolCallingMode = .disallowed }
+                let request = LanguageModelExecutorGenerationRequest(
+                    id: UUID(), transcript: transcript,
+                    enabledTools: toolsEnabled ? tools.map { Transcript.ToolDefinition(tool: $0) } : [],
+                    schema: schema, generationOptions: turnOptions, contextOptions: contextOptions, metadata: metadata)
+                let entriesSoFar = Array(transcript[start...])
+                let usageSoFar = total
+                let turn = try await runTurn(request, schema: schema) { text in
+                    guard let snapshot else { return }
+                    let content: GeneratedContent
+                    if schema != nil {
+                        guard var parsed = try? PartialJSONParser.parse(text, final: false) else { return }
+                        parsed.id = streamID
+                        content = parsed
+                    } else {
+                        content = GeneratedContent(storage: .string(text), id: streamID, complete: false)
+                    }
+                    lastSnapshot = content
+                    snapshot(RawResult(content: content, entries: entriesSoFar, usage: usageSoFar))
+                }
+                total = total + turn.sessionUsage
+                try Task.checkCancellation()
+
+                if turn.hasReasoning {
+                    let segments = turn.reasoningOrder.map { Transcript.Segment.text(.init(content: turn.reasoningTexts[$0] ?? "")) }
+                    let reasoning = Transcript.Reasoning(id: turn.reasoningID ?? UUID().uuidString, metadata: turn.reasoningMetadata,
+                                                         segments: segments, signature: turn.reasoningSignature)
+                    updateTranscript { $0.append(.reasoning(reasoning)) }
+                }
+
+                if !turn.callOrder.isEmpty {
+                    var calls: [Transcript.ToolCall] = []
+                    for id in turn.callOrder {
+                        let name = turn.callNames[id] ?? ""
+                        guard toolsEnabled, tools.contains(where: { $0.name == name }) else {
+                            throw GenerationError.decodingFailure(.init(
+                                debugDescription: "The model called a tool named '\(name)', which isn't available."))
+                        }
+                        let text = turn.callArguments[id] ?? ""
+                        let arguments: GeneratedContent
+                        do {
+                            arguments = try PartialJSONParser.parse(text.isEmpty ? "{}" : text)
+                            guard arguments.isComplete else { throw GeneratedContent.ParsingError(rawContent: text, debugDescription: "incomplete") }
+                        } catch {
+                            throw GenerationError.decodingFailure(.init(
+                                debugDescription: "The arguments of the call to '\(name)' aren't complete JSON: \(text)",
+                                underlyingError: error))
+                        }
+                        calls.append(Transcript.ToolCall(id: id, metadata: turn.callMetadata[id] ?? [:], toolName: name,
+                                                         arguments: arguments))
+                    }
+                    let outputs = try await callTools(calls)
+                    try Task.checkCancellation()
+                    updateTranscript { t in
+                        t.append(.toolCalls(Transcript.ToolCalls(id: turn.toolCallsID ?? UUID().uuidString, calls)))
+                        for output in outputs { t.append(.toolOutput(output)) }
+                    }
+                    rounds += 1
+                    continue
+                }
+
+                let text = turn.responseText
+                var content: GeneratedContent
+                var segments: [Transcript.Segment]
+                if let schema {
+                    do {
+                        content = try PartialJSONParser.parse(text, final: true)
+                    } catch {
+                        throw GenerationError.decodingFailure(.init(
+                            debugDescription: "The response isn't JSON: \(text)", underlyingError: error))
+                    }
+                    guard content.isComplete else {
+                        throw GenerationError.decodingFailure(.init(
+                            debugDescription: "The response ended before its JSON value was complete: \(text)"))
+                    }
+                    content.id = streamID
+                    segments = [.structure(.init(source: schema.name, content: content))]
+                } else {
+                    content = GeneratedContent(storage: .string(text), id: streamID, complete: true)
+                    segments = [.text(.init(content: text))]
+                }
+                if let validate {
+                    // A response that can't be read as the requested type isn't added to the transcript.
+                    do {
+                        _ = try validate.init(content)
+                    } catch {
+                        throw Self.decodingError(error, type: validate)
+                    }
+                }
+                segments += turn.customSegments.map { .custom($0) }
+                let response = Transcript.Response(id: turn.responseID ?? UUID().uuidString, metadata: turn.responseMetadata,
+                                                   segments: segments)
+                var entries: [Transcript.Entry] = []
+                updateTranscript { t in
+                    t.append(.response(response))
+                    entries = Array(t[start...])
+                }
+                addUsage(total)
+                let result = RawResult(content: content, entries: entries, usage: total)
+                // The last snapshot holds the complete content (unless the one before it already did).
+                if lastSnapshot?.isComplete != true || lastSnapshot != content { snapshot?(result) }
+                return result
+            }
+        } catch {
+            let preserve = transcriptErrorHandlingPolicy?.preserves ?? false
+            updateTranscript { t in
+                guard t.count >= start else { return }
+                if preserve {
+                    // Keep complete entries only: tool calls are always followed by their outputs.
+                    if case .toolCalls? = t.last { t.removeLast() }
+                } else {
+                    t.removeSubrange(start...)
+                }
+            }
+            throw Self.sessionError(error)
+        }
+    }
+
+    /// Runs one turn on the executor and collects its events.
+    private func runTurn(_ request: LanguageModelExecutorGenerationRequest, schema: GenerationSchema?,
+                         onText: (String) -> Void) async throws -> TurnOutput {
+        let channel = LanguageModelExecutorGenerationChannel()
+        let model = self.model
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { channel.finish() }
+                try await ExecutorCache.respond(model, to: request, streamingInto: channel)
+            }
+            var turn = TurnOutput()
+            for try await event in channel {
+                if turn.apply(event) { onText(turn.responseText) }
+            }
+            try await group.waitForAll()
+            return turn
+        }
+    }
+
+    /// Calls tools concurrently; the outputs are in the order of the calls.
+    private func callTools(_ calls: [Transcript.ToolCall]) async throws -> [Transcript.ToolOutput] {
+        let tools = self.tools
+        return try await withThrowingTaskGroup(of: (Int, Transcript.ToolOutput).self) { group in
+            for (index, call) in calls.enumerated() {
+                guard let tool = tools.first(where: { $0.name == call.toolName }) else { continue }
+                group.addTask {
+                    (index, try await Self.call(tool, with: call))
+                }
+            }
+            var outputs: [(Int, Transcript.ToolOutput)] = []
+            for try await output in group { outputs.append(output) }
+            return outputs.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+
+    private static func call<T: Tool>(_ tool: T, with call: Transcript.ToolCall) async throws -> Transcript.ToolOutput {
+        let arguments: T.Arguments
+        do {
+            arguments = try T.Arguments(call.arguments)
+        } catch {
+            throw ToolCallError(tool: tool, underlyingError: error)
+        }
+        let output: T.Output
+        do {
+            output = try await tool.call(arguments: arguments)
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw ToolCallError(tool: tool, underlyingError: error)
+        }
+        return Transcript.ToolOutput(id: call.id, toolName: call.toolName, segments: output.promptRepresentation.segments)
+    }
+
+    /// Reports an executor's error as the session's error of Xcode 26 where there is one.
+    static func sessionError(_ error: any Swift.Error) -> any Swift.Error {
+        if let error = error as? LanguageModelError {
+            let context = GenerationError.Context(debugDescription: error.debugDescription, underlyingError: error)
+            switch error {
+            case .contextSizeExceeded(let c):
+                return GenerationError.exceededContextWindowSize(.init(
+                    debugDescription: "The request needs \(c.tokenCount) tokens; the context holds \(c.contextSize). \(c.debugDescription)",
+                    underlyingError: error))
+            case .rateLimited: return GenerationError.rateLimited(context)
+            case .guardrailViolation: return GenerationError.guardrailViolation(context)
+            case .refusal(let r):
+                let entry = Transcript.Entry.response(Transcript.Response(segments: [.text(.init(content: r.explanationText))]))
+                return GenerationError.refusal(.init(transcriptEntries: [entry]), context)
+            case .unsupportedGenerationGuide: return GenerationError.unsupportedGuide(context)
+            case .unsupportedLanguageOrLocale: return GenerationError.unsupportedLanguageOrLocale(context)
+            case .unsupportedCapability, .unsupportedTranscriptContent, .timeout: return error
+            }
+        }
+        if let error = error as? SystemLanguageModel.Error {
+            return GenerationError.assetsUnavailable(.init(debugDescription: error.debugDescription, underlyingError: error))
+        }
+        return error
+    }
+
+    static func decodingError(_ error: any Swift.Error, type: Any.Type) -> any Swift.Error {
+        if let error = error as? GenerationError { return error }
+        return GenerationError.decodingFailure(.init(
+            debugDescription: "The response can't be read as \(type): \(error)", underlyingError: error))
+    }
+
+    /// Reads a request's result as the requested type.
+    static func typedResponse<Content: Generable>(_ raw: RawResult, as type: Content.Type) throws -> Response<Content> {
+        let content: Content
+        do {
+            content = try Content(raw.content)
+        } catch {
+            throw decodingError(error, type: Content.self)
+        }
+        return Response(content: content, rawContent: raw.content, transcriptEntries: ArraySlice(raw.entries), usage: raw.usage)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import Observation
+import Synchronization
+
+/// An object that represents a session that interacts with a language model.
+///
+/// A session is a single context that you use to generate content with, and maintains state
+/// between requests. You can reuse the existing instance or create a new one each time you
+/// call the model. When you create a session you can provide instructions that tells the
+/// model what its role is and provides guidance on how to respond.
+///
+/// ```swift
+/// let session = LanguageModelSession(instructions: """
+///     You are a motivational workout coach that provides quotes to inspire \
+///     and motivate athletes.
+///     """
+/// )
+/// let prompt = "Generate a motivational quote for my next workout."
+/// let response = try await session.respond(to: prompt)
+/// ```
+///
+/// The framework records each call to the model in a ``Transcript`` that includes all
+/// prompts and responses. If your session exceeds the available context size, it throws
+/// ``GenerationError/exceededContextWindowSize(_:)``.
+///
+/// A session answers one request at a time: a second request while one is running throws
+/// ``GenerationError/concurrentRequests(_:)``. Cancelling the task that awaits a response
+/// stops generation and leaves the transcript as it was before the request.
+///
+/// Errors: the session reports the errors of the model's executor that have an Xcode 26
+/// counterpart as ``GenerationError`` (for example ``LanguageModelError/contextSizeExceeded(_:)``
+/// as ``GenerationError/exceededContextWindowSize(_:)``); the others
+/// (`unsupportedCapability`, `unsupportedTranscriptContent`, `timeout`) as ``LanguageModelError``.
+public final class LanguageModelSession: @unchecked Sendable {
+    // `@unchecked`: every mutable property lives in `state`, behind a mutex.
+    let model: any LanguageModel
+    let tools: [any Tool]
+    let state: Mutex<State>
+    let registrar = ObservationRegistrar()
+
+    struct State {
+        var transcript: Transcript
+        var isResponding = false
+        var usage = Usage.zero
+        var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy?
+    }
+
+    /// The most rounds of tool calls in one request; after that, the model answers without
+    /// tools.
+    static let maximumToolRounds = 10
+
+    init(anyModel: any LanguageModel, tools: [any Tool], transcript: Transcript) {
+        self.model = anyModel
+        self.tools = tools
+        self.state = Mutex(State(transcript: transcript))
+    }
+
+    static func initialTranscript(tools: [any Tool], instructions: Instructions?) -> Transcript {
+        guard instructions != nil || !tools.isEmpty else { return Transcript() }
+        let definitions = tools.map { Transcript.ToolDefinition(tool: $0) }
+        return Transcript(entries: [.instructions(Transcript.Instructions(
+            segments: instructions?.segments ?? [], toolDefinitions: definitions))])
+    }
+
+    /// Start a new session in blank slate state with string-based instructions.
+    ///
+    /// - Parameters:
+    ///   - model: The language model to use for this session.
+    ///   - tools: Tools to make available to the model for this session.
+    ///   - instructions: Instructions that control the model's behavior.
+    public convenience init(model: SystemLanguageModel = .default, tools: [any Tool] = [], instructions: String? = nil) {
+        self.init(anyModel: model, tools: tools,
+                  transcript: Self.initialTranscript(tools: tools, instructions: instructions.map(Instructions.init)))
+    }
+
+    /// Start a new session in blank slate state with instructions builder.
+    ///
+    /// - Parameters:
+    ///   - model: The language model to use for this session.
+    ///   - tools: Tools to make available to the model for this session.
+    ///   - instructions: Instructions that control the model's behavior.
+    public convenience init(model: SystemLanguageModel = .default, tools: [any Tool] = [],
+                            @InstructionsBuilder instructions: () throws -> Instructions) rethrows {
+        self.init(anyModel: model, tools: tools, transcript: Self.initialTranscript(tools: tools, instructions: try instructions()))
+    }
+
+    /// Start a new session in blank slate state with instructions.
+    ///
+    /// - Parameters:
+    ///   - model: The language model to use for this session.
+    ///   - tools: Tools to make available to the model for this session.
+    ///   - instructions: Instructions that control the model's behavior.
+    @_disfavoredOverload
+    public convenience init(model: SystemLanguageModel = .default, tools: [any Tool] = [], instructions: Instructions? = nil) {
+        self.init(anyModel: model, tools: tools, transcript: Self.initialTranscript(tools: tools, instructions: instructions))
+    }
+
+    /// Start a session by rehydrating from a transcript.
+    ///
+    /// ```swift
+    /// let condensed = Transcript(entries: [session.transcript.first!, session.transcript.last!])
+    /// let newSession = LanguageModelSession(transcript: condensed)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - model: The language model to use for this session.
+    ///   - tools: Tools to make available to the model for this session.
+    ///   - transcript: A transcript that resumes the session.
+    public convenience init(model: SystemLanguageModel = .default, tools: [any Tool] = [], transcript: Transcript) {
+        self.init(anyModel: model, tools: tools, transcript: transcript)
+    }
+
+    /// Start a new session with a language model of your choice and an instructions builder.
+    public convenience init<Failure>(model: some LanguageModel, tools: [any Tool] = [],
+                                     @InstructionsBuilder instructions: () throws(Failure) -> Instructions) throws(Failure)
+    where Failure: Swift.Error {
+        self.init(anyModel: model, tools: tools, transcript: Self.initialTranscript(tools: tools, instructions: try instructions()))
+    }
+
+    /// Start a session with a language model of your choice from a transcript.
+    public convenience init(model: some LanguageModel, tools: [any Tool] = [], transcript: Transcript) {
+        self.init(anyModel: model, tools: tools, transcript: transcript)
+    }
+
+    /// Start a new session with a language model of your choice and instructions.
+    @_disfavoredOverload
+    public convenience init(model: some LanguageModel, tools: [any Tool] = [], instructions: Instructions? = nil) {
+        self.init(anyModel: model, tools: tools, transcript: Self.initialTranscript(tools: tools, instructions: instructions))
+    }
+
+    /// Start a new session with a language model of your choice and string-based
+    /// instructions.
+    public convenience init(model: some LanguageModel, tools: [any Tool] = [], instructions: String? = nil) {
+        self.init(anyModel: model, tools: tools,
+                  transcript: Self.initialTranscript(tools: tools, instructions: instructions.map(Instructions.init)))
+    }
+
+    /// A full history of interactions, including user inputs and model responses.
+    ///
+    /// You can replace the transcript while the session isn't responding; a change while it
+    /// is responding is ignored.
+    public var transcript: Transcript {
+        get {
+            registrar.access(self, keyPath: \.transcript)
+            return state.withLock { $0.transcript }
+        }
+        set {
+            registrar.withMutation(of: self, keyPath: \.transcript) {
+                state.withLock { s in
+                    if !s.isResponding { s.transcript = newValue }
+                }
+            }
+        }
+    }
+
+    /// A Boolean value that indicates a response is being generated.
+    ///
+    /// - Important: Attempting to call any of the respond methods while this property is
+    ///   `true` is a programmer error.
+    public var isResponding: Bool {
+        registrar.access(self, keyPath: \.isResponding)
+        return state.withLock { $0.isResponding }
+    }
+
+    /// The tokens this session used so far, over all its requests.
+    public var usage: Usage {
+        registrar.access(self, keyPath: \.usage)
+        return state.withLock { $0.usage }
+    }
+
+    /// What happens to the transcript when a request fails or is cancelled: `nil` and
+    /// ``TranscriptErrorHandlingPolicy/revertTranscript`` leave it as it was before the
+    /// request; ``TranscriptErrorHandlingPolicy/preserveTranscript`` keeps the prompt and
+    /// the complete tool calls and outputs.
+    public var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy? {
+        get { state.withLock { $0.transcriptErrorHandlingPolicy } }
+        set { state.withLock { $0.transcriptErrorHandlingPolicy = newValue } }
+    }
+
+    /// Requests that the system eagerly load the resources required for this session into
+    /// memory and optionally caches a prefix of your prompt.
+    ///
+    /// This method can be useful in cases where you have a strong signal that the user will
+    /// interact with session within a few seconds. Prewarming is best-effort: it does nothing
+    /// when the model can't be loaded.
+    ///
+    /// - Parameter promptPrefix: An optional prompt prefix to cache.
+    public func prewarm(promptPrefix: Prompt? = nil) {
+        var transcript = self.transcript
+        if let promptPrefix {
+            transcript.append(.prompt(Transcript.Prompt(segments: promptPrefix.segments)))
+        }
+        let model = self.model
+        ExecutorCache.prewarm(model, transcript: transcript)
+    }
+
+    func setResponding(_ value: Bool) {
+        registrar.withMutation(of: self, keyPath: \.isResponding) {
+            state.withLock { $0.isResponding = value }
+        }
+    }
+
+    func updateTranscript(_ body: (inout Transcript) -> Void) {
+        registrar.withMutation(of: self, keyPath: \.transcript) {
+            state.withLock { body(&$0.transcript) }
+        }
+    }
+
+    func addUsage(_ usage: Usage) {
+        registrar.withMutation(of: self, keyPath: \.usage) {
+            state.withLock { $0.usage = $0.usage + usage }
+        }
+    }
+}
+
+extension LanguageModelSession: Observable {}
+
+/// What a session does with its transcript when a request fails or is cancelled.
+public struct TranscriptErrorHandlingPolicy: Sendable, Equatable {
+    let preserves: Bool
+
+    /// Leave the transcript as it was before the request.
+    public static let revertTranscript = TranscriptErrorHandlingPolicy(preserves: false)
+    /// Keep the prompt and the complete tool calls and outputs of the failed request.
+    public static let preserveTranscript = TranscriptErrorHandlingPolicy(preserves: true)
+}

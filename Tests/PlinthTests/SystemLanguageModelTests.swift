@@ -1,0 +1,120 @@
+import Foundation
+import FoundationModels
+@testable import Plinth
+import PlinthRuntime
+import Testing
+
+/// An engine that stands in for the local executor of issue 6.
+struct FakeEngine: SystemLanguageModelEngine {
+    func availability(for model: SystemLanguageModel) -> SystemLanguageModel.Availability { .available }
+    var contextSize: Int { 8192 }
+    var supportedLanguages: Set<Locale.Language> { [Locale.Language(identifier: "en"), Locale.Language(identifier: "de")] }
+    func prewarm(model: SystemLanguageModel, transcript: Transcript) {}
+    func respond(to request: LanguageModelExecutorGenerationRequest, model: SystemLanguageModel,
+                 streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
+        let tags = model.useCase == .contentTagging ? #"{"tags": ["swift", "linux"]}"# : "general"
+        await channel.send(.response(action: .appendText(tags, tokenCount: 3)))
+    }
+    func tokenCount(for transcript: Transcript, model: SystemLanguageModel) async throws -> Int {
+        transcript.map(\.description).joined(separator: " ").split(separator: " ").count
+    }
+}
+
+@Generable
+struct Tags {
+    var tags: [String]
+}
+
+/// A model store with a verified copy of the default model's file, without the real bytes.
+func storeWithDefaultModel() throws -> ModelStore {
+    let home = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-api-\(UUID().uuidString)")
+    let store = ModelStore(home: home)
+    let entry = ModelCatalog.defaultModel
+    try FileManager.default.createDirectory(at: store.directory(for: entry), withIntermediateDirectories: true)
+    FileManager.default.createFile(atPath: store.path(for: entry).path, contents: nil)
+    let handle = try FileHandle(forWritingTo: store.path(for: entry))
+    try handle.truncate(atOffset: UInt64(entry.size))
+    try handle.close()
+    try entry.sha256.write(to: store.path(for: entry).appendingPathExtension("sha256"), atomically: true, encoding: .utf8)
+    return store
+}
+
+@Suite(.serialized) struct SystemLanguageModelTests {
+    func describe(_ model: SystemLanguageModel) -> String {
+        switch model.availability {
+        case .available: "available"
+        case .unavailable(.deviceNotEligible): "no executor"
+        case .unavailable(.appleIntelligenceNotEnabled): "turned off"
+        case .unavailable(.modelNotReady): "not downloaded"
+        case .unavailable(let other): "unavailable: \(other)"
+        }
+    }
+
+    @Test func availabilitySwitch() throws {
+        let empty = ModelStore(home: FileManager.default.temporaryDirectory.appendingPathComponent("plinth-empty-\(UUID().uuidString)"))
+        let missing = SystemLanguageModel(useCase: .general, guardrails: .default, store: empty)
+        #expect(describe(missing) == "not downloaded")
+        #expect(!missing.isAvailable)
+
+        let present = SystemLanguageModel(useCase: .general, guardrails: .default, store: try storeWithDefaultModel())
+        #expect(describe(present) == "no executor")
+
+        SystemLanguageModelEngines.install(FakeEngine())
+        defer { SystemLanguageModelEngines.install(nil) }
+        #expect(describe(present) == "available")
+        #expect(present.isAvailable)
+        #expect(present.contextSize == 8192)
+        #expect(present.supportsLocale(Locale(identifier: "de_DE")))
+        #expect(!present.supportsLocale(Locale(identifier: "ja_JP")))
+    }
+
+    @Test func defaultSessionOnLinuxWithoutAnExecutorThrowsAClearError() async throws {
+        let session = LanguageModelSession()
+        let error = await #expect(throws: LanguageModelSession.GenerationError.self) {
+            try await session.respond(to: "Hello")
+        }
+        guard case .assetsUnavailable(let context)? = error else {
+            Issue.record("expected assetsUnavailable, got \(String(describing: error))")
+            return
+        }
+        #expect(!context.debugDescription.isEmpty)
+        #expect(error?.recoverySuggestion?.contains("plinth models fetch") == true)
+        #expect(session.transcript.isEmpty)
+    }
+
+    @Test func withoutAnExecutor() async throws {
+        let model = SystemLanguageModel.default
+        #expect(model.contextSize == 4096)
+        #expect(model.supportedLanguages.contains(Locale.Language(identifier: "en")))
+        #expect(model.supportsLocale(Locale(identifier: "en_US")))
+        #expect(model.capabilities.contains(.guidedGeneration))
+        await #expect(throws: SystemLanguageModel.Error.self) { try await model.tokenCount(for: "Hello") }
+        let error = SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: "missing"))
+        #expect(error.errorDescription == "The language model is not available: missing")
+        #expect(error.debugDescription == "missing")
+    }
+
+    @Test func contentTaggingUseCase() async throws {
+        let model = SystemLanguageModel(useCase: .contentTagging, guardrails: .permissiveContentTransformations,
+                                        store: try storeWithDefaultModel())
+        SystemLanguageModelEngines.install(FakeEngine())
+        defer { SystemLanguageModelEngines.install(nil) }
+        let session = LanguageModelSession(model: model, instructions: "Tag the text.")
+        let response = try await session.respond(to: "Swift runs on Linux.", generating: Tags.self)
+        #expect(response.content.tags == ["swift", "linux"])
+        #expect(SystemLanguageModel(useCase: .contentTagging).executorConfiguration
+                != SystemLanguageModel.default.executorConfiguration)
+    }
+
+    @Test func tokenCounts() async throws {
+        SystemLanguageModelEngines.install(FakeEngine())
+        defer { SystemLanguageModelEngines.install(nil) }
+        let model = SystemLanguageModel.default
+        #expect(try await model.tokenCount(for: "one two three") == 4)
+        #expect(try await model.tokenCount(for: Instructions("be brief")) == 3)
+        #expect(try await model.tokenCount(for: [GetWeatherTool()] as [any Tool]) >= 1)
+        #expect(try await model.tokenCount(for: SearchSuggestions.generationSchema) >= 1)
+        let entries = [Transcript.Entry.prompt(Transcript.Prompt(segments: [.text(.init(content: "a b"))]))]
+        #expect(try await model.tokenCount(for: entries) == 3)
+    }
+}
