@@ -180,9 +180,7 @@ ALWAYS_INLINE void float_rows_body(int type, const uint8_t *w, size_t row_bytes,
                                    const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *row = w + (size_t)r * row_bytes;
-        if (type == PK_F32) memcpy(wf, row, (size_t)k * sizeof(float));
-        else if (type == PK_F16) { for (int64_t i = 0; i < k; i++) { _Float16 h; memcpy(&h, row + 2 * i, 2); wf[i] = (float)h; } }
-        else { for (int64_t i = 0; i < k; i++) { uint32_t u = (uint32_t)(row[2 * i] | (row[2 * i + 1] << 8)) << 16; memcpy(wf + i, &u, 4); } }
+        pk_dequantize(type, row, wf, k); // exact for the float types
         for (int64_t t = 0; t < n; t++) {
             const float *xr = x + t * k;
             float acc[16] = {0};

@@ -82,6 +82,20 @@ INL __m512i spread4(__m512i bits) {
     return _mm512_permutexvar_epi32(bits, table); // uses the low four bits of each lane
 }
 
+// One sub-block of one activation row against 16 rows: the step qtile.h defines, shared by the
+// fused decode kernel and the tile kernel.
+INL void step(const int sub, const int offsets, const __m512i *w, __m512 sc, __m512 of, const int8_t *xj,
+              int32_t nb, float dx, float xs, __m512 *acc, __m512 *off) {
+    __m512i s = _mm512_set1_epi32(nb);
+    for (int v = 0; v < sub / 4; v++) {
+        int32_t quad;
+        memcpy(&quad, xj + 4 * v, 4);
+        s = _mm512_dpbusd_epi32(s, w[v], _mm512_set1_epi32(quad));
+    }
+    *acc = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(dx)), _mm512_cvtepi32_ps(s), *acc);
+    if (offsets) *off = _mm512_fmadd_ps(of, _mm512_set1_ps(xs), *off);
+}
+
 // Where unpacked sub-blocks go: into a tile (for many activation rows), or straight into the
 // dot product with one activation row (decode), in sub-block order either way.
 typedef struct {
@@ -100,15 +114,7 @@ INL void emit(const int fused, sink *s, const int sub, const int offsets, int64_
         if (offsets) _mm512_store_ps(s->t.offset + j * QT_ROWS, of);
         return;
     }
-    __m512i acc = _mm512_set1_epi32(s->nb[j]);
-    const int8_t *xj = s->x + j * sub;
-    for (int v = 0; v < sub / 4; v++) {
-        int32_t quad;
-        memcpy(&quad, xj + 4 * v, 4);
-        acc = _mm512_dpbusd_epi32(acc, w[v], _mm512_set1_epi32(quad));
-    }
-    s->acc = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(s->dx[j])), _mm512_cvtepi32_ps(acc), s->acc);
-    if (offsets) s->off = _mm512_fmadd_ps(of, _mm512_set1_ps(s->xs[j]), s->off);
+    step(sub, offsets, w, sc, of, s->x + j * sub, s->nb[j], s->dx[j], offsets ? s->xs[j] : 0.0f, &s->acc, &s->off);
 }
 
 // ---- legacy 32-weight blocks ---------------------------------------------------------------
@@ -312,15 +318,7 @@ INL void dot_n(const int count, const int sub, const int offsets, qt_tile tl, in
         const __m512 of = offsets ? _mm512_load_ps(tl.offset + j * QT_ROWS) : _mm512_setzero_ps();
         for (int i = 0; i < count; i++) {
             const int64_t t = t0 + i, u = t * nsub + j;
-            const int8_t *xj = a->q + t * k + j * sub;
-            __m512i s = _mm512_set1_epi32(nb[u]);
-            for (int v = 0; v < sub / 4; v++) {
-                int32_t quad;
-                memcpy(&quad, xj + 4 * v, 4);
-                s = _mm512_dpbusd_epi32(s, w[v], _mm512_set1_epi32(quad));
-            }
-            acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(dxs[u])), _mm512_cvtepi32_ps(s), acc[i]);
-            if (offsets) off[i] = _mm512_fmadd_ps(of, _mm512_set1_ps(xss[u]), off[i]);
+            step(sub, offsets, w, sc, of, a->q + t * k + j * sub, nb[u], dxs[u], offsets ? xss[u] : 0.0f, &acc[i], &off[i]);
         }
     }
     const __mmask16 m = (__mmask16)((1u << rows) - 1u);

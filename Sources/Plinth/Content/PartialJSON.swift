@@ -1,4 +1,5 @@
 import Foundation
+internal import PlinthRuntime
 
 /// Parses JSON, and the beginning of JSON that is still being written, into `GeneratedContent`.
 ///
@@ -286,26 +287,7 @@ enum JSONWriter {
     }
 
     static func string(_ s: String, into out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                        + String(scalar.value, radix: 16)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        JSONString.append(s, to: &out)
     }
 
     static func quoted(_ s: String) -> String {

@@ -102,38 +102,10 @@ extension Jinja {
             return PythonText.floatRepr(d)
         }
 
-        private static func hex4(_ v: UInt32) -> String {
-            let h = String(v, radix: 16)
-            return String(repeating: "0", count: 4 - h.count) + h
-        }
-
         private func quote(_ s: String) -> String {
-            var out = "\""
-            for c in s.unicodeScalars {
-                switch c {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case "\u{08}": out += "\\b"
-                case "\u{0C}": out += "\\f"
-                default:
-                    if c.value < 0x20 {
-                        out += "\\u" + JSONDumper.hex4(c.value)
-                    } else if ensureASCII, c.value > 0x7E {
-                        if c.value > 0xFFFF {
-                            let v = c.value - 0x10000
-                            out += "\\u" + JSONDumper.hex4(0xD800 + (v >> 10)) + "\\u" + JSONDumper.hex4(0xDC00 + (v & 0x3FF))
-                        } else {
-                            out += "\\u" + JSONDumper.hex4(c.value)
-                        }
-                    } else {
-                        out.unicodeScalars.append(c)
-                    }
-                }
-            }
-            return out + "\""
+            var out = ""
+            JSONString.append(s, to: &out, asciiOnly: ensureASCII)
+            return out
         }
     }
 
