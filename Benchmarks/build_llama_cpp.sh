@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's reference tools — llama-bench, llama-batched-bench, llama-quantize and
-# llama-cli — from the llama.cpp sources that the llama-cpp-python sdist on PyPI vendors
-# (vendor/llama.cpp), natively optimised (-DGGML_NATIVE=ON), Release.
+# llama-completion (the plain text CLI; this llama.cpp builds llama-cli only with its server) —
+# from the llama.cpp sources that the llama-cpp-python sdist on PyPI vendors (vendor/llama.cpp),
+# natively optimised (-DGGML_NATIVE=ON), Release.
 #
 # A developer tool for Benchmarks/ (side-by-side ratios, benchmark model variants): never a
 # runtime or CI dependency of Plinth, and never committed. Needs PyPI and apt only.
@@ -57,7 +58,7 @@ build="$dir/build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_TOOLS=ON \
     -DLLAMA_BUILD_SERVER=OFF >&2
-targets=(llama-bench llama-batched-bench llama-quantize llama-cli)
+targets=(llama-bench llama-batched-bench llama-quantize llama-completion)
 cmake --build "$build" --config Release -j "$jobs" --target "${targets[@]}" >&2
 
 for t in "${targets[@]}"; do

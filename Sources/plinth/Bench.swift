@@ -18,7 +18,8 @@ struct Bench: ParsableCommand {
             Batched (--parallel N): N sequences, each with its own KV slot. The prompts of all N \
             sequences (N×p tokens) go through the model together, then -n steps each decode one \
             token for every sequence in one batch. pp counts N×p tokens, tg counts N×n tokens \
-            (total generation tokens/s, like S_TG of llama-batched-bench -npp p -ntg n -npl N).
+            (total generation tokens/s, like S_TG of llama-batched-bench -npp p -ntg n -npl N). \
+            The warm-up is a 16-token prompt on one sequence, as in llama-batched-bench.
 
             --json prints one JSON object on stdout: the model, threads, peak RSS and, for every \
             test, all samples in tokens/s with their median, mean, standard deviation, min and max. \
@@ -196,7 +197,13 @@ struct BenchRunner {
     func batched(sequences: Int, prompt: Int, gen: Int, repetitions: Int, warmup: Bool,
                  rng: inout RandomSource) throws -> [BenchResult] {
         var pp: [Double] = [], tg: [Double] = []
-        for rep in (warmup ? -1 : 0)..<repetitions {
+        if warmup {
+            // Like llama-batched-bench: a short prompt on one sequence maps the weights in.
+            context.reset(slot: 0)
+            try benchPhaseBatchedPrompt(context, Batch.sequence(randomTokens(min(prompt, 16), &rng)))
+            Diagnostics.note("warm-up done")
+        }
+        for rep in 0..<repetitions {
             for s in 0..<sequences { context.reset(slot: s) }
             var batch = Batch()
             for s in 0..<sequences {
@@ -206,13 +213,10 @@ struct BenchRunner {
             let t0 = DispatchTime.now().uptimeNanoseconds
             try benchPhaseBatchedPrompt(context, batch)
             let t1 = DispatchTime.now().uptimeNanoseconds
-            let steps = rep < 0 ? min(gen, 1) : gen
-            try benchPhaseBatchedGeneration(context, sequences, prompt, steps)
+            try benchPhaseBatchedGeneration(context, sequences, prompt, gen)
             let t2 = DispatchTime.now().uptimeNanoseconds
-            if rep >= 0 {
-                pp.append(Double(sequences * prompt) * 1e9 / Double(max(t1 - t0, 1)))
-                if gen > 0 { tg.append(Double(sequences * gen) * 1e9 / Double(max(t2 - t1, 1))) }
-            }
+            pp.append(Double(sequences * prompt) * 1e9 / Double(max(t1 - t0, 1)))
+            if gen > 0 { tg.append(Double(sequences * gen) * 1e9 / Double(max(t2 - t1, 1))) }
             progress("pp\(prompt)+tg\(gen) ×\(sequences)", rep, repetitions, tg.last)
         }
         var results = [BenchResult(test: "pp\(prompt)x\(sequences)", kind: "pp", promptTokens: prompt, genTokens: 0,
