@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--plinth", default=os.path.join(ROOT, ".build/release/plinth"))
     ap.add_argument("--llama-dir", default=os.environ.get("LLAMA_CPP_DIR", os.path.join(HOME, "llama.cpp")),
                     help="where build_llama_cpp.sh built llama.cpp (tools in DIR/build/bin)")
+    ap.add_argument("--wait-idle", type=float, metavar="LOAD", default=0,
+                    help="before each round, wait (up to 10 min) until the 1-minute load average is below LOAD")
     ap.add_argument("--json", metavar="FILE", help="write every sample and RSS to FILE")
     ap.add_argument("--log", default="/tmp/plinth-compare.log", help="the tools' own output goes here")
     a = ap.parse_args()
@@ -135,7 +137,12 @@ def main():
     data = {m: {"plinth": {}, "llama": {}} for m in models}
     rss = {m: {"plinth": {}, "llama": {}} for m in models}
     started = time.time()
+    loads = []
     for rnd in range(a.rounds):
+        deadline = time.time() + 600
+        while a.wait_idle and os.getloadavg()[0] >= a.wait_idle and time.time() < deadline:
+            time.sleep(10)
+        loads.append(os.getloadavg()[0])
         for m in models:
             for plinth_fn, llama_fn, mode in pairs:
                 order = [("plinth", plinth_fn), ("llama", llama_fn)]
@@ -146,12 +153,14 @@ def main():
                     for k, v in values.items():
                         data[m][side].setdefault(k, []).append(v)
                     rss[m][side].setdefault(mode, []).append(peak)
-        print(f"compare: round {rnd + 1}/{a.rounds} done ({time.time() - started:.0f} s)", file=sys.stderr)
+        print(f"compare: round {rnd + 1}/{a.rounds} done ({time.time() - started:.0f} s, load {loads[-1]:.1f})",
+              file=sys.stderr)
 
     names = {"pp": f"pp{a.pp}", "tg": f"tg{a.tg}", "bpp": f"batched pp{a.npp}x{a.npl}",
              "btg": f"batched tg{a.ntg}x{a.npl}"}
     print(f"\nPlinth/llama.cpp, {a.threads} threads, {a.rounds} alternating rounds; medians in tokens/s "
-          f"(batched: total over {a.npl} sequences)\n")
+          f"(batched: total over {a.npl} sequences); 1-minute load average at the rounds' starts: "
+          f"{', '.join(f'{x:.1f}' for x in loads)} on {os.cpu_count()} cores\n")
     print("| model | test | Plinth t/s | llama.cpp t/s | ratio | per-round ratios |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
     summary = {}
@@ -180,7 +189,7 @@ def main():
     print(f"\n{time.time() - started:.0f} s; tool output in {a.log}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"args": {k: v for k, v in vars(a).items()}, "samples": data, "rss": rss, "ratios": summary},
+            json.dump({"args": vars(a), "load": loads, "samples": data, "rss": rss, "ratios": summary},
                       f, indent=2)
 
 
