@@ -116,7 +116,8 @@ def main():
     ap.add_argument("--wait-idle", type=float, metavar="LOAD", default=0,
                     help="before each round, wait (up to 10 min) until the 1-minute load average is below LOAD")
     ap.add_argument("--json", metavar="FILE", help="write every sample and RSS to FILE")
-    ap.add_argument("--log", default="/tmp/plinth-compare.log", help="the tools' own output goes here")
+    ap.add_argument("--log", default="/tmp/plinth-compare.log",
+                    help="the tools' own output goes here; LOG.table holds the tables so far during a run")
     a = ap.parse_args()
     a.llama_bin = os.path.join(a.llama_dir, "build/bin")
     models = a.models or default_models()
@@ -138,6 +139,47 @@ def main():
     rss = {m: {"plinth": {}, "llama": {}} for m in models}
     started = time.time()
     loads = []
+    names = {"pp": f"pp{a.pp}", "tg": f"tg{a.tg}", "bpp": f"batched pp{a.npp}x{a.npl}",
+             "btg": f"batched tg{a.ntg}x{a.npl}"}
+
+    def report(out):
+        """The ratio and RSS tables (and the --json file) from the samples so far."""
+        say = lambda s="": print(s, file=out)
+        say(f"\nPlinth/llama.cpp, {a.threads} threads, {len(loads)} alternating rounds; medians in tokens/s "
+            f"(batched: total over {a.npl} sequences); 1-minute load average at the rounds' starts: "
+            f"{', '.join(f'{x:.1f}' for x in loads)} on {os.cpu_count()} cores\n")
+        say("| model | test | Plinth t/s | llama.cpp t/s | ratio | per-round ratios |")
+        say("| --- | --- | ---: | ---: | ---: | ---: |")
+        summary = {}
+        for m in models:
+            base = os.path.basename(m)
+            for k in ("pp", "tg", "bpp", "btg"):
+                p, l = data[m]["plinth"].get(k), data[m]["llama"].get(k)
+                if not p or not l:
+                    continue
+                n = min(len(p), len(l))
+                ratio = statistics.median(p[:n]) / statistics.median(l[:n])
+                per_round = [x / y for x, y in zip(p, l)]
+                summary.setdefault(base, {})[names[k]] = ratio
+                say(f"| {base} | {names[k]} | {statistics.median(p[:n]):.2f} | {statistics.median(l[:n]):.2f} | "
+                    f"{ratio:.2f}× | {fmt_range(per_round)} |")
+        say("\nPeak RSS (MiB, median over rounds; single: Plinth context max(p, n), llama-bench p and n per test; "
+            "batched: both sequences × (npp + ntg))\n")
+        say("| model | run | Plinth | llama.cpp | ratio |")
+        say("| --- | --- | ---: | ---: | ---: |")
+        for m in models:
+            for mode in ("single", "batched"):
+                p, l = rss[m]["plinth"].get(mode), rss[m]["llama"].get(mode)
+                if not p or not l:
+                    continue
+                mp, ml = statistics.median(p) / 2**20, statistics.median(l) / 2**20
+                say(f"| {os.path.basename(m)} | {mode} | {mp:.1f} | {ml:.1f} | {mp / ml:.2f}× |")
+        say(f"\n{time.time() - started:.0f} s; tool output in {a.log}")
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"args": vars(a), "load": loads, "samples": data, "rss": rss, "ratios": summary},
+                          f, indent=2)
+
     for rnd in range(a.rounds):
         deadline = time.time() + 600
         while a.wait_idle and os.getloadavg()[0] >= a.wait_idle and time.time() < deadline:
@@ -153,44 +195,11 @@ def main():
                     for k, v in values.items():
                         data[m][side].setdefault(k, []).append(v)
                     rss[m][side].setdefault(mode, []).append(peak)
-        print(f"compare: round {rnd + 1}/{a.rounds} done ({time.time() - started:.0f} s, load {loads[-1]:.1f})",
-              file=sys.stderr)
-
-    names = {"pp": f"pp{a.pp}", "tg": f"tg{a.tg}", "bpp": f"batched pp{a.npp}x{a.npl}",
-             "btg": f"batched tg{a.ntg}x{a.npl}"}
-    print(f"\nPlinth/llama.cpp, {a.threads} threads, {a.rounds} alternating rounds; medians in tokens/s "
-          f"(batched: total over {a.npl} sequences); 1-minute load average at the rounds' starts: "
-          f"{', '.join(f'{x:.1f}' for x in loads)} on {os.cpu_count()} cores\n")
-    print("| model | test | Plinth t/s | llama.cpp t/s | ratio | per-round ratios |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    summary = {}
-    for m in models:
-        base = os.path.basename(m)
-        for k in ("pp", "tg", "bpp", "btg"):
-            p, l = data[m]["plinth"].get(k), data[m]["llama"].get(k)
-            if not p or not l:
-                continue
-            ratio = statistics.median(p) / statistics.median(l)
-            per_round = [x / y for x, y in zip(p, l)]
-            summary.setdefault(base, {})[names[k]] = ratio
-            print(f"| {base} | {names[k]} | {statistics.median(p):.2f} | {statistics.median(l):.2f} | "
-                  f"{ratio:.2f}× | {fmt_range(per_round)} |")
-    print("\nPeak RSS (MiB, median over rounds; single: Plinth context max(p, n), llama-bench p and n per test; "
-          "batched: both sequences × (npp + ntg))\n")
-    print("| model | run | Plinth | llama.cpp | ratio |")
-    print("| --- | --- | ---: | ---: | ---: |")
-    for m in models:
-        for mode in ("single", "batched"):
-            p, l = rss[m]["plinth"].get(mode), rss[m]["llama"].get(mode)
-            if not p or not l:
-                continue
-            mp, ml = statistics.median(p) / 2**20, statistics.median(l) / 2**20
-            print(f"| {os.path.basename(m)} | {mode} | {mp:.1f} | {ml:.1f} | {mp / ml:.2f}× |")
-    print(f"\n{time.time() - started:.0f} s; tool output in {a.log}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"args": vars(a), "load": loads, "samples": data, "rss": rss, "ratios": summary},
-                      f, indent=2)
+            print(f"compare: round {rnd + 1}/{a.rounds}: {os.path.basename(m)} done "
+                  f"({time.time() - started:.0f} s)", file=sys.stderr)
+            with open(a.log + ".table", "w") as f:  # the tables so far, should the run be cut short
+                report(f)
+    report(sys.stdout)
 
 
 if __name__ == "__main__":
