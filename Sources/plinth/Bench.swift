@@ -1,0 +1,347 @@
+import ArgumentParser
+import Foundation
+import PlinthRuntime
+
+/// `plinth bench`: prompt-processing and generation speed on synthetic tokens, in the manner of
+/// llama-bench (single sequence) and llama-batched-bench (`--parallel`).
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure prompt processing (pp) and generation (tg) speed in tokens per second.",
+        discussion: """
+            Runs the model on random token ids (no tokenizer, no sampling beyond argmax), like \
+            llama-bench, and prints the median of the repetitions with their spread.
+
+            Single sequence (default): the pp test runs one forward step over -p tokens from an empty \
+            cache; the tg test generates -n tokens one step at a time from an empty cache, each step \
+            feeding back the argmax of the last logits. Each test runs once unmeasured first (warm-up).
+
+            Batched (--parallel N): N sequences, each with its own KV slot. The prompts of all N \
+            sequences (N×p tokens) go through the model together, then -n steps each decode one \
+            token for every sequence in one batch. pp counts N×p tokens, tg counts N×n tokens \
+            (total generation tokens/s, like S_TG of llama-batched-bench -npp p -ntg n -npl N). \
+            The warm-up is a 16-token prompt on one sequence, as in llama-batched-bench.
+
+            --json prints one JSON object on stdout: the model, threads, peak RSS and, for every \
+            test, all samples in tokens/s with their median, mean, standard deviation, min and max. \
+            Progress goes to stderr.
+            """
+    )
+
+    @OptionGroup var modelOptions: ModelOptions
+
+    @Option(name: [.short, .customLong("prompt")], help: "Prompt tokens per sequence (0 skips the pp test unless --parallel).")
+    var promptTokens: Int = 512
+
+    @Option(name: [.customShort("n"), .customLong("gen")], help: "Generated tokens per sequence (0 skips the tg test).")
+    var genTokens: Int = 128
+
+    @Option(name: [.short, .long], help: "Kernel threads (default: PLINTH_THREADS or all cores).")
+    var threads: Int?
+
+    @Option(name: [.short, .long], help: "Measured repetitions of each test.")
+    var repetitions: Int = 5
+
+    @Option(help: "Sequences decoded together in one batch per step (batched mode).")
+    var parallel: Int?
+
+    @Flag(inversion: .prefixedNo, help: "Run each test once unmeasured before the repetitions.")
+    var warmup = true
+
+    @Option(help: "Seed for the random token ids.")
+    var seed: UInt64 = 1
+
+    @Flag(help: "Print the results as one JSON object instead of a table.")
+    var json = false
+
+    func validate() throws {
+        guard promptTokens >= 0 else { throw ValidationError("--prompt must not be negative") }
+        guard genTokens >= 0 else { throw ValidationError("--gen must not be negative") }
+        guard repetitions > 0 else { throw ValidationError("--repetitions must be positive") }
+        if let threads { guard threads > 0 else { throw ValidationError("--threads must be positive") } }
+        if let parallel {
+            guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
+            guard promptTokens > 0 else { throw ValidationError("--parallel needs --prompt of at least 1 token") }
+        } else {
+            guard promptTokens + genTokens > 0 else { throw ValidationError("nothing to measure: --prompt and --gen are both 0") }
+        }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let url = try ModelStore().resolve(modelOptions.model, fetchIfMissing: !modelOptions.noFetch) { Diagnostics.note($0) }
+            // The transformer alone: the benchmark needs no tokenizer or chat template.
+            let transformer = try Transformer(url: url)
+            let config = transformer.config
+            // Like llama-bench: the pp and tg tests each start from an empty cache, so a single
+            // sequence needs max(p, n) positions; batched sequences hold their prompt and generation.
+            let needed = parallel == nil ? max(promptTokens, genTokens) : promptTokens + genTokens
+            guard needed <= config.contextLength else {
+                throw ValidationError("the test needs \(needed) positions but the model's context is \(config.contextLength) tokens")
+            }
+            let context = try InferenceContext(transformer: transformer, contextLength: max(1, needed),
+                                               slots: parallel ?? 1, threads: threads)
+            var rng = RandomSource(seed: seed)
+            let runner = BenchRunner(context: context, vocabularySize: config.vocabularySize)
+            var results: [BenchResult] = []
+            if let parallel {
+                results = try runner.batched(sequences: parallel, prompt: promptTokens, gen: genTokens,
+                                             repetitions: repetitions, warmup: warmup, rng: &rng)
+            } else {
+                if promptTokens > 0 {
+                    results.append(try runner.prompt(promptTokens, repetitions: repetitions, warmup: warmup, rng: &rng))
+                }
+                if genTokens > 0 {
+                    results.append(try runner.generation(genTokens, repetitions: repetitions, warmup: warmup, rng: &rng))
+                }
+            }
+            let report = BenchReport(modelPath: url.path, modelName: modelName(transformer, url),
+                                     modelBytes: fileSize(url), typeMix: typeMix(transformer),
+                                     threads: context.threadCount, repetitions: repetitions,
+                                     parallel: parallel, contextLength: context.contextLength,
+                                     peakRSSBytes: peakRSSBytes(), results: results)
+            FileHandle.standardOutput.write(Data((json ? report.json() : report.table()).utf8))
+        }
+    }
+
+    private func modelName(_ t: Transformer, _ url: URL) -> String {
+        (try? t.file.string("general.name")) ?? url.deletingPathExtension().lastPathComponent
+    }
+
+    private func fileSize(_ url: URL) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+
+    /// The weight types by share of the file's tensor bytes, e.g. "Q4_1 91%, Q6_K 9%".
+    private func typeMix(_ t: Transformer) -> String {
+        var bytes: [String: Int] = [:]
+        var total = 0
+        for info in t.file.tensors where info.dimensions.count > 1 {
+            bytes[info.type.name, default: 0] += info.byteCount
+            total += info.byteCount
+        }
+        guard total > 0 else { return "" }
+        return bytes.sorted { $0.value > $1.value }
+            .map { "\($0.key) \(Int((Double($0.value) * 100 / Double(total)).rounded()))%" }
+            .joined(separator: ", ")
+    }
+}
+
+/// The highest resident set size of this process so far.
+func peakRSSBytes() -> Int {
+    var usage = rusage()
+    guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+    return Int(usage.ru_maxrss) * 1024 // kilobytes on Linux
+}
+
+/// One test's samples in tokens per second.
+struct BenchResult {
+    var test: String
+    var kind: String
+    var promptTokens: Int
+    var genTokens: Int
+    var sequences: Int
+    var samples: [Double]
+
+    var sorted: [Double] { samples.sorted() }
+    var median: Double {
+        let s = sorted
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+    var mean: Double { samples.reduce(0, +) / Double(samples.count) }
+    var stddev: Double {
+        guard samples.count > 1 else { return 0 }
+        let m = mean
+        return (samples.map { ($0 - m) * ($0 - m) }.reduce(0, +) / Double(samples.count - 1)).squareRoot()
+    }
+}
+
+/// Runs the tests on one context. The measured work lives in the `benchPhase…` functions so that
+/// the regression gate (Benchmarks/gate.sh) can count their instructions under callgrind.
+struct BenchRunner {
+    let context: InferenceContext
+    let vocabularySize: Int
+
+    private func randomTokens(_ n: Int, _ rng: inout RandomSource) -> [Int32] {
+        (0..<n).map { _ in Int32(truncatingIfNeeded: rng.next() % UInt64(vocabularySize)) }
+    }
+
+    func prompt(_ n: Int, repetitions: Int, warmup: Bool, rng: inout RandomSource) throws -> BenchResult {
+        var samples: [Double] = []
+        for rep in (warmup ? -1 : 0)..<repetitions {
+            context.reset(slot: 0)
+            let batch = Batch.sequence(randomTokens(n, &rng))
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            try benchPhasePrompt(context, batch)
+            let t1 = DispatchTime.now().uptimeNanoseconds
+            if rep >= 0 { samples.append(Double(n) * 1e9 / Double(max(t1 - t0, 1))) }
+            progress("pp\(n)", rep, repetitions, samples.last)
+        }
+        return BenchResult(test: "pp\(n)", kind: "pp", promptTokens: n, genTokens: 0, sequences: 1, samples: samples)
+    }
+
+    func generation(_ n: Int, repetitions: Int, warmup: Bool, rng: inout RandomSource) throws -> BenchResult {
+        var samples: [Double] = []
+        for rep in (warmup ? -1 : 0)..<repetitions {
+            context.reset(slot: 0)
+            let first = randomTokens(1, &rng)[0]
+            let steps = rep < 0 ? 1 : n // like llama-bench, the warm-up is a single step
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            try benchPhaseGeneration(context, first, steps)
+            let t1 = DispatchTime.now().uptimeNanoseconds
+            if rep >= 0 { samples.append(Double(n) * 1e9 / Double(max(t1 - t0, 1))) }
+            progress("tg\(n)", rep, repetitions, samples.last)
+        }
+        return BenchResult(test: "tg\(n)", kind: "tg", promptTokens: 0, genTokens: n, sequences: 1, samples: samples)
+    }
+
+    func batched(sequences: Int, prompt: Int, gen: Int, repetitions: Int, warmup: Bool,
+                 rng: inout RandomSource) throws -> [BenchResult] {
+        var pp: [Double] = [], tg: [Double] = []
+        if warmup {
+            // Like llama-batched-bench: a short prompt on one sequence maps the weights in.
+            context.reset(slot: 0)
+            try benchPhaseBatchedPrompt(context, Batch.sequence(randomTokens(min(prompt, 16), &rng)))
+            Diagnostics.note("warm-up done")
+        }
+        for rep in 0..<repetitions {
+            for s in 0..<sequences { context.reset(slot: s) }
+            var batch = Batch()
+            for s in 0..<sequences {
+                let tokens = randomTokens(prompt, &rng)
+                for (i, t) in tokens.enumerated() { batch.add(t, position: i, slot: s, logits: i == prompt - 1) }
+            }
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            try benchPhaseBatchedPrompt(context, batch)
+            let t1 = DispatchTime.now().uptimeNanoseconds
+            try benchPhaseBatchedGeneration(context, sequences, prompt, gen)
+            let t2 = DispatchTime.now().uptimeNanoseconds
+            pp.append(Double(sequences * prompt) * 1e9 / Double(max(t1 - t0, 1)))
+            if gen > 0 { tg.append(Double(sequences * gen) * 1e9 / Double(max(t2 - t1, 1))) }
+            progress("pp\(prompt)+tg\(gen) ×\(sequences)", rep, repetitions, tg.last)
+        }
+        var results = [BenchResult(test: "pp\(prompt)x\(sequences)", kind: "pp", promptTokens: prompt, genTokens: 0,
+                                   sequences: sequences, samples: pp)]
+        if gen > 0 {
+            results.append(BenchResult(test: "tg\(gen)x\(sequences)", kind: "tg", promptTokens: prompt, genTokens: gen,
+                                       sequences: sequences, samples: tg))
+        }
+        return results
+    }
+
+    private func progress(_ test: String, _ rep: Int, _ total: Int, _ value: Double?) {
+        if rep < 0 {
+            Diagnostics.note("\(test): warm-up done")
+        } else if let value {
+            Diagnostics.note(String(format: "%@: %d/%d %.2f t/s", test, rep + 1, total, value))
+        }
+    }
+}
+
+// The measured phases. Kept out of line and free of closures so that each is one function in a
+// profile; Benchmarks/gate.py finds them by name. Rename them only together with gate.py.
+
+@inline(never)
+func benchPhasePrompt(_ context: InferenceContext, _ batch: Batch) throws {
+    try context.forward(batch)
+}
+
+@inline(never)
+func benchPhaseGeneration(_ context: InferenceContext, _ first: Int32, _ steps: Int) throws {
+    var token = first
+    var batch = Batch()
+    batch.add(token, position: 0, slot: 0, logits: true)
+    for position in 0..<steps {
+        batch.tokens[0] = token
+        batch.positions[0] = Int32(position)
+        try context.forward(batch)
+        token = argmax(context.logits(0))
+    }
+}
+
+@inline(never)
+func benchPhaseBatchedPrompt(_ context: InferenceContext, _ batch: Batch) throws {
+    try context.forward(batch)
+}
+
+/// `steps` decode steps for `sequences` slots that each hold `start` tokens and have logits.
+@inline(never)
+func benchPhaseBatchedGeneration(_ context: InferenceContext, _ sequences: Int, _ start: Int, _ steps: Int) throws {
+    var batch = Batch()
+    for s in 0..<sequences { batch.add(0, position: start, slot: s, logits: true) }
+    for step in 0..<steps {
+        for s in 0..<sequences {
+            batch.tokens[s] = argmax(context.logits(s))
+            batch.positions[s] = Int32(start + step)
+        }
+        try context.forward(batch)
+    }
+}
+
+@inline(__always)
+func argmax(_ row: UnsafeBufferPointer<Float>) -> Int32 {
+    var best = 0
+    var bestValue = -Float.infinity
+    for i in 0..<row.count where row[i] > bestValue {
+        bestValue = row[i]
+        best = i
+    }
+    return Int32(best)
+}
+
+/// The results of one `plinth bench` run, as a table or as JSON.
+struct BenchReport {
+    var modelPath: String
+    var modelName: String
+    var modelBytes: Int
+    var typeMix: String
+    var threads: Int
+    var repetitions: Int
+    var parallel: Int?
+    var contextLength: Int
+    var peakRSSBytes: Int
+    var results: [BenchResult]
+
+    func table() -> String {
+        let header = ["model", "size", "types", "threads", "test", "t/s (median)", "min … max", "± stddev"]
+        var rows: [[String]] = []
+        for r in results {
+            rows.append([(modelPath as NSString).lastPathComponent, String(format: "%.1f MiB", Double(modelBytes) / 1_048_576), typeMix, "\(threads)", r.test,
+                         String(format: "%.2f", r.median),
+                         String(format: "%.2f … %.2f", r.sorted.first ?? 0, r.sorted.last ?? 0),
+                         String(format: "%.2f", r.stddev)])
+        }
+        let widths = header.indices.map { c in ([header[c]] + rows.map { $0[c] }).map(\.count).max() ?? 0 }
+        func line(_ cells: [String]) -> String {
+            "| " + cells.enumerated().map { c, s in
+                let pad = String(repeating: " ", count: widths[c] - s.count)
+                return c >= 5 ? pad + s : s + pad // numbers right-aligned
+            }.joined(separator: " | ") + " |\n"
+        }
+        var out = line(header)
+        out += "| " + widths.enumerated().map { c, w in String(repeating: "-", count: max(w - 1, 0)) + (c >= 5 ? ":" : "-") }
+            .joined(separator: " | ") + " |\n"
+        for r in rows { out += line(r) }
+        out += String(format: "%d repetitions, context %d tokens%@, peak RSS %.1f MiB\n", repetitions, contextLength,
+                      parallel.map { " × \($0) sequences" } ?? "", Double(peakRSSBytes) / 1_048_576)
+        return out
+    }
+
+    func json() -> String {
+        var results: [[String: Any]] = []
+        for r in self.results {
+            results.append([
+                "test": r.test, "kind": r.kind, "n_prompt": r.promptTokens, "n_gen": r.genTokens,
+                "sequences": r.sequences, "samples_ts": r.samples, "median_ts": r.median, "mean_ts": r.mean,
+                "stddev_ts": r.stddev, "min_ts": r.sorted.first ?? 0, "max_ts": r.sorted.last ?? 0,
+            ])
+        }
+        var object: [String: Any] = [
+            "model": modelPath, "model_name": modelName, "model_bytes": modelBytes, "types": typeMix,
+            "threads": threads, "repetitions": repetitions, "context": contextLength,
+            "peak_rss_bytes": peakRSSBytes, "results": results,
+        ]
+        if let parallel { object["parallel"] = parallel }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}
