@@ -169,10 +169,191 @@ __attribute__((target("avx2,fma,f16c")))
 static void attend_avx2(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
     attend_body(j, t, kvh, h0, count, buf);
 }
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
-static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
-    attend_body(j, t, kvh, h0, count, buf);
+#include <immintrin.h>
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))), apply_to = function)
+
+// attend_body for head_dim 64, written with intrinsics so that it does per vector what the body
+// does per lane, in the same order: the tests hold it to the scalar body's bits.
+
+ALWAYS_INLINE __m512 ld_half16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+ALWAYS_INLINE __m512 round_half16(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
+
+// tree_sum of one vector: lanes l + l+8, then l + l+4, l + l+2, l + l+1.
+ALWAYS_INLINE float tree_sum16(__m512 v) {
+    __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
 }
+
+// Lane i = tree_sum(s[i]) for sixteen vectors, the same pairs added at each level as tree_sum.
+ALWAYS_INLINE __m512 tree_sum16x16(__m512 *s) {
+    __m512 a[8], b[4], c[2];
+    for (int i = 0; i < 8; i++) // lanes l and l+8 of keys 2i, 2i+1
+        a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0x44), _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; i++) // 128-bit lane m: key 4i+m, partials l + l+4
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88), _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; i++) // lane m: keys 8i+m and 8i+4+m, partials l + l+2
+        c[i] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44), _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xEE));
+    // lane 4m+n: key 4n+m
+    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
+}
+
+// exp_neg on sixteen lanes.
+ALWAYS_INLINE __m512 exp_neg16(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-87.0f);
+    x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), lo);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
+}
+
+#define HD 64
+#define HEADS_PER_PASS 4
+
+static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
+    const int64_t len = j->kv_len[t], stride = j->kv_stride;
+    float *scores = buf;
+    float *qh = buf + (size_t)count * j->max_kv;
+    float *kv = qh + (size_t)count * 256;
+    float *slots = kv + 256;                          // count * 64 * HD; first holds 16 keys as floats
+    const float *qrow = j->q + t * (int64_t)j->n_head * HD;
+    for (int c = 0; c < count; c++)
+        for (int d = 0; d < 4; d++)
+            _mm512_storeu_ps(qh + c * 256 + 16 * d, round_half16(_mm512_loadu_ps(qrow + (int64_t)(h0 + c) * HD + 16 * d)));
+
+    // Scores, sixteen keys at a time.
+    const uint16_t *kb = j->k_rows[t] + (int64_t)kvh * HD;
+    const __m512 scale = _mm512_set1_ps(j->scale);
+    for (int64_t p0 = 0; p0 < len; p0 += 16) {
+        const int keys = len - p0 < 16 ? (int)(len - p0) : 16;
+        for (int i = 0; i < keys; i++)
+            for (int d = 0; d < 4; d++) _mm512_storeu_ps(slots + i * HD + 16 * d, ld_half16(kb + (p0 + i) * stride + 16 * d));
+        for (int c = 0; c < count; c++) {
+            const float *qc = qh + c * 256;
+            const __m512 q0 = _mm512_loadu_ps(qc), q1 = _mm512_loadu_ps(qc + 16), q2 = _mm512_loadu_ps(qc + 32), q3 = _mm512_loadu_ps(qc + 48);
+            __m512 s[16];
+            for (int i = 0; i < 16; i++) {
+                if (i >= keys) { s[i] = _mm512_setzero_ps(); continue; }
+                const float *k = slots + i * HD;
+                // fmaf(q, k, 0) as the body's first step, which differs from q*k in the sign of a zero
+                const __m512 z = _mm512_setzero_ps();
+                const __m512 a0 = _mm512_fmadd_ps(q0, _mm512_loadu_ps(k), z), a1 = _mm512_fmadd_ps(q1, _mm512_loadu_ps(k + 16), z);
+                const __m512 a2 = _mm512_fmadd_ps(q2, _mm512_loadu_ps(k + 32), z), a3 = _mm512_fmadd_ps(q3, _mm512_loadu_ps(k + 48), z);
+                s[i] = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+            }
+            _mm512_mask_storeu_ps(scores + c * j->max_kv + p0, (__mmask16)((1u << keys) - 1u), _mm512_mul_ps(tree_sum16x16(s), scale));
+        }
+    }
+
+    // Softmax per head.
+    const int64_t chunks = len / 16 * 16;
+    for (int c = 0; c < count; c++) {
+        float *s = scores + c * j->max_kv;
+        __m512 mv = _mm512_set1_ps(-INFINITY);
+        int64_t p = 0;
+        for (; p < chunks; p += 16) mv = _mm512_max_ps(mv, _mm512_loadu_ps(s + p));
+        float mx = _mm512_reduce_max_ps(mv);
+        for (; p < len; p++) mx = s[p] > mx ? s[p] : mx;
+        const __m512 m16 = _mm512_set1_ps(mx);
+        double sum = 0.0;
+        for (p = 0; p < chunks; p += 16) {
+            const __m512 e = exp_neg16(_mm512_sub_ps(_mm512_loadu_ps(s + p), m16));
+            _mm512_storeu_ps(s + p, e);
+            sum += (double)tree_sum16(e);
+        }
+        for (; p < len; p++) { s[p] = exp_neg(s[p] - mx); sum += (double)s[p]; }
+        const float inv = (float)(1.0 / sum);
+        const __m512 inv16 = _mm512_set1_ps(inv);
+        for (p = 0; p < chunks; p += 16) _mm512_storeu_ps(s + p, round_half16(_mm512_mul_ps(_mm512_loadu_ps(s + p), inv16)));
+        for (; p < len; p++) s[p] = f16_round(s[p] * inv);
+    }
+
+    // Values: slot m of a 64-position chunk accumulates positions m, m+64, m+128, ... in order,
+    // so each slot's sum stays in registers; then the slots are folded as the body folds them.
+    float *out = j->out + t * (int64_t)j->n_head * HD + (int64_t)h0 * HD;
+    const uint16_t *vb = j->v_rows[t] + (int64_t)kvh * HD;
+    const int64_t whole = len / 64 * 64;
+    if (whole > 0) {
+        for (int c0 = 0; c0 < count; c0 += HEADS_PER_PASS) {
+            const int heads = count - c0 < HEADS_PER_PASS ? count - c0 : HEADS_PER_PASS;
+            for (int m = 0; m < 64; m++) {
+                __m512 acc[HEADS_PER_PASS][4];
+                for (int c = 0; c < HEADS_PER_PASS; c++)
+                    for (int d = 0; d < 4; d++) acc[c][d] = _mm512_setzero_ps();
+                for (int64_t p = m; p < whole; p += 64) {
+                    const uint16_t *v = vb + p * stride;
+                    const __m512 v0 = ld_half16(v), v1 = ld_half16(v + 16), v2 = ld_half16(v + 32), v3 = ld_half16(v + 48);
+                    for (int c = 0; c < heads; c++) {
+                        const __m512 w = _mm512_set1_ps(scores[(c0 + c) * j->max_kv + p]);
+                        acc[c][0] = _mm512_fmadd_ps(w, v0, acc[c][0]);
+                        acc[c][1] = _mm512_fmadd_ps(w, v1, acc[c][1]);
+                        acc[c][2] = _mm512_fmadd_ps(w, v2, acc[c][2]);
+                        acc[c][3] = _mm512_fmadd_ps(w, v3, acc[c][3]);
+                    }
+                }
+                for (int c = 0; c < heads; c++)
+                    for (int d = 0; d < 4; d++) _mm512_storeu_ps(slots + ((size_t)(c0 + c) * 64 + m) * HD + 16 * d, acc[c][d]);
+            }
+        }
+        for (int c = 0; c < count; c++) {
+            float *a = slots + (size_t)c * 64 * HD;
+#define ROW(l, d) (a + (l) * HD + 16 * (d))
+#define ADD(x, y, d) _mm512_storeu_ps(ROW(x, d), _mm512_add_ps(_mm512_loadu_ps(ROW(x, d)), _mm512_loadu_ps(ROW(y, d))))
+            for (int d = 0; d < 4; d++) {
+                for (int l = 0; l < 16; l++) { ADD(l, 32 + l, d); ADD(16 + l, 48 + l, d); }
+                for (int l = 0; l < 16; l++) ADD(l, 16 + l, d);
+                for (int width = 8; width >= 1; width /= 2)
+                    for (int l = 0; l < width; l++) ADD(l, l + width, d);
+                _mm512_storeu_ps(out + c * HD + 16 * d, _mm512_loadu_ps(ROW(0, d)));
+            }
+#undef ADD
+#undef ROW
+        }
+    } else {
+        memset(out, 0, (size_t)count * HD * sizeof(float));
+    }
+    if (whole < len) {
+        for (int c = 0; c < count; c++) {
+            __m512d acc[8];
+            for (int d = 0; d < 4; d++) {
+                const __m512 o = _mm512_loadu_ps(out + c * HD + 16 * d);
+                acc[2 * d] = _mm512_cvtps_pd(_mm512_castps512_ps256(o));
+                acc[2 * d + 1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(o, 1));
+            }
+            for (int64_t p = whole; p < len; p++) {
+                const uint16_t *v = vb + p * stride;
+                const __m512 w = _mm512_set1_ps(scores[c * j->max_kv + p]);
+                for (int d = 0; d < 4; d++) {
+                    const __m512 prod = _mm512_mul_ps(w, ld_half16(v + 16 * d));
+                    acc[2 * d] = _mm512_add_pd(acc[2 * d], _mm512_cvtps_pd(_mm512_castps512_ps256(prod)));
+                    acc[2 * d + 1] = _mm512_add_pd(acc[2 * d + 1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(prod, 1)));
+                }
+            }
+            for (int d = 0; d < 4; d++)
+                _mm512_storeu_ps(out + c * HD + 16 * d,
+                                 _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[2 * d])), _mm512_cvtpd_ps(acc[2 * d + 1]), 1));
+        }
+    }
+}
+
+static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
+    if (j->head_dim == HD) attend64_avx512(j, t, kvh, h0, count, buf);
+    else attend_body(j, t, kvh, h0, count, buf);
+}
+#undef HD
+#pragma clang attribute pop
 #endif
 
 static attend_fn pick(void) {

@@ -17,6 +17,8 @@
 // Q8_0 (fp16 scale) for Q4_0/Q5_0/Q8_0, Q8_1 (fp16 scale and fp16 scaled sum) for Q4_1/Q5_1,
 // Q8_K (f32 scale per 256, signed by the largest value) for the k-quants.
 
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
 static inline float round_f16(float v) { return (float)(_Float16)v; }
 
 // Arrays of one activation format for n rows of length k.
@@ -26,7 +28,7 @@ typedef struct {
     int32_t *sx16, *sx32;
 } act_buf;
 
-static void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, float *dx32, int32_t *sx32,
+ALWAYS_INLINE void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, float *dx32, int32_t *sx32,
                                float *xs32) {
     for (int64_t b = 0; b < k / 32; b++) {
         const float *xb = x + b * 32;
@@ -40,7 +42,7 @@ static void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, f
         int sum = 0;
         int8_t *qb = q + b * 32;
         for (int i = 0; i < 32; i++) {
-            const int v = (int)nearbyintf(xb[i] * id); // ties to even, like _mm256_round_ps
+            const int v = (int)__builtin_rintf(xb[i] * id); // ties to even, like _mm256_round_ps
             qb[i] = (int8_t)v;
             sum += v;
         }
@@ -51,7 +53,7 @@ static void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, f
     }
 }
 
-static void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *dx16, int32_t *sx16, float *xs16,
+ALWAYS_INLINE void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *dx16, int32_t *sx16, float *xs16,
                               float *dx32, int32_t *sx32, float *xs32) {
     for (int64_t b = 0; b < k / 256; b++) {
         const float *xb = x + b * 256;
@@ -68,7 +70,7 @@ static void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *dx16,
             const float iscale = -127.0f / max;
             db = 1.0f / iscale;
             for (int i = 0; i < 256; i++) {
-                const int v = (int)nearbyintf(iscale * xb[i]);
+                const int v = (int)__builtin_rintf(iscale * xb[i]);
                 qb[i] = (int8_t)(v < 127 ? v : 127);
             }
         }
@@ -130,8 +132,8 @@ static act_buf act_at(uint8_t *s, int64_t n, int64_t k) {
     return a;
 }
 
-static void quantize_act(const float *x, int64_t n, int64_t k, int kind, act_buf a) {
-    for (int64_t t = 0; t < n; t++) {
+ALWAYS_INLINE void quantize_act_body(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
+    for (int64_t t = t0; t < t1; t++) {
         const float *xr = x + t * k;
         int8_t *q = a.q + t * k;
         const int64_t o16 = t * (k / 16), o32 = t * (k / 32);
@@ -144,8 +146,6 @@ static void quantize_act(const float *x, int64_t n, int64_t k, int kind, act_buf
 }
 
 // ---- the reference kernels (also compiled for AVX2, where the compiler vectorizes them) ----
-
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 ALWAYS_INLINE void dot_ref_body(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
                                 int64_t t0, int count, float *y, int64_t ldy, int rows) {
@@ -195,6 +195,9 @@ ALWAYS_INLINE void float_rows_body(int type, const uint8_t *w, size_t row_bytes,
     }
 }
 
+static void quantize_scalar(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
+    quantize_act_body(x, t0, t1, k, kind, a);
+}
 static void unpack_scalar(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
     qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
 }
@@ -209,6 +212,9 @@ static void float_scalar(int type, const uint8_t *w, size_t row_bytes, int64_t r
 
 #if defined(__x86_64__)
 #define AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+AVX2_TARGET static void quantize_avx2(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
+    quantize_act_body(x, t0, t1, k, kind, a);
+}
 AVX2_TARGET static void unpack_avx2(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
     qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
 }
@@ -221,6 +227,9 @@ AVX2_TARGET static void float_avx2(int type, const uint8_t *w, size_t row_bytes,
     float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
 }
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+AVX512_TARGET static void quantize_avx512(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
+    quantize_act_body(x, t0, t1, k, kind, a);
+}
 AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
                                        const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
     float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
@@ -230,6 +239,7 @@ AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_by
 // ---- dispatch ------------------------------------------------------------------------------
 
 typedef struct {
+    void (*quantize)(const float *, int64_t, int64_t, int64_t, int, act_buf);
     qt_unpack_fn unpack;
     qt_dot_fn dot;
     qt_gemv_fn gemv; // optional
@@ -273,11 +283,11 @@ int pk_matmul_set_isa(int isa) {
 }
 
 static kernel_set kernels(void) {
-    kernel_set s = {unpack_scalar, dot_scalar, NULL, float_scalar};
+    kernel_set s = {quantize_scalar, unpack_scalar, dot_scalar, NULL, float_scalar};
 #if defined(__x86_64__)
     switch (pk_matmul_isa()) {
-    case PK_ISA_AVX512: s = (kernel_set){qt_unpack_avx512, qt_dot_avx512, qt_gemv_avx512, float_avx512}; break;
-    case PK_ISA_AVX2: s = (kernel_set){unpack_avx2, dot_avx2, NULL, float_avx2}; break;
+    case PK_ISA_AVX512: s = (kernel_set){quantize_avx512, qt_unpack_avx512, qt_dot_avx512, qt_gemv_avx512, float_avx512}; break;
+    case PK_ISA_AVX2: s = (kernel_set){quantize_avx2, unpack_avx2, dot_avx2, NULL, float_avx2}; break;
     default: break;
     }
 #endif
@@ -296,6 +306,9 @@ typedef struct {
     int64_t k, n;
     const float *x;
     qt_act act[ACT_KINDS];
+    act_buf abuf[ACT_KINDS];
+    int need[ACT_KINDS];
+    int32_t *nbw[PK_MATMUL_MAX_OPS];
     uint8_t *thread_scratch;
     size_t thread_bytes;
     kernel_set ks;
@@ -348,6 +361,28 @@ static void matmul_task(void *ctx, int ith, int nth) {
     }
 }
 
+// Quantizes activation rows [t0, t1) for every format the ops need, and their bias terms.
+static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1) {
+    for (int kind = 0; kind < ACT_KINDS; kind++)
+        if (j->need[kind]) j->ks.quantize(j->x, t0, t1, j->k, kind, j->abuf[kind]);
+    for (int i = 0; i < j->count; i++) {
+        if (!j->quantized[i]) continue;
+        const qt_format *f = &j->fmt[i];
+        const int32_t *sx = f->sub == 16 ? j->act[f->act].sx16 : j->act[f->act].sx32;
+        const int64_t per = j->k / f->sub;
+        for (int64_t u = t0 * per; u < t1 * per; u++) j->nbw[i][u] = -f->bias * sx[u];
+    }
+}
+
+static void prepare_task(void *ctx, int ith, int nth) {
+    const matmul_job *j = ctx;
+    prepare_rows(j, j->n * ith / nth, j->n * (ith + 1) / nth);
+}
+
+// Below this many activation rows, preparing them on the calling thread is cheaper than a
+// second hand-off to the pool.
+#define PREPARE_PARALLEL_MIN 8
+
 int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
                    const float *x, int64_t n, void *scratch) {
     if (count < 1 || count > PK_MATMUL_MAX_OPS) return -1;
@@ -358,7 +393,6 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     j.n = n;
     j.x = x;
     j.ks = kernels();
-    int need[ACT_KINDS] = {0};
     for (int i = 0; i < count; i++) {
         const int64_t be = pk_block_elements(ops[i].type);
         if (be <= 0 || k % be != 0) return -1;
@@ -366,7 +400,7 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
         j.quantized[i] = be > 1;
         if (j.quantized[i]) {
             if (!qt_format_of(ops[i].type, &j.fmt[i]) || k % 32 != 0) return -1;
-            need[j.fmt[i].act] = 1;
+            j.need[j.fmt[i].act] = 1;
         }
         j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
     }
@@ -374,20 +408,17 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     for (int kind = 0; kind < ACT_KINDS; kind++) {
         const act_buf a = act_at(s, n, k);
         s += act_bytes(n, k);
+        j.abuf[kind] = a;
         j.act[kind] = (qt_act){a.q, a.dx16, a.dx32, a.sx16, a.sx32, a.xs16, a.xs32};
-        if (need[kind]) quantize_act(x, n, k, kind, a);
     }
     for (int i = 0; i < count; i++, s += bias_bytes(n, k)) {
-        if (!j.quantized[i]) continue;
-        const qt_format *f = &j.fmt[i];
-        const int32_t *sx = f->sub == 16 ? j.act[f->act].sx16 : j.act[f->act].sx32;
-        int32_t *nb = (int32_t *)s;
-        const int64_t total = n * (k / f->sub);
-        for (int64_t u = 0; u < total; u++) nb[u] = -f->bias * sx[u];
-        j.nb[i] = nb;
+        j.nbw[i] = (int32_t *)s;
+        j.nb[i] = j.nbw[i];
     }
     j.thread_scratch = s;
     j.thread_bytes = thread_bytes_for(k);
+    if (n >= PREPARE_PARALLEL_MIN && pk_pool_threads(pool) > 1) pk_pool_run(pool, prepare_task, &j);
+    else prepare_rows(&j, 0, n);
     pk_pool_run(pool, matmul_task, &j);
     return 0;
 }

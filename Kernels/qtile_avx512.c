@@ -262,6 +262,32 @@ INL void unpack_q2_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s
     }
 }
 
+// Q3_K: sixteen sub-blocks of 16, two low bits from qs and an inverted high bit from hmask
+// (set: +0, clear: -4, so with bias 4 the code is low + 4 * bit), six-bit scales minus 32.
+INL void unpack_q3_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s) {
+    const size_t row_bytes = (size_t)nblocks * 110;
+    __m512i T[7 * 4];
+    for (int64_t b = 0; b < nblocks; b++) {
+        window(rw, (size_t)b * 110, 7, row_bytes, T);
+        const __m512 d = f16_low(T[27]);       // bytes 108..109
+        for (int k = 0; k < 16; k++) {
+            const __m512i lo = k < 8 ? _mm512_and_si512(byte_of(T[24 + k / 4], k % 4), _mm512_set1_epi32(15))
+                                     : _mm512_srli_epi32(byte_of(T[24 + (k - 8) / 4], (k - 8) % 4), 4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(byte_of(T[26], k % 4), 2 * (k / 4)), _mm512_set1_epi32(3));
+            const __m512i v = _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+            const __m512 sc = _mm512_mul_ps(d, _mm512_cvtepi32_ps(v));
+            const int half = k / 8, shift = 2 * ((k % 8) / 2);
+            __m512i w[4];
+            for (int v4 = 0; v4 < 4; v4++) {
+                const __m512i low = _mm512_and_si512(_mm512_srli_epi32(T[8 + 8 * half + 4 * (k % 2) + v4], shift), MASK2);
+                const __m512i bit = _mm512_and_si512(_mm512_srli_epi32(T[4 * (k % 2) + v4], k / 2), MASK1);
+                w[v4] = _mm512_or_si512(low, _mm512_slli_epi32(bit, 2));
+            }
+            emit(fused, s, 16, 0, b * 16 + k, w, sc, _mm512_setzero_ps());
+        }
+    }
+}
+
 INL int unpack_any(const int fused, int type, const rows16 *rw, int64_t k, sink *s) {
     switch (type) {
     case PK_Q4_0: unpack_legacy(fused, PK_Q4_0, rw, k / 32, s); return 1;
@@ -273,6 +299,7 @@ INL int unpack_any(const int fused, int type, const rows16 *rw, int64_t k, sink 
     case PK_Q5_K: unpack_q45_K(fused, 1, rw, k / 256, s); return 1;
     case PK_Q6_K: unpack_q6_K(fused, rw, k / 256, s); return 1;
     case PK_Q2_K: unpack_q2_K(fused, rw, k / 256, s); return 1;
+    case PK_Q3_K: unpack_q3_K(fused, rw, k / 256, s); return 1;
     default: return 0;
     }
 }
