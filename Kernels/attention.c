@@ -1,5 +1,6 @@
 #include "pk_ops.h"
 #include "pk_matmul.h"
+#include "kexp.h"
 
 // The order of every rounding is written out: no contraction, fmaf where it is meant.
 #pragma clang fp contract(off)
@@ -11,26 +12,6 @@
 #define LANES 16
 
 ALWAYS_INLINE float f16_round(float v) { return (float)(_Float16)v; }
-
-// e^x for x <= 0 (Cody-Waite reduction, degree-6 polynomial; relative error ~1e-7). Written
-// out so that every ISA computes the same bits, unlike libm's expf.
-ALWAYS_INLINE float exp_neg(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    const float n = nearbyintf(x * 1.44269504088896341f);
-    float r = fmaf(n, -0.693359375f, x);
-    r = fmaf(n, 2.12194440e-4f, r);
-    float p = 1.9875691500e-4f;
-    p = fmaf(p, r, 1.3981999507e-3f);
-    p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f);
-    p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    const float y = fmaf(p, r * r, r) + 1.0f;
-    const int32_t bits = ((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, 4);
-    return y * scale;
-}
 
 // Sum of sixteen lanes by a fixed tree.
 ALWAYS_INLINE float tree_sum(float *acc) {
@@ -104,10 +85,10 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
         int64_t p = 0;
         for (; p + LANES <= len; p += LANES) {
             float chunk[LANES];
-            for (int l = 0; l < LANES; l++) chunk[l] = s[p + l] = exp_neg(s[p + l] - mx);
+            for (int l = 0; l < LANES; l++) chunk[l] = s[p + l] = kexp(s[p + l] - mx);
             sum += (double)tree_sum(chunk);
         }
-        for (; p < len; p++) { s[p] = exp_neg(s[p] - mx); sum += (double)s[p]; }
+        for (; p < len; p++) { s[p] = kexp(s[p] - mx); sum += (double)s[p]; }
         inv[c] = (float)(1.0 / sum);
         // Probabilities meet the half-precision values rounded to half, as llama.cpp does.
         for (int64_t u = 0; u < len; u++) s[u] = f16_round(s[u] * inv[c]);
@@ -201,24 +182,6 @@ ALWAYS_INLINE __m512 tree_sum16x16(__m512 *s) {
     return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
 }
 
-// exp_neg on sixteen lanes.
-ALWAYS_INLINE __m512 exp_neg16(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.0f);
-    x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), lo);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
-    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
-}
-
 #define HD 64
 #define HEADS_PER_PASS 4
 
@@ -269,11 +232,11 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         const __m512 m16 = _mm512_set1_ps(mx);
         double sum = 0.0;
         for (p = 0; p < chunks; p += 16) {
-            const __m512 e = exp_neg16(_mm512_sub_ps(_mm512_loadu_ps(s + p), m16));
+            const __m512 e = kexp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), m16));
             _mm512_storeu_ps(s + p, e);
             sum += (double)tree_sum16(e);
         }
-        for (; p < len; p++) { s[p] = exp_neg(s[p] - mx); sum += (double)s[p]; }
+        for (; p < len; p++) { s[p] = kexp(s[p] - mx); sum += (double)s[p]; }
         const float inv = (float)(1.0 / sum);
         const __m512 inv16 = _mm512_set1_ps(inv);
         for (p = 0; p < chunks; p += 16) _mm512_storeu_ps(s + p, round_half16(_mm512_mul_ps(_mm512_loadu_ps(s + p), inv16)));
@@ -379,6 +342,9 @@ size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads) {
 
 typedef struct { const attn_job *j; attend_fn fn; } attn_task_ctx;
 
+// The cost of a unit beyond its keys (query rounding, softmax set-up, output), in keys.
+#define UNIT_OVERHEAD 32
+
 static void attention_task(void *ctx, int ith, int nth) {
     const attn_task_ctx *c = ctx;
     const attn_job *j = c->j;
@@ -387,7 +353,23 @@ static void attention_task(void *ctx, int ith, int nth) {
     const int per_unit = j->split ? 1 : j->group;
     const int64_t units_per_row = j->n_head / per_unit;
     const int64_t total = j->n * units_per_row;
-    const int64_t u0 = total * ith / nth, u1 = total * (ith + 1) / nth;
+    // Threads take contiguous runs of units of equal cost (a row's cost grows with its context,
+    // so equal counts would leave the threads with the early rows idle).
+    int64_t u0 = 0, u1 = total;
+    if (nth > 1) {
+        int64_t cost = 0;
+        for (int64_t t = 0; t < j->n; t++) cost += (j->kv_len[t] + UNIT_OVERHEAD) * units_per_row;
+        const int64_t lo = cost * ith / nth, hi = cost * (ith + 1) / nth;
+        int64_t at = 0;
+        u0 = u1 = -1;
+        for (int64_t u = 0; u < total; u++) {
+            if (u0 < 0 && at >= lo) u0 = u;
+            if (u1 < 0 && at >= hi) u1 = u;
+            at += j->kv_len[u / units_per_row] + UNIT_OVERHEAD;
+        }
+        if (u0 < 0) u0 = total;
+        if (u1 < 0) u1 = total;
+    }
     for (int64_t u = u0; u < u1; u++) {
         const int64_t t = u / units_per_row;
         const int h0 = (int)(u % units_per_row) * per_unit;

@@ -1,61 +1,171 @@
 #include "pk_ops.h"
+#include "pk_matmul.h"
 #include "pk_quants.h"
+#include "kexp.h"
 
 // No FMA contraction: every ISA clone must round exactly like the portable code.
 #pragma clang fp contract(off)
 #include <math.h>
 #include <string.h>
 
-void pk_rms_norm(const float *x, const float *w, float *y, int64_t n, int64_t k, float eps) {
-    for (int64_t t = 0; t < n; t++) {
-        const float *xr = x + t * k;
-        float *yr = y + t * k;
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+// ---- rows split between the pool's threads -----------------------------------------------------
+
+typedef void (*rows_fn)(const void *args, int64_t r0, int64_t r1);
+typedef struct { rows_fn fn; const void *args; int64_t rows; } rows_job;
+
+static void rows_task(void *ctx, int ith, int nth) {
+    const rows_job *j = ctx;
+    const int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
+    if (r0 < r1) j->fn(j->args, r0, r1);
+}
+
+// Below this many values, one thread finishes before a hand-off to the pool would.
+#define PARALLEL_MIN_VALUES 16384
+
+static void for_rows(pk_pool *pool, int64_t rows, int64_t values, rows_fn fn, const void *args) {
+    if (!pool || pk_pool_threads(pool) == 1 || values < PARALLEL_MIN_VALUES || rows < 2) {
+        fn(args, 0, rows);
+        return;
+    }
+    rows_job j = {fn, args, rows};
+    pk_pool_run(pool, rows_task, &j);
+}
+
+// ---- RMSNorm ---------------------------------------------------------------------------------
+
+typedef struct { const float *x, *w; float *y; int64_t k; float eps; } norm_args;
+
+static void norm_rows(const void *a, int64_t r0, int64_t r1) {
+    const norm_args *p = a;
+    for (int64_t t = r0; t < r1; t++) {
+        const float *xr = p->x + t * p->k;
+        float *yr = p->y + t * p->k;
         double sum = 0.0; // double accumulation, as the reference implementation does
-        for (int64_t i = 0; i < k; i++) sum += (double)(xr[i] * xr[i]);
-        const float mean = (float)(sum / (double)k);
-        const float scale = 1.0f / sqrtf(mean + eps);
-        for (int64_t i = 0; i < k; i++) yr[i] = (xr[i] * scale) * w[i];
+        for (int64_t i = 0; i < p->k; i++) sum += (double)(xr[i] * xr[i]);
+        const float mean = (float)(sum / (double)p->k);
+        const float scale = 1.0f / sqrtf(mean + p->eps);
+        for (int64_t i = 0; i < p->k; i++) yr[i] = (xr[i] * scale) * p->w[i];
     }
 }
 
-void pk_rope(float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
-             const int32_t *positions, float freq_base, int neox) {
+void pk_rms_norm(pk_pool *pool, const float *x, const float *w, float *y, int64_t n, int64_t k, float eps) {
+    const norm_args a = {x, w, y, k, eps};
+    for_rows(pool, n, n * k, norm_rows, &a);
+}
+
+// ---- RoPE ------------------------------------------------------------------------------------
+
+typedef struct {
+    float *x;
+    int64_t stride;
+    int heads, head_dim, rope_dims, neox;
+    const int32_t *positions;
+    float freq_base;
+} rope_args;
+
+static void rope_rows(const void *a, int64_t r0, int64_t r1) {
+    const rope_args *p = a;
     float cs[512], sn[512];
-    const int pairs = rope_dims / 2 < 512 ? rope_dims / 2 : 512;
-    const float theta_scale = powf(freq_base, -2.0f / (float)rope_dims);
-    for (int64_t t = 0; t < n; t++) {
+    const int pairs = p->rope_dims / 2 < 512 ? p->rope_dims / 2 : 512;
+    const float theta_scale = powf(p->freq_base, -2.0f / (float)p->rope_dims);
+    for (int64_t t = r0; t < r1; t++) {
         // theta advances by repeated multiplication, matching llama.cpp's rounding.
-        float theta = (float)positions[t];
+        float theta = (float)p->positions[t];
         for (int i = 0; i < pairs; i++) {
             cs[i] = cosf(theta);
             sn[i] = sinf(theta);
             theta *= theta_scale;
         }
-        float *row = x + t * stride;
-        for (int h = 0; h < heads; h++) {
-            float *v = row + (int64_t)h * head_dim;
+        float *row = p->x + t * p->stride;
+        for (int h = 0; h < p->heads; h++) {
+            float *v = row + (int64_t)h * p->head_dim;
             for (int i = 0; i < pairs; i++) {
-                const int a = neox ? i : 2 * i;
-                const int b = neox ? i + rope_dims / 2 : 2 * i + 1;
-                const float x0 = v[a], x1 = v[b];
-                v[a] = x0 * cs[i] - x1 * sn[i];
-                v[b] = x0 * sn[i] + x1 * cs[i];
+                const int ia = p->neox ? i : 2 * i;
+                const int ib = p->neox ? i + p->rope_dims / 2 : 2 * i + 1;
+                const float x0 = v[ia], x1 = v[ib];
+                v[ia] = x0 * cs[i] - x1 * sn[i];
+                v[ib] = x0 * sn[i] + x1 * cs[i];
             }
         }
     }
 }
 
-void pk_swiglu(float *gate, const float *up, int64_t count) {
-    for (int64_t i = 0; i < count; i++) {
+void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
+             const int32_t *positions, float freq_base, int neox) {
+    const rope_args a = {x, stride, heads, head_dim, rope_dims, neox, positions, freq_base};
+    for_rows(pool, n, n * heads * (int64_t)head_dim * 8, rope_rows, &a);
+}
+
+// ---- SwiGLU ----------------------------------------------------------------------------------
+
+typedef struct { float *gate; const float *up; int64_t k; } swiglu_args;
+
+ALWAYS_INLINE void swiglu_span(float *gate, const float *up, int64_t i, int64_t end) {
+    for (; i < end; i++) {
         const float g = gate[i];
-        gate[i] = (g / (1.0f + expf(-g))) * up[i];
+        gate[i] = (g / (1.0f + kexp(-g))) * up[i];
     }
 }
+
+static void swiglu_scalar(const void *a, int64_t r0, int64_t r1) {
+    const swiglu_args *p = a;
+    swiglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma,f16c"))) static void swiglu_avx2(const void *a, int64_t r0, int64_t r1) {
+    const swiglu_args *p = a;
+    swiglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
+}
+
+__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) static void swiglu_avx512(const void *a, int64_t r0, int64_t r1) {
+    const swiglu_args *p = a;
+    int64_t i = r0 * p->k;
+    const int64_t end = r1 * p->k;
+    const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
+    for (; i + 16 <= end; i += 16) {
+        const __m512 g = _mm512_loadu_ps(p->gate + i);
+        const __m512 e = kexp16(_mm512_xor_ps(g, sign));
+        _mm512_storeu_ps(p->gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(p->up + i)));
+    }
+    swiglu_span(p->gate, p->up, i, end);
+}
+#endif
+
+void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {
+    rows_fn fn = swiglu_scalar;
+#if defined(__x86_64__)
+    switch (pk_matmul_isa()) {
+    case PK_ISA_AVX512: fn = swiglu_avx512; break;
+    case PK_ISA_AVX2: fn = swiglu_avx2; break;
+    default: break;
+    }
+#endif
+    const swiglu_args a = {gate, up, k};
+    for_rows(pool, n, n * k, fn, &a);
+}
+
+// ---- small helpers ---------------------------------------------------------------------------
 
 void pk_add(float *y, const float *x, int64_t count) {
     for (int64_t i = 0; i < count; i++) y[i] += x[i];
 }
 
+#if defined(__x86_64__)
+__attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(const float *x, uint16_t *y, int64_t count) {
+    int64_t i = 0;
+    for (; i + 8 <= count; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < count; i++) y[i] = pk_f32_to_f16(x[i]);
+}
+#endif
+
 void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count) {
+#if defined(__x86_64__)
+    // The conversion is IEEE round-to-nearest-even either way (NaN payloads aside).
+    if (pk_matmul_isa() != PK_ISA_SCALAR) { f32_to_f16_f16c(x, y, count); return; }
+#endif
     for (int64_t i = 0; i < count; i++) y[i] = pk_f32_to_f16(x[i]);
 }

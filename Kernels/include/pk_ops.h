@@ -8,17 +8,22 @@
 extern "C" {
 #endif
 
+// The elementwise kernels split their rows between the pool's threads when there is enough
+// work to pay for the hand-off (prefill, batches); a pool may be NULL (one thread). Every row is
+// computed the same way on every ISA and thread count.
+
 // y = x / sqrt(mean(x^2) + eps) * w, for n rows of length k (y may alias x).
-void pk_rms_norm(const float *x, const float *w, float *y, int64_t n, int64_t k, float eps);
+void pk_rms_norm(pk_pool *pool, const float *x, const float *w, float *y, int64_t n, int64_t k, float eps);
 
 // Rotary position embedding in place on n rows, each holding `heads` heads of `head_dim` values
 // (row stride `stride`). `neox` pairs value i with i+head_dim/2 (GPT-NeoX, Qwen2); otherwise
 // adjacent pairs (2i, 2i+1) as GGUF stores llama's Q/K.
-void pk_rope(float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
+void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
              const int32_t *positions, float freq_base, int neox);
 
-// gate = silu(gate) * up, elementwise over count values.
-void pk_swiglu(float *gate, const float *up, int64_t count);
+// gate = silu(gate) * up over n rows of k values, with silu(g) = g / (1 + e^-g) and e^x from a
+// fixed polynomial (kexp.h), the same bits on every ISA.
+void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k);
 
 // y += x, elementwise.
 void pk_add(float *y, const float *x, int64_t count);

@@ -213,4 +213,31 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         }
         #expect(worst < 5e-3, "largest difference from double-precision attention: \(worst)")
     }
+    /// SwiGLU: every ISA and thread count gives the scalar bits, and the result is within a few
+    /// ulps of silu computed in double, over the whole range where exp over- and underflows.
+    @Test func swigluIsExactAcrossISAsAndAccurate() {
+        var rng = SplitMix64(seed: 77)
+        let n = 40, k = 1000 // enough values that two threads split the rows
+        let gate = (0..<(n * k)).map { i in i % 97 == 0 ? Float(rng.below(400) - 200) : Float(rng.below(40001) - 20000) / 1000 }
+        let up = (0..<(n * k)).map { _ in Float(rng.below(2001) - 1000) / 500 }
+        func run(threads: Int) -> [Float] {
+            var g = gate
+            let pool = pk_pool_create(Int32(threads))
+            defer { pk_pool_destroy(pool) }
+            pk_swiglu(pool, &g, up, Int64(n), Int64(k))
+            return g
+        }
+        let reference = withISA(Int32(PK_ISA_SCALAR)) { run(threads: 1) }
+        for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
+            let got = withISA(isa) { run(threads: 2) }
+            #expect(got.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa) differs from the scalar reference")
+        }
+        var worst = 0.0
+        for i in 0..<(n * k) {
+            let g = Double(gate[i]), exact = g / (1 + Foundation.exp(-g)) * Double(up[i])
+            let tolerance = 4 * Double(Float(exact).ulp) + 1e-30
+            worst = max(worst, abs(Double(reference[i]) - exact) / tolerance)
+        }
+        #expect(worst <= 1, "worst error in units of four ulps: \(worst)")
+    }
 }

@@ -188,14 +188,14 @@ public final class InferenceContext {
         let scale = 1 / Float(c.headDim).squareRoot()
         let slotStride = contextLength * kvDim
         for (l, lw) in w.layers.enumerated() {
-            pk_rms_norm(x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
+            pk_rms_norm(pool, x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
             matmul(h, n, (lw.wq, q), (lw.wk, k), (lw.wv, v))
             addBias(lw.bq, q, rows: n, width: qDim)
             addBias(lw.bk, k, rows: n, width: kvDim)
             addBias(lw.bv, v, rows: n, width: kvDim)
             let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
-            pk_rope(q, Int64(n), Int64(qDim), Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
-            pk_rope(k, Int64(n), Int64(kvDim), Int32(c.kvHeadCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
+            pk_rope(pool, q, Int64(n), Int64(qDim), Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
+            pk_rope(pool, k, Int64(n), Int64(kvDim), Int32(c.kvHeadCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
             for (r, i) in range.enumerated() {
                 let base = batch.slots[i] * slotStride
                 let at = base + Int(batch.positions[i]) * kvDim
@@ -208,9 +208,9 @@ public final class InferenceContext {
                          kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
             matmul(attn, n, (lw.wo, tmp))
             pk_add(x, tmp, Int64(n * e))
-            pk_rms_norm(x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
+            pk_rms_norm(pool, x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
             matmul(h, n, (lw.wGate, gate), (lw.wUp, up))
-            pk_swiglu(gate, up, Int64(n * c.feedForwardLength))
+            pk_swiglu(pool, gate, up, Int64(n), Int64(c.feedForwardLength))
             matmul(gate, n, (lw.wDown, tmp))
             pk_add(x, tmp, Int64(n * e))
         }
@@ -221,7 +221,7 @@ public final class InferenceContext {
             m += 1
         }
         guard m > 0 else { return }
-        pk_rms_norm(h, w.outputNorm.data.assumingMemoryBound(to: Float.self), h, Int64(m), Int64(e), eps)
+        pk_rms_norm(pool, h, w.outputNorm.data.assumingMemoryBound(to: Float.self), h, Int64(m), Int64(e), eps)
         var done = 0
         while done < m {
             let chunk = min(m - done, maxBatch)
