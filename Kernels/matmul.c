@@ -312,16 +312,18 @@ typedef struct {
     uint8_t *thread_scratch;
     size_t thread_bytes;
     kernel_set ks;
+    int64_t tile_bytes[PK_MATMUL_MAX_OPS];
+    _Atomic int64_t next_tile;
 } matmul_job;
+
+// How finely the tiles are dealt out: more runs balance better, each costs one atomic add.
+#define TILE_RUNS_PER_THREAD 8
 
 // Activation rows per call of the dot kernel.
 #define QT_TOKENS 8
 
-static void matmul_task(void *ctx, int ith, int nth) {
-    const matmul_job *j = ctx;
-    const int64_t total = j->first_tile[j->count];
-    const int64_t g0 = total * ith / nth, g1 = total * (ith + 1) / nth;
-    uint8_t *buf = j->thread_scratch + (size_t)ith * j->thread_bytes;
+// Tiles [g0, g1) of the job, in op order.
+static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
     for (int i = 0; i < j->count; i++) {
         const int64_t lo = j->first_tile[i] > g0 ? j->first_tile[i] : g0;
         const int64_t hi = j->first_tile[i + 1] < g1 ? j->first_tile[i + 1] : g1;
@@ -361,6 +363,38 @@ static void matmul_task(void *ctx, int ith, int nth) {
     }
 }
 
+// Threads take runs of tiles from a shared counter until none are left: tiles of different
+// formats and ops cost different amounts, so a fixed split would leave one thread waiting.
+static void matmul_task(void *ctx, int ith, int nth) {
+    matmul_job *j = ctx;
+    uint8_t *buf = j->thread_scratch + (size_t)ith * j->thread_bytes;
+    const int64_t total = j->first_tile[j->count];
+    if (nth == 1) { matmul_tiles(j, 0, total, buf); return; }
+    if (j->n == 1) {
+        // Decode streams the weights once: contiguous shares of equal bytes keep each thread's
+        // reads sequential (and its prefetches ahead of it).
+        int64_t bytes = 0;
+        for (int i = 0; i < j->count; i++) bytes += (j->first_tile[i + 1] - j->first_tile[i]) * j->tile_bytes[i];
+        const int64_t lo = bytes * ith / nth, hi = bytes * (ith + 1) / nth;
+        int64_t g0 = -1, g1 = -1, at = 0;
+        for (int i = 0; i < j->count; i++)
+            for (int64_t g = j->first_tile[i]; g < j->first_tile[i + 1]; g++) {
+                if (g0 < 0 && at >= lo) g0 = g;
+                if (g1 < 0 && at >= hi) g1 = g;
+                at += j->tile_bytes[i];
+            }
+        matmul_tiles(j, g0 < 0 ? total : g0, g1 < 0 ? total : g1, buf);
+        return;
+    }
+    int64_t run = total / ((int64_t)nth * TILE_RUNS_PER_THREAD);
+    if (run < 1) run = 1;
+    for (;;) {
+        const int64_t g0 = atomic_fetch_add_explicit(&j->next_tile, run, memory_order_relaxed);
+        if (g0 >= total) return;
+        matmul_tiles(j, g0, g0 + run < total ? g0 + run : total, buf);
+    }
+}
+
 // Quantizes activation rows [t0, t1) for every format the ops need, and their bias terms.
 static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1) {
     for (int kind = 0; kind < ACT_KINDS; kind++)
@@ -381,7 +415,7 @@ static void prepare_task(void *ctx, int ith, int nth) {
 
 // Below this many activation rows, preparing them on the calling thread is cheaper than a
 // second hand-off to the pool.
-#define PREPARE_PARALLEL_MIN 8
+#define PREPARE_PARALLEL_MIN 64
 
 int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
                    const float *x, int64_t n, void *scratch) {
@@ -403,6 +437,7 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
             j.need[j.fmt[i].act] = 1;
         }
         j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
+        j.tile_bytes[i] = QT_ROWS * (k / be) * (int64_t)pk_block_bytes(ops[i].type);
     }
     uint8_t *s = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     for (int kind = 0; kind < ACT_KINDS; kind++) {

@@ -22,7 +22,7 @@ static void rows_task(void *ctx, int ith, int nth) {
 }
 
 // Below this many values, one thread finishes before a hand-off to the pool would.
-#define PARALLEL_MIN_VALUES 16384
+#define PARALLEL_MIN_VALUES 65536
 
 static void for_rows(pk_pool *pool, int64_t rows, int64_t values, rows_fn fn, const void *args) {
     if (!pool || pk_pool_threads(pool) == 1 || values < PARALLEL_MIN_VALUES || rows < 2) {
@@ -95,7 +95,7 @@ static void rope_rows(const void *a, int64_t r0, int64_t r1) {
 void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
              const int32_t *positions, float freq_base, int neox) {
     const rope_args a = {x, stride, heads, head_dim, rope_dims, neox, positions, freq_base};
-    for_rows(pool, n, n * heads * (int64_t)head_dim * 8, rope_rows, &a);
+    for_rows(pool, n, n * heads * (int64_t)head_dim * 2, rope_rows, &a);
 }
 
 // ---- SwiGLU ----------------------------------------------------------------------------------

@@ -86,12 +86,16 @@ INL __m512i spread4(__m512i bits) {
 // fused decode kernel and the tile kernel.
 INL void step(const int sub, const int offsets, const __m512i *w, __m512 sc, __m512 of, const int8_t *xj,
               int32_t nb, float dx, float xs, __m512 *acc, __m512 *off) {
-    __m512i s = _mm512_set1_epi32(nb);
-    for (int v = 0; v < sub / 4; v++) {
-        int32_t quad;
-        memcpy(&quad, xj + 4 * v, 4);
-        s = _mm512_dpbusd_epi32(s, w[v], _mm512_set1_epi32(quad));
+    // Two chains of dot products (integer sums are exact in any order) halve the latency.
+    __m512i s = _mm512_set1_epi32(nb), s1 = _mm512_setzero_si512();
+    for (int v = 0; v < sub / 4; v += 2) {
+        int32_t q0, q1;
+        memcpy(&q0, xj + 4 * v, 4);
+        memcpy(&q1, xj + 4 * v + 4, 4);
+        s = _mm512_dpbusd_epi32(s, w[v], _mm512_set1_epi32(q0));
+        s1 = _mm512_dpbusd_epi32(s1, w[v + 1], _mm512_set1_epi32(q1));
     }
+    s = _mm512_add_epi32(s, s1);
     *acc = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(dx)), _mm512_cvtepi32_ps(s), *acc);
     if (offsets) *off = _mm512_fmadd_ps(of, _mm512_set1_ps(xs), *off);
 }
