@@ -104,11 +104,14 @@ final class SchemaCompiler {
         let anyOf = get(d, "anyOf"), oneOf = get(d, "oneOf")
         if anyOf != nil || oneOf != nil {
             if anyOf != nil && oneOf != nil {
-                // Both: oneOf becomes part of each anyOf alternative (allOf semantics).
-                var rest = without(d, ["anyOf"])
-                rest = try checkedOneOfAsSiblings(rest, ptr)
-                d = rest + [("anyOf", anyOf!)]
-                return try ruleFor(without(d, ["oneOf"]) , ptr)
+                // Both: exactly one oneOf branch (checked exclusive) and some anyOf branch.
+                guard let a = anyOf?.arrayValue, let o = oneOf?.arrayValue else {
+                    throw .invalidSchema(reason: "anyOf and oneOf must be arrays", pointer: ptr)
+                }
+                if !(try provablyDisjoint(o, ptr)) {
+                    if options.lenient { ignored.append(ptr + "/oneOf") } else { throw .unsupportedKeyword(keyword: "oneOf", pointer: ptr + "/oneOf") }
+                }
+                return try ruleFor(without(d, ["anyOf", "oneOf"]) + [("anyOf", try product(a, o, ptr))], ptr)
             }
             let key = anyOf != nil ? "anyOf" : "oneOf"
             guard case .array(let alts) = (anyOf ?? oneOf)!, !alts.isEmpty else {
@@ -142,10 +145,12 @@ final class SchemaCompiler {
         return try typedRule(d, ptr)
     }
 
-    /// Turns `oneOf` next to `anyOf` into an `allOf` member when it is provably exclusive.
-    func checkedOneOfAsSiblings(_ d: Members, _ ptr: String) throws(GrammarError) -> Members {
-        guard let one = get(d, "oneOf") else { return d }
-        return without(d, ["oneOf"]) + [("allOf", .array([.object([("anyOf", one)])]))]
+    /// The pairwise conjunctions of two lists of alternatives.
+    func product(_ a: [JSONValue], _ b: [JSONValue], _ ptr: String) throws(GrammarError) -> JSONValue {
+        guard a.count * b.count <= 256 else { throw .budgetExceeded("allOf over unions with more than 256 combinations at \(ptr)") }
+        var out: [JSONValue] = []
+        for x in a { for y in b { out.append(.object([("allOf", .array([x, y]))])) } }
+        return .array(out)
     }
 
     /// A subschema as an object (resolving a top-level `$ref` chain); nil for `false`.
@@ -319,8 +324,7 @@ final class SchemaCompiler {
             case "items", "additionalItems":
                 set(k, .object([("allOf", .array([cur, v]))]))
             case "anyOf", "oneOf":
-                set("allOf", .array([.object([(k, cur)]), .object([(k, v)])]))
-                out.removeAll { $0.key == k }
+                set(k, try product(cur.arrayValue ?? [], v.arrayValue ?? [], ptr))
             case "allOf":
                 set(k, .array((cur.arrayValue ?? []) + (v.arrayValue ?? [])))
             case "format":
