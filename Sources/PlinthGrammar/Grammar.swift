@@ -44,6 +44,11 @@ final class Grammar: Sendable {
     /// Whether a rule has no call edges (its frames only ever pop).
     let ruleIsLeaf: [Bool]
     let returnLabel: [Int32]
+    /// Whether a state can leave its rule (accepting, or with calls).
+    let isExit: [Bool]
+    /// The automaton of each leaf rule (nil for rules with calls): the key under which its
+    /// token masks are shared by every grammar compiled for a vocabulary.
+    let leafDFA: [DFA?]
     let labels: [JSONPathComponent]
     let root: Int32
     let stateCount: Int
@@ -138,6 +143,7 @@ final class Grammar: Sendable {
         var callStart = [Int32](repeating: 0, count: total + 1)
         var callRule: [Int32] = [], callReturn: [Int32] = []
         var ruleStart: [Int32] = [], minC: [Int32] = [], maxC: [Int32] = [], counted: [Bool] = [], leaf: [Bool] = []
+        var leafDFAs: [DFA?] = []
         for (nr, r) in order.enumerated() {
             let d = dfas[Int(r)]!
             let base = Int(offset[Int(r)])
@@ -167,6 +173,7 @@ final class Grammar: Sendable {
                 }
             }
             leaf.append(isLeaf)
+            leafDFAs.append(isLeaf ? d : nil)
             if c != nil { isBoundary[base + 1] = true }
             for (s, l) in b.rules[Int(r)].returnLabels where Int(s) < d.count { returnLabel[base + Int(s)] = l }
         }
@@ -187,6 +194,8 @@ final class Grammar: Sendable {
         self.ruleIsCounted = counted
         self.ruleIsLeaf = leaf
         self.returnLabel = returnLabel
+        self.leafDFA = leafDFAs
+        self.isExit = (0..<total).map { accepting[$0] || callStart[$0] != callStart[$0 + 1] }
         self.labels = b.labels
         self.root = 0
         self.stateCount = total

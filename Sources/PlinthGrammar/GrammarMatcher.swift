@@ -98,6 +98,8 @@ public final class GrammarMatcher {
     func addMask(of x: Int32, into words: UnsafeMutableBufferPointer<UInt32>) {
         let f = frames[Int(x)]
         let e = grammar.entry(state: f.state, count: f.count)
+        let r = Int(g.ruleOf[Int(f.state)])
+        let base = grammar.leafCaches[r] != nil ? g.ruleStart[r] : 0
         if !e.nonEmptyWords.isEmpty {
             e.words.withUnsafeBufferPointer { src in for i in e.nonEmptyWords { words[Int(i)] |= src[Int(i)] } }
         } else {
@@ -106,8 +108,8 @@ public final class GrammarMatcher {
         for k in 0..<e.frontierNodes.count {
             var set: [Int32] = []
             let mark = frames.count
-            exits(state: e.frontierStates[k], count: f.count, parent: f.parent, into: &set)
-            if !set.isEmpty { walk(from: e.frontierNodes[k], set: set, into: words) }
+            exits(state: e.frontierStates[k] + base, count: f.count, parent: f.parent, into: &set)
+            if !set.isEmpty { walk(from: e.frontierNodes[k], set: set, into: words, trie: e.inRest ? vocabulary.rest : vocabulary.all) }
             frames.removeSubrange(mark...)
         }
     }
@@ -341,8 +343,7 @@ public final class GrammarMatcher {
     }
 
     /// Marks the tokens in the subtree below trie node `node` that configurations `set` accept.
-    func walk(from node: Int32, set: [Int32], into words: UnsafeMutableBufferPointer<UInt32>) {
-        let v = vocabulary
+    func walk(from node: Int32, set: [Int32], into words: UnsafeMutableBufferPointer<UInt32>, trie v: TokenTrie) {
         let base = Int(v.nodeDepth[Int(node)])
         levelItems.removeAll(keepingCapacity: true)
         levelItems.append(contentsOf: set)
@@ -362,7 +363,7 @@ public final class GrammarMatcher {
             let tok = v.nodeToken[i]
             if tok >= 0 {
                 words[Int(tok) >> 5] |= 1 << (UInt32(tok) & 31)
-                if let more = v.duplicateTokens[Int32(i)] { for m in more { words[Int(m) >> 5] |= 1 << (UInt32(m) & 31) } }
+                if v.hasDuplicates, let more = v.duplicateTokens[Int32(i)] { for m in more { words[Int(m) >> 5] |= 1 << (UInt32(m) & 31) } }
             }
             if Int(v.nodeEnd[i]) > i + 1 {
                 levelItems.removeSubrange(levelEnd[d - 1]...)

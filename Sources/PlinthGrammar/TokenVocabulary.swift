@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The token vocabulary of a model as the constrained decoder sees it: the bytes each token
 /// stands for, organised as a trie so that a token mask is one walk over shared prefixes.
 ///
@@ -21,16 +23,21 @@ public final class TokenVocabulary: Sendable {
     public let maxTokenLength: Int
 
     let tokenBytes: [[UInt8]]
-    let nodeByte: [UInt8]
-    let nodeDepth: [UInt16]
-    /// One past the last node of a node's subtree (preorder).
-    let nodeEnd: [Int32]
-    /// The token that ends at a node, or -1.
-    let nodeToken: [Int32]
-    /// Further tokens with the same bytes as `nodeToken` (rare), by node.
-    let duplicateTokens: [Int32: [Int32]]
-    /// For each token in the trie, its node.
+    /// Every usable token.
+    let all: TokenTrie
+    /// The tokens outside the string slice (see ``sliceAll``).
+    let rest: TokenTrie
+    /// The string slice: tokens made only of whole UTF-8 characters that JSON strings take
+    /// unescaped (no `"`, `\`, control characters). A state that reads any such character and
+    /// stays inside its rule allows all of them at once.
+    let sliceAll: [UInt32]
+    /// `sliceUpTo[k]`: slice tokens of at most `k` characters.
+    let sliceUpTo: [[UInt32]]
+    /// For each token in the full trie, its node (-1 when excluded).
     let tokenNode: [Int32]
+    /// Token masks of leaf automata (strings, numbers, literals), shared by every grammar
+    /// compiled for this vocabulary: the same automaton gives the same masks in any schema.
+    let leafCaches = Mutex<[DFA: LeafMaskCache]>([:])
 
     /// Creates a vocabulary from the bytes of every token.
     ///
@@ -48,11 +55,118 @@ public final class TokenVocabulary: Sendable {
         }
         size = tokens.count
         self.endOfSequence = endOfSequence
-        maskWordCount = (tokens.count + 31) / 32
+        let wc = (tokens.count + 31) / 32
+        maskWordCount = wc
         tokenBytes = tokens
         let eos = Set(endOfSequence)
-        var ids = (0..<tokens.count).filter { !tokens[$0].isEmpty && !excluded.contains(Int32($0)) && !eos.contains(Int32($0)) }
-        ids.sort { a, b in
+        let ids = (0..<tokens.count).filter { !tokens[$0].isEmpty && !excluded.contains(Int32($0)) && !eos.contains(Int32($0)) }
+        all = TokenTrie(ids: ids, tokens: tokens)
+        var node = [Int32](repeating: -1, count: tokens.count)
+        for (n, t) in all.nodeToken.enumerated() where t >= 0 { node[Int(t)] = Int32(n) }
+        for (n, more) in all.duplicateTokens { for t in more { node[Int(t)] = n } }
+        tokenNode = node
+        // The string slice.
+        var restIDs: [Int] = []
+        var byChars: [Int: [Int]] = [:]
+        for id in ids {
+            if let n = TokenVocabulary.safeCharacterCount(tokens[id]) { byChars[n, default: []].append(id) } else { restIDs.append(id) }
+        }
+        rest = TokenTrie(ids: restIDs, tokens: tokens)
+        let maxChars = byChars.keys.max() ?? 0
+        var cumulative: [[UInt32]] = []
+        var acc = [UInt32](repeating: 0, count: wc)
+        for k in 0...maxChars {
+            for id in byChars[k] ?? [] { acc[id >> 5] |= 1 << (UInt32(id) & 31) }
+            cumulative.append(acc)
+        }
+        sliceAll = acc
+        sliceUpTo = cumulative
+        maxTokenLength = tokens.map(\.count).max() ?? 0
+    }
+
+    /// The number of characters of `bytes` if it is whole UTF-8 characters that a JSON string
+    /// takes unescaped; otherwise nil.
+    static func safeCharacterCount(_ bytes: [UInt8]) -> Int? {
+        var i = 0, n = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            let len: Int
+            if b < 0x80 {
+                if b < 0x20 || b == 0x22 || b == 0x5C { return nil }
+                len = 1
+            } else if b >= 0xC2 && b <= 0xDF { len = 2 }
+            else if b >= 0xE0 && b <= 0xEF { len = 3 }
+            else if b >= 0xF0 && b <= 0xF4 { len = 4 }
+            else { return nil }
+            guard i + len <= bytes.count else { return nil }
+            for k in 1..<len where bytes[i + k] & 0xC0 != 0x80 { return nil }
+            if len == 3 {
+                if b == 0xE0 && bytes[i + 1] < 0xA0 { return nil }
+                if b == 0xED && bytes[i + 1] > 0x9F { return nil }
+            }
+            if len == 4 {
+                if b == 0xF0 && bytes[i + 1] < 0x90 { return nil }
+                if b == 0xF4 && bytes[i + 1] > 0x8F { return nil }
+            }
+            i += len
+            n += 1
+        }
+        return n
+    }
+
+    /// The bytes of a token.
+    public func bytes(of token: Int32) -> [UInt8] {
+        guard token >= 0, Int(token) < size else { return [] }
+        return tokenBytes[Int(token)]
+    }
+
+    /// Greedy longest-match tokenization of `bytes` through the trie (tokens in the trie only).
+    func greedyTokens(_ bytes: [UInt8]) -> (tokens: [Int32], lastNodeHasChildren: Bool) {
+        let t = all
+        var out: [Int32] = []
+        var i = 0
+        var lastExtensible = false
+        while i < bytes.count {
+            var node: Int32 = 0
+            var best: (tok: Int32, len: Int, node: Int32)? = nil
+            var j = i
+            while j < bytes.count {
+                var c = node + 1
+                let end = t.nodeEnd[Int(node)]
+                var found: Int32 = -1
+                while c < end {
+                    if t.nodeByte[Int(c)] == bytes[j] { found = c; break }
+                    c = t.nodeEnd[Int(c)]
+                }
+                if found < 0 { break }
+                node = found
+                j += 1
+                if t.nodeToken[Int(node)] >= 0 { best = (t.nodeToken[Int(node)], j - i, node) }
+            }
+            guard let b = best else { return (out, false) }
+            out.append(b.tok)
+            lastExtensible = t.nodeEnd[Int(b.node)] > b.node + 1
+            i += b.len
+        }
+        return (out, lastExtensible)
+    }
+}
+
+/// A trie of token byte strings in preorder: node 0 is the root (the empty string); a node's
+/// subtree is the range up to `nodeEnd`.
+struct TokenTrie: Sendable {
+    let nodeByte: [UInt8]
+    let nodeDepth: [UInt16]
+    let nodeEnd: [Int32]
+    /// The token that ends at a node, or -1.
+    let nodeToken: [Int32]
+    /// Further tokens with the same bytes as `nodeToken` (rare), by node.
+    let duplicateTokens: [Int32: [Int32]]
+    let hasDuplicates: Bool
+    var count: Int { nodeByte.count }
+
+    init(ids unsorted: [Int], tokens: [[UInt8]]) {
+        let ids = unsorted.sorted { a, b in
             let x = tokens[a], y = tokens[b]
             if x == y { return a < b }
             return x.lexicographicallyPrecedes(y)
@@ -60,33 +174,22 @@ public final class TokenVocabulary: Sendable {
         var bytes: [UInt8] = [0], depth: [UInt16] = [0], tok: [Int32] = [-1]
         var end: [Int32] = [0]
         var dup: [Int32: [Int32]] = [:]
-        var tokenNode = [Int32](repeating: -1, count: tokens.count)
-        var path: [Int32] = [0] // node at each depth of the previous token
+        var path: [Int32] = [0]
         var prev: [UInt8] = []
-        var maxLen = 0
         for id in ids {
             let t = tokens[id]
-            maxLen = max(maxLen, t.count)
             var common = 0
             while common < prev.count, common < t.count, prev[common] == t[common] { common += 1 }
-            // Close nodes deeper than the shared prefix.
-            while path.count - 1 > common {
-                let closed = path.removeLast()
-                end[Int(closed)] = Int32(bytes.count)
-            }
+            while path.count - 1 > common { end[Int(path.removeLast())] = Int32(bytes.count) }
             if common == t.count {
-                // Same bytes as the previous token.
                 let node = path[common]
                 if tok[Int(node)] < 0 { tok[Int(node)] = Int32(id) } else { dup[node, default: []].append(Int32(id)) }
-                tokenNode[id] = node
             } else {
                 for k in common..<t.count {
                     bytes.append(t[k]); depth.append(UInt16(min(k + 1, Int(UInt16.max)))); tok.append(-1); end.append(0)
                     path.append(Int32(bytes.count - 1))
                 }
-                let node = path.last!
-                tok[Int(node)] = Int32(id)
-                tokenNode[id] = node
+                tok[Int(path.last!)] = Int32(id)
             }
             prev = t
         }
@@ -96,46 +199,81 @@ public final class TokenVocabulary: Sendable {
         nodeEnd = end
         nodeToken = tok
         duplicateTokens = dup
-        self.tokenNode = tokenNode
-        maxTokenLength = maxLen
+        hasDuplicates = !dup.isEmpty
+    }
+}
+
+/// The cached masks of one leaf automaton (states numbered locally, from 0).
+final class LeafMaskCache: Sendable {
+    let entries = Mutex<[UInt64: MaskEntry]>([:])
+    /// States from which every string-slice character keeps the automaton inside the rule
+    /// (in non-exit states), so that every slice token is allowed.
+    let sliceClosed: [Bool]
+
+    init(_ dfa: DFA) {
+        sliceClosed = LeafMaskCache.closedStates(dfa)
     }
 
-    /// The bytes of a token.
-    public func bytes(of token: Int32) -> [UInt8] {
-        guard token >= 0, Int(token) < size else { return [] }
-        return tokenBytes[Int(token)]
-    }
-
-    var nodeCount: Int { nodeByte.count }
-
-    /// Greedy longest-match tokenization of `bytes` through the trie (tokens in the trie only).
-    func greedyTokens(_ bytes: [UInt8]) -> (tokens: [Int32], lastNodeHasChildren: Bool) {
-        var out: [Int32] = []
-        var i = 0
-        var lastExtensible = false
-        while i < bytes.count {
-            var node: Int32 = 0
-            var best: (tok: Int32, len: Int, node: Int32)? = nil
-            var j = i
-            while j < bytes.count {
-                // Find child of `node` with byte bytes[j].
-                var c = node + 1
-                let end = nodeEnd[Int(node)]
-                var found: Int32 = -1
-                while c < end {
-                    if nodeByte[Int(c)] == bytes[j] { found = c; break }
-                    c = nodeEnd[Int(c)]
-                }
-                if found < 0 { break }
-                node = found
-                j += 1
-                if nodeToken[Int(node)] >= 0 { best = (nodeToken[Int(node)], j - i, node) }
+    /// Greatest fixpoint over (state, UTF-8 position) pairs: a pair is good when every byte
+    /// the UTF-8 automaton allows next leads to a good pair, and at character boundaries the
+    /// state is not an exit.
+    static func closedStates(_ dfa: DFA) -> [Bool] {
+        let n = dfa.count
+        if n > 20_000 { return [Bool](repeating: false, count: n) }
+        // UTF-8 positions: 0 boundary, 1 need 1 cont, 2 need 2, 3 need 3, 4 after E0, 5 after ED, 6 after F0, 7 after F4.
+        func utf8(_ u: Int, _ b: UInt8) -> Int {
+            switch u {
+            case 0:
+                if b < 0x80 { return (b < 0x20 || b == 0x22 || b == 0x5C) ? -1 : 0 }
+                if b >= 0xC2 && b <= 0xDF { return 1 }
+                if b == 0xE0 { return 4 }
+                if b == 0xED { return 5 }
+                if b >= 0xE1 && b <= 0xEF { return 2 }
+                if b == 0xF0 { return 6 }
+                if b == 0xF4 { return 7 }
+                if b >= 0xF1 && b <= 0xF3 { return 3 }
+                return -1
+            case 1: return b & 0xC0 == 0x80 ? 0 : -1
+            case 2: return b & 0xC0 == 0x80 ? 1 : -1
+            case 3: return b & 0xC0 == 0x80 ? 2 : -1
+            case 4: return b >= 0xA0 && b <= 0xBF ? 1 : -1
+            case 5: return b >= 0x80 && b <= 0x9F ? 1 : -1
+            case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1
+            default: return b >= 0x80 && b <= 0x8F ? 2 : -1
             }
-            guard let b = best else { return (out, false) }
-            out.append(b.tok)
-            lastExtensible = nodeEnd[Int(b.node)] > b.node + 1
-            i += b.len
         }
-        return (out, lastExtensible)
+        var next = [Int32](repeating: -1, count: n * 256)
+        for s in 0..<n { for e in dfa.trans[s] { for b in Int(e.lo)...Int(e.hi) { next[s * 256 + b] = e.to } } }
+        var good = [Bool](repeating: true, count: n * 8)
+        for s in 0..<n where dfa.accepting[s] || !dfa.calls[s].isEmpty { good[s * 8] = false }
+        var changed = true
+        while changed {
+            changed = false
+            for s in 0..<n {
+                for u in 0..<8 where good[s * 8 + u] {
+                    for b in 0..<256 {
+                        let v = utf8(u, UInt8(b))
+                        if v < 0 { continue }
+                        let t = next[s * 256 + b]
+                        if t < 0 || !good[Int(t) * 8 + v] { good[s * 8 + u] = false; changed = true; break }
+                    }
+                }
+            }
+        }
+        return (0..<n).map { good[$0 * 8] }
     }
+}
+
+extension TokenVocabulary {
+    func leafCache(for dfa: DFA) -> LeafMaskCache {
+        leafCaches.withLock { c in
+            if let x = c[dfa] { return x }
+            let x = LeafMaskCache(dfa)
+            c[dfa] = x
+            return x
+        }
+    }
+
+    /// Forgets the shared leaf masks (for cold-start measurements).
+    public func removeCachedMasks() { leafCaches.withLock { $0.removeAll() } }
 }

@@ -154,6 +154,7 @@ for model in opts.models {
         "invalid_rejected": invalidRejected, "invalid_accepted": invalidAccepted,
     ]
     summary[model] = result
+    print(debugStatsReport())
     try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: "\(opts.out)/plinth-\(model).json"))
     print(String(data: try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys]), encoding: .utf8)!)
     if opts.verbose || !rejectedValid.isEmpty {
