@@ -1,4 +1,3 @@
-import Foundation
 import Synchronization
 
 /// The token mask of one automaton state that does not depend on the stack: tokens whose bytes
@@ -40,7 +39,6 @@ public final class CompiledGrammar: Sendable {
     /// compiler ignored in lenient mode.
     public let ignoredKeywords: [String]
     let entries = Mutex<[UInt64: MaskEntry]>([:])
-    let contextMasks = Mutex<ContextMaskCache>(ContextMaskCache())
     let countClamp: Int32
     let returnIsElement: [Bool]
     /// Per rule: the shared mask cache of a leaf rule, or nil.
@@ -165,21 +163,3 @@ public final class CompiledGrammar: Sendable {
         return MaskEntry(words: words, frontierNodes: fNodes, frontierStates: fStates, frontierCounts: fCounts, inRest: inRest)
     }
 }
-
-/// Full masks for recurring stack contexts: the mask of a single configuration depends only on
-/// the frames a token's bytes can reach, so it is cached under those frames' states.
-struct ContextMaskCache {
-    var masks: [ContextKey: [UInt32]] = [:]
-    var bytes = 0
-}
-
-struct ContextKey: Hashable {
-    var frames: [UInt64]
-}
-
-enum DebugStats {
-    nonisolated(unsafe) static var n = [0, 0, 0]
-    nonisolated(unsafe) static var ns: [UInt64] = [0, 0, 0]
-    public static func report() -> String { "nonleaf \(n[0]) \(ns[0] / 1_000_000)ms, leaf \(n[1]) \(ns[1] / 1_000_000)ms, counted \(n[2]) \(ns[2] / 1_000_000)ms" }
-}
-public func debugStatsReport() -> String { DebugStats.report() }

@@ -84,11 +84,7 @@ public final class GrammarMatcher {
         let mark0 = frames.count
         let canEnd = closure(tops, into: &lex)
         let mark = frames.count
-        if lex.count == 1, let cached = grammar.contextMask(self, frame: lex[0]) {
-            cached.withUnsafeBufferPointer { c in for i in 0..<wc { words[i] = c[i] } }
-        } else {
-            for x in lex { addMask(of: x, into: words) }
-        }
+        for x in lex { addMask(of: x, into: words) }
         frames.removeSubrange(mark...)
         if canEnd { for e in vocabulary.endOfSequence { words[Int(e) >> 5] |= 1 << (UInt32(e) & 31) } }
         frames.removeSubrange(mark0...)
@@ -377,9 +373,4 @@ public final class GrammarMatcher {
             i += 1
         }
     }
-}
-
-extension CompiledGrammar {
-    /// A cached full mask for a single configuration, when its context has been seen before.
-    func contextMask(_ m: GrammarMatcher, frame: Int32) -> [UInt32]? { nil }
 }

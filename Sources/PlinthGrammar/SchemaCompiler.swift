@@ -286,8 +286,27 @@ final class SchemaCompiler {
         }
         let aProps = get(a, "properties")?.objectMembers
         let bProps = get(bd, "properties")?.objectMembers
+        // Positional array keywords: `items` applies after the prefix of its own schema only.
+        let arrayKeys: Set<String> = ["items", "prefixItems", "additionalItems"]
+        let aArr = a.filter { arrayKeys.contains($0.key) }, bArr = bd.filter { arrayKeys.contains($0.key) }
+        if !aArr.isEmpty && !bArr.isEmpty {
+            func parts(_ d: Members) throws(GrammarError) -> (prefix: [JSONValue], rest: JSONValue) {
+                if case .array(let t)? = get(d, "items") { return (t, get(d, "additionalItems") ?? .bool(true)) }
+                return (get(d, "prefixItems")?.arrayValue ?? [], get(d, "items") ?? .bool(true))
+            }
+            let (pa, ra) = try parts(a), (pb, rb) = try parts(bd)
+            var prefix: [JSONValue] = []
+            for i in 0..<max(pa.count, pb.count) {
+                let x = i < pa.count ? pa[i] : ra, y = i < pb.count ? pb[i] : rb
+                prefix.append(.object([("allOf", .array([x, y]))]))
+            }
+            out.removeAll { arrayKeys.contains($0.key) }
+            if !prefix.isEmpty { out.append(("prefixItems", .array(prefix))) }
+            out.append(("items", .object([("allOf", .array([ra, rb]))])))
+        }
         for (k, v) in bd {
             if k == "properties" || k == "additionalProperties" { continue } // handled below
+            if arrayKeys.contains(k) && !aArr.isEmpty { continue } // merged above
             guard let cur = get(out, k) else { out.append((k, v)); continue }
             if cur == v { continue }
             switch k {

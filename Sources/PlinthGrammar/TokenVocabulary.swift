@@ -206,59 +206,56 @@ struct TokenTrie: Sendable {
 /// The cached masks of one leaf automaton (states numbered locally, from 0).
 final class LeafMaskCache: Sendable {
     let entries = Mutex<[UInt64: MaskEntry]>([:])
-    /// States from which every string-slice character keeps the automaton inside the rule
-    /// (in non-exit states), so that every slice token is allowed.
-    let sliceClosed: [Bool]
+    let dfa: DFA
+    let closed = Mutex<[Bool]?>(nil)
 
-    init(_ dfa: DFA) {
-        sliceClosed = LeafMaskCache.closedStates(dfa)
+    init(_ dfa: DFA) { self.dfa = dfa }
+
+    /// States from which every string-slice character keeps the automaton inside the rule (in
+    /// non-exit states), so that every slice token is allowed there. Computed on first use.
+    var sliceClosed: [Bool] {
+        if let c = closed.withLock({ $0 }) { return c }
+        let c = LeafMaskCache.closedStates(dfa)
+        closed.withLock { $0 = c }
+        return c
     }
+
+    /// UTF-8 positions: 0 boundary, 1-3 continuation bytes still needed, 4 after E0, 5 after
+    /// ED, 6 after F0, 7 after F4. For each: the byte ranges allowed next and where they lead.
+    static let utf8Moves: [[(lo: UInt8, hi: UInt8, next: Int)]] = [
+        [(0x20, 0x21, 0), (0x23, 0x5B, 0), (0x5D, 0x7F, 0), (0xC2, 0xDF, 1), (0xE0, 0xE0, 4), (0xE1, 0xEC, 2),
+         (0xED, 0xED, 5), (0xEE, 0xEF, 2), (0xF0, 0xF0, 6), (0xF1, 0xF3, 3), (0xF4, 0xF4, 7)],
+        [(0x80, 0xBF, 0)], [(0x80, 0xBF, 1)], [(0x80, 0xBF, 2)],
+        [(0xA0, 0xBF, 1)], [(0x80, 0x9F, 1)], [(0x90, 0xBF, 2)], [(0x80, 0x8F, 2)],
+    ]
 
     /// Greatest fixpoint over (state, UTF-8 position) pairs: a pair is good when every byte
     /// the UTF-8 automaton allows next leads to a good pair, and at character boundaries the
     /// state is not an exit.
     static func closedStates(_ dfa: DFA) -> [Bool] {
         let n = dfa.count
-        if n > 20_000 { return [Bool](repeating: false, count: n) }
-        // UTF-8 positions: 0 boundary, 1 need 1 cont, 2 need 2, 3 need 3, 4 after E0, 5 after ED, 6 after F0, 7 after F4.
-        func utf8(_ u: Int, _ b: UInt8) -> Int {
-            switch u {
-            case 0:
-                if b < 0x80 { return (b < 0x20 || b == 0x22 || b == 0x5C) ? -1 : 0 }
-                if b >= 0xC2 && b <= 0xDF { return 1 }
-                if b == 0xE0 { return 4 }
-                if b == 0xED { return 5 }
-                if b >= 0xE1 && b <= 0xEF { return 2 }
-                if b == 0xF0 { return 6 }
-                if b == 0xF4 { return 7 }
-                if b >= 0xF1 && b <= 0xF3 { return 3 }
-                return -1
-            case 1: return b & 0xC0 == 0x80 ? 0 : -1
-            case 2: return b & 0xC0 == 0x80 ? 1 : -1
-            case 3: return b & 0xC0 == 0x80 ? 2 : -1
-            case 4: return b >= 0xA0 && b <= 0xBF ? 1 : -1
-            case 5: return b >= 0x80 && b <= 0x9F ? 1 : -1
-            case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1
-            default: return b >= 0x80 && b <= 0x8F ? 2 : -1
-            }
-        }
-        var next = [Int32](repeating: -1, count: n * 256)
-        for s in 0..<n { for e in dfa.trans[s] { for b in Int(e.lo)...Int(e.hi) { next[s * 256 + b] = e.to } } }
         var good = [Bool](repeating: true, count: n * 8)
-        for s in 0..<n where dfa.accepting[s] || !dfa.calls[s].isEmpty { good[s * 8] = false }
-        var changed = true
-        while changed {
-            changed = false
-            for s in 0..<n {
-                for u in 0..<8 where good[s * 8 + u] {
-                    for b in 0..<256 {
-                        let v = utf8(u, UInt8(b))
-                        if v < 0 { continue }
-                        let t = next[s * 256 + b]
-                        if t < 0 || !good[Int(t) * 8 + v] { good[s * 8 + u] = false; changed = true; break }
+        var rev = [[Int32]](repeating: [], count: n * 8) // (t, v) -> predecessors (s * 8 + u)
+        var queue: [Int32] = []
+        func bad(_ p: Int) { if good[p] { good[p] = false; queue.append(Int32(p)) } }
+        for s in 0..<n {
+            if dfa.accepting[s] || !dfa.calls[s].isEmpty { bad(s * 8) }
+            let edges = dfa.trans[s] // sorted, disjoint
+            for u in 0..<8 {
+                for m in utf8Moves[u] {
+                    var b = Int(m.lo)
+                    for e in edges where Int(e.hi) >= b && Int(e.lo) <= Int(m.hi) {
+                        if Int(e.lo) > b { break }
+                        rev[Int(e.to) * 8 + m.next].append(Int32(s * 8 + u))
+                        b = Int(e.hi) + 1
+                        if b > Int(m.hi) { break }
                     }
+                    if b <= Int(m.hi) { bad(s * 8 + u) } // some byte has no edge
                 }
             }
+        }
+        while let p = queue.popLast() {
+            for q in rev[Int(p)] { bad(Int(q)) }
         }
         return (0..<n).map { good[$0 * 8] }
     }

@@ -99,6 +99,7 @@ for model in opts.models {
         do {
             grammar = try compiler.compile(schema: file.schema, options: options)
             compileMs.append(Double(nanos() - c0) / 1e6)
+            if opts.verbose && Double(nanos() - c0) / 1e6 > 5 { print("slow compile \(Double(nanos() - c0) / 1e6)ms \(file.name) states \(grammar!.stateCount)") }
             compiled += 1
         } catch {
             let key: String
@@ -122,6 +123,7 @@ for model in opts.models {
                 m.fillAllowedTokens(words)
                 let e = nanos()
                 if test.valid { maskUs.append(Double(e - s) / 1e3) }
+                if opts.verbose && Double(e - s) / 1e3 > 2000 { print("slow mask \(Double(e - s) / 1e3)us \(file.name) test \(ti) before token \(t)") }
                 let allowed = words[Int(t) >> 5] & (1 << (UInt32(t) & 31)) != 0
                 let accepted = m.accept(t)
                 if allowed != accepted { print("MASK/ACCEPT MISMATCH \(file.name) test \(ti) token \(t)"); }
@@ -154,7 +156,6 @@ for model in opts.models {
         "invalid_rejected": invalidRejected, "invalid_accepted": invalidAccepted,
     ]
     summary[model] = result
-    print(debugStatsReport())
     try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: "\(opts.out)/plinth-\(model).json"))
     print(String(data: try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys]), encoding: .utf8)!)
     if opts.verbose || !rejectedValid.isEmpty {
