@@ -69,6 +69,12 @@ let package = Package(
             ],
             path: "Sources/plinth"
         ),
+        // Mask-time benchmark of the constrained decoder against llguidance (Benchmarks/grammar).
+        .executableTarget(
+            name: "plinth-grammar-bench",
+            dependencies: ["PlinthGrammar", "PlinthRuntime"],
+            path: "Benchmarks/grammar/Bench"
+        ),
         .testTarget(
             name: "PlinthRuntimeTests",
             dependencies: ["PlinthRuntime", "PlinthKernels"],

@@ -1,0 +1,264 @@
+/// A byte range transition `lo...hi → to`.
+struct ByteEdge: Hashable {
+    var lo: UInt8
+    var hi: UInt8
+    var to: Int32
+}
+
+/// A call transition: run rule `rule`, then continue at `to`.
+struct CallEdge: Hashable {
+    var rule: Int32
+    var to: Int32
+}
+
+/// A nondeterministic automaton over bytes with ε-moves and rule calls; the construction
+/// medium for every rule before it is made deterministic.
+struct NFA {
+    var eps: [[Int32]] = []
+    var edges: [[ByteEdge]] = []
+    var calls: [[CallEdge]] = []
+
+    var count: Int { eps.count }
+
+    @discardableResult
+    mutating func add() -> Int32 {
+        eps.append([]); edges.append([]); calls.append([])
+        return Int32(eps.count - 1)
+    }
+    mutating func epsilon(_ from: Int32, _ to: Int32) { eps[Int(from)].append(to) }
+    mutating func range(_ from: Int32, _ lo: UInt8, _ hi: UInt8, _ to: Int32) {
+        edges[Int(from)].append(ByteEdge(lo: lo, hi: hi, to: to))
+    }
+    mutating func call(_ from: Int32, _ rule: Int32, _ to: Int32) { calls[Int(from)].append(CallEdge(rule: rule, to: to)) }
+
+    /// Appends `bytes` after `from`; returns the end state.
+    mutating func literal(_ from: Int32, _ bytes: [UInt8]) -> Int32 {
+        var s = from
+        for b in bytes { let t = add(); range(s, b, b, t); s = t }
+        return s
+    }
+
+    /// Copies `dfa` (a leaf automaton, no calls) into this NFA after `from`; returns a state
+    /// reached by ε from every accepting state of the copy.
+    mutating func embed(_ dfa: DFA, from: Int32) -> Int32 {
+        let base = Int32(count)
+        for _ in 0..<dfa.count { add() }
+        epsilon(from, base)
+        let end = add()
+        for s in 0..<dfa.count {
+            for e in dfa.trans[s] { range(base + Int32(s), e.lo, e.hi, base + e.to) }
+            for c in dfa.calls[s] { call(base + Int32(s), c.rule, base + c.to) }
+            if dfa.accepting[s] { epsilon(base + Int32(s), end) }
+        }
+        return end
+    }
+}
+
+/// A deterministic automaton over bytes; a state may also carry call edges (rules that may
+/// start there). State 0 is the start.
+struct DFA: Hashable {
+    var trans: [[ByteEdge]] = []
+    var calls: [[CallEdge]] = []
+    var accepting: [Bool] = []
+
+    var count: Int { trans.count }
+
+    @discardableResult
+    mutating func add(accepting acc: Bool = false) -> Int32 {
+        trans.append([]); calls.append([]); accepting.append(acc)
+        return Int32(trans.count - 1)
+    }
+
+    func next(_ s: Int32, _ b: UInt8) -> Int32 {
+        for e in trans[Int(s)] where b >= e.lo && b <= e.hi { return e.to }
+        return -1
+    }
+
+    /// Whether the automaton (without calls) accepts `bytes` from the start.
+    func accepts(_ bytes: [UInt8]) -> Bool {
+        var s: Int32 = 0
+        for b in bytes { s = next(s, b); if s < 0 { return false } }
+        return accepting[Int(s)]
+    }
+
+    /// The subset construction; `accepting` lists the NFA's accepting states.
+    static func determinize(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> DFA {
+        try determinizeWithSets(nfa, start: start, accepting: acc, budget: budget).dfa
+    }
+
+    /// The subset construction, also returning the NFA states each DFA state stands for.
+    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> (dfa: DFA, sets: [[Int32]]) {
+        var dfa = DFA()
+        var index: [[Int32]: Int32] = [:]
+        var work: [[Int32]] = []
+        var mark = [Int32](repeating: -1, count: nfa.count)
+        var stamp: Int32 = 0
+        func closure(_ seeds: [Int32]) -> [Int32] {
+            stamp += 1
+            var out: [Int32] = []
+            var stack = seeds
+            while let s = stack.popLast() {
+                if mark[Int(s)] == stamp { continue }
+                mark[Int(s)] = stamp
+                out.append(s)
+                stack.append(contentsOf: nfa.eps[Int(s)])
+            }
+            out.sort()
+            return out
+        }
+        func intern(_ set: [Int32]) throws(GrammarError) -> Int32 {
+            if let i = index[set] { return i }
+            if dfa.count >= budget { throw .budgetExceeded("an automaton needs more than \(budget) states") }
+            let i = dfa.add(accepting: set.contains(where: { acc.contains($0) }))
+            index[set] = i
+            work.append(set)
+            return i
+        }
+        _ = try intern(closure([start]))
+        var cursor = 0
+        while cursor < work.count {
+            let set = work[cursor]
+            let from = Int32(cursor)
+            cursor += 1
+            // Byte moves: split 0...255 at every range boundary of the members.
+            var ranges: [ByteEdge] = []
+            for s in set { ranges += nfa.edges[Int(s)] }
+            if !ranges.isEmpty {
+                var cuts = Set<Int>()
+                for r in ranges { cuts.insert(Int(r.lo)); cuts.insert(Int(r.hi) + 1) }
+                let points = cuts.sorted()
+                var out: [ByteEdge] = []
+                for k in 0..<(points.count - 1) {
+                    let lo = points[k], hi = points[k + 1] - 1
+                    var targets: [Int32] = []
+                    for r in ranges where Int(r.lo) <= lo && hi <= Int(r.hi) { targets.append(r.to) }
+                    if targets.isEmpty { continue }
+                    let t = try intern(closure(targets))
+                    if let last = out.last, last.to == t, Int(last.hi) + 1 == lo {
+                        out[out.count - 1].hi = UInt8(hi)
+                    } else {
+                        out.append(ByteEdge(lo: UInt8(lo), hi: UInt8(hi), to: t))
+                    }
+                }
+                dfa.trans[Int(from)] = out
+            }
+            var byRule: [Int32: [Int32]] = [:]
+            var order: [Int32] = []
+            for s in set {
+                for c in nfa.calls[Int(s)] {
+                    if byRule[c.rule] == nil { order.append(c.rule) }
+                    byRule[c.rule, default: []].append(c.to)
+                }
+            }
+            var callOut: [CallEdge] = []
+            for r in order { callOut.append(CallEdge(rule: r, to: try intern(closure(byRule[r]!)))) }
+            dfa.calls[Int(from)] = callOut
+        }
+        return (dfa, work)
+    }
+
+    /// The product of two call-free automata: `intersect` accepts what both accept; otherwise
+    /// the result accepts what `a` accepts and `b` does not.
+    static func product(_ a: DFA, _ b: DFA, intersect: Bool, budget: Int) throws(GrammarError) -> DFA {
+        var out = DFA()
+        var index: [Int64: Int32] = [:]
+        var work: [(Int32, Int32)] = []
+        func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
+            let key = Int64(x) << 32 | Int64(UInt32(bitPattern: y))
+            if let i = index[key] { return i }
+            if out.count >= budget { throw .budgetExceeded("an automaton product needs more than \(budget) states") }
+            let accA = a.accepting[Int(x)]
+            let accB = y >= 0 && b.accepting[Int(y)]
+            let i = out.add(accepting: intersect ? (accA && accB) : (accA && !accB))
+            index[key] = i
+            work.append((x, y))
+            return i
+        }
+        _ = try intern(0, 0)
+        var cursor = 0
+        while cursor < work.count {
+            let (x, y) = work[cursor]
+            let from = cursor
+            cursor += 1
+            var edges: [ByteEdge] = []
+            for ea in a.trans[Int(x)] {
+                if y < 0 {
+                    if !intersect { edges.append(ByteEdge(lo: ea.lo, hi: ea.hi, to: try intern(ea.to, -1))) }
+                    continue
+                }
+                var covered: [(UInt8, UInt8)] = []
+                for eb in b.trans[Int(y)] where eb.hi >= ea.lo && eb.lo <= ea.hi {
+                    let lo = max(ea.lo, eb.lo), hi = min(ea.hi, eb.hi)
+                    edges.append(ByteEdge(lo: lo, hi: hi, to: try intern(ea.to, eb.to)))
+                    covered.append((lo, hi))
+                }
+                if !intersect {
+                    // Bytes of `ea` that `b` cannot take leave `b` for good.
+                    covered.sort { $0.0 < $1.0 }
+                    var lo = Int(ea.lo)
+                    for (cl, ch) in covered {
+                        if Int(cl) > lo { edges.append(ByteEdge(lo: UInt8(lo), hi: cl - 1, to: try intern(ea.to, -1))) }
+                        lo = Int(ch) + 1
+                    }
+                    if lo <= Int(ea.hi) { edges.append(ByteEdge(lo: UInt8(lo), hi: ea.hi, to: try intern(ea.to, -1))) }
+                }
+            }
+            edges.sort { $0.lo < $1.lo }
+            out.trans[from] = edges
+        }
+        return out.trimmed()
+    }
+
+    /// Removes states that cannot reach an accepting state (the start is kept, possibly dead).
+    /// Call edges count as possible moves.
+    func trimmed() -> DFA {
+        var live = accepting
+        var rev = [[Int32]](repeating: [], count: count)
+        for s in 0..<count {
+            for e in trans[s] { rev[Int(e.to)].append(Int32(s)) }
+            for c in calls[s] { rev[Int(c.to)].append(Int32(s)) }
+        }
+        var stack = (0..<count).filter { live[$0] }.map { Int32($0) }
+        while let s = stack.popLast() {
+            for p in rev[Int(s)] where !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+        }
+        if live.allSatisfy({ $0 }) { return self }
+        // Renumber reachable live states from the start.
+        var newIndex = [Int32](repeating: -1, count: count)
+        var order: [Int32] = [0]
+        newIndex[0] = 0
+        var i = 0
+        while i < order.count {
+            let s = Int(order[i]); i += 1
+            for e in trans[s] where live[Int(e.to)] && newIndex[Int(e.to)] < 0 {
+                newIndex[Int(e.to)] = Int32(order.count); order.append(e.to)
+            }
+            for c in calls[s] where live[Int(c.to)] && newIndex[Int(c.to)] < 0 {
+                newIndex[Int(c.to)] = Int32(order.count); order.append(c.to)
+            }
+        }
+        var out = DFA()
+        for s in order {
+            let ns = out.add(accepting: accepting[Int(s)])
+            out.trans[Int(ns)] = trans[Int(s)].compactMap { e in
+                newIndex[Int(e.to)] >= 0 && live[Int(e.to)] ? ByteEdge(lo: e.lo, hi: e.hi, to: newIndex[Int(e.to)]) : nil
+            }
+            out.calls[Int(ns)] = calls[Int(s)].compactMap { c in
+                newIndex[Int(c.to)] >= 0 && live[Int(c.to)] ? CallEdge(rule: c.rule, to: newIndex[Int(c.to)]) : nil
+            }
+        }
+        return out
+    }
+
+    /// Whether no byte string is accepted (call-free automata).
+    var isEmptyLanguage: Bool {
+        var seen = [Bool](repeating: false, count: count)
+        var stack: [Int32] = [0]
+        seen[0] = true
+        while let s = stack.popLast() {
+            if accepting[Int(s)] { return false }
+            for e in trans[Int(s)] where !seen[Int(e.to)] { seen[Int(e.to)] = true; stack.append(e.to) }
+        }
+        return true
+    }
+}

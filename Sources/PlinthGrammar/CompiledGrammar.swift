@@ -1,0 +1,165 @@
+import Synchronization
+
+/// The token mask of one automaton state that does not depend on the stack: tokens whose bytes
+/// all stay inside the state's rule, plus the trie nodes where a token leaves the rule (there the
+/// matcher continues against the live stack).
+final class MaskEntry: Sendable {
+    let words: [UInt32]
+    /// Trie nodes (with children) where the rule can pop or call, and the state reached there.
+    let frontierNodes: [Int32]
+    let frontierStates: [Int32]
+    let frontierCounts: [Int32]
+    let nonEmptyWords: [Int32]
+    /// Whether the frontier nodes are in the vocabulary's `rest` trie (else the full trie).
+    let inRest: Bool
+
+    init(words: [UInt32], frontierNodes: [Int32], frontierStates: [Int32], frontierCounts: [Int32], inRest: Bool) {
+        self.inRest = inRest
+        self.words = words
+        self.frontierNodes = frontierNodes
+        self.frontierStates = frontierStates
+        self.frontierCounts = frontierCounts
+        var nz: [Int32] = []
+        for (i, w) in words.enumerated() where w != 0 { nz.append(Int32(i)) }
+        // Dense masks are OR-ed whole; sparse ones word by word.
+        nonEmptyWords = nz.count * 4 < words.count ? nz : []
+    }
+}
+
+/// A grammar compiled for one token vocabulary: the automaton plus its token masks, which are
+/// computed on first use and shared by every matcher (and thread) that uses the grammar.
+///
+/// Create matchers with ``makeMatcher()``. Compiled grammars are immutable apart from their mask
+/// cache, which is protected by a lock; share them freely.
+public final class CompiledGrammar: Sendable {
+    let grammar: Grammar
+    /// The vocabulary the masks are computed for.
+    public let vocabulary: TokenVocabulary
+    /// How a string schema was compiled (for diagnostics): the JSON pointer of every keyword the
+    /// compiler ignored in lenient mode.
+    public let ignoredKeywords: [String]
+    let entries = Mutex<[UInt64: MaskEntry]>([:])
+    let countClamp: Int32
+    let returnIsElement: [Bool]
+    /// Per rule: the shared mask cache of a leaf rule, or nil.
+    let leafCaches: [LeafMaskCache?]
+
+    init(grammar: Grammar, vocabulary: TokenVocabulary, ignoredKeywords: [String] = []) {
+        self.grammar = grammar
+        self.vocabulary = vocabulary
+        self.ignoredKeywords = ignoredKeywords
+        self.countClamp = Int32(vocabulary.maxTokenLength + 2)
+        var el = [Bool](repeating: false, count: grammar.stateCount)
+        for s in 0..<grammar.stateCount {
+            let l = grammar.returnLabel[s]
+            if l >= 0, case .element = grammar.labels[Int(l)] { el[s] = true }
+        }
+        returnIsElement = el
+        leafCaches = grammar.leafDFA.map { $0.map { vocabulary.leafCache(for: $0) } }
+    }
+
+    /// Number of automaton states (a measure of grammar size).
+    public var stateCount: Int { grammar.stateCount }
+
+    /// A fresh matcher positioned at the start of the output.
+    public func makeMatcher() -> GrammarMatcher { GrammarMatcher(self) }
+
+    /// The cache key of a state with a character count (counts matter only in counted rules,
+    /// and only up to the longest token).
+    @inline(__always) func key(state: Int32, count: Int32) -> (UInt64, need: Int32, remaining: Int32) {
+        let r = Int(grammar.ruleOf[Int(state)])
+        guard grammar.ruleIsCounted[r] else { return (UInt64(UInt32(state)) | UInt64(countClamp + 1) << 48, 0, -1) }
+        let need = min(max(grammar.ruleMinCount[r] - count, 0), countClamp)
+        let maxC = grammar.ruleMaxCount[r]
+        let rem: Int32 = maxC < 0 ? countClamp + 1 : min(max(maxC - count, 0), countClamp)
+        return (UInt64(UInt32(state)) | UInt64(need) << 32 | UInt64(rem) << 48, need, rem > countClamp ? -1 : rem)
+    }
+
+    /// The stack-independent mask of a state; for leaf rules its frontier states are local to
+    /// the rule (add ``Grammar/ruleStart`` of the rule).
+    func entry(state: Int32, count: Int32) -> MaskEntry {
+        let r = Int(grammar.ruleOf[Int(state)])
+        if let shared = leafCaches[r] {
+            let base = grammar.ruleStart[r]
+            let (k0, need, rem) = key(state: state, count: count)
+            let k = (k0 & ~0xFFFF_FFFF) | UInt64(UInt32(state - base))
+            if let e = shared.entries.withLock({ $0[k] }) { return e }
+            let e = computeEntry(state: state, minCount: need, maxCount: rem, base: base)
+            shared.entries.withLock { $0[k] = e }
+            return e
+        }
+        let (k, need, rem) = key(state: state, count: count)
+        if let e = entries.withLock({ $0[k] }) { return e }
+        let e = computeEntry(state: state, minCount: need, maxCount: rem, base: 0)
+        entries.withLock { $0[k] = e }
+        return e
+    }
+
+    /// Walks the trie inside the rule of `state` (counts relative: start at 0 with the given
+    /// bounds). For leaf states closed under the string slice, the slice is added whole and
+    /// only the other tokens are walked.
+    func computeEntry(state: Int32, minCount: Int32, maxCount: Int32, base: Int32) -> MaskEntry {
+        let g = grammar, v = vocabulary
+        let r = Int(g.ruleOf[Int(state)])
+        var words: [UInt32]
+        let trie: TokenTrie
+        var inRest = false
+        if let leaf = leafCaches[r], leaf.sliceClosed[Int(state - base)] {
+            if maxCount < 0 { words = v.sliceAll } else { words = v.sliceUpTo[min(Int(maxCount), v.sliceUpTo.count - 1)] }
+            trie = v.rest
+            inRest = true
+        } else {
+            words = [UInt32](repeating: 0, count: v.maskWordCount)
+            trie = v.all
+        }
+        var fNodes: [Int32] = [], fStates: [Int32] = [], fCounts: [Int32] = []
+        let counted = g.ruleIsCounted[r]
+        let depthCap = v.maxTokenLength + 2
+        var st = [Int32](repeating: 0, count: depthCap)
+        var cn = [Int32](repeating: 0, count: depthCap)
+        st[0] = state
+        let n = trie.count
+        let hasDup = trie.hasDuplicates
+        g.isBoundary.withUnsafeBufferPointer { isBoundary in
+        g.isExit.withUnsafeBufferPointer { isExit in
+        trie.nodeByte.withUnsafeBufferPointer { nodeByte in
+        trie.nodeDepth.withUnsafeBufferPointer { nodeDepth in
+        trie.nodeEnd.withUnsafeBufferPointer { nodeEnd in
+        trie.nodeToken.withUnsafeBufferPointer { nodeToken in
+        g.next.withUnsafeBufferPointer { next in
+        g.classOf.withUnsafeBufferPointer { classOf in
+        words.withUnsafeMutableBufferPointer { w in
+            let nc = g.numClasses
+            var i = 1
+            while i < n {
+                let d = Int(nodeDepth[i])
+                let ps = st[d - 1]
+                let b = nodeByte[i]
+                var t = next[Int(ps) &* nc &+ Int(classOf[Int(b)])]
+                var c = cn[d - 1]
+                if t >= 0 && counted && isBoundary[Int(ps)] {
+                    if b == 0x22 {
+                        if c < minCount { t = -1 }
+                    } else if maxCount >= 0 && c >= maxCount {
+                        t = -1
+                    } else {
+                        c += 1
+                    }
+                }
+                if t < 0 { i = Int(nodeEnd[i]); continue }
+                st[d] = t
+                cn[d] = c
+                let tok = nodeToken[i]
+                if tok >= 0 {
+                    w[Int(tok) >> 5] |= 1 << (UInt32(tok) & 31)
+                    if hasDup, let more = trie.duplicateTokens[Int32(i)] { for m in more { w[Int(m) >> 5] |= 1 << (UInt32(m) & 31) } }
+                }
+                if isExit[Int(t)] && Int(nodeEnd[i]) > i + 1 {
+                    fNodes.append(Int32(i)); fStates.append(t - base); fCounts.append(c)
+                }
+                i += 1
+            }
+        }}}}}}}}}
+        return MaskEntry(words: words, frontierNodes: fNodes, frontierStates: fStates, frontierCounts: fCounts, inRest: inRest)
+    }
+}

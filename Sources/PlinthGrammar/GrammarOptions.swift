@@ -1,0 +1,33 @@
+/// How a schema becomes a grammar.
+public struct GrammarOptions: Sendable, Hashable {
+    /// Where whitespace may appear between JSON tokens.
+    public enum Whitespace: Sendable, Hashable {
+        /// No whitespace at all: `{"a":1,"b":[2,3]}` (the default; fewest tokens).
+        case compact
+        /// Up to `maxRun` spaces, tabs or newlines between tokens.
+        case flexible(maxRun: Int)
+    }
+
+    /// Whitespace between JSON tokens. Compact by default.
+    public var whitespace: Whitespace
+    /// When true, schema keywords the decoder cannot enforce are ignored (and listed in
+    /// ``CompiledGrammar/ignoredKeywords``) instead of failing compilation.
+    public var lenient: Bool
+    /// Whether objects may carry properties beyond those declared when the schema does not say
+    /// (`additionalProperties` absent). JSON Schema's own default is `true`; for generation the
+    /// default here is `false`, so that the model produces exactly the declared properties.
+    public var additionalPropertiesByDefault: Bool
+    /// The most automaton states a grammar may have before compilation fails.
+    public var stateBudget: Int
+    /// The most seconds compilation may take before it fails with ``GrammarError/timeout(seconds:)``.
+    public var timeLimit: Double?
+
+    public init(whitespace: Whitespace = .compact, lenient: Bool = false, additionalPropertiesByDefault: Bool = false,
+                stateBudget: Int = 250_000, timeLimit: Double? = 10) {
+        self.whitespace = whitespace
+        self.lenient = lenient
+        self.additionalPropertiesByDefault = additionalPropertiesByDefault
+        self.stateBudget = stateBudget
+        self.timeLimit = timeLimit
+    }
+}

@@ -1,2 +1,0 @@
-// Placeholder until the constrained decoder lands (issue 4).
-enum PlinthGrammarModule {}

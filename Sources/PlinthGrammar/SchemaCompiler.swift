@@ -1,0 +1,967 @@
+/// Compiles a JSON Schema document (draft 2020-12 or draft-07) into a ``Grammar``.
+final class SchemaCompiler {
+    typealias Members = [(key: String, value: JSONValue)]
+
+    let doc: JSONValue
+    let options: GrammarOptions
+    let b: GrammarBuilder
+    var ignored: [String] = []
+    var refRules: [String: Int32] = [:]
+    var anyValueRule: Int32?
+    let draft7: Bool
+    let rootID: String?
+    var mergeDepth = 0
+
+    static let annotations: Set<String> = [
+        "title", "description", "default", "examples", "example", "$comment", "$schema", "$id", "id", "$anchor",
+        "$dynamicAnchor", "$recursiveAnchor", "deprecated", "readOnly", "writeOnly", "$defs", "definitions",
+        "contentMediaType", "contentEncoding", "contentSchema", "x-order", "$vocabulary", "discriminator", "nullable",
+    ]
+    static let handled: Set<String> = [
+        "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
+        "additionalItems", "minItems", "maxItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "multipleOf", "minLength", "maxLength", "pattern", "format", "anyOf", "oneOf", "allOf", "$ref",
+    ]
+    static let unsupported: Set<String> = [
+        "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "patternProperties",
+        "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
+        "uniqueItems", "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
+    ]
+    static let formats: [String: String] = {
+        let date = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+        let time = "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+        let octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+        let hex = "[0-9a-fA-F]"
+        return [
+            "date": date,
+            "time": time,
+            "date-time": date + "[Tt]" + time,
+            "uuid": "\(hex){8}-\(hex){4}-\(hex){4}-\(hex){4}-\(hex){12}",
+            "email": "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*",
+            "ipv4": "\(octet)\\.\(octet)\\.\(octet)\\.\(octet)",
+            "hostname": "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*",
+            "uri": "[A-Za-z][A-Za-z0-9+.-]*:[^\\s\"<>\\\\^`{|}]*",
+            "duration": "P(([0-9]+Y)?([0-9]+M)?([0-9]+W)?([0-9]+D)?(T([0-9]+H)?([0-9]+M)?([0-9]+(\\.[0-9]+)?S)?)?)",
+        ]
+    }()
+
+    init(_ doc: JSONValue, options: GrammarOptions) {
+        self.doc = doc
+        self.options = options
+        b = GrammarBuilder(stateBudget: options.stateBudget, timeLimit: options.timeLimit)
+        let schemaURI = doc["$schema"]?.stringValue ?? ""
+        draft7 = schemaURI.contains("draft-07") || schemaURI.contains("draft-06") || schemaURI.contains("draft-04")
+        rootID = (doc["$id"] ?? doc["id"])?.stringValue
+    }
+
+    func compile() throws(GrammarError) -> Grammar {
+        let root = try rule(doc, "#")
+        return try Grammar(builder: b, root: root, pointer: "#")
+    }
+
+    // MARK: Dispatch
+
+    func rule(_ s: JSONValue, _ ptr: String) throws(GrammarError) -> Int32 {
+        try b.checkLimits()
+        switch s {
+        case .bool(true): return try anyValue()
+        case .bool(false): return emptyRule()
+        case .object(let d): return try ruleFor(d, ptr)
+        default: throw .invalidSchema(reason: "a schema must be an object or a boolean", pointer: ptr)
+        }
+    }
+
+    func get(_ d: Members, _ k: String) -> JSONValue? { d.first(where: { $0.key == k })?.value }
+    func without(_ d: Members, _ keys: Set<String>) -> Members { d.filter { !keys.contains($0.key) } }
+    func hasAssertions(_ d: Members) -> Bool { d.contains { SchemaCompiler.handled.contains($0.key) || SchemaCompiler.unsupported.contains($0.key) } }
+
+    func ruleFor(_ d0: Members, _ ptr: String) throws(GrammarError) -> Int32 {
+        var d = d0
+        if let ref = get(d, "$ref") {
+            guard case .string(let r) = ref else { throw .invalidSchema(reason: "$ref must be a string", pointer: ptr + "/$ref") }
+            let siblings = without(d, ["$ref"])
+            if draft7 || !hasAssertions(siblings) { return try refRule(r, ptr + "/$ref") }
+            let (target, tptr) = try resolve(r, ptr + "/$ref")
+            guard case .object(let td) = target else {
+                if case .bool(false) = target { return emptyRule() }
+                d = siblings
+                return try ruleFor(d, ptr)
+            }
+            _ = tptr
+            d = try merge(siblings, td, ptr)
+            return try ruleFor(d, ptr)
+        }
+        if let all = get(d, "allOf") {
+            guard case .array(let members) = all, !members.isEmpty else { throw .invalidSchema(reason: "allOf must be a non-empty array", pointer: ptr + "/allOf") }
+            var acc = without(d, ["allOf"])
+            for (i, m) in members.enumerated() {
+                let md = try inlineDict(m, ptr + "/allOf/\(i)")
+                guard let md else { return emptyRule() }
+                acc = try merge(acc, md, ptr + "/allOf/\(i)")
+            }
+            return try ruleFor(acc, ptr)
+        }
+        let anyOf = get(d, "anyOf"), oneOf = get(d, "oneOf")
+        if anyOf != nil || oneOf != nil {
+            if anyOf != nil && oneOf != nil {
+                // Both: exactly one oneOf branch (checked exclusive) and some anyOf branch.
+                guard let a = anyOf?.arrayValue, let o = oneOf?.arrayValue else {
+                    throw .invalidSchema(reason: "anyOf and oneOf must be arrays", pointer: ptr)
+                }
+                if !(try provablyDisjoint(o, ptr)) {
+                    if options.lenient { ignored.append(ptr + "/oneOf") } else { throw .unsupportedKeyword(keyword: "oneOf", pointer: ptr + "/oneOf") }
+                }
+                return try ruleFor(without(d, ["anyOf", "oneOf"]) + [("anyOf", try product(a, o, ptr))], ptr)
+            }
+            let key = anyOf != nil ? "anyOf" : "oneOf"
+            guard case .array(let alts) = (anyOf ?? oneOf)!, !alts.isEmpty else {
+                throw .invalidSchema(reason: "\(key) must be a non-empty array", pointer: ptr + "/" + key)
+            }
+            let siblings = without(d, [key])
+            let mergeSiblings = hasAssertions(siblings)
+            var altDicts: [(JSONValue, String)] = []
+            for (i, a) in alts.enumerated() {
+                let aptr = ptr + "/\(key)/\(i)"
+                if mergeSiblings {
+                    guard let ad = try inlineDict(a, aptr) else { continue }
+                    altDicts.append((.object(try merge(siblings, ad, aptr)), aptr))
+                } else {
+                    altDicts.append((a, aptr))
+                }
+            }
+            if key == "oneOf" && altDicts.count > 1 {
+                if !(try provablyDisjoint(altDicts.map(\.0), ptr)) {
+                    if options.lenient { ignored.append(ptr + "/oneOf") } else {
+                        throw .unsupportedKeyword(keyword: "oneOf", pointer: ptr + "/oneOf")
+                    }
+                }
+            }
+            var rules: [Int32] = []
+            for (a, aptr) in altDicts { rules.append(try rule(a, aptr)) }
+            return try dispatch(rules, ptr)
+        }
+        try checkKeywords(d, ptr)
+        if get(d, "enum") != nil || get(d, "const") != nil { return try literalRule(d, ptr) }
+        return try typedRule(d, ptr)
+    }
+
+    /// The pairwise conjunctions of two lists of alternatives.
+    func product(_ a: [JSONValue], _ b: [JSONValue], _ ptr: String) throws(GrammarError) -> JSONValue {
+        guard a.count * b.count <= 256 else { throw .budgetExceeded("allOf over unions with more than 256 combinations at \(ptr)") }
+        var out: [JSONValue] = []
+        for x in a { for y in b { out.append(.object([("allOf", .array([x, y]))])) } }
+        return .array(out)
+    }
+
+    /// A subschema as an object (resolving a top-level `$ref` chain); nil for `false`.
+    func inlineDict(_ s: JSONValue, _ ptr: String) throws(GrammarError) -> Members? {
+        var cur = s
+        var p = ptr
+        for _ in 0..<32 {
+            switch cur {
+            case .bool(true): return []
+            case .bool(false): return nil
+            case .object(let d):
+                if let r = get(d, "$ref")?.stringValue {
+                    let siblings = without(d, ["$ref"])
+                    let (t, tp) = try resolve(r, p + "/$ref")
+                    if !hasAssertions(siblings) || draft7 { cur = t; p = tp; continue }
+                    guard let td = try inlineDict(t, tp) else { return nil }
+                    return try merge(siblings, td, p)
+                }
+                return d
+            default: throw .invalidSchema(reason: "a schema must be an object or a boolean", pointer: p)
+            }
+        }
+        throw .leftRecursion(pointer: ptr)
+    }
+
+    func checkKeywords(_ d: Members, _ ptr: String) throws(GrammarError) {
+        for (k, v) in d where SchemaCompiler.unsupported.contains(k) {
+            // Keywords whose value makes them vacuous here.
+            switch k {
+            case "uniqueItems" where v == .bool(false): continue
+            case "uniqueItems" where (get(d, "maxItems")?.integerValue ?? 2) <= 1: continue
+            case "minProperties":
+                let req = get(d, "required")?.arrayValue?.count ?? 0
+                if let m = v.integerValue, m <= req { continue }
+            case "maxProperties":
+                let declared = get(d, "properties")?.objectMembers?.count ?? 0
+                let ap = get(d, "additionalProperties")
+                let closed = ap == .bool(false) || (ap == nil && !options.additionalPropertiesByDefault)
+                if let m = v.integerValue, closed, declared <= m { continue }
+            case "then", "else" where get(d, "if") == nil: continue
+            case "if" where get(d, "then") == nil && get(d, "else") == nil: continue
+            case "dependentRequired", "dependencies":
+                // Vacuous when every dependency is already required.
+                if let deps = v.objectMembers {
+                    let req = Set(get(d, "required")?.arrayValue?.compactMap(\.stringValue) ?? [])
+                    let ok = deps.allSatisfy { dep in
+                        guard let list = dep.value.arrayValue else { return false }
+                        return list.allSatisfy { ($0.stringValue).map(req.contains) ?? false } || !propertyPossible(d, dep.key)
+                    }
+                    if ok { continue }
+                }
+            default: break
+            }
+            if options.lenient { ignored.append(ptr + "/" + k); continue }
+            throw .unsupportedKeyword(keyword: k, pointer: ptr + "/" + k)
+        }
+    }
+
+    func propertyPossible(_ d: Members, _ name: String) -> Bool {
+        if get(d, "properties")?[name] != nil { return true }
+        let ap = get(d, "additionalProperties")
+        return !(ap == .bool(false) || (ap == nil && !options.additionalPropertiesByDefault))
+    }
+
+    // MARK: References
+
+    func unescape(_ s: Substring) -> String {
+        var r = String(s).replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+        if r.contains("%"), let dec = r.removingPercentEncoding { r = dec }
+        return r
+    }
+
+    func resolve(_ ref: String, _ ptr: String) throws(GrammarError) -> (JSONValue, String) {
+        var r = ref
+        if let id = rootID, r.hasPrefix(id) { r = String(r.dropFirst(id.count)) }
+        if r.isEmpty { r = "#" }
+        guard r.hasPrefix("#") else { throw .unresolvedReference(ref, pointer: ptr) }
+        if r == "#" { return (doc, "#") }
+        if !r.hasPrefix("#/") {
+            let name = String(r.dropFirst())
+            if let (v, p) = findAnchor(doc, name, "#") { return (v, p) }
+            throw .unresolvedReference(ref, pointer: ptr)
+        }
+        var cur = doc
+        for part in r.dropFirst(2).split(separator: "/", omittingEmptySubsequences: false) {
+            let key = unescape(part)
+            switch cur {
+            case .object(let m):
+                guard let v = m.first(where: { $0.key == key })?.value else { throw .unresolvedReference(ref, pointer: ptr) }
+                cur = v
+            case .array(let a):
+                guard let i = Int(key), i >= 0, i < a.count else { throw .unresolvedReference(ref, pointer: ptr) }
+                cur = a[i]
+            default: throw .unresolvedReference(ref, pointer: ptr)
+            }
+        }
+        return (cur, r)
+    }
+
+    func findAnchor(_ v: JSONValue, _ name: String, _ p: String) -> (JSONValue, String)? {
+        switch v {
+        case .object(let m):
+            if m.contains(where: { ($0.key == "$anchor" && $0.value.stringValue == name) || ($0.key == "$id" && $0.value.stringValue == "#" + name) }) { return (v, p) }
+            for (k, x) in m { if let f = findAnchor(x, name, p + "/" + k) { return f } }
+        case .array(let a):
+            for (i, x) in a.enumerated() { if let f = findAnchor(x, name, p + "/\(i)") { return f } }
+        default: break
+        }
+        return nil
+    }
+
+    func refRule(_ ref: String, _ ptr: String) throws(GrammarError) -> Int32 {
+        let (target, tptr) = try resolve(ref, ptr)
+        if let r = refRules[tptr] { return r }
+        let r = b.reserve(pointer: tptr)
+        refRules[tptr] = r
+        let t = try rule(target, tptr)
+        guard t != r, b.rules[Int(t)].dfa != nil else { throw .leftRecursion(pointer: ptr) }
+        let src = b.rules[Int(t)]
+        try b.define(r, src.dfa!, counted: src.counted, returnLabels: src.returnLabels)
+        return r
+    }
+
+    // MARK: Merging (allOf)
+
+    func merge(_ a: Members, _ bd: Members, _ ptr: String) throws(GrammarError) -> Members {
+        mergeDepth += 1
+        defer { mergeDepth -= 1 }
+        if mergeDepth > 64 { throw .leftRecursion(pointer: ptr) }
+        var out = a
+        func set(_ k: String, _ v: JSONValue) {
+            if let i = out.firstIndex(where: { $0.key == k }) { out[i].value = v } else { out.append((k, v)) }
+        }
+        let aProps = get(a, "properties")?.objectMembers
+        let bProps = get(bd, "properties")?.objectMembers
+        // Positional array keywords: `items` applies after the prefix of its own schema only.
+        let arrayKeys: Set<String> = ["items", "prefixItems", "additionalItems"]
+        let aArr = a.filter { arrayKeys.contains($0.key) }, bArr = bd.filter { arrayKeys.contains($0.key) }
+        if !aArr.isEmpty && !bArr.isEmpty {
+            func parts(_ d: Members) throws(GrammarError) -> (prefix: [JSONValue], rest: JSONValue) {
+                if case .array(let t)? = get(d, "items") { return (t, get(d, "additionalItems") ?? .bool(true)) }
+                return (get(d, "prefixItems")?.arrayValue ?? [], get(d, "items") ?? .bool(true))
+            }
+            let (pa, ra) = try parts(a), (pb, rb) = try parts(bd)
+            var prefix: [JSONValue] = []
+            for i in 0..<max(pa.count, pb.count) {
+                let x = i < pa.count ? pa[i] : ra, y = i < pb.count ? pb[i] : rb
+                prefix.append(.object([("allOf", .array([x, y]))]))
+            }
+            out.removeAll { arrayKeys.contains($0.key) }
+            if !prefix.isEmpty { out.append(("prefixItems", .array(prefix))) }
+            out.append(("items", .object([("allOf", .array([ra, rb]))])))
+        }
+        for (k, v) in bd {
+            if k == "properties" || k == "additionalProperties" { continue } // handled below
+            if arrayKeys.contains(k) && !aArr.isEmpty { continue } // merged above
+            guard let cur = get(out, k) else { out.append((k, v)); continue }
+            if cur == v { continue }
+            switch k {
+            case "type":
+                let x = typeSet(cur), y = typeSet(v)
+                var r = x.intersection(y)
+                if x.contains("integer") && y.contains("number") { r.insert("integer") }
+                if y.contains("integer") && x.contains("number") { r.insert("integer") }
+                if r.contains("integer") { r.remove("number") }
+                set(k, .array(r.sorted().map { .string($0) }))
+            case "required":
+                let x = cur.arrayValue ?? [], y = v.arrayValue ?? []
+                set(k, .array(x + y.filter { !x.contains($0) }))
+            case "minLength", "minItems", "minProperties":
+                set(k, (cur.integerValue ?? 0) >= (v.integerValue ?? 0) ? cur : v)
+            case "maxLength", "maxItems", "maxProperties":
+                set(k, (cur.integerValue ?? Int.max) <= (v.integerValue ?? Int.max) ? cur : v)
+            case "minimum", "exclusiveMinimum":
+                guard let x = cur.numberText.flatMap(DecimalNumber.init), let y = v.numberText.flatMap(DecimalNumber.init) else { fallthrough }
+                set(k, x < y ? v : cur)
+            case "maximum", "exclusiveMaximum":
+                guard let x = cur.numberText.flatMap(DecimalNumber.init), let y = v.numberText.flatMap(DecimalNumber.init) else {
+                    throw .unsupportedKeyword(keyword: k, pointer: ptr)
+                }
+                set(k, x < y ? cur : v)
+            case "pattern":
+                let x = cur.arrayValue ?? [cur], y = v.arrayValue ?? [v]
+                set(k, .array(x + y))
+            case "enum":
+                let x = cur.arrayValue ?? [], y = v.arrayValue ?? []
+                set(k, .array(x.filter { y.contains($0) }))
+            case "const":
+                set("enum", .array([]))
+            case "items", "additionalItems":
+                set(k, .object([("allOf", .array([cur, v]))]))
+            case "anyOf", "oneOf":
+                set(k, try product(cur.arrayValue ?? [], v.arrayValue ?? [], ptr))
+            case "allOf":
+                set(k, .array((cur.arrayValue ?? []) + (v.arrayValue ?? [])))
+            case "format":
+                set("pattern", .array((get(out, "pattern").map { $0.arrayValue ?? [$0] } ?? [])))
+                throw .unsupportedKeyword(keyword: "format", pointer: ptr)
+            case "multipleOf":
+                guard let x = cur.integerValue, let y = v.integerValue, x > 0, y > 0 else { throw .unsupportedKeyword(keyword: k, pointer: ptr) }
+                func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+                set(k, .number(String(x / gcd(x, y) * y)))
+            default:
+                if SchemaCompiler.annotations.contains(k) || !(SchemaCompiler.handled.contains(k) || SchemaCompiler.unsupported.contains(k)) { continue }
+                if options.lenient { ignored.append(ptr + "/" + k); continue }
+                throw .unsupportedKeyword(keyword: k, pointer: ptr + "/" + k)
+            }
+        }
+        // Properties and additionalProperties: each side constrains the other's extra properties.
+        if aProps != nil || bProps != nil || get(a, "additionalProperties") != nil || get(bd, "additionalProperties") != nil {
+            let apA = get(a, "additionalProperties") ?? .bool(true)
+            let apB = get(bd, "additionalProperties") ?? .bool(true)
+            var props: Members = []
+            let pa = aProps ?? [], pb = bProps ?? []
+            for (k, v) in pa {
+                if let w = pb.first(where: { $0.key == k })?.value { props.append((k, .object([("allOf", .array([v, w]))]))) }
+                else { props.append((k, apB == .bool(true) ? v : .object([("allOf", .array([v, apB]))]))) }
+            }
+            for (k, w) in pb where !pa.contains(where: { $0.key == k }) {
+                props.append((k, apA == .bool(true) ? w : .object([("allOf", .array([w, apA]))])))
+            }
+            out.removeAll { $0.key == "properties" || $0.key == "additionalProperties" }
+            if !props.isEmpty { out.append(("properties", .object(props))) }
+            let hadA = get(a, "additionalProperties") != nil, hadB = get(bd, "additionalProperties") != nil
+            if hadA || hadB {
+                let ap: JSONValue
+                if apA == .bool(true) { ap = apB } else if apB == .bool(true) { ap = apA }
+                else { ap = .object([("allOf", .array([apA, apB]))]) }
+                out.append(("additionalProperties", ap))
+            }
+        }
+        return out
+    }
+
+    func typeSet(_ v: JSONValue) -> Set<String> {
+        if case .string(let s) = v { return [s] }
+        return Set(v.arrayValue?.compactMap(\.stringValue) ?? [])
+    }
+
+    // MARK: oneOf exclusivity
+
+    /// The JSON types a schema can produce (approximate from above).
+    func possibleTypes(_ s: JSONValue) throws(GrammarError) -> Set<String> {
+        let all: Set<String> = ["null", "boolean", "object", "array", "number", "integer", "string"]
+        guard let d = try inlineDict(s, "#") else { return [] }
+        if let e = get(d, "enum")?.arrayValue { return Set(e.map(\.typeName)) }
+        if let c = get(d, "const") { return [c.typeName] }
+        if let alts = (get(d, "anyOf") ?? get(d, "oneOf"))?.arrayValue {
+            var r = Set<String>()
+            for a in alts { r.formUnion(try possibleTypes(a)) }
+            if let t = get(d, "type") { r.formIntersection(expand(typeSet(t))) }
+            return r
+        }
+        if let t = get(d, "type") { return expand(typeSet(t)) }
+        return all
+    }
+
+    func expand(_ t: Set<String>) -> Set<String> { t.contains("number") ? t.union(["integer"]) : t }
+
+    /// Const/enum values a required property is restricted to, if any.
+    func discriminators(_ s: JSONValue) throws(GrammarError) -> [String: [JSONValue]] {
+        guard let d = try inlineDict(s, "#"), let props = get(d, "properties")?.objectMembers else { return [:] }
+        let req = Set(get(d, "required")?.arrayValue?.compactMap(\.stringValue) ?? [])
+        var out: [String: [JSONValue]] = [:]
+        for (k, v) in props where req.contains(k) {
+            guard let pd = try inlineDict(v, "#") else { continue }
+            if let c = get(pd, "const") { out[k] = [c] } else if let e = get(pd, "enum")?.arrayValue { out[k] = e }
+        }
+        return out
+    }
+
+    func provablyDisjoint(_ alts: [JSONValue], _ ptr: String) throws(GrammarError) -> Bool {
+        let types = try alts.map { a throws(GrammarError) in try possibleTypes(a) }
+        let discs = try alts.map { a throws(GrammarError) in try discriminators(a) }
+        let lits = try alts.map { a throws(GrammarError) -> [JSONValue]? in
+            guard let d = try inlineDict(a, "#") else { return [] }
+            if let c = get(d, "const") { return [c] }
+            return get(d, "enum")?.arrayValue
+        }
+        for i in 0..<alts.count {
+            for j in (i + 1)..<alts.count {
+                let common = types[i].intersection(types[j])
+                if common.isEmpty { continue }
+                if let x = lits[i], let y = lits[j], !x.contains(where: { y.contains($0) }) { continue }
+                if common.isSubset(of: ["object"]) {
+                    let shared = Set(discs[i].keys).intersection(discs[j].keys)
+                    if shared.contains(where: { k in !discs[i][k]!.contains(where: { discs[j][k]!.contains($0) }) }) { continue }
+                }
+                return false
+            }
+        }
+        return true
+    }
+
+    // MARK: Rules
+
+    func emptyRule() -> Int32 {
+        (try? b.leaf("empty", pointer: "#") { () throws(GrammarError) -> DFA in var d = DFA(); d.add(); return d }) ?? 0
+    }
+
+    func dispatch(_ rules: [Int32], _ ptr: String) throws(GrammarError) -> Int32 {
+        var unique: [Int32] = []
+        for r in rules where !unique.contains(r) { unique.append(r) }
+        if unique.count == 1 { return unique[0] }
+        var nfa = NFA()
+        let s = nfa.add(), e = nfa.add()
+        for r in unique { nfa.call(s, r, e) }
+        return try b.rule(nfa, start: s, accept: e, pointer: ptr)
+    }
+
+    func ws(_ nfa: inout NFA, _ from: Int32) -> Int32 {
+        guard case .flexible(let maxRun) = options.whitespace, maxRun > 0 else { return from }
+        let end = nfa.add()
+        nfa.epsilon(from, end)
+        var s = from
+        for _ in 0..<maxRun {
+            let t = nfa.add()
+            for c: UInt8 in [0x20, 0x0A, 0x0D, 0x09] { nfa.range(s, c, c, t) }
+            nfa.epsilon(t, end)
+            s = t
+        }
+        return end
+    }
+
+    var wsKey: String {
+        if case .flexible(let n) = options.whitespace { return "ws\(n)" }
+        return "c"
+    }
+
+    /// Any JSON value.
+    func anyValue() throws(GrammarError) -> Int32 {
+        if let r = anyValueRule { return r }
+        let v = b.reserve(pointer: "#")
+        anyValueRule = v
+        let str = try stringLeaf(minLength: 0, maxLength: nil)
+        // Object
+        var o = NFA()
+        let os = o.add(), oe = o.add()
+        var s = ws(&o, o.literal(os, [0x7B]))
+        o.range(s, 0x7D, 0x7D, oe)
+        let loop = o.add()
+        let k = o.add(); o.call(s, str, k)
+        var t = ws(&o, k); t = ws(&o, o.literal(t, [0x3A]))
+        let val = o.add(); o.call(t, v, val)
+        s = ws(&o, val)
+        o.epsilon(s, loop)
+        o.range(loop, 0x7D, 0x7D, oe)
+        var c = ws(&o, o.literal(loop, [0x2C]))
+        let k2 = o.add(); o.call(c, str, k2)
+        t = ws(&o, k2); t = ws(&o, o.literal(t, [0x3A]))
+        let val2 = o.add(); o.call(t, v, val2)
+        o.epsilon(ws(&o, val2), loop)
+        let objRule = try b.rule(o, start: os, accept: oe, pointer: "#")
+        // Array
+        var a = NFA()
+        let as_ = a.add(), ae = a.add()
+        let open = ws(&a, a.literal(as_, [0x5B]))
+        a.range(open, 0x5D, 0x5D, ae)
+        let item = a.add(); a.call(open, v, item)
+        let aloop = ws(&a, item)
+        a.range(aloop, 0x5D, 0x5D, ae)
+        c = ws(&a, a.literal(aloop, [0x2C]))
+        a.call(c, v, item)
+        let arrRule = try b.rule(a, start: as_, accept: ae, pointer: "#")
+        let num = try numberLeaf(integer: false, d: [], ptr: "#")
+        let lits = try b.leaf("lit:tfn", pointer: "#") { () throws(GrammarError) -> DFA in
+            var n = NFA(); let s = n.add(), e = n.add()
+            for w in ["true", "false", "null"] { n.epsilon(n.literal(s, Array(w.utf8)), e) }
+            return try DFA.determinize(n, start: s, accepting: [e], budget: 1000)
+        }
+        var dn = NFA()
+        let ds = dn.add(), de = dn.add()
+        for r in [objRule, arrRule, str, num, lits] { dn.call(ds, r, de) }
+        let dfa = try DFA.determinize(dn, start: ds, accepting: [de], budget: 100)
+        try b.define(v, dfa)
+        return v
+    }
+
+    func typedRule(_ d: Members, _ ptr: String) throws(GrammarError) -> Int32 {
+        var types: [String]
+        if let t = get(d, "type") {
+            switch t {
+            case .string(let s): types = [s]
+            case .array(let xs):
+                types = []
+                for x in xs {
+                    guard let s = x.stringValue else { throw .invalidSchema(reason: "type entries must be strings", pointer: ptr + "/type") }
+                    types.append(s)
+                }
+            default: throw .invalidSchema(reason: "type must be a string or an array", pointer: ptr + "/type")
+            }
+        } else {
+            types = ["object", "array", "string", "number", "boolean", "null"]
+        }
+        let known: Set<String> = ["object", "array", "string", "number", "integer", "boolean", "null"]
+        for t in types where !known.contains(t) { throw .invalidSchema(reason: "unknown type '\(t)'", pointer: ptr + "/type") }
+        if types.contains("number") { types.removeAll { $0 == "integer" } }
+        var rules: [Int32] = []
+        var lits: [String] = []
+        for t in ["object", "array", "string", "number", "integer", "boolean", "null"] where types.contains(t) {
+            switch t {
+            case "object": rules.append(try objectRule(d, ptr))
+            case "array": rules.append(try arrayRule(d, ptr))
+            case "string": rules.append(try stringRule(d, ptr))
+            case "number": rules.append(try numberLeaf(integer: false, d: d, ptr: ptr))
+            case "integer": rules.append(try numberLeaf(integer: true, d: d, ptr: ptr))
+            case "boolean": lits += ["true", "false"]
+            default: lits.append("null")
+            }
+        }
+        if !lits.isEmpty {
+            rules.append(try b.leaf("lit:" + lits.joined(separator: ","), pointer: ptr) { () throws(GrammarError) -> DFA in
+                var n = NFA(); let s = n.add(), e = n.add()
+                for w in lits { n.epsilon(n.literal(s, Array(w.utf8)), e) }
+                return try DFA.determinize(n, start: s, accepting: [e], budget: 1000)
+            })
+        }
+        if rules.isEmpty { return emptyRule() }
+        return try dispatch(rules, ptr)
+    }
+
+    // MARK: Objects
+
+    func objectRule(_ d: Members, _ ptr: String) throws(GrammarError) -> Int32 {
+        var props: Members = []
+        if let p = get(d, "properties") {
+            guard let m = p.objectMembers else { throw .invalidSchema(reason: "properties must be an object", pointer: ptr + "/properties") }
+            props = m
+        }
+        if let order = get(d, "x-order")?.arrayValue?.compactMap(\.stringValue) {
+            props.sort { (order.firstIndex(of: $0.key) ?? Int.max) < (order.firstIndex(of: $1.key) ?? Int.max) }
+        }
+        var required = Set<String>()
+        if let r = get(d, "required") {
+            guard let arr = r.arrayValue else { throw .invalidSchema(reason: "required must be an array", pointer: ptr + "/required") }
+            for x in arr { if let s = x.stringValue { required.insert(s) } }
+        }
+        let ap = get(d, "additionalProperties") ?? .bool(options.additionalPropertiesByDefault)
+        for name in required.sorted() where !props.contains(where: { $0.key == name }) {
+            if ap == .bool(false) { return emptyRule() }
+            props.append((name, ap))
+        }
+        // Compile property value rules.
+        var valueRules: [Int32?] = []
+        for (name, schema) in props {
+            if schema == .bool(false) {
+                if required.contains(name) { return emptyRule() }
+                valueRules.append(nil)
+                continue
+            }
+            valueRules.append(try rule(schema, ptr + "/properties/" + escapePointer(name)))
+        }
+        var apRule: Int32? = nil
+        var keyRule: Int32? = nil
+        if ap != .bool(false) {
+            apRule = try rule(ap, ptr + "/additionalProperties")
+            let names = props.map(\.key)
+            keyRule = try b.leaf("key-except:" + names.joined(separator: "\u{0}"), pointer: ptr) { () throws(GrammarError) -> DFA in
+                let str = try plainStringDFA()
+                if names.isEmpty { return str }
+                var n = NFA(); let s = n.add(), e = n.add()
+                for nm in names {
+                    var enc: [UInt8] = []
+                    JSONValue.writeString(nm, into: &enc)
+                    n.epsilon(n.literal(s, enc), e)
+                }
+                let lit = try DFA.determinize(n, start: s, accepting: [e], budget: 100_000)
+                return try DFA.product(str, lit, intersect: false, budget: 100_000)
+            }
+        }
+        var nfa = NFA()
+        let start = nfa.add(), accept = nfa.add()
+        let open = ws(&nfa, nfa.literal(start, [0x7B]))
+        var callLabels: [Int32: Int32] = [:]
+        // P[i][e]: before property i; e = whether something was emitted.
+        let n = props.count
+        var P = [[Int32]](repeating: [-1, -1], count: n + 1)
+        for i in 0...n { P[i][0] = nfa.add(); P[i][1] = nfa.add() }
+        nfa.epsilon(open, P[0][0])
+        for i in 0..<n {
+            for e in 0...1 {
+                let from = P[i][e]
+                if !required.contains(props[i].key) { nfa.epsilon(from, P[i + 1][e]) }
+                guard let vr = valueRules[i] else { continue }
+                var s = from
+                if e == 1 { s = ws(&nfa, nfa.literal(s, [0x2C])) }
+                var key: [UInt8] = []
+                JSONValue.writeString(props[i].key, into: &key)
+                s = ws(&nfa, nfa.literal(s, key))
+                s = ws(&nfa, nfa.literal(s, [0x3A]))
+                let ret = nfa.add()
+                nfa.call(s, vr, ret)
+                callLabels[ret] = b.label(.property(props[i].key))
+                nfa.epsilon(ws(&nfa, ret), P[i + 1][1])
+            }
+        }
+        // Extra properties, then the closing brace.
+        let X = [nfa.add(), nfa.add()]
+        nfa.epsilon(P[n][0], X[0]); nfa.epsilon(P[n][1], X[1])
+        for e in 0...1 {
+            nfa.range(X[e], 0x7D, 0x7D, accept)
+            guard let kr = keyRule, let ar = apRule else { continue }
+            var s = X[e]
+            if e == 1 { s = ws(&nfa, nfa.literal(s, [0x2C])) }
+            let k = nfa.add(); nfa.call(s, kr, k)
+            s = ws(&nfa, nfa.literal(ws(&nfa, k), [0x3A]))
+            let ret = nfa.add(); nfa.call(s, ar, ret)
+            callLabels[ret] = b.label(.additionalProperty)
+            nfa.epsilon(ws(&nfa, ret), X[1])
+        }
+        return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
+    }
+
+    func escapePointer(_ s: String) -> String {
+        s.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+    }
+
+    // MARK: Arrays
+
+    func arrayRule(_ d: Members, _ ptr: String) throws(GrammarError) -> Int32 {
+        var prefix: [JSONValue] = []
+        var rest: JSONValue = .bool(true)
+        var restPtr = ptr + "/items"
+        if let items = get(d, "items") {
+            if case .array(let tuple) = items {
+                prefix = tuple
+                rest = get(d, "additionalItems") ?? .bool(true)
+                restPtr = ptr + "/additionalItems"
+            } else {
+                rest = items
+            }
+        }
+        if let p = get(d, "prefixItems") {
+            guard let arr = p.arrayValue else { throw .invalidSchema(reason: "prefixItems must be an array", pointer: ptr + "/prefixItems") }
+            prefix = arr
+        }
+        var minItems = get(d, "minItems")?.integerValue ?? 0
+        var maxItems = get(d, "maxItems")?.integerValue
+        if let m = maxItems, m < 0 { return emptyRule() }
+        minItems = max(minItems, 0)
+        if rest == .bool(false) { maxItems = min(maxItems ?? prefix.count, prefix.count) }
+        if let f = prefix.firstIndex(of: .bool(false)) { maxItems = min(maxItems ?? f, f) }
+        if let m = maxItems, m < minItems { return emptyRule() }
+        let unroll = max(prefix.count, minItems) + 1
+        let positions = maxItems.map { min($0, max(unroll, $0)) } ?? unroll
+        if positions > 20_000 { throw .budgetExceeded("arrays with more than 20000 distinct positions") }
+        var itemRules: [Int32] = []
+        for (i, p) in prefix.enumerated() where i < positions { itemRules.append(try rule(p, ptr + "/prefixItems/\(i)")) }
+        let restRule: Int32? = (maxItems ?? Int.max) > prefix.count ? try rule(rest, restPtr) : nil
+        var nfa = NFA()
+        let start = nfa.add(), accept = nfa.add()
+        let open = ws(&nfa, nfa.literal(start, [0x5B]))
+        let elementLabel = b.label(.element(0))
+        var callLabels: [Int32: Int32] = [:]
+        // Q(k): k items emitted.
+        var Q: [Int32] = [open]
+        let last = maxItems ?? unroll
+        for k in 0...last {
+            let q = Q[k]
+            if k >= minItems { nfa.range(q, 0x5D, 0x5D, accept) }
+            if k == last {
+                if maxItems == nil {
+                    // Loop: more items of the rest schema.
+                    guard let rr = restRule else { break }
+                    let s = ws(&nfa, nfa.literal(q, [0x2C]))
+                    let ret = nfa.add(); nfa.call(s, rr, ret); callLabels[ret] = elementLabel
+                    nfa.epsilon(ws(&nfa, ret), q)
+                }
+                break
+            }
+            let itemRule = k < itemRules.count ? itemRules[k] : restRule
+            guard let ir = itemRule else { break }
+            var s = q
+            if k > 0 { s = ws(&nfa, nfa.literal(s, [0x2C])) }
+            let ret = nfa.add(); nfa.call(s, ir, ret); callLabels[ret] = elementLabel
+            let next = ws(&nfa, ret)
+            Q.append(next)
+        }
+        return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
+    }
+
+    // MARK: Strings
+
+    /// `"` any JSON string content `"`.
+    func plainStringDFA() throws(GrammarError) -> DFA {
+        var n = NFA()
+        let s = n.add(), open = n.add(), e = n.add()
+        n.range(s, 0x22, 0x22, open)
+        RegexBuilder.addChars(.all, &n, from: open, to: open)
+        n.range(open, 0x22, 0x22, e)
+        return try DFA.determinize(n, start: s, accepting: [e], budget: 10_000)
+    }
+
+    func stringLeaf(minLength: Int, maxLength: Int?) throws(GrammarError) -> Int32 {
+        if minLength == 0 && maxLength == nil {
+            return try b.leaf("str", pointer: "#") { () throws(GrammarError) -> DFA in try plainStringDFA() }
+        }
+        return try b.leaf("str:\(minLength):\(maxLength ?? -1)", pointer: "#", counted: (minLength, maxLength ?? -1)) { () throws(GrammarError) -> DFA in
+            try plainStringDFA()
+        }
+    }
+
+    func stringRule(_ d: Members, _ ptr: String) throws(GrammarError) -> Int32 {
+        let minL = max(get(d, "minLength")?.integerValue ?? 0, 0)
+        let maxL = get(d, "maxLength")?.integerValue
+        if let m = maxL, m < minL { return emptyRule() }
+        var patterns: [String] = []
+        if let p = get(d, "pattern") {
+            for x in p.arrayValue ?? [p] {
+                guard let s = x.stringValue else { throw .invalidSchema(reason: "pattern must be a string", pointer: ptr + "/pattern") }
+                patterns.append(s)
+            }
+        }
+        var fullPatterns: [String] = []
+        if let f = get(d, "format")?.stringValue, !f.isEmpty {
+            if let re = SchemaCompiler.formats[f] { fullPatterns.append(re) }
+            else if options.lenient { ignored.append(ptr + "/format") }
+            else { throw .unsupportedKeyword(keyword: "format", pointer: ptr + "/format") }
+        }
+        if patterns.isEmpty && fullPatterns.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
+        let key = "re:\(minL):\(maxL ?? -1):" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
+        let budget = options.stateBudget
+        return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
+            var parts: [DFA] = []
+            for (p, full) in patterns.map({ ($0, false) }) + fullPatterns.map({ ($0, true) }) {
+                var n = NFA()
+                let s = n.add(), open = n.add(), e = n.add()
+                n.range(s, 0x22, 0x22, open)
+                let end = try RegexBuilder.contentNFA(p, fullMatch: full, nfa: &n, from: open)
+                n.range(end, 0x22, 0x22, e)
+                parts.append(try DFA.determinize(n, start: s, accepting: [e], budget: budget))
+            }
+            if minL > 0 || maxL != nil {
+                if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
+                var n = NFA()
+                let s = n.add(), open = n.add(), e = n.add()
+                n.range(s, 0x22, 0x22, open)
+                var b = RegexBuilder(pattern: "")
+                let end = try b.build(.repetition(.chars(.all), min: minL, max: maxL), &n, from: open)
+                n.range(end, 0x22, 0x22, e)
+                parts.append(try DFA.determinize(n, start: s, accepting: [e], budget: budget))
+            }
+            var acc = parts[0]
+            for p in parts.dropFirst() { acc = try DFA.product(acc, p, intersect: true, budget: budget) }
+            return acc.trimmed()
+        }
+    }
+
+    // MARK: Numbers
+
+    func numberLeaf(integer: Bool, d: Members, ptr: String) throws(GrammarError) -> Int32 {
+        func dec(_ k: String) throws(GrammarError) -> DecimalNumber? {
+            guard let v = get(d, k) else { return nil }
+            if case .bool = v { return nil } // draft-04 boolean exclusive flags are handled below
+            guard let t = v.numberText, let n = DecimalNumber(t) else { throw .invalidSchema(reason: "\(k) must be a number", pointer: ptr + "/" + k) }
+            return n
+        }
+        var lower: [(DecimalNumber, Bool)] = [], upper: [(DecimalNumber, Bool)] = []
+        if let m = try dec("minimum") { lower.append((m, get(d, "exclusiveMinimum") == .bool(true))) }
+        if let m = try dec("exclusiveMinimum") { lower.append((m, true)) }
+        if let m = try dec("maximum") { upper.append((m, get(d, "exclusiveMaximum") == .bool(true))) }
+        if let m = try dec("exclusiveMaximum") { upper.append((m, true)) }
+        let mult = try dec("multipleOf")
+        if let m = mult, m.isZero || m.negative { throw .invalidSchema(reason: "multipleOf must be positive", pointer: ptr + "/multipleOf") }
+        for (x, _) in lower + upper where x.digits.count + abs(x.exponent) > 400 {
+            throw .unsupportedKeyword(keyword: "minimum", pointer: ptr)
+        }
+        let key = "num:\(integer):" + lower.map { "\($0.0)\($0.1)" }.joined(separator: ",") + "|" + upper.map { "\($0.0)\($0.1)" }.joined(separator: ",") + "|\(mult?.description ?? "")"
+        let budget = options.stateBudget
+        return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
+            let exponent = lower.isEmpty && upper.isEmpty && mult == nil
+            var acc = try NumberAutomata.form(integer: integer, exponent: exponent, budget: budget)
+            for (v, strict) in lower { acc = try DFA.product(acc, try NumberAutomata.lowerBound(v, strict: strict, budget: budget), intersect: true, budget: budget) }
+            for (v, strict) in upper { acc = try DFA.product(acc, try NumberAutomata.upperBound(v, strict: strict, budget: budget), intersect: true, budget: budget) }
+            if let m = mult {
+                let k = max(-m.exponent, 0)
+                var a = 0
+                for dgt in m.digits { a = a * 10 + Int(dgt); if a > 100_000 { throw GrammarError.budgetExceeded("multipleOf \(m) needs too many states") } }
+                for _ in 0..<max(m.exponent, 0) { a *= 10; if a > 100_000 { throw GrammarError.budgetExceeded("multipleOf \(m) needs too many states") } }
+                acc = try DFA.product(acc, try NumberAutomata.multipleOf(a: a, fractionDigits: k, budget: budget), intersect: true, budget: budget)
+            }
+            return acc.trimmed()
+        }
+    }
+
+    // MARK: enum / const
+
+    func literalRule(_ d: Members, _ ptr: String) throws(GrammarError) -> Int32 {
+        var values: [JSONValue] = []
+        if let c = get(d, "const") { values = [c] }
+        if let e = get(d, "enum") {
+            guard let arr = e.arrayValue else { throw .invalidSchema(reason: "enum must be an array", pointer: ptr + "/enum") }
+            values = get(d, "const") != nil ? values.filter { arr.contains($0) } : arr
+        }
+        let siblings = without(d, ["enum", "const"])
+        if hasAssertions(siblings) {
+            var kept: [JSONValue] = []
+            for v in values where try LiteralValidator(compiler: self, pointer: ptr).satisfies(v, .object(siblings)) { kept.append(v) }
+            values = kept
+        }
+        var texts = Set<[UInt8]>()
+        for v in values {
+            var out: [UInt8] = []
+            v.writeCompact(into: &out)
+            texts.insert(out)
+            if case .number(let t) = v, let n = DecimalNumber(t) {
+                // Other spellings of the same number that a serializer may produce.
+                texts.insert(Array(n.description.utf8))
+                if n.isInteger { texts.insert(Array((n.description + ".0").utf8)) }
+            }
+        }
+        if texts.isEmpty { return emptyRule() }
+        let sorted = texts.sorted { $0.lexicographicallyPrecedes($1) }
+        let key = "lits:" + sorted.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\u{0}")
+        return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
+            var n = NFA(); let s = n.add(), e = n.add()
+            for t in sorted { n.epsilon(n.literal(s, t), e) }
+            return try DFA.determinize(n, start: s, accepting: [e], budget: options.stateBudget)
+        }
+    }
+}
+
+/// Checks an `enum`/`const` value against sibling keywords, so that only values the whole
+/// schema accepts become literals.
+struct LiteralValidator {
+    let compiler: SchemaCompiler
+    let pointer: String
+
+    func satisfies(_ v: JSONValue, _ schema: JSONValue) throws(GrammarError) -> Bool {
+        guard let d = try compiler.inlineDict(schema, pointer) else { return false }
+        for (k, s) in d {
+            switch k {
+            case "type":
+                let ts = compiler.typeSet(s)
+                let t = v.typeName
+                if !(ts.contains(t) || (t == "integer" && ts.contains("number"))) { return false }
+            case "enum": if !(s.arrayValue ?? []).contains(v) { return false }
+            case "const": if s != v { return false }
+            case "minLength", "maxLength", "pattern", "format":
+                guard case .string(let str) = v else { continue }
+                let n = str.unicodeScalars.count
+                if k == "minLength", n < (s.integerValue ?? 0) { return false }
+                if k == "maxLength", n > (s.integerValue ?? Int.max) { return false }
+                if k == "pattern" || k == "format" {
+                    let pats: [(String, Bool)]
+                    if k == "format" {
+                        guard let f = s.stringValue, !f.isEmpty else { continue }
+                        guard let re = SchemaCompiler.formats[f] else { throw .unsupportedKeyword(keyword: "format", pointer: pointer) }
+                        pats = [(re, true)]
+                    } else {
+                        pats = (s.arrayValue ?? [s]).compactMap(\.stringValue).map { ($0, false) }
+                    }
+                    var enc: [UInt8] = []
+                    JSONValue.writeString(str, into: &enc)
+                    for (p, full) in pats {
+                        var nfa = NFA()
+                        let st = nfa.add(), open = nfa.add(), e = nfa.add()
+                        nfa.range(st, 0x22, 0x22, open)
+                        nfa.range(try RegexBuilder.contentNFA(p, fullMatch: full, nfa: &nfa, from: open), 0x22, 0x22, e)
+                        if !(try DFA.determinize(nfa, start: st, accepting: [e], budget: 100_000)).accepts(enc) { return false }
+                    }
+                }
+            case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
+                guard case .number(let t) = v, let x = DecimalNumber(t) else { continue }
+                if case .bool = s { continue }
+                guard let bt = s.numberText, let bound = DecimalNumber(bt) else { continue }
+                switch k {
+                case "minimum": if x < bound { return false }
+                case "maximum": if bound < x { return false }
+                case "exclusiveMinimum": if !(bound < x) { return false }
+                case "exclusiveMaximum": if !(x < bound) { return false }
+                default:
+                    guard let xi = x.intValue, let bi = bound.intValue, bi > 0 else { throw .unsupportedKeyword(keyword: k, pointer: pointer) }
+                    if xi % bi != 0 { return false }
+                }
+            case "required":
+                guard case .object(let m) = v else { continue }
+                for r in s.arrayValue ?? [] { if let name = r.stringValue, !m.contains(where: { $0.key == name }) { return false } }
+            case "properties":
+                guard case .object(let m) = v else { continue }
+                for (pk, pv) in m { if let ps = s[pk], !(try satisfies(pv, ps)) { return false } }
+            case "additionalProperties":
+                guard case .object(let m) = v else { continue }
+                let declared = compiler.get(d, "properties")?.objectMembers?.map(\.key) ?? []
+                for (pk, pv) in m where !declared.contains(pk) { if !(try satisfies(pv, s)) { return false } }
+            case "items":
+                guard case .array(let a) = v else { continue }
+                if case .array = s { throw .unsupportedKeyword(keyword: k, pointer: pointer) }
+                let start = compiler.get(d, "prefixItems")?.arrayValue?.count ?? 0
+                for x in a.dropFirst(start) { if !(try satisfies(x, s)) { return false } }
+            case "prefixItems":
+                guard case .array(let a) = v else { continue }
+                for (x, ps) in zip(a, s.arrayValue ?? []) { if !(try satisfies(x, ps)) { return false } }
+            case "minItems", "maxItems":
+                guard case .array(let a) = v else { continue }
+                if k == "minItems", a.count < (s.integerValue ?? 0) { return false }
+                if k == "maxItems", a.count > (s.integerValue ?? Int.max) { return false }
+            case "anyOf", "oneOf", "allOf":
+                let alts = s.arrayValue ?? []
+                var n = 0
+                for a in alts where try satisfies(v, a) { n += 1 }
+                if k == "anyOf", n == 0 { return false }
+                if k == "oneOf", n != 1 { return false }
+                if k == "allOf", n != alts.count { return false }
+            default:
+                if SchemaCompiler.unsupported.contains(k) {
+                    if compiler.options.lenient { continue }
+                    throw .unsupportedKeyword(keyword: k, pointer: pointer + "/" + k)
+                }
+            }
+        }
+        return true
+    }
+}

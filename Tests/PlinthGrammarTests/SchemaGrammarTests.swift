@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+@testable import PlinthGrammar
+
+@Suite("JSON Schema grammars")
+struct SchemaGrammarTests {
+    func check(_ schema: String, valid: [String], invalid: [String], options: GrammarOptions = GrammarOptions(),
+               sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let g = try TestVocab.grammar(schema, options)
+        for v in valid { #expect(TestVocab.accepts(g, v), "should accept \(v)", sourceLocation: sourceLocation) }
+        for v in invalid { #expect(!TestVocab.accepts(g, v), "should reject \(v)", sourceLocation: sourceLocation) }
+    }
+
+    @Test func objectsKeepDeclarationOrder() throws {
+        try check(#"{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}"#,
+                  valid: [#"{"name":"x"}"#, #"{"name":"x","age":3}"#, #"{"name":"","age":-12}"#],
+                  invalid: [#"{"age":3,"name":"x"}"#, #"{}"#, #"{"name":"x","other":1}"#, #"{"name":"x",}"#, #"{"name":x}"#])
+    }
+
+    @Test func additionalPropertiesWhenAllowed() throws {
+        try check(#"{"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}}"#,
+                  valid: [#"{}"#, #"{"a":1}"#, #"{"a":1,"b":true}"#, #"{"zz":false,"y":true}"#],
+                  invalid: [#"{"a":true}"#, #"{"b":1}"#, #"{"a":1,"a":2}"#])
+        try check(#"{"type":"object","properties":{"a":{"type":"integer"}}}"#,
+                  valid: [#"{"a":1,"b":[1,{"c":null}]}"#], invalid: [],
+                  options: GrammarOptions(additionalPropertiesByDefault: true))
+    }
+
+    @Test func arraysWithBounds() throws {
+        try check(#"{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3}"#,
+                  valid: ["[1]", "[1,2,3]"], invalid: ["[]", "[1,2,3,4]", "[1,]", "[\"a\"]"])
+        try check(#"{"type":"array","prefixItems":[{"type":"string"},{"type":"boolean"}],"items":false}"#,
+                  valid: ["[]", "[\"a\"]", "[\"a\",true]"], invalid: ["[true]", "[\"a\",true,1]"])
+    }
+
+    @Test func stringsWithLengthPatternAndFormat() throws {
+        try check(#"{"type":"string","minLength":2,"maxLength":3}"#,
+                  valid: [#""ab""#, #""abc""#, #""\u00e9\u4e2d""#.replacingOccurrences(of: "\\u00e9", with: "\u{e9}").replacingOccurrences(of: "\\u4e2d", with: "\u{4e2d}"), #""a\n""#],
+                  invalid: [#""a""#, #""abcd""#, #""""#])
+        try check(#"{"type":"string","pattern":"^[a-z]+-[0-9]{2}$"}"#, valid: [#""ab-12""#], invalid: [#""ab-1""#, #""Ab-12""#])
+        try check(#"{"type":"string","pattern":"b+"}"#, valid: [#""abba""#, #""b""#], invalid: [#""aaa""#])
+        try check(#"{"type":"string","format":"date"}"#, valid: [#""2024-02-29""#], invalid: [#""2024-13-01""#, #""24-01-01""#])
+        try check(#"{"type":"string","format":"uuid"}"#, valid: [#""123e4567-e89b-12d3-a456-426614174000""#], invalid: [#""123""#])
+        try check(#"{"type":"string","format":"ipv4"}"#, valid: [#""192.168.0.1""#], invalid: [#""256.1.1.1""#])
+    }
+
+    @Test func numbersWithBounds() throws {
+        try check(#"{"type":"integer","minimum":-5,"maximum":120}"#,
+                  valid: ["-5", "0", "7", "99", "120", "-0"], invalid: ["-6", "121", "1000", "01", "1.5", "-"])
+        try check(#"{"type":"integer","exclusiveMinimum":0,"multipleOf":5}"#,
+                  valid: ["5", "100", "1005"], invalid: ["0", "-5", "7"])
+        try check(#"{"type":"number","minimum":0.5,"exclusiveMaximum":2.25}"#,
+                  valid: ["0.5", "0.75", "1", "2.2", "2.24999", "2"], invalid: ["0.49", "2.25", "2.250", "3", "-1", "0"])
+        try check(#"{"type":"number","multipleOf":0.01}"#, valid: ["1.25", "3", "-0.5"], invalid: ["1.255"])
+        try check(#"{"type":"number"}"#, valid: ["1e5", "-2.5E-3", "0"], invalid: ["1e", ".5", "+1"])
+    }
+
+    @Test func enumsConstsAndUnions() throws {
+        try check(#"{"enum":["red","green",1,null]}"#, valid: [#""red""#, "1", "null", "1.0"], invalid: [#""blue""#, "2"])
+        try check(#"{"const":{"a":[1,2]}}"#, valid: [#"{"a":[1,2]}"#], invalid: [#"{"a":[1]}"#])
+        try check(#"{"type":["string","null"]}"#, valid: ["null", #""x""#], invalid: ["1"])
+        try check(#"{"anyOf":[{"type":"object","properties":{"name":{"const":"a"},"x":{"type":"integer"}},"required":["name","x"]},{"type":"object","properties":{"name":{"const":"b"},"y":{"type":"boolean"}},"required":["name","y"]}]}"#,
+                  valid: [#"{"name":"a","x":1}"#, #"{"name":"b","y":true}"#], invalid: [#"{"name":"a","y":true}"#])
+        try check(#"{"type":"string","enum":["a","bb",3]}"#, valid: [#""a""#], invalid: ["3"])
+    }
+
+    @Test func referencesAndRecursion() throws {
+        let schema = ##"{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/$defs/node"},{"type":"null"}]}},"required":["v","next"]}},"$ref":"#/$defs/node"}"##
+        try check(schema, valid: [#"{"v":1,"next":null}"#, #"{"v":1,"next":{"v":2,"next":{"v":3,"next":null}}}"#],
+                  invalid: [#"{"v":1,"next":{"v":2}}"#])
+        #expect(throws: GrammarError.self) { try TestVocab.grammar(##"{"$ref":"#"}"##) }
+        #expect(throws: GrammarError.unresolvedReference("#/$defs/missing", pointer: "#/$ref")) { try TestVocab.grammar(##"{"$ref":"#/$defs/missing"}"##) }
+    }
+
+    @Test func allOfMergesObjects() throws {
+        try check(#"{"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"b":{"type":"string"}},"required":["b"]}]}"#,
+                  valid: [#"{"a":1,"b":"x"}"#], invalid: [#"{"a":1}"#, #"{"b":"x"}"#])
+    }
+
+    @Test func unsupportedKeywordsNameKeywordAndPointer() throws {
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/properties/a/not")) {
+            try TestVocab.grammar(#"{"type":"object","properties":{"a":{"not":{"type":"string"}}}}"#)
+        }
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "uniqueItems", pointer: "#/uniqueItems")) {
+            try TestVocab.grammar(#"{"type":"array","uniqueItems":true}"#)
+        }
+        let lenient = try TestVocab.grammar(#"{"type":"array","uniqueItems":true}"#, GrammarOptions(lenient: true))
+        #expect(lenient.ignoredKeywords == ["#/uniqueItems"])
+        #expect(throws: GrammarError.emptyLanguage(pointer: "#")) { try TestVocab.grammar(##"{"type":"string","minLength":3,"maxLength":2}"##) }
+        #expect(throws: GrammarError.self) { try TestVocab.grammar("{not json") }
+        let error = GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")
+        #expect(error.errorDescription?.contains("'not'") == true)
+    }
+
+    @Test func oneOfMustBeExclusive() throws {
+        try check(#"{"oneOf":[{"type":"string"},{"type":"integer"}]}"#, valid: [#""a""#, "1"], invalid: ["true"])
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "oneOf", pointer: "#/oneOf")) {
+            try TestVocab.grammar(#"{"oneOf":[{"type":"number"},{"type":"integer"}]}"#)
+        }
+    }
+
+    @Test func flexibleWhitespace() throws {
+        try check(#"{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},"required":["a"]}"#,
+                  valid: ["{ \"a\" : [ 1 , 2 ] }", "{\"a\":[1]}", "{\n  \"a\": []\n}"], invalid: ["{\"a\":[1]}   "],
+                  options: GrammarOptions(whitespace: .flexible(maxRun: 4)))
+        try check(#"{"type":"object","properties":{"a":{"type":"integer"}}}"#, valid: ["{\"a\":1}"], invalid: ["{ \"a\":1}"])
+    }
+
+    @Test func appleGenerationSchemaShape() throws {
+        // What Plinth's GenerationSchema encodes: x-order, $defs/$ref, anyOf, enum, bounds.
+        let schema = #"""
+        {"type":"object","title":"Trip","x-order":["city","days","tags","kind","stop"],
+         "properties":{"stop":{"$ref":"#/$defs/Stop"},"kind":{"anyOf":[{"type":"string","enum":["a","b"]},{"type":"null"}]},
+           "city":{"type":"string","description":"City"},"days":{"type":"integer","minimum":1,"maximum":14},
+           "tags":{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"},"minItems":1,"maxItems":3}},
+         "required":["city","days","tags","kind","stop"],"additionalProperties":false,
+         "$defs":{"Stop":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}}}
+        """#
+        try check(schema, valid: [#"{"city":"Oslo","days":3,"tags":["x"],"kind":null,"stop":{"name":"n"}}"#],
+                  invalid: [#"{"city":"Oslo","days":15,"tags":["x"],"kind":null,"stop":{"name":"n"}}"#,
+                            #"{"city":"Oslo","days":3,"tags":["X"],"kind":null,"stop":{"name":"n"}}"#])
+    }
+
+    @Test func regexEntryPoint() throws {
+        let g = try TestVocab.compiler.compile(regex: "[0-9]{3}-[A-Z]+")
+        #expect(TestVocab.accepts(g, "123-AB"))
+        #expect(!TestVocab.accepts(g, "12-AB"))
+        #expect(!TestVocab.accepts(g, "123-"))
+        #expect(throws: GrammarError.self) { try TestVocab.compiler.compile(regex: "(?=a)b") }
+    }
+
+    @Test func cacheSharesGrammars() throws {
+        let c = GrammarCompiler(vocabulary: TestVocab.vocabulary)
+        let a = try c.compile(jsonSchema: #"{"type":"integer"}"#)
+        let b = try c.compile(jsonSchema: #"{"type":"integer"}"#)
+        #expect(a === b)
+        #expect(c.cachedGrammarCount == 1)
+        let results = Mutex<[ObjectIdentifier]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let g = try! c.compile(jsonSchema: #"{"type":"string","maxLength":4}"#)
+            let m = g.makeMatcher()
+            _ = m.allowedTokens()
+            results.withLock { $0.append(ObjectIdentifier(g)) }
+        }
+        #expect(Set(results.withLock { $0 }).count == 1)
+    }
+}
+
+import Synchronization
