@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 // ---- activation quantization -------------------------------------------------------------
@@ -215,13 +216,6 @@ static void float_scalar(int type, const uint8_t *w, size_t row_bytes, int64_t r
 AVX2_TARGET static void quantize_avx2(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
     quantize_act_body(x, t0, t1, k, kind, a);
 }
-AVX2_TARGET static void unpack_avx2(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
-    qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
-}
-AVX2_TARGET static void dot_avx2(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
-                                 int64_t t0, int count, float *y, int64_t ldy, int rows) {
-    dot_ref_body(f, tl, k, a, nb, t0, count, y, ldy, rows);
-}
 AVX2_TARGET static void float_avx2(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
                                    const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
     float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
@@ -271,6 +265,10 @@ int pk_matmul_isa(void) {
     int isa = atomic_load_explicit(&chosen_isa, memory_order_relaxed);
     if (isa < 0) {
         isa = cpu_has_avx512() ? PK_ISA_AVX512 : cpu_has_avx2() ? PK_ISA_AVX2 : PK_ISA_SCALAR;
+        // PLINTH_ISA=avx2|scalar runs a narrower path than the CPU allows (to compare them).
+        const char *want = getenv("PLINTH_ISA");
+        if (want && strcmp(want, "avx2") == 0 && isa >= PK_ISA_AVX2) isa = PK_ISA_AVX2;
+        if (want && strcmp(want, "scalar") == 0) isa = PK_ISA_SCALAR;
         atomic_store_explicit(&chosen_isa, isa, memory_order_relaxed);
     }
     return isa;
@@ -287,7 +285,7 @@ static kernel_set kernels(void) {
 #if defined(__x86_64__)
     switch (pk_matmul_isa()) {
     case PK_ISA_AVX512: s = (kernel_set){quantize_avx512, qt_unpack_avx512, qt_dot_avx512, qt_gemv_avx512, float_avx512}; break;
-    case PK_ISA_AVX2: s = (kernel_set){quantize_avx2, unpack_avx2, dot_avx2, NULL, float_avx2}; break;
+    case PK_ISA_AVX2: s = (kernel_set){quantize_avx2, qt_unpack_avx2, qt_dot_avx2, qt_gemv_avx2, float_avx2}; break;
     default: break;
     }
 #endif

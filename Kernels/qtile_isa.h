@@ -21,4 +21,9 @@ int qt_gemv_avx512(int type, const qt_format *f, const uint8_t *w, size_t row_by
 void qt_unpack_avx512(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t);
 void qt_dot_avx512(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,
                    int64_t t0, int count, float *y, int64_t ldy, int rows);
+int qt_gemv_avx2(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int last, int64_t k,
+                 const qt_act *a, const int32_t *nb, int64_t t, float *y);
+void qt_unpack_avx2(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t);
+void qt_dot_avx2(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,
+                 int64_t t0, int count, float *y, int64_t ldy, int rows);
 #endif
