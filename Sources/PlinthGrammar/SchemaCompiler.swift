@@ -28,7 +28,10 @@ final class SchemaCompiler {
         "uniqueItems", "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
     ]
     static let formats: [String: String] = {
-        let date = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+        // Calendar-exact (RFC 3339 full-date): day ranges per month, 29 February only in
+        // Gregorian leap years (divisible by 4, centuries only when divisible by 400).
+        let leap = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)"
+        let date = "([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))|\(leap)-02-29)"
         let time = "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
         let octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
         let hex = "[0-9a-fA-F]"
@@ -584,12 +587,15 @@ final class SchemaCompiler {
             props.sort { (order.firstIndex(of: $0.key) ?? Int.max) < (order.firstIndex(of: $1.key) ?? Int.max) }
         }
         var required = Set<String>()
+        var requiredOrder: [String] = []
         if let r = get(d, "required") {
             guard let arr = r.arrayValue else { throw .invalidSchema(reason: "required must be an array", pointer: ptr + "/required") }
-            for x in arr { if let s = x.stringValue { required.insert(s) } }
+            for x in arr { if let s = x.stringValue, required.insert(s).inserted { requiredOrder.append(s) } }
         }
         let ap = get(d, "additionalProperties") ?? .bool(options.additionalPropertiesByDefault)
-        for name in required.sorted() where !props.contains(where: { $0.key == name }) {
+        // Undeclared required names follow the declared ones in `required` order, the order
+        // schema authors (and `reordered(forSchema:)`) list them in.
+        for name in requiredOrder where !props.contains(where: { $0.key == name }) {
             if ap == .bool(false) { return emptyRule() }
             props.append((name, ap))
         }
