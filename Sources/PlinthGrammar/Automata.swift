@@ -17,6 +17,11 @@ struct NFA {
     var eps: [[Int32]] = []
     var edges: [[ByteEdge]] = []
     var calls: [[CallEdge]] = []
+    /// States from which every continuation the automaton allows at all is accepted (the `.*`
+    /// after an unanchored pattern). A subset holding one stands for just its absorbing members,
+    /// which keeps "already matched" from multiplying with every partial match (exact: the
+    /// members share one continuation, of which these accept everything).
+    var absorbing: Set<Int32> = []
 
     var count: Int { eps.count }
 
@@ -93,7 +98,7 @@ struct DFA: Hashable {
         var work: [[Int32]] = []
         var mark = [Int32](repeating: -1, count: nfa.count)
         var stamp: Int32 = 0
-        func closure(_ seeds: [Int32]) -> [Int32] {
+        func rawClosure(_ seeds: [Int32]) -> [Int32] {
             stamp += 1
             var out: [Int32] = []
             var stack = seeds
@@ -102,6 +107,13 @@ struct DFA: Hashable {
                 mark[Int(s)] = stamp
                 out.append(s)
                 stack.append(contentsOf: nfa.eps[Int(s)])
+            }
+            return out
+        }
+        func closure(_ seeds: [Int32]) -> [Int32] {
+            var out = rawClosure(seeds)
+            if !nfa.absorbing.isEmpty, out.contains(where: { nfa.absorbing.contains($0) }) {
+                out = rawClosure(out.filter { nfa.absorbing.contains($0) })
             }
             out.sort()
             return out
