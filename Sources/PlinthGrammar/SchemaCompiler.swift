@@ -740,14 +740,69 @@ final class SchemaCompiler {
 
     // MARK: Strings
 
-    /// `"` any JSON string content `"`.
-    func plainStringDFA() throws(GrammarError) -> DFA {
+    /// `"` any JSON string content `"` (state 1: between characters). Built once.
+    func plainStringDFA() throws(GrammarError) -> DFA { SchemaCompiler.plainString }
+
+    static let plainString: DFA = {
         var n = NFA()
         let s = n.add(), open = n.add(), e = n.add()
         n.range(s, 0x22, 0x22, open)
         RegexBuilder.addChars(.all, &n, from: open, to: open)
         n.range(open, 0x22, 0x22, e)
-        return try DFA.determinize(n, start: s, accepting: [e], budget: 10_000)
+        let d = try! DFA.determinize(n, start: s, accepting: [e], budget: 10_000)
+        precondition(d.next(0, 0x22) == 1 && d.next(1, 0x41) == 1, "the open state must be state 1")
+        return d
+    }()
+
+    /// JSON strings of `minL...maxL` characters, built directly from the plain string automaton
+    /// with a character counter (a regex repetition of `maxL` characters determinizes slowly).
+    static func lengthDFA(_ minL: Int, _ maxL: Int?) -> DFA {
+        let plain = plainString
+        let cap = maxL ?? minL // unbounded: counts above minL are all alike
+        var out = DFA()
+        var index: [Int: Int32] = [:]
+        var work: [(Int32, Int)] = []
+        func intern(_ s: Int32, _ k: Int) -> Int32 {
+            let key = Int(s) * (cap + 2) + k
+            if let i = index[key] { return i }
+            let acc = plain.accepting[Int(s)]
+            let i = out.add(accepting: acc)
+            index[key] = i
+            work.append((s, k))
+            return i
+        }
+        _ = intern(0, 0)
+        var cursor = 0
+        while cursor < work.count {
+            let (s, k) = work[cursor]
+            cursor += 1
+            var edges: [ByteEdge] = []
+            for e in plain.trans[Int(s)] {
+                var nk = k
+                if s == 1 {
+                    if e.lo <= 0x22 && 0x22 <= e.hi {
+                        // The closing quote: split it off the range, allowed only from minL on.
+                        if e.lo < 0x22 { edges.append(ByteEdge(lo: e.lo, hi: 0x21, to: -2)) }
+                        if k >= minL { edges.append(ByteEdge(lo: 0x22, hi: 0x22, to: intern(e.to, k))) }
+                        if e.hi > 0x22 { edges.append(ByteEdge(lo: 0x23, hi: e.hi, to: -2)) }
+                        continue
+                    }
+                    if let m = maxL, k >= m { continue }
+                    nk = maxL == nil ? min(k + 1, cap) : k + 1
+                }
+                edges.append(ByteEdge(lo: e.lo, hi: e.hi, to: intern(e.to, nk)))
+            }
+            // Resolve split-off pieces of the quote range (a character start).
+            edges = edges.compactMap { e in
+                guard e.to == -2 else { return e }
+                if let m = maxL, k >= m { return nil }
+                let nk = maxL == nil ? min(k + 1, cap) : k + 1
+                return ByteEdge(lo: e.lo, hi: e.hi, to: intern(plain.next(1, e.lo), nk))
+            }
+            edges.sort { $0.lo < $1.lo }
+            out.trans[cursor - 1] = edges
+        }
+        return out.trimmed()
     }
 
     func stringLeaf(minLength: Int, maxLength: Int?) throws(GrammarError) -> Int32 {
@@ -791,13 +846,7 @@ final class SchemaCompiler {
             }
             if minL > 0 || maxL != nil {
                 if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
-                var n = NFA()
-                let s = n.add(), open = n.add(), e = n.add()
-                n.range(s, 0x22, 0x22, open)
-                var b = RegexBuilder(pattern: "")
-                let end = try b.build(.repetition(.chars(.all), min: minL, max: maxL), &n, from: open)
-                n.range(end, 0x22, 0x22, e)
-                parts.append(try DFA.determinize(n, start: s, accepting: [e], budget: budget))
+                parts.append(SchemaCompiler.lengthDFA(minL, maxL))
             }
             var acc = parts[0]
             for p in parts.dropFirst() { acc = try DFA.product(acc, p, intersect: true, budget: budget) }
