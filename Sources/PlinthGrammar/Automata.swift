@@ -86,6 +86,24 @@ struct DFA: Hashable {
         return accepting[Int(s)]
     }
 
+    /// The trie of `words` as an automaton (accepting exactly them), built directly.
+    static func literals(_ words: [[UInt8]]) -> DFA {
+        var d = DFA()
+        d.add()
+        for w in words {
+            var s: Int32 = 0
+            for b in w {
+                if let e = d.trans[Int(s)].first(where: { $0.lo == b }) { s = e.to; continue }
+                let t = d.add()
+                d.trans[Int(s)].append(ByteEdge(lo: b, hi: b, to: t))
+                s = t
+            }
+            d.accepting[Int(s)] = true
+        }
+        for i in 0..<d.count { d.trans[i].sort { $0.lo < $1.lo } }
+        return d
+    }
+
     /// The subset construction; `accepting` lists the NFA's accepting states.
     static func determinize(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> DFA {
         try determinizeWithSets(nfa, start: start, accepting: acc, budget: budget).dfa
@@ -136,9 +154,13 @@ struct DFA: Hashable {
             var ranges: [ByteEdge] = []
             for s in set { ranges += nfa.edges[Int(s)] }
             if !ranges.isEmpty {
-                var cuts = Set<Int>()
-                for r in ranges { cuts.insert(Int(r.lo)); cuts.insert(Int(r.hi) + 1) }
-                let points = cuts.sorted()
+                var points: [Int] = []
+                points.reserveCapacity(ranges.count * 2)
+                for r in ranges { points.append(Int(r.lo)); points.append(Int(r.hi) + 1) }
+                points.sort()
+                var u = 0
+                for p in points where u == 0 || points[u - 1] != p { points[u] = p; u += 1 }
+                points.removeLast(points.count - u)
                 var out: [ByteEdge] = []
                 for k in 0..<(points.count - 1) {
                     let lo = points[k], hi = points[k + 1] - 1
@@ -154,6 +176,7 @@ struct DFA: Hashable {
                 }
                 dfa.trans[Int(from)] = out
             }
+            if !set.contains(where: { !nfa.calls[Int($0)].isEmpty }) { continue }
             var byRule: [Int32: [Int32]] = [:]
             var order: [Int32] = []
             for s in set {

@@ -221,6 +221,7 @@ final class SchemaCompiler {
     // MARK: References
 
     func unescape(_ s: Substring) -> String {
+        if !s.utf8.contains(where: { $0 == 0x7E || $0 == 0x25 }) { return String(s) }
         var r = String(s).replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
         if r.contains("%"), let dec = r.removingPercentEncoding { r = dec }
         return r
@@ -617,13 +618,11 @@ final class SchemaCompiler {
             keyRule = try b.leaf("key-except:" + names.joined(separator: "\u{0}"), pointer: ptr) { () throws(GrammarError) -> DFA in
                 let str = try plainStringDFA()
                 if names.isEmpty { return str }
-                var n = NFA(); let s = n.add(), e = n.add()
-                for nm in names {
+                let lit = DFA.literals(names.map { nm in
                     var enc: [UInt8] = []
                     JSONValue.writeString(nm, into: &enc)
-                    n.epsilon(n.literal(s, enc), e)
-                }
-                let lit = try DFA.determinize(n, start: s, accepting: [e], budget: 100_000)
+                    return enc
+                })
                 return try DFA.product(str, lit, intersect: false, budget: 100_000)
             }
         }
@@ -671,7 +670,8 @@ final class SchemaCompiler {
     }
 
     func escapePointer(_ s: String) -> String {
-        s.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        if !s.utf8.contains(where: { $0 == 0x7E || $0 == 0x2F }) { return s }
+        return s.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     // MARK: Arrays
@@ -921,9 +921,9 @@ final class SchemaCompiler {
         let sorted = texts.sorted { $0.lexicographicallyPrecedes($1) }
         let key = "lits:" + sorted.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\u{0}")
         return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
-            var n = NFA(); let s = n.add(), e = n.add()
-            for t in sorted { n.epsilon(n.literal(s, t), e) }
-            return try DFA.determinize(n, start: s, accepting: [e], budget: options.stateBudget)
+            let d = DFA.literals(sorted)
+            if d.count > options.stateBudget { throw GrammarError.budgetExceeded("an automaton needs more than \(options.stateBudget) states") }
+            return d
         }
     }
 }
