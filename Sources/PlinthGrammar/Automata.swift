@@ -152,7 +152,7 @@ struct DFA: Hashable {
             cursor += 1
             // Byte moves: split 0...255 at every range boundary of the members.
             var ranges: [ByteEdge] = []
-            for s in set { ranges += nfa.edges[Int(s)] }
+            for s in set { ranges.append(contentsOf: nfa.edges[Int(s)]) }
             if !ranges.isEmpty {
                 var points: [Int] = []
                 points.reserveCapacity(ranges.count * 2)
@@ -162,11 +162,16 @@ struct DFA: Hashable {
                 for p in points where u == 0 || points[u - 1] != p { points[u] = p; u += 1 }
                 points.removeLast(points.count - u)
                 var out: [ByteEdge] = []
+                // Sweep: ranges enter at their `lo` and leave after their `hi`.
+                ranges.sort { $0.lo < $1.lo }
+                var active: [ByteEdge] = []
+                var next = 0
                 for k in 0..<(points.count - 1) {
                     let lo = points[k], hi = points[k + 1] - 1
-                    var targets: [Int32] = []
-                    for r in ranges where Int(r.lo) <= lo && hi <= Int(r.hi) { targets.append(r.to) }
-                    if targets.isEmpty { continue }
+                    active.removeAll { Int($0.hi) < lo }
+                    while next < ranges.count && Int(ranges[next].lo) <= lo { active.append(ranges[next]); next += 1 }
+                    if active.isEmpty { continue }
+                    let targets = active.map(\.to)
                     let t = try intern(closure(targets))
                     if let last = out.last, last.to == t, Int(last.hi) + 1 == lo {
                         out[out.count - 1].hi = UInt8(hi)

@@ -62,4 +62,27 @@ struct RegressionTests {
         #expect(TestVocab.accepts(e, #""2023-03-01""#))
         #expect(!TestVocab.accepts(e, #""2023-02-29""#))
     }
+
+    // o33033 (2.5 s to compile): an unanchored pattern's "already matched" tail multiplied with
+    // every partial match; it is now absorbing. The language must not change.
+    @Test func unanchoredPatternLanguage() throws {
+        let g = try TestVocab.grammar(#"{"type":"string","pattern":"(top-left|top-right|middle-center)"}"#)
+        for v in ["top-left", "xxtop-rightyy", "top-top-left", "middle-center\\n", "\u{e9}top-left\u{4e2d}"] {
+            #expect(TestVocab.accepts(g, "\"\(v)\""), "should accept \(v)")
+        }
+        for v in ["top-", "top-lef", "middle-centre", ""] { #expect(!TestVocab.accepts(g, "\"\(v)\""), "should reject \(v)") }
+    }
+
+    // Length bounds beside a pattern come from a counted automaton now (not a determinized
+    // repetition): characters count once whatever their encoding.
+    @Test func patternWithLengthBounds() throws {
+        let g = try TestVocab.grammar(#"{"type":"string","pattern":"[a-z\u00e9]+","minLength":3,"maxLength":5}"#)
+        for v in ["abc", "abcde", "\u{e9}\u{e9}\u{e9}", "12a45", "a\\nb"] { #expect(TestVocab.accepts(g, "\"\(v)\""), "should accept \(v)") }
+        for v in ["ab", "abcdef", "\u{e9}\u{e9}", "123", "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}"] { #expect(!TestVocab.accepts(g, "\"\(v)\""), "should reject \(v)") }
+        let open = try TestVocab.grammar(#"{"type":"string","pattern":"^x","minLength":2}"#)
+        #expect(TestVocab.accepts(open, #""xy""#))
+        #expect(TestVocab.accepts(open, #""xyzzzzzzzzzz""#))
+        #expect(!TestVocab.accepts(open, #""x""#))
+        #expect(!TestVocab.accepts(open, #""yx""#))
+    }
 }
