@@ -17,6 +17,11 @@ struct NFA {
     var eps: [[Int32]] = []
     var edges: [[ByteEdge]] = []
     var calls: [[CallEdge]] = []
+    /// States from which every continuation the automaton allows at all is accepted (the `.*`
+    /// after an unanchored pattern). A subset holding one stands for just its absorbing members,
+    /// which keeps "already matched" from multiplying with every partial match (exact: the
+    /// members share one continuation, of which these accept everything).
+    var absorbing: Set<Int32> = []
 
     var count: Int { eps.count }
 
@@ -81,6 +86,24 @@ struct DFA: Hashable {
         return accepting[Int(s)]
     }
 
+    /// The trie of `words` as an automaton (accepting exactly them), built directly.
+    static func literals(_ words: [[UInt8]]) -> DFA {
+        var d = DFA()
+        d.add()
+        for w in words {
+            var s: Int32 = 0
+            for b in w {
+                if let e = d.trans[Int(s)].first(where: { $0.lo == b }) { s = e.to; continue }
+                let t = d.add()
+                d.trans[Int(s)].append(ByteEdge(lo: b, hi: b, to: t))
+                s = t
+            }
+            d.accepting[Int(s)] = true
+        }
+        for i in 0..<d.count { d.trans[i].sort { $0.lo < $1.lo } }
+        return d
+    }
+
     /// The subset construction; `accepting` lists the NFA's accepting states.
     static func determinize(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> DFA {
         try determinizeWithSets(nfa, start: start, accepting: acc, budget: budget).dfa
@@ -93,7 +116,7 @@ struct DFA: Hashable {
         var work: [[Int32]] = []
         var mark = [Int32](repeating: -1, count: nfa.count)
         var stamp: Int32 = 0
-        func closure(_ seeds: [Int32]) -> [Int32] {
+        func rawClosure(_ seeds: [Int32]) -> [Int32] {
             stamp += 1
             var out: [Int32] = []
             var stack = seeds
@@ -102,6 +125,13 @@ struct DFA: Hashable {
                 mark[Int(s)] = stamp
                 out.append(s)
                 stack.append(contentsOf: nfa.eps[Int(s)])
+            }
+            return out
+        }
+        func closure(_ seeds: [Int32]) -> [Int32] {
+            var out = rawClosure(seeds)
+            if !nfa.absorbing.isEmpty, out.contains(where: { nfa.absorbing.contains($0) }) {
+                out = rawClosure(out.filter { nfa.absorbing.contains($0) })
             }
             out.sort()
             return out
@@ -122,17 +152,26 @@ struct DFA: Hashable {
             cursor += 1
             // Byte moves: split 0...255 at every range boundary of the members.
             var ranges: [ByteEdge] = []
-            for s in set { ranges += nfa.edges[Int(s)] }
+            for s in set { ranges.append(contentsOf: nfa.edges[Int(s)]) }
             if !ranges.isEmpty {
-                var cuts = Set<Int>()
-                for r in ranges { cuts.insert(Int(r.lo)); cuts.insert(Int(r.hi) + 1) }
-                let points = cuts.sorted()
+                var points: [Int] = []
+                points.reserveCapacity(ranges.count * 2)
+                for r in ranges { points.append(Int(r.lo)); points.append(Int(r.hi) + 1) }
+                points.sort()
+                var u = 0
+                for p in points where u == 0 || points[u - 1] != p { points[u] = p; u += 1 }
+                points.removeLast(points.count - u)
                 var out: [ByteEdge] = []
+                // Sweep: ranges enter at their `lo` and leave after their `hi`.
+                ranges.sort { $0.lo < $1.lo }
+                var active: [ByteEdge] = []
+                var next = 0
                 for k in 0..<(points.count - 1) {
                     let lo = points[k], hi = points[k + 1] - 1
-                    var targets: [Int32] = []
-                    for r in ranges where Int(r.lo) <= lo && hi <= Int(r.hi) { targets.append(r.to) }
-                    if targets.isEmpty { continue }
+                    active.removeAll { Int($0.hi) < lo }
+                    while next < ranges.count && Int(ranges[next].lo) <= lo { active.append(ranges[next]); next += 1 }
+                    if active.isEmpty { continue }
+                    let targets = active.map(\.to)
                     let t = try intern(closure(targets))
                     if let last = out.last, last.to == t, Int(last.hi) + 1 == lo {
                         out[out.count - 1].hi = UInt8(hi)
@@ -142,6 +181,7 @@ struct DFA: Hashable {
                 }
                 dfa.trans[Int(from)] = out
             }
+            if !set.contains(where: { !nfa.calls[Int($0)].isEmpty }) { continue }
             var byRule: [Int32: [Int32]] = [:]
             var order: [Int32] = []
             for s in set {

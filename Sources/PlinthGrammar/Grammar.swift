@@ -1,3 +1,4 @@
+import Synchronization
 /// Where in a JSON value the decoder is: one step of the path from the root value to the
 /// value being generated.
 public enum JSONPathComponent: Sendable, Hashable, CustomStringConvertible {
@@ -280,10 +281,26 @@ final class GrammarBuilder {
     func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)? = nil, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> Int32 {
         if let r = leafCache[key] { return r }
         let r = reserve(pointer: pointer)
-        try define(r, try make(), counted: counted)
+        let dfa: DFA
+        if let d = GrammarBuilder.sharedLeaves.withLock({ $0[key] }) {
+            dfa = d
+        } else {
+            dfa = try make()
+            GrammarBuilder.sharedLeaves.withLock { c in
+                if c.count >= GrammarBuilder.sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
+                c[key] = dfa
+            }
+        }
+        try define(r, dfa, counted: counted)
         leafCache[key] = r
         return r
     }
+
+    /// Leaf automata by key, shared by every compilation in the process: a leaf is a pure
+    /// function of its key (strings, numbers, literals, formats), and the same ones recur
+    /// across schemas. Bounded; emptied when full.
+    static let sharedLeaves = Mutex<[String: DFA]>([:])
+    static let sharedLeafCapacity = 4096
 
     /// Builds a rule from an NFA with calls; `labels` maps NFA call targets to path labels.
     func rule(_ nfa: NFA, start: Int32, accept: Int32, pointer: String, into reserved: Int32? = nil,

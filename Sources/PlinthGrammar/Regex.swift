@@ -456,7 +456,10 @@ struct RegexBuilder {
             nfa.epsilon(from, s)
             if !anchoredStart { s = try b.build(.repetition(.chars(.all), min: 0, max: nil), &nfa, from: s) }
             s = try b.build(core, &nfa, from: s)
-            if !anchoredEnd { s = try b.build(.repetition(.chars(.all), min: 0, max: nil), &nfa, from: s) }
+            if !anchoredEnd {
+                s = try b.build(.repetition(.chars(.all), min: 0, max: nil), &nfa, from: s)
+                nfa.absorbing.insert(s)
+            }
             nfa.epsilon(s, end)
         }
         return end

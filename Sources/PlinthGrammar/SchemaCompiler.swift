@@ -28,7 +28,10 @@ final class SchemaCompiler {
         "uniqueItems", "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
     ]
     static let formats: [String: String] = {
-        let date = "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+        // Calendar-exact (RFC 3339 full-date): day ranges per month, 29 February only in
+        // Gregorian leap years (divisible by 4, centuries only when divisible by 400).
+        let leap = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)"
+        let date = "([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))|\(leap)-02-29)"
         let time = "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
         let octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
         let hex = "[0-9a-fA-F]"
@@ -218,6 +221,7 @@ final class SchemaCompiler {
     // MARK: References
 
     func unescape(_ s: Substring) -> String {
+        if !s.utf8.contains(where: { $0 == 0x7E || $0 == 0x25 }) { return String(s) }
         var r = String(s).replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
         if r.contains("%"), let dec = r.removingPercentEncoding { r = dec }
         return r
@@ -584,12 +588,15 @@ final class SchemaCompiler {
             props.sort { (order.firstIndex(of: $0.key) ?? Int.max) < (order.firstIndex(of: $1.key) ?? Int.max) }
         }
         var required = Set<String>()
+        var requiredOrder: [String] = []
         if let r = get(d, "required") {
             guard let arr = r.arrayValue else { throw .invalidSchema(reason: "required must be an array", pointer: ptr + "/required") }
-            for x in arr { if let s = x.stringValue { required.insert(s) } }
+            for x in arr { if let s = x.stringValue, required.insert(s).inserted { requiredOrder.append(s) } }
         }
         let ap = get(d, "additionalProperties") ?? .bool(options.additionalPropertiesByDefault)
-        for name in required.sorted() where !props.contains(where: { $0.key == name }) {
+        // Undeclared required names follow the declared ones in `required` order, the order
+        // schema authors (and `reordered(forSchema:)`) list them in.
+        for name in requiredOrder where !props.contains(where: { $0.key == name }) {
             if ap == .bool(false) { return emptyRule() }
             props.append((name, ap))
         }
@@ -611,13 +618,11 @@ final class SchemaCompiler {
             keyRule = try b.leaf("key-except:" + names.joined(separator: "\u{0}"), pointer: ptr) { () throws(GrammarError) -> DFA in
                 let str = try plainStringDFA()
                 if names.isEmpty { return str }
-                var n = NFA(); let s = n.add(), e = n.add()
-                for nm in names {
+                let lit = DFA.literals(names.map { nm in
                     var enc: [UInt8] = []
                     JSONValue.writeString(nm, into: &enc)
-                    n.epsilon(n.literal(s, enc), e)
-                }
-                let lit = try DFA.determinize(n, start: s, accepting: [e], budget: 100_000)
+                    return enc
+                })
                 return try DFA.product(str, lit, intersect: false, budget: 100_000)
             }
         }
@@ -665,7 +670,8 @@ final class SchemaCompiler {
     }
 
     func escapePointer(_ s: String) -> String {
-        s.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+        if !s.utf8.contains(where: { $0 == 0x7E || $0 == 0x2F }) { return s }
+        return s.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
     }
 
     // MARK: Arrays
@@ -734,14 +740,69 @@ final class SchemaCompiler {
 
     // MARK: Strings
 
-    /// `"` any JSON string content `"`.
-    func plainStringDFA() throws(GrammarError) -> DFA {
+    /// `"` any JSON string content `"` (state 1: between characters). Built once.
+    func plainStringDFA() throws(GrammarError) -> DFA { SchemaCompiler.plainString }
+
+    static let plainString: DFA = {
         var n = NFA()
         let s = n.add(), open = n.add(), e = n.add()
         n.range(s, 0x22, 0x22, open)
         RegexBuilder.addChars(.all, &n, from: open, to: open)
         n.range(open, 0x22, 0x22, e)
-        return try DFA.determinize(n, start: s, accepting: [e], budget: 10_000)
+        let d = try! DFA.determinize(n, start: s, accepting: [e], budget: 10_000)
+        precondition(d.next(0, 0x22) == 1 && d.next(1, 0x41) == 1, "the open state must be state 1")
+        return d
+    }()
+
+    /// JSON strings of `minL...maxL` characters, built directly from the plain string automaton
+    /// with a character counter (a regex repetition of `maxL` characters determinizes slowly).
+    static func lengthDFA(_ minL: Int, _ maxL: Int?) -> DFA {
+        let plain = plainString
+        let cap = maxL ?? minL // unbounded: counts above minL are all alike
+        var out = DFA()
+        var index: [Int: Int32] = [:]
+        var work: [(Int32, Int)] = []
+        func intern(_ s: Int32, _ k: Int) -> Int32 {
+            let key = Int(s) * (cap + 2) + k
+            if let i = index[key] { return i }
+            let acc = plain.accepting[Int(s)]
+            let i = out.add(accepting: acc)
+            index[key] = i
+            work.append((s, k))
+            return i
+        }
+        _ = intern(0, 0)
+        var cursor = 0
+        while cursor < work.count {
+            let (s, k) = work[cursor]
+            cursor += 1
+            var edges: [ByteEdge] = []
+            for e in plain.trans[Int(s)] {
+                var nk = k
+                if s == 1 {
+                    if e.lo <= 0x22 && 0x22 <= e.hi {
+                        // The closing quote: split it off the range, allowed only from minL on.
+                        if e.lo < 0x22 { edges.append(ByteEdge(lo: e.lo, hi: 0x21, to: -2)) }
+                        if k >= minL { edges.append(ByteEdge(lo: 0x22, hi: 0x22, to: intern(e.to, k))) }
+                        if e.hi > 0x22 { edges.append(ByteEdge(lo: 0x23, hi: e.hi, to: -2)) }
+                        continue
+                    }
+                    if let m = maxL, k >= m { continue }
+                    nk = maxL == nil ? min(k + 1, cap) : k + 1
+                }
+                edges.append(ByteEdge(lo: e.lo, hi: e.hi, to: intern(e.to, nk)))
+            }
+            // Resolve split-off pieces of the quote range (a character start).
+            edges = edges.compactMap { e in
+                guard e.to == -2 else { return e }
+                if let m = maxL, k >= m { return nil }
+                let nk = maxL == nil ? min(k + 1, cap) : k + 1
+                return ByteEdge(lo: e.lo, hi: e.hi, to: intern(plain.next(1, e.lo), nk))
+            }
+            edges.sort { $0.lo < $1.lo }
+            out.trans[cursor - 1] = edges
+        }
+        return out.trimmed()
     }
 
     func stringLeaf(minLength: Int, maxLength: Int?) throws(GrammarError) -> Int32 {
@@ -785,13 +846,7 @@ final class SchemaCompiler {
             }
             if minL > 0 || maxL != nil {
                 if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
-                var n = NFA()
-                let s = n.add(), open = n.add(), e = n.add()
-                n.range(s, 0x22, 0x22, open)
-                var b = RegexBuilder(pattern: "")
-                let end = try b.build(.repetition(.chars(.all), min: minL, max: maxL), &n, from: open)
-                n.range(end, 0x22, 0x22, e)
-                parts.append(try DFA.determinize(n, start: s, accepting: [e], budget: budget))
+                parts.append(SchemaCompiler.lengthDFA(minL, maxL))
             }
             var acc = parts[0]
             for p in parts.dropFirst() { acc = try DFA.product(acc, p, intersect: true, budget: budget) }
@@ -866,9 +921,9 @@ final class SchemaCompiler {
         let sorted = texts.sorted { $0.lexicographicallyPrecedes($1) }
         let key = "lits:" + sorted.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\u{0}")
         return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
-            var n = NFA(); let s = n.add(), e = n.add()
-            for t in sorted { n.epsilon(n.literal(s, t), e) }
-            return try DFA.determinize(n, start: s, accepting: [e], budget: options.stateBudget)
+            let d = DFA.literals(sorted)
+            if d.count > options.stateBudget { throw GrammarError.budgetExceeded("an automaton needs more than \(options.stateBudget) states") }
+            return d
         }
     }
 }

@@ -47,10 +47,7 @@ struct CorpusTests {
         }
         print("schema corpus: compiled \(compiled)/\(files.count) (errors \(errors)); valid accepted \(validOK), valid rejected \(rejectedValid.count); invalid rejected \(invalidRejected), invalid accepted \(invalidAccepted)")
         #expect(compiled >= 355)
-        // Known: o48873 (required property listed only under an anyOf branch, instance orders it last) and wp_29
-        // (recursive $ref whose instance order differs from the reordering heuristic).
-        let known: Set<String> = ["Github_easy---o48873.json#0", "WashingtonPost---wp_29_Normalized.json#0"]
-        #expect(Set(rejectedValid).subtracting(known).isEmpty, "valid instances rejected: \(rejectedValid)")
-        #expect(invalidAccepted <= 1)
+        #expect(rejectedValid.isEmpty, "valid instances rejected: \(rejectedValid)")
+        #expect(invalidAccepted == 0)
     }
 }

@@ -14,6 +14,7 @@ struct Options {
     var limit = Int.max
     var models = ["smol", "qwen"]
     var verbose = false
+    var only: String? = nil
 }
 
 var opts = Options()
@@ -25,6 +26,7 @@ while let a = args.popFirst() {
     case "--limit": opts.limit = Int(args.popFirst()!)!
     case "--models": opts.models = args.popFirst()!.split(separator: ",").map(String.init)
     case "--verbose": opts.verbose = true
+    case "--only": opts.only = args.popFirst()!
     default: FileHandle.standardError.write("unknown argument \(a)\n".data(using: .utf8)!); exit(2)
     }
 }
@@ -47,7 +49,7 @@ struct SchemaFile { var name: String; var schema: JSONValue; var tests: [(data: 
 
 let files = try FileManager.default.contentsOfDirectory(atPath: opts.corpus).filter { $0.hasSuffix(".json") && $0 != "index.json" }.sorted()
 var corpus: [SchemaFile] = []
-for f in files.prefix(opts.limit) {
+for f in files.filter({ name in opts.only.map { name.contains($0) } ?? true }).prefix(opts.limit) {
     let doc = try JSONValue(parsing: Data(contentsOf: URL(fileURLWithPath: opts.corpus + "/" + f)))
     guard let schema = doc["schema"], let tests = doc["tests"]?.objectArray else { continue }
     corpus.append(SchemaFile(name: f, schema: schema, tests: tests.compactMap { t in
@@ -85,6 +87,8 @@ for model in opts.models {
     let compiler = GrammarCompiler(vocabulary: vocabulary)
     let options = GrammarOptions(additionalPropertiesByDefault: true)
     var compileMs: [Double] = []
+    var compileBySchema: [(String, Double, Int)] = []
+    var unenforced: [String] = []
     var maskUs: [Double] = []
     var compiled = 0, compileErrors: [String: Int] = [:]
     var validAccepted = 0, validRejected = 0, invalidRejected = 0, invalidAccepted = 0
@@ -99,12 +103,15 @@ for model in opts.models {
         do {
             grammar = try compiler.compile(schema: file.schema, options: options)
             compileMs.append(Double(nanos() - c0) / 1e6)
+            compileBySchema.append((file.name, compileMs.last!, grammar!.stateCount))
             if opts.verbose && Double(nanos() - c0) / 1e6 > 5 { print("slow compile \(Double(nanos() - c0) / 1e6)ms \(file.name) states \(grammar!.stateCount)") }
             compiled += 1
         } catch {
             let key: String
             switch error {
-            case .unsupportedKeyword(let k, _): key = "unsupported " + k
+            case .unsupportedKeyword(let k, let p):
+                key = "unsupported " + k
+                unenforced.append("\(file.name): \(k) at \(p)")
             case .invalidRegex(_, let r): key = "regex: " + r
             default: key = "\(error)".components(separatedBy: "(").first ?? "\(error)"
             }
@@ -152,6 +159,9 @@ for model in opts.models {
         "compile_p50_ms": percentile(compileMs, 0.5), "compile_p99_ms": percentile(compileMs, 0.99),
         "mask_mean_us": mean, "mask_p50_us": percentile(maskUs, 0.5), "mask_p99_us": percentile(maskUs, 0.99),
         "mask_max_us": maskUs.max() ?? 0, "masks": maskUs.count,
+        "slowest_compiles": compileBySchema.sorted { $0.1 > $1.1 }.prefix(10).map { "\($0.0): \(String(format: "%.2f", $0.1)) ms, \($0.2) states" },
+        "accepted_invalid": acceptedInvalid, "rejected_valid": rejectedValid.map { String($0.prefix { $0 != ":" }) },
+        "unenforced_keywords": unenforced,
         "valid_accepted": validAccepted, "valid_rejected": validRejected,
         "invalid_rejected": invalidRejected, "invalid_accepted": invalidAccepted,
     ]
@@ -162,5 +172,5 @@ for model in opts.models {
         print("valid instances rejected (\(rejectedValid.count)):")
         for r in rejectedValid.prefix(40) { print("  " + r) }
     }
-    if opts.verbose { print("invalid instances accepted: \(acceptedInvalid.count)"); for r in acceptedInvalid.prefix(40) { print("  " + r) } }
+    if opts.verbose || !acceptedInvalid.isEmpty { print("invalid instances accepted: \(acceptedInvalid.count)"); for r in acceptedInvalid.prefix(40) { print("  " + r) } }
 }
