@@ -36,7 +36,7 @@ enum LocalGeneration {
     static func grammar(for schema: GenerationSchema, instance: LocalModelInstance) throws -> CompiledGrammar {
         let compiler = try instance.compiler()
         do {
-            return try compiler.compile(jsonSchema: schema.jsonSchema.text)
+            return try compiler.compile(jsonSchema: DecodingSchema.jsonText(for: schema))
         } catch {
             throw LocalLanguageModelError.schemaNotEnforceable(schema: schema.name, reason: error.localizedDescription)
         }

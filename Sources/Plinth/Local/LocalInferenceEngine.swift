@@ -130,6 +130,40 @@ actor LocalInferenceEngine {
         var endedByModel = false
         var firstToken: UInt64 = 0
 
+        func push(_ token: Int32) {
+            if firstToken == 0 { firstToken = DispatchTime.now().uptimeNanoseconds }
+            generated += 1
+            pendingTokens += 1
+            history.append(token)
+            let piece = detokenizer.append(token)
+            if !piece.isEmpty {
+                emit(.text(piece, tokenCount: pendingTokens))
+                pendingTokens = 0
+            }
+        }
+        /// Jump-forward: text the grammar allows in one way only (keys, punctuation) is taken
+        /// without sampling, and its tokens go through the model in one batched step.
+        func forcedTokens() throws -> [Int32] {
+            guard let matcher else { return [] }
+            let forced = matcher.forcedTokens { bytes in
+                (try? tokenizer.encode(bytes: bytes, addSpecial: false, parseSpecial: false)) ?? []
+            }
+            var taken: [Int32] = []
+            for token in forced.prefix(limit - generated) {
+                guard matcher.accept(token) else { break }
+                push(token)
+                taken.append(token)
+            }
+            return taken
+        }
+        func feed(_ tokens: [Int32]) throws {
+            if Task.isCancelled { throw CancellationError() }
+            try forward(Batch.sequence(tokens, startingAt: history.count - tokens.count, slot: slot), slot: slot)
+            slotTokens[slot] += tokens
+        }
+
+        let opening = try forcedTokens()
+        if !opening.isEmpty && generated < limit { try feed(opening) }
         while generated < limit {
             let token: Int32
             if let matcher {
@@ -146,21 +180,10 @@ actor LocalInferenceEngine {
                 token = sampler.sample(context.logits(0), history: history[...])
                 if tokenizer.isEndOfGeneration(token) { endedByModel = true; break }
             }
-            if firstToken == 0 { firstToken = DispatchTime.now().uptimeNanoseconds }
-            generated += 1
-            pendingTokens += 1
-            history.append(token)
-            let piece = detokenizer.append(token)
-            if !piece.isEmpty {
-                emit(.text(piece, tokenCount: pendingTokens))
-                pendingTokens = 0
-            }
-            if generated == limit { break }
-            if Task.isCancelled { throw CancellationError() }
-            var step = Batch()
-            step.add(token, position: history.count - 1, slot: slot, logits: true)
-            try forward(step, slot: slot)
-            slotTokens[slot].append(token)
+            push(token)
+            let step = try [token] + forcedTokens()
+            if generated >= limit { break }
+            try feed(step)
         }
         let rest = detokenizer.finish()
         if !rest.isEmpty || pendingTokens > 0 { emit(.text(rest, tokenCount: pendingTokens)) }
