@@ -172,7 +172,7 @@ struct LocalLanguageModelTests {
 
     @Test func concurrentRequestIsRefused() async throws {
         let session = LanguageModelSession(model: model)
-        let long = GenerationOptions(sampling: .greedy, maximumResponseTokens: 64)
+        let long = GenerationOptions(sampling: .greedy, maximumResponseTokens: 32)
         let first = Task { try await session.respond(to: "Write a long story about a dragon.", options: long) }
         while !session.isResponding { await Task.yield() }
         let error = await #expect(throws: LanguageModelSession.GenerationError.self) {
@@ -224,6 +224,37 @@ struct LocalLanguageModelTests {
         let second = try await session.respond(to: "Name another one.", options: greedy)
         #expect(second.usage.input.cachedTokenCount > first.usage.input.totalTokenCount / 2)
         #expect(second.usage.input.totalTokenCount > first.usage.input.totalTokenCount)
+    }
+
+    /// The session adds nothing to what the runtime generates: same prompt, same greedy tokens.
+    @Test func sessionTextMatchesTheRawRuntime() async throws {
+        let url = try #require(LocalTestModels.path(LocalTestModels.smolLM2))
+        let runtime = try PlinthRuntime.Model(url: url)
+        let prompt = runtime.tokenizer.encode(try runtime.renderChat([.system("Be brief."), .user("Describe a dragon.")]),
+                                              addSpecial: true, parseSpecial: true)
+        let context = try InferenceContext(transformer: runtime.transformer, contextLength: 256, slots: 1, maxBatch: 256)
+        let raw = try TextGenerator(model: runtime, context: context).generate(prompt: prompt, maxTokens: 12, sampling: .greedy)
+        let session = LanguageModelSession(model: model, instructions: "Be brief.")
+        let response = try await session.respond(to: "Describe a dragon.",
+                                                 options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 12))
+        #expect(response.content == raw.text)
+        #expect(response.usage.input.totalTokenCount == prompt.count)
+        #expect(response.usage.output.totalTokenCount == raw.tokens.count)
+    }
+
+    /// A warm second turn gives exactly the text of a cold session that replays the transcript.
+    @Test func warmSecondTurnMatchesAColdReplay() async throws {
+        let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 10)
+        let warm = LanguageModelSession(model: model, instructions: "You are terse.")
+        _ = try await warm.respond(to: "Name a fruit.", options: options)
+        let history = warm.transcript
+        let second = try await warm.respond(to: "Name a vegetable.", options: options)
+        #expect(second.usage.input.cachedTokenCount > 0)
+        let cold = LanguageModelSession(model: model, transcript: history)
+        try await model.instance().engine.forgetCachedTokens()
+        let replay = try await cold.respond(to: "Name a vegetable.", options: options)
+        #expect(replay.usage.input.cachedTokenCount == 0)
+        #expect(replay.content == second.content)
     }
 
     @Test func tokenCountsComeFromTheTokenizer() throws {

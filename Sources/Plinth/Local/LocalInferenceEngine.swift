@@ -65,6 +65,14 @@ actor LocalInferenceEngine {
         return (best.slot, max(best.shared, 0))
     }
 
+    /// Forgets every slot's tokens, so the next turn starts cold.
+    func forgetCachedTokens() {
+        for slot in slotTokens.indices {
+            context.reset(slot: slot)
+            slotTokens[slot] = []
+        }
+    }
+
     /// Prefills `tokens` into a slot (reusing a shared prefix) without generating: for prewarming.
     func prefill(_ tokens: [Int32]) throws {
         guard !tokens.isEmpty, tokens.count < contextLength else { return }
