@@ -57,10 +57,15 @@ func storeWithDefaultModel() throws -> ModelStore {
         #expect(!missing.isAvailable)
 
         let present = SystemLanguageModel(useCase: .general, guardrails: .default, store: try storeWithDefaultModel())
+        // The local engine is installed by default: a present file is enough.
+        #expect(describe(present) == "available")
+        #expect(describe(missing) == "not downloaded")
+
+        SystemLanguageModelEngines.install(nil)
         #expect(describe(present) == "no executor")
 
         SystemLanguageModelEngines.install(FakeEngine())
-        defer { SystemLanguageModelEngines.install(nil) }
+        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
         #expect(describe(present) == "available")
         #expect(present.isAvailable)
         #expect(present.contextSize == 8192)
@@ -69,6 +74,8 @@ func storeWithDefaultModel() throws -> ModelStore {
     }
 
     @Test func defaultSessionOnLinuxWithoutAnExecutorThrowsAClearError() async throws {
+        SystemLanguageModelEngines.install(nil)
+        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
         let session = LanguageModelSession()
         let error = await #expect(throws: LanguageModelSession.GenerationError.self) {
             try await session.respond(to: "Hello")
@@ -83,6 +90,8 @@ func storeWithDefaultModel() throws -> ModelStore {
     }
 
     @Test func withoutAnExecutor() async throws {
+        SystemLanguageModelEngines.install(nil)
+        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
         let model = SystemLanguageModel.default
         #expect(model.contextSize == 4096)
         #expect(model.supportedLanguages.contains(Locale.Language(identifier: "en")))
@@ -98,7 +107,7 @@ func storeWithDefaultModel() throws -> ModelStore {
         let model = SystemLanguageModel(useCase: .contentTagging, guardrails: .permissiveContentTransformations,
                                         store: try storeWithDefaultModel())
         SystemLanguageModelEngines.install(FakeEngine())
-        defer { SystemLanguageModelEngines.install(nil) }
+        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
         let session = LanguageModelSession(model: model, instructions: "Tag the text.")
         let response = try await session.respond(to: "Swift runs on Linux.", generating: Tags.self)
         #expect(response.content.tags == ["swift", "linux"])
@@ -108,7 +117,7 @@ func storeWithDefaultModel() throws -> ModelStore {
 
     @Test func tokenCounts() async throws {
         SystemLanguageModelEngines.install(FakeEngine())
-        defer { SystemLanguageModelEngines.install(nil) }
+        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
         let model = SystemLanguageModel.default
         #expect(try await model.tokenCount(for: "one two three") == 4)
         #expect(try await model.tokenCount(for: Instructions("be brief")) == 3)
@@ -116,5 +125,33 @@ func storeWithDefaultModel() throws -> ModelStore {
         #expect(try await model.tokenCount(for: SearchSuggestions.generationSchema) >= 1)
         let entries = [Transcript.Entry.prompt(Transcript.Prompt(segments: [.text(.init(content: "a b"))]))]
         #expect(try await model.tokenCount(for: entries) == 3)
+    }
+
+    @Test func missingDefaultModelWithTheLocalEngine() async throws {
+        let empty = ModelStore(home: FileManager.default.temporaryDirectory.appendingPathComponent("plinth-empty-\(UUID().uuidString)"))
+        let model = SystemLanguageModel(useCase: .general, guardrails: .default, store: empty)
+        let session = LanguageModelSession(model: model)
+        let error = await #expect(throws: LanguageModelSession.GenerationError.self) { try await session.respond(to: "Hi") }
+        guard case .assetsUnavailable(let context)? = error else {
+            Issue.record("expected assetsUnavailable, got \(String(describing: error))")
+            return
+        }
+        #expect(context.debugDescription.contains("plinth models fetch"))
+    }
+
+    @Test(.enabled(if: LocalTestModels.hasSmolLM2, LocalTestModels.smolLM2Missing))
+    func defaultModelRunsLocally() async throws {
+        let model = SystemLanguageModel.default
+        #expect(model.availability == .available)
+        let session = LanguageModelSession(instructions: "Answer in one word.")
+        let response = try await session.respond(to: "What colour is the sky?",
+                                                 options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 8))
+        #expect(!response.content.isEmpty)
+        #expect(response.usage.output.totalTokenCount > 0)
+        let weather = try await session.respond(to: "And the weather?", generating: LocalWeather.self,
+                                                options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 48))
+        #expect((-20...40).contains(weather.content.celsius))
+        #expect(try await model.tokenCount(for: "Hello there") > 2)
+        #expect(model.contextSize == 4096)
     }
 }

@@ -27,6 +27,12 @@ public struct LanguageModelExecutorGenerationChannel: AsyncSequence, Sendable {
         continuation.yield(event)
     }
 
+    /// Sends an event without suspending, for executors that decode in a synchronous loop
+    /// (the local executor holds its model's context for the whole turn).
+    func sendNow(_ event: some LanguageModelExecutorGenerationChannel.Event) {
+        continuation.yield(event)
+    }
+
     /// Ends the channel: the session reads no more events.
     func finish() {
         continuation.finish()

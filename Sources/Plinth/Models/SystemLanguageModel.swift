@@ -22,11 +22,9 @@ internal import PlinthRuntime
 /// }
 /// ```
 ///
-/// - Important: This build of Plinth has no local executor yet: ``Executor`` reports
-///   ``Availability/UnavailableReason/deviceNotEligible`` when the model file is present, and
-///   generation throws ``LanguageModelSession/GenerationError/assetsUnavailable(_:)``. The
-///   local executor is installed through an internal seam (`SystemLanguageModelEngine`).
-///   Sessions run any other ``LanguageModel`` you pass them.
+/// The model loads on first use and is shared with every ``LocalLanguageModel`` that uses the
+/// same file. Generation throws ``LanguageModelSession/GenerationError/assetsUnavailable(_:)``
+/// when the file isn't downloaded.
 public final class SystemLanguageModel: Sendable {
     let useCase: UseCase
     let guardrails: Guardrails
@@ -84,8 +82,8 @@ public final class SystemLanguageModel: Sendable {
     /// The number of tokens the model can attend to: instructions, prompts, tool outputs and
     /// responses together.
     ///
-    /// Without a local executor, this is 4,096 tokens, the context size Apple documents for
-    /// its on-device model.
+    /// This is 4,096 tokens (the context size Apple documents for its on-device model, and the
+    /// cap of Plinth's local models) until the model is loaded.
     public var contextSize: Int {
         SystemLanguageModelEngines.current?.contextSize ?? 4096
     }
@@ -279,7 +277,10 @@ protocol SystemLanguageModelEngine: Sendable {
 }
 
 enum SystemLanguageModelEngines {
-    private static let installed = Mutex<(any SystemLanguageModelEngine)?>(nil)
+    /// Plinth's own runtime serves the system model unless another engine is installed.
+    static let local: any SystemLanguageModelEngine = LocalSystemLanguageModelEngine()
+
+    private static let installed = Mutex<(any SystemLanguageModelEngine)?>(local)
 
     static var current: (any SystemLanguageModelEngine)? {
         installed.withLock { $0 }

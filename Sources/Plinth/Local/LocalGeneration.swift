@@ -1,0 +1,98 @@
+import Foundation
+internal import PlinthGrammar
+internal import PlinthRuntime
+
+/// Runs one turn of a request on a loaded local model: the part shared by
+/// ``LocalLanguageModel`` and ``SystemLanguageModel``.
+enum LocalGeneration {
+    /// Sampling parameters for generation options.
+    ///
+    /// Without a sampling mode the model samples at random (temperature 0.8, top-k 40,
+    /// top-p 0.95), like Apple's default; a temperature of 0 is greedy.
+    static func sampling(for options: GenerationOptions) throws -> SamplingParameters {
+        if let t = options.temperature, !(t >= 0 && t.isFinite) {
+            throw LocalLanguageModelError.invalidGenerationOptions("the temperature must be 0 or more, not \(t)")
+        }
+        let temperature = Float(options.temperature ?? 0.8)
+        // A fresh seed for each request unless the caller fixes one.
+        func seed(_ fixed: UInt64?) -> UInt64 { fixed ?? UInt64.random(in: .min ... .max) }
+        switch options.samplingMode?.kind {
+        case .greedy?:
+            return .greedy
+        case .top(let k, let fixed)?:
+            guard k >= 1 else { throw LocalLanguageModelError.invalidGenerationOptions("top-k must be at least 1, not \(k)") }
+            return SamplingParameters(temperature: temperature, topK: k, topP: 1, minP: 0, seed: seed(fixed))
+        case .nucleus(let threshold, let fixed)?:
+            guard threshold > 0 && threshold <= 1 else {
+                throw LocalLanguageModelError.invalidGenerationOptions("the probability threshold must be in (0, 1], not \(threshold)")
+            }
+            return SamplingParameters(temperature: temperature, topK: 0, topP: Float(threshold), minP: 0, seed: seed(fixed))
+        case nil:
+            return SamplingParameters(temperature: temperature, topK: 40, topP: 0.95, minP: 0.05, seed: seed(nil))
+        }
+    }
+
+    /// The grammar for a response schema (compiled once per model and schema).
+    static func grammar(for schema: GenerationSchema, instance: LocalModelInstance) throws -> CompiledGrammar {
+        let compiler = try instance.compiler()
+        do {
+            return try compiler.compile(jsonSchema: DecodingSchema.jsonText(for: schema))
+        } catch {
+            throw LocalLanguageModelError.schemaNotEnforceable(schema: schema.name, reason: error.localizedDescription)
+        }
+    }
+
+    /// Generates the next turn of the request into the channel.
+    static func respond(to request: LanguageModelExecutorGenerationRequest, instance: LocalModelInstance,
+                        streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
+        if request.generationOptions.toolCallingMode == .required && !request.enabledToolDefinitions.isEmpty {
+            throw LanguageModelError.unsupportedCapability(.init(
+                capability: .toolCalling, debugDescription: "Local models don't call tools yet; the request requires a tool call."))
+        }
+        if let m = request.generationOptions.maximumResponseTokens, m < 1 {
+            throw LocalLanguageModelError.invalidGenerationOptions("maximumResponseTokens must be at least 1, not \(m)")
+        }
+        let prompt = try TranscriptRenderer.tokens(for: request.transcript, model: instance.model)
+        let limit = request.generationOptions.maximumResponseTokens
+        // Checked here, before any work: the request can never fit.
+        let needed = prompt.count + (limit ?? 1)
+        if needed > instance.contextSize {
+            throw LanguageModelError.contextSizeExceeded(.init(
+                contextSize: instance.contextSize, tokenCount: needed,
+                debugDescription: "The transcript is \(prompt.count) tokens"
+                    + (limit.map { " and the response may take \($0)" } ?? "") + "."))
+        }
+        let job = LocalGenerationJob(
+            prompt: prompt, maximumTokens: limit, sampling: try sampling(for: request.generationOptions),
+            grammar: try request.schema.map { try grammar(for: $0, instance: instance) })
+        let outcome = try await instance.engine.generate(job) { event in
+            switch event {
+            case .text(let text, let count):
+                channel.sendNow(.response(action: .appendText(text, tokenCount: count)))
+            }
+        }
+        await channel.send(.response(action: .updateUsage(
+            input: .init(totalTokenCount: outcome.promptTokens, cachedTokenCount: outcome.cachedTokens),
+            output: .init(totalTokenCount: outcome.generatedTokens, reasoningTokenCount: 0))))
+        let rate = outcome.decodeSeconds > 0 ? Double(outcome.generatedTokens) / outcome.decodeSeconds : 0
+        await channel.send(.response(action: .updateMetadata([
+            "timeToFirstTokenSeconds": outcome.timeToFirstToken,
+            "tokensPerSecond": rate,
+            "prefillSeconds": outcome.prefillSeconds,
+        ])))
+    }
+
+    /// Loads the instructions of a transcript into a KV slot, so the first request starts warm.
+    static func prewarm(transcript: Transcript, instance: LocalModelInstance) async {
+        let instructions = Transcript(entries: transcript.prefix { if case .instructions = $0 { true } else { false } })
+        guard !instructions.isEmpty,
+              let tokens = try? TranscriptRenderer.tokens(for: instructions, model: instance.model, addGenerationPrompt: false)
+        else { return }
+        try? await instance.engine.prefill(tokens)
+    }
+
+    /// The number of tokens of transcript entries, as the model's template renders them.
+    static func tokenCount(for transcript: Transcript, instance: LocalModelInstance) throws -> Int {
+        try TranscriptRenderer.tokens(for: transcript, model: instance.model, addGenerationPrompt: false).count
+    }
+}

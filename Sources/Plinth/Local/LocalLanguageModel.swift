@@ -1,0 +1,134 @@
+import Foundation
+internal import PlinthRuntime
+
+/// An open-weight model that Plinth runs on this machine, in-process, from a GGUF file.
+///
+/// Create one from the name of a model in Plinth's catalog (which `plinth models fetch NAME`
+/// downloads) or from the path of a GGUF file, and pass it to a session:
+///
+/// ```swift
+/// let model = LocalLanguageModel(name: "qwen2.5-coder")
+/// guard model.isAvailable else { print(model.availabilityDescription ?? ""); return }
+/// let session = LanguageModelSession(model: model, instructions: "Answer briefly.")
+/// let answer = try await session.respond(to: "What is a monad?")
+/// ```
+///
+/// The weights load on first use and stay loaded for the life of the process; every session
+/// that uses the same file shares them. Responses with a schema are decoded under a grammar, so
+/// they always parse into the requested type. Turns of one conversation reuse the KV cache of
+/// the turns before them.
+public struct LocalLanguageModel: Sendable, Hashable {
+    /// The catalog name or the file path this model was created with.
+    public let name: String
+    let home: URL
+
+    /// The default model, SmolLM2-135M-Instruct.
+    public static var `default`: LocalLanguageModel { LocalLanguageModel(name: ModelCatalog.defaultModelName) }
+
+    /// Creates a model from a catalog name (or alias), or from the path of a GGUF file.
+    public init(name: String) {
+        self.init(name: name, store: ModelStore())
+    }
+
+    /// Creates a model from a GGUF file.
+    public init(url: URL) {
+        self.init(name: url.path, store: ModelStore())
+    }
+
+    init(name: String, store: ModelStore) {
+        self.name = name
+        self.home = store.home
+    }
+
+    /// The file of the model, or the error that says why there is none.
+    func resolvedURL() throws -> URL {
+        do {
+            return try ModelStore(home: home).resolve(name)
+        } catch let error as ModelStoreError {
+            throw LocalLanguageModelError.modelNotFound(error.errorDescription ?? "\(error)")
+        }
+    }
+
+    /// Whether the model's file is present: `.unavailable(.modelNotReady)` until it is downloaded.
+    public var availability: SystemLanguageModel.Availability {
+        (try? resolvedURL()) != nil ? .available : .unavailable(.modelNotReady)
+    }
+
+    /// Whether the model can be used now.
+    public var isAvailable: Bool { availability == .available }
+
+    /// What to do when the model isn't available (for example, the command that downloads it),
+    /// or nil when it is.
+    public var availabilityDescription: String? {
+        do {
+            _ = try resolvedURL()
+            return nil
+        } catch {
+            return (error as? LocalizedError)?.errorDescription ?? "\(error)"
+        }
+    }
+
+    /// The number of tokens the model attends to (prompt and response together). This loads the
+    /// model; it is 0 when the model can't be loaded.
+    public var contextSize: Int {
+        (try? instance().contextSize) ?? 0
+    }
+
+    /// The number of tokens transcript entries take in the model's context.
+    public func tokenCount(for transcriptEntries: some Collection<Transcript.Entry>) throws -> Int {
+        try LocalGeneration.tokenCount(for: Transcript(entries: transcriptEntries), instance: instance())
+    }
+
+    /// The loaded model, shared process-wide.
+    func instance() throws -> LocalModelInstance {
+        try LocalModelRegistry.instance(for: resolvedURL())
+    }
+}
+
+extension LocalLanguageModel: LanguageModel {
+    public typealias Executor = LocalLanguageModelExecutor
+
+    /// Local models enforce JSON schemas while decoding.
+    public var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([.guidedGeneration]) }
+
+    /// The configuration of this model's executor: one per model file location.
+    public var executorConfiguration: LocalLanguageModelExecutor.Configuration {
+        .init(name: name, home: home)
+    }
+}
+
+/// The executor of ``LocalLanguageModel``: it renders the transcript with the model's chat
+/// template, decodes with Plinth's runtime, and streams text into the session's channel.
+public struct LocalLanguageModelExecutor: LanguageModelExecutor {
+    public typealias Model = LocalLanguageModel
+
+    /// The values that determine a distinct executor: where the model comes from.
+    public struct Configuration: Hashable, Sendable {
+        let name: String
+        let home: URL
+    }
+
+    let configuration: Configuration
+
+    /// Creates an executor. The model loads when it is first used.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Loads the model and prefills the transcript's instructions into its KV cache.
+    public func prewarm(model: LocalLanguageModel, transcript: Transcript) {
+        Task.detached(priority: .utility) {
+            guard let instance = try? model.instance() else { return }
+            await LocalGeneration.prewarm(transcript: transcript, instance: instance)
+        }
+    }
+
+    /// Generates the next turn of the request with the local model.
+    ///
+    /// - Throws: ``LocalLanguageModelError`` when the model file is missing or can't be loaded,
+    ///   ``LanguageModelError/contextSizeExceeded(_:)`` when the request can't fit the context.
+    nonisolated(nonsending) public func respond(to request: LanguageModelExecutorGenerationRequest, model: LocalLanguageModel,
+                                                streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
+        try await LocalGeneration.respond(to: request, instance: model.instance(), streamingInto: channel)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Synchronization
+internal import PlinthGrammar
+internal import PlinthRuntime
+
+/// One model file loaded into this process: the weights (memory-mapped once), the tokenizer and
+/// template, the engine that owns the KV cache, and the grammar compiler for its vocabulary.
+/// Every session and executor that uses the same file shares one instance.
+final class LocalModelInstance: Sendable {
+    let url: URL
+    let model: PlinthRuntime.Model
+    let engine: LocalInferenceEngine
+    /// Built on first guided request: tens of thousands of tokens make a trie worth keeping.
+    private let grammarCompiler = Mutex<GrammarCompiler?>(nil)
+
+    /// Most tokens a conversation may hold (prompt and response).
+    var contextSize: Int { engine.contextLength }
+
+    /// The context cap: larger windows cost KV memory for little use with small models.
+    static let maximumContextLength = 4096
+    /// KV slots: conversations kept warm at once (the longest shared prefix picks the slot).
+    static let slotCount = 4
+
+    init(url: URL) throws {
+        self.url = url
+        let model: PlinthRuntime.Model
+        do {
+            model = try PlinthRuntime.Model(url: url)
+        } catch {
+            throw LocalLanguageModelError.loadFailed(file: url.path, reason: error.localizedDescription)
+        }
+        guard model.chatTemplate != nil else { throw LocalLanguageModelError.missingChatTemplate(url.path) }
+        self.model = model
+        do {
+            engine = try LocalInferenceEngine(model: model,
+                                              contextLength: min(model.config.contextLength, Self.maximumContextLength),
+                                              slots: Self.slotCount)
+        } catch {
+            throw LocalLanguageModelError.loadFailed(file: url.path, reason: error.localizedDescription)
+        }
+    }
+
+    /// The compiler of grammars for this model's vocabulary (it caches compiled schemas).
+    func compiler() throws -> GrammarCompiler {
+        try grammarCompiler.withLock { cached in
+            if let cached { return cached }
+            let tokenizer = model.tokenizer
+            let eos = tokenizer.endOfGenerationIDs
+            var excluded = Set<Int32>()
+            var tokens: [[UInt8]] = []
+            tokens.reserveCapacity(tokenizer.vocabularySize)
+            for id in 0..<Int32(tokenizer.vocabularySize) {
+                // Special tokens never appear inside generated JSON.
+                if !tokenizer.attributes(id).isDisjoint(with: [.control, .unknown]) && !eos.contains(id) { excluded.insert(id) }
+                tokens.append(tokenizer.tokenBytes(id))
+            }
+            let vocabulary: TokenVocabulary
+            do {
+                vocabulary = try TokenVocabulary(tokens: tokens, endOfSequence: eos, excluded: excluded)
+            } catch {
+                throw LocalLanguageModelError.loadFailed(file: url.path, reason: "its vocabulary can't drive the decoder: \(error.localizedDescription)")
+            }
+            let compiler = GrammarCompiler(vocabulary: vocabulary)
+            cached = compiler
+            return compiler
+        }
+    }
+}
+
+/// The models loaded in this process, keyed by file: weights load once and stay shared.
+enum LocalModelRegistry {
+    private static let instances = Mutex<[String: LocalModelInstance]>([:])
+
+    /// The loaded model for a file, loading it on first use.
+    static func instance(for url: URL) throws -> LocalModelInstance {
+        let key = url.standardizedFileURL.resolvingSymlinksInPath().path
+        // Loading under the lock: a second caller waits for the first load instead of repeating it.
+        return try instances.withLock { table in
+            if let loaded = table[key] { return loaded }
+            let loaded = try LocalModelInstance(url: URL(fileURLWithPath: key))
+            table[key] = loaded
+            return loaded
+        }
+    }
+
+    /// Whether the file is loaded already.
+    static func isLoaded(_ url: URL) -> Bool {
+        let key = url.standardizedFileURL.resolvingSymlinksInPath().path
+        return instances.withLock { $0[key] != nil }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+internal import PlinthRuntime
+
+/// Serves ``SystemLanguageModel`` with the default local model from the system model's store:
+/// the engine installed unless something else is.
+struct LocalSystemLanguageModelEngine: SystemLanguageModelEngine {
+    private func model(for system: SystemLanguageModel) -> LocalLanguageModel {
+        LocalLanguageModel(name: ModelCatalog.defaultModelName, store: system.store)
+    }
+
+    func availability(for model: SystemLanguageModel) -> SystemLanguageModel.Availability {
+        self.model(for: model).availability
+    }
+
+    /// The context of the loaded default model; before it loads, the cap every local model has.
+    var contextSize: Int {
+        let model = LocalLanguageModel.default
+        if let url = try? model.resolvedURL(), LocalModelRegistry.isLoaded(url), let instance = try? model.instance() {
+            return instance.contextSize
+        }
+        return LocalModelInstance.maximumContextLength
+    }
+
+    /// SmolLM2 is trained on English text.
+    var supportedLanguages: Set<Locale.Language> { [Locale.Language(identifier: "en")] }
+
+    func prewarm(model: SystemLanguageModel, transcript: Transcript) {
+        let local = self.model(for: model)
+        Task.detached(priority: .utility) {
+            guard let instance = try? local.instance() else { return }
+            await LocalGeneration.prewarm(transcript: transcript, instance: instance)
+        }
+    }
+
+    func respond(to request: LanguageModelExecutorGenerationRequest, model: SystemLanguageModel,
+                 streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
+        let instance: LocalModelInstance
+        do {
+            instance = try self.model(for: model).instance()
+        } catch let error as LocalLanguageModelError {
+            throw SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: error.errorDescription ?? "\(error)"))
+        }
+        try await LocalGeneration.respond(to: request, instance: instance, streamingInto: channel)
+    }
+
+    func tokenCount(for transcript: Transcript, model: SystemLanguageModel) async throws -> Int {
+        let instance: LocalModelInstance
+        do {
+            instance = try self.model(for: model).instance()
+        } catch let error as LocalLanguageModelError {
+            throw SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: error.errorDescription ?? "\(error)"))
+        }
+        return try LocalGeneration.tokenCount(for: transcript, instance: instance)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+internal import PlinthRuntime
+
+/// Turns a transcript into the prompt a local model was trained on: chat messages rendered by
+/// the model's own template, then tokens.
+///
+/// Each entry renders from its own content only (a prompt carries its own response format and
+/// context options), so the tokens of earlier turns don't change from one request to the next
+/// and their KV cache can be reused.
+enum TranscriptRenderer {
+    /// The chat messages of a transcript.
+    static func messages(for transcript: Transcript) -> [ChatMessage] {
+        var messages: [ChatMessage] = []
+        for entry in transcript {
+            switch entry {
+            case .instructions(let instructions):
+                messages.append(.system(text(of: instructions.segments)))
+            case .prompt(let prompt):
+                var content = text(of: prompt.segments)
+                if let schema = prompt.responseFormat?.schema, prompt.contextOptions.includeSchemaInPrompt ?? true {
+                    content += (content.isEmpty ? "" : "\n\n") + schemaDescription(schema)
+                }
+                messages.append(.user(content))
+            case .response(let response):
+                messages.append(.assistant(text(of: response.segments)))
+            case .toolCalls(let calls):
+                let toolCalls = calls.map { ChatMessage.ToolCall(id: $0.id, name: $0.toolName, arguments: $0.arguments.jsonString) }
+                messages.append(.assistant("", toolCalls: toolCalls))
+            case .toolOutput(let output):
+                messages.append(.tool(text(of: output.segments), name: output.toolName, toolCallID: output.id))
+            case .reasoning:
+                // Reasoning isn't shown to the model again (local models here don't produce it).
+                continue
+            }
+        }
+        return messages
+    }
+
+    /// A compact description of the response format: the model reads it, the grammar enforces it.
+    static func schemaDescription(_ schema: GenerationSchema) -> String {
+        "Respond with JSON that matches this schema: \(schema.jsonSchema.text)"
+    }
+
+    /// The plain text of segments: structured content as JSON, custom segments as their description.
+    static func text(of segments: [Transcript.Segment]) -> String {
+        segments.map { segment in
+            switch segment {
+            case .text(let t): t.content
+            case .structure(let s): s.content.jsonString
+            case .custom(let c): c.description
+            }
+        }.joined(separator: "\n")
+    }
+
+    /// The prompt tokens of a transcript, ending with the header of the assistant's turn.
+    static func tokens(for transcript: Transcript, model: PlinthRuntime.Model, addGenerationPrompt: Bool = true) throws -> [Int32] {
+        guard let template = model.chatTemplate else { throw LocalLanguageModelError.missingChatTemplate(model.url.path) }
+        let text: String
+        do {
+            text = try template.render(messages: messages(for: transcript), addGenerationPrompt: addGenerationPrompt)
+        } catch {
+            throw LocalLanguageModelError.templateFailed(error.localizedDescription)
+        }
+        // The template writes control tokens (<|im_start|>) as text; they are parsed back into ids.
+        return model.tokenizer.encode(text, addSpecial: true, parseSpecial: true)
+    }
+}

@@ -1,0 +1,20 @@
+import Foundation
+import PlinthRuntime
+import Testing
+
+/// The real models the local-executor tests run (fetched by `plinth models fetch`); tests that
+/// need one are disabled, with this reason, when its file is missing.
+enum LocalTestModels {
+    static let smolLM2 = "SmolLM2-135M-Instruct"
+
+    /// The cached, verified file of a catalog model, or nil when it isn't fetched.
+    static func path(_ name: String) -> URL? {
+        guard let entry = ModelCatalog.entry(named: name) else { return nil }
+        let store = ModelStore()
+        return store.isFetched(entry) ? store.path(for: entry) : nil
+    }
+
+    static var hasSmolLM2: Bool { path(smolLM2) != nil }
+
+    static let smolLM2Missing: Comment = "SmolLM2-135M-Instruct isn't downloaded: run `plinth models fetch`"
+}
