@@ -193,7 +193,7 @@ final class SchemaCompiler {
                 let ap = get(d, "additionalProperties")
                 let closed = ap == .bool(false) || (ap == nil && !options.additionalPropertiesByDefault)
                 if let m = v.integerValue, closed, declared <= m { continue }
-            case "then", "else" where get(d, "if") == nil: continue
+            case "then" where get(d, "if") == nil, "else" where get(d, "if") == nil: continue
             case "if" where get(d, "then") == nil && get(d, "else") == nil: continue
             case "dependentRequired", "dependencies":
                 // Vacuous when every dependency is already required.

@@ -33,8 +33,11 @@ enum LocalGenerationEvent: Sendable {
 /// tokens it holds so that a conversation that comes back only prefills what is new.
 ///
 /// A turn runs synchronously inside the actor (no suspension points), so no other turn can
-/// touch the context in between; callers wait for the actor, they don't block a thread.
+/// touch the context in between; callers wait for the actor, they don't block a thread. The
+/// actor runs on its own thread (``EngineThread``), not on the cooperative pool.
 actor LocalInferenceEngine {
+    private let thread = EngineThread(name: "plinth-engine")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
     nonisolated let contextLength: Int
     let model: PlinthRuntime.Model
     private let context: InferenceContext
