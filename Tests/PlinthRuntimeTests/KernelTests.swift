@@ -79,7 +79,9 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
     func matmulIsExactAcrossISAsAndBatches(name: String, type: pk_type) throws {
         let t = Int32(type.rawValue)
         var rng = SplitMix64(seed: UInt64(t) &* 7919)
-        let k = 512, m = 37
+        // An odd number of 32-weight blocks where the format allows it (a kernel taking blocks in
+        // pairs must handle the last one alone).
+        let k = pk_block_elements(t) == 32 ? 544 : 512, m = 37
         let w = randomWeights(type: t, rows: m, k: k, rng: &rng)
         let nMax = 19
         let x = (0..<(nMax * k)).map { _ in Float(rng.below(20001) - 10000) / 3000 }
