@@ -184,6 +184,9 @@ ALWAYS_INLINE __m512 tree_sum16x16(__m512 *s) {
 
 #define HD 64
 #define HEADS_PER_PASS 4
+// Up to this many whole 64-position chunks of values, folding in registers (values converted
+// once per head) beats slots in memory (values converted once per group).
+#define FOLD_IN_REGISTERS_MAX 192
 
 static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
     const int64_t len = j->kv_len[t], stride = j->kv_stride;
@@ -248,7 +251,34 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
     float *out = j->out + t * (int64_t)j->n_head * HD + (int64_t)h0 * HD;
     const uint16_t *vb = j->v_rows[t] + (int64_t)kvh * HD;
     const int64_t whole = len / 64 * 64;
-    if (whole > 0) {
+    if (whole > 0 && whole <= FOLD_IN_REGISTERS_MAX) {
+        // Short contexts: the four slots that fold together (m, m+16, m+32, m+48) are summed
+        // and folded in registers, one head at a time, so only sixteen rows reach memory.
+        for (int c = 0; c < count; c++) {
+            float *a = slots + (size_t)c * 64 * HD;
+            const float *sc = scores + c * j->max_kv;
+            for (int l = 0; l < 16; l++) {
+                __m512 acc[4][4];
+                for (int q = 0; q < 4; q++)
+                    for (int d = 0; d < 4; d++) acc[q][d] = _mm512_setzero_ps();
+                for (int64_t base = 0; base < whole; base += 64)
+                    for (int q = 0; q < 4; q++) {
+                        const int64_t p = base + 16 * q + l;
+                        const uint16_t *v = vb + p * stride;
+                        const __m512 w = _mm512_set1_ps(sc[p]);
+                        for (int d = 0; d < 4; d++) acc[q][d] = _mm512_fmadd_ps(w, ld_half16(v + 16 * d), acc[q][d]);
+                    }
+                for (int d = 0; d < 4; d++)
+                    _mm512_storeu_ps(a + l * HD + 16 * d, _mm512_add_ps(_mm512_add_ps(acc[0][d], acc[2][d]), _mm512_add_ps(acc[1][d], acc[3][d])));
+            }
+            for (int d = 0; d < 4; d++) {
+                for (int width = 8; width >= 1; width /= 2)
+                    for (int l = 0; l < width; l++)
+                        _mm512_storeu_ps(a + l * HD + 16 * d, _mm512_add_ps(_mm512_loadu_ps(a + l * HD + 16 * d), _mm512_loadu_ps(a + (l + width) * HD + 16 * d)));
+                _mm512_storeu_ps(out + c * HD + 16 * d, _mm512_loadu_ps(a + 16 * d));
+            }
+        }
+    } else if (whole > 0) {
         for (int c0 = 0; c0 < count; c0 += HEADS_PER_PASS) {
             const int heads = count - c0 < HEADS_PER_PASS ? count - c0 : HEADS_PER_PASS;
             for (int m = 0; m < 64; m++) {

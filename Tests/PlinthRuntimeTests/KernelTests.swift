@@ -156,10 +156,10 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
     func attentionIsExactAcrossISAsAndRows(heads: Int, kvHeads: Int, headDim: Int) {
         var rng = SplitMix64(seed: UInt64(heads * 1000 + headDim))
         let kvDim = kvHeads * headDim, qDim = heads * headDim
-        let ctx = 150
+        let ctx = 300
         let kCache = (0..<(ctx * kvDim)).map { _ in pk_f32_to_f16(Float(rng.below(2001) - 1000) / 500) }
         let vCache = (0..<(ctx * kvDim)).map { _ in pk_f32_to_f16(Float(rng.below(2001) - 1000) / 500) }
-        let lengths: [Int32] = [1, 17, 33, 70, 5, 150, 128, 64]
+        let lengths: [Int32] = [1, 17, 33, 70, 5, 150, 128, 64, 260]
         let n = lengths.count
         let q = (0..<(n * qDim)).map { _ in Float(rng.below(2001) - 1000) / 400 }
         let scale = 1 / Float(headDim).squareRoot()
