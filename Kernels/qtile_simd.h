@@ -33,18 +33,28 @@ INL vi dword_at(const vi *T, size_t o) {
 // One sub-block of one activation row against 16 rows: the step qtile.h defines, shared by the
 // fused decode kernel and the tile kernel.
 // `sgn`: the codes are q + 128 (Q8_0), which vdot4 may sum as signed q (see qtile_vec.h).
-INL void step(const int sub, const int offsets, const int sgn, const vi *w, vf sc, vf of, const int8_t *xj,
-              int32_t nb, float dx, float xs, vf *acc, vf *off) {
-    // Two chains of dot products (integer sums are exact in any order) halve the latency.
-    vi s = sgn && VDOT_SIGNED_SKIPS_BIAS ? vzero() : vset1(nb), s1 = vzero();
-    for (int v = 0; v < sub / 4; v += 2) {
-        int32_t q0, q1;
-        memcpy(&q0, xj + 4 * v, 4);
-        memcpy(&q1, xj + 4 * v + 4, 4);
-        s = vdot4(s, w[v], q0, sgn);
-        s1 = vdot4(s1, w[v + 1], q1, sgn);
+// `chains`: 2 splits the dot products into two dependency chains (integer sums are exact in any
+// order), for decode, where one row's chain is all there is; batches interleave rows instead.
+INL void step(const int sub, const int offsets, const int sgn, const int chains, const vi *w, vf sc, vf of,
+              const int8_t *xj, int32_t nb, float dx, float xs, vf *acc, vf *off) {
+    vi s = sgn && VDOT_SIGNED_SKIPS_BIAS ? vzero() : vset1(nb);
+    if (chains == 2) {
+        vi s1 = vzero();
+        for (int v = 0; v < sub / 4; v += 2) {
+            int32_t q0, q1;
+            memcpy(&q0, xj + 4 * v, 4);
+            memcpy(&q1, xj + 4 * v + 4, 4);
+            s = vdot4(s, w[v], q0, sgn);
+            s1 = vdot4(s1, w[v + 1], q1, sgn);
+        }
+        s = vadd(s, s1);
+    } else {
+        for (int v = 0; v < sub / 4; v++) {
+            int32_t q;
+            memcpy(&q, xj + 4 * v, 4);
+            s = vdot4(s, w[v], q, sgn);
+        }
     }
-    s = vadd(s, s1);
     *acc = vfmadd(vfmul(sc, vfset1(dx)), vcvt(s), *acc);
     if (offsets) *off = vfmadd(of, vfset1(xs), *off);
 }
@@ -67,7 +77,7 @@ INL void emit(const int fused, sink *s, const int sub, const int offsets, const 
         if (offsets) vfstore(s->t.offset + j * QT_ROWS, of);
         return;
     }
-    step(sub, offsets, sgn, w, sc, of, s->x + j * sub, s->nb[j], s->dx[j], offsets ? s->xs[j] : 0.0f, &s->acc, &s->off);
+    step(sub, offsets, sgn, 2, w, sc, of, s->x + j * sub, s->nb[j], s->dx[j], offsets ? s->xs[j] : 0.0f, &s->acc, &s->off);
 }
 
 // ---- legacy 32-weight blocks ---------------------------------------------------------------
@@ -298,7 +308,7 @@ INL void dot_n(const int count, const int sub, const int offsets, const int sgn,
         const vf of = offsets ? vfload(tl.offset + j * QT_ROWS) : vfzero();
         for (int i = 0; i < count; i++) {
             const int64_t t = t0 + i, u = t * nsub + j;
-            step(sub, offsets, sgn, w, sc, of, a->q + t * k + j * sub, nb[u], dxs[u], offsets ? xss[u] : 0.0f, &acc[i], &off[i]);
+            step(sub, offsets, sgn, 1, w, sc, of, a->q + t * k + j * sub, nb[u], dxs[u], offsets ? xss[u] : 0.0f, &acc[i], &off[i]);
         }
     }
     for (int i = 0; i < count; i++) vfstore_rows(y + i * ldy, offsets ? vfadd(acc[i], off[i]) : acc[i], rows);
