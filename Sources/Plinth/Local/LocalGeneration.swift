@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 internal import PlinthGrammar
 internal import PlinthRuntime
 
@@ -42,17 +43,58 @@ enum LocalGeneration {
         }
     }
 
+    /// Whether this turn must call a tool: `.required` asks for at least one call per request,
+    /// so only until the request's first tool outputs are in the transcript.
+    static func requiresCall(_ request: LanguageModelExecutorGenerationRequest) -> Bool {
+        guard request.generationOptions.toolCallingMode == .required else { return false }
+        for entry in request.transcript.reversed() {
+            if case .toolOutput = entry { return false }
+            if case .prompt = entry { return true }
+        }
+        return true
+    }
+
+    /// The calls made since the last prompt, as compact `{"name","arguments"}` JSON.
+    static func answeredCalls(_ transcript: Transcript) -> Set<String> {
+        var out = Set<String>()
+        for entry in transcript.reversed() {
+            if case .prompt = entry { break }
+            if case .toolCalls(let calls) = entry {
+                for call in calls {
+                    out.insert(JSONValue.object([("name", .string(call.toolName)), ("arguments", JSONValue(call.arguments))]).text)
+                }
+            }
+        }
+        return out
+    }
+
+    /// How the model may call `tools` this turn, or nil when it has none.
+    static func toolCalling(_ tools: [Transcript.ToolDefinition], required: Bool, answered: Set<String> = [],
+                            instance: LocalModelInstance) throws -> LocalToolCalling? {
+        guard !tools.isEmpty else { return nil }
+        let compiler = try instance.compiler()
+        let grammar: CompiledGrammar
+        do {
+            // Whitespace as the model was trained to write calls (`{"name": "f", "arguments": …}`).
+            grammar = try compiler.compile(jsonSchema: ToolCallFormat.callSchema(for: tools).text,
+                                           options: GrammarOptions(whitespace: .flexible(maxRun: 1)))
+        } catch {
+            throw LocalLanguageModelError.schemaNotEnforceable(
+                schema: tools.map(\.name).joined(separator: ", "), reason: error.localizedDescription)
+        }
+        let markers = instance.toolMarkerTokens()
+        return LocalToolCalling(grammar: grammar, openingTokens: markers.opening, separatorTokens: markers.separator,
+                                required: required, answeredCalls: answered)
+    }
+
     /// Generates the next turn of the request into the channel.
     static func respond(to request: LanguageModelExecutorGenerationRequest, instance: LocalModelInstance,
                         streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
-        if request.generationOptions.toolCallingMode == .required && !request.enabledToolDefinitions.isEmpty {
-            throw LanguageModelError.unsupportedCapability(.init(
-                capability: .toolCalling, debugDescription: "Local models don't call tools yet; the request requires a tool call."))
-        }
         if let m = request.generationOptions.maximumResponseTokens, m < 1 {
             throw LocalLanguageModelError.invalidGenerationOptions("maximumResponseTokens must be at least 1, not \(m)")
         }
-        let prompt = try TranscriptRenderer.tokens(for: request.transcript, model: instance.model)
+        let tools = request.generationOptions.toolCallingMode == .disallowed ? [] : request.enabledToolDefinitions
+        let prompt = try TranscriptRenderer.tokens(for: request.transcript, model: instance.model, tools: tools)
         let limit = request.generationOptions.maximumResponseTokens
         // Checked here, before any work: the request can never fit.
         let needed = prompt.count + (limit ?? 1)
@@ -64,13 +106,26 @@ enum LocalGeneration {
         }
         let job = LocalGenerationJob(
             prompt: prompt, maximumTokens: limit, sampling: try sampling(for: request.generationOptions),
-            grammar: try request.schema.map { try grammar(for: $0, instance: instance) })
+            grammar: try request.schema.map { try grammar(for: $0, instance: instance) },
+            tools: try toolCalling(tools, required: requiresCall(request), answered: answeredCalls(request.transcript),
+                                   instance: instance))
+        let callError = Mutex<(any Error)?>(nil)
         let outcome = try await instance.engine.generate(job) { event in
             switch event {
             case .text(let text, let count):
                 channel.sendNow(.response(action: .appendText(text, tokenCount: count)))
+            case .toolCall(let json, let count):
+                do {
+                    let call = try ToolCallFormat.parseCall(json)
+                    channel.sendNow(.toolCalls(action: .toolCall(
+                        id: "call_" + UUID().uuidString.prefix(8).lowercased(), name: call.name,
+                        action: .appendArguments(call.arguments, tokenCount: count))))
+                } catch {
+                    callError.withLock { $0 = $0 ?? error }
+                }
             }
         }
+        if let error = callError.withLock({ $0 }) { throw error }
         await channel.send(.response(action: .updateUsage(
             input: .init(totalTokenCount: outcome.promptTokens, cachedTokenCount: outcome.cachedTokens),
             output: .init(totalTokenCount: outcome.generatedTokens, reasoningTokenCount: 0))))

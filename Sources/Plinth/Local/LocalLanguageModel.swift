@@ -88,8 +88,9 @@ public struct LocalLanguageModel: Sendable, Hashable {
 extension LocalLanguageModel: LanguageModel {
     public typealias Executor = LocalLanguageModelExecutor
 
-    /// Local models enforce JSON schemas while decoding.
-    public var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([.guidedGeneration]) }
+    /// Local models enforce JSON schemas while decoding, and call tools (see ``ToolCallFormat``
+    /// for how calls are written and constrained).
+    public var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([.guidedGeneration, .toolCalling]) }
 
     /// The configuration of this model's executor: one per model file location.
     public var executorConfiguration: LocalLanguageModelExecutor.Configuration {

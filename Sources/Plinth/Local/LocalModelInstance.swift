@@ -12,6 +12,8 @@ final class LocalModelInstance: Sendable {
     let engine: LocalInferenceEngine
     /// Built on first guided request: tens of thousands of tokens make a trie worth keeping.
     private let grammarCompiler = Mutex<GrammarCompiler?>(nil)
+    /// The tokens that can start a tool call, found once (a pass over the vocabulary).
+    private let markerTokens = Mutex<(opening: Set<Int32>, separator: Set<Int32>)?>(nil)
 
     /// Most tokens a conversation may hold (prompt and response).
     var contextSize: Int { engine.contextLength }
@@ -37,6 +39,17 @@ final class LocalModelInstance: Sendable {
                                               slots: Self.slotCount)
         } catch {
             throw LocalLanguageModelError.loadFailed(file: url.path, reason: error.localizedDescription)
+        }
+    }
+
+    /// The tokens whose text begins `<tool_call>`, and those whose text begins `\n<tool_call>`.
+    func toolMarkerTokens() -> (opening: Set<Int32>, separator: Set<Int32>) {
+        markerTokens.withLock { cached in
+            if let cached { return cached }
+            let found = (opening: LocalToolCalling.prefixTokens(of: LocalToolCalling.openingBytes, tokenizer: model.tokenizer),
+                         separator: LocalToolCalling.prefixTokens(of: LocalToolCalling.separatorBytes, tokenizer: model.tokenizer))
+            cached = found
+            return found
         }
     }
 

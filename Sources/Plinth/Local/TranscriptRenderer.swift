@@ -9,12 +9,19 @@ internal import PlinthRuntime
 /// and their KV cache can be reused.
 enum TranscriptRenderer {
     /// The chat messages of a transcript.
-    static func messages(for transcript: Transcript) -> [ChatMessage] {
+    ///
+    /// - Parameter plinthTools: Tools to describe in the Plinth tool format (see
+    ///   ``ToolCallFormat``), for templates that don't render tools; nil when the template
+    ///   renders them itself. With it, calls and outputs are written as text too.
+    static func messages(for transcript: Transcript, plinthTools: [Transcript.ToolDefinition]? = nil) -> [ChatMessage] {
         var messages: [ChatMessage] = []
+        let plinthFormat = plinthTools != nil
         for entry in transcript {
             switch entry {
             case .instructions(let instructions):
-                messages.append(.system(text(of: instructions.segments)))
+                // Empty instructions (a session with tools only) leave the template's default system prompt.
+                let content = text(of: instructions.segments)
+                if !content.isEmpty { messages.append(.system(content)) }
             case .prompt(let prompt):
                 var content = text(of: prompt.segments)
                 if let schema = prompt.responseFormat?.schema, prompt.contextOptions.includeSchemaInPrompt ?? true {
@@ -23,6 +30,11 @@ enum TranscriptRenderer {
                 messages.append(.user(content))
             case .response(let response):
                 messages.append(.assistant(text(of: response.segments)))
+            case .toolCalls(let calls) where plinthFormat:
+                let text = calls.map { ToolCallFormat.callText(name: $0.toolName, arguments: $0.arguments.jsonString) }
+                messages.append(.assistant(text.joined(separator: "\n")))
+            case .toolOutput(let output) where plinthFormat:
+                messages.append(.user(ToolCallFormat.outputText(text(of: output.segments))))
             case .toolCalls(let calls):
                 let toolCalls = calls.map { ChatMessage.ToolCall(id: $0.id, name: $0.toolName, arguments: $0.arguments.jsonString) }
                 messages.append(.assistant("", toolCalls: toolCalls))
@@ -31,6 +43,14 @@ enum TranscriptRenderer {
             case .reasoning:
                 // Reasoning isn't shown to the model again (local models here don't produce it).
                 continue
+            }
+        }
+        if let plinthTools, !plinthTools.isEmpty {
+            let section = ToolCallFormat.systemSection(for: plinthTools)
+            if messages.first?.role == "system" {
+                messages[0].content += (messages[0].content.isEmpty ? "" : "\n\n") + section
+            } else {
+                messages.insert(.system(section), at: 0)
             }
         }
         return messages
@@ -53,11 +73,21 @@ enum TranscriptRenderer {
     }
 
     /// The prompt tokens of a transcript, ending with the header of the assistant's turn.
-    static func tokens(for transcript: Transcript, model: PlinthRuntime.Model, addGenerationPrompt: Bool = true) throws -> [Int32] {
+    ///
+    /// - Parameter tools: The tools the model may call, rendered by the template when it handles
+    ///   tools and in the Plinth format otherwise.
+    static func tokens(for transcript: Transcript, model: PlinthRuntime.Model, tools: [Transcript.ToolDefinition] = [],
+                       addGenerationPrompt: Bool = true) throws -> [Int32] {
         guard let template = model.chatTemplate else { throw LocalLanguageModelError.missingChatTemplate(model.url.path) }
         let text: String
         do {
-            text = try template.render(messages: messages(for: transcript), addGenerationPrompt: addGenerationPrompt)
+            let native = ToolCallFormat.templateHandlesTools(template)
+            var definitions: [JinjaValue]?
+            if native && !tools.isEmpty {
+                definitions = try tools.map { try JinjaValue(json: ToolCallFormat.definitionJSON($0).text) }
+            }
+            text = try template.render(messages: messages(for: transcript, plinthTools: native ? nil : tools),
+                                       addGenerationPrompt: addGenerationPrompt, tools: definitions)
         } catch {
             throw LocalLanguageModelError.templateFailed(error.localizedDescription)
         }

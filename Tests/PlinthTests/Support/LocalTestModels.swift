@@ -17,4 +17,8 @@ enum LocalTestModels {
     static var hasSmolLM2: Bool { path(smolLM2) != nil }
 
     static let smolLM2Missing: Comment = "SmolLM2-135M-Instruct isn't downloaded: run `plinth models fetch`"
+
+    static let qwen = "Qwen2.5-Coder-0.5B-Instruct"
+    static var hasQwen: Bool { path(qwen) != nil }
+    static let qwenMissing: Comment = "Qwen2.5-Coder-0.5B-Instruct isn't downloaded: run `plinth models fetch qwen2.5-coder`"
 }
