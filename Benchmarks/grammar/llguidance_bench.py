@@ -69,10 +69,9 @@ def main():
     corpus = args.corpus
     if corpus is None:
         here = os.path.dirname(os.path.abspath(__file__))
-        for c in [os.path.join(here, "../../../shared/schema-corpus"), "/work/shared/schema-corpus"]:
-            if os.path.isdir(c):
-                corpus = c
-                break
+        c = os.path.normpath(os.path.join(here, "../../../shared/schema-corpus"))
+        if os.path.isdir(c):
+            corpus = c
     v = json.load(open(os.path.join(args.out, f"vocab-{args.vocab}.json")))
     tokens = [bytes.fromhex(t) for t in v["tokens"]]
     special = v["special"]

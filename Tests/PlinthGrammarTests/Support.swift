@@ -50,7 +50,7 @@ enum SharedData {
     static var root: URL? {
         var dir = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { dir.deleteLastPathComponent() }
-        let candidates = [dir.deletingLastPathComponent().appendingPathComponent("shared"), URL(fileURLWithPath: "/work/shared")]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.path) }
+        let shared = dir.deletingLastPathComponent().appendingPathComponent("shared")
+        return FileManager.default.fileExists(atPath: shared.path) ? shared : nil
     }
 }

@@ -30,8 +30,12 @@ while let a = args.popFirst() {
     default: FileHandle.standardError.write("unknown argument \(a)\n".data(using: .utf8)!); exit(2)
     }
 }
-if !FileManager.default.fileExists(atPath: opts.corpus), FileManager.default.fileExists(atPath: "/work/shared/schema-corpus") {
-    opts.corpus = "/work/shared/schema-corpus"
+// The corpus lives beside the repository (../shared); find it from this source file when the
+// working directory is elsewhere.
+if !FileManager.default.fileExists(atPath: opts.corpus) {
+    let beside = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../../../shared/schema-corpus").standardized.path
+    if FileManager.default.fileExists(atPath: beside) { opts.corpus = beside }
 }
 try FileManager.default.createDirectory(atPath: opts.out, withIntermediateDirectories: true)
 
