@@ -1,6 +1,7 @@
 #include "pk_ops.h"
 #include "pk_matmul.h"
 #include "kexp.h"
+#include "share.h"
 
 // The order of every rounding is written out: no contraction, fmaf where it is meant.
 #pragma clang fp contract(off)
@@ -375,6 +376,12 @@ typedef struct { const attn_job *j; attend_fn fn; } attn_task_ctx;
 // The cost of a unit beyond its keys (query rounding, softmax set-up, output), in keys.
 #define UNIT_OVERHEAD 32
 
+typedef struct { const int32_t *kv_len; int64_t units_per_row; } unit_costs;
+static int64_t unit_cost(const void *ctx, int64_t u) {
+    const unit_costs *c = ctx;
+    return c->kv_len[u / c->units_per_row] + UNIT_OVERHEAD;
+}
+
 static void attention_task(void *ctx, int ith, int nth) {
     const attn_task_ctx *c = ctx;
     const attn_job *j = c->j;
@@ -387,18 +394,8 @@ static void attention_task(void *ctx, int ith, int nth) {
     // so equal counts would leave the threads with the early rows idle).
     int64_t u0 = 0, u1 = total;
     if (nth > 1) {
-        int64_t cost = 0;
-        for (int64_t t = 0; t < j->n; t++) cost += (j->kv_len[t] + UNIT_OVERHEAD) * units_per_row;
-        const int64_t lo = cost * ith / nth, hi = cost * (ith + 1) / nth;
-        int64_t at = 0;
-        u0 = u1 = -1;
-        for (int64_t u = 0; u < total; u++) {
-            if (u0 < 0 && at >= lo) u0 = u;
-            if (u1 < 0 && at >= hi) u1 = u;
-            at += j->kv_len[u / units_per_row] + UNIT_OVERHEAD;
-        }
-        if (u0 < 0) u0 = total;
-        if (u1 < 0) u1 = total;
+        const unit_costs uc = {j->kv_len, units_per_row};
+        share_by_cost(total, unit_cost, &uc, ith, nth, &u0, &u1);
     }
     for (int64_t u = u0; u < u1; u++) {
         const int64_t t = u / units_per_row;

@@ -2,6 +2,7 @@
 #include "pk_quants.h"
 #include "qtile.h"
 #include "qtile_isa.h"
+#include "share.h"
 
 // No FMA contraction: the order of every rounding is written out (fmaf where it is meant).
 #pragma clang fp contract(off)
@@ -361,6 +362,14 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
     }
 }
 
+// A tile's cost in decode: the bytes it streams.
+static int64_t tile_cost(const void *ctx, int64_t g) {
+    const matmul_job *j = ctx;
+    int i = 0;
+    while (g >= j->first_tile[i + 1]) i++;
+    return j->tile_bytes[i];
+}
+
 // Threads take runs of tiles from a shared counter until none are left: tiles of different
 // formats and ops cost different amounts, so a fixed split would leave one thread waiting.
 static void matmul_task(void *ctx, int ith, int nth) {
@@ -371,17 +380,9 @@ static void matmul_task(void *ctx, int ith, int nth) {
     if (j->n == 1) {
         // Decode streams the weights once: contiguous shares of equal bytes keep each thread's
         // reads sequential (and its prefetches ahead of it).
-        int64_t bytes = 0;
-        for (int i = 0; i < j->count; i++) bytes += (j->first_tile[i + 1] - j->first_tile[i]) * j->tile_bytes[i];
-        const int64_t lo = bytes * ith / nth, hi = bytes * (ith + 1) / nth;
-        int64_t g0 = -1, g1 = -1, at = 0;
-        for (int i = 0; i < j->count; i++)
-            for (int64_t g = j->first_tile[i]; g < j->first_tile[i + 1]; g++) {
-                if (g0 < 0 && at >= lo) g0 = g;
-                if (g1 < 0 && at >= hi) g1 = g;
-                at += j->tile_bytes[i];
-            }
-        matmul_tiles(j, g0 < 0 ? total : g0, g1 < 0 ? total : g1, buf);
+        int64_t g0, g1;
+        share_by_cost(total, tile_cost, j, ith, nth, &g0, &g1);
+        matmul_tiles(j, g0, g1, buf);
         return;
     }
     int64_t run = total / ((int64_t)nth * TILE_RUNS_PER_THREAD);
