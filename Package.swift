@@ -65,6 +65,7 @@ let package = Package(
             name: "plinth",
             dependencies: [
                 "PlinthRuntime",
+                "Plinth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/plinth"

@@ -3,15 +3,15 @@ import Foundation
 import PlinthRuntime
 
 @main
-struct PlinthCommand: ParsableCommand {
+struct PlinthCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plinth",
         abstract: "Run open-weight language models in-process on the CPU.",
         discussion: "Models are GGUF files. Give -m a catalog name (see `plinth models list`) or a path to any GGUF file. Catalog models are cached under $PLINTH_HOME (default ~/.cache/plinth). PLINTH_THREADS sets how many threads the kernels use.",
-        subcommands: [Generate.self, Tokenize.self, Models.self, Bench.self]
+        subcommands: [Generate.self, Respond.self, Chat.self, Tokenize.self, Models.self, Bench.self]
     )
 
-    static func main() {
+    static func main() async {
         // Swift repairs invalid UTF-8 in arguments silently; refuse it instead of changing the prompt.
         if let bad = invalidUTF8Argument() {
             Diagnostics.error("argument \(bad.index) is not valid UTF-8 (bad byte at offset \(bad.offset))")
@@ -19,7 +19,11 @@ struct PlinthCommand: ParsableCommand {
         }
         do {
             var command = try parseAsRoot()
-            try command.run()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
         } catch {
             exit(withError: error)
         }
@@ -56,19 +60,43 @@ enum Diagnostics {
     static func write(_ s: String) { FileHandle.standardError.write(Data(s.utf8)) }
 }
 
+/// A command-line mistake that isn't a library error, with what is wrong.
+struct CLIError: LocalizedError {
+    let message: String
+    init(_ message: String) { self.message = message }
+    var errorDescription: String? { message }
+}
+
 /// Runs a command body, turning library errors into a message on stderr and a non-zero exit.
 func reportingErrors(_ body: () throws -> Void) throws {
     do {
         try body()
-    } catch let error as ExitCode {
-        throw error
-    } catch let error as any LocalizedError {
-        Diagnostics.error(error.errorDescription ?? "\(error)")
-        throw ExitCode(1)
     } catch {
-        Diagnostics.error("\(error)")
-        throw ExitCode(1)
+        throw reported(error)
     }
+}
+
+/// The same for commands that await.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch {
+        throw reported(error)
+    }
+}
+
+/// Prints an error on stderr; returns the exit code for it.
+func reported(_ error: any Error) -> ExitCode {
+    if let code = error as? ExitCode { return code }
+    if let error = error as? any LocalizedError {
+        var message = error.errorDescription ?? "\(error)"
+        if let reason = error.failureReason, !message.contains(reason) { message += " " + reason }
+        if let suggestion = error.recoverySuggestion { message += " " + suggestion }
+        Diagnostics.error(message)
+    } else {
+        Diagnostics.error("\(error)")
+    }
+    return ExitCode(1)
 }
 
 /// Options shared by commands that load a model.

@@ -48,8 +48,9 @@ struct CLITests {
         var stderr: String
     }
 
-    /// Runs `plinth` with `arguments`; stdout and stderr go to files (no pipe can fill up).
-    static func run(_ arguments: [String], home: URL? = nil) throws -> Outcome {
+    /// Runs `plinth` with `arguments` (and `input` on stdin); stdout and stderr go to files (no
+    /// pipe can fill up).
+    static func run(_ arguments: [String], home: URL? = nil, input: String? = nil) throws -> Outcome {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -68,7 +69,13 @@ struct CLITests {
         p.environment = env
         p.standardOutput = outHandle
         p.standardError = errHandle
-        p.standardInput = FileHandle.nullDevice
+        if let input {
+            let inURL = dir.appendingPathComponent("stdin")
+            try Data(input.utf8).write(to: inURL)
+            p.standardInput = try FileHandle(forReadingFrom: inURL)
+        } else {
+            p.standardInput = FileHandle.nullDevice
+        }
         try p.run()
         p.waitUntilExit()
         try outHandle.close()
@@ -78,8 +85,8 @@ struct CLITests {
                        stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
     }
 
-    static func runWithModel(_ arguments: [String]) throws -> Outcome {
-        try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!)
+    static func runWithModel(_ arguments: [String], input: String? = nil) throws -> Outcome {
+        try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!, input: input)
     }
 
     // MARK: Help
@@ -92,7 +99,11 @@ struct CLITests {
         (["models"], ["list", "fetch", "path"]),
         (["models", "fetch"], ["--all", "<names>"]),
         (["models", "path"], ["<name>"]),
-        ([], ["generate", "tokenize", "models", "PLINTH_HOME"]),
+        (["respond"], ["--model", "--no-fetch", "--instructions", "--schema", "--stream", "--greedy", "--temperature",
+                       "--top-k", "--top-p", "--seed", "--max-tokens", "--no-schema-in-prompt", "--quiet", "<prompt>"]),
+        (["chat"], ["--model", "--instructions", "--greedy", "--temperature", "--seed", "--max-tokens",
+                    "/reset", "/transcript", "/save", "Ctrl-C"]),
+        ([], ["generate", "respond", "chat", "tokenize", "models", "PLINTH_HOME"]),
     ])
     func helpMentionsEveryOption(command: [String], mentions: [String]) throws {
         let r = try Self.run(command + ["--help"])
@@ -173,6 +184,10 @@ struct CLITests {
         (["generate", "-p", "hi", "--context", "0"], "--context"),
         (["generate", "-p", "hi", "--max-tokens", "-3"], "--max-tokens"),
         (["generate", "-p", "hi", "--seed", "x"], "--seed"),
+        (["respond", "hi", "--greedy", "--seed", "1"], "--greedy"),
+        (["respond", "hi", "--top-k", "3", "--top-p", "0.5"], "--top-k"),
+        (["respond", "hi", "--max-tokens", "0"], "--max-tokens"),
+        (["respond"], "<prompt>"),
     ])
     func invalidOptionsFail(args: [String], naming option: String) throws {
         let r = try Self.run(args)
@@ -273,5 +288,125 @@ struct CLITests {
         #expect(path.status == 0)
         #expect(path.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             == ModelStore(home: Self.modelHome!).path(for: ModelCatalog.defaultModel).path)
+    }
+}
+
+/// `plinth respond` and `plinth chat`: the session API from the command line, with the default model.
+@Suite(.serialized)
+struct SessionCLITests {
+    typealias CLI = CLITests
+
+    static func schemaFile(_ json: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-schema-\(UUID().uuidString).json")
+        try Data(json.utf8).write(to: url)
+        return url
+    }
+
+    static let weatherSchema = """
+        {"type": "object", "properties": {
+            "city": {"type": "string", "minLength": 1, "maxLength": 20},
+            "sky": {"enum": ["sunny", "rainy", "cloudy"]},
+            "celsius": {"type": "integer", "minimum": -30, "maximum": 45}},
+         "required": ["city", "sky", "celsius"], "additionalProperties": false}
+        """
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func respondStreamsTheSameTextItPrints() throws {
+        let args = ["respond", "--greedy", "-n", "24", "--instructions", "You are a helpful assistant.",
+                    "What is the capital of France?"]
+        let plain = try CLI.runWithModel(args)
+        #expect(plain.status == 0, "stderr: \(plain.stderr)")
+        #expect(plain.stdout.contains("Paris"), "stdout: \(plain.stdout)")
+        #expect(plain.stderr.contains("generated:") && plain.stderr.contains("tok/s"))
+        let streamed = try CLI.runWithModel(args + ["--stream"])
+        #expect(streamed.status == 0, "stderr: \(streamed.stderr)")
+        #expect(streamed.stdout == plain.stdout)
+    }
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func respondWithASchemaPrintsExactlyTheJSONValue() throws {
+        let schema = try Self.schemaFile(Self.weatherSchema)
+        defer { try? FileManager.default.removeItem(at: schema) }
+        for seed in ["1", "2", "3"] {
+            let args = ["respond", "--schema", schema.path, "--seed", seed, "--temperature", "1.0", "--quiet",
+                        "Describe the weather in a city."]
+            let r = try CLI.runWithModel(args)
+            #expect(r.status == 0, "stderr: \(r.stderr)")
+            // Nothing but the value (and the final newline) on stdout.
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any],
+                                      "stdout: \(r.stdout)")
+            #expect(Set(object.keys) == ["city", "sky", "celsius"])
+            let city = try #require(object["city"] as? String)
+            #expect((1...20).contains(city.count))
+            #expect(["sunny", "rainy", "cloudy"].contains(object["sky"] as? String))
+            let celsius = try #require(object["celsius"] as? Int)
+            #expect((-30...45).contains(celsius))
+            // Streaming prints the same bytes, as they are written.
+            let streamed = try CLI.runWithModel(args + ["--stream"])
+            #expect(streamed.status == 0, "stderr: \(streamed.stderr)")
+            #expect(streamed.stdout == r.stdout)
+        }
+    }
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func respondRejectsBadSchemaFiles() throws {
+        let missing = try CLI.runWithModel(["respond", "--schema", "/nonexistent/schema.json", "hi"])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("/nonexistent/schema.json"))
+        #expect(missing.stdout.isEmpty)
+
+        let notJSON = try Self.schemaFile("{\"type\": ")
+        defer { try? FileManager.default.removeItem(at: notJSON) }
+        let bad = try CLI.runWithModel(["respond", "--schema", notJSON.path, "hi"])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("not a JSON Schema"), "stderr: \(bad.stderr)")
+        #expect(bad.stdout.isEmpty)
+
+        // A keyword the decoder can't enforce is named, with where it is, and nothing is generated.
+        let unenforced = try Self.schemaFile(#"{"type": "array", "items": {"type": "integer"}, "uniqueItems": true}"#)
+        defer { try? FileManager.default.removeItem(at: unenforced) }
+        let refused = try CLI.runWithModel(["respond", "--schema", unenforced.path, "hi"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("uniqueItems"), "stderr: \(refused.stderr)")
+        #expect(refused.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func chatKeepsTheConversationAndItsCommandsWork() throws {
+        let saved = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-chat-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: saved) }
+        let input = """
+            What is the capital of France?
+            And of Italy?
+            /transcript
+            /save \(saved.path)
+            /reset
+            /transcript
+            /nonsense
+            Hello
+            """
+        let r = try CLI.runWithModel(["chat", "--greedy", "-n", "16", "--instructions", "You are a helpful assistant."],
+                                     input: input + "\n")
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        // Three replies, each followed by its speed; the second turn prefilled only what was new.
+        let notes = r.stderr.split(separator: "\n").filter { $0.hasPrefix("(prompt:") }
+        #expect(notes.count == 3, "stderr: \(r.stderr)")
+        let cached = notes.compactMap { note -> Int? in
+            guard let open = note.range(of: "tokens ("), let end = note.range(of: " cached") else { return nil }
+            return Int(note[open.upperBound..<end.lowerBound])
+        }
+        #expect(cached.count == 3)
+        if cached.count == 3 { #expect(cached[1] > 0) }
+        // /transcript printed the first conversation once; after /reset it holds only the instructions.
+        #expect(r.stdout.components(separatedBy: "(Prompt) What is the capital of France?").count == 2, "stdout: \(r.stdout)")
+        #expect(r.stdout.contains("(Prompt) And of Italy?"))
+        #expect(r.stdout.contains("(Instructions) You are a helpful assistant."))
+        #expect(r.stderr.contains("unknown command /nonsense"))
+        // /save wrote the transcript as JSON: instructions, then two prompts and two responses.
+        let data = try Data(contentsOf: saved)
+        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let entries = try #require(json["entries"] as? [[String: Any]])
+        #expect(entries.compactMap { $0["type"] as? String } == ["instructions", "prompt", "response", "prompt", "response"])
+        #expect(String(decoding: data, as: UTF8.self).contains("And of Italy?"))
     }
 }

@@ -174,6 +174,18 @@ extension GeneratedContent {
         return out
     }
 
+    /// The JSON text of the content as far as it has been generated (a Plinth extension).
+    ///
+    /// For complete content this is ``jsonString``. For a snapshot of content that is still
+    /// streaming it is text that every later snapshot of the stream extends: open strings,
+    /// arrays and objects stay open, and a number that may still grow is left out. Printing
+    /// the new end of each snapshot's prefix streams exactly the final JSON.
+    public var jsonPrefix: String {
+        var out = ""
+        JSONWriter.writePrefix(self, into: &out)
+        return out
+    }
+
     /// Reads this content as a value of the type you specify.
     public func value<Value>(_ type: Value.Type = Value.self) throws -> Value
     where Value: ConvertibleFromGeneratedContent {

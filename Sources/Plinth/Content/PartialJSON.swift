@@ -278,6 +278,38 @@ enum JSONWriter {
         }
     }
 
+    /// Writes complete values whole and an incomplete one without its end (see
+    /// `GeneratedContent.jsonPrefix`); only the last member of a partial container can be
+    /// incomplete.
+    static func writePrefix(_ content: GeneratedContent, into out: inout String) {
+        guard !content.isComplete else { return write(content, into: &out) }
+        switch content.storage {
+        case .null, .bool, .number:
+            break
+        case .string(let s):
+            var quoted = ""
+            string(s, into: &quoted)
+            out += quoted.dropLast()
+        case .array(let elements):
+            out += "["
+            for (i, e) in elements.enumerated() {
+                if i > 0 { out += "," }
+                writePrefix(e, into: &out)
+            }
+        case .structure(let properties, let keys):
+            out += "{"
+            var first = true
+            for key in keys {
+                guard let value = properties[key] else { continue }
+                if !first { out += "," }
+                first = false
+                string(key, into: &out)
+                out += ":"
+                writePrefix(value, into: &out)
+            }
+        }
+    }
+
     static func number(_ n: Double) -> String {
         guard n.isFinite else { return "null" }
         if n == n.rounded(), abs(n) < 9.007_199_254_740_992e15 {

@@ -7,7 +7,9 @@ import Foundation
 /// (`^(?:…)$`) before the grammar sees them.
 enum DecodingSchema {
     static func jsonText(for schema: GenerationSchema) -> String {
-        anchoringPatterns(schema.jsonSchema).text
+        // A schema read from JSON Schema keeps JSON Schema's meaning of `pattern`.
+        if let source = schema.source { return source.text }
+        return anchoringPatterns(schema.jsonSchema).text
     }
 
     static func anchoringPatterns(_ value: JSONValue) -> JSONValue {

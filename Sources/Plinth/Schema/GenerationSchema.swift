@@ -14,6 +14,9 @@ import Foundation
 public struct GenerationSchema: Sendable {
     var root: SchemaNode
     var defs: [(String, SchemaNode)]
+    /// The JSON Schema this schema was read from by ``init(jsonSchema:)``, which the decoder
+    /// enforces as written (keywords the node tree doesn't model included).
+    var source: JSONValue?
 
     init(root: SchemaNode, defs: [(String, SchemaNode)] = []) {
         self.root = root
@@ -333,7 +336,38 @@ extension GenerationSchema: Codable {
     var resolved: ResolvedSchema { SchemaResolver.resolve(self) }
 
     /// The JSON Schema form, keys in order.
-    var jsonSchema: JSONValue { resolved.json }
+    var jsonSchema: JSONValue { source ?? resolved.json }
+}
+
+extension GenerationSchema {
+    /// Creates a schema from a JSON Schema document (draft 2020-12 or draft-07), to be enforced
+    /// as JSON Schema defines it: `pattern` matches anywhere in a string, and every keyword counts.
+    ///
+    /// This is a Plinth extension for schemas that come from outside Swift (files, other
+    /// services). A local model compiles the document itself, so a keyword its decoder can't
+    /// enforce is an error naming the keyword when the schema is used, not a silent omission.
+    ///
+    /// - Throws: `GeneratedContent.ParsingError` when the text isn't a JSON object.
+    public init(jsonSchema text: String) throws {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(text)
+        } catch {
+            throw GeneratedContent.ParsingError(rawContent: text, underlyingError: error,
+                                                debugDescription: "The schema isn't JSON: \(error)")
+        }
+        guard case .object = json else {
+            throw GeneratedContent.ParsingError(rawContent: text, debugDescription: "A JSON Schema must be a JSON object.")
+        }
+        // The node tree names the type and shapes partial content; what it can't model still
+        // reaches the decoder through the source.
+        if let parsed = try? GenerationSchema(json: json) {
+            self = parsed
+        } else {
+            self.init(root: .anyValue)
+        }
+        source = json
+    }
 }
 
 extension GenerationSchema: CustomDebugStringConvertible {

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import Plinth
+
+struct Respond: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Answer one prompt through a language model session.",
+        discussion: """
+            Runs the prompt as one turn of a LanguageModelSession on a local model, the way an app \
+            using the Foundation Models API would. With --schema, the response is decoded under \
+            the JSON Schema in FILE.json, so it always matches it, and standard output holds \
+            exactly that JSON value (with --stream, the JSON as it is written); scripts can pipe \
+            it. Diagnostics and timings go to standard error.
+            """
+    )
+
+    @OptionGroup var options: SessionOptions
+
+    @Option(help: "A JSON Schema file (draft 2020-12 or draft-07) that the response must match.")
+    var schema: String?
+
+    @Flag(help: "Print the response as it is generated.")
+    var stream = false
+
+    @Flag(help: "Don't put the schema into the prompt (the decoder still enforces it).")
+    var noSchemaInPrompt = false
+
+    @Flag(help: "Do not print timings to stderr.")
+    var quiet = false
+
+    @Argument(help: "The prompt.")
+    var prompt: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let generationSchema = try schema.map(Self.readSchema)
+            let model = try options.localModel()
+            let session = options.session(model)
+            let output = StandardOutput()
+            let usage: LanguageModelSession.Usage
+            if let generationSchema {
+                let responses = session.streamResponse(to: prompt, schema: generationSchema,
+                                                       includeSchemaInPrompt: !noSchemaInPrompt,
+                                                       options: options.generationOptions)
+                if stream {
+                    for try await snapshot in responses { try output.extend(to: snapshot.rawContent.jsonPrefix) }
+                }
+                let response = try await responses.collect()
+                try output.extend(to: response.rawContent.jsonString)
+                usage = response.usage
+            } else {
+                let responses = session.streamResponse(to: prompt, options: options.generationOptions)
+                if stream {
+                    for try await snapshot in responses { try output.extend(to: snapshot.content) }
+                }
+                let response = try await responses.collect()
+                try output.extend(to: response.content)
+                usage = response.usage
+            }
+            output.write("\n")
+            if !quiet { Diagnostics.note(speedNote(session.transcript, usage: usage)) }
+        }
+    }
+
+    static func readSchema(_ path: String) throws -> GenerationSchema {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError("cannot read the schema file \(path)")
+        }
+        do {
+            return try GenerationSchema(jsonSchema: String(decoding: data, as: UTF8.self))
+        } catch let error as GeneratedContent.ParsingError {
+            throw CLIError("\(path) is not a JSON Schema: \(error.debugDescription)")
+        }
+    }
+}
+
+/// Standard output that only ever grows: each update writes what the new text adds to what is
+/// already printed, so streamed text ends up exactly as the final text.
+final class StandardOutput {
+    /// How many bytes of the current text are printed.
+    private var printed: [UInt8] = []
+
+    func write(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    /// Compared as bytes: a combining mark that arrives later extends the bytes, not the characters.
+    func extend(to text: String) throws {
+        let bytes = Array(text.utf8)
+        guard bytes.starts(with: printed) else {
+            throw CLIError("the streamed text changed after it was printed")
+        }
+        guard bytes.count > printed.count else { return }
+        FileHandle.standardOutput.write(Data(bytes[printed.count...]))
+        printed = bytes
+    }
+
+    /// Starts over for a new response.
+    func reset() { printed = [] }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import Plinth
+import PlinthRuntime
+
+/// Options of the commands that talk to a model through `LanguageModelSession`.
+struct SessionOptions: ParsableArguments {
+    @Option(name: [.short, .customLong("model")],
+            help: "A catalog model name or alias, or a path to a GGUF file.")
+    var model: String = ModelCatalog.defaultModelName
+
+    @Flag(help: "Fail instead of downloading a catalog model that is not cached yet.")
+    var noFetch = false
+
+    @Option(help: "Instructions for the model (its system message).")
+    var instructions: String?
+
+    @Flag(help: "Greedy decoding: always take the most likely token.")
+    var greedy = false
+
+    @Option(help: "Sampling temperature (default 0.8; 0 means greedy).")
+    var temperature: Double?
+
+    @Option(help: "Sample from the K most likely tokens (default 40).")
+    var topK: Int?
+
+    @Option(help: "Sample from the smallest set of tokens whose probability reaches P (instead of --top-k).")
+    var topP: Double?
+
+    @Option(help: "Random seed; the same seed gives the same text. Random when omitted.")
+    var seed: UInt64?
+
+    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens one response may take.")
+    var maxTokens: Int?
+
+    func validate() throws {
+        if greedy && (temperature != nil || topK != nil || topP != nil || seed != nil) {
+            throw ValidationError("--greedy can't be combined with --temperature, --top-k, --top-p or --seed")
+        }
+        if let temperature { guard temperature >= 0, temperature.isFinite else { throw ValidationError("--temperature must not be negative") } }
+        if topK != nil && topP != nil { throw ValidationError("give at most one of --top-k and --top-p") }
+        if let topK { guard topK >= 1 else { throw ValidationError("--top-k must be at least 1") } }
+        if let topP { guard topP > 0, topP <= 1 else { throw ValidationError("--top-p must be in (0, 1]") } }
+        if let maxTokens { guard maxTokens >= 1 else { throw ValidationError("--max-tokens must be at least 1") } }
+    }
+
+    /// The generation options these flags ask for.
+    var generationOptions: GenerationOptions {
+        let mode: GenerationOptions.SamplingMode?
+        if greedy || temperature == 0 {
+            mode = .greedy
+        } else if let topP {
+            mode = .random(probabilityThreshold: topP, seed: seed)
+        } else if topK != nil || seed != nil {
+            mode = .random(top: topK ?? 40, seed: seed)
+        } else {
+            mode = nil
+        }
+        return GenerationOptions(sampling: mode, temperature: temperature, maximumResponseTokens: maxTokens)
+    }
+
+    /// The model, downloaded first when it is a catalog model that isn't cached (unless --no-fetch).
+    func localModel() throws -> LocalLanguageModel {
+        let url = try ModelStore().resolve(model, fetchIfMissing: !noFetch) { Diagnostics.note($0) }
+        return LocalLanguageModel(url: url)
+    }
+
+    func session(_ model: LocalLanguageModel) -> LanguageModelSession {
+        LanguageModelSession(model: model, instructions: instructions)
+    }
+}
+
+/// The model's speed for the last response, from the metadata the local model reports.
+func speedNote(_ transcript: Transcript, usage: LanguageModelSession.Usage) -> String {
+    var rate: Double?
+    var ttft: Double?
+    if case .response(let response)? = transcript.last {
+        rate = response.metadata["tokensPerSecond"] as? Double
+        ttft = response.metadata["timeToFirstTokenSeconds"] as? Double
+    }
+    var parts = ["prompt: \(usage.input.totalTokenCount) tokens (\(usage.input.cachedTokenCount) cached)",
+                 "generated: \(usage.output.totalTokenCount) tokens"]
+    if let rate { parts.append(String(format: "%.1f tok/s", rate)) }
+    if let ttft { parts.append(String(format: "first token after %.0f ms", ttft * 1000)) }
+    return parts.joined(separator: ", ")
+}
