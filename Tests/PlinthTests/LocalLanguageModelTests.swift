@@ -305,3 +305,25 @@ struct LocalLanguageModelAvailabilityTests {
         }
     }
 }
+
+/// A schema read from a JSON Schema document reaches the decoder as written.
+struct JSONSchemaDocumentTests {
+    @Test func theDocumentIsKeptWithJSONSchemaMeaning() throws {
+        let text = #"{"type":"object","properties":{"code":{"type":"string","pattern":"[0-9]{3}","format":"uuid"},"n":{"type":"integer","multipleOf":3}},"required":["code"]}"#
+        let schema = try GenerationSchema(jsonSchema: text)
+        // Keywords the node tree doesn't model (format, multipleOf) are still there, and the
+        // pattern isn't anchored: in JSON Schema it may match anywhere.
+        #expect(try JSONValue.parse(DecodingSchema.jsonText(for: schema)) == JSONValue.parse(text))
+        #expect(schema.jsonSchema == (try JSONValue.parse(text)))
+        // A Swift-built schema's pattern must match the whole string, so the decoder gets it anchored.
+        #expect(DecodingSchema.jsonText(for: LocalItem.generationSchema).contains(#"^(?:[A-Z]{3}-[0-9]{2})$"#))
+    }
+
+    @Test func badDocumentsAreParsingErrors() {
+        #expect(throws: GeneratedContent.ParsingError.self) { try GenerationSchema(jsonSchema: #"{"type": "#) }
+        #expect(throws: GeneratedContent.ParsingError.self) { try GenerationSchema(jsonSchema: #"[1, 2]"#) }
+        // A document the node tree can't read still becomes a schema for the decoder to judge.
+        let odd = try? GenerationSchema(jsonSchema: #"{"$ref": "#/definitions/x", "definitions": {"x": {"type": "string"}}}"#)
+        #expect(odd != nil)
+    }
+}
