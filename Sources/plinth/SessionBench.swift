@@ -1,0 +1,173 @@
+import ArgumentParser
+import Foundation
+import Plinth
+import PlinthRuntime
+
+/// `plinth bench-session`: what `LanguageModelSession` costs over the raw runtime, and what KV
+/// reuse saves on a later turn.
+struct SessionBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-session",
+        abstract: "Measure the session API against the raw runtime, and the time to first token of a warm turn.",
+        discussion: """
+            Throughput: the same greedy generation (same prompt tokens, same output) through \
+            TextGenerator and through a LanguageModelSession on a LocalLanguageModel, in alternating \
+            rounds. Each side's decode rate is (tokens − 1) / (time from the first streamed text \
+            to the end), timed from outside, so the session's streaming, transcript and snapshot \
+            work counts.
+
+            Time to first token: each round builds a conversation of about --history tokens \
+            (instructions and earlier turns, made unique per round so no cache holds it), asks a \
+            new question in a fresh session (cold: the whole history is prefilled) and then a \
+            follow-up in the same session (warm: only the new tokens are). Both are timed from \
+            the call to the first streamed text.
+
+            Medians over --rounds; the figures the issue names are the ratios.
+            """
+    )
+
+    @OptionGroup var modelOptions: ModelOptions
+
+    @Option(name: [.customShort("n"), .customLong("gen")], help: "Tokens to generate in the throughput test.")
+    var genTokens: Int = 128
+
+    @Option(help: "Approximate tokens of conversation history before the timed turns.")
+    var history: Int = 1000
+
+    @Option(name: [.short, .long], help: "Measured rounds of each test.")
+    var rounds: Int = 5
+
+    @Flag(help: "Print the results as one JSON object.")
+    var json = false
+
+    func validate() throws {
+        guard genTokens >= 2 else { throw ValidationError("--gen must be at least 2") }
+        guard history >= 0 else { throw ValidationError("--history must not be negative") }
+        guard rounds > 0 else { throw ValidationError("--rounds must be positive") }
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let url = try ModelStore().resolve(modelOptions.model, fetchIfMissing: !modelOptions.noFetch) { Diagnostics.note($0) }
+            let runtime = try PlinthRuntime.Model(url: url)
+            let model = LocalLanguageModel(url: url)
+            let instructions = "You are a storyteller. Write long, detailed stories."
+            let question = "Tell me a story about a lighthouse keeper and a storm."
+
+            // Throughput, alternating which side goes first.
+            let prompt = runtime.tokenizer.encode(try runtime.renderChat([.system(instructions), .user(question)]),
+                                                  addSpecial: true, parseSpecial: true)
+            let context = try InferenceContext(transformer: runtime.transformer, contextLength: prompt.count + genTokens + 1,
+                                               slots: 1, maxBatch: 256)
+            let generator = TextGenerator(model: runtime, context: context)
+            let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: genTokens)
+            var raw: [Double] = [], viaSession: [Double] = []
+            var rawText = "", sessionText = "", tokenCount = 0
+            _ = try generator.generate(prompt: prompt, maxTokens: 8, sampling: .greedy)  // warm-up
+            for round in 0...rounds {
+                for side in (round % 2 == 0 ? [0, 1] : [1, 0]) {
+                    if side == 0 {
+                        var first: UInt64 = 0
+                        let result = try generator.generate(prompt: prompt, maxTokens: genTokens, sampling: .greedy) { _ in
+                            if first == 0 { first = DispatchTime.now().uptimeNanoseconds }
+                            return true
+                        }
+                        let end = DispatchTime.now().uptimeNanoseconds
+                        if round > 0 { raw.append(Double(result.tokens.count - 1) / (Double(end - first) / 1e9)) }
+                        rawText = result.text
+                        tokenCount = result.tokens.count
+                    } else {
+                        let session = LanguageModelSession(model: model, instructions: instructions)
+                        let turn = try await Self.timedTurn(session, question, options)
+                        if round > 0 {
+                            viaSession.append(Double(turn.usage.output.totalTokenCount - 1) / (Double(turn.end - turn.first) / 1e9))
+                        }
+                        sessionText = turn.text
+                    }
+                }
+            }
+            guard rawText == sessionText else {
+                throw CLIError("the session and the runtime generated different text, so the rates aren't comparable")
+            }
+
+            // Time to first token with a long history: cold, then the warm follow-up.
+            var cold: [Double] = [], warm: [Double] = [], historyTokens: [Int] = [], warmPrefill: [Int] = []
+            let short = GenerationOptions(sampling: .greedy, maximumResponseTokens: 8)
+            for round in 0...rounds {
+                let transcript = Self.conversation(tag: "\(UUID().uuidString.prefix(8))", approximateTokens: history, runtime: runtime)
+                let session = LanguageModelSession(model: model, transcript: transcript)
+                let first = try await Self.timedTurn(session, "What did the keeper see first?", short)
+                let second = try await Self.timedTurn(session, "And what happened next?", short)
+                guard round > 0 else { continue }  // the first round warms up
+                cold.append(Double(first.first - first.start) / 1e9)
+                warm.append(Double(second.first - second.start) / 1e9)
+                historyTokens.append(first.usage.input.totalTokenCount)
+                warmPrefill.append(second.usage.input.totalTokenCount - second.usage.input.cachedTokenCount)
+            }
+
+            let rawRate = median(raw), sessionRate = median(viaSession)
+            let coldTTFT = median(cold), warmTTFT = median(warm)
+            if json {
+                let object: [String: Any] = [
+                    "model": url.lastPathComponent, "generated_tokens": tokenCount,
+                    "raw_tokens_per_second": raw, "session_tokens_per_second": viaSession,
+                    "throughput_ratio": sessionRate / rawRate,
+                    "history_tokens": historyTokens, "warm_prefilled_tokens": warmPrefill,
+                    "cold_ttft_seconds": cold, "warm_ttft_seconds": warm, "ttft_ratio": warmTTFT / coldTTFT,
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                print("model: \(url.lastPathComponent), \(rounds) rounds, medians")
+                print(String(format: "decode, %d tokens: raw runtime %.1f tok/s, session %.1f tok/s: session/raw %.3f",
+                             tokenCount, rawRate, sessionRate, sessionRate / rawRate))
+                print(String(format: "first token with a %d-token history: cold %.0f ms, warm %.1f ms (%d tokens prefilled): warm/cold %.3f",
+                             historyTokens.sorted()[historyTokens.count / 2], coldTTFT * 1000, warmTTFT * 1000,
+                             warmPrefill.sorted()[warmPrefill.count / 2], warmTTFT / coldTTFT))
+            }
+        }
+    }
+
+    struct TimedTurn {
+        var text: String
+        var usage: LanguageModelSession.Usage
+        /// When the call was made, when the first text came, and when the response was complete.
+        var start: UInt64, first: UInt64, end: UInt64
+    }
+
+    /// Streams one turn, timing it from outside the session.
+    static func timedTurn(_ session: LanguageModelSession, _ prompt: String, _ options: GenerationOptions) async throws -> TimedTurn {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var first: UInt64 = 0
+        let stream = session.streamResponse(to: prompt, options: options)
+        for try await snapshot in stream where first == 0 && !snapshot.content.isEmpty {
+            first = DispatchTime.now().uptimeNanoseconds
+        }
+        let response = try await stream.collect()
+        let end = DispatchTime.now().uptimeNanoseconds
+        return TimedTurn(text: response.content, usage: response.usage, start: start, first: first == 0 ? end : first, end: end)
+    }
+
+    /// Instructions and earlier turns of about `approximateTokens` tokens, starting with `tag`
+    /// so that no KV slot already holds them.
+    static func conversation(tag: String, approximateTokens: Int, runtime: PlinthRuntime.Model) -> Transcript {
+        var entries: [Transcript.Entry] = [.instructions(.init(segments: [.text(.init(content: "Conversation \(tag). You are a storyteller."))],
+                                                               toolDefinitions: []))]
+        let paragraph = "The lighthouse stood on the last rock before the open sea, and every night its keeper climbed the "
+            + "spiral stairs to trim the wick, polish the great lens and watch the ships pass far out on the dark water. "
+        var count = 0, turn = 0
+        while count < approximateTokens {
+            turn += 1
+            entries.append(.prompt(.init(segments: [.text(.init(content: "Tell me part \(turn) of the story."))])))
+            entries.append(.response(.init(assetIDs: [], segments: [.text(.init(content: String(repeating: paragraph, count: 3)))])))
+            count = runtime.tokenizer.encode(entries.map { "\($0)" }.joined(separator: "\n"), addSpecial: false, parseSpecial: false).count
+        }
+        return Transcript(entries: entries)
+    }
+}
+
+/// The median of a non-empty sample.
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
