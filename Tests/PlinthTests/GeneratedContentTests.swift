@@ -39,30 +39,6 @@ import Testing
         #expect(!nested.isComplete)
     }
 
-    /// Every cut of a JSON text read as a snapshot: each snapshot's `jsonPrefix` extends the one
-    /// before, and the last is the final `jsonString`, so printing the new ends streams it exactly.
-    @Test(arguments: [
-        #"{"name":"Zoë \"Z\" Ångström","tags":["a","b\\c"],"n":-12.50e1,"ok":true,"none":null,"nested":{"x":[1,[2,3.25]],"y":"é\u00e9\n"}}"#,
-        #"[[],{},[{"a":[]}],"",0,-1.5,false]"#,
-        #""just a string with \t and 🎉""#,
-        #"{ "spaced" : [ 1 , 2 ] , "k" : { } }"#,
-    ])
-    func jsonPrefixOfEverySnapshotExtendsTheLast(json: String) throws {
-        let final = try GeneratedContent(json: json).jsonString
-        var previous: [UInt8] = []
-        var cuts = 0
-        for end in json.indices.dropFirst() + [json.endIndex] {
-            guard let snapshot = try? GeneratedContent(json: String(json[..<end])) else { continue }
-            let prefix = Array(snapshot.jsonPrefix.utf8)
-            #expect(prefix.starts(with: previous), "\(String(decoding: previous, as: UTF8.self)) -> \(snapshot.jsonPrefix)")
-            #expect(Array(final.utf8).starts(with: prefix), "\(snapshot.jsonPrefix) is not a prefix of \(final)")
-            previous = prefix
-            cuts += 1
-        }
-        #expect(cuts > 5)
-        #expect(String(decoding: previous, as: UTF8.self) == final)
-    }
-
     @Test func invalidJSONThrowsParsingError() {
         #expect(throws: GeneratedContent.ParsingError.self) { try GeneratedContent(json: "{]") }
         #expect(throws: GeneratedContent.ParsingError.self) { try GeneratedContent(json: "") }

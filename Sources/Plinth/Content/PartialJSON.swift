@@ -135,10 +135,10 @@ struct PartialJSONParser {
                     guard let unit = try readHex4() else { return (String(scalars), false) }
                     if (0xD800...0xDBFF).contains(unit) {
                         // A surrogate pair: the low half follows as another \u escape.
+                        guard index < bytes.count else { return (String(scalars), false) }
+                        guard bytes[index] == UInt8(ascii: "\\") else { throw error("Unpaired surrogate in string") }
                         guard index + 1 < bytes.count else { return (String(scalars), false) }
-                        guard bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                            throw error("Unpaired surrogate in string")
-                        }
+                        guard bytes[index + 1] == UInt8(ascii: "u") else { throw error("Unpaired surrogate in string") }
                         index += 2
                         guard let low = try readHex4() else { return (String(scalars), false) }
                         guard (0xDC00...0xDFFF).contains(low),

@@ -156,11 +156,18 @@ extension LanguageModelSession {
                     schema: schema, generationOptions: turnOptions, contextOptions: contextOptions, metadata: metadata)
                 let entriesSoFar = Array(transcript[start...])
                 let usageSoFar = total
+                // Snapshots of structured content come from a reader that keeps its state
+                // between pieces: each piece of text is read once, not the whole text each time.
+                var reader: IncrementalJSONReader? = IncrementalJSONReader()
+                var readBytes = 0
                 let turn = try await runTurn(request, schema: schema) { text in
                     guard let snapshot else { return }
                     let content: GeneratedContent
                     if schema != nil {
-                        guard var parsed = try? PartialJSONParser.parse(text, final: false) else { return }
+                        let piece = String(decoding: text.utf8.dropFirst(readBytes), as: UTF8.self)
+                        readBytes = text.utf8.count
+                        do { try reader?.append(piece) } catch { reader = nil }
+                        guard var parsed = reader?.snapshot else { return }
                         parsed.id = streamID
                         content = parsed
                     } else {
