@@ -4,11 +4,12 @@ import FoundationModels
 import Synchronization
 import Testing
 
-/// A deterministic tool: the answer carries a value the model can't guess.
+/// A deterministic tool: temperatures from a fixed table, values the model can't guess.
 final class LocalTemperatureTool: Tool {
     let name = "getTemperature"
     let description = "Returns the current temperature in a city, in degrees Celsius."
     let calls = Mutex<[String]>([])
+    static let temperatures = ["Paris": 37, "Oslo": -4, "Rome": 20, "Quito": 15]
 
     @Generable
     struct Arguments {
@@ -18,35 +19,96 @@ final class LocalTemperatureTool: Tool {
 
     func call(arguments: Arguments) async throws -> String {
         calls.withLock { $0.append(arguments.city) }
-        return "The temperature in \(arguments.city) is 37 degrees Celsius."
+        return Self.report(city: arguments.city)
+    }
+
+    static func report(city: String) -> String {
+        guard let celsius = temperatures[city] else { return "No temperature is known for \(city)." }
+        return "The temperature in \(city) is \(celsius) degrees Celsius."
     }
 }
 
-@Suite(.serialized)
-struct LocalToolCallingTests {
-    @Test(.enabled(if: LocalTestModels.hasQwen, LocalTestModels.qwenMissing))
-    func qwenCallsTheToolAndAnswersWithItsOutput() async throws {
-        let tool = LocalTemperatureTool()
-        let session = LanguageModelSession(model: LocalLanguageModel(name: LocalTestModels.qwen), tools: [tool],
-                                           instructions: "You are a helpful assistant. After a tool responds, answer the user in one sentence with the value it gave.")
-        let response = try await session.respond(to: "What is the temperature in Paris right now?",
-                                                 options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 48))
-        // Called once with valid arguments: the second round's repeat of the same call is taken back.
-        #expect(tool.calls.withLock { $0 } == ["Paris"])
-        withKnownIssue("Qwen2.5-Coder-0.5B restates the call instead of reading the tool's output") {
-            #expect(response.content.contains("37"))
+/// Tool calling with Qwen2.5-Coder-0.5B, greedy, so each test is one deterministic run.
+///
+/// Left to itself, this model answers a tool's output by restating its call (under llama.cpp
+/// too, from the same prompt tokens, which are those of its chat template); after one earlier
+/// exchange in the conversation it answers from the tool's output instead, but then it also
+/// tends to answer a new question without calling the tool. So the session starts with such an
+/// exchange (other cities, other values) and the request requires a call: the model still
+/// chooses the arguments, how many calls to make, and what to answer.
+@Suite(.serialized, .enabled(if: LocalTestModels.hasQwen, LocalTestModels.qwenMissing))
+struct QwenToolCallingTests {
+    let model = LocalLanguageModel(name: LocalTestModels.qwen)
+    let options = GenerationOptions(samplingMode: .greedy, maximumResponseTokens: 64, toolCallingMode: .required)
+
+    /// A session whose history is one exchange: two calls, their outputs, an answer.
+    func session(with tool: LocalTemperatureTool) -> LanguageModelSession {
+        let cities = ["Rome", "Quito"]
+        let calls = cities.enumerated().map { i, city in
+            Transcript.ToolCall(id: "call_\(i)", toolName: tool.name, arguments: GeneratedContent(properties: ["city": city]))
         }
-        let kinds = session.transcript.map { entry -> String in
-            switch entry {
-            case .toolCalls: "calls"
-            case .toolOutput: "output"
-            case .response: "response"
-            default: "other"
-            }
+        let outputs = zip(calls, cities).map { call, city in
+            Transcript.Entry.toolOutput(.init(id: call.id, toolName: tool.name,
+                                              segments: [.text(.init(content: LocalTemperatureTool.report(city: city)))]))
         }
-        #expect(kinds.suffix(3) == ["calls", "output", "response"])
+        let history: [Transcript.Entry] = [
+            .prompt(.init(segments: [.text(.init(content: "What are the temperatures in Rome and Quito right now?"))])),
+            .toolCalls(.init(calls)),
+        ] + outputs + [
+            .response(.init(segments: [.text(.init(content: "It is 20 degrees Celsius in Rome and 15 degrees Celsius in Quito."))])),
+        ]
+        return LanguageModelSession(model: model, tools: [tool], transcript: Transcript(entries: history))
     }
 
+    /// The kinds of the entries this request added to the transcript, in order.
+    static func newKinds(_ transcript: Transcript, after count: Int) -> [String] {
+        transcript.dropFirst(count).map { entry in
+            switch entry {
+            case .instructions: "instructions"
+            case .prompt: "prompt"
+            case .toolCalls(let calls): "calls(\(calls.count))"
+            case .toolOutput: "output"
+            case .response: "response"
+            case .reasoning: "reasoning"
+            }
+        }
+    }
+
+    @Test func callsTheToolAndAnswersWithItsOutput() async throws {
+        let tool = LocalTemperatureTool()
+        let session = session(with: tool)
+        let before = session.transcript.count
+        let response = try await session.respond(to: "What is the temperature in Paris right now?", options: options)
+        #expect(tool.calls.withLock { $0 } == ["Paris"])
+        #expect(Self.newKinds(session.transcript, after: before) == ["prompt", "calls(1)", "output", "response"])
+        #expect(response.content.contains("37"), "\(response.content)")
+    }
+
+    /// Without an earlier exchange the model's second round restates its call: the repeat is
+    /// taken back (the tool runs once) and the model must answer in text.
+    @Test func aRestatedCallIsTakenBack() async throws {
+        let tool = LocalTemperatureTool()
+        let session = LanguageModelSession(model: model, tools: [tool], instructions: "You are a helpful assistant.")
+        _ = try await session.respond(to: "What is the temperature in Paris right now?",
+                                      options: GenerationOptions(samplingMode: .greedy, maximumResponseTokens: 48))
+        #expect(tool.calls.withLock { $0 } == ["Paris"])
+        #expect(Self.newKinds(session.transcript, after: 1) == ["prompt", "calls(1)", "output", "response"])
+    }
+
+    @Test func callsTheToolTwiceInOneTurnAndAnswersWithBothOutputs() async throws {
+        let tool = LocalTemperatureTool()
+        let session = session(with: tool)
+        let before = session.transcript.count
+        let response = try await session.respond(to: "What are the temperatures in Paris and Oslo right now?", options: options)
+        #expect(tool.calls.withLock { $0 } == ["Paris", "Oslo"])
+        // Both calls in one entry: the model made them in one turn.
+        #expect(Self.newKinds(session.transcript, after: before) == ["prompt", "calls(2)", "output", "output", "response"])
+        #expect(response.content.contains("37") && response.content.contains("-4"), "\(response.content)")
+    }
+}
+
+/// Tests of the tool-call format that need no model file.
+struct LocalToolCallingTests {
     @Test func callSchemaAdmitsOnlyDeclaredTools() throws {
         let tools = [Transcript.ToolDefinition(tool: LocalTemperatureTool()), Transcript.ToolDefinition(tool: GetWeatherTool())]
         let schema = ToolCallFormat.callSchema(for: tools)
