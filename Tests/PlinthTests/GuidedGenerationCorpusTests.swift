@@ -270,7 +270,8 @@ struct CorpusOrder {
 /// One type of the corpus: a prompt, and the guides its value must satisfy.
 struct GuidedCase: Sendable {
     let type: String
-    /// Generates one value and returns the guides it breaks (empty when it satisfies all).
+    /// Generates one value: its JSON, the tokens it took, and the guides it breaks (none when
+    /// it satisfies them all).
     let generate: @Sendable (LocalLanguageModel, GenerationOptions) async throws -> (raw: String, tokens: Int, violations: [String])
 
     init<Value: Generable>(_ type: Value.Type, prompt: String, guides: @escaping @Sendable (Value) -> [String?]) {
