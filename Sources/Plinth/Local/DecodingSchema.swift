@@ -1,29 +1,43 @@
 import Foundation
 
-/// The JSON Schema text the local decoder compiles for a generation schema.
+/// The JSON Schema the local decoder compiles for a generation schema: the schema, narrowed so
+/// that everything the grammar admits decodes into the Swift value.
 ///
-/// A `@Guide(.pattern(...))` constrains the whole string, as in Apple's framework, but JSON
-/// Schema's `pattern` matches anywhere in the string; so string patterns are anchored
-/// (`^(?:…)$`) before the grammar sees them.
+/// - A `@Guide(.pattern(...))` constrains the whole string, as in Apple's framework, but JSON
+///   Schema's `pattern` matches anywhere in the string; so string patterns are anchored
+///   (`^(?:…)$`).
+/// - Generated numbers reach Swift as `Double`, so an integer decodes exactly into `Int` only
+///   within ±(2^53 − 1). Integers get those bounds where the schema leaves them open: without
+///   them a random sample can write a 30-digit integer, which doesn't decode.
 enum DecodingSchema {
+    /// The largest integer a `Double` holds exactly, with every integer below it.
+    static let largestExactInteger = Double((1 << 53) - 1)
+
     static func jsonText(for schema: GenerationSchema) -> String {
-        // A schema read from JSON Schema keeps JSON Schema's meaning of `pattern`.
+        // A schema read from a JSON Schema document is enforced as written (JSON Schema's
+        // meaning of `pattern`, its own integer bounds).
         if let source = schema.source { return source.text }
-        return anchoringPatterns(schema.jsonSchema).text
+        return narrowed(schema.jsonSchema).text
     }
 
-    static func anchoringPatterns(_ value: JSONValue) -> JSONValue {
+    static func narrowed(_ value: JSONValue) -> JSONValue {
         switch value {
         case .array(let items):
-            return .array(items.map(anchoringPatterns))
+            return .array(items.map(narrowed))
         case .object(let pairs):
-            let isString = pairs.contains { $0.0 == "type" && $0.1 == .string("string") }
-            return .object(pairs.map { key, member in
-                if isString, key == "pattern", case .string(let pattern) = member {
+            let type = pairs.first { $0.0 == "type" }?.1
+            var out: [(String, JSONValue)] = pairs.map { key, member in
+                if type == .string("string"), key == "pattern", case .string(let pattern) = member {
                     return (key, .string(anchored(pattern)))
                 }
-                return (key, anchoringPatterns(member))
-            })
+                return (key, narrowed(member))
+            }
+            if type == .string("integer") {
+                let keys = Set(pairs.map(\.0))
+                if keys.isDisjoint(with: ["minimum", "exclusiveMinimum"]) { out.append(("minimum", .number(-largestExactInteger))) }
+                if keys.isDisjoint(with: ["maximum", "exclusiveMaximum"]) { out.append(("maximum", .number(largestExactInteger))) }
+            }
+            return .object(out)
         default:
             return value
         }

@@ -76,7 +76,7 @@ enum ToolCallFormat {
     static func callSchema(for tools: [Transcript.ToolDefinition]) -> JSONValue {
         var defs: [(String, JSONValue)] = []
         let alternatives: [JSONValue] = tools.map { tool in
-            var arguments = DecodingSchema.anchoringPatterns(tool.parameters.jsonSchema)
+            var arguments = DecodingSchema.narrowed(tool.parameters.jsonSchema)
             if case .object(var pairs) = arguments {
                 if let i = pairs.firstIndex(where: { $0.0 == "$defs" }) {
                     if case .object(let named) = pairs[i].1 {
