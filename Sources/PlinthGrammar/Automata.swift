@@ -109,92 +109,12 @@ struct DFA: Hashable {
         try determinizeWithSets(nfa, start: start, accepting: acc, budget: budget).dfa
     }
 
-    /// The subset construction, also returning the NFA states each DFA state stands for.
-    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> (dfa: DFA, sets: [[Int32]]) {
-        var dfa = DFA()
-        var index: [[Int32]: Int32] = [:]
-        var work: [[Int32]] = []
-        var mark = [Int32](repeating: -1, count: nfa.count)
-        var stamp: Int32 = 0
-        func rawClosure(_ seeds: [Int32]) -> [Int32] {
-            stamp += 1
-            var out: [Int32] = []
-            var stack = seeds
-            while let s = stack.popLast() {
-                if mark[Int(s)] == stamp { continue }
-                mark[Int(s)] = stamp
-                out.append(s)
-                stack.append(contentsOf: nfa.eps[Int(s)])
-            }
-            return out
-        }
-        func closure(_ seeds: [Int32]) -> [Int32] {
-            var out = rawClosure(seeds)
-            if !nfa.absorbing.isEmpty, out.contains(where: { nfa.absorbing.contains($0) }) {
-                out = rawClosure(out.filter { nfa.absorbing.contains($0) })
-            }
-            out.sort()
-            return out
-        }
-        func intern(_ set: [Int32]) throws(GrammarError) -> Int32 {
-            if let i = index[set] { return i }
-            if dfa.count >= budget { throw .budgetExceeded("an automaton needs more than \(budget) states") }
-            let i = dfa.add(accepting: set.contains(where: { acc.contains($0) }))
-            index[set] = i
-            work.append(set)
-            return i
-        }
-        _ = try intern(closure([start]))
-        var cursor = 0
-        while cursor < work.count {
-            let set = work[cursor]
-            let from = Int32(cursor)
-            cursor += 1
-            // Byte moves: split 0...255 at every range boundary of the members.
-            var ranges: [ByteEdge] = []
-            for s in set { ranges.append(contentsOf: nfa.edges[Int(s)]) }
-            if !ranges.isEmpty {
-                var points: [Int] = []
-                points.reserveCapacity(ranges.count * 2)
-                for r in ranges { points.append(Int(r.lo)); points.append(Int(r.hi) + 1) }
-                points.sort()
-                var u = 0
-                for p in points where u == 0 || points[u - 1] != p { points[u] = p; u += 1 }
-                points.removeLast(points.count - u)
-                var out: [ByteEdge] = []
-                // Sweep: ranges enter at their `lo` and leave after their `hi`.
-                ranges.sort { $0.lo < $1.lo }
-                var active: [ByteEdge] = []
-                var next = 0
-                for k in 0..<(points.count - 1) {
-                    let lo = points[k], hi = points[k + 1] - 1
-                    active.removeAll { Int($0.hi) < lo }
-                    while next < ranges.count && Int(ranges[next].lo) <= lo { active.append(ranges[next]); next += 1 }
-                    if active.isEmpty { continue }
-                    let targets = active.map(\.to)
-                    let t = try intern(closure(targets))
-                    if let last = out.last, last.to == t, Int(last.hi) + 1 == lo {
-                        out[out.count - 1].hi = UInt8(hi)
-                    } else {
-                        out.append(ByteEdge(lo: UInt8(lo), hi: UInt8(hi), to: t))
-                    }
-                }
-                dfa.trans[Int(from)] = out
-            }
-            if !set.contains(where: { !nfa.calls[Int($0)].isEmpty }) { continue }
-            var byRule: [Int32: [Int32]] = [:]
-            var order: [Int32] = []
-            for s in set {
-                for c in nfa.calls[Int(s)] {
-                    if byRule[c.rule] == nil { order.append(c.rule) }
-                    byRule[c.rule, default: []].append(c.to)
-                }
-            }
-            var callOut: [CallEdge] = []
-            for r in order { callOut.append(CallEdge(rule: r, to: try intern(closure(byRule[r]!)))) }
-            dfa.calls[Int(from)] = callOut
-        }
-        return (dfa, work)
+    /// The subset construction, also returning the NFA states each DFA state stands for
+    /// (``SubsetConstruction/members(of:)``).
+    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> (dfa: DFA, sets: SubsetConstruction) {
+        var sc = SubsetConstruction(nfa, accepting: acc, budget: budget)
+        try sc.run(start: start)
+        return (sc.dfa, sc)
     }
 
     /// The product of two call-free automata: `intersect` accepts what both accept; otherwise
@@ -252,15 +172,29 @@ struct DFA: Hashable {
     /// Removes states that cannot reach an accepting state (the start is kept, possibly dead).
     /// Call edges count as possible moves.
     func trimmed() -> DFA {
+        // Reverse edges in compressed rows (no per-state arrays): liveness flows backwards from
+        // the accepting states.
+        let n = count
         var live = accepting
-        var rev = [[Int32]](repeating: [], count: count)
-        for s in 0..<count {
-            for e in trans[s] { rev[Int(e.to)].append(Int32(s)) }
-            for c in calls[s] { rev[Int(c.to)].append(Int32(s)) }
+        var revStart = [Int32](repeating: 0, count: n + 1)
+        for s in 0..<n {
+            for e in trans[s] { revStart[Int(e.to) + 1] += 1 }
+            for c in calls[s] { revStart[Int(c.to) + 1] += 1 }
         }
-        var stack = (0..<count).filter { live[$0] }.map { Int32($0) }
+        for s in 0..<n { revStart[s + 1] += revStart[s] }
+        var fill = revStart
+        var rev = [Int32](repeating: 0, count: Int(revStart[n]))
+        for s in 0..<n {
+            for e in trans[s] { rev[Int(fill[Int(e.to)])] = Int32(s); fill[Int(e.to)] += 1 }
+            for c in calls[s] { rev[Int(fill[Int(c.to)])] = Int32(s); fill[Int(c.to)] += 1 }
+        }
+        var stack: [Int32] = []
+        for s in 0..<n where live[s] { stack.append(Int32(s)) }
         while let s = stack.popLast() {
-            for p in rev[Int(s)] where !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+            for k in Int(revStart[Int(s)])..<Int(revStart[Int(s) + 1]) {
+                let p = rev[k]
+                if !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+            }
         }
         if live.allSatisfy({ $0 }) { return self }
         // Renumber reachable live states from the start.
