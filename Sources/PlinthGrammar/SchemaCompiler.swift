@@ -274,7 +274,7 @@ final class SchemaCompiler {
         let t = try rule(target, tptr)
         guard t != r, b.rules[Int(t)].dfa != nil else { throw .leftRecursion(pointer: ptr) }
         let src = b.rules[Int(t)]
-        try b.define(r, src.dfa!, counted: src.counted, returnLabels: src.returnLabels)
+        try b.define(r, src.dfa!, counted: src.counted, returnLabels: src.returnLabels, leafKey: src.leafKey, shared: src.shared)
         return r
     }
 

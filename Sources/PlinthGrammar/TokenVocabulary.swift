@@ -38,6 +38,8 @@ public final class TokenVocabulary: Sendable {
     /// Token masks of leaf automata (strings, numbers, literals), shared by every grammar
     /// compiled for this vocabulary: the same automaton gives the same masks in any schema.
     let leafCaches = Mutex<[DFA: LeafMaskCache]>([:])
+    /// The same caches by the builder's leaf key, which is cheaper to hash than the automaton.
+    let leafCachesByKey = Mutex<[String: LeafMaskCache]>([:])
 
     /// Creates a vocabulary from the bytes of every token.
     ///
@@ -262,15 +264,23 @@ final class LeafMaskCache: Sendable {
 }
 
 extension TokenVocabulary {
-    func leafCache(for dfa: DFA) -> LeafMaskCache {
-        leafCaches.withLock { c in
+    /// The shared mask cache of a leaf automaton. `key`, when given, names the automaton (the
+    /// same key always means the same automaton), so that it is hashed once per vocabulary.
+    func leafCache(for dfa: DFA, key: String? = nil) -> LeafMaskCache {
+        if let key, let x = leafCachesByKey.withLock({ $0[key] }) { return x }
+        let x = leafCaches.withLock { c in
             if let x = c[dfa] { return x }
             let x = LeafMaskCache(dfa)
             c[dfa] = x
             return x
         }
+        if let key { leafCachesByKey.withLock { $0[key] = x } }
+        return x
     }
 
     /// Forgets the shared leaf masks (for cold-start measurements).
-    public func removeCachedMasks() { leafCaches.withLock { $0.removeAll() } }
+    public func removeCachedMasks() {
+        leafCaches.withLock { $0.removeAll() }
+        leafCachesByKey.withLock { $0.removeAll() }
+    }
 }
