@@ -12,29 +12,33 @@ struct CallEdge: Hashable {
 }
 
 /// A nondeterministic automaton over bytes with ε-moves and rule calls; the construction
-/// medium for every rule before it is made deterministic.
+/// medium for every rule before it is made deterministic. Arcs are kept in flat lists in the
+/// order they are added (``SubsetConstruction`` groups them by state), so that building one
+/// costs no allocation per state.
 struct NFA {
-    var eps: [[Int32]] = []
-    var edges: [[ByteEdge]] = []
-    var calls: [[CallEdge]] = []
+    private(set) var count = 0
+    var epsFrom: [Int32] = []
+    var epsTo: [Int32] = []
+    var edgeFrom: [Int32] = []
+    var edgeList: [ByteEdge] = []
+    var callFrom: [Int32] = []
+    var callList: [CallEdge] = []
     /// States from which every continuation the automaton allows at all is accepted (the `.*`
     /// after an unanchored pattern). A subset holding one stands for just its absorbing members,
     /// which keeps "already matched" from multiplying with every partial match (exact: the
     /// members share one continuation, of which these accept everything).
     var absorbing: Set<Int32> = []
 
-    var count: Int { eps.count }
-
     @discardableResult
     mutating func add() -> Int32 {
-        eps.append([]); edges.append([]); calls.append([])
-        return Int32(eps.count - 1)
+        count += 1
+        return Int32(count - 1)
     }
-    mutating func epsilon(_ from: Int32, _ to: Int32) { eps[Int(from)].append(to) }
+    mutating func epsilon(_ from: Int32, _ to: Int32) { epsFrom.append(from); epsTo.append(to) }
     mutating func range(_ from: Int32, _ lo: UInt8, _ hi: UInt8, _ to: Int32) {
-        edges[Int(from)].append(ByteEdge(lo: lo, hi: hi, to: to))
+        edgeFrom.append(from); edgeList.append(ByteEdge(lo: lo, hi: hi, to: to))
     }
-    mutating func call(_ from: Int32, _ rule: Int32, _ to: Int32) { calls[Int(from)].append(CallEdge(rule: rule, to: to)) }
+    mutating func call(_ from: Int32, _ rule: Int32, _ to: Int32) { callFrom.append(from); callList.append(CallEdge(rule: rule, to: to)) }
 
     /// Appends `bytes` after `from`; returns the end state.
     mutating func literal(_ from: Int32, _ bytes: [UInt8]) -> Int32 {
@@ -118,55 +122,76 @@ struct DFA: Hashable {
     }
 
     /// The product of two call-free automata: `intersect` accepts what both accept; otherwise
-    /// the result accepts what `a` accepts and `b` does not.
+    /// the result accepts what `a` accepts and `b` does not. Not trimmed (dead states are left
+    /// for whoever takes the final automaton to trim once).
     static func product(_ a: DFA, _ b: DFA, intersect: Bool, budget: Int) throws(GrammarError) -> DFA {
+        let (aStart, aEdges) = a.flatEdges(), (bStart, bEdges) = b.flatEdges()
         var out = DFA()
+        // Pair → state: a dense table when it is small (a length counter times a pattern is
+        // thousands of pairs, each looked up several times), else a dictionary. `b` = -1 (left
+        // `b` for good) is column `b.count`.
+        let width = b.count + 1
+        let dense = a.count * width <= 1 << 20
+        var table = [Int32](repeating: -1, count: dense ? a.count * width : 0)
         var index: [Int64: Int32] = [:]
         var work: [(Int32, Int32)] = []
         func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
+            let slot = Int(x) * width + Int(y < 0 ? Int32(b.count) : y)
             let key = Int64(x) << 32 | Int64(UInt32(bitPattern: y))
-            if let i = index[key] { return i }
+            if dense { if table[slot] >= 0 { return table[slot] } } else if let i = index[key] { return i }
             if out.count >= budget { throw .budgetExceeded("an automaton product needs more than \(budget) states") }
             let accA = a.accepting[Int(x)]
             let accB = y >= 0 && b.accepting[Int(y)]
             let i = out.add(accepting: intersect ? (accA && accB) : (accA && !accB))
-            index[key] = i
+            if dense { table[slot] = i } else { index[key] = i }
             work.append((x, y))
             return i
         }
         _ = try intern(0, 0)
         var cursor = 0
+        var edges: [ByteEdge] = []
         while cursor < work.count {
             let (x, y) = work[cursor]
             let from = cursor
             cursor += 1
-            var edges: [ByteEdge] = []
-            for ea in a.trans[Int(x)] {
-                if y < 0 {
-                    if !intersect { edges.append(ByteEdge(lo: ea.lo, hi: ea.hi, to: try intern(ea.to, -1))) }
-                    continue
-                }
-                var covered: [(UInt8, UInt8)] = []
-                for eb in b.trans[Int(y)] where eb.hi >= ea.lo && eb.lo <= ea.hi {
+            edges.removeAll(keepingCapacity: true)
+            // Both edge lists are sorted and disjoint: one merge pass, pieces in byte order.
+            var j = y < 0 ? 0 : Int(bStart[Int(y)])
+            let jEnd = y < 0 ? 0 : Int(bStart[Int(y) + 1])
+            for ia in Int(aStart[Int(x)])..<Int(aStart[Int(x) + 1]) {
+                let ea = aEdges[ia]
+                while j < jEnd && bEdges[j].hi < ea.lo { j += 1 }
+                var uncovered = Int(ea.lo)
+                var k = j
+                while k < jEnd && bEdges[k].lo <= ea.hi {
+                    let eb = bEdges[k]
                     let lo = max(ea.lo, eb.lo), hi = min(ea.hi, eb.hi)
-                    edges.append(ByteEdge(lo: lo, hi: hi, to: try intern(ea.to, eb.to)))
-                    covered.append((lo, hi))
-                }
-                if !intersect {
                     // Bytes of `ea` that `b` cannot take leave `b` for good.
-                    covered.sort { $0.0 < $1.0 }
-                    var lo = Int(ea.lo)
-                    for (cl, ch) in covered {
-                        if Int(cl) > lo { edges.append(ByteEdge(lo: UInt8(lo), hi: cl - 1, to: try intern(ea.to, -1))) }
-                        lo = Int(ch) + 1
-                    }
-                    if lo <= Int(ea.hi) { edges.append(ByteEdge(lo: UInt8(lo), hi: ea.hi, to: try intern(ea.to, -1))) }
+                    if !intersect && Int(lo) > uncovered { edges.append(ByteEdge(lo: UInt8(uncovered), hi: lo - 1, to: try intern(ea.to, -1))) }
+                    edges.append(ByteEdge(lo: lo, hi: hi, to: try intern(ea.to, eb.to)))
+                    uncovered = Int(hi) + 1
+                    if eb.hi > ea.hi { break }
+                    k += 1
                 }
+                if !intersect && uncovered <= Int(ea.hi) { edges.append(ByteEdge(lo: UInt8(uncovered), hi: ea.hi, to: try intern(ea.to, -1))) }
+                j = k
             }
-            edges.sort { $0.lo < $1.lo }
             out.trans[from] = edges
         }
-        return out.trimmed()
+        return out
+    }
+
+    /// The byte edges of every state in compressed rows, each row sorted by `lo`.
+    func flatEdges() -> (start: [Int32], edges: [ByteEdge]) {
+        var start = [Int32](repeating: 0, count: count + 1)
+        var edges: [ByteEdge] = []
+        for (s, row) in trans.enumerated() {
+            let first = edges.count
+            edges.append(contentsOf: row)
+            if !edges[first...].isSorted(by: { $0.lo < $1.lo }) { edges[first...].sort { $0.lo < $1.lo } }
+            start[s + 1] = Int32(edges.count)
+        }
+        return (start, edges)
     }
 
     /// Removes states that cannot reach an accepting state (the start is kept, possibly dead).
@@ -233,6 +258,14 @@ struct DFA: Hashable {
             if accepting[Int(s)] { return false }
             for e in trans[Int(s)] where !seen[Int(e.to)] { seen[Int(e.to)] = true; stack.append(e.to) }
         }
+        return true
+    }
+}
+
+extension Collection {
+    func isSorted(by less: (Element, Element) -> Bool) -> Bool {
+        var prev: Element? = nil
+        for x in self { if let p = prev, less(x, p) { return false }; prev = x }
         return true
     }
 }

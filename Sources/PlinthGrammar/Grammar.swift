@@ -147,7 +147,6 @@ final class Grammar: Sendable {
             tables.append(table)
         }
         var classMaps: [UInt8] = []
-        var mapIndex: [[UInt8]: Int32] = [:]
         var classMapOf = [Int32](repeating: 0, count: total)
         var rowOf = [Int32](repeating: 0, count: total)
         var next = [Int32](repeating: -1, count: entries)
@@ -167,12 +166,8 @@ final class Grammar: Sendable {
             let table = tables[nr]
             let base = Int(offset[Int(r)])
             let nc = table.classCount
-            let map: Int32
-            if let m = mapIndex[table.classOf] { map = m } else {
-                map = Int32(classMaps.count)
-                classMaps += table.classOf
-                mapIndex[table.classOf] = map
-            }
+            let map = Int32(classMaps.count)
+            classMaps += table.classOf
             next.withUnsafeMutableBufferPointer { out in
                 table.next.withUnsafeBufferPointer { src in
                     for k in 0..<src.count where src[k] >= 0 { out[rowBase + k] = src[k] &+ Int32(base) }
@@ -312,24 +307,27 @@ final class GrammarBuilder {
         try checkLimits()
     }
 
-    /// A rule for a call-free automaton, shared by every use with the same `key`.
+    /// A rule for a call-free automaton, shared by every use with the same `key`. A `counted`
+    /// rule is the plain string automaton with its characters counted.
     func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)? = nil, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> Int32 {
         if let r = leafCache[key] { return r }
+        let shared = try GrammarBuilder.sharedLeaf(key, make)
         let r = reserve(pointer: pointer)
-        let shared: SharedLeaf
-        if let l = GrammarBuilder.sharedLeaves.withLock({ $0[key] }) {
-            shared = l
-        } else {
-            // Trimmed once here, so that grammars can take the leaf as it is.
-            shared = SharedLeaf(try make().trimmed())
-            GrammarBuilder.sharedLeaves.withLock { c in
-                if c.count >= GrammarBuilder.sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
-                c[key] = shared
-            }
-        }
         try define(r, shared.dfa, counted: counted, leafKey: key, shared: shared)
         leafCache[key] = r
         return r
+    }
+
+    /// The shared leaf for `key`, made (and trimmed, so that grammars can take it as it is) on
+    /// first use.
+    static func sharedLeaf(_ key: String, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> SharedLeaf {
+        if let l = sharedLeaves.withLock({ $0[key] }) { return l }
+        let shared = SharedLeaf(try make().trimmed())
+        sharedLeaves.withLock { c in
+            if c.count >= sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
+            c[key] = shared
+        }
+        return shared
     }
 
     /// Leaf automata by key, shared by every compilation in the process: a leaf is a pure
@@ -345,9 +343,14 @@ final class GrammarBuilder {
         let (dfa, sets) = try DFA.determinizeWithSets(nfa, start: start, accepting: [accept], budget: max(stateBudget - totalStates, 16))
         var returnLabels: [Int32: Int32] = [:]
         if !callLabels.isEmpty {
+            // A return state takes the label of its lowest labelled NFA state.
+            var labelOf = [Int32](repeating: -1, count: nfa.count)
+            for (m, l) in callLabels where Int(m) < nfa.count { labelOf[Int(m)] = l }
             for s in 0..<dfa.count {
-                for c in dfa.calls[s] {
-                    for m in sets.members(of: c.to) { if let l = callLabels[m] { returnLabels[c.to] = l; break } }
+                for c in dfa.calls[s] where returnLabels[c.to] == nil {
+                    var best: Int32 = -1
+                    for m in sets.members(of: c.to) where labelOf[Int(m)] >= 0 && (best < 0 || m < best) { best = m }
+                    if best >= 0 { returnLabels[c.to] = labelOf[Int(best)] }
                 }
             }
         }

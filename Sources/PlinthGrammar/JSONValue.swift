@@ -138,10 +138,14 @@ public enum JSONValue: Sendable, Hashable {
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(0x22)
         // Only ASCII bytes are ever escaped, and UTF-8 continuation and lead bytes are all
-        // >= 0x80, so the text can be copied byte by byte.
+        // >= 0x80, so the text can be copied byte by byte (whole, when nothing needs escaping).
         let utf8 = s.utf8
-        if !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            out.append(contentsOf: utf8)
+        let plain = utf8.withContiguousStorageIfAvailable { p -> Bool in
+            for b in p where b < 0x20 || b == 0x22 || b == 0x5C { return false }
+            out.append(contentsOf: p)
+            return true
+        }
+        if plain == true {
             out.append(0x22)
             return
         }

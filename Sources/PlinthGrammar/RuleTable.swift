@@ -15,19 +15,28 @@ struct RuleTable: Sendable {
     let count: Int
 
     init(_ d: DFA) {
-        // Cut 0...255 at every range boundary of the rule's edges.
-        var isCut = [Bool](repeating: false, count: 257)
-        isCut[0] = true
-        isCut[256] = true
-        for row in d.trans { for e in row { isCut[Int(e.lo)] = true; isCut[Int(e.hi) + 1] = true } }
-        var classOf = [UInt8](repeating: 0, count: 256)
-        var representative: [Int] = []
-        var cls = -1
-        for byte in 0..<256 {
-            if isCut[byte] { cls += 1; representative.append(byte) }
-            classOf[byte] = UInt8(cls)
+        // Cut 0...255 at every range boundary of the rule's edges (a 257-bit set).
+        var cuts = [UInt64](repeating: 0, count: 5)
+        cuts[0] = 1
+        cuts[4] = 1
+        for row in d.trans {
+            for e in row {
+                cuts[Int(e.lo) >> 6] |= 1 << (UInt64(e.lo) & 63)
+                let h = Int(e.hi) + 1
+                cuts[h >> 6] |= 1 << (UInt64(h) & 63)
+            }
         }
-        let nc = cls + 1
+        // Classes run from one cut to the next; `representative[k]` is class k's first byte.
+        var representative: [Int] = []
+        for w in 0..<4 {
+            var bits = cuts[w]
+            while bits != 0 { representative.append(w * 64 + bits.trailingZeroBitCount); bits &= bits - 1 }
+        }
+        let nc = representative.count
+        var classOf = [UInt8](repeating: 0, count: 256)
+        for k in 1..<max(nc, 1) {
+            for byte in representative[k]..<(k + 1 < nc ? representative[k + 1] : 256) { classOf[byte] = UInt8(k) }
+        }
         var next = [Int32](repeating: -1, count: d.count * nc)
         var hasBytes = [Bool](repeating: false, count: d.count)
         for (s, row) in d.trans.enumerated() {

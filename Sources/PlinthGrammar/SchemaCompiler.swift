@@ -459,10 +459,13 @@ final class SchemaCompiler {
         var unique: [Int32] = []
         for r in rules where !unique.contains(r) { unique.append(r) }
         if unique.count == 1 { return unique[0] }
-        var nfa = NFA()
-        let s = nfa.add(), e = nfa.add()
-        for r in unique { nfa.call(s, r, e) }
-        return try b.rule(nfa, start: s, accept: e, pointer: ptr)
+        // Start, a call of each alternative, then the accepting end: already deterministic.
+        var dfa = DFA()
+        let s = dfa.add(), e = dfa.add(accepting: true)
+        dfa.calls[Int(s)] = unique.map { CallEdge(rule: $0, to: e) }
+        let r = b.reserve(pointer: ptr)
+        try b.define(r, dfa)
+        return r
     }
 
     func ws(_ nfa: inout NFA, _ from: Int32) -> Int32 {
@@ -802,7 +805,7 @@ final class SchemaCompiler {
             edges.sort { $0.lo < $1.lo }
             out.trans[cursor - 1] = edges
         }
-        return out.trimmed()
+        return out
     }
 
     func stringLeaf(minLength: Int, maxLength: Int?) throws(GrammarError) -> Int32 {
@@ -832,25 +835,28 @@ final class SchemaCompiler {
             else { throw .unsupportedKeyword(keyword: "format", pointer: ptr + "/format") }
         }
         if patterns.isEmpty && fullPatterns.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
-        let key = "re:\(minL):\(maxL ?? -1):" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
+        let patternKey = "re:" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
         let budget = options.stateBudget
-        return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
-            var parts: [DFA] = []
+        func patternDFA() throws(GrammarError) -> DFA {
+            var acc: DFA? = nil
             for (p, full) in patterns.map({ ($0, false) }) + fullPatterns.map({ ($0, true) }) {
                 var n = NFA()
                 let s = n.add(), open = n.add(), e = n.add()
                 n.range(s, 0x22, 0x22, open)
                 let end = try RegexBuilder.contentNFA(p, fullMatch: full, nfa: &n, from: open)
                 n.range(end, 0x22, 0x22, e)
-                parts.append(try DFA.determinize(n, start: s, accepting: [e], budget: budget))
+                let part = try DFA.determinize(n, start: s, accepting: [e], budget: budget)
+                acc = try acc.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
             }
-            if minL > 0 || maxL != nil {
-                if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
-                parts.append(SchemaCompiler.lengthDFA(minL, maxL))
-            }
-            var acc = parts[0]
-            for p in parts.dropFirst() { acc = try DFA.product(acc, p, intersect: true, budget: budget) }
-            return acc.trimmed()
+            return acc!
+        }
+        if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }
+        // Length bounds: a character counter in the states. The pattern's automaton is shared
+        // by every bound it is combined with.
+        let pattern = try GrammarBuilder.sharedLeaf(patternKey, patternDFA)
+        return try b.leaf("len:\(minL):\(maxL ?? -1):" + patternKey, pointer: ptr) { () throws(GrammarError) -> DFA in
+            if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
+            return try DFA.product(pattern.dfa, SchemaCompiler.lengthDFA(minL, maxL), intersect: true, budget: budget)
         }
     }
 
@@ -887,7 +893,7 @@ final class SchemaCompiler {
                 for _ in 0..<max(m.exponent, 0) { a *= 10; if a > 100_000 { throw GrammarError.budgetExceeded("multipleOf \(m) needs too many states") } }
                 acc = try DFA.product(acc, try NumberAutomata.multipleOf(a: a, fractionDigits: k, budget: budget), intersect: true, budget: budget)
             }
-            return acc.trimmed()
+            return acc
         }
     }
 
