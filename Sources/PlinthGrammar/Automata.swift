@@ -126,32 +126,12 @@ struct DFA: Hashable {
     /// for whoever takes the final automaton to trim once).
     static func product(_ a: DFA, _ b: DFA, intersect: Bool, budget: Int) throws(GrammarError) -> DFA {
         let (aStart, aEdges) = a.flatEdges(), (bStart, bEdges) = b.flatEdges()
-        var out = DFA()
-        // Pair → state: a dense table when it is small (a length counter times a pattern is
-        // thousands of pairs, each looked up several times), else a dictionary. `b` = -1 (left
-        // `b` for good) is column `b.count`.
-        let width = b.count + 1
-        let dense = a.count * width <= 1 << 20
-        var table = [Int32](repeating: -1, count: dense ? a.count * width : 0)
-        var index: [Int64: Int32] = [:]
-        var work: [(Int32, Int32)] = []
-        func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
-            let slot = Int(x) * width + Int(y < 0 ? Int32(b.count) : y)
-            let key = Int64(x) << 32 | Int64(UInt32(bitPattern: y))
-            if dense { if table[slot] >= 0 { return table[slot] } } else if let i = index[key] { return i }
-            if out.count >= budget { throw .budgetExceeded("an automaton product needs more than \(budget) states") }
-            let accA = a.accepting[Int(x)]
-            let accB = y >= 0 && b.accepting[Int(y)]
-            let i = out.add(accepting: intersect ? (accA && accB) : (accA && !accB))
-            if dense { table[slot] = i } else { index[key] = i }
-            work.append((x, y))
-            return i
-        }
-        _ = try intern(0, 0)
+        var p = ProductStates(a, b, intersect: intersect, budget: budget)
+        _ = try p.intern(0, 0)
         var cursor = 0
         var edges: [ByteEdge] = []
-        while cursor < work.count {
-            let (x, y) = work[cursor]
+        while cursor < p.work.count {
+            let (x, y) = p.work[cursor]
             let from = cursor
             cursor += 1
             edges.removeAll(keepingCapacity: true)
@@ -167,18 +147,56 @@ struct DFA: Hashable {
                     let eb = bEdges[k]
                     let lo = max(ea.lo, eb.lo), hi = min(ea.hi, eb.hi)
                     // Bytes of `ea` that `b` cannot take leave `b` for good.
-                    if !intersect && Int(lo) > uncovered { edges.append(ByteEdge(lo: UInt8(uncovered), hi: lo - 1, to: try intern(ea.to, -1))) }
-                    edges.append(ByteEdge(lo: lo, hi: hi, to: try intern(ea.to, eb.to)))
+                    if !intersect && Int(lo) > uncovered { edges.append(ByteEdge(lo: UInt8(uncovered), hi: lo - 1, to: try p.intern(ea.to, -1))) }
+                    edges.append(ByteEdge(lo: lo, hi: hi, to: try p.intern(ea.to, eb.to)))
                     uncovered = Int(hi) + 1
                     if eb.hi > ea.hi { break }
                     k += 1
                 }
-                if !intersect && uncovered <= Int(ea.hi) { edges.append(ByteEdge(lo: UInt8(uncovered), hi: ea.hi, to: try intern(ea.to, -1))) }
+                if !intersect && uncovered <= Int(ea.hi) { edges.append(ByteEdge(lo: UInt8(uncovered), hi: ea.hi, to: try p.intern(ea.to, -1))) }
                 j = k
             }
-            out.trans[from] = edges
+            p.out.trans[from] = edges
         }
-        return out
+        return p.out
+    }
+
+    /// The states of a product: pairs interned through a dense table when it is small (a length
+    /// counter times a pattern is thousands of pairs, each looked up several times), else a
+    /// dictionary. `b` = -1 (left `b` for good) is column `b.count`.
+    struct ProductStates {
+        let a: DFA, b: DFA
+        let intersect: Bool
+        let budget: Int
+        let width: Int
+        let dense: Bool
+        var table: [Int32]
+        var index: [Int64: Int32] = [:]
+        var work: [(Int32, Int32)] = []
+        var out = DFA()
+
+        init(_ a: DFA, _ b: DFA, intersect: Bool, budget: Int) {
+            self.a = a
+            self.b = b
+            self.intersect = intersect
+            self.budget = budget
+            width = b.count + 1
+            dense = a.count * width <= 1 << 20
+            table = [Int32](repeating: -1, count: dense ? a.count * width : 0)
+        }
+
+        mutating func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
+            let slot = Int(x) * width + Int(y < 0 ? Int32(b.count) : y)
+            let key = Int64(x) << 32 | Int64(UInt32(bitPattern: y))
+            if dense { if table[slot] >= 0 { return table[slot] } } else if let i = index[key] { return i }
+            if out.count >= budget { throw .budgetExceeded("an automaton product needs more than \(budget) states") }
+            let accA = a.accepting[Int(x)]
+            let accB = y >= 0 && b.accepting[Int(y)]
+            let i = out.add(accepting: intersect ? (accA && accB) : (accA && !accB))
+            if dense { table[slot] = i } else { index[key] = i }
+            work.append((x, y))
+            return i
+        }
     }
 
     /// The byte edges of every state in compressed rows, each row sorted by `lo`.

@@ -760,52 +760,65 @@ final class SchemaCompiler {
     /// JSON strings of `minL...maxL` characters, built directly from the plain string automaton
     /// with a character counter (a regex repetition of `maxL` characters determinizes slowly).
     static func lengthDFA(_ minL: Int, _ maxL: Int?) -> DFA {
+        /// (plain state, count) pairs, interned through a dense table.
+        struct Builder {
+            let plain = SchemaCompiler.plainString
+            let width: Int
+            var out = DFA()
+            var index: [Int32]
+            var work: [(Int32, Int)] = []
+            init(cap: Int) {
+                width = cap + 2
+                index = [Int32](repeating: -1, count: SchemaCompiler.plainString.count * (cap + 2))
+            }
+            mutating func intern(_ s: Int32, _ k: Int) -> Int32 {
+                let key = Int(s) * width + k
+                if index[key] >= 0 { return index[key] }
+                let i = out.add(accepting: plain.accepting[Int(s)])
+                index[key] = i
+                work.append((s, k))
+                return i
+            }
+        }
         let plain = plainString
         let cap = maxL ?? minL // unbounded: counts above minL are all alike
-        var out = DFA()
-        var index: [Int: Int32] = [:]
-        var work: [(Int32, Int)] = []
-        func intern(_ s: Int32, _ k: Int) -> Int32 {
-            let key = Int(s) * (cap + 2) + k
-            if let i = index[key] { return i }
-            let acc = plain.accepting[Int(s)]
-            let i = out.add(accepting: acc)
-            index[key] = i
-            work.append((s, k))
-            return i
-        }
-        _ = intern(0, 0)
+        var b = Builder(cap: cap)
+        _ = b.intern(0, 0)
         var cursor = 0
-        while cursor < work.count {
-            let (s, k) = work[cursor]
+        var edges: [ByteEdge] = []
+        while cursor < b.work.count {
+            let (s, k) = b.work[cursor]
             cursor += 1
-            var edges: [ByteEdge] = []
+            edges.removeAll(keepingCapacity: true)
             for e in plain.trans[Int(s)] {
                 var nk = k
                 if s == 1 {
                     if e.lo <= 0x22 && 0x22 <= e.hi {
                         // The closing quote: split it off the range, allowed only from minL on.
                         if e.lo < 0x22 { edges.append(ByteEdge(lo: e.lo, hi: 0x21, to: -2)) }
-                        if k >= minL { edges.append(ByteEdge(lo: 0x22, hi: 0x22, to: intern(e.to, k))) }
+                        if k >= minL { edges.append(ByteEdge(lo: 0x22, hi: 0x22, to: b.intern(e.to, k))) }
                         if e.hi > 0x22 { edges.append(ByteEdge(lo: 0x23, hi: e.hi, to: -2)) }
                         continue
                     }
                     if let m = maxL, k >= m { continue }
                     nk = maxL == nil ? min(k + 1, cap) : k + 1
                 }
-                edges.append(ByteEdge(lo: e.lo, hi: e.hi, to: intern(e.to, nk)))
+                edges.append(ByteEdge(lo: e.lo, hi: e.hi, to: b.intern(e.to, nk)))
             }
             // Resolve split-off pieces of the quote range (a character start).
-            edges = edges.compactMap { e in
-                guard e.to == -2 else { return e }
-                if let m = maxL, k >= m { return nil }
+            var kept = 0
+            for e in edges {
+                guard e.to == -2 else { edges[kept] = e; kept += 1; continue }
+                if let m = maxL, k >= m { continue }
                 let nk = maxL == nil ? min(k + 1, cap) : k + 1
-                return ByteEdge(lo: e.lo, hi: e.hi, to: intern(plain.next(1, e.lo), nk))
+                edges[kept] = ByteEdge(lo: e.lo, hi: e.hi, to: b.intern(plain.next(1, e.lo), nk))
+                kept += 1
             }
+            edges.removeLast(edges.count - kept)
             edges.sort { $0.lo < $1.lo }
-            out.trans[cursor - 1] = edges
+            b.out.trans[cursor - 1] = edges
         }
-        return out
+        return b.out
     }
 
     func stringLeaf(minLength: Int, maxLength: Int?) throws(GrammarError) -> Int32 {
