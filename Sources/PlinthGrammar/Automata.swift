@@ -215,22 +215,26 @@ struct DFA: Hashable {
     /// Removes states that cannot reach an accepting state (the start is kept, possibly dead).
     /// Call edges count as possible moves.
     func trimmed() -> DFA {
-        // Reverse edges in compressed rows (no per-state arrays): liveness flows backwards from
-        // the accepting states.
+        // Successors in compressed rows (byte edges, then calls), read once from the nested
+        // arrays; liveness flows backwards over their reverse from the accepting states.
         let n = count
-        var live = accepting
-        var revStart = [Int32](repeating: 0, count: n + 1)
+        var start = [Int32](repeating: 0, count: n + 1)
+        var succ: [Int32] = []
+        succ.reserveCapacity(n * 2)
         for s in 0..<n {
-            for e in trans[s] { revStart[Int(e.to) + 1] += 1 }
-            for c in calls[s] { revStart[Int(c.to) + 1] += 1 }
+            for e in trans[s] { succ.append(e.to) }
+            for c in calls[s] { succ.append(c.to) }
+            start[s + 1] = Int32(succ.count)
         }
+        var revStart = [Int32](repeating: 0, count: n + 1)
+        for t in succ { revStart[Int(t) + 1] += 1 }
         for s in 0..<n { revStart[s + 1] += revStart[s] }
         var fill = revStart
-        var rev = [Int32](repeating: 0, count: Int(revStart[n]))
+        var rev = [Int32](repeating: 0, count: succ.count)
         for s in 0..<n {
-            for e in trans[s] { rev[Int(fill[Int(e.to)])] = Int32(s); fill[Int(e.to)] += 1 }
-            for c in calls[s] { rev[Int(fill[Int(c.to)])] = Int32(s); fill[Int(c.to)] += 1 }
+            for k in Int(start[s])..<Int(start[s + 1]) { let t = Int(succ[k]); rev[Int(fill[t])] = Int32(s); fill[t] += 1 }
         }
+        var live = accepting
         var stack: [Int32] = []
         for s in 0..<n where live[s] { stack.append(Int32(s)) }
         while let s = stack.popLast() {
@@ -247,22 +251,28 @@ struct DFA: Hashable {
         var i = 0
         while i < order.count {
             let s = Int(order[i]); i += 1
-            for e in trans[s] where live[Int(e.to)] && newIndex[Int(e.to)] < 0 {
-                newIndex[Int(e.to)] = Int32(order.count); order.append(e.to)
-            }
-            for c in calls[s] where live[Int(c.to)] && newIndex[Int(c.to)] < 0 {
-                newIndex[Int(c.to)] = Int32(order.count); order.append(c.to)
+            for k in Int(start[s])..<Int(start[s + 1]) {
+                let t = succ[k]
+                if live[Int(t)] && newIndex[Int(t)] < 0 { newIndex[Int(t)] = Int32(order.count); order.append(t) }
             }
         }
         var out = DFA()
+        out.trans.reserveCapacity(order.count)
+        out.calls.reserveCapacity(order.count)
+        out.accepting.reserveCapacity(order.count)
         for s in order {
-            let ns = out.add(accepting: accepting[Int(s)])
-            out.trans[Int(ns)] = trans[Int(s)].compactMap { e in
-                newIndex[Int(e.to)] >= 0 && live[Int(e.to)] ? ByteEdge(lo: e.lo, hi: e.hi, to: newIndex[Int(e.to)]) : nil
+            let row = trans[Int(s)]
+            var kept: [ByteEdge] = []
+            kept.reserveCapacity(row.count)
+            for e in row where newIndex[Int(e.to)] >= 0 { kept.append(ByteEdge(lo: e.lo, hi: e.hi, to: newIndex[Int(e.to)])) }
+            out.trans.append(kept)
+            let callRow = calls[Int(s)]
+            var keptCalls: [CallEdge] = []
+            if !callRow.isEmpty {
+                for c in callRow where newIndex[Int(c.to)] >= 0 { keptCalls.append(CallEdge(rule: c.rule, to: newIndex[Int(c.to)])) }
             }
-            out.calls[Int(ns)] = calls[Int(s)].compactMap { c in
-                newIndex[Int(c.to)] >= 0 && live[Int(c.to)] ? CallEdge(rule: c.rule, to: newIndex[Int(c.to)]) : nil
-            }
+            out.calls.append(keptCalls)
+            out.accepting.append(accepting[Int(s)])
         }
         return out
     }
