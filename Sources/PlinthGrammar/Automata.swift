@@ -12,29 +12,33 @@ struct CallEdge: Hashable {
 }
 
 /// A nondeterministic automaton over bytes with ε-moves and rule calls; the construction
-/// medium for every rule before it is made deterministic.
+/// medium for every rule before it is made deterministic. Arcs are kept in flat lists in the
+/// order they are added (``SubsetConstruction`` groups them by state), so that building one
+/// costs no allocation per state.
 struct NFA {
-    var eps: [[Int32]] = []
-    var edges: [[ByteEdge]] = []
-    var calls: [[CallEdge]] = []
+    private(set) var count = 0
+    var epsFrom: [Int32] = []
+    var epsTo: [Int32] = []
+    var edgeFrom: [Int32] = []
+    var edgeList: [ByteEdge] = []
+    var callFrom: [Int32] = []
+    var callList: [CallEdge] = []
     /// States from which every continuation the automaton allows at all is accepted (the `.*`
     /// after an unanchored pattern). A subset holding one stands for just its absorbing members,
     /// which keeps "already matched" from multiplying with every partial match (exact: the
     /// members share one continuation, of which these accept everything).
     var absorbing: Set<Int32> = []
 
-    var count: Int { eps.count }
-
     @discardableResult
     mutating func add() -> Int32 {
-        eps.append([]); edges.append([]); calls.append([])
-        return Int32(eps.count - 1)
+        count += 1
+        return Int32(count - 1)
     }
-    mutating func epsilon(_ from: Int32, _ to: Int32) { eps[Int(from)].append(to) }
+    mutating func epsilon(_ from: Int32, _ to: Int32) { epsFrom.append(from); epsTo.append(to) }
     mutating func range(_ from: Int32, _ lo: UInt8, _ hi: UInt8, _ to: Int32) {
-        edges[Int(from)].append(ByteEdge(lo: lo, hi: hi, to: to))
+        edgeFrom.append(from); edgeList.append(ByteEdge(lo: lo, hi: hi, to: to))
     }
-    mutating func call(_ from: Int32, _ rule: Int32, _ to: Int32) { calls[Int(from)].append(CallEdge(rule: rule, to: to)) }
+    mutating func call(_ from: Int32, _ rule: Int32, _ to: Int32) { callFrom.append(from); callList.append(CallEdge(rule: rule, to: to)) }
 
     /// Appends `bytes` after `from`; returns the end state.
     mutating func literal(_ from: Int32, _ bytes: [UInt8]) -> Int32 {
@@ -109,158 +113,135 @@ struct DFA: Hashable {
         try determinizeWithSets(nfa, start: start, accepting: acc, budget: budget).dfa
     }
 
-    /// The subset construction, also returning the NFA states each DFA state stands for.
-    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> (dfa: DFA, sets: [[Int32]]) {
-        var dfa = DFA()
-        var index: [[Int32]: Int32] = [:]
-        var work: [[Int32]] = []
-        var mark = [Int32](repeating: -1, count: nfa.count)
-        var stamp: Int32 = 0
-        func rawClosure(_ seeds: [Int32]) -> [Int32] {
-            stamp += 1
-            var out: [Int32] = []
-            var stack = seeds
-            while let s = stack.popLast() {
-                if mark[Int(s)] == stamp { continue }
-                mark[Int(s)] = stamp
-                out.append(s)
-                stack.append(contentsOf: nfa.eps[Int(s)])
-            }
-            return out
-        }
-        func closure(_ seeds: [Int32]) -> [Int32] {
-            var out = rawClosure(seeds)
-            if !nfa.absorbing.isEmpty, out.contains(where: { nfa.absorbing.contains($0) }) {
-                out = rawClosure(out.filter { nfa.absorbing.contains($0) })
-            }
-            out.sort()
-            return out
-        }
-        func intern(_ set: [Int32]) throws(GrammarError) -> Int32 {
-            if let i = index[set] { return i }
-            if dfa.count >= budget { throw .budgetExceeded("an automaton needs more than \(budget) states") }
-            let i = dfa.add(accepting: set.contains(where: { acc.contains($0) }))
-            index[set] = i
-            work.append(set)
-            return i
-        }
-        _ = try intern(closure([start]))
-        var cursor = 0
-        while cursor < work.count {
-            let set = work[cursor]
-            let from = Int32(cursor)
-            cursor += 1
-            // Byte moves: split 0...255 at every range boundary of the members.
-            var ranges: [ByteEdge] = []
-            for s in set { ranges.append(contentsOf: nfa.edges[Int(s)]) }
-            if !ranges.isEmpty {
-                var points: [Int] = []
-                points.reserveCapacity(ranges.count * 2)
-                for r in ranges { points.append(Int(r.lo)); points.append(Int(r.hi) + 1) }
-                points.sort()
-                var u = 0
-                for p in points where u == 0 || points[u - 1] != p { points[u] = p; u += 1 }
-                points.removeLast(points.count - u)
-                var out: [ByteEdge] = []
-                // Sweep: ranges enter at their `lo` and leave after their `hi`.
-                ranges.sort { $0.lo < $1.lo }
-                var active: [ByteEdge] = []
-                var next = 0
-                for k in 0..<(points.count - 1) {
-                    let lo = points[k], hi = points[k + 1] - 1
-                    active.removeAll { Int($0.hi) < lo }
-                    while next < ranges.count && Int(ranges[next].lo) <= lo { active.append(ranges[next]); next += 1 }
-                    if active.isEmpty { continue }
-                    let targets = active.map(\.to)
-                    let t = try intern(closure(targets))
-                    if let last = out.last, last.to == t, Int(last.hi) + 1 == lo {
-                        out[out.count - 1].hi = UInt8(hi)
-                    } else {
-                        out.append(ByteEdge(lo: UInt8(lo), hi: UInt8(hi), to: t))
-                    }
-                }
-                dfa.trans[Int(from)] = out
-            }
-            if !set.contains(where: { !nfa.calls[Int($0)].isEmpty }) { continue }
-            var byRule: [Int32: [Int32]] = [:]
-            var order: [Int32] = []
-            for s in set {
-                for c in nfa.calls[Int(s)] {
-                    if byRule[c.rule] == nil { order.append(c.rule) }
-                    byRule[c.rule, default: []].append(c.to)
-                }
-            }
-            var callOut: [CallEdge] = []
-            for r in order { callOut.append(CallEdge(rule: r, to: try intern(closure(byRule[r]!)))) }
-            dfa.calls[Int(from)] = callOut
-        }
-        return (dfa, work)
+    /// The subset construction, also returning the NFA states each DFA state stands for
+    /// (``SubsetConstruction/members(of:)``).
+    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> (dfa: DFA, sets: SubsetConstruction) {
+        var sc = SubsetConstruction(nfa, accepting: acc, budget: budget)
+        try sc.run(start: start)
+        return (sc.dfa, sc)
     }
 
     /// The product of two call-free automata: `intersect` accepts what both accept; otherwise
-    /// the result accepts what `a` accepts and `b` does not.
+    /// the result accepts what `a` accepts and `b` does not. Not trimmed (dead states are left
+    /// for whoever takes the final automaton to trim once).
     static func product(_ a: DFA, _ b: DFA, intersect: Bool, budget: Int) throws(GrammarError) -> DFA {
-        var out = DFA()
+        let (aStart, aEdges) = a.flatEdges(), (bStart, bEdges) = b.flatEdges()
+        var p = ProductStates(a, b, intersect: intersect, budget: budget)
+        _ = try p.intern(0, 0)
+        var cursor = 0
+        var edges: [ByteEdge] = []
+        while cursor < p.work.count {
+            let (x, y) = p.work[cursor]
+            let from = cursor
+            cursor += 1
+            edges.removeAll(keepingCapacity: true)
+            // Both edge lists are sorted and disjoint: one merge pass, pieces in byte order.
+            var j = y < 0 ? 0 : Int(bStart[Int(y)])
+            let jEnd = y < 0 ? 0 : Int(bStart[Int(y) + 1])
+            for ia in Int(aStart[Int(x)])..<Int(aStart[Int(x) + 1]) {
+                let ea = aEdges[ia]
+                while j < jEnd && bEdges[j].hi < ea.lo { j += 1 }
+                var uncovered = Int(ea.lo)
+                var k = j
+                while k < jEnd && bEdges[k].lo <= ea.hi {
+                    let eb = bEdges[k]
+                    let lo = max(ea.lo, eb.lo), hi = min(ea.hi, eb.hi)
+                    // Bytes of `ea` that `b` cannot take leave `b` for good.
+                    if !intersect && Int(lo) > uncovered { edges.append(ByteEdge(lo: UInt8(uncovered), hi: lo - 1, to: try p.intern(ea.to, -1))) }
+                    edges.append(ByteEdge(lo: lo, hi: hi, to: try p.intern(ea.to, eb.to)))
+                    uncovered = Int(hi) + 1
+                    if eb.hi > ea.hi { break }
+                    k += 1
+                }
+                if !intersect && uncovered <= Int(ea.hi) { edges.append(ByteEdge(lo: UInt8(uncovered), hi: ea.hi, to: try p.intern(ea.to, -1))) }
+                j = k
+            }
+            p.out.trans[from] = edges
+        }
+        return p.out
+    }
+
+    /// The states of a product: pairs interned through a dense table when it is small (a length
+    /// counter times a pattern is thousands of pairs, each looked up several times), else a
+    /// dictionary. `b` = -1 (left `b` for good) is column `b.count`.
+    struct ProductStates {
+        let a: DFA, b: DFA
+        let intersect: Bool
+        let budget: Int
+        let width: Int
+        let dense: Bool
+        var table: [Int32]
         var index: [Int64: Int32] = [:]
         var work: [(Int32, Int32)] = []
-        func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
+        var out = DFA()
+
+        init(_ a: DFA, _ b: DFA, intersect: Bool, budget: Int) {
+            self.a = a
+            self.b = b
+            self.intersect = intersect
+            self.budget = budget
+            width = b.count + 1
+            dense = a.count * width <= 1 << 20
+            table = [Int32](repeating: -1, count: dense ? a.count * width : 0)
+        }
+
+        mutating func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
+            let slot = Int(x) * width + Int(y < 0 ? Int32(b.count) : y)
             let key = Int64(x) << 32 | Int64(UInt32(bitPattern: y))
-            if let i = index[key] { return i }
+            if dense { if table[slot] >= 0 { return table[slot] } } else if let i = index[key] { return i }
             if out.count >= budget { throw .budgetExceeded("an automaton product needs more than \(budget) states") }
             let accA = a.accepting[Int(x)]
             let accB = y >= 0 && b.accepting[Int(y)]
             let i = out.add(accepting: intersect ? (accA && accB) : (accA && !accB))
-            index[key] = i
+            if dense { table[slot] = i } else { index[key] = i }
             work.append((x, y))
             return i
         }
-        _ = try intern(0, 0)
-        var cursor = 0
-        while cursor < work.count {
-            let (x, y) = work[cursor]
-            let from = cursor
-            cursor += 1
-            var edges: [ByteEdge] = []
-            for ea in a.trans[Int(x)] {
-                if y < 0 {
-                    if !intersect { edges.append(ByteEdge(lo: ea.lo, hi: ea.hi, to: try intern(ea.to, -1))) }
-                    continue
-                }
-                var covered: [(UInt8, UInt8)] = []
-                for eb in b.trans[Int(y)] where eb.hi >= ea.lo && eb.lo <= ea.hi {
-                    let lo = max(ea.lo, eb.lo), hi = min(ea.hi, eb.hi)
-                    edges.append(ByteEdge(lo: lo, hi: hi, to: try intern(ea.to, eb.to)))
-                    covered.append((lo, hi))
-                }
-                if !intersect {
-                    // Bytes of `ea` that `b` cannot take leave `b` for good.
-                    covered.sort { $0.0 < $1.0 }
-                    var lo = Int(ea.lo)
-                    for (cl, ch) in covered {
-                        if Int(cl) > lo { edges.append(ByteEdge(lo: UInt8(lo), hi: cl - 1, to: try intern(ea.to, -1))) }
-                        lo = Int(ch) + 1
-                    }
-                    if lo <= Int(ea.hi) { edges.append(ByteEdge(lo: UInt8(lo), hi: ea.hi, to: try intern(ea.to, -1))) }
-                }
-            }
-            edges.sort { $0.lo < $1.lo }
-            out.trans[from] = edges
+    }
+
+    /// The byte edges of every state in compressed rows, each row sorted by `lo`.
+    func flatEdges() -> (start: [Int32], edges: [ByteEdge]) {
+        var start = [Int32](repeating: 0, count: count + 1)
+        var edges: [ByteEdge] = []
+        for (s, row) in trans.enumerated() {
+            let first = edges.count
+            edges.append(contentsOf: row)
+            if !edges[first...].isSorted(by: { $0.lo < $1.lo }) { edges[first...].sort { $0.lo < $1.lo } }
+            start[s + 1] = Int32(edges.count)
         }
-        return out.trimmed()
+        return (start, edges)
     }
 
     /// Removes states that cannot reach an accepting state (the start is kept, possibly dead).
     /// Call edges count as possible moves.
     func trimmed() -> DFA {
-        var live = accepting
-        var rev = [[Int32]](repeating: [], count: count)
-        for s in 0..<count {
-            for e in trans[s] { rev[Int(e.to)].append(Int32(s)) }
-            for c in calls[s] { rev[Int(c.to)].append(Int32(s)) }
+        // Successors in compressed rows (byte edges, then calls), read once from the nested
+        // arrays; liveness flows backwards over their reverse from the accepting states.
+        let n = count
+        var start = [Int32](repeating: 0, count: n + 1)
+        var succ: [Int32] = []
+        succ.reserveCapacity(n * 2)
+        for s in 0..<n {
+            for e in trans[s] { succ.append(e.to) }
+            for c in calls[s] { succ.append(c.to) }
+            start[s + 1] = Int32(succ.count)
         }
-        var stack = (0..<count).filter { live[$0] }.map { Int32($0) }
+        var revStart = [Int32](repeating: 0, count: n + 1)
+        for t in succ { revStart[Int(t) + 1] += 1 }
+        for s in 0..<n { revStart[s + 1] += revStart[s] }
+        var fill = revStart
+        var rev = [Int32](repeating: 0, count: succ.count)
+        for s in 0..<n {
+            for k in Int(start[s])..<Int(start[s + 1]) { let t = Int(succ[k]); rev[Int(fill[t])] = Int32(s); fill[t] += 1 }
+        }
+        var live = accepting
+        var stack: [Int32] = []
+        for s in 0..<n where live[s] { stack.append(Int32(s)) }
         while let s = stack.popLast() {
-            for p in rev[Int(s)] where !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+            for k in Int(revStart[Int(s)])..<Int(revStart[Int(s) + 1]) {
+                let p = rev[k]
+                if !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+            }
         }
         if live.allSatisfy({ $0 }) { return self }
         // Renumber reachable live states from the start.
@@ -270,22 +251,28 @@ struct DFA: Hashable {
         var i = 0
         while i < order.count {
             let s = Int(order[i]); i += 1
-            for e in trans[s] where live[Int(e.to)] && newIndex[Int(e.to)] < 0 {
-                newIndex[Int(e.to)] = Int32(order.count); order.append(e.to)
-            }
-            for c in calls[s] where live[Int(c.to)] && newIndex[Int(c.to)] < 0 {
-                newIndex[Int(c.to)] = Int32(order.count); order.append(c.to)
+            for k in Int(start[s])..<Int(start[s + 1]) {
+                let t = succ[k]
+                if live[Int(t)] && newIndex[Int(t)] < 0 { newIndex[Int(t)] = Int32(order.count); order.append(t) }
             }
         }
         var out = DFA()
+        out.trans.reserveCapacity(order.count)
+        out.calls.reserveCapacity(order.count)
+        out.accepting.reserveCapacity(order.count)
         for s in order {
-            let ns = out.add(accepting: accepting[Int(s)])
-            out.trans[Int(ns)] = trans[Int(s)].compactMap { e in
-                newIndex[Int(e.to)] >= 0 && live[Int(e.to)] ? ByteEdge(lo: e.lo, hi: e.hi, to: newIndex[Int(e.to)]) : nil
+            let row = trans[Int(s)]
+            var kept: [ByteEdge] = []
+            kept.reserveCapacity(row.count)
+            for e in row where newIndex[Int(e.to)] >= 0 { kept.append(ByteEdge(lo: e.lo, hi: e.hi, to: newIndex[Int(e.to)])) }
+            out.trans.append(kept)
+            let callRow = calls[Int(s)]
+            var keptCalls: [CallEdge] = []
+            if !callRow.isEmpty {
+                for c in callRow where newIndex[Int(c.to)] >= 0 { keptCalls.append(CallEdge(rule: c.rule, to: newIndex[Int(c.to)])) }
             }
-            out.calls[Int(ns)] = calls[Int(s)].compactMap { c in
-                newIndex[Int(c.to)] >= 0 && live[Int(c.to)] ? CallEdge(rule: c.rule, to: newIndex[Int(c.to)]) : nil
-            }
+            out.calls.append(keptCalls)
+            out.accepting.append(accepting[Int(s)])
         }
         return out
     }
@@ -299,6 +286,14 @@ struct DFA: Hashable {
             if accepting[Int(s)] { return false }
             for e in trans[Int(s)] where !seen[Int(e.to)] { seen[Int(e.to)] = true; stack.append(e.to) }
         }
+        return true
+    }
+}
+
+extension Collection {
+    func isSorted(by less: (Element, Element) -> Bool) -> Bool {
+        var prev: Element? = nil
+        for x in self { if let p = prev, less(x, p) { return false }; prev = x }
         return true
     }
 }

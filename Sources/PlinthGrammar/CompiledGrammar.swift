@@ -55,7 +55,7 @@ public final class CompiledGrammar: Sendable {
             if l >= 0, case .element = grammar.labels[Int(l)] { el[s] = true }
         }
         returnIsElement = el
-        leafCaches = grammar.leafDFA.map { $0.map { vocabulary.leafCache(for: $0) } }
+        leafCaches = zip(grammar.leafDFA, grammar.leafKeys).map { dfa, key in dfa.map { vocabulary.leafCache(for: $0, key: key) } }
     }
 
     /// Number of automaton states (a measure of grammar size).
@@ -127,15 +127,17 @@ public final class CompiledGrammar: Sendable {
         trie.nodeEnd.withUnsafeBufferPointer { nodeEnd in
         trie.nodeToken.withUnsafeBufferPointer { nodeToken in
         g.next.withUnsafeBufferPointer { next in
-        g.classOf.withUnsafeBufferPointer { classOf in
+        g.rowOf.withUnsafeBufferPointer { rowOf in
+        g.classMaps.withUnsafeBufferPointer { classMaps in
         words.withUnsafeMutableBufferPointer { w in
-            let nc = g.numClasses
+            // Every state of the walk is in the rule of `state`: one class map.
+            let classOf = UnsafeBufferPointer(rebasing: classMaps[Int(g.classMapOf[Int(state)])...])
             var i = 1
             while i < n {
                 let d = Int(nodeDepth[i])
                 let ps = st[d - 1]
                 let b = nodeByte[i]
-                var t = next[Int(ps) &* nc &+ Int(classOf[Int(b)])]
+                var t = next[Int(rowOf[Int(ps)]) &+ Int(classOf[Int(b)])]
                 var c = cn[d - 1]
                 if t >= 0 && counted && isBoundary[Int(ps)] {
                     if b == 0x22 {
@@ -159,7 +161,7 @@ public final class CompiledGrammar: Sendable {
                 }
                 i += 1
             }
-        }}}}}}}}}
+        }}}}}}}}}}
         return MaskEntry(words: words, frontierNodes: fNodes, frontierStates: fStates, frontierCounts: fCounts, inRest: inRest)
     }
 }

@@ -25,10 +25,15 @@ public enum JSONPathComponent: Sendable, Hashable, CustomStringConvertible {
 /// grammar is built), so a configuration that has consumed a prefix can always be completed: the
 /// property that makes token masks exact rather than optimistic.
 final class Grammar: Sendable {
-    let classOf: [UInt8]
-    let numClasses: Int
-    /// `next[state * numClasses + class]`: the target state, or -1.
+    /// Byte classes, per rule: `classMaps[classMapOf[state] + byte]` is the byte's class in the
+    /// state's rule. Each rule has its own classes, so that a large leaf automaton with few
+    /// classes (a length-bounded email, say) keeps a small table however finely the other rules
+    /// split the bytes.
+    let classMaps: [UInt8]
+    let classMapOf: [Int32]
+    /// `next[rowOf[state] + class]`: the target state, or -1.
     let next: [Int32]
+    let rowOf: [Int32]
     let accepting: [Bool]
     let hasBytes: [Bool]
     let callStart: [Int32]
@@ -50,18 +55,29 @@ final class Grammar: Sendable {
     /// The automaton of each leaf rule (nil for rules with calls): the key under which its
     /// token masks are shared by every grammar compiled for a vocabulary.
     let leafDFA: [DFA?]
+    /// The builder's name for each leaf automaton, when it has one (a cheaper key than the
+    /// automaton itself; see ``GrammarBuilder/leaf(_:pointer:counted:_:)``).
+    let leafKeys: [String?]
     let labels: [JSONPathComponent]
     let root: Int32
     let stateCount: Int
 
     init(builder b: GrammarBuilder, root: Int32, pointer: String) throws(GrammarError) {
         let n = b.rules.count
-        // 1. Productivity fixpoint.
+        // 1. Productivity fixpoint. A shared leaf is trimmed and has no calls: it is productive
+        // when it accepts anything at all.
         var productive = [Bool](repeating: false, count: n)
+        var settled = [Bool](repeating: false, count: n)
+        for r in 0..<n {
+            guard let shared = b.rules[r].shared else { continue }
+            settled[r] = true
+            if let c = b.rules[r].counted, c.min > c.max && c.max >= 0 { continue }
+            productive[r] = shared.dfa.accepting.contains(true)
+        }
         var changed = true
         while changed {
             changed = false
-            for r in 0..<n where !productive[r] {
+            for r in 0..<n where !productive[r] && !settled[r] {
                 guard let dfa = b.rules[r].dfa else { continue }
                 if let c = b.rules[r].counted, c.min > c.max && c.max >= 0 { continue }
                 var seen = [Bool](repeating: false, count: dfa.count)
@@ -87,9 +103,10 @@ final class Grammar: Sendable {
         var i = 0
         while i < order.count {
             let r = Int(order[i]); i += 1
+            if let shared = b.rules[r].shared { dfas[r] = shared.dfa; continue }
             var d = b.rules[r].dfa!
             var labelsByState: [Int32: Int32] = [:]
-            for s in 0..<d.count {
+            for s in 0..<d.count where d.calls[s].contains(where: { !productive[Int($0.rule)] }) {
                 d.calls[s] = d.calls[s].filter { productive[Int($0.rule)] }
             }
             // Carry return labels through trimming by tagging states before renumbering.
@@ -117,25 +134,23 @@ final class Grammar: Sendable {
             }
             if dfas[Int(r)]!.accepting[0] { throw .invalidSchema(reason: "a rule matches the empty string", pointer: b.rules[Int(r)].pointer) }
         }
-        // 4. Lay out all states globally with shared byte classes.
-        var cuts = Set<Int>([0, 256])
-        var total = 0
+        // 4. Lay out all states globally from the rules' tables (targets offset by the rule's
+        // first state); byte classes stay per rule.
+        var total = 0, entries = 0
         var offset = [Int32](repeating: 0, count: n)
+        var tables: [RuleTable] = []
         for r in order {
             offset[Int(r)] = Int32(total)
-            let d = dfas[Int(r)]!
-            total += d.count
-            for s in 0..<d.count { for e in d.trans[s] { cuts.insert(Int(e.lo)); cuts.insert(Int(e.hi) + 1) } }
+            total += dfas[Int(r)]!.count
+            let table = b.rules[Int(r)].shared?.table ?? RuleTable(dfas[Int(r)]!)
+            entries += table.next.count
+            tables.append(table)
         }
-        let points = cuts.sorted()
-        var classOf = [UInt8](repeating: 0, count: 256)
-        var representative: [Int] = []
-        for k in 0..<(points.count - 1) {
-            for byte in points[k]..<points[k + 1] { classOf[byte] = UInt8(k) }
-            representative.append(points[k])
-        }
-        let nc = points.count - 1
-        var next = [Int32](repeating: -1, count: total * nc)
+        var classMaps: [UInt8] = []
+        var classMapOf = [Int32](repeating: 0, count: total)
+        var rowOf = [Int32](repeating: 0, count: total)
+        var next = [Int32](repeating: -1, count: entries)
+        var rowBase = 0
         var accepting = [Bool](repeating: false, count: total)
         var hasBytes = [Bool](repeating: false, count: total)
         var ruleOf = [Int32](repeating: 0, count: total)
@@ -144,44 +159,52 @@ final class Grammar: Sendable {
         var callStart = [Int32](repeating: 0, count: total + 1)
         var callRule: [Int32] = [], callReturn: [Int32] = []
         var ruleStart: [Int32] = [], minC: [Int32] = [], maxC: [Int32] = [], counted: [Bool] = [], leaf: [Bool] = []
-        var leafDFAs: [DFA?] = []
+        var leafDFAs: [DFA?] = [], leafKeys: [String?] = []
         for (nr, r) in order.enumerated() {
             let d = dfas[Int(r)]!
+            let rule = b.rules[Int(r)]
+            let table = tables[nr]
             let base = Int(offset[Int(r)])
+            let nc = table.classCount
+            let map = Int32(classMaps.count)
+            classMaps += table.classOf
+            next.withUnsafeMutableBufferPointer { out in
+                table.next.withUnsafeBufferPointer { src in
+                    for k in 0..<src.count where src[k] >= 0 { out[rowBase + k] = src[k] &+ Int32(base) }
+                }
+            }
             ruleStart.append(Int32(base))
-            let c = b.rules[Int(r)].counted
-            counted.append(c != nil)
-            minC.append(Int32(c?.min ?? 0))
-            maxC.append(Int32(c?.max ?? -1))
+            counted.append(rule.counted != nil)
+            minC.append(Int32(rule.counted?.min ?? 0))
+            maxC.append(Int32(rule.counted?.max ?? -1))
             var isLeaf = true
             for s in 0..<d.count {
                 let g = base + s
                 ruleOf[g] = Int32(nr)
-                accepting[g] = d.accepting[s]
-                hasBytes[g] = !d.trans[s].isEmpty
-                for e in d.trans[s] {
-                    var k = Int(classOf[Int(e.lo)])
-                    while k < nc && representative[k] <= Int(e.hi) {
-                        next[g * nc + k] = Int32(base) + e.to
-                        k += 1
-                    }
-                }
+                accepting[g] = table.accepting[s]
+                hasBytes[g] = table.hasBytes[s]
+                classMapOf[g] = map
+                rowOf[g] = Int32(rowBase + s * nc)
                 callStart[g] = Int32(callRule.count)
+                if rule.shared != nil { continue }
                 for cl in d.calls[s] {
                     isLeaf = false
                     callRule.append(newId[Int(cl.rule)])
                     callReturn.append(Int32(base) + cl.to)
                 }
             }
+            rowBase += table.next.count
             leaf.append(isLeaf)
             leafDFAs.append(isLeaf ? d : nil)
-            if c != nil { isBoundary[base + 1] = true }
-            for (s, l) in b.rules[Int(r)].returnLabels where Int(s) < d.count { returnLabel[base + Int(s)] = l }
+            leafKeys.append(isLeaf ? rule.leafKey : nil)
+            if rule.counted != nil { isBoundary[base + 1] = true }
+            for (s, l) in rule.returnLabels where Int(s) < d.count { returnLabel[base + Int(s)] = l }
         }
         callStart[total] = Int32(callRule.count)
-        self.classOf = classOf
-        self.numClasses = nc
+        self.classMaps = classMaps
+        self.classMapOf = classMapOf
         self.next = next
+        self.rowOf = rowOf
         self.accepting = accepting
         self.hasBytes = hasBytes
         self.callStart = callStart
@@ -196,6 +219,7 @@ final class Grammar: Sendable {
         self.ruleIsLeaf = leaf
         self.returnLabel = returnLabel
         self.leafDFA = leafDFAs
+        self.leafKeys = leafKeys
         self.isExit = (0..<total).map { accepting[$0] || callStart[$0] != callStart[$0 + 1] }
         self.labels = b.labels
         self.root = 0
@@ -224,7 +248,7 @@ final class Grammar: Sendable {
     }
 
     @inline(__always) func step(_ s: Int32, _ byte: UInt8) -> Int32 {
-        next[Int(s) &* numClasses &+ Int(classOf[Int(byte)])]
+        next[Int(rowOf[Int(s)]) &+ Int(classMaps[Int(classMapOf[Int(s)]) &+ Int(byte)])]
     }
 }
 
@@ -236,6 +260,9 @@ final class GrammarBuilder {
         var pointer: String
         /// DFA state → label index for states that are return points of labelled calls.
         var returnLabels: [Int32: Int32] = [:]
+        /// The key of a shared leaf automaton (``leaf(_:pointer:counted:_:)``) and the leaf.
+        var leafKey: String? = nil
+        var shared: SharedLeaf? = nil
     }
     var rules: [Rule] = []
     var labels: [JSONPathComponent] = []
@@ -269,37 +296,44 @@ final class GrammarBuilder {
         return Int32(rules.count - 1)
     }
 
-    func define(_ rule: Int32, _ dfa: DFA, counted: (min: Int, max: Int)? = nil, returnLabels: [Int32: Int32] = [:]) throws(GrammarError) {
+    func define(_ rule: Int32, _ dfa: DFA, counted: (min: Int, max: Int)? = nil, returnLabels: [Int32: Int32] = [:],
+                leafKey: String? = nil, shared: SharedLeaf? = nil) throws(GrammarError) {
         rules[Int(rule)].dfa = dfa
         rules[Int(rule)].counted = counted
         rules[Int(rule)].returnLabels = returnLabels
+        rules[Int(rule)].leafKey = leafKey
+        rules[Int(rule)].shared = shared
         totalStates += dfa.count
         try checkLimits()
     }
 
-    /// A rule for a call-free automaton, shared by every use with the same `key`.
+    /// A rule for a call-free automaton, shared by every use with the same `key`. A `counted`
+    /// rule is the plain string automaton with its characters counted.
     func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)? = nil, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> Int32 {
         if let r = leafCache[key] { return r }
+        let shared = try GrammarBuilder.sharedLeaf(key, make)
         let r = reserve(pointer: pointer)
-        let dfa: DFA
-        if let d = GrammarBuilder.sharedLeaves.withLock({ $0[key] }) {
-            dfa = d
-        } else {
-            dfa = try make()
-            GrammarBuilder.sharedLeaves.withLock { c in
-                if c.count >= GrammarBuilder.sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
-                c[key] = dfa
-            }
-        }
-        try define(r, dfa, counted: counted)
+        try define(r, shared.dfa, counted: counted, leafKey: key, shared: shared)
         leafCache[key] = r
         return r
+    }
+
+    /// The shared leaf for `key`, made (and trimmed, so that grammars can take it as it is) on
+    /// first use.
+    static func sharedLeaf(_ key: String, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> SharedLeaf {
+        if let l = sharedLeaves.withLock({ $0[key] }) { return l }
+        let shared = SharedLeaf(try make().trimmed())
+        sharedLeaves.withLock { c in
+            if c.count >= sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
+            c[key] = shared
+        }
+        return shared
     }
 
     /// Leaf automata by key, shared by every compilation in the process: a leaf is a pure
     /// function of its key (strings, numbers, literals, formats), and the same ones recur
     /// across schemas. Bounded; emptied when full.
-    static let sharedLeaves = Mutex<[String: DFA]>([:])
+    static let sharedLeaves = Mutex<[String: SharedLeaf]>([:])
     static let sharedLeafCapacity = 4096
 
     /// Builds a rule from an NFA with calls; `labels` maps NFA call targets to path labels.
@@ -309,9 +343,14 @@ final class GrammarBuilder {
         let (dfa, sets) = try DFA.determinizeWithSets(nfa, start: start, accepting: [accept], budget: max(stateBudget - totalStates, 16))
         var returnLabels: [Int32: Int32] = [:]
         if !callLabels.isEmpty {
+            // A return state takes the label of its lowest labelled NFA state.
+            var labelOf = [Int32](repeating: -1, count: nfa.count)
+            for (m, l) in callLabels where Int(m) < nfa.count { labelOf[Int(m)] = l }
             for s in 0..<dfa.count {
-                for c in dfa.calls[s] {
-                    for m in sets[Int(c.to)] { if let l = callLabels[m] { returnLabels[c.to] = l; break } }
+                for c in dfa.calls[s] where returnLabels[c.to] == nil {
+                    var best: Int32 = -1
+                    for m in sets.members(of: c.to) where labelOf[Int(m)] >= 0 && (best < 0 || m < best) { best = m }
+                    if best >= 0 { returnLabels[c.to] = labelOf[Int(best)] }
                 }
             }
         }

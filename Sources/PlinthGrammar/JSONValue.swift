@@ -110,9 +110,9 @@ public enum JSONValue: Sendable, Hashable {
 
     func writeCompact(into out: inout [UInt8]) {
         switch self {
-        case .null: out += Array("null".utf8)
-        case .bool(let b): out += Array((b ? "true" : "false").utf8)
-        case .number(let n): out += Array(n.utf8)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .number(let n): out.append(contentsOf: n.utf8)
         case .string(let s): JSONValue.writeString(s, into: &out)
         case .array(let a):
             out.append(UInt8(ascii: "["))
@@ -137,19 +137,30 @@ public enum JSONValue: Sendable, Hashable {
     /// `\` and control characters, which use the short escapes or `\u00XX`.
     static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(0x22)
-        for scalar in s.unicodeScalars {
-            switch scalar.value {
-            case 0x22: out += [0x5C, 0x22]
-            case 0x5C: out += [0x5C, 0x5C]
-            case 0x08: out += [0x5C, UInt8(ascii: "b")]
-            case 0x0C: out += [0x5C, UInt8(ascii: "f")]
-            case 0x0A: out += [0x5C, UInt8(ascii: "n")]
-            case 0x0D: out += [0x5C, UInt8(ascii: "r")]
-            case 0x09: out += [0x5C, UInt8(ascii: "t")]
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(scalar.value >> 4)], hex[Int(scalar.value & 15)]]
-            default: out += Array(String(scalar).utf8)
+        // Only ASCII bytes are ever escaped, and UTF-8 continuation and lead bytes are all
+        // >= 0x80, so the text can be copied byte by byte (whole, when nothing needs escaping).
+        let utf8 = s.utf8
+        let plain = utf8.withContiguousStorageIfAvailable { p -> Bool in
+            for b in p where b < 0x20 || b == 0x22 || b == 0x5C { return false }
+            out.append(contentsOf: p)
+            return true
+        }
+        if plain == true {
+            out.append(0x22)
+            return
+        }
+        let hex = Array("0123456789abcdef".utf8)
+        for b in utf8 {
+            switch b {
+            case 0x22: out.append(0x5C); out.append(0x22)
+            case 0x5C: out.append(0x5C); out.append(0x5C)
+            case 0x08: out.append(0x5C); out.append(UInt8(ascii: "b"))
+            case 0x0C: out.append(0x5C); out.append(UInt8(ascii: "f"))
+            case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(0x5C); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(0x5C); out.append(UInt8(ascii: "t"))
+            case 0..<0x20: out += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 15)]]
+            default: out.append(b)
             }
         }
         out.append(0x22)

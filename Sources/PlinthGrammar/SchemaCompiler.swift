@@ -274,7 +274,7 @@ final class SchemaCompiler {
         let t = try rule(target, tptr)
         guard t != r, b.rules[Int(t)].dfa != nil else { throw .leftRecursion(pointer: ptr) }
         let src = b.rules[Int(t)]
-        try b.define(r, src.dfa!, counted: src.counted, returnLabels: src.returnLabels)
+        try b.define(r, src.dfa!, counted: src.counted, returnLabels: src.returnLabels, leafKey: src.leafKey, shared: src.shared)
         return r
     }
 
@@ -459,10 +459,13 @@ final class SchemaCompiler {
         var unique: [Int32] = []
         for r in rules where !unique.contains(r) { unique.append(r) }
         if unique.count == 1 { return unique[0] }
-        var nfa = NFA()
-        let s = nfa.add(), e = nfa.add()
-        for r in unique { nfa.call(s, r, e) }
-        return try b.rule(nfa, start: s, accept: e, pointer: ptr)
+        // Start, a call of each alternative, then the accepting end: already deterministic.
+        var dfa = DFA()
+        let s = dfa.add(), e = dfa.add(accepting: true)
+        dfa.calls[Int(s)] = unique.map { CallEdge(rule: $0, to: e) }
+        let r = b.reserve(pointer: ptr)
+        try b.define(r, dfa)
+        return r
     }
 
     func ws(_ nfa: inout NFA, _ from: Int32) -> Int32 {
@@ -757,52 +760,65 @@ final class SchemaCompiler {
     /// JSON strings of `minL...maxL` characters, built directly from the plain string automaton
     /// with a character counter (a regex repetition of `maxL` characters determinizes slowly).
     static func lengthDFA(_ minL: Int, _ maxL: Int?) -> DFA {
+        /// (plain state, count) pairs, interned through a dense table.
+        struct Builder {
+            let plain = SchemaCompiler.plainString
+            let width: Int
+            var out = DFA()
+            var index: [Int32]
+            var work: [(Int32, Int)] = []
+            init(cap: Int) {
+                width = cap + 2
+                index = [Int32](repeating: -1, count: SchemaCompiler.plainString.count * (cap + 2))
+            }
+            mutating func intern(_ s: Int32, _ k: Int) -> Int32 {
+                let key = Int(s) * width + k
+                if index[key] >= 0 { return index[key] }
+                let i = out.add(accepting: plain.accepting[Int(s)])
+                index[key] = i
+                work.append((s, k))
+                return i
+            }
+        }
         let plain = plainString
         let cap = maxL ?? minL // unbounded: counts above minL are all alike
-        var out = DFA()
-        var index: [Int: Int32] = [:]
-        var work: [(Int32, Int)] = []
-        func intern(_ s: Int32, _ k: Int) -> Int32 {
-            let key = Int(s) * (cap + 2) + k
-            if let i = index[key] { return i }
-            let acc = plain.accepting[Int(s)]
-            let i = out.add(accepting: acc)
-            index[key] = i
-            work.append((s, k))
-            return i
-        }
-        _ = intern(0, 0)
+        var b = Builder(cap: cap)
+        _ = b.intern(0, 0)
         var cursor = 0
-        while cursor < work.count {
-            let (s, k) = work[cursor]
+        var edges: [ByteEdge] = []
+        while cursor < b.work.count {
+            let (s, k) = b.work[cursor]
             cursor += 1
-            var edges: [ByteEdge] = []
+            edges.removeAll(keepingCapacity: true)
             for e in plain.trans[Int(s)] {
                 var nk = k
                 if s == 1 {
                     if e.lo <= 0x22 && 0x22 <= e.hi {
                         // The closing quote: split it off the range, allowed only from minL on.
                         if e.lo < 0x22 { edges.append(ByteEdge(lo: e.lo, hi: 0x21, to: -2)) }
-                        if k >= minL { edges.append(ByteEdge(lo: 0x22, hi: 0x22, to: intern(e.to, k))) }
+                        if k >= minL { edges.append(ByteEdge(lo: 0x22, hi: 0x22, to: b.intern(e.to, k))) }
                         if e.hi > 0x22 { edges.append(ByteEdge(lo: 0x23, hi: e.hi, to: -2)) }
                         continue
                     }
                     if let m = maxL, k >= m { continue }
                     nk = maxL == nil ? min(k + 1, cap) : k + 1
                 }
-                edges.append(ByteEdge(lo: e.lo, hi: e.hi, to: intern(e.to, nk)))
+                edges.append(ByteEdge(lo: e.lo, hi: e.hi, to: b.intern(e.to, nk)))
             }
             // Resolve split-off pieces of the quote range (a character start).
-            edges = edges.compactMap { e in
-                guard e.to == -2 else { return e }
-                if let m = maxL, k >= m { return nil }
+            var kept = 0
+            for e in edges {
+                guard e.to == -2 else { edges[kept] = e; kept += 1; continue }
+                if let m = maxL, k >= m { continue }
                 let nk = maxL == nil ? min(k + 1, cap) : k + 1
-                return ByteEdge(lo: e.lo, hi: e.hi, to: intern(plain.next(1, e.lo), nk))
+                edges[kept] = ByteEdge(lo: e.lo, hi: e.hi, to: b.intern(plain.next(1, e.lo), nk))
+                kept += 1
             }
+            edges.removeLast(edges.count - kept)
             edges.sort { $0.lo < $1.lo }
-            out.trans[cursor - 1] = edges
+            b.out.trans[cursor - 1] = edges
         }
-        return out.trimmed()
+        return b.out
     }
 
     func stringLeaf(minLength: Int, maxLength: Int?) throws(GrammarError) -> Int32 {
@@ -832,25 +848,28 @@ final class SchemaCompiler {
             else { throw .unsupportedKeyword(keyword: "format", pointer: ptr + "/format") }
         }
         if patterns.isEmpty && fullPatterns.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
-        let key = "re:\(minL):\(maxL ?? -1):" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
+        let patternKey = "re:" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
         let budget = options.stateBudget
-        return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
-            var parts: [DFA] = []
+        func patternDFA() throws(GrammarError) -> DFA {
+            var acc: DFA? = nil
             for (p, full) in patterns.map({ ($0, false) }) + fullPatterns.map({ ($0, true) }) {
                 var n = NFA()
                 let s = n.add(), open = n.add(), e = n.add()
                 n.range(s, 0x22, 0x22, open)
                 let end = try RegexBuilder.contentNFA(p, fullMatch: full, nfa: &n, from: open)
                 n.range(end, 0x22, 0x22, e)
-                parts.append(try DFA.determinize(n, start: s, accepting: [e], budget: budget))
+                let part = try DFA.determinize(n, start: s, accepting: [e], budget: budget)
+                acc = try acc.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
             }
-            if minL > 0 || maxL != nil {
-                if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
-                parts.append(SchemaCompiler.lengthDFA(minL, maxL))
-            }
-            var acc = parts[0]
-            for p in parts.dropFirst() { acc = try DFA.product(acc, p, intersect: true, budget: budget) }
-            return acc.trimmed()
+            return acc!
+        }
+        if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }
+        // Length bounds: a character counter in the states. The pattern's automaton is shared
+        // by every bound it is combined with.
+        let pattern = try GrammarBuilder.sharedLeaf(patternKey, patternDFA)
+        return try b.leaf("len:\(minL):\(maxL ?? -1):" + patternKey, pointer: ptr) { () throws(GrammarError) -> DFA in
+            if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
+            return try DFA.product(pattern.dfa, SchemaCompiler.lengthDFA(minL, maxL), intersect: true, budget: budget)
         }
     }
 
@@ -887,7 +906,7 @@ final class SchemaCompiler {
                 for _ in 0..<max(m.exponent, 0) { a *= 10; if a > 100_000 { throw GrammarError.budgetExceeded("multipleOf \(m) needs too many states") } }
                 acc = try DFA.product(acc, try NumberAutomata.multipleOf(a: a, fractionDigits: k, budget: budget), intersect: true, budget: budget)
             }
-            return acc.trimmed()
+            return acc
         }
     }
 

@@ -37,7 +37,9 @@ public final class TokenVocabulary: Sendable {
     let tokenNode: [Int32]
     /// Token masks of leaf automata (strings, numbers, literals), shared by every grammar
     /// compiled for this vocabulary: the same automaton gives the same masks in any schema.
-    let leafCaches = Mutex<[DFA: LeafMaskCache]>([:])
+    let leafCaches = Mutex<[SampledAutomatonKey: LeafMaskCache]>([:])
+    /// The same caches by the builder's leaf key, which is cheaper to hash than the automaton.
+    let leafCachesByKey = Mutex<[String: LeafMaskCache]>([:])
 
     /// Creates a vocabulary from the bytes of every token.
     ///
@@ -262,15 +264,42 @@ final class LeafMaskCache: Sendable {
 }
 
 extension TokenVocabulary {
-    func leafCache(for dfa: DFA) -> LeafMaskCache {
-        leafCaches.withLock { c in
-            if let x = c[dfa] { return x }
+    /// The shared mask cache of a leaf automaton. `key`, when given, names the automaton (the
+    /// same key always means the same automaton), so that it is hashed once per vocabulary.
+    func leafCache(for dfa: DFA, key: String? = nil) -> LeafMaskCache {
+        if let key, let x = leafCachesByKey.withLock({ $0[key] }) { return x }
+        let x = leafCaches.withLock { c in
+            let k = SampledAutomatonKey(dfa: dfa)
+            if let x = c[k] { return x }
             let x = LeafMaskCache(dfa)
-            c[dfa] = x
+            c[k] = x
             return x
         }
+        if let key { leafCachesByKey.withLock { $0[key] = x } }
+        return x
     }
 
     /// Forgets the shared leaf masks (for cold-start measurements).
-    public func removeCachedMasks() { leafCaches.withLock { $0.removeAll() } }
+    public func removeCachedMasks() {
+        leafCaches.withLock { $0.removeAll() }
+        leafCachesByKey.withLock { $0.removeAll() }
+    }
+}
+
+/// An automaton as a dictionary key, hashed on its size and first states only: hashing every
+/// state of a large leaf (thousands of states) on each lookup, and again whenever the dictionary
+/// grows, cost more than the rest of a compilation. Keys compare in full.
+struct SampledAutomatonKey: Hashable {
+    let dfa: DFA
+
+    func hash(into h: inout Hasher) {
+        h.combine(dfa.count)
+        for s in 0..<min(dfa.count, 16) {
+            h.combine(dfa.accepting[s])
+            h.combine(dfa.trans[s].count)
+            for e in dfa.trans[s].prefix(4) { h.combine(e) }
+        }
+    }
+
+    static func == (a: Self, b: Self) -> Bool { a.dfa == b.dfa }
 }

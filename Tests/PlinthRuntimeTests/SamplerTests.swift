@@ -234,6 +234,34 @@ struct SamplerTests {
         #expect(Set(Self.draws(ranked, p, count: 2000, allowed: even)) == [0, 2, 4])
     }
 
+    @Test func maskChoosesAsTheClosureDoes() {
+        // A grammar-style bitmask and the closure that reads it give the same draws, for every
+        // kind of choice: greedy, penalized, the bounded top-k heap, and all candidates.
+        var rng = RandomSource(seed: 31)
+        let n = 300
+        let logits = (0..<n).map { _ in Float(rng.nextUnit() * 8 - 4) }
+        var words = [UInt32](repeating: 0, count: (n + 31) / 32)
+        for i in 0..<n where rng.nextUnit() < 0.3 { words[i >> 5] |= 1 << UInt32(i & 31) }
+        let allowed: (Int32) -> Bool = { words[Int($0) >> 5] & (1 << (UInt32($0) & 31)) != 0 }
+        var penalized = SamplingParameters.greedy
+        penalized.repetitionPenalty = 1.8
+        let cases = [SamplingParameters.greedy, penalized,
+                     SamplingParameters(temperature: 0.9, topK: 10, topP: 0.9, minP: 0.02, seed: 3),
+                     SamplingParameters(temperature: 1.2, topK: 0, topP: 1, minP: 0, seed: 4)]
+        let history: [Int32] = (0..<40).map { Int32($0 * 7 % n) }
+        for p in cases {
+            var a = Sampler(p), b = Sampler(p)
+            let (viaMask, viaClosure) = logits.withUnsafeBufferPointer { buf in
+                words.withUnsafeBufferPointer { mask in
+                    ((0..<200).map { _ in a.sample(buf, history: history[...], allowedMask: mask) },
+                     (0..<200).map { _ in b.sample(buf, history: history[...], allowed: allowed) })
+                }
+            }
+            #expect(viaMask == viaClosure, "\(p)")
+            #expect(viaMask.allSatisfy(allowed))
+        }
+    }
+
     // MARK: RandomSource
 
     @Test func randomSourceIsDeterministic() {

@@ -4,6 +4,9 @@
 //
 //   swift build -c release --scratch-path .build-grammar --product plinth-grammar-bench
 //   .build-grammar/release/plinth-grammar-bench [--corpus DIR] [--out DIR] [--limit N] [--models smol,qwen]
+//
+// Other modes: `compile` (compile time alone, CompileTiming.swift) and `e2e` (generation with the
+// model, E2EBenchmark.swift).
 import Foundation
 import PlinthGrammar
 import PlinthRuntime
@@ -17,7 +20,14 @@ struct Options {
     var only: String? = nil
 }
 
+switch CommandLine.arguments.dropFirst().first {
+case "compile": try runCompileTiming(Array(CommandLine.arguments.dropFirst(2))); exit(0)
+case "e2e": try runEndToEnd(Array(CommandLine.arguments.dropFirst(2))); exit(0)
+default: break
+}
+
 var opts = Options()
+opts.corpus = defaultCorpusDirectory()
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -30,57 +40,18 @@ while let a = args.popFirst() {
     default: FileHandle.standardError.write("unknown argument \(a)\n".data(using: .utf8)!); exit(2)
     }
 }
-// The corpus lives beside the repository (../shared); find it from this source file when the
-// working directory is elsewhere.
-if !FileManager.default.fileExists(atPath: opts.corpus) {
-    let beside = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../../../shared/schema-corpus").standardized.path
-    if FileManager.default.fileExists(atPath: beside) { opts.corpus = beside }
-}
 try FileManager.default.createDirectory(atPath: opts.out, withIntermediateDirectories: true)
 
-let modelNames = ["smol": "SmolLM2-135M-Instruct", "qwen": "Qwen2.5-Coder-0.5B-Instruct"]
-
-func nanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-func percentile(_ xs: [Double], _ p: Double) -> Double {
-    guard !xs.isEmpty else { return .nan }
-    let s = xs.sorted()
-    return s[min(s.count - 1, Int((Double(s.count - 1) * p).rounded()))]
-}
-
-struct SchemaFile { var name: String; var schema: JSONValue; var tests: [(data: JSONValue, valid: Bool)] }
-
-let files = try FileManager.default.contentsOfDirectory(atPath: opts.corpus).filter { $0.hasSuffix(".json") && $0 != "index.json" }.sorted()
-var corpus: [SchemaFile] = []
-for f in files.filter({ name in opts.only.map { name.contains($0) } ?? true }).prefix(opts.limit) {
-    let doc = try JSONValue(parsing: Data(contentsOf: URL(fileURLWithPath: opts.corpus + "/" + f)))
-    guard let schema = doc["schema"], let tests = doc["tests"]?.objectArray else { continue }
-    corpus.append(SchemaFile(name: f, schema: schema, tests: tests.compactMap { t in
-        guard let d = t["data"], case .bool(let v)? = t["valid"] else { return nil }
-        return (d, v)
-    }))
-}
-
-extension JSONValue {
-    var objectArray: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
-}
+let corpus = Array(try loadCorpus(opts.corpus, only: opts.only).prefix(opts.limit))
 
 var summary: [String: Any] = [:]
 for model in opts.models {
-    guard let name = modelNames[model], let entry = ModelCatalog.entry(named: name) else { continue }
-    let path = ModelStore(home: ModelStore.defaultHome).path(for: entry)
-    guard FileManager.default.fileExists(atPath: path.path) else {
-        print("skipping \(name): not fetched (plinth models fetch \(name))"); continue
-    }
-    let tokenizer = try Tokenizer(gguf: GGUFFile(url: path))
+    guard let loaded = try loadVocabulary(model) else { continue }
+    let (tokenizer, vocabulary, vocabMs) = (loaded.tokenizer, loaded.vocabulary, loaded.buildMs)
     let n = tokenizer.vocabularySize
     let tokens = (0..<n).map { tokenizer.tokenBytes(Int32($0)) }
     let special = Set((0..<n).map(Int32.init).filter { tokenizer.isControl($0) || tokenizer.attributes($0).contains(.unknown) })
     let eos = tokenizer.endOfGenerationIDs
-    let t0 = nanos()
-    let vocabulary = try TokenVocabulary(tokens: tokens, endOfSequence: eos, excluded: special)
-    let vocabMs = Double(nanos() - t0) / 1e6
     // Export the vocabulary for llguidance.
     let vocabJSON: [String: Any] = [
         "tokens": tokens.map { $0.map { String(format: "%02x", $0) }.joined() },

@@ -63,22 +63,54 @@ public struct Sampler: Sendable {
         let p = parameters
         let penalized = p.repetitionPenalty != 1 && !history.isEmpty
         if p.isGreedy && !penalized && allowed == nil { return Sampler.argmax(logits) }
+        if let allowed {
+            return choose(logits, history: history) { visit in
+                for i in 0..<logits.count where allowed(Int32(i)) { visit(i) }
+            }
+        }
+        return choose(logits, history: history) { visit in for i in 0..<logits.count { visit(i) } }
+    }
 
+    /// Chooses the next token among those whose bit is set in `allowedMask` (bit `i % 32` of
+    /// word `i / 32` is token `i`; a grammar's token mask). The same choice as
+    /// ``sample(_:history:allowed:)`` with a closure that reads the mask, but only the allowed
+    /// tokens are visited, which is what keeps constrained decoding as fast as free decoding.
+    public mutating func sample(_ logits: UnsafeBufferPointer<Float>, history: ArraySlice<Int32> = [],
+                                allowedMask: UnsafeBufferPointer<UInt32>) -> Int32 {
+        choose(logits, history: history) { visit in
+            let n = logits.count
+            for w in 0..<min(allowedMask.count, (n + 31) / 32) {
+                var bits = allowedMask[w]
+                while bits != 0 {
+                    let i = w &* 32 &+ bits.trailingZeroBitCount
+                    if i < n { visit(i) }
+                    bits &= bits &- 1
+                }
+            }
+        }
+    }
+
+    /// The choice among the tokens `forEachCandidate` visits (in increasing id order).
+    @inline(__always)
+    private mutating func choose(_ logits: UnsafeBufferPointer<Float>, history: ArraySlice<Int32>,
+                                 _ forEachCandidate: ((Int) -> Void) -> Void) -> Int32 {
+        let p = parameters
+        let penalized = p.repetitionPenalty != 1 && !history.isEmpty
         var penalty: [Int32: Float] = [:]
         if penalized {
             for t in history.suffix(p.repetitionWindow) { penalty[t] = p.repetitionPenalty }
         }
+        // Without a penalty the logits are used as they are (no lookup per token).
         func adjusted(_ i: Int) -> Float {
             let l = logits[i]
-            guard let pen = penalty[Int32(i)] else { return l }
+            guard penalized, let pen = penalty[Int32(i)] else { return l }
             return l > 0 ? l / pen : l * pen
         }
 
         if p.isGreedy {
             var best: Int32 = -1
             var bestValue = -Float.infinity
-            for i in 0..<logits.count {
-                if let allowed, !allowed(Int32(i)) { continue }
+            forEachCandidate { i in
                 let l = adjusted(i)
                 if best < 0 || l > bestValue { best = Int32(i); bestValue = l }
             }
@@ -90,16 +122,10 @@ public struct Sampler: Sendable {
         let k = p.topK > 0 ? min(p.topK, logits.count) : logits.count
         if k < logits.count {
             var heap = MinHeap(capacity: k)
-            for i in 0..<logits.count {
-                if let allowed, !allowed(Int32(i)) { continue }
-                heap.offer(Int32(i), adjusted(i))
-            }
+            forEachCandidate { i in heap.offer(Int32(i), adjusted(i)) }
             candidates = heap.items
         } else {
-            for i in 0..<logits.count {
-                if let allowed, !allowed(Int32(i)) { continue }
-                candidates.append((Int32(i), adjusted(i)))
-            }
+            forEachCandidate { i in candidates.append((Int32(i), adjusted(i))) }
         }
         guard !candidates.isEmpty else { return Sampler.argmax(logits) }
         candidates.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
