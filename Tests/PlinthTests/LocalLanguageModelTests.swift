@@ -226,6 +226,17 @@ struct LocalLanguageModelTests {
         #expect(second.usage.input.totalTokenCount > first.usage.input.totalTokenCount)
     }
 
+    /// Two conversations take turns: each keeps its KV slot, though their prompts share the
+    /// chat template's opening.
+    @Test func interleavedConversationsKeepTheirCaches() async throws {
+        let a = LanguageModelSession(model: model, instructions: "You are terse.")
+        let b = LanguageModelSession(model: model, instructions: "You answer in French.")
+        let first = try await a.respond(to: "Name a fruit.", options: greedy)
+        _ = try await b.respond(to: "Name a city.", options: greedy)
+        let second = try await a.respond(to: "Name another one.", options: greedy)
+        #expect(second.usage.input.cachedTokenCount >= first.usage.input.totalTokenCount)
+    }
+
     /// The session adds nothing to what the runtime generates: same prompt, same greedy tokens.
     @Test func sessionTextMatchesTheRawRuntime() async throws {
         let url = try #require(LocalTestModels.path(LocalTestModels.smolLM2))

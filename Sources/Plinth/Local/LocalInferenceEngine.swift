@@ -60,17 +60,30 @@ actor LocalInferenceEngine {
         slotUse = Array(repeating: 0, count: context.slotCount)
     }
 
-    /// The slot whose cache shares the longest prefix with `prompt` (the least recently used
-    /// among equals), and the length of that prefix.
+    /// The slot for `prompt`, and how many of its first tokens that slot already holds.
+    ///
+    /// A slot whose cache the prompt continues for at least half its length is the same
+    /// conversation coming back: the one sharing most is reused (the least recently used among
+    /// equals). Otherwise the least recently used slot is taken, so that a prompt sharing only
+    /// the chat template's opening with another conversation doesn't evict it.
     private func chooseSlot(for prompt: [Int32]) -> (slot: Int, shared: Int) {
-        var best = (slot: 0, shared: -1)
-        for (slot, tokens) in slotTokens.enumerated() {
+        func shared(_ slot: Int) -> Int {
+            let tokens = slotTokens[slot]
             var n = 0
             let limit = min(tokens.count, prompt.count)
             while n < limit && tokens[n] == prompt[n] { n += 1 }
-            if n > best.shared || (n == best.shared && slotUse[slot] < slotUse[best.slot]) { best = (slot, n) }
+            return n
         }
-        return (best.slot, max(best.shared, 0))
+        var best: (slot: Int, shared: Int)?
+        for slot in slotTokens.indices {
+            let n = shared(slot)
+            guard n > 0, 2 * n >= slotTokens[slot].count else { continue }
+            if let b = best, n < b.shared || (n == b.shared && slotUse[slot] >= slotUse[b.slot]) { continue }
+            best = (slot, n)
+        }
+        if let best { return best }
+        let leastRecent = slotUse.indices.min { slotUse[$0] < slotUse[$1] } ?? 0
+        return (leastRecent, shared(leastRecent))
     }
 
     /// Forgets every slot's tokens, so the next turn starts cold.
