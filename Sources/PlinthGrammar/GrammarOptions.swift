@@ -21,13 +21,20 @@ public struct GrammarOptions: Sendable, Hashable {
     public var stateBudget: Int
     /// The most seconds compilation may take before it fails with ``GrammarError/timeout(seconds:)``.
     public var timeLimit: Double?
+    /// Whether numbers are spelled as a generator should write them, rather than in every form
+    /// JSON allows: integers without a fraction, at most 16 integer digits, at most 15 fraction
+    /// digits and a 1–2 digit exponent. Every number a `Double` tells apart keeps a spelling, and
+    /// a sampler can't run into an endless `1.0000…` or `2.9999…`. Off by default, so that
+    /// validating existing JSON accepts every valid instance.
+    public var generatedNumbers: Bool
 
     public init(whitespace: Whitespace = .compact, lenient: Bool = false, additionalPropertiesByDefault: Bool = false,
-                stateBudget: Int = 250_000, timeLimit: Double? = 10) {
+                stateBudget: Int = 250_000, timeLimit: Double? = 10, generatedNumbers: Bool = false) {
         self.whitespace = whitespace
         self.lenient = lenient
         self.additionalPropertiesByDefault = additionalPropertiesByDefault
         self.stateBudget = stateBudget
         self.timeLimit = timeLimit
+        self.generatedNumbers = generatedNumbers
     }
 }

@@ -170,17 +170,24 @@ enum NumberAutomata {
     }
 
     /// The JSON number grammar; `integer` allows only a zero fraction; `exponent` allows `e±n`;
-    /// `maxFractionDigits` limits the fraction.
-    static func form(integer: Bool, exponent: Bool, maxFractionDigits: Int? = nil, budget: Int) throws(GrammarError) -> DFA {
+    /// `maxFractionDigits` limits the fraction. `generated` bounds every part (see
+    /// `GrammarOptions.generatedNumbers`): no fraction on integers, at most 16 integer digits,
+    /// 1–15 fraction digits, a 1–2 digit exponent.
+    static func form(integer: Bool, exponent: Bool, maxFractionDigits: Int? = nil, generated: Bool = false,
+                     budget: Int) throws(GrammarError) -> DFA {
         var nfa = NFA(); let s = nfa.add(); let e = nfa.add()
         let signed = nfa.add(); nfa.epsilon(s, signed)
         nfa.range(s, 0x2D, 0x2D, signed)
         let ip = nfa.add()
-        natural(lo: [0], hi: nil, &nfa, signed, ip)
+        natural(lo: [0], hi: generated ? [UInt8](repeating: 9, count: 16) : nil, &nfa, signed, ip)
         let afterFrac = nfa.add()
         nfa.epsilon(ip, afterFrac)
-        let dot = nfa.add(); nfa.range(ip, 0x2E, 0x2E, dot)
-        if let k = maxFractionDigits, !integer {
+        let dot = nfa.add()
+        if !(generated && integer) { nfa.range(ip, 0x2E, 0x2E, dot) }
+        if generated {
+            var st = dot
+            for _ in 0..<15 { let t = nfa.add(); nfa.range(st, 0x30, 0x39, t); nfa.epsilon(t, afterFrac); st = t }
+        } else if let k = maxFractionDigits, !integer {
             var st = dot
             for _ in 0..<max(k, 1) { let t = nfa.add(); nfa.range(st, 0x30, 0x39, t); nfa.epsilon(t, afterFrac); st = t }
             // Trailing zeros beyond k digits keep the value.
@@ -194,7 +201,12 @@ enum NumberAutomata {
         if exponent && !integer {
             let ex = nfa.add(); nfa.range(afterFrac, 0x45, 0x45, ex); nfa.range(afterFrac, 0x65, 0x65, ex)
             let sg = nfa.add(); nfa.epsilon(ex, sg); nfa.range(ex, 0x2B, 0x2B, sg); nfa.range(ex, 0x2D, 0x2D, sg)
-            let dg = nfa.add(); nfa.range(sg, 0x30, 0x39, dg); nfa.range(dg, 0x30, 0x39, dg)
+            let dg = nfa.add(); nfa.range(sg, 0x30, 0x39, dg)
+            if generated {
+                let dg2 = nfa.add(); nfa.range(dg, 0x30, 0x39, dg2); nfa.epsilon(dg2, e)
+            } else {
+                nfa.range(dg, 0x30, 0x39, dg)
+            }
             nfa.epsilon(dg, e)
         }
         return try DFA.determinize(nfa, start: s, accepting: [e], budget: budget)

@@ -893,10 +893,12 @@ final class SchemaCompiler {
             throw .unsupportedKeyword(keyword: "minimum", pointer: ptr)
         }
         let key = "num:\(integer):" + lower.map { "\($0.0)\($0.1)" }.joined(separator: ",") + "|" + upper.map { "\($0.0)\($0.1)" }.joined(separator: ",") + "|\(mult?.description ?? "")"
+            + (options.generatedNumbers ? "|generated" : "")
         let budget = options.stateBudget
+        let generated = options.generatedNumbers
         return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
             let exponent = lower.isEmpty && upper.isEmpty && mult == nil
-            var acc = try NumberAutomata.form(integer: integer, exponent: exponent, budget: budget)
+            var acc = try NumberAutomata.form(integer: integer, exponent: exponent, generated: generated, budget: budget)
             for (v, strict) in lower { acc = try DFA.product(acc, try NumberAutomata.lowerBound(v, strict: strict, budget: budget), intersect: true, budget: budget) }
             for (v, strict) in upper { acc = try DFA.product(acc, try NumberAutomata.upperBound(v, strict: strict, budget: budget), intersect: true, budget: budget) }
             if let m = mult {

@@ -44,6 +44,20 @@ struct SchemaGrammarTests {
         try check(#"{"type":"string","format":"ipv4"}"#, valid: [#""192.168.0.1""#], invalid: [#""256.1.1.1""#])
     }
 
+    /// Numbers as a generator writes them: one spelling per value a Double tells apart, no
+    /// endless runs of digits; the default still accepts every JSON spelling.
+    @Test func generatedNumbersAreBounded() throws {
+        let generated = GrammarOptions(generatedNumbers: true)
+        try check(#"{"type":"integer"}"#, valid: ["0", "-7", "1234567890123456"],
+                  invalid: ["1.0", "12345678901234567", "01", "1e3"], options: generated)
+        try check(#"{"type":"integer"}"#, valid: ["1.0", "12345678901234567", "1.000000000000000000"], invalid: [])
+        try check(#"{"type":"number"}"#, valid: ["2.5", "-0.999999999999999", "1e99", "6.02E+23", "3.0"],
+                  invalid: ["2.9999999999999999", "1e100", "12345678901234567.5"], options: generated)
+        try check(#"{"type":"number","minimum":0,"maximum":1}"#, valid: ["0", "0.25", "1"],
+                  invalid: ["1.5", "0.1234567890123456"], options: generated)
+        try check(#"{"type":"integer","minimum":3,"maximum":300}"#, valid: ["3", "300"], invalid: ["3.0", "301"], options: generated)
+    }
+
     @Test func numbersWithBounds() throws {
         try check(#"{"type":"integer","minimum":-5,"maximum":120}"#,
                   valid: ["-5", "0", "7", "99", "120", "-0"], invalid: ["-6", "121", "1000", "01", "1.5", "-"])

@@ -37,7 +37,8 @@ enum LocalGeneration {
     static func grammar(for schema: GenerationSchema, instance: LocalModelInstance) throws -> CompiledGrammar {
         let compiler = try instance.compiler()
         do {
-            return try compiler.compile(jsonSchema: DecodingSchema.jsonText(for: schema))
+            return try compiler.compile(jsonSchema: DecodingSchema.jsonText(for: schema),
+                                        options: GrammarOptions(generatedNumbers: true))
         } catch {
             throw LocalLanguageModelError.schemaNotEnforceable(schema: schema.name, reason: error.localizedDescription)
         }
@@ -77,7 +78,7 @@ enum LocalGeneration {
         do {
             // Whitespace as the model was trained to write calls (`{"name": "f", "arguments": …}`).
             grammar = try compiler.compile(jsonSchema: ToolCallFormat.callSchema(for: tools).text,
-                                           options: GrammarOptions(whitespace: .flexible(maxRun: 1)))
+                                           options: GrammarOptions(whitespace: .flexible(maxRun: 1), generatedNumbers: true))
         } catch {
             throw LocalLanguageModelError.schemaNotEnforceable(
                 schema: tools.map(\.name).joined(separator: ", "), reason: error.localizedDescription)
