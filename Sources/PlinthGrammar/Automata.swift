@@ -215,34 +215,24 @@ struct DFA: Hashable {
     /// Removes states that cannot reach an accepting state (the start is kept, possibly dead).
     /// Call edges count as possible moves.
     func trimmed() -> DFA {
-        // Successors in compressed rows (byte edges, then calls), read once from the nested
-        // arrays; liveness flows backwards over their reverse from the accepting states.
+        // Liveness to a fixpoint, sweeping from the last state: states are numbered as they
+        // were found, so most edges point forward and one sweep settles nearly everything (the
+        // common case, where every state is live, costs one read of the edges). Automata that
+        // need more sweeps go through reverse edges instead.
         let n = count
-        var start = [Int32](repeating: 0, count: n + 1)
-        var succ: [Int32] = []
-        succ.reserveCapacity(n * 2)
-        for s in 0..<n {
-            for e in trans[s] { succ.append(e.to) }
-            for c in calls[s] { succ.append(c.to) }
-            start[s + 1] = Int32(succ.count)
-        }
-        var revStart = [Int32](repeating: 0, count: n + 1)
-        for t in succ { revStart[Int(t) + 1] += 1 }
-        for s in 0..<n { revStart[s + 1] += revStart[s] }
-        var fill = revStart
-        var rev = [Int32](repeating: 0, count: succ.count)
-        for s in 0..<n {
-            for k in Int(start[s])..<Int(start[s + 1]) { let t = Int(succ[k]); rev[Int(fill[t])] = Int32(s); fill[t] += 1 }
-        }
         var live = accepting
-        var stack: [Int32] = []
-        for s in 0..<n where live[s] { stack.append(Int32(s)) }
-        while let s = stack.popLast() {
-            for k in Int(revStart[Int(s)])..<Int(revStart[Int(s) + 1]) {
-                let p = rev[k]
-                if !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+        var sweeps = 0, changed = true
+        while changed && sweeps < 4 {
+            changed = false
+            sweeps += 1
+            for s in stride(from: n - 1, through: 0, by: -1) where !live[s] {
+                if trans[s].contains(where: { live[Int($0.to)] }) || calls[s].contains(where: { live[Int($0.to)] }) {
+                    live[s] = true
+                    changed = true
+                }
             }
         }
+        if changed { live = liveStates() }
         if live.allSatisfy({ $0 }) { return self }
         // Renumber reachable live states from the start.
         var newIndex = [Int32](repeating: -1, count: count)
@@ -251,10 +241,8 @@ struct DFA: Hashable {
         var i = 0
         while i < order.count {
             let s = Int(order[i]); i += 1
-            for k in Int(start[s])..<Int(start[s + 1]) {
-                let t = succ[k]
-                if live[Int(t)] && newIndex[Int(t)] < 0 { newIndex[Int(t)] = Int32(order.count); order.append(t) }
-            }
+            for e in trans[s] where live[Int(e.to)] && newIndex[Int(e.to)] < 0 { newIndex[Int(e.to)] = Int32(order.count); order.append(e.to) }
+            for c in calls[s] where live[Int(c.to)] && newIndex[Int(c.to)] < 0 { newIndex[Int(c.to)] = Int32(order.count); order.append(c.to) }
         }
         var out = DFA()
         out.trans.reserveCapacity(order.count)
@@ -275,6 +263,33 @@ struct DFA: Hashable {
             out.accepting.append(accepting[Int(s)])
         }
         return out
+    }
+
+    /// The states that can reach an accepting state, over reverse edges in compressed rows.
+    func liveStates() -> [Bool] {
+        let n = count
+        var revStart = [Int32](repeating: 0, count: n + 1)
+        for s in 0..<n {
+            for e in trans[s] { revStart[Int(e.to) + 1] += 1 }
+            for c in calls[s] { revStart[Int(c.to) + 1] += 1 }
+        }
+        for s in 0..<n { revStart[s + 1] += revStart[s] }
+        var fill = revStart
+        var rev = [Int32](repeating: 0, count: Int(revStart[n]))
+        for s in 0..<n {
+            for e in trans[s] { rev[Int(fill[Int(e.to)])] = Int32(s); fill[Int(e.to)] += 1 }
+            for c in calls[s] { rev[Int(fill[Int(c.to)])] = Int32(s); fill[Int(c.to)] += 1 }
+        }
+        var live = accepting
+        var stack: [Int32] = []
+        for s in 0..<n where live[s] { stack.append(Int32(s)) }
+        while let s = stack.popLast() {
+            for k in Int(revStart[Int(s)])..<Int(revStart[Int(s) + 1]) {
+                let p = rev[k]
+                if !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+            }
+        }
+        return live
     }
 
     /// Whether no byte string is accepted (call-free automata).
