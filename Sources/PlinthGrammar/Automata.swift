@@ -115,8 +115,9 @@ struct DFA: Hashable {
 
     /// The subset construction, also returning the NFA states each DFA state stands for
     /// (``SubsetConstruction/members(of:)``).
-    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> (dfa: DFA, sets: SubsetConstruction) {
-        var sc = SubsetConstruction(nfa, accepting: acc, budget: budget)
+    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int,
+                                    reusing scratch: SubsetConstruction.Scratch? = nil) throws(GrammarError) -> (dfa: DFA, sets: SubsetConstruction) {
+        var sc = SubsetConstruction(nfa, accepting: acc, budget: budget, reusing: scratch)
         try sc.run(start: start)
         return (sc.dfa, sc)
     }

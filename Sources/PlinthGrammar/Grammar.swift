@@ -283,6 +283,8 @@ final class GrammarBuilder {
     var totalStates = 0
     let stateBudget: Int
     let deadline: ContinuousClock.Instant?
+    /// Scratch memory of the last subset construction, for the next rule's.
+    var subsetScratch: SubsetConstruction.Scratch?
     let timeLimit: Double
 
     init(stateBudget: Int, timeLimit: Double?) {
@@ -352,7 +354,9 @@ final class GrammarBuilder {
     func rule(_ nfa: NFA, start: Int32, accept: Int32, pointer: String, into reserved: Int32? = nil,
               callLabels: [Int32: Int32] = [:]) throws(GrammarError) -> Int32 {
         let r = reserved ?? reserve(pointer: pointer)
-        let (dfa, sets) = try DFA.determinizeWithSets(nfa, start: start, accepting: [accept], budget: max(stateBudget - totalStates, 16))
+        let (dfa, sets) = try DFA.determinizeWithSets(nfa, start: start, accepting: [accept], budget: max(stateBudget - totalStates, 16),
+                                                      reusing: subsetScratch)
+        subsetScratch = sets.scratch
         var returnLabels: [Int32: Int32] = [:]
         if !callLabels.isEmpty {
             // A return state takes the label of its lowest labelled NFA state.
