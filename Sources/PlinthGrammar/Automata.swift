@@ -108,6 +108,75 @@ struct DFA: Hashable {
         return d
     }
 
+    /// What `strings` accepts except the byte strings `excluded` (which it must accept): the
+    /// product of `strings` with the trie of `excluded`, built directly. A state is a trie node
+    /// with the state of `strings` its bytes lead to, or, once the input has left the trie, a
+    /// state of `strings` alone. (Every object that allows extra properties needs one, for the
+    /// keys it doesn't declare, so it is worth not going through the general product.)
+    static func strings(of strings: DFA, except excluded: [[UInt8]]) -> DFA {
+        // The trie in flat arrays, children linked in byte order (the words are sorted);
+        // `final`: a whole excluded string ends at the node.
+        let words = excluded.sorted { $0.lexicographicallyPrecedes($1) }
+        var byte: [UInt8] = [0], firstChild: [Int32] = [-1], nextSibling: [Int32] = [-1], final: [Bool] = [false]
+        var lastChild: [Int32] = [-1]
+        for word in words {
+            var node: Int32 = 0
+            for b in word {
+                // Sorted words only ever extend the last child.
+                let last = lastChild[Int(node)]
+                if last >= 0 && byte[Int(last)] == b { node = last; continue }
+                let child = Int32(byte.count)
+                byte.append(b); firstChild.append(-1); nextSibling.append(-1); final.append(false); lastChild.append(-1)
+                if last >= 0 { nextSibling[Int(last)] = child } else { firstChild[Int(node)] = child }
+                lastChild[Int(node)] = child
+                node = child
+            }
+            final[Int(node)] = true
+        }
+        var out = DFA()
+        var trieState = [Int32](repeating: -1, count: byte.count)
+        var plainState = [Int32](repeating: -1, count: strings.count)
+        var work: [(node: Int32, state: Int32)] = [] // node -1: left the trie
+        func stateFor(node: Int32, state q: Int32) -> Int32 {
+            if node >= 0 {
+                if trieState[Int(node)] < 0 {
+                    trieState[Int(node)] = out.add(accepting: strings.accepting[Int(q)] && !final[Int(node)])
+                    work.append((node, q))
+                }
+                return trieState[Int(node)]
+            }
+            if plainState[Int(q)] < 0 {
+                plainState[Int(q)] = out.add(accepting: strings.accepting[Int(q)])
+                work.append((-1, q))
+            }
+            return plainState[Int(q)]
+        }
+        _ = stateFor(node: 0, state: 0)
+        var cursor = 0
+        while cursor < work.count {
+            let (node, q) = work[cursor]
+            let from = node >= 0 ? trieState[Int(node)] : plainState[Int(q)]
+            cursor += 1
+            var edges: [ByteEdge] = []
+            var kid = node >= 0 ? firstChild[Int(node)] : -1
+            for e in strings.trans[Int(q)] {
+                // Split the edge at the bytes that stay in the trie.
+                var lo = Int(e.lo)
+                while kid >= 0 && Int(byte[Int(kid)]) < lo { kid = nextSibling[Int(kid)] }
+                while kid >= 0 && byte[Int(kid)] <= e.hi {
+                    let b = Int(byte[Int(kid)])
+                    if b > lo { edges.append(ByteEdge(lo: UInt8(lo), hi: UInt8(b - 1), to: stateFor(node: -1, state: e.to))) }
+                    edges.append(ByteEdge(lo: UInt8(b), hi: UInt8(b), to: stateFor(node: kid, state: e.to)))
+                    lo = b + 1
+                    kid = nextSibling[Int(kid)]
+                }
+                if lo <= Int(e.hi) { edges.append(ByteEdge(lo: UInt8(lo), hi: e.hi, to: stateFor(node: -1, state: e.to))) }
+            }
+            out.trans[Int(from)] = edges
+        }
+        return out
+    }
+
     /// The subset construction; `accepting` lists the NFA's accepting states.
     static func determinize(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> DFA {
         try determinizeWithSets(nfa, start: start, accepting: acc, budget: budget).dfa

@@ -621,12 +621,11 @@ final class SchemaCompiler {
             keyRule = try b.leaf("key-except:" + names.joined(separator: "\u{0}"), pointer: ptr) { () throws(GrammarError) -> DFA in
                 let str = try plainStringDFA()
                 if names.isEmpty { return str }
-                let lit = DFA.literals(names.map { nm in
+                return DFA.strings(of: str, except: names.map { nm in
                     var enc: [UInt8] = []
                     JSONValue.writeString(nm, into: &enc)
                     return enc
                 })
-                return try DFA.product(str, lit, intersect: false, budget: 100_000)
             }
         }
         var nfa = NFA()
