@@ -321,6 +321,9 @@ typedef struct {
 // Activation rows per call of the dot kernel.
 #define QT_TOKENS 8
 
+// Up to this many activation rows, the fused single-row kernel beats unpacking a tile.
+#define GEMV_MAX_TOKENS 3
+
 // Tiles [g0, g1) of the job, in op order.
 static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
     for (int i = 0; i < j->count; i++) {
@@ -351,8 +354,14 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
             const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
-            // A single activation row (decode) goes through the fused kernel: no tile stored.
-            if (j->n == 1 && j->ks.gemv && j->ks.gemv(op->type, f, wr, row_bytes, rows, r + QT_ROWS >= r1, j->k, a, j->nb[i], 0, op->y + r)) continue;
+            // A few activation rows (decode; a token with jump-forward text after it) go through
+            // the fused kernel one row at a time: no tile stored, and the block of weights stays
+            // in L1 between rows. Writing a tile costs several fused passes.
+            if (j->n <= GEMV_MAX_TOKENS && j->ks.gemv) {
+                int64_t t = 0;
+                while (t < j->n && j->ks.gemv(op->type, f, wr, row_bytes, rows, r + QT_ROWS >= r1, j->k, a, j->nb[i], t, op->y + t * op->ldy + r)) t++;
+                if (t == j->n) continue;
+            }
             j->ks.unpack(op->type, f, wr, row_bytes, rows, j->k, tl);
             for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
                 const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;

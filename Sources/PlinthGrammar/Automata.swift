@@ -108,6 +108,75 @@ struct DFA: Hashable {
         return d
     }
 
+    /// What `strings` accepts except the byte strings `excluded` (which it must accept): the
+    /// product of `strings` with the trie of `excluded`, built directly. A state is a trie node
+    /// with the state of `strings` its bytes lead to, or, once the input has left the trie, a
+    /// state of `strings` alone. (Every object that allows extra properties needs one, for the
+    /// keys it doesn't declare, so it is worth not going through the general product.)
+    static func strings(of strings: DFA, except excluded: [[UInt8]]) -> DFA {
+        // The trie in flat arrays, children linked in byte order (the words are sorted);
+        // `final`: a whole excluded string ends at the node.
+        let words = excluded.sorted { $0.lexicographicallyPrecedes($1) }
+        var byte: [UInt8] = [0], firstChild: [Int32] = [-1], nextSibling: [Int32] = [-1], final: [Bool] = [false]
+        var lastChild: [Int32] = [-1]
+        for word in words {
+            var node: Int32 = 0
+            for b in word {
+                // Sorted words only ever extend the last child.
+                let last = lastChild[Int(node)]
+                if last >= 0 && byte[Int(last)] == b { node = last; continue }
+                let child = Int32(byte.count)
+                byte.append(b); firstChild.append(-1); nextSibling.append(-1); final.append(false); lastChild.append(-1)
+                if last >= 0 { nextSibling[Int(last)] = child } else { firstChild[Int(node)] = child }
+                lastChild[Int(node)] = child
+                node = child
+            }
+            final[Int(node)] = true
+        }
+        var out = DFA()
+        var trieState = [Int32](repeating: -1, count: byte.count)
+        var plainState = [Int32](repeating: -1, count: strings.count)
+        var work: [(node: Int32, state: Int32)] = [] // node -1: left the trie
+        func stateFor(node: Int32, state q: Int32) -> Int32 {
+            if node >= 0 {
+                if trieState[Int(node)] < 0 {
+                    trieState[Int(node)] = out.add(accepting: strings.accepting[Int(q)] && !final[Int(node)])
+                    work.append((node, q))
+                }
+                return trieState[Int(node)]
+            }
+            if plainState[Int(q)] < 0 {
+                plainState[Int(q)] = out.add(accepting: strings.accepting[Int(q)])
+                work.append((-1, q))
+            }
+            return plainState[Int(q)]
+        }
+        _ = stateFor(node: 0, state: 0)
+        var cursor = 0
+        while cursor < work.count {
+            let (node, q) = work[cursor]
+            let from = node >= 0 ? trieState[Int(node)] : plainState[Int(q)]
+            cursor += 1
+            var edges: [ByteEdge] = []
+            var kid = node >= 0 ? firstChild[Int(node)] : -1
+            for e in strings.trans[Int(q)] {
+                // Split the edge at the bytes that stay in the trie.
+                var lo = Int(e.lo)
+                while kid >= 0 && Int(byte[Int(kid)]) < lo { kid = nextSibling[Int(kid)] }
+                while kid >= 0 && byte[Int(kid)] <= e.hi {
+                    let b = Int(byte[Int(kid)])
+                    if b > lo { edges.append(ByteEdge(lo: UInt8(lo), hi: UInt8(b - 1), to: stateFor(node: -1, state: e.to))) }
+                    edges.append(ByteEdge(lo: UInt8(b), hi: UInt8(b), to: stateFor(node: kid, state: e.to)))
+                    lo = b + 1
+                    kid = nextSibling[Int(kid)]
+                }
+                if lo <= Int(e.hi) { edges.append(ByteEdge(lo: UInt8(lo), hi: e.hi, to: stateFor(node: -1, state: e.to))) }
+            }
+            out.trans[Int(from)] = edges
+        }
+        return out
+    }
+
     /// The subset construction; `accepting` lists the NFA's accepting states.
     static func determinize(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> DFA {
         try determinizeWithSets(nfa, start: start, accepting: acc, budget: budget).dfa
@@ -115,8 +184,9 @@ struct DFA: Hashable {
 
     /// The subset construction, also returning the NFA states each DFA state stands for
     /// (``SubsetConstruction/members(of:)``).
-    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int) throws(GrammarError) -> (dfa: DFA, sets: SubsetConstruction) {
-        var sc = SubsetConstruction(nfa, accepting: acc, budget: budget)
+    static func determinizeWithSets(_ nfa: NFA, start: Int32, accepting acc: Set<Int32>, budget: Int,
+                                    reusing scratch: SubsetConstruction.Scratch? = nil) throws(GrammarError) -> (dfa: DFA, sets: SubsetConstruction) {
+        var sc = SubsetConstruction(nfa, accepting: acc, budget: budget, reusing: scratch)
         try sc.run(start: start)
         return (sc.dfa, sc)
     }
@@ -215,34 +285,24 @@ struct DFA: Hashable {
     /// Removes states that cannot reach an accepting state (the start is kept, possibly dead).
     /// Call edges count as possible moves.
     func trimmed() -> DFA {
-        // Successors in compressed rows (byte edges, then calls), read once from the nested
-        // arrays; liveness flows backwards over their reverse from the accepting states.
+        // Liveness to a fixpoint, sweeping from the last state: states are numbered as they
+        // were found, so most edges point forward and one sweep settles nearly everything (the
+        // common case, where every state is live, costs one read of the edges). Automata that
+        // need more sweeps go through reverse edges instead.
         let n = count
-        var start = [Int32](repeating: 0, count: n + 1)
-        var succ: [Int32] = []
-        succ.reserveCapacity(n * 2)
-        for s in 0..<n {
-            for e in trans[s] { succ.append(e.to) }
-            for c in calls[s] { succ.append(c.to) }
-            start[s + 1] = Int32(succ.count)
-        }
-        var revStart = [Int32](repeating: 0, count: n + 1)
-        for t in succ { revStart[Int(t) + 1] += 1 }
-        for s in 0..<n { revStart[s + 1] += revStart[s] }
-        var fill = revStart
-        var rev = [Int32](repeating: 0, count: succ.count)
-        for s in 0..<n {
-            for k in Int(start[s])..<Int(start[s + 1]) { let t = Int(succ[k]); rev[Int(fill[t])] = Int32(s); fill[t] += 1 }
-        }
         var live = accepting
-        var stack: [Int32] = []
-        for s in 0..<n where live[s] { stack.append(Int32(s)) }
-        while let s = stack.popLast() {
-            for k in Int(revStart[Int(s)])..<Int(revStart[Int(s) + 1]) {
-                let p = rev[k]
-                if !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+        var sweeps = 0, changed = true
+        while changed && sweeps < 4 {
+            changed = false
+            sweeps += 1
+            for s in stride(from: n - 1, through: 0, by: -1) where !live[s] {
+                if trans[s].contains(where: { live[Int($0.to)] }) || calls[s].contains(where: { live[Int($0.to)] }) {
+                    live[s] = true
+                    changed = true
+                }
             }
         }
+        if changed { live = liveStates() }
         if live.allSatisfy({ $0 }) { return self }
         // Renumber reachable live states from the start.
         var newIndex = [Int32](repeating: -1, count: count)
@@ -251,10 +311,8 @@ struct DFA: Hashable {
         var i = 0
         while i < order.count {
             let s = Int(order[i]); i += 1
-            for k in Int(start[s])..<Int(start[s + 1]) {
-                let t = succ[k]
-                if live[Int(t)] && newIndex[Int(t)] < 0 { newIndex[Int(t)] = Int32(order.count); order.append(t) }
-            }
+            for e in trans[s] where live[Int(e.to)] && newIndex[Int(e.to)] < 0 { newIndex[Int(e.to)] = Int32(order.count); order.append(e.to) }
+            for c in calls[s] where live[Int(c.to)] && newIndex[Int(c.to)] < 0 { newIndex[Int(c.to)] = Int32(order.count); order.append(c.to) }
         }
         var out = DFA()
         out.trans.reserveCapacity(order.count)
@@ -275,6 +333,33 @@ struct DFA: Hashable {
             out.accepting.append(accepting[Int(s)])
         }
         return out
+    }
+
+    /// The states that can reach an accepting state, over reverse edges in compressed rows.
+    func liveStates() -> [Bool] {
+        let n = count
+        var revStart = [Int32](repeating: 0, count: n + 1)
+        for s in 0..<n {
+            for e in trans[s] { revStart[Int(e.to) + 1] += 1 }
+            for c in calls[s] { revStart[Int(c.to) + 1] += 1 }
+        }
+        for s in 0..<n { revStart[s + 1] += revStart[s] }
+        var fill = revStart
+        var rev = [Int32](repeating: 0, count: Int(revStart[n]))
+        for s in 0..<n {
+            for e in trans[s] { rev[Int(fill[Int(e.to)])] = Int32(s); fill[Int(e.to)] += 1 }
+            for c in calls[s] { rev[Int(fill[Int(c.to)])] = Int32(s); fill[Int(c.to)] += 1 }
+        }
+        var live = accepting
+        var stack: [Int32] = []
+        for s in 0..<n where live[s] { stack.append(Int32(s)) }
+        while let s = stack.popLast() {
+            for k in Int(revStart[Int(s)])..<Int(revStart[Int(s) + 1]) {
+                let p = rev[k]
+                if !live[Int(p)] { live[Int(p)] = true; stack.append(p) }
+            }
+        }
+        return live
     }
 
     /// Whether no byte string is accepted (call-free automata).

@@ -128,6 +128,7 @@ public final class CompiledGrammar: Sendable {
         trie.nodeToken.withUnsafeBufferPointer { nodeToken in
         g.next.withUnsafeBufferPointer { next in
         g.rowOf.withUnsafeBufferPointer { rowOf in
+        g.single.withUnsafeBufferPointer { single in
         g.classMaps.withUnsafeBufferPointer { classMaps in
         words.withUnsafeMutableBufferPointer { w in
             // Every state of the walk is in the rule of `state`: one class map.
@@ -137,7 +138,14 @@ public final class CompiledGrammar: Sendable {
                 let d = Int(nodeDepth[i])
                 let ps = st[d - 1]
                 let b = nodeByte[i]
-                var t = next[Int(rowOf[Int(ps)]) &+ Int(classOf[Int(b)])]
+                let row = rowOf[Int(ps)]
+                var t: Int32
+                if row >= 0 {
+                    t = next[Int(row) &+ Int(classOf[Int(b)])]
+                } else {
+                    let e = single[Int(ps)]
+                    t = b >= e.lo && b <= e.hi ? e.to : -1
+                }
                 var c = cn[d - 1]
                 if t >= 0 && counted && isBoundary[Int(ps)] {
                     if b == 0x22 {
@@ -161,7 +169,7 @@ public final class CompiledGrammar: Sendable {
                 }
                 i += 1
             }
-        }}}}}}}}}}
+        }}}}}}}}}}}
         return MaskEntry(words: words, frontierNodes: fNodes, frontierStates: fStates, frontierCounts: fCounts, inRest: inRest)
     }
 }

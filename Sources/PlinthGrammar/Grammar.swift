@@ -31,9 +31,11 @@ final class Grammar: Sendable {
     /// split the bytes.
     let classMaps: [UInt8]
     let classMapOf: [Int32]
-    /// `next[rowOf[state] + class]`: the target state, or -1.
+    /// `next[rowOf[state] + class]`: the target state, or -1; states with at most one byte edge
+    /// have no row (`rowOf` -1) and their edge in `single` (see ``RuleTable``).
     let next: [Int32]
     let rowOf: [Int32]
+    let single: [ByteEdge]
     let accepting: [Bool]
     let hasBytes: [Bool]
     let callStart: [Int32]
@@ -148,7 +150,8 @@ final class Grammar: Sendable {
         }
         var classMaps: [UInt8] = []
         var classMapOf = [Int32](repeating: 0, count: total)
-        var rowOf = [Int32](repeating: 0, count: total)
+        var rowOf = [Int32](repeating: -1, count: total)
+        var single = [ByteEdge](repeating: RuleTable.noEdge, count: total)
         var next = [Int32](repeating: -1, count: entries)
         var rowBase = 0
         var accepting = [Bool](repeating: false, count: total)
@@ -165,7 +168,6 @@ final class Grammar: Sendable {
             let rule = b.rules[Int(r)]
             let table = tables[nr]
             let base = Int(offset[Int(r)])
-            let nc = table.classCount
             let map = Int32(classMaps.count)
             classMaps += table.classOf
             next.withUnsafeMutableBufferPointer { out in
@@ -184,7 +186,13 @@ final class Grammar: Sendable {
                 accepting[g] = table.accepting[s]
                 hasBytes[g] = table.hasBytes[s]
                 classMapOf[g] = map
-                rowOf[g] = Int32(rowBase + s * nc)
+                let row = table.rowOf[s]
+                if row >= 0 {
+                    rowOf[g] = Int32(rowBase) + row
+                } else if table.single[s].to >= 0 {
+                    single[g] = table.single[s]
+                    single[g].to += Int32(base)
+                }
                 callStart[g] = Int32(callRule.count)
                 if rule.shared != nil { continue }
                 for cl in d.calls[s] {
@@ -205,6 +213,7 @@ final class Grammar: Sendable {
         self.classMapOf = classMapOf
         self.next = next
         self.rowOf = rowOf
+        self.single = single
         self.accepting = accepting
         self.hasBytes = hasBytes
         self.callStart = callStart
@@ -248,7 +257,10 @@ final class Grammar: Sendable {
     }
 
     @inline(__always) func step(_ s: Int32, _ byte: UInt8) -> Int32 {
-        next[Int(rowOf[Int(s)]) &+ Int(classMaps[Int(classMapOf[Int(s)]) &+ Int(byte)])]
+        let row = rowOf[Int(s)]
+        if row >= 0 { return next[Int(row) &+ Int(classMaps[Int(classMapOf[Int(s)]) &+ Int(byte)])] }
+        let e = single[Int(s)]
+        return byte >= e.lo && byte <= e.hi ? e.to : -1
     }
 }
 
@@ -271,6 +283,8 @@ final class GrammarBuilder {
     var totalStates = 0
     let stateBudget: Int
     let deadline: ContinuousClock.Instant?
+    /// Scratch memory of the last subset construction, for the next rule's.
+    var subsetScratch: SubsetConstruction.Scratch?
     let timeLimit: Double
 
     init(stateBudget: Int, timeLimit: Double?) {
@@ -340,7 +354,9 @@ final class GrammarBuilder {
     func rule(_ nfa: NFA, start: Int32, accept: Int32, pointer: String, into reserved: Int32? = nil,
               callLabels: [Int32: Int32] = [:]) throws(GrammarError) -> Int32 {
         let r = reserved ?? reserve(pointer: pointer)
-        let (dfa, sets) = try DFA.determinizeWithSets(nfa, start: start, accepting: [accept], budget: max(stateBudget - totalStates, 16))
+        let (dfa, sets) = try DFA.determinizeWithSets(nfa, start: start, accepting: [accept], budget: max(stateBudget - totalStates, 16),
+                                                      reusing: subsetScratch)
+        subsetScratch = sets.scratch
         var returnLabels: [Int32: Int32] = [:]
         if !callLabels.isEmpty {
             // A return state takes the label of its lowest labelled NFA state.

@@ -621,53 +621,55 @@ final class SchemaCompiler {
             keyRule = try b.leaf("key-except:" + names.joined(separator: "\u{0}"), pointer: ptr) { () throws(GrammarError) -> DFA in
                 let str = try plainStringDFA()
                 if names.isEmpty { return str }
-                let lit = DFA.literals(names.map { nm in
+                return DFA.strings(of: str, except: names.map { nm in
                     var enc: [UInt8] = []
                     JSONValue.writeString(nm, into: &enc)
                     return enc
                 })
-                return try DFA.product(str, lit, intersect: false, budget: 100_000)
             }
         }
         var nfa = NFA()
         let start = nfa.add(), accept = nfa.add()
         let open = ws(&nfa, nfa.literal(start, [0x7B]))
         var callLabels: [Int32: Int32] = [:]
-        // P[i][e]: before property i; e = whether something was emitted.
+        // K[i]: before the key of property i, or of a later one when i is optional (K[n]: an
+        // extra key); A[i]: after a member, with property i next. Whether a member came before
+        // only decides the comma, so both ways into a key share one chain per property, and a
+        // member's end is one state (not the closure over every optional property after it).
         let n = props.count
-        var P = [[Int32]](repeating: [-1, -1], count: n + 1)
-        for i in 0...n { P[i][0] = nfa.add(); P[i][1] = nfa.add() }
-        nfa.epsilon(open, P[0][0])
-        for i in 0..<n {
-            for e in 0...1 {
-                let from = P[i][e]
-                if !required.contains(props[i].key) { nfa.epsilon(from, P[i + 1][e]) }
-                guard let vr = valueRules[i] else { continue }
-                var s = from
-                if e == 1 { s = ws(&nfa, nfa.literal(s, [0x2C])) }
-                var key: [UInt8] = []
-                JSONValue.writeString(props[i].key, into: &key)
-                s = ws(&nfa, nfa.literal(s, key))
-                s = ws(&nfa, nfa.literal(s, [0x3A]))
-                let ret = nfa.add()
-                nfa.call(s, vr, ret)
-                callLabels[ret] = b.label(.property(props[i].key))
-                nfa.epsilon(ws(&nfa, ret), P[i + 1][1])
-            }
+        // optionalFrom[i]: the object may end before property i; keyFrom[i]: a key can follow
+        // (a comma leading nowhere would leave dead states to trim).
+        var optionalFrom = [Bool](repeating: true, count: n + 1), keyFrom = [Bool](repeating: keyRule != nil, count: n + 1)
+        for i in stride(from: n - 1, through: 0, by: -1) {
+            let optional = !required.contains(props[i].key)
+            optionalFrom[i] = optionalFrom[i + 1] && optional
+            keyFrom[i] = valueRules[i] != nil || (optional && keyFrom[i + 1])
         }
-        // Extra properties, then the closing brace.
-        let X = [nfa.add(), nfa.add()]
-        nfa.epsilon(P[n][0], X[0]); nfa.epsilon(P[n][1], X[1])
-        for e in 0...1 {
-            nfa.range(X[e], 0x7D, 0x7D, accept)
-            guard let kr = keyRule, let ar = apRule else { continue }
-            var s = X[e]
-            if e == 1 { s = ws(&nfa, nfa.literal(s, [0x2C])) }
-            let k = nfa.add(); nfa.call(s, kr, k)
-            s = ws(&nfa, nfa.literal(ws(&nfa, k), [0x3A]))
+        var K: [Int32] = [], A: [Int32] = []
+        for _ in 0...n { K.append(nfa.add()); A.append(nfa.add()) }
+        nfa.epsilon(open, K[0])
+        if optionalFrom[0] { nfa.range(open, 0x7D, 0x7D, accept) }
+        for i in 0...n {
+            if optionalFrom[i] { nfa.range(A[i], 0x7D, 0x7D, accept) }
+            if keyFrom[i] { nfa.epsilon(ws(&nfa, nfa.literal(A[i], [0x2C])), K[i]) }
+            guard i < n else { continue }
+            if !required.contains(props[i].key) { nfa.epsilon(K[i], K[i + 1]) }
+            guard let vr = valueRules[i] else { continue }
+            var key: [UInt8] = []
+            JSONValue.writeString(props[i].key, into: &key)
+            let s = ws(&nfa, nfa.literal(ws(&nfa, nfa.literal(K[i], key)), [0x3A]))
+            let ret = nfa.add()
+            nfa.call(s, vr, ret)
+            callLabels[ret] = b.label(.property(props[i].key))
+            nfa.epsilon(ws(&nfa, ret), A[i + 1])
+        }
+        // Extra properties come after the declared ones.
+        if let kr = keyRule, let ar = apRule {
+            let k = nfa.add(); nfa.call(K[n], kr, k)
+            let s = ws(&nfa, nfa.literal(ws(&nfa, k), [0x3A]))
             let ret = nfa.add(); nfa.call(s, ar, ret)
             callLabels[ret] = b.label(.additionalProperty)
-            nfa.epsilon(ws(&nfa, ret), X[1])
+            nfa.epsilon(ws(&nfa, ret), A[n])
         }
         return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
     }

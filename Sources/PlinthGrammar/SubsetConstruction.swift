@@ -28,6 +28,8 @@ struct SubsetConstruction {
 
     /// Scratch memory sized for the worst case of one NFA: a closure holds each state once; its
     /// stack holds the seeds and each state's ε-targets once; a set's edges are at most all edges.
+    /// A schema's rules are determinized one after another; the builder hands the scratch of one
+    /// to the next (``fits(states:stack:edges:)``).
     final class Scratch {
         let mark: UnsafeMutablePointer<Int32>
         let members: UnsafeMutablePointer<Int32>
@@ -37,11 +39,12 @@ struct SubsetConstruction {
         let active: UnsafeMutablePointer<Int32>
         let out: UnsafeMutablePointer<ByteEdge>
         let byteCount: UnsafeMutablePointer<Int32>
-        let sizes: [Int]
+        let stateCapacity: Int, stackCapacity: Int, edgeCapacity: Int
 
-        init(states: Int, eps: Int, edges e: Int, calls: Int) {
-            let stackSize = states + eps + e + calls + 1
-            sizes = [states, states, stackSize, e, e, e, 512, 257]
+        init(states: Int, stack stackSize: Int, edges e: Int) {
+            stateCapacity = states
+            stackCapacity = stackSize
+            edgeCapacity = e
             mark = .allocate(capacity: max(states, 1))
             mark.initialize(repeating: 0, count: max(states, 1))
             members = .allocate(capacity: max(states, 1))
@@ -54,13 +57,17 @@ struct SubsetConstruction {
             byteCount = .allocate(capacity: 257)
         }
 
+        func fits(states: Int, stack: Int, edges: Int) -> Bool {
+            states <= stateCapacity && stack <= stackCapacity && edges <= edgeCapacity
+        }
+
         deinit {
             mark.deallocate(); members.deallocate(); stack.deallocate(); edges.deallocate()
             sorted.deallocate(); active.deallocate(); out.deallocate(); byteCount.deallocate()
         }
     }
 
-    init(_ nfa: NFA, accepting: Set<Int32>, budget: Int) {
+    init(_ nfa: NFA, accepting: Set<Int32>, budget: Int, reusing spare: Scratch? = nil) {
         self.budget = budget
         nfaCount = nfa.count
         (epsStart, epsTo) = SubsetConstruction.rows(nfa.count, nfa.epsFrom, nfa.epsTo, fill: 0)
@@ -73,7 +80,13 @@ struct SubsetConstruction {
         var abs = [Bool](repeating: false, count: hasAbsorbing ? nfa.count : 0)
         for a in nfa.absorbing where Int(a) < nfa.count { abs[Int(a)] = true }
         isAbsorbing = abs
-        scratch = Scratch(states: nfa.count, eps: nfa.epsTo.count, edges: nfa.edgeList.count, calls: nfa.callList.count)
+        let stackSize = nfa.count + nfa.epsTo.count + nfa.edgeList.count + nfa.callList.count + 1
+        if let spare, spare.fits(states: nfa.count, stack: stackSize, edges: nfa.edgeList.count) {
+            spare.mark.update(repeating: 0, count: nfa.count)
+            scratch = spare
+        } else {
+            scratch = Scratch(states: nfa.count, stack: stackSize, edges: nfa.edgeList.count)
+        }
     }
 
     /// Groups `items` by their state in `from` (a stable counting sort).
