@@ -17,7 +17,9 @@ extension JSONValue {
             var order: [String] = []
             var propSchemas: [String: [JSONValue]] = [:]
             var extra: [JSONValue] = []
+            var patterns: [(regex: String, schema: JSONValue)] = []
             for s in subs {
+                for (re, ps) in s["patternProperties"]?.objectMembers ?? [] { patterns.append((re, ps)) }
                 var names = s["properties"]?.objectMembers?.map(\.key) ?? []
                 if let xo = s["x-order"]?.arrayValue?.compactMap(\.stringValue) {
                     names.sort { (xo.firstIndex(of: $0) ?? Int.max) < (xo.firstIndex(of: $1) ?? Int.max) }
@@ -36,7 +38,8 @@ extension JSONValue {
                 return x < y
             }.map(\.element)
             return .object(sorted.map { m in
-                let cands = propSchemas[m.key] ?? extra
+                let matched = patterns.filter { (try? SchemaCompiler.matches(m.key, pattern: $0.regex)) == true }.map(\.schema)
+                let cands = propSchemas[m.key] ?? (matched + extra)
                 return (m.key, cands.first.map { m.value.reordered($0, root: root, depth: depth + 1) } ?? m.value)
             })
         case .array(let items):

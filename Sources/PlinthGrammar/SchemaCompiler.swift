@@ -21,11 +21,11 @@ final class SchemaCompiler {
         "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
         "additionalItems", "minItems", "maxItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "multipleOf", "minLength", "maxLength", "pattern", "format", "anyOf", "oneOf", "allOf", "$ref",
+        "patternProperties", "minProperties", "maxProperties",
     ]
     static let unsupported: Set<String> = [
-        "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "patternProperties",
-        "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
-        "uniqueItems", "minProperties", "maxProperties", "$dynamicRef", "$recursiveRef",
+        "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
+        "uniqueItems", "$dynamicRef", "$recursiveRef",
     ]
     static let formats: [String: String] = {
         // Calendar-exact (RFC 3339 full-date): day ranges per month, 29 February only in
@@ -185,14 +185,6 @@ final class SchemaCompiler {
             switch k {
             case "uniqueItems" where v == .bool(false): continue
             case "uniqueItems" where (get(d, "maxItems")?.integerValue ?? 2) <= 1: continue
-            case "minProperties":
-                let req = get(d, "required")?.arrayValue?.count ?? 0
-                if let m = v.integerValue, m <= req { continue }
-            case "maxProperties":
-                let declared = get(d, "properties")?.objectMembers?.count ?? 0
-                let ap = get(d, "additionalProperties")
-                let closed = ap == .bool(false) || (ap == nil && !options.additionalPropertiesByDefault)
-                if let m = v.integerValue, closed, declared <= m { continue }
             case "then" where get(d, "if") == nil, "else" where get(d, "if") == nil: continue
             case "if" where get(d, "then") == nil && get(d, "else") == nil: continue
             case "dependentRequired", "dependencies":
@@ -213,7 +205,7 @@ final class SchemaCompiler {
     }
 
     func propertyPossible(_ d: Members, _ name: String) -> Bool {
-        if get(d, "properties")?[name] != nil { return true }
+        if get(d, "properties")?[name] != nil || get(d, "patternProperties") != nil { return true }
         let ap = get(d, "additionalProperties")
         return !(ap == .bool(false) || (ap == nil && !options.additionalPropertiesByDefault))
     }
@@ -362,6 +354,13 @@ final class SchemaCompiler {
                 if options.lenient { ignored.append(ptr + "/" + k); continue }
                 throw .unsupportedKeyword(keyword: k, pointer: ptr + "/" + k)
             }
+        }
+        // Which keys a side's patternProperties govern isn't expressible in the merged properties
+        // below, so patterns merge only with a side that says nothing about properties.
+        let objectKeys: Set<String> = ["properties", "additionalProperties", "patternProperties"]
+        if get(a, "patternProperties") != nil || get(bd, "patternProperties") != nil,
+           a.contains(where: { objectKeys.contains($0.key) }) && bd.contains(where: { objectKeys.contains($0.key) }) {
+            throw .unsupportedKeyword(keyword: "patternProperties", pointer: ptr)
         }
         // Properties and additionalProperties: each side constrains the other's extra properties.
         if aProps != nil || bProps != nil || get(a, "additionalProperties") != nil || get(bd, "additionalProperties") != nil {
@@ -597,11 +596,34 @@ final class SchemaCompiler {
             for x in arr { if let s = x.stringValue, required.insert(s).inserted { requiredOrder.append(s) } }
         }
         let ap = get(d, "additionalProperties") ?? .bool(options.additionalPropertiesByDefault)
+        var patterns: [(regex: String, schema: JSONValue)] = []
+        if let pp = get(d, "patternProperties") {
+            guard let m = pp.objectMembers else {
+                throw .invalidSchema(reason: "patternProperties must be an object", pointer: ptr + "/patternProperties")
+            }
+            patterns = m.map { ($0.key, $0.value) }
+        }
+        // A key's value satisfies the schema of every pattern the key matches; a key no
+        // property declares and no pattern matches is an additional property.
+        func patternSchemas(_ name: String) throws(GrammarError) -> [JSONValue] {
+            var out: [JSONValue] = []
+            for (re, schema) in patterns where try SchemaCompiler.matches(name, pattern: re) { out.append(schema) }
+            return out
+        }
+        func allOf(_ schemas: [JSONValue]) -> JSONValue {
+            let kept = schemas.filter { $0 != .bool(true) }
+            return kept.count == 1 ? kept[0] : kept.isEmpty ? .bool(true) : .object([("allOf", .array(kept))])
+        }
+        for i in props.indices {
+            let extra = try patternSchemas(props[i].key)
+            if !extra.isEmpty && props[i].value != .bool(false) { props[i].value = allOf([props[i].value] + extra) }
+        }
         // Undeclared required names follow the declared ones in `required` order, the order
         // schema authors (and `reordered(forSchema:)`) list them in.
         for name in requiredOrder where !props.contains(where: { $0.key == name }) {
-            if ap == .bool(false) { return emptyRule() }
-            props.append((name, ap))
+            let matched = try patternSchemas(name)
+            if matched.isEmpty && ap == .bool(false) { return emptyRule() }
+            props.append((name, matched.isEmpty ? ap : allOf(matched)))
         }
         // Compile property value rules.
         var valueRules: [Int32?] = []
@@ -613,19 +635,47 @@ final class SchemaCompiler {
             }
             valueRules.append(try rule(schema, ptr + "/properties/" + escapePointer(name)))
         }
-        var apRule: Int32? = nil
-        var keyRule: Int32? = nil
-        if ap != .bool(false) {
-            apRule = try rule(ap, ptr + "/additionalProperties")
-            let names = props.map(\.key)
-            keyRule = try b.leaf("key-except:" + names.joined(separator: "\u{0}"), pointer: ptr) { () throws(GrammarError) -> DFA in
-                let str = try plainStringDFA()
-                if names.isEmpty { return str }
-                return DFA.strings(of: str, except: names.map { nm in
-                    var enc: [UInt8] = []
-                    JSONValue.writeString(nm, into: &enc)
-                    return enc
-                })
+        // Members after the declared ones: (key automaton, value rule) pairs.
+        var extras: [(key: Int32, value: Int32)] = []
+        let names = props.map(\.key)
+        let namesKey = "key-except:" + names.joined(separator: "\u{0}")
+        func undeclaredKeys() throws(GrammarError) -> DFA {
+            let str = try plainStringDFA()
+            if names.isEmpty { return str }
+            return DFA.strings(of: str, except: names.map { nm in
+                var enc: [UInt8] = []
+                JSONValue.writeString(nm, into: &enc)
+                return enc
+            })
+        }
+        if patterns.isEmpty {
+            if ap != .bool(false) {
+                extras.append((try b.leaf(namesKey, pointer: ptr, undeclaredKeys), try rule(ap, ptr + "/additionalProperties")))
+            }
+        } else {
+            // One alternative per set of patterns a key can match together: the keys that match
+            // exactly those patterns (the empty set: none, the additional properties).
+            guard patterns.count <= 4 else {
+                throw .budgetExceeded("more than 4 patternProperties in one object at \(ptr)")
+            }
+            let budget = options.stateBudget
+            var patternDFAs: [DFA] = []
+            for (re, _) in patterns { patternDFAs.append(try SchemaCompiler.patternStringDFA(re, fullMatch: false, budget: budget)) }
+            for set in 0..<(1 << patterns.count) {
+                let members = patterns.indices.filter { set & (1 << $0) != 0 }
+                if members.isEmpty && ap == .bool(false) { continue }
+                if members.contains(where: { patterns[$0].schema == .bool(false) }) { continue }
+                var keys = try undeclaredKeys()
+                for i in patterns.indices {
+                    keys = try DFA.product(keys, patternDFAs[i], intersect: members.contains(i), budget: budget)
+                }
+                if keys.isEmptyLanguage { continue }
+                let leafKey = namesKey + "\u{1}" + patterns.map(\.regex).joined(separator: "\u{0}") + "\u{1}\(set)"
+                let keyRule = try b.leaf(leafKey, pointer: ptr + "/patternProperties") { () throws(GrammarError) -> DFA in keys }
+                let valueRule = members.isEmpty ? try rule(ap, ptr + "/additionalProperties")
+                    : members.count == 1 ? try rule(patterns[members[0]].schema, ptr + "/patternProperties/" + escapePointer(patterns[members[0]].regex))
+                    : try rule(allOf(members.map { patterns[$0].schema }), ptr + "/patternProperties")
+                extras.append((keyRule, valueRule))
             }
         }
         var nfa = NFA()
@@ -639,37 +689,65 @@ final class SchemaCompiler {
         let n = props.count
         // optionalFrom[i]: the object may end before property i; keyFrom[i]: a key can follow
         // (a comma leading nowhere would leave dead states to trim).
-        var optionalFrom = [Bool](repeating: true, count: n + 1), keyFrom = [Bool](repeating: keyRule != nil, count: n + 1)
+        var optionalFrom = [Bool](repeating: true, count: n + 1), keyFrom = [Bool](repeating: !extras.isEmpty, count: n + 1)
         for i in stride(from: n - 1, through: 0, by: -1) {
             let optional = !required.contains(props[i].key)
             optionalFrom[i] = optionalFrom[i + 1] && optional
             keyFrom[i] = valueRules[i] != nil || (optional && keyFrom[i + 1])
         }
-        var K: [Int32] = [], A: [Int32] = []
-        for _ in 0...n { K.append(nfa.add()); A.append(nfa.add()) }
-        nfa.epsilon(open, K[0])
-        if optionalFrom[0] { nfa.range(open, 0x7D, 0x7D, accept) }
-        for i in 0...n {
-            if optionalFrom[i] { nfa.range(A[i], 0x7D, 0x7D, accept) }
-            if keyFrom[i] { nfa.epsilon(ws(&nfa, nfa.literal(A[i], [0x2C])), K[i]) }
-            guard i < n else { continue }
-            if !required.contains(props[i].key) { nfa.epsilon(K[i], K[i + 1]) }
-            guard let vr = valueRules[i] else { continue }
-            var key: [UInt8] = []
-            JSONValue.writeString(props[i].key, into: &key)
-            let s = ws(&nfa, nfa.literal(ws(&nfa, nfa.literal(K[i], key)), [0x3A]))
-            let ret = nfa.add()
-            nfa.call(s, vr, ret)
-            callLabels[ret] = b.label(.property(props[i].key))
-            nfa.epsilon(ws(&nfa, ret), A[i + 1])
+        // minProperties/maxProperties: the member count goes into the states, as a level
+        // 0...levels-1 (without a maximum the top level stands for "at least the minimum").
+        // Bounds that the declared and required properties already imply cost nothing.
+        var minP = max(get(d, "minProperties")?.integerValue ?? 0, 0)
+        var maxP = get(d, "maxProperties")?.integerValue
+        if let m = maxP, m < 0 { throw .invalidSchema(reason: "maxProperties must not be negative", pointer: ptr + "/maxProperties") }
+        if minP <= required.count { minP = 0 }
+        if let m = maxP, extras.isEmpty, valueRules.filter({ $0 != nil }).count <= m { maxP = nil }
+        if let m = maxP, m < max(minP, required.count) { return emptyRule() }
+        // Undeclared keys may repeat in the text, and a repeated key is one property once
+        // parsed: a minimum above 1 that undeclared keys could help reach can't be enforced.
+        if minP > 1 && !extras.isEmpty { throw .unsupportedKeyword(keyword: "minProperties", pointer: ptr + "/minProperties") }
+        let levels = (maxP ?? minP) + 1
+        if levels > 64 { throw .budgetExceeded("minProperties/maxProperties above 63 at \(ptr)") }
+        /// The level after one more member; nil where the maximum is reached.
+        func up(_ c: Int) -> Int? { c + 1 < levels ? c + 1 : (maxP == nil ? c : nil) }
+        var K: [[Int32]] = [], A: [[Int32]] = []
+        for _ in 0..<levels {
+            var k: [Int32] = [], a: [Int32] = []
+            for _ in 0...n { k.append(nfa.add()); a.append(nfa.add()) }
+            K.append(k); A.append(a)
         }
-        // Extra properties come after the declared ones.
-        if let kr = keyRule, let ar = apRule {
-            let k = nfa.add(); nfa.call(K[n], kr, k)
-            let s = ws(&nfa, nfa.literal(ws(&nfa, k), [0x3A]))
-            let ret = nfa.add(); nfa.call(s, ar, ret)
-            callLabels[ret] = b.label(.additionalProperty)
-            nfa.epsilon(ws(&nfa, ret), A[n])
+        nfa.epsilon(open, K[0][0])
+        if optionalFrom[0] && minP == 0 { nfa.range(open, 0x7D, 0x7D, accept) }
+        var keys: [[UInt8]] = []
+        for (name, _) in props {
+            var key: [UInt8] = []
+            JSONValue.writeString(name, into: &key)
+            keys.append(key)
+        }
+        for c in 0..<levels {
+            let next = up(c)
+            for i in 0...n {
+                if optionalFrom[i] && c >= minP { nfa.range(A[c][i], 0x7D, 0x7D, accept) }
+                if keyFrom[i] && next != nil { nfa.epsilon(ws(&nfa, nfa.literal(A[c][i], [0x2C])), K[c][i]) }
+                guard i < n else { continue }
+                if !required.contains(props[i].key) { nfa.epsilon(K[c][i], K[c][i + 1]) }
+                guard let vr = valueRules[i], let next else { continue }
+                let s = ws(&nfa, nfa.literal(ws(&nfa, nfa.literal(K[c][i], keys[i])), [0x3A]))
+                let ret = nfa.add()
+                nfa.call(s, vr, ret)
+                callLabels[ret] = b.label(.property(props[i].key))
+                nfa.epsilon(ws(&nfa, ret), A[next][i + 1])
+            }
+            // Extra properties come after the declared ones.
+            guard let next else { continue }
+            for (kr, ar) in extras {
+                let k = nfa.add(); nfa.call(K[c][n], kr, k)
+                let s = ws(&nfa, nfa.literal(ws(&nfa, k), [0x3A]))
+                let ret = nfa.add(); nfa.call(s, ar, ret)
+                callLabels[ret] = b.label(.additionalProperty)
+                nfa.epsilon(ws(&nfa, ret), A[next][n])
+            }
         }
         return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
     }
@@ -744,6 +822,24 @@ final class SchemaCompiler {
     }
 
     // MARK: Strings
+
+    /// JSON strings (quotes included) whose content matches `pattern`: JSON Schema's search
+    /// semantics, or the whole content when `fullMatch` (formats).
+    static func patternStringDFA(_ pattern: String, fullMatch: Bool, budget: Int) throws(GrammarError) -> DFA {
+        var n = NFA()
+        let s = n.add(), open = n.add(), e = n.add()
+        n.range(s, 0x22, 0x22, open)
+        let end = try RegexBuilder.contentNFA(pattern, fullMatch: fullMatch, nfa: &n, from: open)
+        n.range(end, 0x22, 0x22, e)
+        return try DFA.determinize(n, start: s, accepting: [e], budget: budget)
+    }
+
+    /// Whether `text` matches `pattern` (search semantics unless `fullMatch`).
+    static func matches(_ text: String, pattern: String, fullMatch: Bool = false) throws(GrammarError) -> Bool {
+        var enc: [UInt8] = []
+        JSONValue.writeString(text, into: &enc)
+        return try patternStringDFA(pattern, fullMatch: fullMatch, budget: 100_000).accepts(enc)
+    }
 
     /// `"` any JSON string content `"` (state 1: between characters). Built once.
     func plainStringDFA() throws(GrammarError) -> DFA { SchemaCompiler.plainString }
@@ -855,12 +951,7 @@ final class SchemaCompiler {
         func patternDFA() throws(GrammarError) -> DFA {
             var acc: DFA? = nil
             for (p, full) in patterns.map({ ($0, false) }) + fullPatterns.map({ ($0, true) }) {
-                var n = NFA()
-                let s = n.add(), open = n.add(), e = n.add()
-                n.range(s, 0x22, 0x22, open)
-                let end = try RegexBuilder.contentNFA(p, fullMatch: full, nfa: &n, from: open)
-                n.range(end, 0x22, 0x22, e)
-                let part = try DFA.determinize(n, start: s, accepting: [e], budget: budget)
+                let part = try SchemaCompiler.patternStringDFA(p, fullMatch: full, budget: budget)
                 acc = try acc.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
             }
             return acc!
@@ -981,15 +1072,7 @@ struct LiteralValidator {
                     } else {
                         pats = (s.arrayValue ?? [s]).compactMap(\.stringValue).map { ($0, false) }
                     }
-                    var enc: [UInt8] = []
-                    JSONValue.writeString(str, into: &enc)
-                    for (p, full) in pats {
-                        var nfa = NFA()
-                        let st = nfa.add(), open = nfa.add(), e = nfa.add()
-                        nfa.range(st, 0x22, 0x22, open)
-                        nfa.range(try RegexBuilder.contentNFA(p, fullMatch: full, nfa: &nfa, from: open), 0x22, 0x22, e)
-                        if !(try DFA.determinize(nfa, start: st, accepting: [e], budget: 100_000)).accepts(enc) { return false }
-                    }
+                    for (p, full) in pats where !(try SchemaCompiler.matches(str, pattern: p, fullMatch: full)) { return false }
                 }
             case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf":
                 guard case .number(let t) = v, let x = DecimalNumber(t) else { continue }
@@ -1013,7 +1096,18 @@ struct LiteralValidator {
             case "additionalProperties":
                 guard case .object(let m) = v else { continue }
                 let declared = compiler.get(d, "properties")?.objectMembers?.map(\.key) ?? []
-                for (pk, pv) in m where !declared.contains(pk) { if !(try satisfies(pv, s)) { return false } }
+                let patterns = compiler.get(d, "patternProperties")?.objectMembers?.map(\.key) ?? []
+                members: for (pk, pv) in m where !declared.contains(pk) {
+                    for p in patterns where try SchemaCompiler.matches(pk, pattern: p) { continue members }
+                    if !(try satisfies(pv, s)) { return false }
+                }
+            case "patternProperties":
+                guard case .object(let m) = v else { continue }
+                for (p, ps) in s.objectMembers ?? [] {
+                    for (pk, pv) in m where try SchemaCompiler.matches(pk, pattern: p) {
+                        if !(try satisfies(pv, ps)) { return false }
+                    }
+                }
             case "items":
                 guard case .array(let a) = v else { continue }
                 if case .array = s { throw .unsupportedKeyword(keyword: k, pointer: pointer) }
@@ -1022,6 +1116,10 @@ struct LiteralValidator {
             case "prefixItems":
                 guard case .array(let a) = v else { continue }
                 for (x, ps) in zip(a, s.arrayValue ?? []) { if !(try satisfies(x, ps)) { return false } }
+            case "minProperties", "maxProperties":
+                guard case .object(let m) = v else { continue }
+                if k == "minProperties", m.count < (s.integerValue ?? 0) { return false }
+                if k == "maxProperties", m.count > (s.integerValue ?? Int.max) { return false }
             case "minItems", "maxItems":
                 guard case .array(let a) = v else { continue }
                 if k == "minItems", a.count < (s.integerValue ?? 0) { return false }

@@ -26,6 +26,49 @@ struct SchemaGrammarTests {
                   options: GrammarOptions(additionalPropertiesByDefault: true))
     }
 
+    /// A key's value satisfies every pattern the key matches (and its declared schema); keys
+    /// that no property declares and no pattern matches are additional properties.
+    @Test func patternProperties() throws {
+        let schema = #"{"type":"object","properties":{"id":{"type":"integer"},"x_n":{"type":"integer"}},"#
+            + #""patternProperties":{"^x_":{"type":"integer","minimum":0},"n$":{"type":"integer","maximum":9}},"#
+            + #""additionalProperties":false}"#
+        try check(schema,
+                  valid: [#"{"id":-5}"#, #"{"id":1,"x_n":9}"#, #"{"x_a":100}"#, #"{"zn":-3}"#, #"{"x_an":0,"x_b":7}"#],
+                  invalid: [#"{"x_n":10}"#, #"{"x_n":-1}"#, #"{"x_a":-1}"#, #"{"zn":10}"#, #"{"x_an":10}"#, #"{"x_an":-1}"#,
+                            #"{"other":1}"#, #"{"x_a":"s"}"#, #"{"x_a":1,"id":1}"#])
+        // Without additionalProperties: false, unmatched keys take anything (JSON Schema's default).
+        try check(#"{"type":"object","patternProperties":{"^[0-9]+$":{"type":"boolean"}}}"#,
+                  valid: [#"{"12":true}"#, #"{"a":[1]}"#, #"{"a1":"s","2":false}"#], invalid: [#"{"12":1}"#, #"{"a":1,"3":null}"#],
+                  options: GrammarOptions(additionalPropertiesByDefault: true))
+        // A required name that only a pattern covers; a pattern whose schema is false.
+        try check(#"{"type":"object","required":["x_k"],"patternProperties":{"^x_":{"type":"string"},"^no":false},"additionalProperties":{"type":"null"}}"#,
+                  valid: [#"{"x_k":"v"}"#, #"{"x_k":"v","y":null}"#], invalid: [#"{}"#, #"{"x_k":1}"#, #"{"x_k":"v","no":null}"#, #"{"x_k":"v","y":1}"#])
+        // allOf can't merge patterns into another side's properties: a named error, not a wrong grammar.
+        do {
+            _ = try TestVocab.grammar(#"{"allOf":[{"patternProperties":{"a":{}}},{"properties":{"b":{}}}]}"#)
+            Issue.record("expected an unsupported-keyword error")
+        } catch GrammarError.unsupportedKeyword(let keyword, _) {
+            #expect(keyword == "patternProperties")
+        }
+    }
+
+    @Test func propertyCounts() throws {
+        let props = #""properties":{"a":{"type":"integer"},"b":{"type":"integer"},"c":{"type":"integer"}}"#
+        try check(#"{"type":"object",\#(props),"minProperties":1}"#,
+                  valid: [#"{"a":1}"#, #"{"c":1}"#, #"{"a":1,"b":2,"c":3}"#], invalid: [#"{}"#])
+        try check(#"{"type":"object",\#(props),"minProperties":2,"maxProperties":2}"#,
+                  valid: [#"{"a":1,"b":2}"#, #"{"a":1,"c":3}"#, #"{"b":1,"c":3}"#], invalid: [#"{}"#, #"{"a":1}"#, #"{"a":1,"b":2,"c":3}"#])
+        try check(#"{"type":"object","minProperties":1,"maxProperties":2,"additionalProperties":{"type":"string"}}"#,
+                  valid: [#"{"x":"1"}"#, #"{"x":"1","y":"2"}"#], invalid: [#"{}"#, #"{"x":"1","y":"2","z":"3"}"#])
+        // A repeated undeclared key would count twice in the text but once parsed.
+        do {
+            _ = try TestVocab.grammar(#"{"type":"object","minProperties":2,"additionalProperties":true}"#)
+            Issue.record("expected an unsupported-keyword error")
+        } catch GrammarError.unsupportedKeyword(let keyword, _) {
+            #expect(keyword == "minProperties")
+        }
+    }
+
     @Test func arraysWithBounds() throws {
         try check(#"{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3}"#,
                   valid: ["[1]", "[1,2,3]"], invalid: ["[]", "[1,2,3,4]", "[1,]", "[\"a\"]"])
