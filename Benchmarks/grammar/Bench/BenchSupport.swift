@@ -7,6 +7,24 @@ let modelNames = ["smol": "SmolLM2-135M-Instruct", "qwen": "Qwen2.5-Coder-0.5B-I
 
 func nanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+/// CPU time of the calling thread, or of the whole process: unlike wall time, it leaves out the
+/// time other processes on a shared machine take from this one.
+func threadCPUNanos() -> UInt64 { cpuNanos(CLOCK_THREAD_CPUTIME_ID) }
+func processCPUNanos() -> UInt64 { cpuNanos(CLOCK_PROCESS_CPUTIME_ID) }
+
+/// Minor page faults of the process so far (fresh memory the kernel had to zero).
+func minorPageFaults() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_minflt
+}
+
+private func cpuNanos(_ clock: clockid_t) -> UInt64 {
+    var ts = timespec()
+    clock_gettime(clock, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 func percentile(_ xs: [Double], _ p: Double) -> Double {
     guard !xs.isEmpty else { return .nan }
     let s = xs.sorted()

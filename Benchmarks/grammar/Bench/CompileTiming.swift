@@ -51,8 +51,3 @@ func runCompileTiming(_ arguments: [String]) throws {
     }
 }
 
-func threadCPUNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
