@@ -113,6 +113,7 @@ struct DFA: Hashable {
     /// with the state of `strings` its bytes lead to, or, once the input has left the trie, a
     /// state of `strings` alone. (Every object that allows extra properties needs one, for the
     /// keys it doesn't declare, so it is worth not going through the general product.)
+    /// When `strings` is trim, so is the result.
     static func strings(of strings: DFA, except excluded: [[UInt8]]) -> DFA {
         // The trie in flat arrays, children linked in byte order (the words are sorted);
         // `final`: a whole excluded string ends at the node.
@@ -157,7 +158,9 @@ struct DFA: Hashable {
             let (node, q) = work[cursor]
             let from = node >= 0 ? trieState[Int(node)] : plainState[Int(q)]
             cursor += 1
+            // One allocation per state: a trie node adds two edges per child, and most have one.
             var edges: [ByteEdge] = []
+            edges.reserveCapacity(strings.trans[Int(q)].count + (node >= 0 ? 4 : 0))
             var kid = node >= 0 ? firstChild[Int(node)] : -1
             for e in strings.trans[Int(q)] {
                 // Split the edge at the bytes that stay in the trie.
@@ -166,7 +169,11 @@ struct DFA: Hashable {
                 while kid >= 0 && byte[Int(kid)] <= e.hi {
                     let b = Int(byte[Int(kid)])
                     if b > lo { edges.append(ByteEdge(lo: UInt8(lo), hi: UInt8(b - 1), to: stateFor(node: -1, state: e.to))) }
-                    edges.append(ByteEdge(lo: UInt8(b), hi: UInt8(b), to: stateFor(node: kid, state: e.to)))
+                    // An excluded string that `strings` can't continue is a dead end: no edge,
+                    // so the result needs no trimming.
+                    if !(final[Int(kid)] && strings.trans[Int(e.to)].isEmpty) {
+                        edges.append(ByteEdge(lo: UInt8(b), hi: UInt8(b), to: stateFor(node: kid, state: e.to)))
+                    }
                     lo = b + 1
                     kid = nextSibling[Int(kid)]
                 }

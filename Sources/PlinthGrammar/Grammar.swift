@@ -179,26 +179,39 @@ final class Grammar: Sendable {
             counted.append(rule.counted != nil)
             minC.append(Int32(rule.counted?.min ?? 0))
             maxC.append(Int32(rule.counted?.max ?? -1))
-            var isLeaf = true
-            for s in 0..<d.count {
-                let g = base + s
-                ruleOf[g] = Int32(nr)
-                accepting[g] = table.accepting[s]
-                hasBytes[g] = table.hasBytes[s]
-                classMapOf[g] = map
-                let row = table.rowOf[s]
-                if row >= 0 {
-                    rowOf[g] = Int32(rowBase) + row
-                } else if table.single[s].to >= 0 {
-                    single[g] = table.single[s]
-                    single[g].to += Int32(base)
+            // The per-state fields in bulk: a grammar's states are mostly its leaves' (thousands
+            // for a large key set or a length-bounded pattern), copied at every compilation.
+            let count = d.count, states = base..<(base + count), rowBase32 = Int32(rowBase), base32 = Int32(base)
+            Grammar.fill(&ruleOf, states, Int32(nr))
+            Grammar.fill(&classMapOf, states, map)
+            Grammar.copy(table.accepting, into: &accepting, at: base)
+            Grammar.copy(table.hasBytes, into: &hasBytes, at: base)
+            rowOf.withUnsafeMutableBufferPointer { rowOut in
+                single.withUnsafeMutableBufferPointer { singleOut in
+                    table.rowOf.withUnsafeBufferPointer { rows in
+                        table.single.withUnsafeBufferPointer { edges in
+                            for s in 0..<count {
+                                if rows[s] >= 0 {
+                                    rowOut[base + s] = rowBase32 + rows[s]
+                                } else if edges[s].to >= 0 {
+                                    singleOut[base + s] = ByteEdge(lo: edges[s].lo, hi: edges[s].hi, to: edges[s].to + base32)
+                                }
+                            }
+                        }
+                    }
                 }
-                callStart[g] = Int32(callRule.count)
-                if rule.shared != nil { continue }
-                for cl in d.calls[s] {
-                    isLeaf = false
-                    callRule.append(newId[Int(cl.rule)])
-                    callReturn.append(Int32(base) + cl.to)
+            }
+            var isLeaf = true
+            if rule.shared != nil {
+                Grammar.fill(&callStart, states, Int32(callRule.count))
+            } else {
+                for s in 0..<count {
+                    callStart[base + s] = Int32(callRule.count)
+                    for cl in d.calls[s] {
+                        isLeaf = false
+                        callRule.append(newId[Int(cl.rule)])
+                        callReturn.append(base32 + cl.to)
+                    }
                 }
             }
             rowBase += table.next.count
@@ -233,6 +246,18 @@ final class Grammar: Sendable {
         self.labels = b.labels
         self.root = 0
         self.stateCount = total
+    }
+
+    static func fill<T>(_ array: inout [T], _ range: Range<Int>, _ value: T) {
+        array.withUnsafeMutableBufferPointer { UnsafeMutableBufferPointer(rebasing: $0[range]).update(repeating: value) }
+    }
+
+    static func copy<T>(_ source: [T], into array: inout [T], at start: Int) {
+        array.withUnsafeMutableBufferPointer { out in
+            source.withUnsafeBufferPointer { src in
+                _ = UnsafeMutableBufferPointer(rebasing: out[start..<(start + src.count)]).update(fromContentsOf: src)
+            }
+        }
     }
 
     /// Maps state labels of `old` onto `new` (after trimming) by walking both from the start.
@@ -323,9 +348,11 @@ final class GrammarBuilder {
 
     /// A rule for a call-free automaton, shared by every use with the same `key`. A `counted`
     /// rule is the plain string automaton with its characters counted.
-    func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)? = nil, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> Int32 {
+    /// `alreadyTrim`: `make` returns an automaton without dead states (the trimming pass is skipped).
+    func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)? = nil, alreadyTrim: Bool = false,
+              _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> Int32 {
         if let r = leafCache[key] { return r }
-        let shared = try GrammarBuilder.sharedLeaf(key, make)
+        let shared = try GrammarBuilder.sharedLeaf(key, alreadyTrim: alreadyTrim, make)
         let r = reserve(pointer: pointer)
         try define(r, shared.dfa, counted: counted, leafKey: key, shared: shared)
         leafCache[key] = r
@@ -334,9 +361,10 @@ final class GrammarBuilder {
 
     /// The shared leaf for `key`, made (and trimmed, so that grammars can take it as it is) on
     /// first use.
-    static func sharedLeaf(_ key: String, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> SharedLeaf {
+    static func sharedLeaf(_ key: String, alreadyTrim: Bool = false, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> SharedLeaf {
         if let l = sharedLeaves.withLock({ $0[key] }) { return l }
-        let shared = SharedLeaf(try make().trimmed())
+        let made = try make()
+        let shared = SharedLeaf(alreadyTrim ? made : made.trimmed())
         sharedLeaves.withLock { c in
             if c.count >= sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
             c[key] = shared

@@ -650,7 +650,8 @@ final class SchemaCompiler {
         }
         if patterns.isEmpty {
             if ap != .bool(false) {
-                extras.append((try b.leaf(namesKey, pointer: ptr, undeclaredKeys), try rule(ap, ptr + "/additionalProperties")))
+                // The plain string automaton is trim, so the keys outside the names are too.
+                extras.append((try b.leaf(namesKey, pointer: ptr, alreadyTrim: true, undeclaredKeys), try rule(ap, ptr + "/additionalProperties")))
             }
         } else {
             // One alternative per set of patterns a key can match together: the keys that match
