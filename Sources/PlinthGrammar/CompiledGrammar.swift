@@ -4,25 +4,46 @@ import Synchronization
 /// all stay inside the state's rule, plus the trie nodes where a token leaves the rule (there the
 /// matcher continues against the live stack).
 final class MaskEntry: Sendable {
+    /// A dense mask: every word. Empty for a sparse mask (under a quarter of its words set, as
+    /// in most states of a key or literal), which keeps only its non-zero words: a state's mask
+    /// is a vocabulary's worth of bits (19 KB for Qwen2.5) and a grammar caches thousands.
     let words: [UInt32]
+    let sparseIndex: [Int32]
+    let sparseWords: [UInt32]
     /// Trie nodes (with children) where the rule can pop or call, and the state reached there.
     let frontierNodes: [Int32]
     let frontierStates: [Int32]
     let frontierCounts: [Int32]
-    let nonEmptyWords: [Int32]
     /// Whether the frontier nodes are in the vocabulary's `rest` trie (else the full trie).
     let inRest: Bool
 
     init(words: [UInt32], frontierNodes: [Int32], frontierStates: [Int32], frontierCounts: [Int32], inRest: Bool) {
         self.inRest = inRest
-        self.words = words
         self.frontierNodes = frontierNodes
         self.frontierStates = frontierStates
         self.frontierCounts = frontierCounts
-        var nz: [Int32] = []
-        for (i, w) in words.enumerated() where w != 0 { nz.append(Int32(i)) }
-        // Dense masks are OR-ed whole; sparse ones word by word.
-        nonEmptyWords = nz.count * 4 < words.count ? nz : []
+        var index: [Int32] = [], set: [UInt32] = []
+        for (i, w) in words.enumerated() where w != 0 { index.append(Int32(i)); set.append(w) }
+        if index.count * 4 < words.count {
+            self.words = []
+            sparseIndex = index
+            sparseWords = set
+        } else {
+            self.words = words
+            sparseIndex = []
+            sparseWords = []
+        }
+    }
+
+    /// ORs the mask into `out`.
+    @inline(__always) func add(into out: UnsafeMutableBufferPointer<UInt32>) {
+        if words.isEmpty {
+            sparseIndex.withUnsafeBufferPointer { index in
+                sparseWords.withUnsafeBufferPointer { set in for k in 0..<index.count { out[Int(index[k])] |= set[k] } }
+            }
+        } else {
+            words.withUnsafeBufferPointer { src in for i in 0..<src.count { out[i] |= src[i] } }
+        }
     }
 }
 

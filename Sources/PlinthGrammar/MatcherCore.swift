@@ -64,11 +64,7 @@ struct MatcherCore {
         let e = grammar.entry(state: f.state, count: f.count)
         let r = Int(g.ruleOf[Int(f.state)])
         let base = grammar.leafCaches[r] != nil ? g.ruleStart[r] : 0
-        if !e.nonEmptyWords.isEmpty {
-            e.words.withUnsafeBufferPointer { src in for i in e.nonEmptyWords { words[Int(i)] |= src[Int(i)] } }
-        } else {
-            e.words.withUnsafeBufferPointer { src in for i in 0..<src.count { words[i] |= src[i] } }
-        }
+        e.add(into: words)
         if e.frontierNodes.isEmpty { return }
         var set = scratchExits
         scratchExits = []
