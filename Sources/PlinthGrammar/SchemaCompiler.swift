@@ -602,26 +602,34 @@ final class SchemaCompiler {
                 throw .invalidSchema(reason: "patternProperties must be an object", pointer: ptr + "/patternProperties")
             }
             patterns = m.map { ($0.key, $0.value) }
+            guard patterns.count <= 4 else {
+                throw .budgetExceeded("more than 4 patternProperties in one object at \(ptr)")
+            }
         }
+        // Each pattern's automaton, built once for the names below and the key leaves.
+        let budget = options.stateBudget
+        var patternDFAs: [DFA] = []
+        for (re, _) in patterns { patternDFAs.append(try SchemaCompiler.patternStringDFA(re, fullMatch: false, budget: budget)) }
         // A key's value satisfies the schema of every pattern the key matches; a key no
         // property declares and no pattern matches is an additional property.
-        func patternSchemas(_ name: String) throws(GrammarError) -> [JSONValue] {
-            var out: [JSONValue] = []
-            for (re, schema) in patterns where try SchemaCompiler.matches(name, pattern: re) { out.append(schema) }
-            return out
+        func patternSchemas(_ name: String) -> [JSONValue] {
+            guard !patterns.isEmpty else { return [] }
+            var key: [UInt8] = []
+            JSONValue.writeString(name, into: &key)
+            return patterns.indices.filter { patternDFAs[$0].accepts(key) }.map { patterns[$0].schema }
         }
         func allOf(_ schemas: [JSONValue]) -> JSONValue {
             let kept = schemas.filter { $0 != .bool(true) }
             return kept.count == 1 ? kept[0] : kept.isEmpty ? .bool(true) : .object([("allOf", .array(kept))])
         }
         for i in props.indices {
-            let extra = try patternSchemas(props[i].key)
+            let extra = patternSchemas(props[i].key)
             if !extra.isEmpty && props[i].value != .bool(false) { props[i].value = allOf([props[i].value] + extra) }
         }
         // Undeclared required names follow the declared ones in `required` order, the order
         // schema authors (and `reordered(forSchema:)`) list them in.
         for name in requiredOrder where !props.contains(where: { $0.key == name }) {
-            let matched = try patternSchemas(name)
+            let matched = patternSchemas(name)
             if matched.isEmpty && ap == .bool(false) { return emptyRule() }
             props.append((name, matched.isEmpty ? ap : allOf(matched)))
         }
@@ -656,23 +664,22 @@ final class SchemaCompiler {
         } else {
             // One alternative per set of patterns a key can match together: the keys that match
             // exactly those patterns (the empty set: none, the additional properties).
-            guard patterns.count <= 4 else {
-                throw .budgetExceeded("more than 4 patternProperties in one object at \(ptr)")
-            }
-            let budget = options.stateBudget
-            var patternDFAs: [DFA] = []
-            for (re, _) in patterns { patternDFAs.append(try SchemaCompiler.patternStringDFA(re, fullMatch: false, budget: budget)) }
             for set in 0..<(1 << patterns.count) {
                 let members = patterns.indices.filter { set & (1 << $0) != 0 }
                 if members.isEmpty && ap == .bool(false) { continue }
                 if members.contains(where: { patterns[$0].schema == .bool(false) }) { continue }
-                var keys = try undeclaredKeys()
-                for i in patterns.indices {
-                    keys = try DFA.product(keys, patternDFAs[i], intersect: members.contains(i), budget: budget)
-                }
-                if keys.isEmptyLanguage { continue }
+                // Through the shared leaves, so that a recurring object reuses its key automata
+                // (and knows which are empty) without recomputing the products.
                 let leafKey = namesKey + "\u{1}" + patterns.map(\.regex).joined(separator: "\u{0}") + "\u{1}\(set)"
-                let keyRule = try b.leaf(leafKey, pointer: ptr + "/patternProperties") { () throws(GrammarError) -> DFA in keys }
+                let keys = try GrammarBuilder.sharedLeaf(leafKey) { () throws(GrammarError) -> DFA in
+                    var keys = try undeclaredKeys()
+                    for i in patterns.indices {
+                        keys = try DFA.product(keys, patternDFAs[i], intersect: members.contains(i), budget: budget)
+                    }
+                    return keys
+                }
+                if keys.dfa.isEmptyLanguage { continue }
+                let keyRule = try b.leaf(leafKey, pointer: ptr + "/patternProperties") { () throws(GrammarError) -> DFA in keys.dfa }
                 let valueRule = members.isEmpty ? try rule(ap, ptr + "/additionalProperties")
                     : members.count == 1 ? try rule(patterns[members[0]].schema, ptr + "/patternProperties/" + escapePointer(patterns[members[0]].regex))
                     : try rule(allOf(members.map { patterns[$0].schema }), ptr + "/patternProperties")

@@ -68,7 +68,7 @@ struct Bench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let url = try ModelStore().resolve(modelOptions.model, fetchIfMissing: !modelOptions.noFetch) { Diagnostics.note($0) }
+            let url = try modelOptions.url()
             // The transformer alone: the benchmark needs no tokenizer or chat template.
             let transformer = try Transformer(url: url)
             let config = transformer.config

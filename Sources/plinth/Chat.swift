@@ -29,7 +29,7 @@ struct Chat: AsyncParsableCommand {
             let interactive = isatty(STDIN_FILENO) != 0
             let interrupt = InterruptForwarder()
             if interactive {
-                Diagnostics.note("Chatting with \(options.model). /reset, /transcript, /save FILE, /quit.")
+                Diagnostics.note("Chatting with \(options.modelOptions.model). /reset, /transcript, /save FILE, /quit.")
             }
             while true {
                 if interactive { Diagnostics.write("> ") }

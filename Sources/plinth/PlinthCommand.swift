@@ -108,9 +108,12 @@ struct ModelOptions: ParsableArguments {
     @Flag(help: "Fail instead of downloading a catalog model that is not cached yet.")
     var noFetch = false
 
+    /// The model file, downloaded first when it is a catalog model that isn't cached (unless --no-fetch).
+    func url() throws -> URL {
+        try ModelStore().resolve(model, fetchIfMissing: !noFetch) { Diagnostics.note($0) }
+    }
+
     func load() throws -> Model {
-        let store = ModelStore()
-        let url = try store.resolve(model, fetchIfMissing: !noFetch) { Diagnostics.note($0) }
-        return try Model(url: url)
+        try Model(url: url())
     }
 }

@@ -50,7 +50,7 @@ struct SessionBench: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            let url = try ModelStore().resolve(modelOptions.model, fetchIfMissing: !modelOptions.noFetch) { Diagnostics.note($0) }
+            let url = try modelOptions.url()
             let runtime = try PlinthRuntime.Model(url: url)
             let model = LocalLanguageModel(url: url)
             let instructions = "You are a storyteller. Write long, detailed stories."

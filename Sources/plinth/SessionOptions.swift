@@ -5,12 +5,7 @@ import PlinthRuntime
 
 /// Options of the commands that talk to a model through `LanguageModelSession`.
 struct SessionOptions: ParsableArguments {
-    @Option(name: [.short, .customLong("model")],
-            help: "A catalog model name or alias, or a path to a GGUF file.")
-    var model: String = ModelCatalog.defaultModelName
-
-    @Flag(help: "Fail instead of downloading a catalog model that is not cached yet.")
-    var noFetch = false
+    @OptionGroup var modelOptions: ModelOptions
 
     @Option(help: "Instructions for the model (its system message).")
     var instructions: String?
@@ -59,10 +54,8 @@ struct SessionOptions: ParsableArguments {
         return GenerationOptions(sampling: mode, temperature: temperature, maximumResponseTokens: maxTokens)
     }
 
-    /// The model, downloaded first when it is a catalog model that isn't cached (unless --no-fetch).
     func localModel() throws -> LocalLanguageModel {
-        let url = try ModelStore().resolve(model, fetchIfMissing: !noFetch) { Diagnostics.note($0) }
-        return LocalLanguageModel(url: url)
+        LocalLanguageModel(url: try modelOptions.url())
     }
 
     func session(_ model: LocalLanguageModel) -> LanguageModelSession {

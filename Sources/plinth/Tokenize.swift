@@ -23,7 +23,7 @@ struct Tokenize: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let url = try ModelStore().resolve(modelOptions.model, fetchIfMissing: !modelOptions.noFetch) { Diagnostics.note($0) }
+            let url = try modelOptions.url()
             let tokenizer = try Tokenizer(gguf: GGUFFile(url: url))
             let ids = tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: !noParseSpecial)
             if idsOnly {

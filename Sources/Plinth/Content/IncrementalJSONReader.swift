@@ -187,20 +187,13 @@ struct IncrementalJSONReader {
                 appendByte(b, to: &s)
             }
         case .backslash:
-            switch b {
-            case UInt8(ascii: "\""): s.append("\"")
-            case UInt8(ascii: "\\"): s.append("\\")
-            case UInt8(ascii: "/"): s.append("/")
-            case UInt8(ascii: "b"): s.append("\u{08}")
-            case UInt8(ascii: "f"): s.append("\u{0C}")
-            case UInt8(ascii: "n"): s.append("\n")
-            case UInt8(ascii: "r"): s.append("\r")
-            case UInt8(ascii: "t"): s.append("\t")
-            case UInt8(ascii: "u"): next = .hex(digits: 0, value: 0, high: nil)
+            switch (b, JSONEscape.character(b)) {
+            case (_, let c?): s.append(c)
+            case (UInt8(ascii: "u"), nil): next = .hex(digits: 0, value: 0, high: nil)
             default: throw error("Invalid escape '\\\(Character(Unicode.Scalar(b)))'")
             }
         case .hex(let digits, let value, let high):
-            guard let digit = Self.hexValue(b) else { throw error("Invalid unicode escape") }
+            guard let digit = JSONEscape.hexValue(b) else { throw error("Invalid unicode escape") }
             let unit = value << 4 | digit
             guard digits == 3 else {
                 next = .hex(digits: digits + 1, value: unit, high: high)
@@ -241,15 +234,6 @@ struct IncrementalJSONReader {
         guard pendingUTF8.count >= length else { return }
         s.append(contentsOf: String(decoding: pendingUTF8, as: UTF8.self).unicodeScalars)
         pendingUTF8.removeAll(keepingCapacity: true)
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt32? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(c - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(c - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(c - UInt8(ascii: "A") + 10)
-        default: nil
-        }
     }
 
     private mutating func setKey(_ key: String) {

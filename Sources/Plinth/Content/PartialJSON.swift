@@ -122,16 +122,9 @@ struct PartialJSONParser {
                 guard index < bytes.count else { return (String(scalars), false) }
                 let e = bytes[index]
                 index += 1
-                switch e {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
-                case UInt8(ascii: "u"):
+                switch (e, JSONEscape.character(e)) {
+                case (_, let c?): scalars.append(c)
+                case (UInt8(ascii: "u"), nil):
                     guard let unit = try readHex4() else { return (String(scalars), false) }
                     if (0xD800...0xDBFF).contains(unit) {
                         // A surrogate pair: the low half follows as another \u escape.
@@ -166,20 +159,11 @@ struct PartialJSONParser {
         var value: UInt32 = 0
         for _ in 0..<4 {
             guard index < bytes.count else { return nil }
-            guard let digit = hexValue(bytes[index]) else { throw error("Invalid unicode escape") }
+            guard let digit = JSONEscape.hexValue(bytes[index]) else { throw error("Invalid unicode escape") }
             value = value << 4 | digit
             index += 1
         }
         return value
-    }
-
-    private func hexValue(_ c: UInt8) -> UInt32? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(c - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(c - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(c - UInt8(ascii: "A") + 10)
-        default: nil
-        }
     }
 
     private mutating func parseArray() throws -> GeneratedContent {
@@ -248,54 +232,69 @@ struct PartialJSONParser {
     }
 }
 
+/// The parts of JSON string escapes both parsers read.
+enum JSONEscape {
+    /// The character of a one-letter escape (`\n`, `\"`, …); nil for `u` and invalid ones.
+    static func character(_ c: UInt8) -> Unicode.Scalar? {
+        switch c {
+        case UInt8(ascii: "\""): "\""
+        case UInt8(ascii: "\\"): "\\"
+        case UInt8(ascii: "/"): "/"
+        case UInt8(ascii: "b"): "\u{08}"
+        case UInt8(ascii: "f"): "\u{0C}"
+        case UInt8(ascii: "n"): "\n"
+        case UInt8(ascii: "r"): "\r"
+        case UInt8(ascii: "t"): "\t"
+        default: nil
+        }
+    }
+
+    static func hexValue(_ c: UInt8) -> UInt32? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(c - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(c - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(c - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+}
+
 /// Writes `GeneratedContent` as compact JSON, properties in order.
 enum JSONWriter {
     static func write(_ content: GeneratedContent, into out: inout String) {
-        switch content.storage {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .number(let n): out += number(n)
-        case .string(let s): string(s, into: &out)
-        case .array(let elements):
-            out += "["
-            for (i, e) in elements.enumerated() {
-                if i > 0 { out += "," }
-                write(e, into: &out)
-            }
-            out += "]"
-        case .structure(let properties, let keys):
-            out += "{"
-            var first = true
-            for key in keys {
-                guard let value = properties[key] else { continue }
-                if !first { out += "," }
-                first = false
-                string(key, into: &out)
-                out += ":"
-                write(value, into: &out)
-            }
-            out += "}"
-        }
+        write(content, into: &out, prefix: false)
     }
 
     /// Writes complete values whole and an incomplete one without its end (see
     /// `GeneratedContent.jsonPrefix`); only the last member of a partial container can be
     /// incomplete.
     static func writePrefix(_ content: GeneratedContent, into out: inout String) {
-        guard !content.isComplete else { return write(content, into: &out) }
+        write(content, into: &out, prefix: true)
+    }
+
+    /// With `prefix`, an incomplete value leaves out what would close it: its scalar (not yet
+    /// final), a string's closing quote, a container's bracket.
+    private static func write(_ content: GeneratedContent, into out: inout String, prefix: Bool) {
+        let open = prefix && !content.isComplete
         switch content.storage {
-        case .null, .bool, .number:
-            break
+        case .null: if !open { out += "null" }
+        case .bool(let b): if !open { out += b ? "true" : "false" }
+        case .number(let n): if !open { out += number(n) }
         case .string(let s):
-            var quoted = ""
-            string(s, into: &quoted)
-            out += quoted.dropLast()
+            if open {
+                var quoted = ""
+                string(s, into: &quoted)
+                out += quoted.dropLast()
+            } else {
+                string(s, into: &out)
+            }
         case .array(let elements):
             out += "["
             for (i, e) in elements.enumerated() {
                 if i > 0 { out += "," }
-                writePrefix(e, into: &out)
+                write(e, into: &out, prefix: open)
             }
+            if !open { out += "]" }
         case .structure(let properties, let keys):
             out += "{"
             var first = true
@@ -305,8 +304,9 @@ enum JSONWriter {
                 first = false
                 string(key, into: &out)
                 out += ":"
-                writePrefix(value, into: &out)
+                write(value, into: &out, prefix: open)
             }
+            if !open { out += "}" }
         }
     }
 
