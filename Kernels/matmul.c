@@ -200,7 +200,9 @@ ALWAYS_INLINE void float_rows_body(int type, const uint8_t *w, size_t row_bytes,
 static void quantize_scalar(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
     quantize_act_body(x, t0, t1, k, kind, a);
 }
-static void unpack_scalar(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
+static void unpack_scalar(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows,
+                          int last, int64_t k, qt_tile t) {
+    (void)packed, (void)last; // the reference reads the rows as the file has them
     qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
 }
 static void dot_scalar(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
@@ -354,15 +356,20 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
             const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
+            const uint8_t *pk = op->packed && rows == QT_ROWS && r + QT_ROWS <= op->m
+                                    ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * qt_packed_tile_bytes(row_bytes)
+                                    : NULL;
             // A few activation rows (decode; a token with jump-forward text after it) go through
             // the fused kernel one row at a time: no tile stored, and the block of weights stays
             // in L1 between rows. Writing a tile costs several fused passes.
+            // The next tile is prefetched only when it is whole (and so packed like this one).
+            const int last = r + QT_ROWS >= r1 || (pk && r + 2 * QT_ROWS > op->m);
             if (j->n <= GEMV_MAX_TOKENS && j->ks.gemv) {
                 int64_t t = 0;
-                while (t < j->n && j->ks.gemv(op->type, f, wr, row_bytes, rows, r + QT_ROWS >= r1, j->k, a, j->nb[i], t, op->y + t * op->ldy + r)) t++;
+                while (t < j->n && j->ks.gemv(op->type, f, wr, row_bytes, pk, rows, last, j->k, a, j->nb[i], t, op->y + t * op->ldy + r)) t++;
                 if (t == j->n) continue;
             }
-            j->ks.unpack(op->type, f, wr, row_bytes, rows, j->k, tl);
+            j->ks.unpack(op->type, f, wr, row_bytes, pk, rows, last, j->k, tl);
             for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
                 const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
                 j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, rows);
@@ -466,8 +473,57 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     return 0;
 }
 
+// ---- packed weights ------------------------------------------------------------------------
+
+// Over-read of the last tile's windows (a window may span up to 4 dwords past the row's end,
+// and a mid-dword window one more): kept readable and zero.
+#define PACK_SLACK 1024
+
+static int packable(int type, int64_t m, int64_t k, size_t *row_bytes) {
+    qt_format f;
+    const int64_t be = pk_block_elements(type);
+    if (be <= 1 || !qt_format_of(type, &f) || k % be != 0 || m < QT_ROWS) return 0;
+    *row_bytes = (size_t)(k / be) * pk_block_bytes(type);
+    return 1;
+}
+
+size_t pk_pack_bytes(int type, int64_t m, int64_t k) {
+    size_t row_bytes;
+    if (!packable(type, m, k, &row_bytes)) return 0;
+    return (size_t)(m / QT_ROWS) * qt_packed_tile_bytes(row_bytes) + PACK_SLACK;
+}
+
+int pk_pack(int type, const void *w, int64_t m, int64_t k, void *dst) {
+    size_t row_bytes;
+    if (!packable(type, m, k, &row_bytes)) return -1;
+    const size_t dwords = qt_packed_row_dwords(row_bytes);
+    uint8_t *out = dst;
+    for (int64_t g = 0; g < m / QT_ROWS; g++) {
+        const uint8_t *rows = (const uint8_t *)w + (size_t)g * QT_ROWS * row_bytes;
+        for (size_t d = 0; d < dwords; d++, out += 4 * QT_ROWS)
+            for (int r = 0; r < QT_ROWS; r++) {
+                const size_t at = 4 * d, n = row_bytes - at < 4 ? row_bytes - at : 4;
+                memset(out + 4 * r, 0, 4);
+                memcpy(out + 4 * r, rows + (size_t)r * row_bytes + at, n);
+            }
+    }
+    memset(out, 0, PACK_SLACK);
+    return 0;
+}
+
+int pk_packed_row(int type, const void *packed, int64_t m, int64_t k, int64_t row, void *dst) {
+    size_t row_bytes;
+    if (!packable(type, m, k, &row_bytes) || row < 0 || row >= m / QT_ROWS * QT_ROWS) return -1;
+    const uint8_t *tile = (const uint8_t *)packed + (size_t)(row / QT_ROWS) * qt_packed_tile_bytes(row_bytes);
+    const size_t lane = 4 * (size_t)(row % QT_ROWS);
+    uint8_t *out = dst;
+    for (size_t at = 0; at < row_bytes; at += 4)
+        memcpy(out + at, tile + at * QT_ROWS + lane, row_bytes - at < 4 ? row_bytes - at : 4);
+    return 0;
+}
+
 int pk_matmul(pk_pool *pool, int type, const void *w, int64_t m, int64_t k,
               const float *x, int64_t n, float *y, int64_t ldy, void *scratch) {
-    const pk_matmul_op op = {type, w, m, y, ldy};
+    const pk_matmul_op op = {type, w, m, y, ldy, NULL};
     return pk_matmul_many(pool, &op, 1, k, x, n, scratch);
 }

@@ -73,6 +73,13 @@ BLK_INLINE qt_tile qt_tile_at(void *buf, int64_t k) {
     return t;
 }
 
+// Packed weights (pk_pack): full tiles of 16 rows stored already transposed, so that the
+// kernels load what they would otherwise build by shuffling rows together. A tile's dword d
+// (bytes 4d..4d+3 of each row, zero past the row's end) is one 64-byte vector whose lane r
+// holds row r's. The bytes are the file's, only their order changes.
+BLK_INLINE size_t qt_packed_row_dwords(size_t row_bytes) { return (row_bytes + 3) / 4; }
+BLK_INLINE size_t qt_packed_tile_bytes(size_t row_bytes) { return qt_packed_row_dwords(row_bytes) * 4 * QT_ROWS; }
+
 // Activation rows quantized for one weight format family, with the per-sub-block terms for
 // both sub-block sizes (index [t * k/sub + j]).
 typedef struct {

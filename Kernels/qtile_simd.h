@@ -7,16 +7,30 @@
 
 // A window of the 16 rows' bytes [at, at + 16*nchunks), transposed: T[i] lane r = the dword at
 // byte 4i of the window in row r. Bytes at or past `end` (the row's end) read as zero, so the
-// last block of a tensor never reads past it.
-INL void window(const rows16 *rw, size_t at, int nchunks, size_t end, vi *T) {
+// last block of a tensor never reads past it. Packed weights (pk_pack) already hold this
+// layout: the window is a pointer into them. Otherwise the rows are transposed into `buf`.
+INL const vi *window(const rows16 *rw, size_t at, int nchunks, size_t end, vi *buf) {
+    if (rw->packed) {
+        const size_t d0 = at / 4;
+        const vi *P = (const vi *)rw->packed + d0;
+        // One line per vector; the next tile's same lines are fetched a tile ahead.
+        if (rw->prefetch)
+            for (int i = 0; i < 4 * nchunks; i++) _mm_prefetch((const char *)((const vi *)rw->prefetch + d0 + i), _MM_HINT_T0);
+        if (at % 4 == 0) return P;
+        // Odd blocks of Q3_K and Q6_K (110 and 210 bytes) start mid-dword.
+        const int s = 8 * (int)(at % 4);
+        for (int i = 0; i < 4 * nchunks; i++) buf[i] = vor(vsrli(P[i], s), vslli(P[i + 1], 32 - s));
+        return buf;
+    }
     for (int c = 0; c < nchunks; c++) {
         const size_t o = at + 16 * (size_t)c;
         // Streams the next tile in while this one is being worked on: one line per row per 64 bytes.
         if (rw->prefetch && (o & 63) == 0)
             for (int r = 0; r < QT_ROWS; r++) _mm_prefetch((const char *)(rw->prefetch + r * rw->stride + o), _MM_HINT_T0);
-        if (o + 16 <= end) tr16x4_masked(rw, o, 0, 16, T + 4 * c);
-        else tr16x4_masked(rw, o, 1, end - o, T + 4 * c);
+        if (o + 16 <= end) tr16x4_masked(rw, o, 0, 16, buf + 4 * c);
+        else tr16x4_masked(rw, o, 1, end - o, buf + 4 * c);
     }
+    return buf;
 }
 
 // Lane r = the dword at byte o of the window in row r (any alignment).
@@ -89,11 +103,11 @@ INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_
     const int group = type == PK_Q4_1 ? 4 : type == PK_Q5_1 ? 2 : 8;
     const int offsets = type == PK_Q4_1 || type == PK_Q5_1;
     const size_t row_bytes = (size_t)nblocks * bb;
-    vi T[17 * 4 + 1];
+    vi buf[17 * 4 + 1];
     for (int64_t g = 0; g < nblocks; g += group) {
         const size_t at = (size_t)g * bb;
         const size_t len = (size_t)(nblocks - g < group ? nblocks - g : group) * bb;
-        window(rw, at, (int)((len + 15) / 16), row_bytes, T);
+        const vi *T = window(rw, at, (int)((len + 15) / 16), row_bytes, buf);
         for (int64_t b = g; b < g + group && b < nblocks; b++) {
             const size_t o = (size_t)(b - g) * bb;
             const vi head = dword_at(T, o);
@@ -130,9 +144,9 @@ INL vi byte_of(vi v, int i) { return vand(vsrli(v, 8 * i), vset1(0xff)); }
 // Q4_K and Q5_K: eight sub-blocks of 32 with six-bit scales and mins.
 INL void unpack_q45_K(const int fused, const int five, const rows16 *rw, int64_t nblocks, sink *s) {
     const size_t bb = five ? 176 : 144, row_bytes = (size_t)nblocks * bb;
-    vi T[11 * 4];
+    vi buf[11 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
-        window(rw, (size_t)b * bb, (int)(bb / 16), row_bytes, T);
+        const vi *T = window(rw, (size_t)b * bb, (int)(bb / 16), row_bytes, buf);
         const vf d = f16_low(T[0]), dmin = f16_high(T[0]);
         const vi s0 = T[1], s1 = T[2], s2 = T[3];
         vf sc[8], of[8];
@@ -173,9 +187,9 @@ INL void unpack_q45_K(const int fused, const int five, const rows16 *rw, int64_t
 // Q6_K: sixteen sub-blocks of 16, six-bit codes (bias 32), signed eight-bit scales.
 INL void unpack_q6_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s) {
     const size_t row_bytes = (size_t)nblocks * 210;
-    vi T[14 * 4];
+    vi buf[14 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
-        window(rw, (size_t)b * 210, 14, row_bytes, T);
+        const vi *T = window(rw, (size_t)b * 210, 14, row_bytes, buf);
         const vf d = f16_low(T[52]);       // bytes 208..209
         vf sc[16];
         for (int j = 0; j < 16; j++) {
@@ -204,9 +218,9 @@ INL void unpack_q6_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s
 // Q2_K: sixteen sub-blocks of 16, two-bit codes, four-bit scales and mins.
 INL void unpack_q2_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s) {
     const size_t row_bytes = (size_t)nblocks * 84;
-    vi T[6 * 4];
+    vi buf[6 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
-        window(rw, (size_t)b * 84, 6, row_bytes, T);
+        const vi *T = window(rw, (size_t)b * 84, 6, row_bytes, buf);
         const vi head = T[20];            // bytes 80..83
         const vf d = f16_low(head), dmin = f16_high(head);
         for (int half = 0; half < 2; half++) {
@@ -229,9 +243,9 @@ INL void unpack_q2_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s
 // (set: +0, clear: -4, so with bias 4 the code is low + 4 * bit), six-bit scales minus 32.
 INL void unpack_q3_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s) {
     const size_t row_bytes = (size_t)nblocks * 110;
-    vi T[7 * 4];
+    vi buf[7 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
-        window(rw, (size_t)b * 110, 7, row_bytes, T);
+        const vi *T = window(rw, (size_t)b * 110, 7, row_bytes, buf);
         const vf d = f16_low(T[27]);       // bytes 108..109
         for (int k = 0; k < 16; k++) {
             const vi lo = k < 8 ? vand(byte_of(T[24 + k / 4], k % 4), vset1(15))
@@ -268,21 +282,23 @@ INL int unpack_any(const int fused, int type, const rows16 *rw, int64_t k, sink 
 }
 
 // Prefetching past a tensor's end would be harmless (prefetches never fault) but wasted.
-INL rows16 rows_make(const uint8_t *w, size_t row_bytes, int last) {
-    return (rows16){w, row_bytes, last ? NULL : w + QT_ROWS * row_bytes};
+INL rows16 rows_make(const uint8_t *w, size_t row_bytes, const uint8_t *packed, int last) {
+    if (packed) return (rows16){w, row_bytes, last ? NULL : packed + qt_packed_tile_bytes(row_bytes), packed};
+    return (rows16){w, row_bytes, last ? NULL : w + QT_ROWS * row_bytes, NULL};
 }
 
-void QT_NAME(qt_unpack)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
+void QT_NAME(qt_unpack)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows,
+                        int last, int64_t k, qt_tile t) {
     if (rows < QT_ROWS) { qt_unpack_ref(type, f, w, row_bytes, rows, k, t); return; }
-    const rows16 rw = rows_make(w, row_bytes, 1);
+    const rows16 rw = rows_make(w, row_bytes, packed, last);
     sink s = {.t = t};
     if (!unpack_any(0, type, &rw, k, &s)) qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
 }
 
-int QT_NAME(qt_gemv)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, int rows, int last, int64_t k,
-                         const qt_act *a, const int32_t *nb, int64_t t, float *y) {
+int QT_NAME(qt_gemv)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, int last,
+                     int64_t k, const qt_act *a, const int32_t *nb, int64_t t, float *y) {
     if (rows < QT_ROWS) return 0;
-    const rows16 rw = rows_make(w, row_bytes, last);
+    const rows16 rw = rows_make(w, row_bytes, packed, last);
     const int64_t nsub = k / f->sub;
     sink s = {.x = a->q + t * k, .dx = (f->sub == 16 ? a->dx16 : a->dx32) + t * nsub,
               .xs = (f->sub == 16 ? a->xs16 : a->xs32) + t * nsub, .nb = nb + t * nsub, .acc = vfzero(), .off = vfzero()};

@@ -9,11 +9,13 @@
 
 #define INL static inline __attribute__((always_inline))
 
-// Sixteen rows `stride` bytes apart, and the next tile's rows to prefetch (or NULL).
+// Sixteen rows `stride` bytes apart, or their packed tile (pk_pack's layout) when `packed` is
+// set, and the next tile's rows (or packed tile) to prefetch, or NULL.
 typedef struct {
     const uint8_t *base;
     size_t stride;
     const uint8_t *prefetch;
+    const uint8_t *packed;
 } rows16;
 
 #if QT_AVX512

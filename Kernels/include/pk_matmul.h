@@ -14,14 +14,31 @@ extern "C" {
 #endif
 
 // One product of a call: y[t*ldy + r] = sum_i w[r][i] * x[t][i] for r in [0,m).
-// `w` points at m rows of `type` laid out one after another.
+// `w` points at m rows of `type` laid out one after another; `packed`, when not NULL, at the
+// same weights as pk_pack wrote them (64-byte aligned), which the kernels then read instead.
 typedef struct pk_matmul_op {
     int type;
     const void *w;
     int64_t m;
     float *y;
     int64_t ldy;
+    const void *packed;
 } pk_matmul_op;
+
+// Packed weights: the rows of whole 16-row tiles, reordered so that the kernels load each
+// tile's rows side by side instead of shuffling them together at every product (same bytes,
+// same results bit for bit; the rows past the last whole tile are read from `w`).
+// The layout's version: stored packed weights of another version must be packed again.
+#define PK_PACK_VERSION 1
+// Bytes pk_pack writes for an m x k matrix of `type` (a multiple of 64), or 0 when the type
+// has no packed form or m < 16.
+size_t pk_pack_bytes(int type, int64_t m, int64_t k);
+// Writes the packed form of `w` to `dst` (pk_pack_bytes(type, m, k) bytes). Returns 0, or -1
+// when the type has no packed form or k is not whole blocks.
+int pk_pack(int type, const void *w, int64_t m, int64_t k, void *dst);
+// Copies row `row` of packed weights back out in the file's layout (the row's bytes) to `dst`.
+// Returns 0, or -1 when the row is past the last whole tile (read it from the file instead).
+int pk_packed_row(int type, const void *packed, int64_t m, int64_t k, int64_t row, void *dst);
 
 // Most products one call may hold.
 #define PK_MATMUL_MAX_OPS 4

@@ -98,8 +98,18 @@ struct Bench: ParsableCommand {
                                      modelBytes: fileSize(url), typeMix: typeMix(transformer),
                                      threads: context.threadCount, repetitions: repetitions,
                                      parallel: parallel, contextLength: context.contextLength,
-                                     peakRSSBytes: peakRSSBytes(), results: results)
+                                     peakRSSBytes: peakRSSBytes(), weights: describe(transformer.weights.packing),
+                                     results: results)
             FileHandle.standardOutput.write(Data((json ? report.json() : report.table()).utf8))
+        }
+    }
+
+    private func describe(_ p: WeightPacking) -> String {
+        switch p {
+        case .reused: "packed"
+        case .created: "packed (packed file made by this run)"
+        case .disabled: "read from the model file (packing off)"
+        case .unavailable(let why): "read from the model file (\(why))"
         }
     }
 
@@ -299,6 +309,8 @@ struct BenchReport {
     var parallel: Int?
     var contextLength: Int
     var peakRSSBytes: Int
+    /// How the kernels read the weights: "packed (reused)", "packed (created)", "file (...)".
+    var weights: String
     var results: [BenchResult]
 
     func table() -> String {
@@ -321,8 +333,8 @@ struct BenchReport {
         out += "| " + widths.enumerated().map { c, w in String(repeating: "-", count: max(w - 1, 0)) + (c >= 5 ? ":" : "-") }
             .joined(separator: " | ") + " |\n"
         for r in rows { out += line(r) }
-        out += String(format: "%d repetitions, context %d tokens%@, peak RSS %.1f MiB\n", repetitions, contextLength,
-                      parallel.map { " × \($0) sequences" } ?? "", Double(peakRSSBytes) / 1_048_576)
+        out += String(format: "%d repetitions, context %d tokens%@, peak RSS %.1f MiB, weights %@\n", repetitions, contextLength,
+                      parallel.map { " × \($0) sequences" } ?? "", Double(peakRSSBytes) / 1_048_576, weights)
         return out
     }
 
@@ -338,7 +350,7 @@ struct BenchReport {
         var object: [String: Any] = [
             "model": modelPath, "model_name": modelName, "model_bytes": modelBytes, "types": typeMix,
             "threads": threads, "repetitions": repetitions, "context": contextLength,
-            "peak_rss_bytes": peakRSSBytes, "results": results,
+            "peak_rss_bytes": peakRSSBytes, "weights": weights, "results": results,
         ]
         if let parallel { object["parallel"] = parallel }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]) else { return "{}\n" }

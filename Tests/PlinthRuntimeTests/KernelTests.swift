@@ -44,17 +44,33 @@ private let quantTypes: [(String, pk_type)] = [
     ("F16", PK_F16), ("BF16", PK_BF16), ("F32", PK_F32),
 ]
 
-private func matmul(_ type: Int32, _ w: [UInt8], rows m: Int, k: Int, x: [Float], n: Int, threads: Int) -> [Float] {
+/// The product through pk_matmul_many; with `packed`, the weights' packed form rides along.
+private func matmul(_ type: Int32, _ w: [UInt8], rows m: Int, k: Int, x: [Float], n: Int, threads: Int,
+                    packed: UnsafeRawPointer? = nil) -> [Float] {
     var y = [Float](repeating: .nan, count: n * m)
     let pool = pk_pool_create(Int32(threads))
     defer { pk_pool_destroy(pool) }
     let scratch = UnsafeMutableRawPointer.allocate(byteCount: pk_matmul_scratch_bytes(Int64(n), Int64(k), Int32(threads)), alignment: 64)
     defer { scratch.deallocate() }
     let rc = w.withUnsafeBytes { wp in
-        pk_matmul(pool, type, wp.baseAddress, Int64(m), Int64(k), x, Int64(n), &y, Int64(m), scratch)
+        y.withUnsafeMutableBufferPointer { yp in
+            var op = pk_matmul_op(type: type, w: wp.baseAddress, m: Int64(m), y: yp.baseAddress, ldy: Int64(m), packed: packed)
+            return pk_matmul_many(pool, &op, 1, Int64(k), x, Int64(n), scratch)
+        }
     }
     #expect(rc == 0)
     return y
+}
+
+/// The packed form of `w` (pk_pack), in a 64-byte aligned buffer the caller frees; nil for
+/// types without one.
+private func packed(_ type: Int32, _ w: [UInt8], rows m: Int, k: Int) -> UnsafeMutableRawPointer? {
+    let bytes = pk_pack_bytes(type, Int64(m), Int64(k))
+    guard bytes > 0 else { return nil }
+    let p = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+    let rc = w.withUnsafeBytes { pk_pack(type, $0.baseAddress, Int64(m), Int64(k), p) }
+    #expect(rc == 0)
+    return p
 }
 
 /// The instruction sets this CPU can run (the scalar reference always).
@@ -86,6 +102,9 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         let nMax = 19
         let x = (0..<(nMax * k)).map { _ in Float(rng.below(20001) - 10000) / 3000 }
         let isas = availableISAs()
+        let pw = packed(t, w, rows: m, k: k)
+        defer { pw?.deallocate() }
+        #expect((pw != nil) == (pk_block_elements(t) > 1), "\(name): every quantized format has a packed form, float formats none")
         for n in [1, 2, 9, nMax] {
             let xs = Array(x[0..<(n * k)])
             let reference = withISA(Int32(PK_ISA_SCALAR)) { matmul(t, w, rows: m, k: k, x: xs, n: n, threads: 1) }
@@ -102,6 +121,12 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
                     } else {
                         let diff = zip(got, reference).filter { $0.0.bitPattern != $0.1.bitPattern }.count
                         #expect(diff == 0, "\(name) n=\(n) isa=\(isa) threads=\(threads): \(diff) of \(got.count) results differ from the scalar reference")
+                    }
+                    // Packed weights (two whole tiles here, the last 5 rows read from w) give the same bits.
+                    if let pw {
+                        let fromPacked = withISA(isa) { matmul(t, w, rows: m, k: k, x: xs, n: n, threads: threads, packed: UnsafeRawPointer(pw)) }
+                        let diff = zip(fromPacked, reference).filter { $0.0.bitPattern != $0.1.bitPattern }.count
+                        #expect(diff == 0, "\(name) n=\(n) isa=\(isa) threads=\(threads): \(diff) of \(fromPacked.count) results from packed weights differ")
                     }
                 }
             }
@@ -130,6 +155,29 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         }
         // int8 activations carry ~0.4% error per value; summed errors largely cancel.
         #expect(worst < 5e-3, "\(name): worst error relative to sum|w*x| is \(worst)")
+    }
+
+    /// Rows read back out of packed weights are the file's rows; rows past the last whole tile
+    /// and float types are refused.
+    @Test(arguments: quantTypes)
+    func packedRowsRoundTrip(name: String, type: pk_type) {
+        let t = Int32(type.rawValue)
+        var rng = SplitMix64(seed: UInt64(t) &* 31)
+        let k = pk_block_elements(t) == 32 ? 544 : 512, m = 37
+        let w = randomWeights(type: t, rows: m, k: k, rng: &rng)
+        guard let pw = packed(t, w, rows: m, k: k) else {
+            #expect(pk_block_elements(t) == 1, "\(name) has no packed form")
+            return
+        }
+        defer { pw.deallocate() }
+        let rowBytes = w.count / m
+        var row = [UInt8](repeating: 0, count: rowBytes)
+        for r in 0..<32 {
+            #expect(pk_packed_row(t, pw, Int64(m), Int64(k), Int64(r), &row) == 0)
+            #expect(row == Array(w[(r * rowBytes)..<((r + 1) * rowBytes)]), "\(name): row \(r) read back differs")
+        }
+        #expect(pk_packed_row(t, pw, Int64(m), Int64(k), 32, &row) == -1)
+        #expect(pk_pack_bytes(t, 15, Int64(k)) == 0, "fewer rows than a tile have no packed form")
     }
 
     @Test func matmulRejectsBadShapes() {

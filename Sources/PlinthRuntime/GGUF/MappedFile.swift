@@ -13,6 +13,9 @@ public final class MappedFile: @unchecked Sendable {
     public let url: URL
     public let base: UnsafeRawPointer
     public let count: Int
+    /// What identifies this version of the file: derived data made from it records this and is
+    /// remade when the file changes.
+    public let identity: FileIdentity
 
     public init(url: URL) throws(GGUFError) {
         self.url = url
@@ -34,9 +37,29 @@ public final class MappedFile: @unchecked Sendable {
         }
         self.base = UnsafeRawPointer(p)
         self.count = size
+        identity = FileIdentity(size: UInt64(size), modified: Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec),
+                                inode: UInt64(st.st_ino), device: UInt64(st.st_dev))
+    }
+
+    /// Drops this process's copies of the pages of [offset, offset + length) (rounded to whole
+    /// pages); they are read again from the page cache if touched later.
+    public func release(offset: Int, length: Int) {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let start = (offset + page - 1) / page * page, end = min(count, offset + length) / page * page
+        guard end > start else { return }
+        madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, MADV_DONTNEED)
     }
 
     deinit { munmap(UnsafeMutableRawPointer(mutating: base), count) }
 
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+}
+
+/// Size, modification time and inode of a file: a change of any of them means a new version.
+public struct FileIdentity: Sendable, Equatable {
+    public var size: UInt64
+    /// Nanoseconds since the epoch.
+    public var modified: Int64
+    public var inode: UInt64
+    public var device: UInt64
 }

@@ -22,6 +22,7 @@ public final class InferenceContext {
     private let vCache: [UnsafeMutablePointer<UInt16>]
     private let x, h, q, k, v, attn, tmp, gate, up: UnsafeMutablePointer<Float>
     private let matmulScratch: UnsafeMutableRawPointer
+    private let embeddingRow: UnsafeMutableRawPointer
     private let attnScratch: UnsafeMutablePointer<Float>
     private let kRows, vRows: UnsafeMutablePointer<UnsafePointer<UInt16>?>
     private let kvLen, rowPositions: UnsafeMutablePointer<Int32>
@@ -72,6 +73,8 @@ public final class InferenceContext {
             let mmBytes = pk_matmul_scratch_bytes(Int64(n), Int64(maxK), Int32(threadCount))
             let mm: UnsafeMutablePointer<UInt8> = try alloc(mmBytes, "matmul scratch")
             matmulScratch = UnsafeMutableRawPointer(mm)
+            let er: UnsafeMutablePointer<UInt8> = try alloc(transformer.weights.tokenEmbedding.rowBytes, "an embedding row")
+            embeddingRow = UnsafeMutableRawPointer(er)
             attnScratch = try alloc(pk_attention_scratch_floats(Int64(self.contextLength), Int32(c.headCount / c.kvHeadCount), Int32(threadCount)), "attention scratch")
             kRows = try alloc(n, "row tables")
             vRows = try alloc(n, "row tables")
@@ -161,7 +164,7 @@ public final class InferenceContext {
     private func matmul(_ input: UnsafePointer<Float>, _ n: Int, _ products: (WeightTensor, UnsafeMutablePointer<Float>)...) {
         withUnsafeTemporaryAllocation(of: pk_matmul_op.self, capacity: products.count) { ops in
             for (i, (w, out)) in products.enumerated() {
-                ops[i] = pk_matmul_op(type: Int32(w.type.rawValue), w: w.data, m: Int64(w.rowCount), y: out, ldy: Int64(w.rowCount))
+                ops[i] = pk_matmul_op(type: Int32(w.type.rawValue), w: w.data, m: Int64(w.rowCount), y: out, ldy: Int64(w.rowCount), packed: w.packed)
             }
             let rc = pk_matmul_many(pool, ops.baseAddress, Int32(products.count), Int64(products[0].0.rowLength),
                                     input, Int64(n), matmulScratch)
@@ -179,8 +182,13 @@ public final class InferenceContext {
         let c = config, e = c.embeddingLength, n = range.count
         let w = transformer.weights
         for (r, i) in range.enumerated() {
-            let row = w.tokenEmbedding.row(Int(batch.tokens[i]))
-            _ = pk_dequantize(Int32(w.tokenEmbedding.type.rawValue), row, x + r * e, Int64(e))
+            let te = w.tokenEmbedding, token = Int(batch.tokens[i])
+            var row = te.row(token)
+            // A tied embedding is read from the output's packed copy, so the file's pages stay cold.
+            if let p = te.packed, pk_packed_row(Int32(te.type.rawValue), p, Int64(te.rowCount), Int64(te.rowLength), Int64(token), embeddingRow) == 0 {
+                row = UnsafeRawPointer(embeddingRow)
+            }
+            _ = pk_dequantize(Int32(te.type.rawValue), row, x + r * e, Int64(e))
             rowPositions[r] = batch.positions[i]
             kvLen[r] = batch.positions[i] + 1
         }

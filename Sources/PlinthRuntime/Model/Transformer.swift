@@ -7,14 +7,14 @@ public final class Transformer: Sendable {
     public let weights: ModelWeights
     public var file: GGUFFile { weights.file }
 
-    public init(file: GGUFFile) throws {
+    public init(file: GGUFFile, packing: WeightPackingOptions = .default) throws {
         let config = try ModelConfig(gguf: file)
         self.config = config
-        self.weights = try ModelWeights(file: file, config: config)
+        self.weights = try ModelWeights(file: file, config: config, packing: packing)
     }
 
-    public convenience init(url: URL) throws {
-        try self.init(file: GGUFFile(url: url))
+    public convenience init(url: URL, packing: WeightPackingOptions = .default) throws {
+        try self.init(file: GGUFFile(url: url), packing: packing)
     }
 }
 

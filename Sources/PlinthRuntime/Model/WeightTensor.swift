@@ -7,6 +7,8 @@ public struct WeightTensor: @unchecked Sendable {
     public let rowLength: Int
     public let rowCount: Int
     public let data: UnsafeRawPointer
+    /// The same weights in the kernels' packed layout (`pk_pack`), when the model has them.
+    public internal(set) var packed: UnsafeRawPointer? = nil
 
     public var rowBytes: Int { rowLength / type.blockElements * type.blockBytes }
 
@@ -24,28 +26,37 @@ public struct LayerWeights: Sendable {
 
 /// The weights of a model, resolved by name and checked for shape and type.
 public struct ModelWeights: Sendable {
-    public let tokenEmbedding: WeightTensor
+    public private(set) var tokenEmbedding: WeightTensor
     public let outputNorm: WeightTensor
     /// The output projection; the token embedding when the model ties them.
     public let output: WeightTensor
     public let layers: [LayerWeights]
     /// Keeps the mapping alive for as long as the weights are in use.
     public let file: GGUFFile
+    /// Whether the kernels read packed copies of the matrices, and from where.
+    public let packing: WeightPacking
+    /// Keeps the packed copies mapped.
+    public let packedFile: PackedWeightFile?
+    /// Owns the norm weights and biases.
+    let vectors: VectorCopies
 
-    public init(file: GGUFFile, config c: ModelConfig) throws {
+    public init(file: GGUFFile, config c: ModelConfig, packing options: WeightPackingOptions = .default) throws {
         self.file = file
+        let vectors = VectorCopies()
+        self.vectors = vectors
         func t(_ name: String, _ shape: [Int], matrix: Bool = true) throws -> WeightTensor {
             guard let info = file.tensor(named: name) else { throw ModelError.missingTensor(name) }
             guard info.dimensions == shape else { throw ModelError.tensorShape(tensor: name, expected: shape, found: info.dimensions) }
             guard info.type.isSupported else { throw ModelError.unsupportedTensorType(tensor: name, type: info.type.name) }
             if !matrix && info.type != .f32 { throw ModelError.unsupportedTensorType(tensor: name, type: info.type.name) }
+            let data = file.data(of: info)
             return WeightTensor(name: name, type: info.type, rowLength: shape[0], rowCount: shape.count > 1 ? shape[1] : 1,
-                                data: file.data(of: info))
+                                data: matrix ? data : vectors.copy(data, bytes: shape[0] * MemoryLayout<Float>.stride))
         }
         let e = c.embeddingLength, qDim = c.headCount * c.headDim, kvDim = c.kvHeadCount * c.headDim
         tokenEmbedding = try t("token_embd.weight", [e, c.vocabularySize])
         outputNorm = try t("output_norm.weight", [e], matrix: false)
-        output = file.tensor(named: "output.weight") != nil ? try t("output.weight", [e, c.vocabularySize]) : tokenEmbedding
+        let output = file.tensor(named: "output.weight") != nil ? try t("output.weight", [e, c.vocabularySize]) : tokenEmbedding
         var layers: [LayerWeights] = []
         for i in 0..<c.layerCount {
             let p = "blk.\(i)."
@@ -64,6 +75,40 @@ public struct ModelWeights: Sendable {
                 wUp: try t(p + "ffn_up.weight", [e, c.feedForwardLength]),
                 wDown: try t(p + "ffn_down.weight", [c.feedForwardLength, e])))
         }
+        // The matrices the kernels multiply, in a fixed order, packed (see WeightPacking).
+        // A tied embedding shares the output's packed copy, and token rows are read from it.
+        var matrices = [output]
+        for l in layers { matrices += [l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown] }
+        matrices.append(tokenEmbedding)
+        (packing, packedFile) = WeightPacker.attach(&matrices, source: file.mapping, only: matrices.count - 1, options: options)
+        self.output = matrices[0]
+        if tokenEmbedding.data == output.data { tokenEmbedding = matrices[matrices.count - 1] }
+        if packedFile != nil {
+            // Loading read the vectors (and packing, the matrices) from the file; from here on
+            // only rows past a matrix's last whole tile and untied embedding rows are read there.
+            file.mapping.release(offset: file.dataOffset, length: file.mapping.count - file.dataOffset)
+        }
+        for i in layers.indices {
+            let m = matrices[1 + 7 * i ..< 8 + 7 * i].map { $0 }, l = layers[i]
+            layers[i] = LayerWeights(attnNorm: l.attnNorm, wq: m[0], wk: m[1], wv: m[2], wo: m[3], bq: l.bq, bk: l.bk, bv: l.bv,
+                                     ffnNorm: l.ffnNorm, wGate: m[4], wUp: m[5], wDown: m[6])
+        }
         self.layers = layers
     }
+}
+
+/// Norm weights and biases copied out of the mapping. They are read at every step, and each
+/// read would otherwise keep the file's pages around it resident (the page cache maps whole
+/// large folios), which for a model whose matrices come from packed copies is most of the file.
+final class VectorCopies: @unchecked Sendable {
+    private var blocks: [UnsafeMutableRawPointer] = []
+
+    func copy(_ source: UnsafeRawPointer, bytes: Int) -> UnsafeRawPointer {
+        let p = UnsafeMutableRawPointer.allocate(byteCount: max(bytes, 1), alignment: 64)
+        p.copyMemory(from: source, byteCount: bytes)
+        blocks.append(p)
+        return UnsafeRawPointer(p)
+    }
+
+    deinit { blocks.forEach { $0.deallocate() } }
 }
