@@ -142,12 +142,30 @@ def demangle(names):
     return dict(zip(names, names))
 
 
-def run_workload(workload, plinth, workdir, home):
-    out = os.path.join(workdir, f"callgrind.{workload['name']}.out")
-    log = os.path.join(workdir, f"valgrind.{workload['name']}.log")
+def workload_env(workdir, home):
     env = dict(os.environ, **ENVIRONMENT)
     if home:
         env["PLINTH_HOME"] = home
+    # The packed weights are made before measuring (see pack_models), so "load" always counts
+    # opening them, never making them.
+    env["PLINTH_PACK_DIR"] = os.path.join(workdir, "packed")
+    env.pop("PLINTH_PACK", None)
+    return env
+
+
+def pack_models(workloads, plinth, workdir, home):
+    """Makes each model's packed weights once, natively, before the measured runs."""
+    for model in sorted({w["model"] for w in workloads}):
+        cmd = [plinth, "bench", "-m", model, "-p", "1", "-n", "0", *FIXED_ARGS]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=workload_env(workdir, home))
+        if r.returncode != 0:
+            raise RuntimeError(f"packing {model} failed (exit {r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
+
+
+def run_workload(workload, plinth, workdir, home):
+    out = os.path.join(workdir, f"callgrind.{workload['name']}.out")
+    log = os.path.join(workdir, f"valgrind.{workload['name']}.log")
+    env = workload_env(workdir, home)
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", plinth, "bench",
            "-m", workload["model"], *workload["args"], *FIXED_ARGS]
     with open(log, "w") as f:
@@ -192,6 +210,7 @@ def measure(workloads, plinth, jobs, home, keep):
     os.makedirs(workdir, exist_ok=True)
     results = {}
     try:
+        pack_models(workloads, plinth, workdir, home)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {w["name"]: pool.submit(run_workload, w, plinth, workdir, home) for w in workloads}
             for name, fut in futures.items():

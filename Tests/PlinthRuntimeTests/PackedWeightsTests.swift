@@ -74,7 +74,7 @@ struct PackedWeightsTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         // A regular file where the directory should be: nothing can be created under it.
         let blocked = dir.appendingPathComponent("not-a-directory")
-        FileManager.default.createFile(atPath: blocked.path, contents: Data("x".utf8))
+        #expect(FileManager.default.createFile(atPath: blocked.path, contents: Data("x".utf8)))
         let t = try Transformer(url: model, packing: WeightPackingOptions(directory: blocked.appendingPathComponent("packed")))
         guard case .unavailable(let why) = t.weights.packing else {
             Issue.record("expected .unavailable, got \(t.weights.packing)")
