@@ -64,6 +64,8 @@ enum WeightPacker {
     /// The file's own layout (the header below); the tiles' layout is PK_PACK_VERSION.
     static let fileFormat: UInt32 = 1
 
+    private static let lock = NSLock()
+
     struct Entry {
         var type: Int32, rows: Int, columns: Int
         var source: UnsafeRawPointer
@@ -99,6 +101,10 @@ enum WeightPacker {
         let header = makeHeader(entries, identity: source.identity, headerBytes: headerBytes)
         let url = options.directory.appendingPathComponent(fileName(for: source.url))
 
+        // Loads in one process (tests, several contexts) wait for one another rather than each
+        // packing the same model; other processes at worst pack it twice, and the last rename wins.
+        lock.lock()
+        defer { lock.unlock() }
         let file: PackedWeightFile
         let packing: WeightPacking
         if let f = open(url, expecting: header, total: total) {
