@@ -356,7 +356,7 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
             const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
-            const uint8_t *pk = op->packed && rows == QT_ROWS && r + QT_ROWS <= op->m
+            const uint8_t *pk = op->packed && rows == QT_ROWS
                                     ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * qt_packed_tile_bytes(row_bytes)
                                     : NULL;
             // A few activation rows (decode; a token with jump-forward text after it) go through

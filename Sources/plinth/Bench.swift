@@ -309,7 +309,7 @@ struct BenchReport {
     var parallel: Int?
     var contextLength: Int
     var peakRSSBytes: Int
-    /// How the kernels read the weights: "packed (reused)", "packed (created)", "file (...)".
+    /// How the kernels read the weights (`describe(_:)`).
     var weights: String
     var results: [BenchResult]
 

@@ -43,19 +43,19 @@ public struct WeightPackingOptions: Sendable {
     }
 }
 
-/// A packed-weights file, mapped read-only for as long as the weights are in use.
-public final class PackedWeightFile: @unchecked Sendable {
-    public let url: URL
-    let base: UnsafeRawPointer
-    let count: Int
+/// The packed copies of a model's matrices: where they came from, the mapping that holds them,
+/// and each one's address by the address of its bytes in the model file.
+struct PackedMatrices {
+    var packing: WeightPacking
+    var file: MappedFile?
+    var address: [UnsafeRawPointer: UnsafeRawPointer] = [:]
 
-    fileprivate init(url: URL, base: UnsafeRawPointer, count: Int) {
-        self.url = url
-        self.base = base
-        self.count = count
+    /// `w` reading its packed copy, if its bytes have one (so a tied embedding finds the output's).
+    func applied(to w: WeightTensor) -> WeightTensor {
+        var w = w
+        w.packed = address[w.data]
+        return w
     }
-
-    deinit { munmap(UnsafeMutableRawPointer(mutating: base), count) }
 }
 
 /// Finds or makes the packed file of a model's matrices.
@@ -72,23 +72,19 @@ enum WeightPacker {
         var offset = 0, bytes = 0
     }
 
-    /// Sets `packed` on every tensor that has a packed form (tensors sharing their bytes share
-    /// the packed copy). Never throws: a packed file that cannot be made leaves the tensors as
-    /// they are.
-    /// Only the first `only` tensors are packed; the rest get a packed copy only when they
-    /// share their bytes with one of those.
-    static func attach(_ tensors: inout [WeightTensor], source: MappedFile, only: Int? = nil,
-                       options: WeightPackingOptions) -> (WeightPacking, PackedWeightFile?) {
-        guard options.enabled else { return (.disabled, nil) }
+    /// Packs `matrices` (those sharing their bytes once). Never throws: a packed file that
+    /// cannot be made leaves the kernels reading the model file.
+    static func pack(_ matrices: [WeightTensor], source: MappedFile, options: WeightPackingOptions) -> PackedMatrices {
+        guard options.enabled else { return PackedMatrices(packing: .disabled) }
         var entries: [Entry] = []
-        var entryOf: [UnsafeRawPointer: Int] = [:]
-        for t in tensors.prefix(only ?? tensors.count) where entryOf[t.data] == nil {
+        var seen = Set<UnsafeRawPointer>()
+        for t in matrices where !seen.contains(t.data) {
             let bytes = pk_pack_bytes(Int32(t.type.rawValue), Int64(t.rowCount), Int64(t.rowLength))
             guard bytes > 0 else { continue }
-            entryOf[t.data] = entries.count
+            seen.insert(t.data)
             entries.append(Entry(type: Int32(t.type.rawValue), rows: t.rowCount, columns: t.rowLength, source: t.data, bytes: bytes))
         }
-        guard !entries.isEmpty else { return (.disabled, nil) }
+        guard !entries.isEmpty else { return PackedMatrices(packing: .disabled) }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         func roundUp(_ v: Int) -> Int { (v + page - 1) / page * page }
         let headerBytes = roundUp(64 + 40 * entries.count)
@@ -105,24 +101,17 @@ enum WeightPacker {
         // packing the same model; other processes at worst pack it twice, and the last rename wins.
         lock.lock()
         defer { lock.unlock() }
-        let file: PackedWeightFile
-        let packing: WeightPacking
-        if let f = open(url, expecting: header, total: total) {
-            file = f
-            packing = .reused(url)
+        var result: PackedMatrices
+        if let f = mapExisting(url, expecting: header, total: total) {
+            result = PackedMatrices(packing: .reused(url), file: f)
         } else {
             switch create(url, header: header, entries: entries, total: total) {
-            case .success(let f):
-                file = f
-                packing = .created(url)
-            case .failure(let why):
-                return (.unavailable(why.message), nil)
+            case .success(let f): result = PackedMatrices(packing: .created(url), file: f)
+            case .failure(let why): return PackedMatrices(packing: .unavailable(why.message))
             }
         }
-        for i in tensors.indices {
-            if let e = entryOf[tensors[i].data] { tensors[i].packed = file.base + entries[e].offset }
-        }
-        return (packing, file)
+        for e in entries { result.address[e.source] = result.file!.base + e.offset }
+        return result
     }
 
     /// The model file's name and a hash of its resolved path: one packed file per model file,
@@ -164,23 +153,16 @@ enum WeightPacker {
     }
 
     /// Maps an existing file if it is exactly what this model needs.
-    private static func open(_ url: URL, expecting header: [UInt8], total: Int) -> PackedWeightFile? {
-        let fd = Glibc.open(url.path, O_RDONLY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, Int(st.st_size) == total else { return nil }
-        var found = [UInt8](repeating: 0, count: header.count)
-        guard pread(fd, &found, header.count, 0) == header.count, found == header else { return nil }
-        guard let p = mmap(nil, total, PROT_READ, MAP_SHARED, fd, 0), p != MAP_FAILED else { return nil }
-        return PackedWeightFile(url: url, base: UnsafeRawPointer(p), count: total)
+    private static func mapExisting(_ url: URL, expecting header: [UInt8], total: Int) -> MappedFile? {
+        guard let f = try? MappedFile(url: url), f.count == total, Array(f.bytes.prefix(header.count)) == header else { return nil }
+        return f
     }
 
     struct Failure: Error { var message: String }
 
     /// Writes the file under a temporary name and renames it into place once it is complete and
     /// on disk, so no reader ever maps a partial file.
-    private static func create(_ url: URL, header: [UInt8], entries: [Entry], total: Int) -> Result<PackedWeightFile, Failure> {
+    private static func create(_ url: URL, header: [UInt8], entries: [Entry], total: Int) -> Result<MappedFile, Failure> {
         let dir = url.deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -188,7 +170,7 @@ enum WeightPacker {
             return .failure(Failure(message: "cannot create \(dir.path): \(error.localizedDescription)"))
         }
         let tmp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
-        func fail(_ what: String, _ err: Int32) -> Result<PackedWeightFile, Failure> {
+        func fail(_ what: String, _ err: Int32) -> Result<MappedFile, Failure> {
             unlink(tmp.path)
             return .failure(Failure(message: "\(what) \(tmp.path): \(String(cString: strerror(err)))"))
         }
@@ -208,9 +190,10 @@ enum WeightPacker {
         munmap(p, total)
         guard fsync(fd) == 0 else { return fail("cannot write", errno) }
         guard rename(tmp.path, url.path) == 0 else { return fail("cannot rename", errno) }
-        guard let ro = mmap(nil, total, PROT_READ, MAP_SHARED, fd, 0), ro != MAP_FAILED else {
-            return .failure(Failure(message: "cannot map \(url.path): \(String(cString: strerror(errno)))"))
+        do {
+            return .success(try MappedFile(url: url))
+        } catch {
+            return .failure(Failure(message: "cannot map \(url.path): \(error)"))
         }
-        return .success(PackedWeightFile(url: url, base: UnsafeRawPointer(ro), count: total))
     }
 }

@@ -22,11 +22,20 @@ public struct LayerWeights: Sendable {
     public let bq: WeightTensor?, bk: WeightTensor?, bv: WeightTensor?
     public let ffnNorm: WeightTensor
     public let wGate: WeightTensor, wUp: WeightTensor, wDown: WeightTensor
+
+    /// The matrices the kernels multiply.
+    var matrices: [WeightTensor] { [wq, wk, wv, wo, wGate, wUp, wDown] }
+
+    /// The same layer with `change` applied to each matrix.
+    func mapMatrices(_ change: (WeightTensor) -> WeightTensor) -> LayerWeights {
+        LayerWeights(attnNorm: attnNorm, wq: change(wq), wk: change(wk), wv: change(wv), wo: change(wo), bq: bq, bk: bk, bv: bv,
+                     ffnNorm: ffnNorm, wGate: change(wGate), wUp: change(wUp), wDown: change(wDown))
+    }
 }
 
 /// The weights of a model, resolved by name and checked for shape and type.
 public struct ModelWeights: Sendable {
-    public private(set) var tokenEmbedding: WeightTensor
+    public let tokenEmbedding: WeightTensor
     public let outputNorm: WeightTensor
     /// The output projection; the token embedding when the model ties them.
     public let output: WeightTensor
@@ -36,7 +45,7 @@ public struct ModelWeights: Sendable {
     /// Whether the kernels read packed copies of the matrices, and from where.
     public let packing: WeightPacking
     /// Keeps the packed copies mapped.
-    public let packedFile: PackedWeightFile?
+    public let packedFile: MappedFile?
     /// Owns the norm weights and biases.
     let vectors: VectorCopies
 
@@ -54,7 +63,7 @@ public struct ModelWeights: Sendable {
                                 data: matrix ? data : vectors.copy(data, bytes: shape[0] * MemoryLayout<Float>.stride))
         }
         let e = c.embeddingLength, qDim = c.headCount * c.headDim, kvDim = c.kvHeadCount * c.headDim
-        tokenEmbedding = try t("token_embd.weight", [e, c.vocabularySize])
+        let tokenEmbedding = try t("token_embd.weight", [e, c.vocabularySize])
         outputNorm = try t("output_norm.weight", [e], matrix: false)
         let output = file.tensor(named: "output.weight") != nil ? try t("output.weight", [e, c.vocabularySize]) : tokenEmbedding
         var layers: [LayerWeights] = []
@@ -75,23 +84,17 @@ public struct ModelWeights: Sendable {
                 wUp: try t(p + "ffn_up.weight", [e, c.feedForwardLength]),
                 wDown: try t(p + "ffn_down.weight", [c.feedForwardLength, e])))
         }
-        // The matrices the kernels multiply, in a fixed order, packed (see WeightPacking).
-        // A tied embedding shares the output's packed copy, and token rows are read from it.
-        var matrices = [output]
-        for l in layers { matrices += [l.wq, l.wk, l.wv, l.wo, l.wGate, l.wUp, l.wDown] }
-        matrices.append(tokenEmbedding)
-        (packing, packedFile) = WeightPacker.attach(&matrices, source: file.mapping, only: matrices.count - 1, options: options)
-        self.output = matrices[0]
-        if tokenEmbedding.data == output.data { tokenEmbedding = matrices[matrices.count - 1] }
+        // The matrices the kernels multiply, packed (see WeightPacking). A tied embedding has the
+        // output's bytes, so its token rows are read from the output's packed copy.
+        let packed = WeightPacker.pack([output] + layers.flatMap(\.matrices), source: file.mapping, options: options)
+        (packing, packedFile) = (packed.packing, packed.file)
+        self.tokenEmbedding = packed.applied(to: tokenEmbedding)
+        self.output = packed.applied(to: output)
+        layers = layers.map { $0.mapMatrices(packed.applied) }
         if packedFile != nil {
             // Loading read the vectors (and packing, the matrices) from the file; from here on
             // only rows past a matrix's last whole tile and untied embedding rows are read there.
             file.mapping.release(offset: file.dataOffset, length: file.mapping.count - file.dataOffset)
-        }
-        for i in layers.indices {
-            let m = matrices[1 + 7 * i ..< 8 + 7 * i].map { $0 }, l = layers[i]
-            layers[i] = LayerWeights(attnNorm: l.attnNorm, wq: m[0], wk: m[1], wv: m[2], wo: m[3], bq: l.bq, bk: l.bk, bv: l.bv,
-                                     ffnNorm: l.ffnNorm, wGate: m[4], wUp: m[5], wDown: m[6])
         }
         self.layers = layers
     }
