@@ -21,25 +21,6 @@ ALWAYS_INLINE float tree_sum(float *acc) {
     return acc[0];
 }
 
-// Dot product in llama.cpp's (ggml's AVX-512) order: four 16-lane accumulators over chunks of
-// 64 (a first product rounds as a product), folded 0+2, 1+3, 0+1, then the lane tree; a tail
-// of fewer than 64 is added in double. `stride` steps through b (1: contiguous).
-ALWAYS_INLINE float dot_ggml(const float *a, const float *b, int64_t stride, int64_t n) {
-    float acc[4][LANES] = {{0}};
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        for (int j = 0; j < 4; j++)
-            for (int l = 0; l < LANES; l++) acc[j][l] = fmaf(a[i + 16 * j + l], b[(i + 16 * j + l) * stride], acc[j][l]);
-    for (int l = 0; l < LANES; l++) {
-        acc[0][l] += acc[2][l];
-        acc[1][l] += acc[3][l];
-    }
-    for (int l = 0; l < LANES; l++) acc[0][l] += acc[1][l];
-    double sum = (double)tree_sum(acc[0]);
-    for (; i < n; i++) sum += (double)(a[i] * b[i * stride]);
-    return (float)sum;
-}
-
 ALWAYS_INLINE void load_f16(const uint16_t *src, float *dst, int count) {
     for (int i = 0; i < count; i++) {
         _Float16 h;
@@ -48,13 +29,57 @@ ALWAYS_INLINE void load_f16(const uint16_t *src, float *dst, int count) {
     }
 }
 
+void pk_store_key(const float *k, int64_t kv_dim, int64_t pos, uint16_t *keys) {
+    uint16_t *block = keys + (pos / PK_KEY_BLOCK) * PK_KEY_BLOCK * kv_dim + pos % PK_KEY_BLOCK;
+    for (int64_t i = 0; i < kv_dim; i++) {
+        const _Float16 h = (_Float16)k[i];
+        memcpy(block + i * PK_KEY_BLOCK, &h, 2);
+    }
+}
+
+// The scores of the sixteen keys of a block (pk_store_key's layout, this kv head's part) for
+// one query, each a dot product in llama.cpp's (ggml's AVX-512) order: four 16-lane
+// accumulators over chunks of 64 (a first product rounds as a product), folded 0+2, 1+3, 0+1,
+// then the lane tree; a tail of fewer than 64 added in double; times the scale. Computed for
+// all the keys side by side (key innermost, where the compiler vectorizes).
+ALWAYS_INLINE void score_block(const float *qh, const uint16_t *block, int hd, float scale, float *s) {
+    float acc[4][LANES][PK_KEY_BLOCK]; // dot_ggml's slot (j, l), per key
+    memset(acc, 0, sizeof acc);
+    float kf[PK_KEY_BLOCK];
+    const int whole = hd / 64 * 64;
+    for (int d = 0; d < whole; d++) {
+        load_f16(block + d * PK_KEY_BLOCK, kf, PK_KEY_BLOCK);
+        float *a = acc[(d / 16) % 4][d % 16];
+        for (int key = 0; key < PK_KEY_BLOCK; key++) a[key] = fmaf(qh[d], kf[key], a[key]);
+    }
+    for (int l = 0; l < LANES; l++)
+        for (int key = 0; key < PK_KEY_BLOCK; key++) {
+            acc[0][l][key] += acc[2][l][key];
+            acc[1][l][key] += acc[3][l][key];
+        }
+    for (int l = 0; l < LANES; l++)
+        for (int key = 0; key < PK_KEY_BLOCK; key++) acc[0][l][key] += acc[1][l][key];
+    for (int width = LANES / 2; width >= 1; width /= 2)
+        for (int l = 0; l < width; l++)
+            for (int key = 0; key < PK_KEY_BLOCK; key++) acc[0][l][key] += acc[0][l + width][key];
+    for (int key = 0; key < PK_KEY_BLOCK; key++) {
+        double sum = (double)acc[0][0][key];
+        for (int d = whole; d < hd; d++) {
+            load_f16(block + d * PK_KEY_BLOCK + key, kf, 1);
+            sum += (double)(qh[d] * kf[0]);
+        }
+        s[key] = (float)sum * scale;
+    }
+}
+
 typedef struct {
     const float *q;
     int64_t n;
     int n_head, n_kv_head, head_dim, group, split;
-    const uint16_t *const *k_rows, *const *v_rows;
+    int64_t kv_dim;
+    const uint16_t *const *keys, *const *values;
     const int32_t *kv_len;
-    int64_t kv_stride, max_kv;
+    int64_t v_stride, max_kv;
     float scale;
     float *out, *scratch;
 } attn_job;
@@ -70,12 +95,16 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     const float *qrow = j->q + t * (int64_t)j->n_head * hd;
     for (int c = 0; c < count; c++)
         for (int i = 0; i < hd; i++) qh[c * 256 + i] = f16_round(qrow[(int64_t)(h0 + c) * hd + i]);
-    const uint16_t *kb = j->k_rows[t] + (int64_t)kvh * hd;
-    for (int64_t p = 0; p < len; p++) {
-        load_f16(kb + p * j->kv_stride, kv, hd);
-        for (int c = 0; c < count; c++) scores[c * j->max_kv + p] = dot_ggml(qh + c * 256, kv, 1, hd) * j->scale;
+    const uint16_t *kb = j->keys[t] + (int64_t)kvh * hd * PK_KEY_BLOCK;
+    for (int64_t p0 = 0; p0 < len; p0 += PK_KEY_BLOCK) {
+        const int64_t keys = len - p0 < PK_KEY_BLOCK ? len - p0 : PK_KEY_BLOCK;
+        for (int c = 0; c < count; c++) {
+            float s[PK_KEY_BLOCK];
+            score_block(qh + c * 256, kb + p0 * j->kv_dim, hd, j->scale, s);
+            memcpy(scores + c * j->max_kv + p0, s, (size_t)keys * sizeof(float));
+        }
     }
-    const uint16_t *vb = j->v_rows[t] + (int64_t)kvh * hd;
+    const uint16_t *vb = j->values[t] + (int64_t)kvh * hd;
     float inv[64];
     for (int c = 0; c < count; c++) {
         float *s = scores + c * j->max_kv;
@@ -95,7 +124,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
         for (int64_t u = 0; u < len; u++) s[u] = f16_round(s[u] * inv[c]);
     }
     // out[i] = the dot over positions of the probabilities and V[., i], in llama.cpp's order
-    // (see dot_ggml), for every i at once: slot (j, l) of a 64-position chunk accumulates
+    // (as score_block's), for every i at once: slot (j, l) of a 64-position chunk accumulates
     // position 64c + 16j + l, so V is read row by row; the tail past the last whole chunk is
     // added in double.
     float *out = j->out + t * (int64_t)j->n_head * hd + (int64_t)h0 * hd;
@@ -103,7 +132,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     memset(slots, 0, (size_t)count * 64 * (size_t)hd * sizeof(float));
     const int64_t whole = len / 64 * 64;
     for (int64_t p = 0; p < whole; p++) {
-        load_f16(vb + p * j->kv_stride, kv, hd);
+        load_f16(vb + p * j->v_stride, kv, hd);
         for (int c = 0; c < count; c++) {
             const float w = scores[c * j->max_kv + p];
             float *a = slots + ((size_t)c * 64 + (size_t)(p % 64)) * hd;
@@ -129,7 +158,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
         for (int c = 0; c < count; c++)
             for (int i = 0; i < hd; i++) tail[c * hd + i] = (double)out[c * hd + i];
         for (int64_t p = whole; p < len; p++) {
-            load_f16(vb + p * j->kv_stride, kv, hd);
+            load_f16(vb + p * j->v_stride, kv, hd);
             for (int c = 0; c < count; c++) {
                 const float w = scores[c * j->max_kv + p];
                 for (int i = 0; i < hd; i++) tail[c * hd + i] += (double)(w * kv[i]);
@@ -169,20 +198,6 @@ ALWAYS_INLINE float tree_sum16(__m512 v) {
     return _mm_cvtss_f32(b);
 }
 
-// Lane i = tree_sum(s[i]) for sixteen vectors, the same pairs added at each level as tree_sum.
-ALWAYS_INLINE __m512 tree_sum16x16(__m512 *s) {
-    __m512 a[8], b[4], c[2];
-    for (int i = 0; i < 8; i++) // lanes l and l+8 of keys 2i, 2i+1
-        a[i] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0x44), _mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0xEE));
-    for (int i = 0; i < 4; i++) // 128-bit lane m: key 4i+m, partials l + l+4
-        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88), _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
-    for (int i = 0; i < 2; i++) // lane m: keys 8i+m and 8i+4+m, partials l + l+2
-        c[i] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44), _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xEE));
-    // lane 4m+n: key 4n+m
-    const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
-    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
-}
-
 #define HD 64
 #define HEADS_PER_PASS 4
 // Up to this many whole 64-position chunks of values, folding in registers (values converted
@@ -190,37 +205,46 @@ ALWAYS_INLINE __m512 tree_sum16x16(__m512 *s) {
 #define FOLD_IN_REGISTERS_MAX 192
 
 static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
-    const int64_t len = j->kv_len[t], stride = j->kv_stride;
+    const int64_t len = j->kv_len[t], stride = j->v_stride;
     float *scores = buf;
     float *qh = buf + (size_t)count * j->max_kv;
     float *kv = qh + (size_t)count * 256;
-    float *slots = kv + 256;                          // count * 64 * HD; first holds 16 keys as floats
+    float *slots = kv + 256;                          // count * 64 * HD
     const float *qrow = j->q + t * (int64_t)j->n_head * HD;
     for (int c = 0; c < count; c++)
         for (int d = 0; d < 4; d++)
             _mm512_storeu_ps(qh + c * 256 + 16 * d, round_half16(_mm512_loadu_ps(qrow + (int64_t)(h0 + c) * HD + 16 * d)));
 
-    // Scores, sixteen keys at a time.
-    const uint16_t *kb = j->k_rows[t] + (int64_t)kvh * HD;
-    const __m512 scale = _mm512_set1_ps(j->scale);
+    // Scores, a block of sixteen keys at a time (lane = key), in score_block's order.
+    const uint16_t *kb = j->keys[t] + (int64_t)kvh * HD * PK_KEY_BLOCK;
+    const int64_t block_halves = PK_KEY_BLOCK * j->kv_dim;
+    const __m512 scale = _mm512_set1_ps(j->scale), z = _mm512_setzero_ps();
+    const uint16_t *vb = j->values[t] + (int64_t)kvh * HD;
     for (int64_t p0 = 0; p0 < len; p0 += 16) {
         const int keys = len - p0 < 16 ? (int)(len - p0) : 16;
-        for (int i = 0; i < keys; i++)
-            for (int d = 0; d < 4; d++) _mm512_storeu_ps(slots + i * HD + 16 * d, ld_half16(kb + (p0 + i) * stride + 16 * d));
+        const uint16_t *block = kb + p0 / 16 * block_halves;
+        // The cache rarely stays in cache between steps: fetch keys three blocks ahead (the first
+        // three came with the unit before, see attention_task), and this block's values for after
+        // the softmax, while this block is scored.
+        if (p0 + 48 < len)
+            for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch((const char *)(block + 3 * block_halves) + o, _MM_HINT_T0);
+        for (int i = 0; i < keys; i++) {
+            const char *v = (const char *)(vb + (p0 + i) * stride);
+            _mm_prefetch(v, _MM_HINT_T0);
+            _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T0);
+        }
         for (int c = 0; c < count; c++) {
             const float *qc = qh + c * 256;
-            const __m512 q0 = _mm512_loadu_ps(qc), q1 = _mm512_loadu_ps(qc + 16), q2 = _mm512_loadu_ps(qc + 32), q3 = _mm512_loadu_ps(qc + 48);
-            __m512 s[16];
-            for (int i = 0; i < 16; i++) {
-                if (i >= keys) { s[i] = _mm512_setzero_ps(); continue; }
-                const float *k = slots + i * HD;
-                // fmaf(q, k, 0) as the body's first step, which differs from q*k in the sign of a zero
-                const __m512 z = _mm512_setzero_ps();
-                const __m512 a0 = _mm512_fmadd_ps(q0, _mm512_loadu_ps(k), z), a1 = _mm512_fmadd_ps(q1, _mm512_loadu_ps(k + 16), z);
-                const __m512 a2 = _mm512_fmadd_ps(q2, _mm512_loadu_ps(k + 32), z), a3 = _mm512_fmadd_ps(q3, _mm512_loadu_ps(k + 48), z);
-                s[i] = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
-            }
-            _mm512_mask_storeu_ps(scores + c * j->max_kv + p0, (__mmask16)((1u << keys) - 1u), _mm512_mul_ps(tree_sum16x16(s), scale));
+            // fmaf(q, k, 0) as the body's first step, which differs from q*k in the sign of a zero
+#define PROD(d) _mm512_fmadd_ps(_mm512_set1_ps(qc[d]), ld_half16(block + (d) * PK_KEY_BLOCK), z)
+#define SLOT(l) _mm512_add_ps(_mm512_add_ps(PROD(l), PROD(32 + (l))), _mm512_add_ps(PROD(16 + (l)), PROD(48 + (l))))
+            __m512 a[8];
+            for (int l = 0; l < 8; l++) a[l] = _mm512_add_ps(SLOT(l), SLOT(l + 8));
+#undef SLOT
+#undef PROD
+            for (int width = 4; width >= 1; width /= 2)
+                for (int l = 0; l < width; l++) a[l] = _mm512_add_ps(a[l], a[l + width]);
+            _mm512_mask_storeu_ps(scores + c * j->max_kv + p0, (__mmask16)((1u << keys) - 1u), _mm512_mul_ps(a[0], scale));
         }
     }
 
@@ -250,7 +274,6 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
     // Values: slot m of a 64-position chunk accumulates positions m, m+64, m+128, ... in order,
     // so each slot's sum stays in registers; then the slots are folded as the body folds them.
     float *out = j->out + t * (int64_t)j->n_head * HD + (int64_t)h0 * HD;
-    const uint16_t *vb = j->v_rows[t] + (int64_t)kvh * HD;
     const int64_t whole = len / 64 * 64;
     if (whole > 0 && whole <= FOLD_IN_REGISTERS_MAX) {
         // Short contexts: the four slots that fold together (m, m+16, m+32, m+48) are summed
@@ -382,6 +405,16 @@ static int64_t unit_cost(const void *ctx, int64_t u) {
     return c->kv_len[u / c->units_per_row] + UNIT_OVERHEAD;
 }
 
+// Starts fetching the first keys of a unit (its first three blocks; the unit fetches the rest
+// ahead of itself), so that they arrive while the unit before it runs.
+static void prefetch_keys(const attn_job *j, int64_t t, int kvh) {
+    const int64_t blocks = (j->kv_len[t] + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
+    const size_t bytes = (size_t)j->head_dim * PK_KEY_BLOCK * 2, block_bytes = (size_t)j->kv_dim * PK_KEY_BLOCK * 2;
+    const char *k = (const char *)(j->keys[t] + (int64_t)kvh * j->head_dim * PK_KEY_BLOCK);
+    for (int64_t b = 0; b < blocks && b < 3; b++, k += block_bytes)
+        for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(k + o, 0, 3);
+}
+
 static void attention_task(void *ctx, int ith, int nth) {
     const attn_task_ctx *c = ctx;
     const attn_job *j = c->j;
@@ -400,14 +433,16 @@ static void attention_task(void *ctx, int ith, int nth) {
     for (int64_t u = u0; u < u1; u++) {
         const int64_t t = u / units_per_row;
         const int h0 = (int)(u % units_per_row) * per_unit;
+        if (u + 1 < u1) prefetch_keys(j, (u + 1) / units_per_row, (int)((u + 1) % units_per_row) * per_unit / j->group);
         c->fn(j, t, h0 / j->group, h0, per_unit, buf);
     }
 }
 
 void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
-                  const uint16_t *const *k_rows, const uint16_t *const *v_rows, const int32_t *kv_len,
-                  int64_t kv_stride, float scale, float *out, float *scratch) {
-    attn_job j = {q, n, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, k_rows, v_rows, kv_len, kv_stride, 0, scale, out, scratch};
+                  const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_len,
+                  int64_t v_stride, float scale, float *out, float *scratch) {
+    attn_job j = {q, n, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, (int64_t)n_kv_head * head_dim, keys, values, kv_len,
+                  v_stride, 0, scale, out, scratch};
     for (int64_t t = 0; t < n; t++) j.max_kv = kv_len[t] > j.max_kv ? kv_len[t] : j.max_kv;
     j.split = n * n_kv_head < 4 * (int64_t)pk_pool_threads(pool);
     attn_task_ctx c = {&j, pick()};

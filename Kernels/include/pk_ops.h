@@ -31,19 +31,28 @@ void pk_add(float *y, const float *x, int64_t count);
 // Converts count floats to IEEE half, rounding to nearest even.
 void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count);
 
+// Attention reads each sequence's keys from blocks of PK_KEY_BLOCK positions, stored
+// transposed so that one vector scores a block's positions together: block b starts
+// b * PK_KEY_BLOCK * kv_dim halves into the sequence's keys and holds value i (kv head h, dim
+// d: i = h * head_dim + d) of position b * PK_KEY_BLOCK + l at [i * PK_KEY_BLOCK + l]. Values
+// are one row of kv_dim halves per position.
+#define PK_KEY_BLOCK 16
+// Rounds the kv_dim keys of position `pos` to half and stores them in a sequence's key blocks.
+void pk_store_key(const float *k, int64_t kv_dim, int64_t pos, uint16_t *keys);
+
 // Causal attention for n query rows. Row t attends to positions [0, kv_len[t]) of its own
-// sequence, whose keys and values (half floats) start at k_rows[t] / v_rows[t], one position
-// every `kv_stride` halves, kv head h at offset h*head_dim. q and out hold n rows of
-// n_head*head_dim floats; head_dim is at most 256. `scratch` holds
+// sequence, whose keys (blocks as above) start at keys[t] and values (half floats) at
+// values[t], one position every `v_stride` halves, kv head h at offset h*head_dim. q and out
+// hold n rows of n_head*head_dim floats; head_dim is at most 256. `scratch` holds
 // pk_attention_scratch_floats(max_kv, n_head / n_kv_head, threads) floats.
 //
 // Every (row, head) is computed on its own, in a fixed order that every instruction set follows
-// (sixteen partial sums reduced by a fixed tree, a polynomial exp), so a row's result does not
-// depend on the batch or the CPU.
+// (llama.cpp's order for its half-precision dot products: sixteen partial sums reduced by a
+// fixed tree; a polynomial exp), so a row's result does not depend on the batch or the CPU.
 size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads);
 void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
-                  const uint16_t *const *k_rows, const uint16_t *const *v_rows, const int32_t *kv_len,
-                  int64_t kv_stride, float scale, float *out, float *scratch);
+                  const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_len,
+                  int64_t v_stride, float scale, float *out, float *scratch);
 
 #ifdef __cplusplus
 }

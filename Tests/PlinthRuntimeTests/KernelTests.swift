@@ -200,13 +200,26 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
 
     /// Attention: every ISA gives the reference's bits, each row is independent of the batch, and
     /// the result matches a double-precision softmax attention.
-    @Test(arguments: [(4, 2, 64), (9, 3, 64), (14, 2, 64), (2, 1, 32)])
+    @Test(arguments: [(4, 2, 64), (9, 3, 64), (14, 2, 64), (2, 1, 32), (4, 2, 80)])
     func attentionIsExactAcrossISAsAndRows(heads: Int, kvHeads: Int, headDim: Int) {
         var rng = SplitMix64(seed: UInt64(heads * 1000 + headDim))
         let kvDim = kvHeads * headDim, qDim = heads * headDim
         let ctx = 300
         let kCache = (0..<(ctx * kvDim)).map { _ in pk_f32_to_f16(Float(rng.below(2001) - 1000) / 500) }
         let vCache = (0..<(ctx * kvDim)).map { _ in pk_f32_to_f16(Float(rng.below(2001) - 1000) / 500) }
+        // The keys as attention reads them: blocks of PK_KEY_BLOCK positions, transposed.
+        let block = Int(PK_KEY_BLOCK)
+        var kBlocks = [UInt16](repeating: 0, count: (ctx + block - 1) / block * block * kvDim)
+        for p in 0..<ctx {
+            for i in 0..<kvDim { kBlocks[p / block * block * kvDim + i * block + p % block] = kCache[p * kvDim + i] }
+        }
+        // pk_store_key writes that layout.
+        var stored = [UInt16](repeating: 0, count: kBlocks.count)
+        for p in 0..<ctx {
+            let row = (0..<kvDim).map { pk_f16_to_f32(kCache[p * kvDim + $0]) }
+            stored.withUnsafeMutableBufferPointer { pk_store_key(row, Int64(kvDim), Int64(p), $0.baseAddress!) }
+        }
+        #expect(stored == kBlocks)
         let lengths: [Int32] = [1, 17, 33, 70, 5, 150, 128, 64, 260]
         let n = lengths.count
         let q = (0..<(n * qDim)).map { _ in Float(rng.below(2001) - 1000) / 400 }
@@ -217,7 +230,7 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
             let pool = pk_pool_create(Int32(threads))
             defer { pk_pool_destroy(pool) }
             let scratch = [Float](repeating: 0, count: pk_attention_scratch_floats(Int64(ctx), Int32(heads / kvHeads), Int32(threads)))
-            kCache.withUnsafeBufferPointer { kp in
+            kBlocks.withUnsafeBufferPointer { kp in
                 vCache.withUnsafeBufferPointer { vp in
                     let kRows = [UnsafePointer<UInt16>?](repeating: kp.baseAddress, count: rows.count)
                     let vRows = [UnsafePointer<UInt16>?](repeating: vp.baseAddress, count: rows.count)

@@ -19,6 +19,7 @@ public final class InferenceContext {
     private let pool: OpaquePointer
     private let kvDim: Int, qDim: Int
     private let kCache: [UnsafeMutablePointer<UInt16>]
+    private let keySlotStride: Int
     private let vCache: [UnsafeMutablePointer<UInt16>]
     private let x, h, q, k, v, attn, tmp, gate, up: UnsafeMutablePointer<Float>
     private let matmulScratch: UnsafeMutableRawPointer
@@ -48,17 +49,23 @@ public final class InferenceContext {
         pool = p
 
         var allocs: [UnsafeMutableRawPointer] = []
-        func alloc<T>(_ count: Int, _ what: String, zero: Bool = false) throws -> UnsafeMutablePointer<T> {
+        func alloc<T>(_ count: Int, _ what: String) throws -> UnsafeMutablePointer<T> {
             let bytes = max(count, 1) * MemoryLayout<T>.stride
-            guard let raw = zero ? calloc(bytes, 1) : malloc(bytes) else { throw ModelError.outOfMemory(what) }
+            // Whole cache lines: a kv head's row then spans the fewest lines attention must fetch.
+            guard let raw = aligned_alloc(64, (bytes + 63) / 64 * 64) else { throw ModelError.outOfMemory(what) }
             allocs.append(raw)
             return raw.bindMemory(to: T.self, capacity: max(count, 1))
         }
         do {
-            let perLayer = slotCount * self.contextLength * kvDim
-            // calloc: pages of unused context are never touched, so they cost no memory.
-            kCache = try (0..<c.layerCount).map { _ in try alloc(perLayer, "the key cache", zero: true) }
-            vCache = try (0..<c.layerCount).map { _ in try alloc(perLayer, "the value cache", zero: true) }
+            // Keys are stored in whole blocks of PK_KEY_BLOCK positions (see pk_ops.h).
+            let block = Int(PK_KEY_BLOCK)
+            let keysPerSlot = (self.contextLength + block - 1) / block * block * kvDim
+            let valuesPerSlot = self.contextLength * kvDim, slots = slotCount
+            keySlotStride = keysPerSlot
+            // Attention reads only positions already written, and pages of unused context are
+            // never touched, so they cost no memory.
+            kCache = try (0..<c.layerCount).map { _ in try alloc(slots * keysPerSlot, "the key cache") }
+            vCache = try (0..<c.layerCount).map { _ in try alloc(slots * valuesPerSlot, "the value cache") }
             let n = self.maxBatch, e = c.embeddingLength
             x = try alloc(n * e, "activations")
             h = try alloc(n * max(e, qDim), "activations")
@@ -194,7 +201,7 @@ public final class InferenceContext {
         }
         let eps = c.rmsEpsilon
         let scale = 1 / Float(c.headDim).squareRoot()
-        let slotStride = contextLength * kvDim
+        let valueSlotStride = contextLength * kvDim
         for (l, lw) in w.layers.enumerated() {
             pk_rms_norm(pool, x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
             matmul(h, n, (lw.wq, q), (lw.wk, k), (lw.wv, v))
@@ -205,12 +212,12 @@ public final class InferenceContext {
             pk_rope(pool, q, Int64(n), Int64(qDim), Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
             pk_rope(pool, k, Int64(n), Int64(kvDim), Int32(c.kvHeadCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
             for (r, i) in range.enumerated() {
-                let base = batch.slots[i] * slotStride
-                let at = base + Int(batch.positions[i]) * kvDim
-                pk_f32_to_f16_row(k + r * kvDim, kCache[l] + at, Int64(kvDim))
-                pk_f32_to_f16_row(v + r * kvDim, vCache[l] + at, Int64(kvDim))
-                kRows[r] = UnsafePointer(kCache[l] + base)
-                vRows[r] = UnsafePointer(vCache[l] + base)
+                let keys = kCache[l] + batch.slots[i] * keySlotStride
+                let values = vCache[l] + batch.slots[i] * valueSlotStride
+                pk_store_key(k + r * kvDim, Int64(kvDim), Int64(batch.positions[i]), keys)
+                pk_f32_to_f16_row(v + r * kvDim, values + Int(batch.positions[i]) * kvDim, Int64(kvDim))
+                kRows[r] = UnsafePointer(keys)
+                vRows[r] = UnsafePointer(values)
             }
             pk_attention(pool, q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
                          kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
