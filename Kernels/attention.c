@@ -43,30 +43,28 @@ void pk_store_key(const float *k, int64_t kv_dim, int64_t pos, uint16_t *keys) {
 // then the lane tree; a tail of fewer than 64 added in double; times the scale. Computed for
 // all the keys side by side (key innermost, where the compiler vectorizes).
 ALWAYS_INLINE void score_block(const float *qh, const uint16_t *block, int hd, float scale, float *s) {
-    float acc[4][LANES][PK_KEY_BLOCK]; // dot_ggml's slot (j, l), per key
-    memset(acc, 0, sizeof acc);
-    float kf[PK_KEY_BLOCK];
+    float slot[LANES][PK_KEY_BLOCK]; // slot l folded over its four accumulators, per key
     const int whole = hd / 64 * 64;
-    for (int d = 0; d < whole; d++) {
-        load_f16(block + d * PK_KEY_BLOCK, kf, PK_KEY_BLOCK);
-        float *a = acc[(d / 16) % 4][d % 16];
-        for (int key = 0; key < PK_KEY_BLOCK; key++) a[key] = fmaf(qh[d], kf[key], a[key]);
+    for (int l = 0; l < LANES; l++) {
+        float acc[4][PK_KEY_BLOCK] = {{0}};
+        for (int c = 0; c < whole; c += 64)
+            for (int j = 0; j < 4; j++) {
+                const int d = c + 16 * j + l;
+                float kf[PK_KEY_BLOCK];
+                load_f16(block + d * PK_KEY_BLOCK, kf, PK_KEY_BLOCK);
+                for (int key = 0; key < PK_KEY_BLOCK; key++) acc[j][key] = fmaf(qh[d], kf[key], acc[j][key]);
+            }
+        for (int key = 0; key < PK_KEY_BLOCK; key++) slot[l][key] = (acc[0][key] + acc[2][key]) + (acc[1][key] + acc[3][key]);
     }
-    for (int l = 0; l < LANES; l++)
-        for (int key = 0; key < PK_KEY_BLOCK; key++) {
-            acc[0][l][key] += acc[2][l][key];
-            acc[1][l][key] += acc[3][l][key];
-        }
-    for (int l = 0; l < LANES; l++)
-        for (int key = 0; key < PK_KEY_BLOCK; key++) acc[0][l][key] += acc[1][l][key];
     for (int width = LANES / 2; width >= 1; width /= 2)
         for (int l = 0; l < width; l++)
-            for (int key = 0; key < PK_KEY_BLOCK; key++) acc[0][l][key] += acc[0][l + width][key];
+            for (int key = 0; key < PK_KEY_BLOCK; key++) slot[l][key] += slot[l + width][key];
     for (int key = 0; key < PK_KEY_BLOCK; key++) {
-        double sum = (double)acc[0][0][key];
+        double sum = (double)slot[0][key];
         for (int d = whole; d < hd; d++) {
-            load_f16(block + d * PK_KEY_BLOCK + key, kf, 1);
-            sum += (double)(qh[d] * kf[0]);
+            float kf;
+            load_f16(block + d * PK_KEY_BLOCK + key, &kf, 1);
+            sum += (double)(qh[d] * kf);
         }
         s[key] = (float)sum * scale;
     }
