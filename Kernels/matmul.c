@@ -357,7 +357,7 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
             const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
             const uint8_t *pk = op->packed && rows == QT_ROWS
-                                    ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * qt_packed_tile_bytes(row_bytes)
+                                    ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * qt_packed_tile_bytes(op->type, row_bytes)
                                     : NULL;
             // A few activation rows (decode; a token with jump-forward text after it) go through
             // the fused kernel one row at a time: no tile stored, and the block of weights stays
@@ -490,35 +490,53 @@ static int packable(int type, int64_t m, int64_t k, size_t *row_bytes) {
 size_t pk_pack_bytes(int type, int64_t m, int64_t k) {
     size_t row_bytes;
     if (!packable(type, m, k, &row_bytes)) return 0;
-    return (size_t)(m / QT_ROWS) * qt_packed_tile_bytes(row_bytes) + PACK_SLACK;
+    return (size_t)(m / QT_ROWS) * qt_packed_tile_bytes(type, row_bytes) + PACK_SLACK;
+}
+
+// Copies one row between the file's layout and its packed tile (qtile.h's layouts), in either
+// direction: a packed tile's bytes for a row are exactly the row's bytes, moved in runs of at
+// most four (one lane of a vector).
+static void packed_row_copy(int type, size_t row_bytes, uint8_t *tile, int r, uint8_t *row, int to_tile) {
+#define MOVE(t, f, n) (to_tile ? memcpy(tile + (t), row + (f), (n)) : memcpy(row + (f), tile + (t), (n)))
+    const size_t lane = 4 * (size_t)r;
+    qt_legacy l;
+    if (!qt_legacy_of(type, &l)) {
+        for (size_t at = 0; at < row_bytes; at += 4) MOVE(at * QT_ROWS + lane, at, row_bytes - at < 4 ? row_bytes - at : 4);
+        return;
+    }
+    const size_t bb = (size_t)(l.head + l.qh + l.qs), blocks = row_bytes / bb;
+    size_t base = 0;
+    for (size_t g = 0; g < blocks; g += (size_t)l.group) {
+        const int n = blocks - g < (size_t)l.group ? (int)(blocks - g) : l.group;
+        for (int i = 0; i < n; i++) {
+            const size_t at = (g + (size_t)i) * bb;
+            MOVE(base + qt_legacy_head_at(&l, i) + (size_t)r * (size_t)l.head, at, (size_t)l.head);
+            if (l.qh) MOVE(base + qt_legacy_qh_at(i) + lane, at + (size_t)l.head, 4);
+            for (int v = 0; v < l.qs / 4; v++)
+                MOVE(base + qt_legacy_qs_at(&l, n, i) + 64 * (size_t)v + lane, at + (size_t)(l.head + l.qh + 4 * v), 4);
+        }
+        base += qt_legacy_group_bytes(&l, n);
+    }
+#undef MOVE
 }
 
 int pk_pack(int type, const void *w, int64_t m, int64_t k, void *dst) {
     size_t row_bytes;
     if (!packable(type, m, k, &row_bytes)) return -1;
-    const size_t dwords = qt_packed_row_dwords(row_bytes);
+    const size_t tile_bytes = qt_packed_tile_bytes(type, row_bytes);
     uint8_t *out = dst;
-    for (int64_t g = 0; g < m / QT_ROWS; g++) {
-        const uint8_t *rows = (const uint8_t *)w + (size_t)g * QT_ROWS * row_bytes;
-        for (size_t d = 0; d < dwords; d++, out += 4 * QT_ROWS)
-            for (int r = 0; r < QT_ROWS; r++) {
-                const size_t at = 4 * d, n = row_bytes - at < 4 ? row_bytes - at : 4;
-                memset(out + 4 * r, 0, 4);
-                memcpy(out + 4 * r, rows + (size_t)r * row_bytes + at, n);
-            }
-    }
-    memset(out, 0, PACK_SLACK);
+    memset(out, 0, (size_t)(m / QT_ROWS) * tile_bytes + PACK_SLACK); // padding reads as zero
+    for (int64_t g = 0; g < m / QT_ROWS; g++, out += tile_bytes)
+        for (int r = 0; r < QT_ROWS; r++)
+            packed_row_copy(type, row_bytes, out, r, (uint8_t *)w + (size_t)(g * QT_ROWS + r) * row_bytes, 1);
     return 0;
 }
 
 int pk_packed_row(int type, const void *packed, int64_t m, int64_t k, int64_t row, void *dst) {
     size_t row_bytes;
     if (!packable(type, m, k, &row_bytes) || row < 0 || row >= m / QT_ROWS * QT_ROWS) return -1;
-    const uint8_t *tile = (const uint8_t *)packed + (size_t)(row / QT_ROWS) * qt_packed_tile_bytes(row_bytes);
-    const size_t lane = 4 * (size_t)(row % QT_ROWS);
-    uint8_t *out = dst;
-    for (size_t at = 0; at < row_bytes; at += 4)
-        memcpy(out + at, tile + at * QT_ROWS + lane, row_bytes - at < 4 ? row_bytes - at : 4);
+    uint8_t *tile = (uint8_t *)packed + (size_t)(row / QT_ROWS) * qt_packed_tile_bytes(type, row_bytes);
+    packed_row_copy(type, row_bytes, tile, (int)(row % QT_ROWS), dst, 0);
     return 0;
 }
 

@@ -78,7 +78,45 @@ BLK_INLINE qt_tile qt_tile_at(void *buf, int64_t k) {
 // (bytes 4d..4d+3 of each row, zero past the row's end) is one 64-byte vector whose lane r
 // holds row r's. The bytes are the file's, only their order changes.
 BLK_INLINE size_t qt_packed_row_dwords(size_t row_bytes) { return (row_bytes + 3) / 4; }
-BLK_INLINE size_t qt_packed_tile_bytes(size_t row_bytes) { return qt_packed_row_dwords(row_bytes) * 4 * QT_ROWS; }
+
+// The legacy 32-weight formats are packed field by field instead, so that no field starts
+// mid-dword (their blocks are 18 to 34 bytes): per group of blocks (two when the head is 2
+// bytes, else one), the blocks' heads (d, or d and m) side by side for the 16 rows in one
+// 64-byte line (block i's at 16 * head * i, row r's at head * r), then each block's qh (Q5:
+// one vector, lane r = row r's), then each block's qs as vectors (vector v, lane r = dword v
+// of row r's qs). Every group is whole 64-byte lines; a last group of one block is padded.
+typedef struct {
+    int head, qh, qs; // bytes per row of each field
+    int group;        // blocks per group
+} qt_legacy;
+
+BLK_INLINE int qt_legacy_of(int type, qt_legacy *l) {
+    switch (type) {
+    case PK_Q4_0: *l = (qt_legacy){2, 0, 16, 2}; return 1;
+    case PK_Q4_1: *l = (qt_legacy){4, 0, 16, 1}; return 1;
+    case PK_Q5_0: *l = (qt_legacy){2, 4, 16, 2}; return 1;
+    case PK_Q5_1: *l = (qt_legacy){4, 4, 16, 1}; return 1;
+    case PK_Q8_0: *l = (qt_legacy){2, 0, 32, 2}; return 1;
+    default: return 0;
+    }
+}
+// Offsets in a group of n blocks of block i's head, qh and qs, and the group's bytes.
+BLK_INLINE size_t qt_legacy_head_at(const qt_legacy *l, int i) { return (size_t)(QT_ROWS * l->head * i); }
+BLK_INLINE size_t qt_legacy_qh_at(int i) { return 64 + 64 * (size_t)i; }
+BLK_INLINE size_t qt_legacy_qs_at(const qt_legacy *l, int n, int i) {
+    return 64 + (l->qh ? 64 * (size_t)n : 0) + (size_t)(QT_ROWS * l->qs * i);
+}
+BLK_INLINE size_t qt_legacy_group_bytes(const qt_legacy *l, int n) { return qt_legacy_qs_at(l, n, n); }
+
+// Bytes of one packed tile of 16 rows of `row_bytes` each.
+BLK_INLINE size_t qt_packed_tile_bytes(int type, size_t row_bytes) {
+    qt_legacy l;
+    if (qt_legacy_of(type, &l)) {
+        const size_t blocks = row_bytes / (size_t)(l.head + l.qh + l.qs), rest = blocks % (size_t)l.group;
+        return blocks / (size_t)l.group * qt_legacy_group_bytes(&l, l.group) + (rest ? qt_legacy_group_bytes(&l, (int)rest) : 0);
+    }
+    return qt_packed_row_dwords(row_bytes) * 4 * QT_ROWS;
+}
 
 // Activation rows quantized for one weight format family, with the per-sub-block terms for
 // both sub-block sizes (index [t * k/sub + j]).

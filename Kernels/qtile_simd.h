@@ -96,9 +96,60 @@ INL void emit(const int fused, sink *s, const int sub, const int offsets, const 
 
 // ---- legacy 32-weight blocks ---------------------------------------------------------------
 
+// Codes of one block from its qs (and qh) vectors, as unpack_legacy below.
+INL void legacy_codes(const int type, const vi *qs, vi qh, vi w[8]) {
+    if (type == PK_Q8_0) {
+        const vi flip = vset1((int)0x80808080u);
+        for (int v = 0; v < 8; v++) w[v] = vxor(qs[v], flip);
+        return;
+    }
+    for (int v = 0; v < 4; v++) {
+        w[v] = vand(qs[v], MASK4);
+        w[v + 4] = vand(vsrli(qs[v], 4), MASK4);
+    }
+    if (type == PK_Q5_0 || type == PK_Q5_1)
+        for (int v = 0; v < 4; v++) {
+            w[v] = vor(w[v], spread4(vsrli(qh, 4 * v)));
+            w[v + 4] = vor(w[v + 4], spread4(vsrli(qh, 16 + 4 * v)));
+        }
+}
+
+// Packed legacy blocks (qtile.h's field-by-field layout): every field is whole aligned vectors.
+INL void unpack_legacy_packed(const int fused, const int type, const rows16 *rw, int64_t nblocks, sink *s) {
+    qt_legacy l;
+    qt_legacy_of(type, &l);
+    const int offsets = type == PK_Q4_1 || type == PK_Q5_1;
+    size_t at = 0;
+    for (int64_t g = 0; g < nblocks; g += l.group) {
+        const int n = nblocks - g < l.group ? (int)(nblocks - g) : l.group;
+        const size_t bytes = qt_legacy_group_bytes(&l, n);
+        // The next tile's same lines, a tile ahead.
+        if (rw->prefetch)
+            for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(rw->prefetch + at + o), _MM_HINT_T0);
+        const uint8_t *grp = rw->packed + at;
+        for (int i = 0; i < n; i++) {
+            vf sc, of = vfzero();
+            if (offsets) {
+                const vi head = vload(grp + qt_legacy_head_at(&l, i));
+                sc = f16_low(head);
+                of = f16_high(head);
+            } else {
+                sc = f16x16(grp + qt_legacy_head_at(&l, i));
+            }
+            const uint8_t *q = grp + qt_legacy_qs_at(&l, n, i);
+            vi qs[8], w[8];
+            for (int v = 0; v < l.qs / 4; v++) qs[v] = vload(q + 64 * v);
+            legacy_codes(type, qs, l.qh ? vload(grp + qt_legacy_qh_at(i)) : vzero(), w);
+            emit(fused, s, 32, offsets, type == PK_Q8_0, g + i, w, sc, of);
+        }
+        at += bytes;
+    }
+}
+
 // Q4_0 (bias 8), Q4_1 (d, m), Q5_0 (qh, bias 16), Q5_1 (d, m, qh), Q8_0 (signed, bias 128).
 // Blocks are read in groups whose bytes fill whole 16-byte chunks.
 INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_t nblocks, sink *s) {
+    if (rw->packed) { unpack_legacy_packed(fused, type, rw, nblocks, s); return; }
     const size_t bb = type == PK_Q4_0 ? 18 : type == PK_Q4_1 ? 20 : type == PK_Q5_0 ? 22 : type == PK_Q5_1 ? 24 : 34;
     const int group = type == PK_Q4_1 ? 4 : type == PK_Q5_1 ? 2 : 8;
     const int offsets = type == PK_Q4_1 || type == PK_Q5_1;
@@ -113,25 +164,12 @@ INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_
             const vi head = dword_at(T, o);
             const vf sc = f16_low(head);
             const vf of = offsets ? f16_high(head) : vfzero();
-            vi w[8];
-            if (type == PK_Q8_0) {
-                const vi flip = vset1((int)0x80808080u);
-                for (int v = 0; v < 8; v++) w[v] = vxor(dword_at(T, o + 2 + 4 * v), flip);
-            } else {
-                const size_t qs = o + (type == PK_Q4_0 ? 2 : type == PK_Q4_1 ? 4 : type == PK_Q5_0 ? 6 : 8);
-                for (int v = 0; v < 4; v++) {
-                    const vi e = dword_at(T, qs + 4 * v);
-                    w[v] = vand(e, MASK4);
-                    w[v + 4] = vand(vsrli(e, 4), MASK4);
-                }
-                if (type == PK_Q5_0 || type == PK_Q5_1) {
-                    const vi qh = dword_at(T, o + (type == PK_Q5_0 ? 2 : 4));
-                    for (int v = 0; v < 4; v++) {
-                        w[v] = vor(w[v], spread4(vsrli(qh, 4 * v)));
-                        w[v + 4] = vor(w[v + 4], spread4(vsrli(qh, 16 + 4 * v)));
-                    }
-                }
-            }
+            // qs follows the head (2 or 4 bytes) and qh (Q5, 4 bytes)
+            const size_t qo = o + (type == PK_Q4_0 || type == PK_Q8_0 ? 2 : type == PK_Q4_1 ? 4 : type == PK_Q5_0 ? 6 : 8);
+            vi qs[8], w[8];
+            for (int v = 0; v < (type == PK_Q8_0 ? 8 : 4); v++) qs[v] = dword_at(T, qo + 4 * v);
+            const int q5 = type == PK_Q5_0 || type == PK_Q5_1;
+            legacy_codes(type, qs, q5 ? dword_at(T, o + (type == PK_Q5_0 ? 2 : 4)) : vzero(), w);
             emit(fused, s, 32, offsets, type == PK_Q8_0, b, w, sc, of);
         }
     }
@@ -282,15 +320,15 @@ INL int unpack_any(const int fused, int type, const rows16 *rw, int64_t k, sink 
 }
 
 // Prefetching past a tensor's end would be harmless (prefetches never fault) but wasted.
-INL rows16 rows_make(const uint8_t *w, size_t row_bytes, const uint8_t *packed, int last) {
-    if (packed) return (rows16){w, row_bytes, last ? NULL : packed + qt_packed_tile_bytes(row_bytes), packed};
+INL rows16 rows_make(int type, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int last) {
+    if (packed) return (rows16){w, row_bytes, last ? NULL : packed + qt_packed_tile_bytes(type, row_bytes), packed};
     return (rows16){w, row_bytes, last ? NULL : w + QT_ROWS * row_bytes, NULL};
 }
 
 void QT_NAME(qt_unpack)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows,
                         int last, int64_t k, qt_tile t) {
     if (rows < QT_ROWS) { qt_unpack_ref(type, f, w, row_bytes, rows, k, t); return; }
-    const rows16 rw = rows_make(w, row_bytes, packed, last);
+    const rows16 rw = rows_make(type, w, row_bytes, packed, last);
     sink s = {.t = t};
     if (!unpack_any(0, type, &rw, k, &s)) qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
 }
@@ -298,7 +336,7 @@ void QT_NAME(qt_unpack)(int type, const qt_format *f, const uint8_t *w, size_t r
 int QT_NAME(qt_gemv)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, int last,
                      int64_t k, const qt_act *a, const int32_t *nb, int64_t t, float *y) {
     if (rows < QT_ROWS) return 0;
-    const rows16 rw = rows_make(w, row_bytes, packed, last);
+    const rows16 rw = rows_make(type, w, row_bytes, packed, last);
     const int64_t nsub = k / f->sub;
     sink s = {.x = a->q + t * k, .dx = (f->sub == 16 ? a->dx16 : a->dx32) + t * nsub,
               .xs = (f->sub == 16 ? a->xs16 : a->xs32) + t * nsub, .nb = nb + t * nsub, .acc = vfzero(), .off = vfzero()};

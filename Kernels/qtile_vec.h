@@ -48,6 +48,9 @@ INL vf vfneg(vf v) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_s
 // y[r] = v[r] for r < rows.
 INL void vfstore_rows(float *y, vf v, int rows) { _mm512_mask_storeu_ps(y, (__mmask16)((1u << rows) - 1u), v); }
 
+// Sixteen half floats at p (32-byte aligned), converted.
+INL vf f16x16(const void *p) { return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)p)); }
+
 // The half float in the low / high 16 bits of each lane.
 INL vf f16_low(vi v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
 INL vf f16_high(vi v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
@@ -138,6 +141,10 @@ INL __m256 f16_half8(__m256i v) {
     return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
 }
 INL vf f16_low(vi v) { return (vf){f16_half8(v.l), f16_half8(v.h)}; }
+INL vf f16x16(const void *p) {
+    const __m128i *q = (const __m128i *)p;
+    return (vf){_mm256_cvtph_ps(_mm_load_si128(q)), _mm256_cvtph_ps(_mm_load_si128(q + 1))};
+}
 INL vf f16_high(vi v) { return f16_low(vsrli(v, 16)); }
 
 // Bit b of a 4-bit index, moved to bit 4 of byte b: a multiply places bit b at bit 8b.

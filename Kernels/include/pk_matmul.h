@@ -26,10 +26,11 @@ typedef struct pk_matmul_op {
 } pk_matmul_op;
 
 // Packed weights: the rows of whole 16-row tiles, reordered so that the kernels load each
-// tile's rows side by side instead of shuffling them together at every product (same bytes,
-// same results bit for bit; the rows past the last whole tile are read from `w`).
+// tile's rows side by side instead of shuffling them together at every product, and (legacy
+// 32-weight formats) each field of a block on whole vectors (same bytes, same results bit for
+// bit; the rows past the last whole tile are read from `w`).
 // The layout's version: stored packed weights of another version must be packed again.
-#define PK_PACK_VERSION 1
+#define PK_PACK_VERSION 2
 // Bytes pk_pack writes for an m x k matrix of `type` (a multiple of 64), or 0 when the type
 // has no packed form or m < 16.
 size_t pk_pack_bytes(int type, int64_t m, int64_t k);

@@ -50,6 +50,12 @@ public final class MappedFile: @unchecked Sendable {
         madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, MADV_DONTNEED)
     }
 
+    /// Asks for 2 MiB pages where the page cache holds (or, when read in, can hold) the file in
+    /// such blocks: a file streamed whole on every step then costs far fewer TLB misses.
+    public func adviseHugePages() {
+        madvise(UnsafeMutableRawPointer(mutating: base), count, MADV_HUGEPAGE)
+    }
+
     deinit { munmap(UnsafeMutableRawPointer(mutating: base), count) }
 
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
