@@ -82,6 +82,12 @@ typedef struct {
     float *out, *scratch;
 } attn_job;
 
+// Row t's keys of kv head kvh in its first block (the next blocks follow PK_KEY_BLOCK * kv_dim
+// halves apart).
+ALWAYS_INLINE const uint16_t *unit_keys(const attn_job *j, int64_t t, int kvh) {
+    return j->keys[t] + (int64_t)kvh * j->head_dim * PK_KEY_BLOCK;
+}
+
 // Heads [h0, h0+count) of row t, all in kv head kvh: scores for all of them from one pass over
 // the keys, then softmax and one pass over the values.
 ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
@@ -93,7 +99,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     const float *qrow = j->q + t * (int64_t)j->n_head * hd;
     for (int c = 0; c < count; c++)
         for (int i = 0; i < hd; i++) qh[c * 256 + i] = f16_round(qrow[(int64_t)(h0 + c) * hd + i]);
-    const uint16_t *kb = j->keys[t] + (int64_t)kvh * hd * PK_KEY_BLOCK;
+    const uint16_t *kb = unit_keys(j, t, kvh);
     for (int64_t p0 = 0; p0 < len; p0 += PK_KEY_BLOCK) {
         const int64_t keys = len - p0 < PK_KEY_BLOCK ? len - p0 : PK_KEY_BLOCK;
         for (int c = 0; c < count; c++) {
@@ -214,7 +220,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
             _mm512_storeu_ps(qh + c * 256 + 16 * d, round_half16(_mm512_loadu_ps(qrow + (int64_t)(h0 + c) * HD + 16 * d)));
 
     // Scores, a block of sixteen keys at a time (lane = key), in score_block's order.
-    const uint16_t *kb = j->keys[t] + (int64_t)kvh * HD * PK_KEY_BLOCK;
+    const uint16_t *kb = unit_keys(j, t, kvh);
     const int64_t block_halves = PK_KEY_BLOCK * j->kv_dim;
     const __m512 scale = _mm512_set1_ps(j->scale), z = _mm512_setzero_ps();
     const uint16_t *vb = j->values[t] + (int64_t)kvh * HD;
@@ -408,7 +414,7 @@ static int64_t unit_cost(const void *ctx, int64_t u) {
 static void prefetch_keys(const attn_job *j, int64_t t, int kvh) {
     const int64_t blocks = (j->kv_len[t] + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
     const size_t bytes = (size_t)j->head_dim * PK_KEY_BLOCK * 2, block_bytes = (size_t)j->kv_dim * PK_KEY_BLOCK * 2;
-    const char *k = (const char *)(j->keys[t] + (int64_t)kvh * j->head_dim * PK_KEY_BLOCK);
+    const char *k = (const char *)unit_keys(j, t, kvh);
     for (int64_t b = 0; b < blocks && b < 3; b++, k += block_bytes)
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(k + o, 0, 3);
 }

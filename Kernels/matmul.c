@@ -353,11 +353,12 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         const qt_format *f = &j->fmt[i];
         const qt_act *a = &j->act[f->act];
         const qt_tile tl = qt_tile_at(buf, j->k);
+        const size_t packed_tile = op->packed ? qt_packed_tile_bytes(op->type, row_bytes) : 0;
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
             const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
             const uint8_t *pk = op->packed && rows == QT_ROWS
-                                    ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * qt_packed_tile_bytes(op->type, row_bytes)
+                                    ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * packed_tile
                                     : NULL;
             // A few activation rows (decode; a token with jump-forward text after it) go through
             // the fused kernel one row at a time: no tile stored, and the block of weights stays

@@ -150,7 +150,9 @@ INL void unpack_legacy_packed(const int fused, const int type, const rows16 *rw,
 // Blocks are read in groups whose bytes fill whole 16-byte chunks.
 INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_t nblocks, sink *s) {
     if (rw->packed) { unpack_legacy_packed(fused, type, rw, nblocks, s); return; }
-    const size_t bb = type == PK_Q4_0 ? 18 : type == PK_Q4_1 ? 20 : type == PK_Q5_0 ? 22 : type == PK_Q5_1 ? 24 : 34;
+    qt_legacy l; // the block's fields, in the file's order: head, qh, qs
+    qt_legacy_of(type, &l);
+    const size_t bb = (size_t)(l.head + l.qh + l.qs);
     const int group = type == PK_Q4_1 ? 4 : type == PK_Q5_1 ? 2 : 8;
     const int offsets = type == PK_Q4_1 || type == PK_Q5_1;
     const size_t row_bytes = (size_t)nblocks * bb;
@@ -164,12 +166,10 @@ INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_
             const vi head = dword_at(T, o);
             const vf sc = f16_low(head);
             const vf of = offsets ? f16_high(head) : vfzero();
-            // qs follows the head (2 or 4 bytes) and qh (Q5, 4 bytes)
-            const size_t qo = o + (type == PK_Q4_0 || type == PK_Q8_0 ? 2 : type == PK_Q4_1 ? 4 : type == PK_Q5_0 ? 6 : 8);
+            const size_t qo = o + (size_t)(l.head + l.qh);
             vi qs[8], w[8];
-            for (int v = 0; v < (type == PK_Q8_0 ? 8 : 4); v++) qs[v] = dword_at(T, qo + 4 * v);
-            const int q5 = type == PK_Q5_0 || type == PK_Q5_1;
-            legacy_codes(type, qs, q5 ? dword_at(T, o + (type == PK_Q5_0 ? 2 : 4)) : vzero(), w);
+            for (int v = 0; v < l.qs / 4; v++) qs[v] = dword_at(T, qo + 4 * v);
+            legacy_codes(type, qs, l.qh ? dword_at(T, o + (size_t)l.head) : vzero(), w);
             emit(fused, s, 32, offsets, type == PK_Q8_0, b, w, sc, of);
         }
     }

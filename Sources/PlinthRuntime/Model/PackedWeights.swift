@@ -162,11 +162,10 @@ enum WeightPacker {
     struct Failure: Error { var message: String }
 
     /// Writes the file under a temporary name and renames it into place once it is complete and
-    /// on disk, so no reader ever maps a partial file. The tiles are packed through a mapping of
-    /// a first file, then written to the one renamed into place in 2 MiB writes: the page cache
-    /// keeps such writes in 2 MiB blocks, which the kernel maps with 2 MiB pages (decode streams
-    /// the whole file every step; with 4 KiB pages, TLB misses cost it up to a fifth of its
-    /// read bandwidth here).
+    /// on disk, so no reader ever maps a partial file. The tiles are packed in memory and written
+    /// in 2 MiB writes: the page cache keeps such writes in 2 MiB blocks, which the kernel maps
+    /// with 2 MiB pages (decode streams the whole file every step; with 4 KiB pages, TLB misses
+    /// cost it up to a fifth of its read bandwidth here).
     private static func create(_ url: URL, header: [UInt8], entries: [Entry], total: Int) -> Result<MappedFile, Failure> {
         let dir = url.deletingLastPathComponent()
         do {
@@ -174,21 +173,14 @@ enum WeightPacker {
         } catch {
             return .failure(Failure(message: "cannot create \(dir.path): \(error.localizedDescription)"))
         }
-        let stem = ".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        let scratch = dir.appendingPathComponent(stem + ".pack.tmp"), tmp = dir.appendingPathComponent(stem + ".tmp")
-        defer { unlink(scratch.path) }
-        func fail(_ what: String, _ path: URL, _ err: Int32) -> Result<MappedFile, Failure> {
+        let tmp = dir.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
+        func fail(_ what: String, _ err: Int32) -> Result<MappedFile, Failure> {
             unlink(tmp.path)
-            return .failure(Failure(message: "\(what) \(path.path): \(String(cString: strerror(err)))"))
+            return .failure(Failure(message: "\(what) \(tmp.path): \(String(cString: strerror(err)))"))
         }
-        let sfd = Glibc.open(scratch.path, O_RDWR | O_CREAT | O_EXCL, 0o600)
-        guard sfd >= 0 else { return fail("cannot create", scratch, errno) }
-        defer { close(sfd) }
-        // Reserve the blocks first: writing through a mapping to a full disk would raise SIGBUS.
-        let rc = posix_fallocate(sfd, 0, off_t(total))
-        guard rc == 0 else { return fail("cannot reserve \(total) bytes for", scratch, rc) }
-        guard let p = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0), p != MAP_FAILED else {
-            return fail("cannot map", scratch, errno)
+        // Pages of a private anonymous mapping, not the heap: they go back whole at munmap.
+        guard let p = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), p != MAP_FAILED else {
+            return fail("cannot allocate \(total) bytes to pack", errno)
         }
         defer { munmap(p, total) }
         header.withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: header.count) }
@@ -196,18 +188,18 @@ enum WeightPacker {
             _ = pk_pack(e.type, e.source, Int64(e.rows), Int64(e.columns), p + e.offset)
         }
         let fd = Glibc.open(tmp.path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-        guard fd >= 0 else { return fail("cannot create", tmp, errno) }
+        guard fd >= 0 else { return fail("cannot create", errno) }
         defer { close(fd) }
         let chunk = 2 << 20
         var done = 0
         while done < total {
             let n = pwrite(fd, p + done, min(chunk, total - done), off_t(done))
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return fail("cannot write", tmp, n < 0 ? errno : EIO) }
+            guard n > 0 else { return fail("cannot write", n < 0 ? errno : EIO) }
             done += n
         }
-        guard fsync(fd) == 0 else { return fail("cannot write", tmp, errno) }
-        guard rename(tmp.path, url.path) == 0 else { return fail("cannot rename", tmp, errno) }
+        guard fsync(fd) == 0 else { return fail("cannot write", errno) }
+        guard rename(tmp.path, url.path) == 0 else { return fail("cannot rename", errno) }
         do {
             return .success(try MappedFile(url: url))
         } catch {
