@@ -31,9 +31,11 @@ ALWAYS_INLINE void load_f16(const uint16_t *src, float *dst, int count) {
 
 void pk_store_key(const float *k, int64_t kv_dim, int64_t pos, uint16_t *keys) {
     uint16_t *block = keys + (pos / PK_KEY_BLOCK) * PK_KEY_BLOCK * kv_dim + pos % PK_KEY_BLOCK;
-    for (int64_t i = 0; i < kv_dim; i++) {
-        const _Float16 h = (_Float16)k[i];
-        memcpy(block + i * PK_KEY_BLOCK, &h, 2);
+    uint16_t h[256];
+    for (int64_t i0 = 0; i0 < kv_dim; i0 += 256) {
+        const int64_t count = kv_dim - i0 < 256 ? kv_dim - i0 : 256;
+        pk_f32_to_f16_row(k + i0, h, count);
+        for (int64_t i = 0; i < count; i++) block[(i0 + i) * PK_KEY_BLOCK] = h[i];
     }
 }
 

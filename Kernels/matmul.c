@@ -314,6 +314,8 @@ typedef struct {
     size_t thread_bytes;
     kernel_set ks;
     int64_t tile_bytes[PK_MATMUL_MAX_OPS];
+    int prepare_in_task;       // the threads quantize their share of the rows, then meet
+    _Atomic int prepared;
     _Atomic int64_t next_tile;
 } matmul_job;
 
@@ -387,10 +389,19 @@ static int64_t tile_cost(const void *ctx, int64_t g) {
     return j->tile_bytes[i];
 }
 
+static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1);
+
+// Every thread's share of the rows is quantized before any tile reads them.
+static void prepare_shared(matmul_job *j, int ith, int nth) {
+    prepare_rows(j, j->n * ith / nth, j->n * (ith + 1) / nth);
+    meet(&j->prepared, nth);
+}
+
 // Threads take runs of tiles from a shared counter until none are left: tiles of different
 // formats and ops cost different amounts, so a fixed split would leave one thread waiting.
 static void matmul_task(void *ctx, int ith, int nth) {
     matmul_job *j = ctx;
+    if (j->prepare_in_task) prepare_shared(j, ith, nth);
     uint8_t *buf = j->thread_scratch + (size_t)ith * j->thread_bytes;
     const int64_t total = j->first_tile[j->count];
     if (nth == 1) { matmul_tiles(j, 0, total, buf); return; }
@@ -424,14 +435,6 @@ static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1) {
     }
 }
 
-static void prepare_task(void *ctx, int ith, int nth) {
-    const matmul_job *j = ctx;
-    prepare_rows(j, j->n * ith / nth, j->n * (ith + 1) / nth);
-}
-
-// Below this many activation rows, preparing them on the calling thread is cheaper than a
-// second hand-off to the pool.
-#define PREPARE_PARALLEL_MIN 64
 
 int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
                    const float *x, int64_t n, void *scratch) {
@@ -468,8 +471,9 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     }
     j.thread_scratch = s;
     j.thread_bytes = thread_bytes_for(k);
-    if (n >= PREPARE_PARALLEL_MIN && pk_pool_threads(pool) > 1) pk_pool_run(pool, prepare_task, &j);
-    else prepare_rows(&j, 0, n);
+    // One row is quickest alone; more are shared, with the threads meeting inside the task.
+    j.prepare_in_task = n > 1 && pk_pool_threads(pool) > 1;
+    if (!j.prepare_in_task) prepare_rows(&j, 0, n);
     pk_pool_run(pool, matmul_task, &j);
     return 0;
 }

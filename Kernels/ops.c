@@ -21,8 +21,9 @@ static void rows_task(void *ctx, int ith, int nth) {
     if (r0 < r1) j->fn(j->args, r0, r1);
 }
 
-// Below this many values, one thread finishes before a hand-off to the pool would.
-#define PARALLEL_MIN_VALUES 65536
+// Below this many values, one thread finishes before a hand-off to the pool would (a hand-off
+// to a spinning worker costs about a microsecond; 8192 values take a few).
+#define PARALLEL_MIN_VALUES 8192
 
 static void for_rows(pk_pool *pool, int64_t rows, int64_t values, rows_fn fn, const void *args) {
     if (!pool || pk_pool_threads(pool) == 1 || values < PARALLEL_MIN_VALUES || rows < 2) {
@@ -57,27 +58,33 @@ void pk_rms_norm(pk_pool *pool, const float *x, const float *w, float *y, int64_
 
 // ---- RoPE ------------------------------------------------------------------------------------
 
+void pk_rope_table(const int32_t *positions, int64_t n, int rope_dims, float freq_base, float *table) {
+    const int pairs = rope_dims / 2;
+    const float theta_scale = powf(freq_base, -2.0f / (float)rope_dims);
+    for (int64_t t = 0; t < n; t++) {
+        // theta advances by repeated multiplication, matching llama.cpp's rounding.
+        float theta = (float)positions[t];
+        float *row = table + t * 2 * pairs;
+        for (int i = 0; i < pairs; i++) {
+            row[2 * i] = cosf(theta);
+            row[2 * i + 1] = sinf(theta);
+            theta *= theta_scale;
+        }
+    }
+}
+
 typedef struct {
     float *x;
     int64_t stride;
     int heads, head_dim, rope_dims, neox;
-    const int32_t *positions;
-    float freq_base;
+    const float *table;
 } rope_args;
 
 static void rope_rows(const void *a, int64_t r0, int64_t r1) {
     const rope_args *p = a;
-    float cs[512], sn[512];
-    const int pairs = p->rope_dims / 2 < 512 ? p->rope_dims / 2 : 512;
-    const float theta_scale = powf(p->freq_base, -2.0f / (float)p->rope_dims);
+    const int pairs = p->rope_dims / 2;
     for (int64_t t = r0; t < r1; t++) {
-        // theta advances by repeated multiplication, matching llama.cpp's rounding.
-        float theta = (float)p->positions[t];
-        for (int i = 0; i < pairs; i++) {
-            cs[i] = cosf(theta);
-            sn[i] = sinf(theta);
-            theta *= theta_scale;
-        }
+        const float *cs = p->table + t * 2 * pairs, *sn = cs + 1;
         float *row = p->x + t * p->stride;
         for (int h = 0; h < p->heads; h++) {
             float *v = row + (int64_t)h * p->head_dim;
@@ -85,16 +92,16 @@ static void rope_rows(const void *a, int64_t r0, int64_t r1) {
                 const int ia = p->neox ? i : 2 * i;
                 const int ib = p->neox ? i + p->rope_dims / 2 : 2 * i + 1;
                 const float x0 = v[ia], x1 = v[ib];
-                v[ia] = x0 * cs[i] - x1 * sn[i];
-                v[ib] = x0 * sn[i] + x1 * cs[i];
+                v[ia] = x0 * cs[2 * i] - x1 * sn[2 * i];
+                v[ib] = x0 * sn[2 * i] + x1 * cs[2 * i];
             }
         }
     }
 }
 
 void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
-             const int32_t *positions, float freq_base, int neox) {
-    const rope_args a = {x, stride, heads, head_dim, rope_dims, neox, positions, freq_base};
+             const float *table, int neox) {
+    const rope_args a = {x, stride, heads, head_dim, rope_dims, neox, table};
     for_rows(pool, n, n * heads * (int64_t)head_dim * 2, rope_rows, &a);
 }
 
@@ -168,4 +175,45 @@ void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count) {
     if (pk_matmul_isa() != PK_ISA_SCALAR) { f32_to_f16_f16c(x, y, count); return; }
 #endif
     for (int64_t i = 0; i < count; i++) y[i] = pk_f32_to_f16(x[i]);
+}
+
+// ---- argmax ----------------------------------------------------------------------------------
+
+// Sixteen running maxima side by side (a select per lane, which vectorizes where a search with
+// an early index does not), then the first index holding the largest.
+ALWAYS_INLINE int64_t argmax_body(const float *x, int64_t n) {
+    float lane[16];
+    for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int l = 0; l < 16; l++) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];
+    float best = -INFINITY;
+    for (int l = 0; l < 16; l++) best = lane[l] > best ? lane[l] : best;
+    for (; i < n; i++) best = x[i] > best ? x[i] : best;
+    if (best == -INFINITY) return 0; // nothing above -inf (or only NaN): the first id, as a scan gives
+    for (i = 0; i + 16 <= n; i += 16) {
+        int hit = 0;
+        for (int l = 0; l < 16; l++) hit |= x[i + l] == best;
+        if (hit) break;
+    }
+    for (; i < n; i++)
+        if (x[i] == best) return i;
+    return 0;
+}
+
+static int64_t argmax_portable(const float *x, int64_t n) { return argmax_body(x, n); }
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx2"))) static int64_t argmax_avx512(const float *x, int64_t n) { return argmax_body(x, n); }
+__attribute__((target("avx2"))) static int64_t argmax_avx2(const float *x, int64_t n) { return argmax_body(x, n); }
+#endif
+
+int64_t pk_argmax(const float *x, int64_t n) {
+#if defined(__x86_64__)
+    switch (pk_matmul_isa()) {
+    case PK_ISA_AVX512: return argmax_avx512(x, n);
+    case PK_ISA_AVX2: return argmax_avx2(x, n);
+    default: break;
+    }
+#endif
+    return argmax_portable(x, n);
 }

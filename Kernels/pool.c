@@ -1,4 +1,5 @@
 #include "pk_pool.h"
+#include "share.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -23,12 +24,6 @@ struct pk_pool {
 };
 
 typedef struct { pk_pool *pool; int ith; } worker_arg;
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 static void *worker_main(void *p) {
     worker_arg arg = *(worker_arg *)p;

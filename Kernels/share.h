@@ -1,6 +1,25 @@
-// Sharing units of work between a pool's threads in contiguous runs of equal cost. Internal.
+// Sharing work between a pool's threads: contiguous runs of equal cost, and a meeting point
+// inside a task. Internal.
 #pragma once
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// Waits inside a pool task until all nth threads have arrived at `arrived` (zero before the
+// task; one use per task). Spins first: the threads arrive within microseconds of each other.
+static inline void meet(_Atomic int *arrived, int nth) {
+    atomic_fetch_add_explicit(arrived, 1, memory_order_acq_rel);
+    for (int spins = 0; atomic_load_explicit(arrived, memory_order_acquire) < nth; spins++) {
+        if (spins < 4000) cpu_relax();
+        else sched_yield();
+    }
+}
 
 // Thread ith of nth takes units [*u0, *u1) of `total`: those whose cumulative cost before them
 // falls in its 1/nth of the whole. `cost(ctx, u)` must be positive.

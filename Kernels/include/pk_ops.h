@@ -15,11 +15,17 @@ extern "C" {
 // y = x / sqrt(mean(x^2) + eps) * w, for n rows of length k (y may alias x).
 void pk_rms_norm(pk_pool *pool, const float *x, const float *w, float *y, int64_t n, int64_t k, float eps);
 
+// The rotations of rotary position embedding for n rows at `positions`: table[t*rope_dims + 2i]
+// and [.. + 2i + 1] hold cos and sin of pair i's angle. Computed once per step, used by every
+// layer's pk_rope.
+void pk_rope_table(const int32_t *positions, int64_t n, int rope_dims, float freq_base, float *table);
+
 // Rotary position embedding in place on n rows, each holding `heads` heads of `head_dim` values
-// (row stride `stride`). `neox` pairs value i with i+head_dim/2 (GPT-NeoX, Qwen2); otherwise
-// adjacent pairs (2i, 2i+1) as GGUF stores llama's Q/K.
+// (row stride `stride`), row t rotated by row t of `table` (pk_rope_table). `neox` pairs value
+// i with i+head_dim/2 (GPT-NeoX, Qwen2); otherwise adjacent pairs (2i, 2i+1) as GGUF stores
+// llama's Q/K.
 void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
-             const int32_t *positions, float freq_base, int neox);
+             const float *table, int neox);
 
 // gate = silu(gate) * up over n rows of k values, with silu(g) = g / (1 + e^-g) and e^x from a
 // fixed polynomial (kexp.h), the same bits on every ISA.
@@ -30,6 +36,10 @@ void pk_add(float *y, const float *x, int64_t count);
 
 // Converts count floats to IEEE half, rounding to nearest even.
 void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count);
+
+// The index of the largest of n values (the lowest among equals; NaNs never win; 0 when none
+// is above -infinity).
+int64_t pk_argmax(const float *x, int64_t n);
 
 // Attention reads each sequence's keys from blocks of PK_KEY_BLOCK positions, stored
 // transposed so that one vector scores a block's positions together: block b starts

@@ -264,7 +264,7 @@ func benchPhaseGeneration(_ context: InferenceContext, _ first: Int32, _ steps: 
         batch.tokens[0] = token
         batch.positions[0] = Int32(position)
         try context.forward(batch)
-        token = argmax(context.logits(0))
+        token = Sampler.argmax(context.logits(0))
     }
 }
 
@@ -280,22 +280,11 @@ func benchPhaseBatchedGeneration(_ context: InferenceContext, _ sequences: Int, 
     for s in 0..<sequences { batch.add(0, position: start, slot: s, logits: true) }
     for step in 0..<steps {
         for s in 0..<sequences {
-            batch.tokens[s] = argmax(context.logits(s))
+            batch.tokens[s] = Sampler.argmax(context.logits(s))
             batch.positions[s] = Int32(start + step)
         }
         try context.forward(batch)
     }
-}
-
-@inline(__always)
-func argmax(_ row: UnsafeBufferPointer<Float>) -> Int32 {
-    var best = 0
-    var bestValue = -Float.infinity
-    for i in 0..<row.count where row[i] > bestValue {
-        bestValue = row[i]
-        best = i
-    }
-    return Int32(best)
 }
 
 /// The results of one `plinth bench` run, as a table or as JSON.

@@ -303,4 +303,65 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         }
         #expect(worst <= 1, "worst error in units of four ulps: \(worst)")
     }
+
+    /// Argmax: every ISA gives the index a plain scan gives (the first of equal maxima, NaNs
+    /// never win, 0 when nothing is above -infinity), at lengths around the vector width.
+    @Test func argmaxAgreesWithAScanOnEveryISA() {
+        func scan(_ x: [Float]) -> Int64 {
+            var best = 0, value = -Float.infinity
+            for i in x.indices where x[i] > value { (best, value) = (i, x[i]) }
+            return Int64(best)
+        }
+        var rng = SplitMix64(seed: 5)
+        var cases: [[Float]] = [[], [.nan], [-.infinity, -.infinity], [.nan, -.infinity, .nan], [.infinity, 3, .infinity]]
+        for n in [1, 2, 15, 16, 17, 31, 33, 100, 49152] {
+            for variant in 0..<4 {
+                // Few distinct values, so that the maximum repeats; some NaNs and infinities.
+                var x = (0..<n).map { _ in Float(rng.below(variant == 0 ? 5 : 1000)) - 500 }
+                if variant == 2 { for _ in 0..<max(1, n / 7) { x[rng.below(n)] = .nan } }
+                if variant == 3 { x = x.map { $0 > 0 ? -.infinity : $0 }; x[n - 1] = 499 }
+                cases.append(x)
+            }
+        }
+        for isa in availableISAs() {
+            for x in cases {
+                let got = withISA(isa) { x.withUnsafeBufferPointer { pk_argmax($0.baseAddress, Int64(x.count)) } }
+                #expect(got == scan(x), "isa \(isa), n \(x.count)")
+            }
+        }
+    }
+
+    /// RoPE through the step's table: each pair is rotated by its angle (position times
+    /// base^(-2i/dims)) to within float rounding of the rotation computed in double, in both
+    /// pairings, and the table is the same whatever the thread count.
+    @Test(arguments: [0, 1]) func ropeRotatesByTheTablesAngles(neox: Int32) {
+        let heads = 3, headDim = 64, dims = 64, n = 5
+        let positions: [Int32] = [0, 1, 7, 300, 4095]
+        var table = [Float](repeating: .nan, count: n * dims)
+        pk_rope_table(positions, Int64(n), Int32(dims), 10000, &table)
+        var rng = SplitMix64(seed: 9)
+        let x = (0..<(n * heads * headDim)).map { _ in Float(rng.below(2001) - 1000) / 500 }
+        for threads in [1, 2] {
+            var y = x
+            let pool = pk_pool_create(Int32(threads))
+            pk_rope(pool, &y, Int64(n), Int64(heads * headDim), Int32(heads), Int32(headDim), Int32(dims), table, neox)
+            pk_pool_destroy(pool)
+            var worst = 0.0
+            for t in 0..<n {
+                for h in 0..<heads {
+                    for i in 0..<(dims / 2) {
+                        let a = t * heads * headDim + h * headDim + (neox == 1 ? i : 2 * i)
+                        let b = a + (neox == 1 ? dims / 2 : 1)
+                        let theta = Double(positions[t]) * pow(10000.0, -2 * Double(i) / Double(dims))
+                        let ya = Double(x[a]) * cos(theta) - Double(x[b]) * sin(theta)
+                        let yb = Double(x[a]) * sin(theta) + Double(x[b]) * cos(theta)
+                        // Angles are accumulated in float, as llama.cpp does: error grows with the position.
+                        let tolerance = 1e-6 * (1 + Double(positions[t])) * 4
+                        worst = max(worst, abs(Double(y[a]) - ya) / tolerance, abs(Double(y[b]) - yb) / tolerance)
+                    }
+                }
+            }
+            #expect(worst <= 1, "threads \(threads): worst error in units of the tolerance \(worst)")
+        }
+    }
 }

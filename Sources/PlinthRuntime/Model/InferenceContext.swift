@@ -27,6 +27,7 @@ public final class InferenceContext {
     private let attnScratch: UnsafeMutablePointer<Float>
     private let kRows, vRows: UnsafeMutablePointer<UnsafePointer<UInt16>?>
     private let kvLen, rowPositions: UnsafeMutablePointer<Int32>
+    private let ropeTable: UnsafeMutablePointer<Float>
     private var logitsBuffer: UnsafeMutablePointer<Float>
     private var logitsCapacity: Int
     private let allocations: [UnsafeMutableRawPointer]
@@ -87,6 +88,7 @@ public final class InferenceContext {
             vRows = try alloc(n, "row tables")
             kvLen = try alloc(n, "row tables")
             rowPositions = try alloc(n, "row tables")
+            ropeTable = try alloc(n * c.ropeDims, "row tables")
             logitsCapacity = 1
             guard let raw = malloc(c.vocabularySize * MemoryLayout<Float>.stride) else { throw ModelError.outOfMemory("logits") }
             logitsBuffer = raw.bindMemory(to: Float.self, capacity: c.vocabularySize)
@@ -199,6 +201,7 @@ public final class InferenceContext {
             rowPositions[r] = batch.positions[i]
             kvLen[r] = batch.positions[i] + 1
         }
+        pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), c.ropeFreqBase, ropeTable)
         let eps = c.rmsEpsilon
         let scale = 1 / Float(c.headDim).squareRoot()
         let valueSlotStride = contextLength * kvDim
@@ -209,8 +212,8 @@ public final class InferenceContext {
             addBias(lw.bk, k, rows: n, width: kvDim)
             addBias(lw.bv, v, rows: n, width: kvDim)
             let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
-            pk_rope(pool, q, Int64(n), Int64(qDim), Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
-            pk_rope(pool, k, Int64(n), Int64(kvDim), Int32(c.kvHeadCount), Int32(c.headDim), Int32(c.ropeDims), rowPositions, c.ropeFreqBase, neox)
+            pk_rope(pool, q, Int64(n), Int64(qDim), Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDims), ropeTable, neox)
+            pk_rope(pool, k, Int64(n), Int64(kvDim), Int32(c.kvHeadCount), Int32(c.headDim), Int32(c.ropeDims), ropeTable, neox)
             for (r, i) in range.enumerated() {
                 let keys = kCache[l] + batch.slots[i] * keySlotStride
                 let values = vCache[l] + batch.slots[i] * valueSlotStride

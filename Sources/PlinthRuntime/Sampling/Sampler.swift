@@ -1,4 +1,5 @@
 import Foundation
+import PlinthKernels
 
 /// How the next token is chosen from the logits.
 ///
@@ -47,13 +48,8 @@ public struct Sampler: Sendable {
 
     /// The most likely token (the lowest id among equals).
     public static func argmax(_ logits: UnsafeBufferPointer<Float>) -> Int32 {
-        var best = 0
-        var bestValue = -Float.infinity
-        for i in 0..<logits.count where logits[i] > bestValue {
-            bestValue = logits[i]
-            best = i
-        }
-        return Int32(best)
+        guard let base = logits.baseAddress else { return 0 }
+        return Int32(pk_argmax(base, Int64(logits.count)))
     }
 
     /// Chooses the next token. `history` is the sequence so far (for the repetition penalty);
