@@ -90,6 +90,12 @@ ALWAYS_INLINE const uint16_t *unit_keys(const attn_job *j, int64_t t, int kvh) {
     return j->keys[t] + (int64_t)kvh * j->head_dim * PK_KEY_BLOCK;
 }
 
+// The unit a thread runs after the current one, whose keys and values it fetches meanwhile.
+typedef struct {
+    const uint16_t *keys, *values;
+    int64_t len;
+} next_unit;
+
 // Heads [h0, h0+count) of row t, all in kv head kvh: scores for all of them from one pass over
 // the keys, then softmax and one pass over the values.
 ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
@@ -175,15 +181,17 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     }
 }
 
-typedef void (*attend_fn)(const attn_job *, int64_t, int, int, int, float *);
+typedef void (*attend_fn)(const attn_job *, int64_t, int, int, int, const next_unit *, float *);
 
-static void attend_scalar(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
+static void attend_scalar(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
+    (void)next;
     attend_body(j, t, kvh, h0, count, buf);
 }
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma,f16c")))
-static void attend_avx2(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
+static void attend_avx2(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
+    (void)next;
     attend_body(j, t, kvh, h0, count, buf);
 }
 #include <immintrin.h>
@@ -210,7 +218,23 @@ ALWAYS_INLINE float tree_sum16(__m512 v) {
 // once per head) beats slots in memory (values converted once per group).
 #define FOLD_IN_REGISTERS_MAX 192
 
-static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
+// Slice b of `blocks` of the next unit's keys and values, into L2. Each sequence's cache is read
+// once per step, mostly from memory: fetching a whole unit ahead, at the pace of this one's
+// blocks, keeps more lines in flight than L1's misses alone allow.
+ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int64_t b, int64_t blocks) {
+    const int64_t nblocks = (nx->len + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
+    for (int64_t nb = b * nblocks / blocks; nb < (b + 1) * nblocks / blocks; nb++) {
+        const char *k = (const char *)(nx->keys + nb * PK_KEY_BLOCK * j->kv_dim);
+        for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch(k + o, _MM_HINT_T1);
+        for (int64_t p = nb * PK_KEY_BLOCK; p < (nb + 1) * PK_KEY_BLOCK && p < nx->len; p++) {
+            const char *v = (const char *)(nx->values + p * j->v_stride);
+            _mm_prefetch(v, _MM_HINT_T1);
+            _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T1);
+        }
+    }
+}
+
+static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
     const int64_t len = j->kv_len[t], stride = j->v_stride;
     float *scores = buf;
     float *qh = buf + (size_t)count * j->max_kv;
@@ -234,6 +258,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         // the softmax, while this block is scored.
         if (p0 + 48 < len)
             for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch((const char *)(block + 3 * block_halves) + o, _MM_HINT_T0);
+        if (next) fetch_next_slice(j, next, p0 / 16, (len + 15) / 16);
         for (int i = 0; i < keys; i++) {
             const char *v = (const char *)(vb + (p0 + i) * stride);
             _mm_prefetch(v, _MM_HINT_T0);
@@ -371,8 +396,8 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
     }
 }
 
-static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
-    if (j->head_dim == HD) attend64_avx512(j, t, kvh, h0, count, buf);
+static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
+    if (j->head_dim == HD) attend64_avx512(j, t, kvh, h0, count, next, buf);
     else attend_body(j, t, kvh, h0, count, buf);
 }
 #undef HD
@@ -439,8 +464,17 @@ static void attention_task(void *ctx, int ith, int nth) {
     for (int64_t u = u0; u < u1; u++) {
         const int64_t t = u / units_per_row;
         const int h0 = (int)(u % units_per_row) * per_unit;
-        if (u + 1 < u1) prefetch_keys(j, (u + 1) / units_per_row, (int)((u + 1) % units_per_row) * per_unit / j->group);
-        c->fn(j, t, h0 / j->group, h0, per_unit, buf);
+        next_unit next = {0};
+        if (u + 1 < u1) {
+            const int64_t tn = (u + 1) / units_per_row;
+            const int kvhn = (int)((u + 1) % units_per_row) * per_unit / j->group;
+            next = (next_unit){unit_keys(j, tn, kvhn), j->values[tn] + (int64_t)kvhn * j->head_dim, j->kv_len[tn]};
+            prefetch_keys(j, tn, kvhn);
+        }
+        // Only with units of whole kv heads (many rows): single-head units are few rows, whose
+        // caches are small and which take turns on one kv head's cache.
+        const int fetch = u + 1 < u1 && !j->split;
+        c->fn(j, t, h0 / j->group, h0, per_unit, fetch ? &next : NULL, buf);
     }
 }
 
