@@ -1,7 +1,6 @@
 #include "pk_ops.h"
 #include "pk_matmul.h"
 #include "kexp.h"
-#include "share.h"
 
 // The order of every rounding is written out: no contraction, fmaf where it is meant.
 #pragma clang fp contract(off)
@@ -425,16 +424,11 @@ size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads) {
     return (size_t)threads * per_thread(max_kv, group < 1 ? 1 : group);
 }
 
-typedef struct { const attn_job *j; attend_fn fn; } attn_task_ctx;
-
-// The cost of a unit beyond its keys (query rounding, softmax set-up, output), in keys.
-#define UNIT_OVERHEAD 32
-
-typedef struct { const int32_t *kv_len; int64_t units_per_row; } unit_costs;
-static int64_t unit_cost(const void *ctx, int64_t u) {
-    const unit_costs *c = ctx;
-    return c->kv_len[u / c->units_per_row] + UNIT_OVERHEAD;
-}
+typedef struct {
+    const attn_job *j;
+    attend_fn fn;
+    _Atomic int64_t next; // the first unit no thread has claimed
+} attn_task_ctx;
 
 // Starts fetching the first keys of a unit (its first three blocks; the unit fetches the rest
 // ahead of itself), so that they arrive while the unit before it runs.
@@ -446,35 +440,35 @@ static void prefetch_keys(const attn_job *j, int64_t t, int kvh) {
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(k + o, 0, 3);
 }
 
+// Threads claim units one at a time from a shared counter, each holding the claim on its next
+// unit while it runs the current one (to fetch the next one's cache meanwhile): a unit's time
+// depends on its context and on the memory, so a fixed split leaves one thread waiting.
 static void attention_task(void *ctx, int ith, int nth) {
-    const attn_task_ctx *c = ctx;
+    (void)nth;
+    attn_task_ctx *c = ctx;
     const attn_job *j = c->j;
     float *buf = j->scratch + (size_t)ith * per_thread(j->max_kv, j->group);
     // Units are (row, kv head), or (row, head) when there are too few of those to share out.
     const int per_unit = j->split ? 1 : j->group;
     const int64_t units_per_row = j->n_head / per_unit;
     const int64_t total = j->n * units_per_row;
-    // Threads take contiguous runs of units of equal cost (a row's cost grows with its context,
-    // so equal counts would leave the threads with the early rows idle).
-    int64_t u0 = 0, u1 = total;
-    if (nth > 1) {
-        const unit_costs uc = {j->kv_len, units_per_row};
-        share_by_cost(total, unit_cost, &uc, ith, nth, &u0, &u1);
-    }
-    for (int64_t u = u0; u < u1; u++) {
+    int64_t u = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+    while (u < total) {
+        const int64_t un = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
         const int64_t t = u / units_per_row;
         const int h0 = (int)(u % units_per_row) * per_unit;
         next_unit next = {0};
-        if (u + 1 < u1) {
-            const int64_t tn = (u + 1) / units_per_row;
-            const int kvhn = (int)((u + 1) % units_per_row) * per_unit / j->group;
+        if (un < total) {
+            const int64_t tn = un / units_per_row;
+            const int kvhn = (int)(un % units_per_row) * per_unit / j->group;
             next = (next_unit){unit_keys(j, tn, kvhn), j->values[tn] + (int64_t)kvhn * j->head_dim, j->kv_len[tn]};
             prefetch_keys(j, tn, kvhn);
         }
         // Only with units of whole kv heads (many rows): single-head units are few rows, whose
         // caches are small and which take turns on one kv head's cache.
-        const int fetch = u + 1 < u1 && !j->split;
+        const int fetch = un < total && !j->split;
         c->fn(j, t, h0 / j->group, h0, per_unit, fetch ? &next : NULL, buf);
+        u = un;
     }
 }
 
@@ -485,6 +479,6 @@ void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv
                   v_stride, 0, scale, out, scratch};
     for (int64_t t = 0; t < n; t++) j.max_kv = kv_len[t] > j.max_kv ? kv_len[t] : j.max_kv;
     j.split = n * n_kv_head < 4 * (int64_t)pk_pool_threads(pool);
-    attn_task_ctx c = {&j, pick()};
+    attn_task_ctx c = {&j, pick(), 0};
     pk_pool_run(pool, attention_task, &c);
 }
