@@ -38,6 +38,28 @@ void pk_store_key(const float *k, int64_t kv_dim, int64_t pos, uint16_t *keys) {
     }
 }
 
+typedef struct {
+    const float *k, *v;
+    int64_t n, kv_dim;
+    const int32_t *positions;
+    uint16_t *const *keys, *const *values;
+} store_job;
+
+static void store_task(void *ctx, int ith, int nth) {
+    const store_job *s = ctx;
+    for (int64_t r = s->n * ith / nth; r < s->n * (ith + 1) / nth; r++) {
+        pk_store_key(s->k + r * s->kv_dim, s->kv_dim, s->positions[r], s->keys[r]);
+        pk_f32_to_f16_row(s->v + r * s->kv_dim, s->values[r] + (int64_t)s->positions[r] * s->kv_dim, s->kv_dim);
+    }
+}
+
+void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64_t kv_dim, const int32_t *positions,
+                 uint16_t *const *keys, uint16_t *const *values) {
+    store_job s = {k, v, n, kv_dim, positions, keys, values};
+    if (n < 2) store_task(&s, 0, 1);
+    else pk_pool_run(pool, store_task, &s);
+}
+
 // The scores of the sixteen keys of a block (pk_store_key's layout, this kv head's part) for
 // one query, each a dot product in llama.cpp's (ggml's AVX-512) order: four 16-lane
 // accumulators over chunks of 64 (a first product rounds as a product), folded 0+2, 1+3, 0+1,

@@ -49,6 +49,11 @@ int64_t pk_argmax(const float *x, int64_t n);
 #define PK_KEY_BLOCK 16
 // Rounds the kv_dim keys of position `pos` to half and stores them in a sequence's key blocks.
 void pk_store_key(const float *k, int64_t kv_dim, int64_t pos, uint16_t *keys);
+// The step's keys and values of n rows, rounded to half, stored at positions[r] of their
+// sequences' caches (keys[r]: key blocks as above; values[r]: one row of kv_dim per position),
+// the rows split between the pool's threads (their first writes to a page fault it in).
+void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64_t kv_dim, const int32_t *positions,
+                 uint16_t *const *keys, uint16_t *const *values);
 
 // Causal attention for n query rows. Row t attends to positions [0, kv_len[t]) of its own
 // sequence, whose keys (blocks as above) start at keys[t] and values (half floats) at

@@ -364,4 +364,36 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
             #expect(worst <= 1, "threads \(threads): worst error in units of the tolerance \(worst)")
         }
     }
+
+    /// pk_store_kv puts each row's keys and values where pk_store_key and a half row would,
+    /// whichever thread stores it; positions of other rows stay as they were.
+    @Test func storeKVWritesEachRowToItsSequence() {
+        let kvDim = 96, ctx = 48, block = Int(PK_KEY_BLOCK), n = 5
+        let keysPerSlot = (ctx + block - 1) / block * block * kvDim
+        var rng = SplitMix64(seed: 21)
+        let k = (0..<(n * kvDim)).map { _ in Float(rng.below(2001) - 1000) / 300 }
+        let v = (0..<(n * kvDim)).map { _ in Float(rng.below(2001) - 1000) / 300 }
+        let slots = [0, 2, 2, 1, 0], positions: [Int32] = [3, 17, 18, 40, 4]
+        var expectedK = [UInt16](repeating: 7, count: 3 * keysPerSlot), expectedV = [UInt16](repeating: 7, count: 3 * ctx * kvDim)
+        for r in 0..<n {
+            expectedK.withUnsafeMutableBufferPointer {
+                pk_store_key(Array(k[(r * kvDim)..<((r + 1) * kvDim)]), Int64(kvDim), Int64(positions[r]), $0.baseAddress! + slots[r] * keysPerSlot)
+            }
+            for i in 0..<kvDim { expectedV[slots[r] * ctx * kvDim + Int(positions[r]) * kvDim + i] = pk_f32_to_f16(v[r * kvDim + i]) }
+        }
+        for threads in [1, 2] {
+            var keys = [UInt16](repeating: 7, count: 3 * keysPerSlot), values = [UInt16](repeating: 7, count: 3 * ctx * kvDim)
+            let pool = pk_pool_create(Int32(threads))
+            keys.withUnsafeMutableBufferPointer { kp in
+                values.withUnsafeMutableBufferPointer { vp in
+                    let kRows = slots.map { Optional(kp.baseAddress! + $0 * keysPerSlot) }
+                    let vRows = slots.map { Optional(vp.baseAddress! + $0 * ctx * kvDim) }
+                    pk_store_kv(pool, k, v, Int64(n), Int64(kvDim), positions, kRows, vRows)
+                }
+            }
+            pk_pool_destroy(pool)
+            #expect(keys == expectedK, "threads \(threads)")
+            #expect(values == expectedV, "threads \(threads)")
+        }
+    }
 }

@@ -26,6 +26,7 @@ public final class InferenceContext {
     private let embeddingRow: UnsafeMutableRawPointer
     private let attnScratch: UnsafeMutablePointer<Float>
     private let kRows, vRows: UnsafeMutablePointer<UnsafePointer<UInt16>?>
+    private let kStore, vStore: UnsafeMutablePointer<UnsafeMutablePointer<UInt16>?>
     private let kvLen, rowPositions: UnsafeMutablePointer<Int32>
     private let ropeTable: UnsafeMutablePointer<Float>
     private var logitsBuffer: UnsafeMutablePointer<Float>
@@ -86,6 +87,8 @@ public final class InferenceContext {
             attnScratch = try alloc(pk_attention_scratch_floats(Int64(self.contextLength), Int32(c.headCount / c.kvHeadCount), Int32(threadCount)), "attention scratch")
             kRows = try alloc(n, "row tables")
             vRows = try alloc(n, "row tables")
+            kStore = try alloc(n, "row tables")
+            vStore = try alloc(n, "row tables")
             kvLen = try alloc(n, "row tables")
             rowPositions = try alloc(n, "row tables")
             ropeTable = try alloc(n * c.ropeDims, "row tables")
@@ -217,11 +220,12 @@ public final class InferenceContext {
             for (r, i) in range.enumerated() {
                 let keys = kCache[l] + batch.slots[i] * keySlotStride
                 let values = vCache[l] + batch.slots[i] * valueSlotStride
-                pk_store_key(k + r * kvDim, Int64(kvDim), Int64(batch.positions[i]), keys)
-                pk_f32_to_f16_row(v + r * kvDim, values + Int(batch.positions[i]) * kvDim, Int64(kvDim))
+                kStore[r] = keys
+                vStore[r] = values
                 kRows[r] = UnsafePointer(keys)
                 vRows[r] = UnsafePointer(values)
             }
+            pk_store_kv(pool, k, v, Int64(n), Int64(kvDim), rowPositions, kStore, vStore)
             pk_attention(pool, q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
                          kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
             matmul(attn, n, (lw.wo, tmp))
