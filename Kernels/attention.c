@@ -1,6 +1,7 @@
 #include "pk_ops.h"
 #include "pk_matmul.h"
 #include "kexp.h"
+#include "share.h"
 
 // The order of every rounding is written out: no contraction, fmaf where it is meant.
 #pragma clang fp contract(off)
@@ -40,14 +41,14 @@ void pk_store_key(const float *k, int64_t kv_dim, int64_t pos, uint16_t *keys) {
 
 typedef struct {
     const float *k, *v;
-    int64_t n, kv_dim;
+    int64_t kv_dim;
     const int32_t *positions;
     uint16_t *const *keys, *const *values;
 } store_job;
 
-static void store_task(void *ctx, int ith, int nth) {
-    const store_job *s = ctx;
-    for (int64_t r = s->n * ith / nth; r < s->n * (ith + 1) / nth; r++) {
+static void store_rows(const void *args, int64_t r0, int64_t r1) {
+    const store_job *s = args;
+    for (int64_t r = r0; r < r1; r++) {
         pk_store_key(s->k + r * s->kv_dim, s->kv_dim, s->positions[r], s->keys[r]);
         pk_f32_to_f16_row(s->v + r * s->kv_dim, s->values[r] + (int64_t)s->positions[r] * s->kv_dim, s->kv_dim);
     }
@@ -55,9 +56,10 @@ static void store_task(void *ctx, int ith, int nth) {
 
 void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64_t kv_dim, const int32_t *positions,
                  uint16_t *const *keys, uint16_t *const *values) {
-    store_job s = {k, v, n, kv_dim, positions, keys, values};
-    if (n < 2) store_task(&s, 0, 1);
-    else pk_pool_run(pool, store_task, &s);
+    const store_job s = {k, v, kv_dim, positions, keys, values};
+    // Shared from two rows: the first write to each page of a cache faults it in, which costs
+    // far more than the values suggest.
+    split_rows(pool, n, 1, store_rows, &s);
 }
 
 // The scores of the sixteen keys of a block (pk_store_key's layout, this kv head's part) for
@@ -111,6 +113,15 @@ ALWAYS_INLINE const uint16_t *unit_keys(const attn_job *j, int64_t t, int kvh) {
     return j->keys[t] + (int64_t)kvh * j->head_dim * PK_KEY_BLOCK;
 }
 
+// Row t's values of kv head kvh at position 0 (the next positions follow v_stride halves apart).
+ALWAYS_INLINE const uint16_t *unit_values(const attn_job *j, int64_t t, int kvh) {
+    return j->values[t] + (int64_t)kvh * j->head_dim;
+}
+
+// Key blocks fetched into L1 ahead of the one being scored (a unit's first ones during the unit
+// before it).
+#define KEYS_AHEAD 3
+
 // The unit a thread runs after the current one, whose keys and values it fetches meanwhile.
 typedef struct {
     const uint16_t *keys, *values;
@@ -137,7 +148,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
             memcpy(scores + c * j->max_kv + p0, s, (size_t)keys * sizeof(float));
         }
     }
-    const uint16_t *vb = j->values[t] + (int64_t)kvh * hd;
+    const uint16_t *vb = unit_values(j, t, kvh);
     float inv[64];
     for (int c = 0; c < count; c++) {
         float *s = scores + c * j->max_kv;
@@ -246,7 +257,8 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
     const int64_t nblocks = (nx->len + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
     for (int64_t nb = b * nblocks / blocks; nb < (b + 1) * nblocks / blocks; nb++) {
         const char *k = (const char *)(nx->keys + nb * PK_KEY_BLOCK * j->kv_dim);
-        for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch(k + o, _MM_HINT_T1);
+        if (nb >= KEYS_AHEAD) // (the first ones are on their way to L1 already: prefetch_keys)
+            for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch(k + o, _MM_HINT_T1);
         for (int64_t p = nb * PK_KEY_BLOCK; p < (nb + 1) * PK_KEY_BLOCK && p < nx->len; p++) {
             const char *v = (const char *)(nx->values + p * j->v_stride);
             _mm_prefetch(v, _MM_HINT_T1);
@@ -270,15 +282,16 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
     const uint16_t *kb = unit_keys(j, t, kvh);
     const int64_t block_halves = PK_KEY_BLOCK * j->kv_dim;
     const __m512 scale = _mm512_set1_ps(j->scale), z = _mm512_setzero_ps();
-    const uint16_t *vb = j->values[t] + (int64_t)kvh * HD;
+    const uint16_t *vb = unit_values(j, t, kvh);
     for (int64_t p0 = 0; p0 < len; p0 += 16) {
         const int keys = len - p0 < 16 ? (int)(len - p0) : 16;
         const uint16_t *block = kb + p0 / 16 * block_halves;
-        // The cache rarely stays in cache between steps: fetch keys three blocks ahead (the first
-        // three came with the unit before, see attention_task), and this block's values for after
-        // the softmax, while this block is scored.
-        if (p0 + 48 < len)
-            for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch((const char *)(block + 3 * block_halves) + o, _MM_HINT_T0);
+        // The cache rarely stays in cache between steps: fetch keys KEYS_AHEAD blocks ahead (the
+        // first ones came with the unit before, see attention_task), and this block's values for
+        // after the softmax, while this block is scored.
+        if (p0 + KEYS_AHEAD * PK_KEY_BLOCK < len)
+            for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64)
+                _mm_prefetch((const char *)(block + KEYS_AHEAD * block_halves) + o, _MM_HINT_T0);
         if (next) fetch_next_slice(j, next, p0 / 16, (len + 15) / 16);
         for (int i = 0; i < keys; i++) {
             const char *v = (const char *)(vb + (p0 + i) * stride);
@@ -452,13 +465,13 @@ typedef struct {
     _Atomic int64_t next; // the first unit no thread has claimed
 } attn_task_ctx;
 
-// Starts fetching the first keys of a unit (its first three blocks; the unit fetches the rest
+// Starts fetching the first keys of a unit (its first KEYS_AHEAD blocks; the unit fetches the rest
 // ahead of itself), so that they arrive while the unit before it runs.
 static void prefetch_keys(const attn_job *j, int64_t t, int kvh) {
     const int64_t blocks = (j->kv_len[t] + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
     const size_t bytes = (size_t)j->head_dim * PK_KEY_BLOCK * 2, block_bytes = (size_t)j->kv_dim * PK_KEY_BLOCK * 2;
     const char *k = (const char *)unit_keys(j, t, kvh);
-    for (int64_t b = 0; b < blocks && b < 3; b++, k += block_bytes)
+    for (int64_t b = 0; b < blocks && b < KEYS_AHEAD; b++, k += block_bytes)
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(k + o, 0, 3);
 }
 
@@ -483,7 +496,7 @@ static void attention_task(void *ctx, int ith, int nth) {
         if (un < total) {
             const int64_t tn = un / units_per_row;
             const int kvhn = (int)(un % units_per_row) * per_unit / j->group;
-            next = (next_unit){unit_keys(j, tn, kvhn), j->values[tn] + (int64_t)kvhn * j->head_dim, j->kv_len[tn]};
+            next = (next_unit){unit_keys(j, tn, kvhn), unit_values(j, tn, kvhn), j->kv_len[tn]};
             prefetch_keys(j, tn, kvhn);
         }
         // Only with units of whole kv heads (many rows): single-head units are few rows, whose

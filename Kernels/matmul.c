@@ -389,7 +389,18 @@ static int64_t tile_cost(const void *ctx, int64_t g) {
     return j->tile_bytes[i];
 }
 
-static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1);
+// Quantizes activation rows [t0, t1) for every format the ops need, and their bias terms.
+static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1) {
+    for (int kind = 0; kind < ACT_KINDS; kind++)
+        if (j->need[kind]) j->ks.quantize(j->x, t0, t1, j->k, kind, j->abuf[kind]);
+    for (int i = 0; i < j->count; i++) {
+        if (!j->quantized[i]) continue;
+        const qt_format *f = &j->fmt[i];
+        const int32_t *sx = f->sub == 16 ? j->act[f->act].sx16 : j->act[f->act].sx32;
+        const int64_t per = j->k / f->sub;
+        for (int64_t u = t0 * per; u < t1 * per; u++) j->nbw[i][u] = -f->bias * sx[u];
+    }
+}
 
 // Every thread's share of the rows is quantized before any tile reads them.
 static void prepare_shared(matmul_job *j, int ith, int nth) {
@@ -421,20 +432,6 @@ static void matmul_task(void *ctx, int ith, int nth) {
         matmul_tiles(j, g0, g0 + run < total ? g0 + run : total, buf);
     }
 }
-
-// Quantizes activation rows [t0, t1) for every format the ops need, and their bias terms.
-static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1) {
-    for (int kind = 0; kind < ACT_KINDS; kind++)
-        if (j->need[kind]) j->ks.quantize(j->x, t0, t1, j->k, kind, j->abuf[kind]);
-    for (int i = 0; i < j->count; i++) {
-        if (!j->quantized[i]) continue;
-        const qt_format *f = &j->fmt[i];
-        const int32_t *sx = f->sub == 16 ? j->act[f->act].sx16 : j->act[f->act].sx32;
-        const int64_t per = j->k / f->sub;
-        for (int64_t u = t0 * per; u < t1 * per; u++) j->nbw[i][u] = -f->bias * sx[u];
-    }
-}
-
 
 int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
                    const float *x, int64_t n, void *scratch) {

@@ -2,6 +2,7 @@
 #include "pk_matmul.h"
 #include "pk_quants.h"
 #include "kexp.h"
+#include "share.h"
 
 // No FMA contraction: every ISA clone must round exactly like the portable code.
 #pragma clang fp contract(off)
@@ -12,26 +13,12 @@
 
 // ---- rows split between the pool's threads -----------------------------------------------------
 
-typedef void (*rows_fn)(const void *args, int64_t r0, int64_t r1);
-typedef struct { rows_fn fn; const void *args; int64_t rows; } rows_job;
-
-static void rows_task(void *ctx, int ith, int nth) {
-    const rows_job *j = ctx;
-    const int64_t r0 = j->rows * ith / nth, r1 = j->rows * (ith + 1) / nth;
-    if (r0 < r1) j->fn(j->args, r0, r1);
-}
-
 // Below this many values, one thread finishes before a hand-off to the pool would (a hand-off
 // to a spinning worker costs about a microsecond; 8192 values take a few).
 #define PARALLEL_MIN_VALUES 8192
 
 static void for_rows(pk_pool *pool, int64_t rows, int64_t values, rows_fn fn, const void *args) {
-    if (!pool || pk_pool_threads(pool) == 1 || values < PARALLEL_MIN_VALUES || rows < 2) {
-        fn(args, 0, rows);
-        return;
-    }
-    rows_job j = {fn, args, rows};
-    pk_pool_run(pool, rows_task, &j);
+    split_rows(pool, rows, values >= PARALLEL_MIN_VALUES, fn, args);
 }
 
 // ---- RMSNorm ---------------------------------------------------------------------------------

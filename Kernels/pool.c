@@ -1,4 +1,3 @@
-#include "pk_pool.h"
 #include "share.h"
 
 #include <pthread.h>
@@ -7,9 +6,8 @@
 #include <stdlib.h>
 
 // Workers spin briefly after each job (decode issues hundreds of small jobs per token, so waking
-// from a condition variable each time would dominate), then yield, then sleep. The spin is short
-// because on an oversubscribed machine a spinning worker steals the core the caller needs.
-enum { SPIN_ITERATIONS = 2000, YIELD_ITERATIONS = 50 };
+// from a condition variable each time would dominate), then yield, then sleep.
+enum { YIELD_ITERATIONS = 50 };
 
 struct pk_pool {
     int nthreads;
@@ -35,8 +33,7 @@ static void *worker_main(void *p) {
         int spins = 0;
         while ((gen = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen) {
             if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) return NULL;
-            if (++spins < SPIN_ITERATIONS) { cpu_relax(); continue; }
-            if (spins < SPIN_ITERATIONS + YIELD_ITERATIONS) { sched_yield(); continue; }
+            if (++spins < SPINS_BEFORE_YIELD + YIELD_ITERATIONS) { wait_turn(spins); continue; }
             pthread_mutex_lock(&pool->mutex);
             while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->stop))
                 pthread_cond_wait(&pool->wake, &pool->mutex);
@@ -99,8 +96,5 @@ void pk_pool_run(pk_pool *pool, pk_task_fn fn, void *ctx) {
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mutex);
     fn(ctx, 0, pool->nthreads);
-    for (int spins = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0; spins++) {
-        if (spins < SPIN_ITERATIONS) cpu_relax();
-        else sched_yield();
-    }
+    for (int spins = 0; atomic_load_explicit(&pool->pending, memory_order_acquire) > 0; spins++) wait_turn(spins);
 }
