@@ -40,6 +40,9 @@ struct Generate: ParsableCommand {
     @Option(help: "Penalty for tokens among the last 64 (1 disables).")
     var repeatPenalty: Float = 1.0
 
+    @Option(help: "Stop when the text reaches this string (repeatable); it is not printed.")
+    var stop: [String] = []
+
     @Option(help: "Random seed; the same seed gives the same text. Random when omitted.")
     var seed: UInt64?
 
@@ -83,7 +86,7 @@ struct Generate: ParsableCommand {
             } else {
                 tokens = model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
             }
-            let context = try InferenceContext(transformer: model.transformer, contextLength: contextLength, threads: threads)
+            let scheduler = try Scheduler(model: model, configuration: .init(contextLength: contextLength, slots: 1, threads: threads))
             let seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
             var sampling = SamplingParameters(temperature: temperature, topK: topK, topP: topP, minP: minP,
                                               repetitionPenalty: repeatPenalty, seed: seed)
@@ -92,15 +95,15 @@ struct Generate: ParsableCommand {
                 sampling.repetitionPenalty = repeatPenalty
             }
             if !quiet && seed != self.seed && !sampling.isGreedy { Diagnostics.note("seed: \(seed)") }
-            let generator = TextGenerator(model: model, context: context)
-            let result = try generator.generate(prompt: tokens, maxTokens: maxTokens, sampling: sampling) { piece in
-                FileHandle.standardOutput.write(Data(piece.utf8))
-                return true
+            guard maxTokens > 0 else { return }
+            let result = try scheduler.run(GenerationRequest(prompt: tokens, sampling: sampling, maxTokens: maxTokens,
+                                                             stopSequences: stop)) { event in
+                if case .text(let piece, _) = event { FileHandle.standardOutput.write(Data(piece.utf8)) }
             }
             FileHandle.standardOutput.write(Data("\n".utf8))
             if !quiet {
                 Diagnostics.note(String(format: "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s; stop: %@",
-                                        result.promptTokens, result.prefillTokensPerSecond, result.tokens.count,
+                                        result.promptTokens, result.prefillTokensPerSecond, result.generatedTokens,
                                         result.decodeTokensPerSecond, result.finishReason.rawValue))
             }
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Plinth
 import PlinthRuntime
+import Synchronization
 
 /// `plinth bench-session`: what `LanguageModelSession` costs over the raw runtime, and what KV
 /// reuse saves on a later turn.
@@ -11,7 +12,7 @@ struct SessionBench: AsyncParsableCommand {
         abstract: "Measure the session API against the raw runtime, and the time to first token of a warm turn.",
         discussion: """
             Throughput: the same greedy generation (same prompt tokens, same output) through \
-            TextGenerator and through a LanguageModelSession on a LocalLanguageModel, in alternating \
+            a Scheduler (the runtime's engine, submitted to directly) and through a LanguageModelSession on a LocalLanguageModel, in alternating \
             rounds. Each side's decode rate is (tokens − 1) / (time from the first streamed text \
             to the end), timed from outside, so the session's streaming, transcript and snapshot \
             work counts.
@@ -59,25 +60,28 @@ struct SessionBench: AsyncParsableCommand {
             // Throughput, alternating which side goes first.
             let prompt = runtime.tokenizer.encode(try runtime.renderChat([.system(instructions), .user(question)]),
                                                   addSpecial: true, parseSpecial: true)
-            let context = try InferenceContext(transformer: runtime.transformer, contextLength: prompt.count + genTokens + 1,
-                                               slots: 1, maxBatch: 256)
-            let generator = TextGenerator(model: runtime, context: context)
+            let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: prompt.count + genTokens + 1, slots: 1))
             let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: genTokens)
             var raw: [Double] = [], viaSession: [Double] = []
             var rawText = "", sessionText = "", tokenCount = 0
-            _ = try generator.generate(prompt: prompt, maxTokens: 8, sampling: .greedy)  // warm-up
+            _ = try scheduler.run(GenerationRequest(prompt: prompt, maxTokens: 8))  // warm-up
             for round in 0...rounds {
                 for side in (round % 2 == 0 ? [0, 1] : [1, 0]) {
                     if side == 0 {
-                        var first: UInt64 = 0
-                        let result = try generator.generate(prompt: prompt, maxTokens: genTokens, sampling: .greedy) { _ in
-                            if first == 0 { first = DispatchTime.now().uptimeNanoseconds }
-                            return true
+                        let streamed = Mutex((first: UInt64(0), text: ""))
+                        scheduler.forgetCachedPrefixes()
+                        let result = try scheduler.run(GenerationRequest(prompt: prompt, maxTokens: genTokens)) { event in
+                            guard case .text(let piece, _) = event else { return }
+                            streamed.withLock { s in
+                                if s.first == 0 { s.first = DispatchTime.now().uptimeNanoseconds }
+                                s.text += piece
+                            }
                         }
                         let end = DispatchTime.now().uptimeNanoseconds
-                        if round > 0 { raw.append(Double(result.tokens.count - 1) / (Double(end - first) / 1e9)) }
-                        rawText = result.text
-                        tokenCount = result.tokens.count
+                        let (first, text) = streamed.withLock { $0 }
+                        if round > 0 { raw.append(Double(result.generatedTokens - 1) / (Double(end - first) / 1e9)) }
+                        rawText = text
+                        tokenCount = result.generatedTokens
                     } else {
                         let session = LanguageModelSession(model: model, instructions: instructions)
                         let turn = try await Self.timedTurn(session, question, options)

@@ -305,30 +305,29 @@ struct ModelErrorTests {
         try withTemporaryFile(tiny.bytes()) { try Model(url: $0) }
     }
 
-    @Test func promptFillingTheContextIsContextOverflow() throws {
+    @Test func promptFillingTheContextIsRefused() throws {
         let model = try Self.tinyModel()
-        let context = try InferenceContext(transformer: model.transformer, threads: 1)
-        #expect(context.contextLength == 16)
-        let generator = TextGenerator(model: model, context: context)
-        let prompt = [Int32](repeating: 3, count: context.contextLength)
-        let e = caughtError(ModelError.self) {
-            _ = try generator.generate(prompt: prompt, maxTokens: 4, sampling: .greedy)
+        let scheduler = try Scheduler(model: model, configuration: .init(slots: 1, threads: 1))
+        #expect(scheduler.contextLength == 16)
+        let prompt = [Int32](repeating: 3, count: scheduler.contextLength)
+        let e = caughtError(SchedulerError.self) {
+            _ = try scheduler.run(GenerationRequest(prompt: prompt, maxTokens: 4))
         }
-        #expect(e == .contextOverflow(slot: 0, needed: 17, capacity: 16))
+        #expect(e == .promptTooLong(tokens: 16, contextLength: 16))
         #expect(e?.errorDescription?.contains("16") == true)
         // One token shorter fits, and generation stops at the end of the window without an error.
-        let result = try generator.generate(prompt: Array(prompt.dropLast()), maxTokens: 10, sampling: .greedy)
-        #expect(result.tokens.count <= 2)
+        let result = try scheduler.run(GenerationRequest(prompt: Array(prompt.dropLast()), maxTokens: 10))
+        #expect(result.generatedTokens <= 2)
         #expect(result.finishReason == .contextFull || result.finishReason == .endOfGeneration)
     }
 
-    @Test func emptyPromptIsEmptyBatch() throws {
+    @Test func emptyPromptIsRefused() throws {
         let model = try Self.tinyModel()
-        let context = try InferenceContext(transformer: model.transformer, threads: 1)
-        let e = caughtError(ModelError.self) {
-            _ = try TextGenerator(model: model, context: context).generate(prompt: [], maxTokens: 1, sampling: .greedy)
+        let scheduler = try Scheduler(model: model, configuration: .init(slots: 1, threads: 1))
+        let e = caughtError(SchedulerError.self) {
+            _ = try scheduler.run(GenerationRequest(prompt: [], maxTokens: 1))
         }
-        #expect(e == .emptyBatch)
+        #expect(e == .emptyPrompt)
     }
 
     @Test func badBatchesAreRejected() throws {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 internal import PlinthGrammar
 internal import PlinthRuntime
 
@@ -105,36 +104,53 @@ enum LocalGeneration {
                 debugDescription: "The transcript is \(prompt.count) tokens"
                     + (limit.map { " and the response may take \($0)" } ?? "") + "."))
         }
-        let job = LocalGenerationJob(
-            prompt: prompt, maximumTokens: limit, sampling: try sampling(for: request.generationOptions),
-            grammar: try request.schema.map { try grammar(for: $0, instance: instance) },
-            tools: try toolCalling(tools, required: requiresCall(request), answered: answeredCalls(request.transcript),
-                                   instance: instance))
-        let callError = Mutex<(any Error)?>(nil)
-        let outcome = try await instance.engine.generate(job) { event in
-            switch event {
-            case .text(let text, let count):
-                channel.sendNow(.response(action: .appendText(text, tokenCount: count)))
-            case .toolCall(let json, let count):
-                do {
+        let parameters = try sampling(for: request.generationOptions)
+        let responseGrammar = try request.schema.map { try grammar(for: $0, instance: instance) }
+        let calling = try toolCalling(tools, required: requiresCall(request), answered: answeredCalls(request.transcript),
+                                      instance: instance)
+        let tokenizer = instance.model.tokenizer
+        var constraint: (@Sendable () throws -> any Constraint)?
+        if responseGrammar != nil || calling != nil {
+            constraint = { @Sendable in TurnConstraint(tokenizer: tokenizer, grammar: responseGrammar, tools: calling) }
+        }
+        let events = instance.scheduler.stream(GenerationRequest(prompt: prompt, sampling: parameters, maxTokens: limit,
+                                                                 constraint: constraint))
+        var outcome: GenerationSummary?
+        do {
+            for try await event in events {
+                switch event {
+                case .text(let text, let count):
+                    channel.sendNow(.response(action: .appendText(text, tokenCount: count)))
+                case .toolCall(let json, let count):
                     let call = try ToolCallFormat.parseCall(json)
                     channel.sendNow(.toolCalls(action: .toolCall(
                         id: "call_" + UUID().uuidString.prefix(8).lowercased(), name: call.name,
                         action: .appendArguments(call.arguments, tokenCount: count))))
-                } catch {
-                    callError.withLock { $0 = $0 ?? error }
+                case .finished(let summary):
+                    outcome = summary
+                case .failed(let error):
+                    throw error
                 }
             }
+        } catch let error as SchedulerError {
+            throw LocalLanguageModelError.inferenceFailed(error.localizedDescription)
         }
-        if let error = callError.withLock({ $0 }) { throw error }
+        try Task.checkCancellation()
+        guard let outcome else { throw CancellationError() }
+        if outcome.finishReason == .contextFull || (limit == nil && outcome.finishReason == .maxTokens) {
+            // The context filled up before the model finished its answer.
+            throw LanguageModelError.contextSizeExceeded(.init(
+                contextSize: instance.contextSize, tokenCount: prompt.count + outcome.generatedTokens + 1,
+                debugDescription: "The response filled the context window before it ended."))
+        }
         await channel.send(.response(action: .updateUsage(
             input: .init(totalTokenCount: outcome.promptTokens, cachedTokenCount: outcome.cachedTokens),
             output: .init(totalTokenCount: outcome.generatedTokens, reasoningTokenCount: 0))))
-        let rate = outcome.decodeSeconds > 0 ? Double(outcome.generatedTokens) / outcome.decodeSeconds : 0
         await channel.send(.response(action: .updateMetadata([
             "timeToFirstTokenSeconds": outcome.timeToFirstToken,
-            "tokensPerSecond": rate,
+            "tokensPerSecond": outcome.decodeTokensPerSecond,
             "prefillSeconds": outcome.prefillSeconds,
+            "queueSeconds": outcome.queueSeconds,
         ])))
     }
 
@@ -144,7 +160,9 @@ enum LocalGeneration {
         guard !instructions.isEmpty,
               let tokens = try? TranscriptRenderer.tokens(for: instructions, model: instance.model, addGenerationPrompt: false)
         else { return }
-        try? await instance.engine.prefill(tokens)
+        // A request that generates nothing: the scheduler only prefills what its cache lacks.
+        let events = instance.scheduler.stream(GenerationRequest(prompt: tokens, maxTokens: 0))
+        do { for try await _ in events {} } catch {}
     }
 
     /// The number of tokens of transcript entries, as the model's template renders them.

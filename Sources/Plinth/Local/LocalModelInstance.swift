@@ -4,24 +4,27 @@ internal import PlinthGrammar
 internal import PlinthRuntime
 
 /// One model file loaded into this process: the weights (memory-mapped once), the tokenizer and
-/// template, the engine that owns the KV cache, and the grammar compiler for its vocabulary.
+/// template, the scheduler that owns the KV cache and batches every request on the model, and
+/// the grammar compiler for its vocabulary.
 /// Every session and executor that uses the same file shares one instance.
 final class LocalModelInstance: Sendable {
     let url: URL
     let model: PlinthRuntime.Model
-    let engine: LocalInferenceEngine
+    let scheduler: Scheduler
     /// Built on first guided request: tens of thousands of tokens make a trie worth keeping.
     private let grammarCompiler = Mutex<GrammarCompiler?>(nil)
     /// The tokens that can start a tool call, found once (a pass over the vocabulary).
     private let markerTokens = Mutex<(opening: Set<Int32>, separator: Set<Int32>)?>(nil)
 
     /// Most tokens a conversation may hold (prompt and response).
-    var contextSize: Int { engine.contextLength }
+    var contextSize: Int { scheduler.contextLength }
 
     /// The context cap: larger windows cost KV memory for little use with small models.
     static let maximumContextLength = 4096
-    /// KV slots: conversations kept warm at once (the longest shared prefix picks the slot).
-    static let slotCount = 4
+    /// KV slots: sequences decoding together plus prefixes kept warm (the longest shared
+    /// prefix picks the slot), and how many sequences one step may run.
+    static let slotCount = 24
+    static let maximumRunning = 16
 
     init(url: URL) throws {
         self.url = url
@@ -34,9 +37,9 @@ final class LocalModelInstance: Sendable {
         guard model.chatTemplate != nil else { throw LocalLanguageModelError.missingChatTemplate(url.path) }
         self.model = model
         do {
-            engine = try LocalInferenceEngine(model: model,
-                                              contextLength: min(model.config.contextLength, Self.maximumContextLength),
-                                              slots: Self.slotCount)
+            scheduler = try Scheduler(model: model, configuration: .init(
+                contextLength: min(model.config.contextLength, Self.maximumContextLength),
+                slots: Self.slotCount, maxRunning: Self.maximumRunning))
         } catch {
             throw LocalLanguageModelError.loadFailed(file: url.path, reason: error.localizedDescription)
         }

@@ -115,6 +115,26 @@ public final class InferenceContext {
         slotLengths[slot] = min(max(0, keeping), slotLengths[slot])
     }
 
+    /// Copies the first `count` positions of `source`'s cache into `target`, which then holds
+    /// exactly those positions: a shared prefix computed once serves another sequence. The
+    /// copy is bit-identical to prefilling the same tokens (rows are computed independently).
+    public func copyPrefix(from source: Int, to target: Int, count: Int) throws {
+        guard source >= 0, source < slotCount else { throw ModelError.invalidSlot(source, slots: slotCount) }
+        guard target >= 0, target < slotCount else { throw ModelError.invalidSlot(target, slots: slotCount) }
+        guard count >= 0, count <= slotLengths[source] else {
+            throw ModelError.malformedBatch("slot \(source) holds \(slotLengths[source]) positions, not \(count)")
+        }
+        guard source != target else { slotLengths[target] = count; return }
+        let block = Int(PK_KEY_BLOCK)
+        let keyHalves = (count + block - 1) / block * block * kvDim
+        let valueStride = contextLength * kvDim
+        for l in 0..<config.layerCount {
+            (kCache[l] + target * keySlotStride).update(from: kCache[l] + source * keySlotStride, count: keyHalves)
+            (vCache[l] + target * valueStride).update(from: vCache[l] + source * valueStride, count: count * kvDim)
+        }
+        slotLengths[target] = count
+    }
+
     /// The logits of the `index`-th row that asked for them in the last step. Valid until the next step.
     public func logits(_ index: Int) -> UnsafeBufferPointer<Float> {
         precondition(index >= 0 && index < logitRowCount, "logits row \(index) out of range")

@@ -1,0 +1,282 @@
+import Foundation
+internal import PlinthGrammar
+internal import PlinthRuntime
+
+/// The constraint of one local turn: the response schema's grammar (with jump-forward), the
+/// tool-call router, or both. Free text runs unconstrained until the model writes
+/// `<tool_call>`; the call's JSON object is then held to the tools' grammar, and after the
+/// closing tag the model may open another call or end its turn (see ``ToolCallFormat``).
+final class TurnConstraint: Constraint {
+    private let tokenizer: Tokenizer
+    private let response: GrammarMatcher?
+    private let tools: LocalToolCalling?
+
+    /// Where the decoder is: the answer (free text or the response schema), inside a call's
+    /// JSON object, or after a call (another call or the end of the turn).
+    private enum Phase { case answer, call(GrammarMatcher), betweenCalls(written: Int) }
+    private var phase = Phase.answer
+    /// Tokens this turn has added (taken-back ones not counted).
+    private var generated = 0
+    /// Free text with tools is held back while it could be the start of `<tool_call>`.
+    private let holdsText: Bool
+    private var held: [UInt8] = []
+    private var heldTokens = 0
+    private var textEmitted = false
+    private var answerStarted = false
+    private var callsMade = Set<String>()
+    /// Where the current call's text began (tags included), to take back a repeated call.
+    private var callStart = 0
+    /// Where the tags of the call being opened began.
+    private var openedAt: Int?
+    private var callBytes: [UInt8] = []
+    private var callTokens = 0
+    /// After a call was taken back, the model answers in text and calls no more.
+    private var toolsBarred = false
+    /// Tokens whose text starts with `{`, barred as the first text once tools are barred.
+    private lazy var braceTokens: [Int32] = (0..<Int32(tokenizer.vocabularySize)).filter {
+        tokenizer.tokenBytes($0).first == UInt8(ascii: "{")
+    }
+
+    init(tokenizer: Tokenizer, grammar: CompiledGrammar?, tools: LocalToolCalling?) {
+        self.tokenizer = tokenizer
+        response = grammar?.makeMatcher()
+        self.tools = tools
+        holdsText = tools != nil && grammar == nil
+    }
+
+    private enum Route { case text, call, markup }
+
+    @discardableResult
+    private func push(_ token: Int32, _ route: Route, _ out: inout ConstraintOutput) -> Bool {
+        let visible = route == .text && !holdsText
+        guard out.append(token, visible: visible) else { return false }
+        generated += 1
+        switch route {
+        case .text where holdsText:
+            heldTokens += 1
+            held += tokenizer.tokenBytes(token)
+        case .text:
+            break
+        case .call:
+            callTokens += 1
+            callBytes += tokenizer.tokenBytes(token)
+        case .markup:
+            callTokens += 1
+        }
+        return true
+    }
+
+    /// Emits held text that can no longer turn into `<tool_call>` (all of it when `all`).
+    private func releaseHeld(all: Bool, _ out: inout ConstraintOutput) {
+        var n = held.count
+        if !all {
+            let marker = LocalToolCalling.openingBytes
+            var keep = min(held.count, marker.count - 1)
+            while keep > 0 && !held.suffix(keep).elementsEqual(marker.prefix(keep)) { keep -= 1 }
+            n = Self.completeUTF8Length(held, upTo: held.count - keep)
+        }
+        guard n > 0 else { return }
+        textEmitted = true
+        out.emitText(String(decoding: held[..<n], as: UTF8.self), tokenCount: heldTokens)
+        heldTokens = 0
+        held.removeSubrange(..<n)
+    }
+
+    /// Jump-forward: text the grammar allows in one way only (keys, punctuation) is taken
+    /// without sampling; its tokens go through the model together.
+    private func forceGrammar(_ matcher: GrammarMatcher, _ route: Route, _ out: inout ConstraintOutput) {
+        let forced = matcher.forcedTokens { [tokenizer] bytes in
+            (try? tokenizer.encode(bytes: bytes, addSpecial: false, parseSpecial: false)) ?? []
+        }
+        for token in forced.prefix(out.remaining) {
+            guard matcher.accept(token) else { break }
+            push(token, route, &out)
+        }
+    }
+
+    /// Writes fixed text (tool-call tags) without sampling.
+    private func forceMarkup(_ bytes: ArraySlice<UInt8>, _ out: inout ConstraintOutput) {
+        guard !bytes.isEmpty else { return }
+        let tokens = (try? tokenizer.encode(bytes: Array(bytes), addSpecial: false, parseSpecial: true)) ?? []
+        for token in tokens { push(token, .markup, &out) }
+    }
+
+    /// Starts decoding a call's JSON object; `leading` is text after `<tool_call>` the model
+    /// already wrote.
+    private func beginCall(leading: ArraySlice<UInt8>, _ out: inout ConstraintOutput) throws {
+        guard let tools else { return }
+        let matcher = tools.grammar.makeMatcher()
+        phase = .call(matcher)
+        callBytes = []
+        callStart = openedAt ?? generated
+        openedAt = nil
+        var rest = leading
+        if rest.first == UInt8(ascii: "\n") { rest = rest.dropFirst() } else if rest.isEmpty { forceMarkup([UInt8(ascii: "\n")], &out) }
+        if !rest.isEmpty {
+            guard matcher.accept(bytes: Array(rest)) else {
+                throw LanguageModelSession.GenerationError.decodingFailure(.init(
+                    debugDescription: "The model began a tool call with text that isn't a call: \(String(decoding: rest, as: UTF8.self))"))
+            }
+            callBytes += rest
+        }
+        forceGrammar(matcher, .call, &out)
+        // A tool without arguments is written whole by jump-forward.
+        if matcher.isComplete { endCall(&out) }
+    }
+
+    /// Ends a complete call: reports it and writes the closing tag.
+    private func endCall(_ out: inout ConstraintOutput) {
+        let call = String(decoding: callBytes, as: UTF8.self)
+        let key = (try? JSONValue.parse(call))?.text ?? call
+        // Small models fall into repeating a call. A call answered in an earlier round is
+        // taken back and the model answers instead; the same call twice in a turn ends it.
+        if tools?.answeredCalls.contains(key) == true {
+            generated = callStart
+            callTokens = 0
+            toolsBarred = true
+            phase = .answer
+            out.rewind(toGenerated: callStart)
+            return
+        }
+        if !callsMade.insert(key).inserted {
+            out.finish()
+            return
+        }
+        out.emitToolCall(call, tokenCount: callTokens)
+        callTokens = 0
+        phase = .betweenCalls(written: 0)
+        forceMarkup(ArraySlice(Array(("\n" + ToolCallFormat.closing).utf8)), &out)
+    }
+
+    // MARK: Constraint
+
+    func begin(_ out: inout ConstraintOutput) throws {
+        if tools?.required == true {
+            openedAt = generated
+            forceMarkup(ArraySlice(LocalToolCalling.openingBytes), &out)
+            try beginCall(leading: [], &out)
+        } else if tools == nil, let response {
+            forceGrammar(response, .text, &out)
+        }
+    }
+
+    func fillAllowed(_ mask: UnsafeMutableBufferPointer<UInt32>) -> Bool {
+        func allow(_ tokens: some Sequence<Int32>) {
+            for t in tokens { mask[Int(t) >> 5] |= 1 << (UInt32(t) & 31) }
+        }
+        switch phase {
+        case .call(let matcher):
+            matcher.fillAllowedTokens(mask)
+        case .betweenCalls(let written):
+            // After a newline the model may still end its turn.
+            mask.update(repeating: 0)
+            allow(tokenizer.endOfGenerationIDs)
+            allow((written == 0 ? tools?.separatorTokens : tools?.openingTokens) ?? [])
+        case .answer:
+            if let response {
+                response.fillAllowedTokens(mask)
+                if tools != nil && !answerStarted { allow(tools?.openingTokens ?? []) }
+            } else if toolsBarred, let tools {
+                mask.update(repeating: ~0)
+                let n = tokenizer.vocabularySize
+                if n % 32 != 0 { mask[mask.count - 1] = (1 << UInt32(n % 32)) - 1 }
+                func bar(_ t: Int32) { mask[Int(t) >> 5] &= ~(1 << (UInt32(t) & 31)) }
+                tools.openingTokens.forEach(bar)
+                if held.isEmpty && !textEmitted { braceTokens.forEach(bar) }
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
+    func accept(_ token: Int32, _ out: inout ConstraintOutput) throws {
+        switch phase {
+        case .call(let matcher):
+            guard matcher.accept(token), !tokenizer.isEndOfGeneration(token) else {
+                throw LocalLanguageModelError.inferenceFailed("the sampler chose token \(token), which the tool-call grammar forbids")
+            }
+            push(token, .call, &out)
+            forceGrammar(matcher, .call, &out)
+            if matcher.isComplete { endCall(&out) }
+        case .betweenCalls(let written):
+            if tokenizer.isEndOfGeneration(token) { out.finish(); return }
+            openedAt = openedAt ?? generated
+            push(token, .markup, &out)
+            let bytes = tokenizer.tokenBytes(token)
+            if written == 0 && bytes == [UInt8(ascii: "\n")] {
+                phase = .betweenCalls(written: 1)
+                return
+            }
+            let separator = LocalToolCalling.separatorBytes
+            forceMarkup(separator[min(written + bytes.count, separator.count)...], &out)
+            try beginCall(leading: [], &out)
+        case .answer:
+            if let response {
+                if tools != nil && !answerStarted, tools?.openingTokens.contains(token) == true {
+                    openedAt = generated
+                    push(token, .markup, &out)
+                    let written = tokenizer.tokenBytes(token).count
+                    forceMarkup(LocalToolCalling.openingBytes[written...], &out)
+                    try beginCall(leading: [], &out)
+                    return
+                }
+                guard response.accept(token) else {
+                    throw LocalLanguageModelError.inferenceFailed("the sampler chose token \(token), which the grammar forbids")
+                }
+                if response.isTerminated { out.finish(); return }
+                answerStarted = true
+                push(token, .text, &out)
+                forceGrammar(response, .text, &out)
+            } else {
+                if tokenizer.isEndOfGeneration(token) { out.finish(); return }
+                push(token, .text, &out)
+                guard holdsText && !toolsBarred else { return }
+                let marker = LocalToolCalling.openingBytes
+                let start = held.firstIndex { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
+                if !textEmitted, let start, held[start] == UInt8(ascii: "{") {
+                    // A turn that opens with a JSON object is a call without its tags.
+                    let leading = held[start...]
+                    held = []
+                    heldTokens = 0
+                    openedAt = generated - 1
+                    try beginCall(leading: ArraySlice([UInt8(ascii: "\n")] + leading), &out)
+                } else if let at = Self.firstRange(of: marker, in: held) {
+                    let after = held[(at + marker.count)...]
+                    held.removeSubrange(at...)
+                    heldTokens = max(heldTokens - 1, 0)
+                    releaseHeld(all: true, &out)
+                    openedAt = generated - 1
+                    try beginCall(leading: after, &out)
+                } else {
+                    releaseHeld(all: false, &out)
+                }
+            }
+        }
+    }
+
+    func end(_ reason: FinishReason, _ out: inout ConstraintOutput) throws {
+        if holdsText { releaseHeld(all: true, &out) }
+        if case .call = phase, reason != .cancelled {
+            throw LanguageModelSession.GenerationError.decodingFailure(.init(
+                debugDescription: "The response token limit ended a tool call before its arguments were complete."))
+        }
+    }
+
+    /// The length of the longest prefix of `bytes[..<n]` that doesn't end inside a UTF-8 sequence.
+    static func completeUTF8Length(_ bytes: [UInt8], upTo n: Int) -> Int {
+        var i = n - 1
+        while i >= 0 && i >= n - 4 && bytes[i] & 0xC0 == 0x80 { i -= 1 }
+        guard i >= 0 && i < n else { return n }
+        let lead = bytes[i]
+        let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return n - i < length ? i : n
+    }
+
+    /// Where `needle` first occurs in `haystack`.
+    static func firstRange(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        for i in 0...(haystack.count - needle.count) where haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+        return nil
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// Why generation stopped.
+public enum FinishReason: String, Sendable, Equatable {
+    /// The model produced an end-of-generation token (or its constraint ended the output).
+    case endOfGeneration
+    /// The requested number of tokens was produced.
+    case maxTokens
+    /// The context window is full.
+    case contextFull
+    /// The text reached one of the request's stop sequences.
+    case stopSequence
+    /// The caller cancelled the request.
+    case cancelled
+}
+
+/// One generation to run on a ``Scheduler``: a prompt and how to continue it.
+public struct GenerationRequest: Sendable {
+    /// The prompt's tokens (at least one).
+    public var prompt: [Int32]
+    public var sampling: SamplingParameters
+    /// The most tokens to generate; nil means until the model ends or the context is full.
+    /// 0 only prefills the prompt into the prefix cache (prewarming).
+    public var maxTokens: Int?
+    /// Text that ends the output when it appears (it is not part of the output).
+    public var stopSequences: [String]
+    /// Makes the sequence's constraint, on the scheduler's thread, when the request starts.
+    public var constraint: (@Sendable () throws -> any Constraint)?
+
+    public init(prompt: [Int32], sampling: SamplingParameters = .greedy, maxTokens: Int? = nil,
+                stopSequences: [String] = [], constraint: (@Sendable () throws -> any Constraint)? = nil) {
+        self.prompt = prompt
+        self.sampling = sampling
+        self.maxTokens = maxTokens
+        self.stopSequences = stopSequences
+        self.constraint = constraint
+    }
+}
+
+/// What one request produced, with its timings (seconds).
+public struct GenerationSummary: Sendable, Equatable {
+    public var promptTokens: Int
+    /// Prompt tokens taken from the prefix cache instead of being prefilled.
+    public var cachedTokens: Int
+    /// The generated tokens, in order (forced tokens included; taken-back ones not).
+    public var tokens: [Int32]
+    public var finishReason: FinishReason
+    /// From submission to admission (waiting for a slot).
+    public var queueSeconds: Double
+    /// From admission to the prompt's last step.
+    public var prefillSeconds: Double
+    /// From submission to the first generated token.
+    public var timeToFirstToken: Double
+    /// From the first generated token to the end.
+    public var decodeSeconds: Double
+
+    public var generatedTokens: Int { tokens.count }
+    public var decodeTokensPerSecond: Double { decodeSeconds > 0 ? Double(max(tokens.count - 1, 0)) / decodeSeconds : 0 }
+    public var prefillTokensPerSecond: Double {
+        prefillSeconds > 0 ? Double(promptTokens - cachedTokens) / prefillSeconds : 0
+    }
+}
+
+/// What a request reports while it runs, in order; `finished` or `failed` comes last.
+public enum GenerationEvent: Sendable {
+    /// Text completed by the last tokens, and how many tokens that was.
+    case text(String, tokenCount: Int)
+    /// A complete tool call's JSON object, and how many tokens it took (tags included).
+    case toolCall(String, tokenCount: Int)
+    case finished(GenerationSummary)
+    case failed(any Error)
+}

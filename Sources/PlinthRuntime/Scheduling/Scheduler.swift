@@ -1,0 +1,211 @@
+import Foundation
+import Synchronization
+
+/// One model's engine: it owns an ``InferenceContext`` and runs every request submitted to it in
+/// shared, continuously batched steps.
+///
+/// Requests come from any thread or task and stream their events back. Each step takes one
+/// batch from all live sequences: the tokens decoding sequences feed next (one sampled token,
+/// or a run of forced ones) and prefill chunks of new prompts, within a per-step token budget,
+/// so a long prompt never stalls everyone's decode. After the step every sequence that has
+/// logits samples under its own decode state (sampler, constraint, stop rule, token limit).
+/// Requests beyond the free slots wait in arrival order. Shared prompt prefixes are reused (see
+/// ``PrefixCache``). The kernels compute every row on its own, so a request's greedy output is
+/// the same bits whatever else is in the batch.
+public final class Scheduler: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// Tokens each sequence may hold (prompt and output); nil: the model's, at most 4096.
+        public var contextLength: Int?
+        /// KV slots: sequences running at once plus cached prefixes. The KV cache's memory is at
+        /// most `slots × contextLength` positions.
+        public var slots: Int
+        /// Most sequences decoding in one step.
+        public var maxRunning: Int
+        /// Most tokens one step computes (decode tokens and prefill chunks together).
+        public var stepTokens: Int
+        /// Most requests waiting for a slot before `submit` refuses more.
+        public var maxQueued: Int
+        /// Kernel threads; nil: PLINTH_THREADS or every core.
+        public var threads: Int?
+
+        public init(contextLength: Int? = nil, slots: Int = 24, maxRunning: Int = 16, stepTokens: Int = 256,
+                    maxQueued: Int = 65536, threads: Int? = nil) {
+            self.contextLength = contextLength
+            self.slots = max(1, slots)
+            self.maxRunning = max(1, min(maxRunning, self.slots))
+            self.stepTokens = max(1, stepTokens)
+            self.maxQueued = max(1, maxQueued)
+            self.threads = threads
+        }
+    }
+
+    public let model: Model
+    public let configuration: Configuration
+    /// Tokens each sequence may hold.
+    public let contextLength: Int
+    private let inbox: SchedulerInbox
+
+    public init(model: Model, configuration: Configuration = Configuration()) throws {
+        self.model = model
+        self.configuration = configuration
+        let context = try InferenceContext(transformer: model.transformer, contextLength: configuration.contextLength,
+                                           slots: configuration.slots, maxBatch: configuration.stepTokens,
+                                           threads: configuration.threads)
+        contextLength = context.contextLength
+        inbox = SchedulerInbox(maxQueued: configuration.maxQueued)
+        let core = SchedulerCore(model: model, context: context, configuration: configuration, inbox: inbox)
+        let thread = Thread { core.run() }
+        thread.name = "plinth-scheduler"
+        thread.start()
+    }
+
+    deinit { inbox.shutDown() }
+
+    /// Starts a request. `handler` receives its events on the scheduler's thread (keep it short),
+    /// the last one `finished` or `failed`.
+    @discardableResult
+    public func submit(_ request: GenerationRequest, handler: @escaping @Sendable (GenerationEvent) -> Void) -> GenerationHandle {
+        inbox.submit(request, handler: handler)
+    }
+
+    /// Starts a request and streams its events; the stream ends after `finished`, throws what
+    /// `failed` carries, and cancels the request when its consumer goes away.
+    public func stream(_ request: GenerationRequest) -> AsyncThrowingStream<GenerationEvent, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<GenerationEvent, any Error>.makeStream()
+        let handle = submit(request) { event in
+            switch event {
+            case .failed(let error): continuation.finish(throwing: error)
+            case .finished:
+                continuation.yield(event)
+                continuation.finish()
+            default: continuation.yield(event)
+            }
+        }
+        continuation.onTermination = { reason in
+            if case .cancelled = reason { handle.cancel() }
+        }
+        return stream
+    }
+
+    /// Runs a request to the end on the calling thread, handing its events to `onEvent`.
+    public func run(_ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }) throws -> GenerationSummary {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<GenerationSummary, any Error>?>(nil)
+        submit(request) { event in
+            switch event {
+            case .finished(let summary):
+                onEvent(event)
+                result.withLock { $0 = .success(summary) }
+                done.signal()
+            case .failed(let error):
+                result.withLock { $0 = .failure(error) }
+                done.signal()
+            default:
+                onEvent(event)
+            }
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// Drops every cached prefix that no running sequence uses, so the next request starts cold.
+    public func forgetCachedPrefixes() { inbox.post(.forgetCache) }
+
+    /// Counters since the scheduler started.
+    public var statistics: SchedulerStatistics { inbox.statistics.withLock { $0 } }
+}
+
+/// What a ``Scheduler`` has done so far.
+public struct SchedulerStatistics: Sendable, Equatable {
+    public var steps = 0
+    /// Tokens computed (prefill and decode), and of them prefilled prompt tokens.
+    public var tokens = 0
+    public var prefillTokens = 0
+    /// Prompt tokens copied from the prefix cache instead of computed.
+    public var cachedTokens = 0
+    public var requestsFinished = 0
+    /// The largest number of sequences one step served.
+    public var largestBatch = 0
+    /// Requests waiting for a slot, and sequences running, after the last step.
+    public var queued = 0
+    public var running = 0
+}
+
+/// A request in flight: cancel it from anywhere.
+public struct GenerationHandle: Sendable {
+    public let id: UInt64
+    fileprivate let inbox: SchedulerInbox
+
+    /// Stops the request: a waiting one never starts, a running one frees its slot at the next
+    /// step. Its last event is `finished` with reason `.cancelled`.
+    public func cancel() { inbox.post(.cancel(id)) }
+}
+
+/// The part of a scheduler other threads touch: submissions, cancellations and a wake-up.
+final class SchedulerInbox: Sendable {
+    struct Job: Sendable {
+        var id: UInt64
+        var request: GenerationRequest
+        var handler: @Sendable (GenerationEvent) -> Void
+        var submitted: UInt64
+    }
+    enum Message: Sendable {
+        case cancel(UInt64)
+        case forgetCache
+    }
+    struct State {
+        var jobs: [Job] = []
+        var messages: [Message] = []
+        var nextID: UInt64 = 1
+        var waiting = 0
+        var closed = false
+    }
+
+    let state = Mutex(State())
+    let statistics = Mutex(SchedulerStatistics())
+    private let wake = DispatchSemaphore(value: 0)
+    let maxQueued: Int
+
+    init(maxQueued: Int) { self.maxQueued = maxQueued }
+
+    func submit(_ request: GenerationRequest, handler: @escaping @Sendable (GenerationEvent) -> Void) -> GenerationHandle {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let (id, refusal): (UInt64, SchedulerError?) = state.withLock { s in
+            let id = s.nextID
+            s.nextID += 1
+            if s.closed { return (id, .shutDown) }
+            if s.waiting >= maxQueued { return (id, .queueFull(capacity: maxQueued)) }
+            s.waiting += 1
+            s.jobs.append(Job(id: id, request: request, handler: handler, submitted: now))
+            return (id, nil)
+        }
+        if let refusal { handler(.failed(refusal)) } else { wake.signal() }
+        return GenerationHandle(id: id, inbox: self)
+    }
+
+    func post(_ message: Message) {
+        state.withLock { $0.messages.append(message) }
+        wake.signal()
+    }
+
+    func shutDown() {
+        state.withLock { $0.closed = true }
+        wake.signal()
+    }
+
+    /// Takes what arrived; with `block`, first waits until something does.
+    func take(block: Bool) -> (jobs: [Job], messages: [Message], closed: Bool) {
+        while true {
+            let got = state.withLock { s in
+                let out = (s.jobs, s.messages, s.closed)
+                s.jobs = []
+                s.messages = []
+                return out
+            }
+            if !block || !got.0.isEmpty || !got.1.isEmpty || got.2 { return got }
+            wake.wait()
+        }
+    }
+
+    func admitted(_ count: Int) { state.withLock { $0.waiting -= count } }
+}

@@ -1,0 +1,341 @@
+import Foundation
+
+/// A sequence admitted to a slot.
+final class ActiveSequence {
+    let job: SchedulerInbox.Job
+    let slot: Int
+    var decoder: SequenceDecoder
+    /// Positions of `decoder.history` whose keys and values the slot holds.
+    var computed: Int
+    /// Prompt tokens that came from the prefix cache.
+    var cached: Int
+    /// A prefix to copy from another slot once it is computed there.
+    var pendingCopy: PrefixCache.Match?
+    /// Whether the prompt is done and the sequence samples.
+    var decoding = false
+    let admitted: UInt64
+    var prefillEnd: UInt64 = 0
+    var firstToken: UInt64 = 0
+
+    init(job: SchedulerInbox.Job, slot: Int, decoder: SequenceDecoder, admitted: UInt64) {
+        self.job = job
+        self.slot = slot
+        self.decoder = decoder
+        self.admitted = admitted
+        computed = 0
+        cached = 0
+    }
+
+    var id: UInt64 { job.id }
+    var wantsTokens: Bool { decoder.limit > 0 }
+    func emit(_ event: GenerationEvent) { job.handler(event) }
+}
+
+/// The scheduler's loop and the state only its thread touches: the context, the slots, the
+/// waiting queue and the running sequences. It is handed to that thread once and never shared,
+/// which the compiler cannot see through `Thread`'s closure.
+final class SchedulerCore: @unchecked Sendable {
+    private let model: Model
+    private let context: InferenceContext
+    private let configuration: Scheduler.Configuration
+    private let inbox: SchedulerInbox
+    private var cache: PrefixCache
+    private var queue: [SchedulerInbox.Job] = []
+    private var queueHead = 0
+    private var running: [ActiveSequence] = []
+
+    init(model: Model, context: InferenceContext, configuration: Scheduler.Configuration, inbox: SchedulerInbox) {
+        self.model = model
+        self.context = context
+        self.configuration = configuration
+        self.inbox = inbox
+        cache = PrefixCache(count: context.slotCount)
+    }
+
+    private var queued: Int { queue.count - queueHead }
+
+    func run() {
+        while true {
+            let idle = running.isEmpty && queued == 0
+            let (jobs, messages, closed) = inbox.take(block: idle)
+            if closed {
+                let error = SchedulerError.shutDown
+                for seq in running { seq.emit(.failed(error)) }
+                for job in queue[queueHead...] { job.handler(.failed(error)) }
+                return
+            }
+            queue += jobs
+            for message in messages {
+                switch message {
+                case .cancel(let id): cancel(id)
+                case .forgetCache:
+                    cache.forgetAll()
+                    for i in cache.slots.indices where cache.slots[i].owner == nil { context.reset(slot: i) }
+                }
+            }
+            resolveCopies()
+            admit()
+            if !running.isEmpty { step() }
+            inbox.statistics.withLock {
+                $0.queued = queued
+                $0.running = running.count
+            }
+        }
+    }
+
+    private func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    private func summary(_ seq: ActiveSequence, _ reason: FinishReason) -> GenerationSummary {
+        let end = now(), submitted = seq.job.submitted
+        let first = seq.firstToken == 0 ? end : seq.firstToken
+        return GenerationSummary(
+            promptTokens: seq.job.request.prompt.count, cachedTokens: seq.cached, tokens: Array(seq.decoder.generated),
+            finishReason: reason,
+            queueSeconds: Double(seq.admitted - submitted) / 1e9,
+            prefillSeconds: Double((seq.prefillEnd == 0 ? end : seq.prefillEnd) - seq.admitted) / 1e9,
+            timeToFirstToken: Double(first - submitted) / 1e9,
+            decodeSeconds: Double(end - first) / 1e9)
+    }
+
+    // MARK: Admission
+
+    private func cancel(_ id: UInt64) {
+        if let i = queue[queueHead...].firstIndex(where: { $0.id == id }) {
+            let job = queue.remove(at: i)
+            inbox.admitted(1)
+            let t = Double(now() - job.submitted) / 1e9
+            job.handler(.finished(GenerationSummary(
+                promptTokens: job.request.prompt.count, cachedTokens: 0, tokens: [], finishReason: .cancelled,
+                queueSeconds: t, prefillSeconds: 0, timeToFirstToken: t, decodeSeconds: 0)))
+        } else if let seq = running.first(where: { $0.id == id }) {
+            finish(seq, .cancelled, flush: false)
+        }
+    }
+
+    /// Admits waiting requests, in arrival order, while slots are free.
+    private func admit() {
+        while queued > 0 && running.count < configuration.maxRunning {
+            let job = queue[queueHead]
+            let request = job.request
+            // Requests that can never run fail at once, without a slot.
+            if let error = refusal(request) {
+                popQueue()
+                job.handler(.failed(error))
+                continue
+            }
+            let limit = request.maxTokens ?? Int.max
+            var decoder: SequenceDecoder
+            do {
+                decoder = SequenceDecoder(tokenizer: model.tokenizer, prompt: request.prompt, sampling: request.sampling,
+                                          limit: limit, stopSequences: request.stopSequences,
+                                          constraint: try request.constraint?())
+            } catch {
+                popQueue()
+                job.handler(.failed(error))
+                continue
+            }
+            // Tokens the constraint forces first join the prompt's prefill.
+            var early: FinishReason?
+            if limit > 0 {
+                do {
+                    if case .finish(let reason) = try decoder.begin(job.handler) { early = reason }
+                } catch {
+                    popQueue()
+                    job.handler(.failed(error))
+                    continue
+                }
+            }
+            let tokens = decoder.history
+            // The last token must go through the model for its logits, unless nothing is sampled.
+            let reusable = limit > 0 && early == nil ? tokens.count - 1 : tokens.count
+            var match = cache.bestMatch(for: tokens) { owner in
+                self.running.first { $0.id == owner }.map { ($0.decoder.history[...], $0.computed) }
+            }
+            if let m = match, m.shared > reusable { match?.shared = reusable }
+            if let m = match, m.shared == 0 { match = nil }
+            // A conversation coming back takes over its idle slot; others copy the prefix.
+            let slot: Int
+            if let m = match, m.owner == nil, 2 * m.shared >= cache.slots[m.slot].tokens.count {
+                slot = m.slot
+            } else if let free = cache.freeSlot(excluding: match?.owner == nil ? match?.slot : nil) ?? (match?.owner == nil ? match?.slot : nil) {
+                slot = free
+            } else {
+                return  // every slot is running: wait for one
+            }
+            popQueue()
+            let seq = ActiveSequence(job: job, slot: slot, decoder: decoder, admitted: now())
+            cache.claim(slot, for: job.id)
+            running.append(seq)
+            if let m = match {
+                if m.slot == slot {
+                    context.reset(slot: slot, keeping: m.shared)
+                    seq.computed = m.shared
+                    seq.cached = m.shared
+                } else {
+                    context.reset(slot: slot)
+                    seq.pendingCopy = m
+                    copyIfReady(seq)
+                }
+            } else {
+                context.reset(slot: slot)
+            }
+            if let early { finish(seq, early) }
+            else if seq.pendingCopy == nil && seq.computed == tokens.count && limit == 0 { finish(seq, .maxTokens) }
+        }
+    }
+
+    private func popQueue() {
+        queueHead += 1
+        inbox.admitted(1)
+        if queueHead > 64 && queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+    }
+
+    private func refusal(_ request: GenerationRequest) -> SchedulerError? {
+        if request.prompt.isEmpty { return .emptyPrompt }
+        let room = (request.maxTokens ?? 1) == 0 ? 0 : 1
+        if request.prompt.count + room > context.contextLength {
+            return .promptTooLong(tokens: request.prompt.count, contextLength: context.contextLength)
+        }
+        if let bad = request.prompt.first(where: { $0 < 0 || Int($0) >= model.config.vocabularySize }) {
+            return .stepFailed(ModelError.tokenOutOfRange(token: bad, vocabularySize: model.config.vocabularySize).localizedDescription)
+        }
+        return nil
+    }
+
+    /// Copies waiting sequences' prefixes whose source has computed them.
+    private func resolveCopies() {
+        for seq in running where seq.pendingCopy != nil { copyIfReady(seq) }
+    }
+
+    private func copyIfReady(_ seq: ActiveSequence) {
+        guard var m = seq.pendingCopy else { return }
+        if let owner = m.owner {
+            if let source = running.first(where: { $0.id == owner }) {
+                guard source.computed >= m.shared else { return }  // still being prefilled there
+            } else {
+                // The source has finished since: its slot keeps what it computed, unless reused.
+                let slot = cache.slots[m.slot]
+                m.shared = slot.owner == nil ? min(m.shared, PrefixCache.sharedLength(seq.decoder.history, slot.tokens[...])) : 0
+            }
+        }
+        seq.pendingCopy = nil
+        if m.shared > 0 {
+            do {
+                try context.copyPrefix(from: m.slot, to: seq.slot, count: m.shared)
+                seq.computed = m.shared
+                seq.cached = m.shared
+                inbox.statistics.withLock { $0.cachedTokens += m.shared }
+            } catch {
+                context.reset(slot: seq.slot)
+            }
+        }
+        if !seq.wantsTokens && seq.computed == seq.decoder.history.count { finish(seq, .maxTokens) }
+    }
+
+    // MARK: Steps
+
+    private func step() {
+        var batch = Batch()
+        var fed: [(seq: ActiveSequence, count: Int, logits: Bool)] = []
+        var budget = configuration.stepTokens
+        func add(_ seq: ActiveSequence, _ count: Int) {
+            let history = seq.decoder.history
+            let end = seq.computed + count
+            let logits = end == history.count && seq.wantsTokens
+            for p in seq.computed..<end { batch.add(history[p], position: p, slot: seq.slot, logits: logits && p == end - 1) }
+            fed.append((seq, count, logits))
+            budget -= count
+        }
+        // Decoding sequences feed everything they have; prompts share what is left.
+        for seq in running where seq.decoding {
+            add(seq, seq.decoder.history.count - seq.computed)
+        }
+        for seq in running where !seq.decoding && seq.pendingCopy == nil {
+            let need = seq.decoder.history.count - seq.computed
+            guard need > 0 else { continue }
+            let n = batch.count == 0 ? min(need, configuration.stepTokens) : min(need, budget)
+            guard n > 0 else { break }
+            add(seq, n)
+        }
+        guard batch.count > 0 else { return }
+        do {
+            try context.forward(batch)
+        } catch {
+            // A step that fails leaves its slots' caches unknown: forget them.
+            for (seq, _, _) in fed {
+                context.reset(slot: seq.slot)
+                fail(seq, SchedulerError.stepFailed(error.localizedDescription), keeping: 0)
+            }
+            return
+        }
+        inbox.statistics.withLock { s in
+            s.steps += 1
+            s.tokens += batch.count
+            s.prefillTokens += fed.reduce(0) { $0 + ($1.seq.decoding ? 0 : $1.count) }
+            s.largestBatch = max(s.largestBatch, fed.count)
+        }
+        var row = 0
+        for (seq, count, logits) in fed {
+            seq.computed += count
+            if !seq.decoding && seq.computed == seq.decoder.history.count {
+                seq.prefillEnd = now()
+                guard seq.wantsTokens else { finish(seq, .maxTokens); continue }
+                seq.decoding = true
+            }
+            guard logits else { continue }
+            let out = context.logits(row)
+            row += 1
+            let next: SequenceDecoder.Next
+            do {
+                next = try seq.decoder.advance(out, seq.emit)
+            } catch {
+                fail(seq, error, keeping: seq.computed)
+                continue
+            }
+            if seq.firstToken == 0 { seq.firstToken = now() }
+            switch next {
+            case .feed:
+                if seq.decoder.history.count > context.contextLength { finish(seq, .contextFull) }
+                // A constraint that adds nothing and does not finish would spin: end it here.
+                else if seq.decoder.history.count == seq.computed { finish(seq, .endOfGeneration) }
+            case .rewind(let keeping):
+                // Back to the logits after the kept tokens: the last one goes through again.
+                let keep = seq.decoder.promptCount + keeping - 1
+                context.reset(slot: seq.slot, keeping: keep)
+                seq.computed = min(seq.computed, keep)
+            case .finish(let reason):
+                finish(seq, reason)
+            }
+        }
+    }
+
+    // MARK: Ending
+
+    private func remove(_ seq: ActiveSequence, keeping: Int) {
+        running.removeAll { $0 === seq }
+        cache.release(seq.slot, holding: seq.decoder.history.prefix(keeping))
+        context.reset(slot: seq.slot, keeping: keeping)
+    }
+
+    private func finish(_ seq: ActiveSequence, _ reason: FinishReason, flush: Bool = true) {
+        remove(seq, keeping: seq.computed)
+        if flush {
+            do {
+                try seq.decoder.end(reason, seq.emit)
+            } catch {
+                seq.emit(.failed(error))
+                return
+            }
+        }
+        inbox.statistics.withLock { $0.requestsFinished += 1 }
+        seq.emit(.finished(summary(seq, reason)))
+    }
+
+    private func fail(_ seq: ActiveSequence, _ error: any Error, keeping: Int) {
+        remove(seq, keeping: keeping)
+        seq.emit(.failed(error))
+    }
+}

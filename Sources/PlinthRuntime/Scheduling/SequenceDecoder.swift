@@ -1,0 +1,162 @@
+import Foundation
+
+/// The decode state of one sequence: its sampler and random state, its constraint, stop rules,
+/// token limit and streaming text. It turns each step's logits into the tokens the sequence
+/// feeds next, and reports text as it completes.
+struct SequenceDecoder {
+    /// What the sequence does after a call.
+    enum Next {
+        /// Feed these tokens (the model's next step continues from the last one).
+        case feed
+        /// Feed after taking back generated tokens past `keeping`.
+        case rewind(keeping: Int)
+        case finish(FinishReason)
+    }
+
+    let tokenizer: Tokenizer
+    private var sampler: Sampler
+    private let constraint: (any Constraint)?
+    private var detokenizer: StreamingDetokenizer
+    private let stops: StopSequenceFilter?
+    /// The most tokens to generate.
+    let limit: Int
+    /// The prompt followed by the generated tokens (the repetition penalty's history).
+    private(set) var history: [Int32]
+    let promptCount: Int
+    private var mask: [UInt32]
+    /// Tokens whose text has not been reported yet.
+    private var pendingTokens = 0
+
+    var generatedCount: Int { history.count - promptCount }
+    var generated: ArraySlice<Int32> { history[promptCount...] }
+
+    init(tokenizer: Tokenizer, prompt: [Int32], sampling: SamplingParameters, limit: Int,
+         stopSequences: [String], constraint: (any Constraint)?) {
+        self.tokenizer = tokenizer
+        sampler = Sampler(sampling)
+        self.constraint = constraint
+        detokenizer = StreamingDetokenizer(tokenizer: tokenizer)
+        stops = stopSequences.isEmpty ? nil : StopSequenceFilter(stopSequences)
+        self.limit = limit
+        history = prompt
+        promptCount = prompt.count
+        mask = constraint == nil ? [] : Array(repeating: 0, count: (tokenizer.vocabularySize + 31) / 32)
+    }
+
+    /// Tokens the constraint forces before the first sample.
+    mutating func begin(_ emit: (GenerationEvent) -> Void) throws -> Next {
+        guard let constraint else { return .feed }
+        var out = ConstraintOutput(remaining: limit - generatedCount)
+        try constraint.begin(&out)
+        return apply(out, emit)
+    }
+
+    /// Chooses the next token(s) from the logits of the sequence's last token.
+    mutating func advance(_ logits: UnsafeBufferPointer<Float>, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        guard let constraint else {
+            let token = sampler.sample(logits, history: history[...])
+            if tokenizer.isEndOfGeneration(token) { return .finish(.endOfGeneration) }
+            history.append(token)
+            if let reason = report(token, emit) { return .finish(reason) }
+            return generatedCount >= limit ? .finish(.maxTokens) : .feed
+        }
+        let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
+        let token = masked
+            ? mask.withUnsafeBufferPointer { sampler.sample(logits, history: history[...], allowedMask: $0) }
+            : sampler.sample(logits, history: history[...])
+        var out = ConstraintOutput(remaining: limit - generatedCount)
+        try constraint.accept(token, &out)
+        return apply(out, emit)
+    }
+
+    /// Flushes held text at the end (and lets the constraint object to an incomplete output).
+    mutating func end(_ reason: FinishReason, _ emit: (GenerationEvent) -> Void) throws {
+        if let constraint {
+            var out = ConstraintOutput(remaining: 0)
+            try constraint.end(reason, &out)
+            _ = apply(out, emit)
+        }
+        guard reason != .stopSequence else { return }
+        var rest = detokenizer.finish()
+        if let stops { rest = stops.flush(rest) }
+        if !rest.isEmpty || pendingTokens > 0 { emit(.text(rest, tokenCount: pendingTokens)) }
+        pendingTokens = 0
+    }
+
+    private mutating func apply(_ out: ConstraintOutput, _ emit: (GenerationEvent) -> Void) -> Next {
+        for item in out.items {
+            switch item {
+            case .token(let token, let visible):
+                history.append(token)
+                if visible {
+                    if let reason = report(token, emit) { return .finish(reason) }
+                }
+            case .text(let text, let count):
+                emit(.text(text, tokenCount: count))
+            case .toolCall(let json, let count):
+                emit(.toolCall(json, tokenCount: count))
+            }
+        }
+        if let keep = out.rewindTo, keep < generatedCount {
+            history.removeSubrange((promptCount + keep)...)
+            return .rewind(keeping: keep)
+        }
+        if out.finished { return .finish(.endOfGeneration) }
+        return generatedCount >= limit ? .finish(.maxTokens) : .feed
+    }
+
+    /// Streams a visible token's text; returns `.stopSequence` when the text reached a stop.
+    private mutating func report(_ token: Int32, _ emit: (GenerationEvent) -> Void) -> FinishReason? {
+        pendingTokens += 1
+        var piece = detokenizer.append(token)
+        var stopped = false
+        if let stops { (piece, stopped) = stops.filter(piece) }
+        if !piece.isEmpty || (stopped && pendingTokens > 0) {
+            emit(.text(piece, tokenCount: pendingTokens))
+            pendingTokens = 0
+        }
+        return stopped ? .stopSequence : nil
+    }
+}
+
+/// Holds back streamed text while it could be the start of a stop sequence, and cuts the text
+/// where one appears.
+final class StopSequenceFilter {
+    private let stops: [String]
+    private var held = ""
+
+    init(_ stops: [String]) { self.stops = stops.filter { !$0.isEmpty } }
+
+    /// The text that can be shown now, and whether a stop sequence was reached.
+    func filter(_ piece: String) -> (String, Bool) {
+        held += piece
+        var cut: String.Index?
+        for stop in stops {
+            if let r = held.range(of: stop), cut.map({ r.lowerBound < $0 }) ?? true { cut = r.lowerBound }
+        }
+        if let cut {
+            let out = String(held[..<cut])
+            held = ""
+            return (out, true)
+        }
+        // Keep the longest tail that begins some stop sequence.
+        var keep = 0
+        for stop in stops {
+            var n = min(stop.count, held.count)
+            while n > keep && !held.hasSuffix(stop.prefix(n)) { n -= 1 }
+            keep = max(keep, n)
+        }
+        let out = String(held.dropLast(keep))
+        held = String(held.suffix(keep))
+        return (out, false)
+    }
+
+    /// Everything held, at the end of the output.
+    func flush(_ tail: String) -> String {
+        let (out, stopped) = filter(tail)
+        if stopped { return out }
+        let rest = out + held
+        held = ""
+        return rest
+    }
+}
