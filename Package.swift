@@ -32,6 +32,14 @@ let package = Package(
             path: "Kernels",
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // The CUDA backend's kernels and driver calls: CUDA C compiled by NVRTC at first use, the
+        // driver, NVRTC and cuBLAS opened with dlopen, so nothing of CUDA is needed to build.
+        .target(
+            name: "PlinthCUDA",
+            path: "Sources/PlinthCUDA",
+            exclude: ["pkc_kernels.cu"],
+            linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("m")]
+        ),
         .target(
             name: "PlinthRuntime",
             dependencies: ["PlinthKernels"],

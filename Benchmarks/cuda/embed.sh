@@ -1,0 +1,20 @@
+#!/bin/sh
+# Regenerates Sources/PlinthCUDA/pkc_kernels_src.c (the kernels as a C string) from
+# Sources/PlinthCUDA/pkc_kernels.cu, the source of truth. `embed.sh --check` only says whether
+# the committed string is up to date (exit 1 when not).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+dir="$here/../../Sources/PlinthCUDA"
+gen() {
+    printf '%s\n' '// Generated from pkc_kernels.cu by Benchmarks/cuda/embed.sh: do not edit.'
+    printf '%s\n' '#include "pkc_internal.h"'
+    printf '%s\n' ''
+    printf '%s\n' 'const char pkc_kernels_source[] ='
+    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$/\\n"/' "$dir/pkc_kernels.cu"
+    printf '%s\n' '    ;'
+}
+if [ "${1:-}" = "--check" ]; then
+    gen | cmp -s - "$dir/pkc_kernels_src.c" || { echo "pkc_kernels_src.c is stale: run Benchmarks/cuda/embed.sh" >&2; exit 1; }
+else
+    gen > "$dir/pkc_kernels_src.c"
+fi

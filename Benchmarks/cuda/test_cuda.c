@@ -1,0 +1,718 @@
+// Tests of every PlinthCUDA kernel against the CPU kernels (Kernels/) and, where the CPU
+// kernel is itself approximate (the int8-activation matmul, the f16-probability attention),
+// against a float64 reference. One line per test, then "N passed, N failed".
+//
+// Usage: test_cuda [cache-dir]    (default cache: /tmp/plinth-cuda-test-cache, emptied first)
+//
+// Tolerances (why):
+// - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_prefix, download_rows: exact.
+//   The dequantizers form sc * q exactly and add the offset with one rounding, as the CPU does.
+// - swiglu: exact (the same kexp polynomial, IEEE division and products, no contraction).
+// - rms_norm: within 2 ulp of the CPU (both sum squares in double; only the summation order
+//   differs, which can move the f32 mean by an ulp).
+// - rope: the table within 2e-7 absolute of the CPU's (same angles bit for bit; CUDA's and
+//   glibc's sinf/cosf each within ~1 ulp); the rotation itself exact given the same table.
+// - matmul, GEMV path: |y - ref| <= 2e-5 * sum|w x| against float64 on the dequantized weights
+//   (f32 accumulation over chains of at most ~100 roundings of partial sums bounded by sum|w x|:
+//   <= 100 * 6e-8 = 6e-6 even in the worst case; 2e-5 leaves room).
+// - matmul, GEMM path: |y - ref| <= 2e-3 * sum|w x| (W and x rounded to f16: each product off by
+//   at most 2 * 2^-11 = 9.8e-4 of |w x|, plus f32 accumulation).
+// - matmul, GPU vs the CPU kernel: |gpu - cpu| <= 2e-2 * sum|w x| (the CPU rounds activations to
+//   int8 per block: each x off by up to amax/254, which is ~4/254 = 1.6e-2 of a typical |x|).
+// - attention: against float64 (f16-rounded q, the f16 cache, exact softmax): <= 2e-5 of max|v|
+//   (f32 throughout); against the CPU kernel: <= 2e-3 of max|v| (the CPU, as llama.cpp, rounds
+//   the probabilities to f16: 2^-11 relative each).
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <float.h>
+#include <unistd.h>
+
+static int passed, failed;
+static pk_pool *pool;
+
+static void report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    if (ok) passed++;
+    else failed++;
+}
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, 4) == 0; }
+
+// Ulps between two finite floats of the same sign (large when signs differ).
+static int64_t ulps(float a, float b) {
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    if ((ia < 0) != (ib < 0)) return a == b ? 0 : INT32_MAX;
+    const int64_t d = (int64_t)ia - (int64_t)ib;
+    return d < 0 ? -d : d;
+}
+
+static float *host_floats(int64_t count) {
+    float *p = aligned_alloc(64, (size_t)((count * 4 + 63) / 64 * 64 + 64));
+    if (!p) { fprintf(stderr, "out of host memory\n"); exit(2); }
+    return p;
+}
+
+static float *download_floats(pkc_context *c, pkc_ptr src, int64_t count) {
+    float *h = host_floats(count);
+    CHECK(c, pkc_download(c, h, src, (size_t)count * 4));
+    return h;
+}
+
+// ---- dequantize / get_rows ---------------------------------------------------------------------
+
+static const int all_types[] = {PK_F32, PK_F16, PK_BF16, PK_Q4_0, PK_Q4_1, PK_Q5_0, PK_Q5_1, PK_Q8_0,
+                                PK_Q2_K, PK_Q3_K, PK_Q4_K, PK_Q5_K, PK_Q6_K};
+#define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
+
+static int is_k_quant(int type) { return type >= PK_Q2_K && type <= PK_Q6_K; }
+
+static void test_dequantize(pkc_context *c) {
+    for (int ti = 0; ti < NTYPES; ti++) {
+        const int type = all_types[ti];
+        const int64_t m = 37, k = is_k_quant(type) ? 1536 : 576;
+        const size_t rb = pkc_row_bytes(type, k);
+        uint8_t *w = malloc(rb * (size_t)m);
+        random_weights(type, w, m, k);
+        float *ref = host_floats(m * k);
+        for (int64_t r = 0; r < m; r++) pk_dequantize(type, w + r * rb, ref + r * k, k);
+        pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
+        const int64_t ldd = k + 4;
+        pkc_ptr dd = dev_alloc(c, (size_t)(m * ldd) * 4);
+        CHECK(c, pkc_memset(c, dd, 0xff, (size_t)(m * ldd) * 4));
+        CHECK(c, pkc_dequantize(c, type, dw, m, k, dd, ldd));
+        float *got = download_floats(c, dd, m * ldd);
+        int64_t bad = 0;
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t i = 0; i < k; i++) bad += !same_bits(got[r * ldd + i], ref[r * k + i]);
+        report(bad == 0, "dequantize %-4s %lldx%lld: %lld of %lld values differ from pk_dequantize (tolerance: bit-exact)",
+               type_name(type), (long long)m, (long long)k, (long long)bad, (long long)(m * k));
+
+        // get_rows: ids with repeats and two out of range (rows of zeros)
+        const int64_t n = 9;
+        int32_t ids[9] = {5, 0, 36, 5, 17, -1, 37, 2, 30};
+        pkc_ptr dids = dev_upload(c, ids, sizeof ids);
+        pkc_ptr dout = dev_alloc(c, (size_t)(n * k) * 4);
+        CHECK(c, pkc_memset(c, dout, 0xff, (size_t)(n * k) * 4));
+        CHECK(c, pkc_get_rows(c, type, dw, m, k, dids, n, dout, k));
+        float *rows = download_floats(c, dout, n * k);
+        bad = 0;
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < k; i++) {
+                const float want = (ids[t] < 0 || ids[t] >= m) ? 0.0f : ref[ids[t] * k + i];
+                bad += !same_bits(rows[t * k + i], want);
+            }
+        report(bad == 0, "get_rows   %-4s 9 ids (2 out of range): %lld values differ (tolerance: bit-exact)", type_name(type),
+               (long long)bad);
+        CHECK(c, pkc_free(c, dw));
+        CHECK(c, pkc_free(c, dd));
+        CHECK(c, pkc_free(c, dids));
+        CHECK(c, pkc_free(c, dout));
+        free(w); free(ref); free(got); free(rows);
+    }
+}
+
+// ---- matmul ------------------------------------------------------------------------------------
+
+typedef struct { const char *name; int64_t m, k; } shape;
+
+static const shape shapes[] = {
+    {"smol attn_q", 576, 576},   {"smol attn_k", 192, 576},    {"smol ffn_up", 1536, 576}, {"smol ffn_down", 576, 1536},
+    {"smol output", 49152, 576}, {"qwen attn_q", 896, 896},    {"qwen attn_k", 128, 896},  {"qwen ffn_up", 4864, 896},
+    {"qwen ffn_down", 896, 4864}, {"qwen output", 151936, 896}, {"odd", 77, 1536},
+};
+#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+// The worst errors over a set of calls of one (type, shape, path).
+typedef struct { double gpu, cpu, diff; int64_t unwritten; } mm_err;
+
+static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t *ns, int count, int check_cpu,
+                        mm_err *errs) {
+    const int64_t m = s->m, k = s->k;
+    const size_t rb = pkc_row_bytes(type, k);
+    uint8_t *w = malloc(rb * (size_t)m);
+    random_weights(type, w, m, k);
+    pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
+    // Reference rows: all of them for small matrices, 192 spread out for the vocabulary ones.
+    const int64_t nref = m <= 1536 ? m : 192;
+    int64_t *refrow = malloc((size_t)nref * sizeof *refrow);
+    for (int64_t i = 0; i < nref; i++) refrow[i] = nref == m ? i : (i * 7919 + 13) % m;
+    refrow[nref - 1] = m - 1; // the last row too
+    double *wd = malloc((size_t)(nref * k) * sizeof *wd);
+    float *tmp = host_floats(k);
+    for (int64_t i = 0; i < nref; i++) {
+        pk_dequantize(type, w + refrow[i] * rb, tmp, k);
+        for (int64_t j = 0; j < k; j++) wd[i * k + j] = tmp[j];
+    }
+    memset(errs, 0, 2 * sizeof *errs);
+    for (int gemm = 0; gemm < 2; gemm++) {
+    mm_err *e = &errs[gemm];
+    const int64_t saved = pkc_set_gemm_min_rows(c, gemm ? 1 : INT64_MAX);
+    for (int ci = 0; ci < count; ci++) {
+        const int64_t n = ns[ci];
+        const int64_t ldx = k + (ci % 2 ? 8 : 0), ldy = m + (ci % 2 ? 3 : 0); // strided every other call
+        float *x = host_floats(n * ldx);
+        fill_normal(x, n * ldx, 1.0f);
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * ldx) * 4);
+        pkc_ptr dy = dev_alloc(c, (size_t)(n * ldy) * 4);
+        CHECK(c, pkc_memset(c, dy, 0xff, (size_t)(n * ldy) * 4));
+        CHECK(c, pkc_matmul(c, type, dw, m, k, dx, ldx, n, dy, ldy));
+        float *y = download_floats(c, dy, n * ldy);
+        float *ycpu = NULL;
+        if (check_cpu) {
+            float *xc = host_floats(n * k);
+            for (int64_t t = 0; t < n; t++) memcpy(xc + t * k, x + t * ldx, (size_t)k * 4);
+            ycpu = host_floats(n * m);
+            const size_t sb = pk_matmul_scratch_bytes(n, k, pk_pool_threads(pool));
+            void *scratch = aligned_alloc(64, (sb + 63) / 64 * 64);
+            if (pk_matmul(pool, type, w, m, k, xc, n, ycpu, m, scratch) != 0) { fprintf(stderr, "pk_matmul failed\n"); exit(2); }
+            free(scratch);
+            free(xc);
+        }
+        for (int64_t t = 0; t < n; t++) {
+            for (int64_t i = 0; i < nref; i++) {
+                const int64_t r = refrow[i];
+                double ref = 0.0, mag = 0.0;
+                for (int64_t j = 0; j < k; j++) {
+                    const double p = wd[i * k + j] * (double)x[t * ldx + j];
+                    ref += p;
+                    mag += fabs(p);
+                }
+                if (mag == 0.0) mag = 1e-30;
+                const float g = y[t * ldy + r];
+                if (isnan(g)) { e->unwritten++; continue; }
+                const double eg = fabs((double)g - ref) / mag;
+                if (eg > e->gpu) e->gpu = eg;
+                if (ycpu) {
+                    const double ec = fabs((double)ycpu[t * m + r] - ref) / mag;
+                    const double ed = fabs((double)g - (double)ycpu[t * m + r]) / mag;
+                    if (ec > e->cpu) e->cpu = ec;
+                    if (ed > e->diff) e->diff = ed;
+                }
+            }
+            // every output written (NaN poison), also the rows without a reference
+            for (int64_t r = 0; r < m; r++)
+                if (isnan(y[t * ldy + r])) e->unwritten++;
+        }
+        CHECK(c, pkc_free(c, dx));
+        CHECK(c, pkc_free(c, dy));
+        free(x); free(y); free(ycpu);
+    }
+    pkc_set_gemm_min_rows(c, saved);
+    }
+    CHECK(c, pkc_free(c, dw));
+    free(w); free(wd); free(tmp); free(refrow);
+}
+
+// The vocabulary-sized shapes only for the formats that models keep their output matrix in.
+static int big_shape_type(int type) { return type == PK_Q4_0 || type == PK_Q4_1 || type == PK_Q5_0 || type == PK_Q8_0 || type == PK_F16; }
+
+static void test_matmul(pkc_context *c) {
+    static const int64_t ns_small[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 64};
+    static const int64_t ns_big[] = {1, 4, 64};
+    for (int ti = 0; ti < NTYPES; ti++) {
+        const int type = all_types[ti];
+        for (int si = 0; si < NSHAPES; si++) {
+            const shape *s = &shapes[si];
+            if (s->k % pk_block_elements(type) != 0) continue;
+            const int big = s->m > 10000;
+            if (big && !big_shape_type(type)) continue;
+            const int64_t *ns = big ? ns_big : ns_small;
+            const int count = big ? 3 : 12;
+            mm_err e[2];
+            // The CPU comparison on the smaller shapes (the CPU kernel does all rows: slow for vocabularies).
+            const int check_cpu = !big;
+            matmul_case(c, type, s, ns, count, check_cpu, e);
+            for (int gemm = 0; gemm < 2; gemm++) {
+                const double tol = gemm ? 2e-3 : 2e-5;
+                const int ok = e[gemm].unwritten == 0 && e[gemm].gpu <= tol && (!check_cpu || e[gemm].diff <= 2e-2);
+                char cpu[96] = "";
+                if (check_cpu) snprintf(cpu, sizeof cpu, "; cpu %.1e, |gpu-cpu| %.1e (tol 2e-2)", e[gemm].cpu, e[gemm].diff);
+                report(ok, "matmul %-4s %-13s %6lldx%-4lld n=%s %s: max |y-ref|/sum|wx| %.2e (tol %.0e)%s%s",
+                       type_name(type), s->name, (long long)s->m, (long long)s->k, big ? "1,4,64" : "1..9,13,16,64",
+                       gemm ? "gemm" : "gemv", e[gemm].gpu, tol, cpu, e[gemm].unwritten ? " UNWRITTEN OUTPUTS" : "");
+            }
+        }
+    }
+}
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+static void test_rms_norm(pkc_context *c) {
+    static const int64_t ks[] = {576, 896, 1001};
+    static const int64_t nsz[] = {1, 7, 64};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) {
+            const int64_t n = nsz[b], k = ks[a], ld = k + 5;
+            float *x = host_floats(n * ld), *w = host_floats(k), *ref = host_floats(n * k);
+            fill_normal(x, n * ld, 3.0f);
+            fill_normal(w, k, 1.0f);
+            float *xc = host_floats(n * k);
+            for (int64_t t = 0; t < n; t++) memcpy(xc + t * k, x + t * ld, (size_t)k * 4);
+            pk_rms_norm(NULL, xc, w, ref, n, k, 1e-6f);
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), dw = dev_upload(c, w, (size_t)k * 4);
+            pkc_ptr dy = dev_alloc(c, (size_t)(n * k) * 4);
+            CHECK(c, pkc_rms_norm(c, dx, ld, dw, dy, k, n, k, 1e-6f));
+            float *y = download_floats(c, dy, n * k);
+            int64_t worst = 0, exact = 0;
+            for (int64_t i = 0; i < n * k; i++) {
+                const int64_t u = ulps(y[i], ref[i]);
+                worst = u > worst ? u : worst;
+                exact += u == 0;
+            }
+            report(worst <= 2, "rms_norm n=%lld k=%lld: max %lld ulp from pk_rms_norm, %lld of %lld bit-exact (tol 2 ulp)",
+                   (long long)n, (long long)k, (long long)worst, (long long)exact, (long long)(n * k));
+            pkc_free(c, dx); pkc_free(c, dw); pkc_free(c, dy);
+            free(x); free(w); free(ref); free(xc); free(y);
+        }
+}
+
+static void test_rope(pkc_context *c) {
+    struct { int heads, head_dim, rope_dims, neox; float base; const char *name; } cases[] = {
+        {9, 64, 64, 0, 10000.0f, "smol q (normal)"}, {3, 64, 64, 0, 10000.0f, "smol k (normal)"},
+        {14, 64, 64, 1, 1000000.0f, "qwen q (neox)"}, {2, 64, 64, 1, 1000000.0f, "qwen k (neox)"},
+        {4, 128, 64, 1, 10000.0f, "partial rope_dims 64 of 128 (neox)"}, {4, 128, 32, 0, 500000.0f, "partial 32 of 128 (normal)"}};
+    const int64_t n = 64;
+    int32_t pos[64];
+    for (int i = 0; i < n; i++) pos[i] = i < 8 ? i : (int32_t)(rng_u64() % 32768);
+    pkc_ptr dpos = dev_upload(c, pos, sizeof pos);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int heads = cases[ci].heads, hd = cases[ci].head_dim, rd = cases[ci].rope_dims;
+        const int64_t stride = (int64_t)heads * hd + 16;
+        float *tref = host_floats(n * rd);
+        pk_rope_table(pos, n, rd, cases[ci].base, tref);
+        pkc_ptr dt = dev_alloc(c, (size_t)(n * rd) * 4);
+        CHECK(c, pkc_rope_table(c, dpos, n, rd, cases[ci].base, dt));
+        float *tab = download_floats(c, dt, n * rd);
+        double terr = 0.0;
+        for (int64_t i = 0; i < n * rd; i++) terr = fmax(terr, fabs((double)tab[i] - (double)tref[i]));
+        float *x = host_floats(n * stride);
+        fill_normal(x, n * stride, 1.0f);
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * stride) * 4);
+        CHECK(c, pkc_rope(c, dx, n, stride, heads, hd, rd, dt, cases[ci].neox));
+        float *y = download_floats(c, dx, n * stride);
+        pk_rope(NULL, x, n, stride, heads, hd, rd, tab, cases[ci].neox); // CPU rotation with the GPU's table
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n * stride; i++) bad += !same_bits(x[i], y[i]);
+        report(terr <= 2e-7 && bad == 0,
+               "rope %-36s n=64 (positions up to 32767): table max |err| %.1e (tol 2e-7); rotation: %lld values differ (tol bit-exact)",
+               cases[ci].name, terr, (long long)bad);
+        pkc_free(c, dt); pkc_free(c, dx);
+        free(tref); free(tab); free(x); free(y);
+    }
+    pkc_free(c, dpos);
+}
+
+static void test_swiglu_add(pkc_context *c) {
+    static const int64_t ks[] = {1536, 4864, 999};
+    for (int a = 0; a < 3; a++) {
+        const int64_t n = 7, k = ks[a], ldg = k + 3, ldu = k + 9;
+        float *g = host_floats(n * ldg), *u = host_floats(n * ldu);
+        fill_normal(g, n * ldg, 4.0f);
+        fill_normal(u, n * ldu, 1.0f);
+        g[0] = 100.0f; g[1] = -100.0f; g[2] = 0.0f; g[3] = -0.0f; // the clamps of kexp and signed zeros
+        pkc_ptr dg = dev_upload(c, g, (size_t)(n * ldg) * 4), du = dev_upload(c, u, (size_t)(n * ldu) * 4);
+        CHECK(c, pkc_swiglu(c, dg, ldg, du, ldu, n, k));
+        float *y = download_floats(c, dg, n * ldg);
+        float *gc = host_floats(n * k), *uc = host_floats(n * k);
+        for (int64_t t = 0; t < n; t++) {
+            memcpy(gc + t * k, g + t * ldg, (size_t)k * 4);
+            memcpy(uc + t * k, u + t * ldu, (size_t)k * 4);
+        }
+        pk_swiglu(NULL, gc, uc, n, k);
+        int64_t bad = 0;
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < k; i++) bad += !same_bits(y[t * ldg + i], gc[t * k + i]);
+        report(bad == 0, "swiglu n=7 k=%lld (strided): %lld values differ from pk_swiglu (tol bit-exact)", (long long)k,
+               (long long)bad);
+        pkc_free(c, dg); pkc_free(c, du);
+        free(g); free(u); free(y); free(gc); free(uc);
+    }
+    // add and add_bias
+    const int64_t n = 13, m = 896, ld = 900;
+    float *y = host_floats(n * ld), *x = host_floats(n * ld), *b = host_floats(m);
+    fill_normal(y, n * ld, 1.0f);
+    fill_normal(x, n * ld, 1.0f);
+    fill_normal(b, m, 1.0f);
+    pkc_ptr dy = dev_upload(c, y, (size_t)(n * ld) * 4), dx = dev_upload(c, x, (size_t)(n * ld) * 4), db = dev_upload(c, b, (size_t)m * 4);
+    CHECK(c, pkc_add(c, dy, dx, n * ld));
+    float *got = download_floats(c, dy, n * ld);
+    float *want = host_floats(n * ld);
+    memcpy(want, y, (size_t)(n * ld) * 4);
+    pk_add(want, x, n * ld);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n * ld; i++) bad += !same_bits(got[i], want[i]);
+    report(bad == 0, "add %lld values: %lld differ from pk_add (tol bit-exact)", (long long)(n * ld), (long long)bad);
+    CHECK(c, pkc_add_bias(c, dy, ld, db, n, m));
+    free(got);
+    got = download_floats(c, dy, n * ld);
+    bad = 0;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < ld; i++) {
+            const float e = i < m ? want[t * ld + i] + b[i] : want[t * ld + i];
+            bad += !same_bits(got[t * ld + i], e);
+        }
+    report(bad == 0, "add_bias n=13 m=896 ld=900: %lld values differ (tol bit-exact; padding untouched)", (long long)bad);
+    pkc_free(c, dy); pkc_free(c, dx); pkc_free(c, db);
+    free(y); free(x); free(b); free(got); free(want);
+}
+
+static void test_argmax_rows(pkc_context *c) {
+    static const int64_t widths[] = {49152, 151936, 1000};
+    for (int a = 0; a < 3; a++) {
+        const int64_t n = 64, w = widths[a], ld = w + 32;
+        float *x = host_floats(n * ld);
+        fill_normal(x, n * ld, 3.0f);
+        // planted cases: ties (lowest index wins), NaNs, all -inf, max at the ends
+        for (int64_t i = 0; i < w; i++) x[0 * ld + i] = 1.0f;
+        x[1 * ld + 5] = 50.0f; x[1 * ld + w - 7] = 50.0f;
+        x[2 * ld + 0] = NAN; x[2 * ld + 10] = NAN; x[2 * ld + 11] = 40.0f;
+        for (int64_t i = 0; i < w; i++) x[3 * ld + i] = -INFINITY;
+        x[4 * ld + w - 1] = 99.0f;
+        x[5 * ld + 0] = 99.0f;
+        for (int64_t i = 0; i < w; i++) x[6 * ld + i] = NAN;
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), di = dev_alloc(c, (size_t)n * 4);
+        CHECK(c, pkc_argmax(c, dx, ld, n, w, di));
+        int32_t ids[64];
+        CHECK(c, pkc_download(c, ids, di, sizeof ids));
+        int64_t bad = 0;
+        for (int64_t t = 0; t < n; t++) bad += ids[t] != (int32_t)pk_argmax(x + t * ld, w);
+        report(bad == 0, "argmax 64 rows x %lld (ties, NaN, -inf rows planted): %lld of 64 differ from pk_argmax (tol exact)",
+               (long long)w, (long long)bad);
+        // only selected rows back
+        const int32_t rows[4] = {63, 1, 17, 1};
+        float *sel = host_floats(4 * w);
+        CHECK(c, pkc_download_rows(c, sel, dx, ld, rows, 4, w));
+        bad = 0;
+        for (int r = 0; r < 4; r++) bad += memcmp(sel + r * w, x + rows[r] * ld, (size_t)w * 4) != 0;
+        report(bad == 0, "download_rows 4 of 64 rows x %lld: %lld rows differ (tol exact)", (long long)w, (long long)bad);
+        pkc_free(c, dx); pkc_free(c, di);
+        free(x); free(sel);
+    }
+}
+
+// ---- KV cache and attention --------------------------------------------------------------------
+
+typedef struct {
+    int n_head, n_kv_head, head_dim, slots, max_pos;
+    int64_t kv_dim;
+    pkc_kv kv;
+    uint16_t **ck, **cv; // CPU caches per slot (pk_store_kv's layout)
+} kv_world;
+
+static void kv_world_init(pkc_context *c, kv_world *w, int n_head, int n_kv_head, int head_dim, int slots, int max_pos) {
+    w->n_head = n_head; w->n_kv_head = n_kv_head; w->head_dim = head_dim; w->slots = slots; w->max_pos = max_pos;
+    w->kv_dim = (int64_t)n_kv_head * head_dim;
+    const int64_t slot_stride = (int64_t)max_pos * w->kv_dim + 8; // padded: the stride is not the payload
+    w->kv.kv_dim = w->kv_dim;
+    w->kv.slot_stride = slot_stride;
+    w->kv.k = dev_alloc(c, (size_t)(slots * slot_stride) * 2);
+    w->kv.v = dev_alloc(c, (size_t)(slots * slot_stride) * 2);
+    CHECK(c, pkc_memset(c, w->kv.k, 0, (size_t)(slots * slot_stride) * 2));
+    CHECK(c, pkc_memset(c, w->kv.v, 0, (size_t)(slots * slot_stride) * 2));
+    w->ck = calloc((size_t)slots, sizeof *w->ck);
+    w->cv = calloc((size_t)slots, sizeof *w->cv);
+    const int64_t padded = (max_pos + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK * PK_KEY_BLOCK;
+    for (int s = 0; s < slots; s++) {
+        w->ck[s] = calloc((size_t)(padded * w->kv_dim), 2);
+        w->cv[s] = calloc((size_t)(padded * w->kv_dim), 2);
+    }
+}
+
+static void kv_world_free(pkc_context *c, kv_world *w) {
+    pkc_free(c, w->kv.k);
+    pkc_free(c, w->kv.v);
+    for (int s = 0; s < w->slots; s++) { free(w->ck[s]); free(w->cv[s]); }
+    free(w->ck); free(w->cv);
+}
+
+// Stores random k/v rows for positions [0, len[s]) of every slot, in batches of mixed slots, on
+// both sides.
+static void kv_fill(pkc_context *c, kv_world *w, const int32_t *len) {
+    int64_t total = 0;
+    for (int s = 0; s < w->slots; s++) total += len[s];
+    int32_t *sl = malloc((size_t)total * 4), *ps = malloc((size_t)total * 4);
+    int64_t r = 0;
+    for (int p = 0; p < w->max_pos; p++) // interleaved: one batch holds many slots
+        for (int s = 0; s < w->slots; s++)
+            if (p < len[s]) { sl[r] = s; ps[r] = p; r++; }
+    float *k = host_floats(total * w->kv_dim), *v = host_floats(total * w->kv_dim);
+    fill_normal(k, total * w->kv_dim, 1.0f);
+    fill_normal(v, total * w->kv_dim, 1.0f);
+    pkc_ptr dk = dev_upload(c, k, (size_t)(total * w->kv_dim) * 4), dv = dev_upload(c, v, (size_t)(total * w->kv_dim) * 4);
+    pkc_ptr dsl = dev_upload(c, sl, (size_t)total * 4), dps = dev_upload(c, ps, (size_t)total * 4);
+    const int64_t batch = 1000;
+    for (int64_t b0 = 0; b0 < total; b0 += batch) {
+        const int64_t nb = total - b0 < batch ? total - b0 : batch;
+        CHECK(c, pkc_store_kv(c, &w->kv, dk + (uint64_t)(b0 * w->kv_dim) * 4, w->kv_dim, dv + (uint64_t)(b0 * w->kv_dim) * 4,
+                              w->kv_dim, nb, dsl + (uint64_t)b0 * 4, dps + (uint64_t)b0 * 4));
+    }
+    uint16_t **keys = malloc((size_t)total * sizeof *keys), **vals = malloc((size_t)total * sizeof *vals);
+    for (int64_t i = 0; i < total; i++) { keys[i] = w->ck[sl[i]]; vals[i] = w->cv[sl[i]]; }
+    pk_store_kv(pool, k, v, total, w->kv_dim, ps, keys, vals);
+    pkc_free(c, dk); pkc_free(c, dv); pkc_free(c, dsl); pkc_free(c, dps);
+    free(sl); free(ps); free(k); free(v); free(keys); free(vals);
+}
+
+static float cpu_key(const kv_world *w, int s, int64_t p, int64_t i) {
+    const uint16_t h = w->ck[s][(p / PK_KEY_BLOCK) * PK_KEY_BLOCK * w->kv_dim + i * PK_KEY_BLOCK + p % PK_KEY_BLOCK];
+    return pk_f16_to_f32(h);
+}
+
+static void test_store(pkc_context *c, kv_world *w, const int32_t *len) {
+    const size_t bytes = (size_t)(w->slots * w->kv.slot_stride) * 2;
+    uint16_t *gk = malloc(bytes), *gv = malloc(bytes);
+    CHECK(c, pkc_download(c, gk, w->kv.k, bytes));
+    CHECK(c, pkc_download(c, gv, w->kv.v, bytes));
+    int64_t bad = 0, count = 0;
+    for (int s = 0; s < w->slots; s++)
+        for (int64_t p = 0; p < len[s]; p++)
+            for (int64_t i = 0; i < w->kv_dim; i++) {
+                const int64_t o = s * w->kv.slot_stride + p * w->kv_dim + i;
+                bad += pk_f16_to_f32(gk[o]) != cpu_key(w, s, p, i) || gv[o] != w->cv[s][p * w->kv_dim + i];
+                count++;
+            }
+    report(bad == 0, "store_kv %d slots, %lld positions x kv_dim %lld (batches of mixed slots): %lld differ from pk_store_kv (tol bit-exact)",
+           w->slots, (long long)(count / w->kv_dim), (long long)w->kv_dim, (long long)bad);
+    free(gk); free(gv);
+}
+
+// Runs attention for rows (slot, kv_len) on both sides and checks.
+static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_t n, const int32_t *slot,
+                           const int32_t *kvlen) {
+    const int64_t qd = (int64_t)w->n_head * w->head_dim, ldq = qd + 4, ldo = qd + 12;
+    float *q = host_floats(n * ldq);
+    fill_normal(q, n * ldq, 1.0f);
+    const float scale = 1.0f / sqrtf((float)w->head_dim);
+    int32_t max_kv = 0;
+    for (int64_t t = 0; t < n; t++) max_kv = kvlen[t] > max_kv ? kvlen[t] : max_kv;
+    pkc_ptr dq = dev_upload(c, q, (size_t)(n * ldq) * 4), dsl = dev_upload(c, slot, (size_t)n * 4);
+    pkc_ptr dlen = dev_upload(c, kvlen, (size_t)n * 4), dout = dev_alloc(c, (size_t)(n * ldo) * 4);
+    CHECK(c, pkc_memset(c, dout, 0xff, (size_t)(n * ldo) * 4));
+    CHECK(c, pkc_attention(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, scale, dout, ldo));
+    float *out = download_floats(c, dout, n * ldo);
+    // CPU
+    float *qc = host_floats(n * qd), *oc = host_floats(n * qd);
+    for (int64_t t = 0; t < n; t++) memcpy(qc + t * qd, q + t * ldq, (size_t)qd * 4);
+    const uint16_t **keys = malloc((size_t)n * sizeof *keys), **vals = malloc((size_t)n * sizeof *vals);
+    for (int64_t t = 0; t < n; t++) { keys[t] = w->ck[slot[t]]; vals[t] = w->cv[slot[t]]; }
+    const int threads = pk_pool_threads(pool);
+    float *scratch = host_floats((int64_t)pk_attention_scratch_floats(max_kv, w->n_head / w->n_kv_head, threads));
+    pk_attention(pool, qc, n, w->n_head, w->n_kv_head, w->head_dim, keys, vals, kvlen, w->kv_dim, scale, oc, scratch);
+    // float64 reference from the f16 cache (CPU copy) and f16-rounded queries
+    double eg = 0.0, ec = 0.0, vmax = 0.0;
+    int64_t unwritten = 0;
+    const int group = w->n_head / w->n_kv_head, hd = w->head_dim;
+    double *sc = malloc((size_t)(max_kv + 1) * sizeof *sc), *acc = malloc((size_t)hd * sizeof *acc);
+    for (int64_t t = 0; t < n; t++) {
+        const int s = slot[t];
+        for (int h = 0; h < w->n_head; h++) {
+            const int kvh = h / group;
+            double mx = -INFINITY;
+            for (int64_t p = 0; p < kvlen[t]; p++) {
+                double d = 0.0;
+                for (int i = 0; i < hd; i++)
+                    d += (double)pk_f16_to_f32(pk_f32_to_f16(q[t * ldq + h * hd + i])) * (double)cpu_key(w, s, p, (int64_t)kvh * hd + i);
+                sc[p] = d * (double)scale;
+                mx = fmax(mx, sc[p]);
+            }
+            double sum = 0.0;
+            for (int64_t p = 0; p < kvlen[t]; p++) { sc[p] = exp(sc[p] - mx); sum += sc[p]; }
+            for (int i = 0; i < hd; i++) acc[i] = 0.0;
+            for (int64_t p = 0; p < kvlen[t]; p++)
+                for (int i = 0; i < hd; i++) {
+                    const double v = pk_f16_to_f32(w->cv[s][p * w->kv_dim + (int64_t)kvh * hd + i]);
+                    acc[i] += sc[p] / sum * v;
+                    vmax = fmax(vmax, fabs(v));
+                }
+            for (int i = 0; i < hd; i++) {
+                const float g = out[t * ldo + h * hd + i];
+                if (isnan(g)) { unwritten++; continue; }
+                const double ref = kvlen[t] > 0 ? acc[i] : 0.0;
+                eg = fmax(eg, fabs((double)g - ref));
+                ec = fmax(ec, fabs((double)g - (double)oc[t * qd + h * hd + i]));
+            }
+        }
+    }
+    if (vmax == 0.0) vmax = 1.0;
+    const int ok = unwritten == 0 && eg <= 2e-5 * vmax && ec <= 2e-3 * vmax;
+    report(ok, "attention %-34s %3lld rows, heads %d/%d, max kv %4d: |gpu-f64| %.1e, |gpu-cpu| %.1e of max|v| %.2f (tol 2e-5, 2e-3)%s",
+           name, (long long)n, w->n_head, w->n_kv_head, max_kv, eg / vmax, ec / vmax, vmax, unwritten ? " UNWRITTEN" : "");
+    pkc_free(c, dq); pkc_free(c, dsl); pkc_free(c, dlen); pkc_free(c, dout);
+    free(q); free(out); free(qc); free(oc); free(keys); free(vals); free(scratch); free(sc); free(acc);
+}
+
+static void test_attention(pkc_context *c) {
+    struct { int n_head, n_kv_head, head_dim; const char *name; } models[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {8, 2, 128, "hd128"}};
+    for (int mi = 0; mi < 3; mi++) {
+        kv_world w;
+        const int slots = 64, max_pos = 1100;
+        kv_world_init(c, &w, models[mi].n_head, models[mi].n_kv_head, models[mi].head_dim, slots, max_pos);
+        int32_t len[64];
+        for (int s = 0; s < slots; s++) len[s] = 1 + (int32_t)(rng_u64() % 1024);
+        len[0] = 1; len[1] = 1024; len[2] = 129; len[3] = 1099;
+        kv_fill(c, &w, len);
+        if (mi == 0) test_store(c, &w, len);
+        char name[96];
+        // batched decode: every slot, one query at its full length (ragged)
+        int32_t sl[64], kl[64];
+        for (int s = 0; s < slots; s++) { sl[s] = (s * 37) % slots; kl[s] = len[sl[s]]; }
+        snprintf(name, sizeof name, "%s decode, 64 seqs ragged", models[mi].name);
+        attention_case(c, &w, name, 64, sl, kl);
+        // chunked prefill: 37 rows of slot 3, causal, the chunk starting at 700
+        int32_t psl[37], pkl[37];
+        for (int i = 0; i < 37; i++) { psl[i] = 3; pkl[i] = 700 + i + 1; }
+        snprintf(name, sizeof name, "%s prefill chunk 37 of one slot", models[mi].name);
+        attention_case(c, &w, name, 37, psl, pkl);
+        // few rows, long contexts: the split path, with an empty row
+        int32_t fsl[3] = {1, 3, 0}, fkl[3] = {1024, 1099, 0};
+        snprintf(name, sizeof name, "%s 3 rows split (one kv_len 0)", models[mi].name);
+        attention_case(c, &w, name, 3, fsl, fkl);
+        // mixed: prefill rows and decode rows in one call
+        int32_t msl[20], mkl[20];
+        for (int i = 0; i < 20; i++) { msl[i] = i < 12 ? 2 : 4 + i; mkl[i] = i < 12 ? 100 + i : len[4 + i]; }
+        snprintf(name, sizeof name, "%s mixed prefill+decode", models[mi].name);
+        attention_case(c, &w, name, 20, msl, mkl);
+        if (mi == 0) {
+            // copy_prefix: slot 1's first 300 positions to slot 5 (a one-layer cache); the rest of slot 5 stays
+            const int64_t ss = w.kv.slot_stride;
+            const size_t bytes = (size_t)(slots * ss) * 2;
+            uint16_t *before = malloc(bytes), *after = malloc(bytes);
+            CHECK(c, pkc_download(c, before, w.kv.v, bytes));
+            CHECK(c, pkc_copy_prefix(c, &w.kv, 1, 0, 1, 5, 300));
+            CHECK(c, pkc_download(c, after, w.kv.v, bytes));
+            int64_t bad = 0;
+            for (int64_t i = 0; i < slots * ss; i++) {
+                const int64_t s = i / ss, off = i % ss;
+                const uint16_t want = (s == 5 && off < 300 * w.kv_dim) ? before[1 * ss + off] : before[i];
+                bad += after[i] != want;
+            }
+            report(bad == 0, "copy_prefix 300 positions slot 1 -> 5: %lld halves differ (tol exact; other slots untouched)", (long long)bad);
+            free(before); free(after);
+        }
+        kv_world_free(c, &w);
+    }
+}
+
+// ---- graph capture and the kernel cache ----------------------------------------------------------
+
+static void test_graph(pkc_context *c) {
+    const int64_t m = 49152, k = 576, n = 4;
+    const size_t rb = pkc_row_bytes(PK_Q8_0, k);
+    uint8_t *w = malloc(rb * (size_t)m);
+    random_weights(PK_Q8_0, w, m, k);
+    pkc_ptr dw = dev_upload(c, w, rb * (size_t)m), dx = dev_alloc(c, (size_t)(n * k) * 4);
+    pkc_ptr dy = dev_alloc(c, (size_t)(n * m) * 4), di = dev_alloc(c, (size_t)n * 4);
+    float *x = host_floats(n * k);
+    fill_normal(x, n * k, 1.0f);
+    CHECK(c, pkc_upload(c, dx, x, (size_t)(n * k) * 4));
+    CHECK(c, pkc_matmul(c, PK_Q8_0, dw, m, k, dx, k, n, dy, m));
+    CHECK(c, pkc_argmax(c, dy, m, n, m, di));
+    int32_t direct[4], replay[4];
+    CHECK(c, pkc_download(c, direct, di, sizeof direct));
+    CHECK(c, pkc_memset(c, di, 0, sizeof replay));
+    pkc_graph *g = NULL;
+    CHECK(c, pkc_graph_begin(c));
+    CHECK(c, pkc_matmul(c, PK_Q8_0, dw, m, k, dx, k, n, dy, m));
+    CHECK(c, pkc_argmax(c, dy, m, n, m, di));
+    CHECK(c, pkc_graph_end(c, &g));
+    CHECK(c, pkc_graph_launch(c, g));
+    CHECK(c, pkc_download(c, replay, di, sizeof replay));
+    int ok = memcmp(direct, replay, sizeof direct) == 0;
+    // new input, same graph
+    fill_normal(x, n * k, 1.0f);
+    CHECK(c, pkc_upload(c, dx, x, (size_t)(n * k) * 4));
+    CHECK(c, pkc_graph_launch(c, g));
+    CHECK(c, pkc_download(c, replay, di, sizeof replay));
+    CHECK(c, pkc_matmul(c, PK_Q8_0, dw, m, k, dx, k, n, dy, m));
+    CHECK(c, pkc_argmax(c, dy, m, n, m, di));
+    CHECK(c, pkc_download(c, direct, di, sizeof direct));
+    ok = ok && memcmp(direct, replay, sizeof direct) == 0;
+    report(ok, "graph capture of gemv + argmax: replays equal direct calls, also after new input (tol exact)");
+    pkc_graph_destroy(c, g);
+    pkc_free(c, dw); pkc_free(c, dx); pkc_free(c, dy); pkc_free(c, di);
+    free(w); free(x);
+}
+
+static void test_errors(pkc_context *c) {
+    pkc_ptr p = dev_alloc(c, 4096);
+    int st = pkc_matmul(c, 99, p, 4, 32, p, 32, 1, p, 4);
+    const int unsupported = st == PKC_ERR_UNSUPPORTED && strstr(pkc_error(c), "99") != NULL;
+    st = pkc_matmul(c, PK_Q4_K, p, 4, 100, p, 100, 1, p, 4);
+    const int invalid = st == PKC_ERR_INVALID;
+    st = pkc_alloc(c, (size_t)1 << 50, &p); // a petabyte
+    const int oom = st == PKC_ERR_OUT_OF_MEMORY;
+    report(unsupported && invalid && oom, "errors: unknown type -> unsupported (\"%s\"), bad k -> invalid, 1 PiB alloc -> out of memory",
+           unsupported ? "…type 99…" : pkc_error(c));
+    pkc_free(c, p);
+}
+
+static void test_cache(const char *dir, int first_from_cache) {
+    char err[2048];
+    pkc_context *c2 = NULL;
+    pkc_device_info info;
+    int st = pkc_open(0, dir, &c2, err, sizeof err);
+    int ok = st == PKC_OK && pkc_device_info_get(c2, &info) == PKC_OK && info.kernels_from_cache == 1;
+    report(ok && !first_from_cache, "kernel cache: first open compiled, second open read the cubin (%.2f s)", ok ? info.compile_seconds : -1.0);
+    pkc_close(c2);
+    // corrupt every cached file: the next open must compile again and work
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "for f in '%s'/*.cubin; do printf 'garbage' | dd of=\"$f\" bs=1 seek=100 conv=notrunc status=none; done", dir);
+    if (system(cmd) != 0) { report(0, "kernel cache: could not corrupt the cache files"); return; }
+    st = pkc_open(0, dir, &c2, err, sizeof err);
+    ok = st == PKC_OK && pkc_device_info_get(c2, &info) == PKC_OK && info.kernels_from_cache == 0;
+    report(ok, "kernel cache: a corrupt entry is compiled again (%.2f s)%s%s", ok ? info.compile_seconds : -1.0, st ? ": " : "", st ? err : "");
+    pkc_close(c2);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = argc > 1 ? argv[1] : "/tmp/plinth-cuda-test-cache";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not empty %s\n", dir);
+    char err[2048];
+    pkc_context *c = NULL;
+    const double t0 = wall_seconds();
+    const int st = pkc_open(0, dir, &c, err, sizeof err);
+    if (st != PKC_OK) {
+        printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
+        printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
+               "argmax, download_rows, store_kv, attention, copy_prefix, graph, errors, kernel cache): no usable GPU\n");
+        printf("0 passed, 0 failed\n");
+        return 0;
+    }
+    pkc_device_info info;
+    CHECK(c, pkc_device_info_get(c, &info));
+    printf("device: %s, compute capability %d.%d, %d SMs, %.1f GiB (%.1f free), driver %d, NVRTC %d.%d; kernels %s in %.2f s\n",
+           info.name, info.cc_major, info.cc_minor, info.multiprocessors, info.total_memory / 1073741824.0,
+           info.free_memory / 1073741824.0, info.driver_version, info.nvrtc_major, info.nvrtc_minor,
+           info.kernels_from_cache ? "from the cache" : "compiled", info.compile_seconds);
+    (void)t0;
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    pool = pk_pool_create(cpus > 16 ? 16 : (int)(cpus < 1 ? 1 : cpus));
+
+    test_dequantize(c);
+    test_rms_norm(c);
+    test_rope(c);
+    test_swiglu_add(c);
+    test_argmax_rows(c);
+    test_attention(c);
+    test_graph(c);
+    test_errors(c);
+    test_matmul(c);
+    test_cache(dir, info.kernels_from_cache);
+
+    pkc_close(c);
+    pk_pool_destroy(pool);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

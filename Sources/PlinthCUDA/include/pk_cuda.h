@@ -1,0 +1,194 @@
+// PlinthCUDA: the CUDA backend's kernels, over raw device pointers, with no build-time
+// dependency on CUDA.
+//
+// The driver (libcuda.so.1), NVRTC (libnvrtc.so*) and cuBLAS (libcublas.so*) are opened with
+// dlopen when a context is opened; the kernels are CUDA C source held inside this target,
+// compiled by NVRTC for the device's compute capability at the first open and cached as a cubin
+// in the directory the caller names. Where any piece is missing, pkc_open fails with a status
+// and a one-line reason, and the caller runs on the CPU.
+//
+// Conventions:
+// - A context owns one device (its primary context), one stream, one cuBLAS handle and a scratch
+//   buffer. Every call enqueues on the stream and returns without waiting, except the ones that
+//   say they wait (downloads, pkc_synchronize). Calls on one context must not overlap; any thread
+//   may make them (each call makes the context current on its thread).
+// - Device memory is addressed by pkc_ptr (a CUdeviceptr). Matrices are row-major with explicit
+//   row strides counted in elements. Float activations are f32; the KV cache is f16.
+// - Per-row metadata (token ids, positions, slots, kv lengths) are int32 arrays in device memory,
+//   so a step uploads them once and a captured graph replays with new values.
+// - Weights stay in GGUF's block layouts (pk_quants.h's type ids: ggml's numbers). A row of k
+//   weights of a block type is k / block_elements blocks, rows one after another.
+// - Nothing here allocates device memory except pkc_alloc, pkc_reserve and the first call that
+//   needs more scratch than was reserved (reserve ahead of a graph capture).
+// - Every function returns PKC_OK (0) or a pkc_status; pkc_error gives the message of the last
+//   failure on the context.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pkc_context pkc_context;
+typedef uint64_t pkc_ptr; // a device address (CUdeviceptr)
+
+typedef enum pkc_status {
+    PKC_OK = 0,
+    PKC_ERR_NO_DRIVER = 1,   // libcuda.so.1 could not be opened (no NVIDIA driver)
+    PKC_ERR_NO_DEVICE = 2,   // the driver has no usable device (or that ordinal)
+    PKC_ERR_NO_NVRTC = 3,    // libnvrtc could not be opened
+    PKC_ERR_NO_CUBLAS = 4,   // libcublas could not be opened or initialized
+    PKC_ERR_DRIVER = 5,      // a driver call failed (the message names it and the CUDA error)
+    PKC_ERR_COMPILE = 6,     // NVRTC could not compile the kernels (the message holds its log)
+    PKC_ERR_CUBLAS = 7,      // a cuBLAS call failed
+    PKC_ERR_OUT_OF_MEMORY = 8,
+    PKC_ERR_INVALID = 9,     // bad arguments (sizes, strides, alignment)
+    PKC_ERR_UNSUPPORTED = 10 // a weight type these kernels do not handle
+} pkc_status;
+
+// ---- context -----------------------------------------------------------------------------------
+
+// Opens device `ordinal`, loading the libraries and the kernels (compiled by NVRTC, or read
+// from `cache_dir`, created if missing; NULL disables the cache). On failure returns the
+// status, sets *out to NULL and writes a one-line reason (no trailing newline) to `error`.
+int pkc_open(int ordinal, const char *cache_dir, pkc_context **out, char *error, size_t error_size);
+void pkc_close(pkc_context *ctx);
+// The message of the last failure on this context ("" when none).
+const char *pkc_error(const pkc_context *ctx);
+// A short name of a status ("no driver", ...).
+const char *pkc_status_name(int status);
+
+typedef struct pkc_device_info {
+    char name[256];
+    int cc_major, cc_minor;           // compute capability
+    int multiprocessors;
+    int driver_version;               // e.g. 13000
+    int nvrtc_major, nvrtc_minor;
+    size_t total_memory, free_memory; // bytes, free as of this call
+    int kernels_from_cache;           // 1 when the cubin came from the cache, 0 when compiled
+    double compile_seconds;           // time spent loading or compiling the kernels at open
+} pkc_device_info;
+int pkc_device_info_get(pkc_context *ctx, pkc_device_info *info);
+
+// ---- memory ------------------------------------------------------------------------------------
+
+int pkc_alloc(pkc_context *ctx, size_t bytes, pkc_ptr *out);
+int pkc_free(pkc_context *ctx, pkc_ptr ptr);
+// Host to device; returns once `src` may be reused.
+int pkc_upload(pkc_context *ctx, pkc_ptr dst, const void *src, size_t bytes);
+// Device to host; waits for the stream (everything enqueued before it) and the copy.
+int pkc_download(pkc_context *ctx, void *dst, pkc_ptr src, size_t bytes);
+// Downloads `count` rows of `width` floats, row rows[i] of `src` (row stride `ld` floats), to
+// dst + i * width (host). Waits. For the logits rows that sampling needs.
+int pkc_download_rows(pkc_context *ctx, float *dst, pkc_ptr src, int64_t ld, const int32_t *rows, int64_t count,
+                      int64_t width);
+int pkc_copy(pkc_context *ctx, pkc_ptr dst, pkc_ptr src, size_t bytes);
+int pkc_memset(pkc_context *ctx, pkc_ptr dst, uint8_t value, size_t bytes);
+int pkc_synchronize(pkc_context *ctx);
+// Grows the scratch so that matmuls up to m x k weights with n rows (the GEMM path's f16
+// copies) need no allocation later. The scratch only grows.
+int pkc_reserve(pkc_context *ctx, int64_t m, int64_t k, int64_t n);
+
+// Device-event timing on the context's stream: pkc_timer_stop waits and gives the milliseconds
+// since pkc_timer_start.
+int pkc_timer_start(pkc_context *ctx);
+int pkc_timer_stop(pkc_context *ctx, float *ms);
+
+// Graph capture of the stream: calls between begin and end are recorded instead of run (no
+// downloads, no scratch growth in between); pkc_graph_launch replays them. One graph per handle.
+typedef struct pkc_graph pkc_graph;
+int pkc_graph_begin(pkc_context *ctx);
+int pkc_graph_end(pkc_context *ctx, pkc_graph **out);
+int pkc_graph_launch(pkc_context *ctx, pkc_graph *graph);
+void pkc_graph_destroy(pkc_context *ctx, pkc_graph *graph);
+
+// ---- weights -----------------------------------------------------------------------------------
+
+// Whether the kernels handle a weight type (pk_quants.h ids): F32, F16, BF16, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+int pkc_supports_type(int type);
+// Bytes of one row of k weights of `type` (0 when unsupported or k is not whole blocks).
+size_t pkc_row_bytes(int type, int64_t k);
+
+// Dequantizes n rows of k weights (row r at src + r * row_bytes) to f32 (dst row stride ldd),
+// with the CPU dequantizer's arithmetic: every value equals pk_dequantize's bit for bit.
+int pkc_dequantize(pkc_context *ctx, int type, pkc_ptr src, int64_t n, int64_t k, pkc_ptr dst, int64_t ldd);
+
+// Token embedding: out[i] (row stride ldo floats) = row ids[i] of the n_rows x k table, for n
+// ids (int32, device). Ids outside [0, n_rows) give a row of zeros.
+int pkc_get_rows(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
+                 pkc_ptr out, int64_t ldo);
+
+// y[t*ldy + r] = sum_i W[r][i] * x[t*ldx + i] for t < n, r < m: the m x k weights W of `type`
+// times n rows of x. Below the crossover (pkc_set_gemm_min_rows; default measured on an H100)
+// a dequantizing GEMV reads each weight once for all n rows; from it on, W is dequantized to
+// f16 in the scratch and cuBLAS multiplies (f16 inputs, f32 accumulation). x must be 16-byte
+// aligned with ldx a multiple of 4; y must not overlap x.
+int pkc_matmul(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
+               pkc_ptr y, int64_t ldy);
+// Rows from which pkc_matmul takes the GEMM path (1: always; INT64_MAX: never; default 9, or
+// $PLINTH_CUDA_GEMM_MIN_ROWS). Returns the
+// previous value.
+int64_t pkc_set_gemm_min_rows(pkc_context *ctx, int64_t rows);
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+// y = x / sqrt(mean(x^2) + eps) * w for n rows of k (y may be x).
+int pkc_rms_norm(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
+                 float eps);
+// The RoPE table of pk_rope_table: table[t*rope_dims + 2i], [.. + 2i + 1] = cos, sin of pair i's
+// angle for positions[t] (int32, device), t < n. Once per step; every layer's pkc_rope uses it.
+int pkc_rope_table(pkc_context *ctx, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table);
+// pk_rope in place: n rows (stride `stride` floats) of `heads` heads of head_dim, the first
+// rope_dims values of each head rotated by row t of `table`; neox pairs i with i + rope_dims/2,
+// otherwise (2i, 2i+1).
+int pkc_rope(pkc_context *ctx, pkc_ptr x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
+             pkc_ptr table, int neox);
+// gate = silu(gate) * up over n rows of k (pk_swiglu's arithmetic, bit for bit).
+int pkc_swiglu(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k);
+// y += x over `count` floats.
+int pkc_add(pkc_context *ctx, pkc_ptr y, pkc_ptr x, int64_t count);
+// y[t*ldy + i] += bias[i] for t < n, i < m.
+int pkc_add_bias(pkc_context *ctx, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t n, int64_t m);
+// ids[t] = the index of the largest of row t's `width` values (row stride ld), for t < n: the
+// lowest among equals, NaN never wins, 0 when none is above -infinity (pk_argmax's rule).
+int pkc_argmax(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ids);
+
+// ---- KV cache and attention --------------------------------------------------------------------
+
+// A layer's cache is two f16 arrays, keys and values, each [slot][position][kv_dim]: position p
+// of slot s starts at s * slot_stride + p * kv_dim halves (slot_stride >= max positions * kv_dim).
+// Where the layers live (one buffer each or one for all) is the caller's choice.
+typedef struct pkc_kv {
+    pkc_ptr k, v;
+    int64_t slot_stride; // halves
+    int64_t kv_dim;      // n_kv_head * head_dim
+} pkc_kv;
+
+// Rounds the step's keys and values (n rows, row strides ldk/ldv floats) to f16 and stores row
+// t at (slots[t], positions[t]) (int32, device).
+int pkc_store_kv(pkc_context *ctx, const pkc_kv *cache, pkc_ptr k, int64_t ldk, pkc_ptr v, int64_t ldv, int64_t n,
+                 pkc_ptr slots, pkc_ptr positions);
+
+// Causal attention for a ragged batch of n query rows: row t (q row stride ldq floats, n_head
+// heads of head_dim) attends to positions [0, kv_len[t]) of slot slots[t] (int32, device), kv
+// head h/(n_head/n_kv_head) for head h, scores times `scale`, softmax, weighted values; out
+// (row stride ldo) gets n_head * head_dim floats. Queries are rounded to f16 first (as the CPU
+// kernel and llama.cpp do). Rows are independent: batched decode (one row per sequence) and a
+// chunked prefill (many rows of one slot, kv_len rising) are the same call. max_kv bounds
+// every kv_len (it sizes the split of long contexts); head_dim a power of two from 8 to 256,
+// at most 8 query heads per kv head, n_head a multiple of
+// n_kv_head.
+int pkc_attention(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
+                  int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
+                  pkc_ptr out, int64_t ldo);
+
+// Copies the first `count` positions of slot `src` to slot `dst` in `layers` layer caches, the
+// layer l cache at cache->k/v + l * layer_stride halves (prefix sharing).
+int pkc_copy_prefix(pkc_context *ctx, const pkc_kv *cache, int layers, int64_t layer_stride, int src, int dst,
+                    int64_t count);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,1098 @@
+// PlinthCUDA host side: the driver API, NVRTC and cuBLAS through dlopen, the kernel cache, and
+// the launches. Plain C11; no CUDA header is needed to build it: the few types, constants and
+// signatures used are declared here, from the CUDA documentation.
+#define _GNU_SOURCE
+#include "pk_cuda.h"
+#include "pkc_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+// ---- the driver API, NVRTC and cuBLAS as far as used -------------------------------------------
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_STREAM_NON_BLOCKING = 1,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+
+typedef struct cu_api {
+    CUresult (*Init)(unsigned);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DeviceTotalMem)(size_t *, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*StreamCreate)(CUstream *, unsigned);
+    CUresult (*StreamDestroy)(CUstream);
+    CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemGetInfo)(size_t *, size_t *);
+    CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*StreamBeginCapture)(CUstream, int);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} cu_api;
+
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+typedef struct nvrtc_api {
+    nvrtcResult (*Version)(int *, int *);
+    nvrtcResult (*CreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+                                 const char *const *);
+    nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char *const *);
+    nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
+    nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+    nvrtcResult (*DestroyProgram)(nvrtcProgram *);
+    const char *(*GetErrorString)(nvrtcResult);
+    nvrtcResult (*GetNumSupportedArchs)(int *); // optional (NVRTC 11.2+)
+    nvrtcResult (*GetSupportedArchs)(int *);    // optional
+} nvrtc_api;
+
+typedef int cublasStatus_t;
+typedef struct cublasContext *cublasHandle_t;
+enum {
+    CUBLAS_OP_N = 0, CUBLAS_OP_T = 1,
+    CUDA_R_32F = 0, CUDA_R_16F = 2,
+    CUBLAS_COMPUTE_32F = 68,
+    CUBLAS_GEMM_DEFAULT = -1,
+};
+typedef struct cublas_api {
+    cublasStatus_t (*Create)(cublasHandle_t *);
+    cublasStatus_t (*Destroy)(cublasHandle_t);
+    cublasStatus_t (*SetStream)(cublasHandle_t, CUstream);
+    cublasStatus_t (*SetWorkspace)(cublasHandle_t, void *, size_t); // optional (cuBLAS 11.4+)
+    cublasStatus_t (*GemmEx)(cublasHandle_t, int, int, int, int, int, const void *, const void *, int, int,
+                             const void *, int, int, const void *, void *, int, int, int, int);
+} cublas_api;
+
+// ---- formats ---------------------------------------------------------------------------------
+
+typedef struct fmt_info {
+    int type;
+    const char *name;
+    int block_elements, block_bytes;
+} fmt_info;
+
+static const fmt_info fmts[] = {
+    {0, "f32", 16, 64},     {1, "f16", 16, 32},     {30, "bf16", 16, 32},   {2, "q4_0", 32, 18},
+    {3, "q4_1", 32, 20},    {6, "q5_0", 32, 22},    {7, "q5_1", 32, 24},    {8, "q8_0", 32, 34},
+    {10, "q2_k", 256, 84},  {11, "q3_k", 256, 110}, {12, "q4_k", 256, 144}, {13, "q5_k", 256, 176},
+    {14, "q6_k", 256, 210},
+};
+#define NFMT ((int)(sizeof fmts / sizeof fmts[0]))
+#define GEMV_MAX_ROWS 8
+#define GEMV_WARPS 4
+#define ATT_MAXG 8
+#define ATT_TILE 128
+#define ATT_THREADS 128
+
+static int fmt_index(int type) {
+    for (int i = 0; i < NFMT; i++)
+        if (fmts[i].type == type) return i;
+    return -1;
+}
+
+// ---- the context -------------------------------------------------------------------------------
+
+struct pkc_graph {
+    CUgraph graph;
+    CUgraphExec exec;
+};
+
+struct pkc_context {
+    void *libcuda, *libnvrtc, *libcublas;
+    cu_api cu;
+    nvrtc_api nv;
+    cublas_api cb;
+    CUdevice dev;
+    CUcontext cuctx;
+    int ctx_retained;
+    CUstream stream;
+    CUmodule module;
+    cublasHandle_t blas;
+    CUevent ev0, ev1;
+    CUfunction gemv[NFMT][GEMV_MAX_ROWS], dq32[NFMT], dq16[NFMT], rows[NFMT];
+    CUfunction rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, attn[ATT_MAXG], attn_combine;
+    CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
+    size_t cap_w, cap_x, cap_a;
+    int64_t gemm_min_rows;
+    int capturing;
+    pkc_device_info info;
+    char err[2048];
+};
+
+static int failv(pkc_context *c, int status, const char *fmt, va_list ap) {
+    vsnprintf(c->err, sizeof c->err, fmt, ap);
+    return status;
+}
+
+static int fail(pkc_context *c, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    failv(c, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static int cu_fail(pkc_context *c, CUresult r, const char *what) {
+    const char *name = NULL, *text = NULL;
+    if (c->cu.GetErrorName) c->cu.GetErrorName(r, &name);
+    if (c->cu.GetErrorString) c->cu.GetErrorString(r, &text);
+    return fail(c, r == CUDA_ERROR_OUT_OF_MEMORY ? PKC_ERR_OUT_OF_MEMORY : PKC_ERR_DRIVER, "%s failed: %s (%s, %d)",
+                what, name ? name : "CUDA error", text ? text : "no description", r);
+}
+
+#define CU(c, call, what)                                   \
+    do {                                                    \
+        const CUresult r_ = (call);                         \
+        if (r_ != CUDA_SUCCESS) return cu_fail(c, r_, what); \
+    } while (0)
+
+// Makes the context current on the calling thread (the caller may move between threads).
+#define ENTER(c)                                                                       \
+    do {                                                                               \
+        if (!(c)) return PKC_ERR_INVALID;                                              \
+        CU(c, (c)->cu.CtxSetCurrent((c)->cuctx), "cuCtxSetCurrent");                   \
+    } while (0)
+
+const char *pkc_error(const pkc_context *ctx) { return ctx ? ctx->err : "no context"; }
+
+const char *pkc_status_name(int status) {
+    switch (status) {
+    case PKC_OK: return "ok";
+    case PKC_ERR_NO_DRIVER: return "no driver";
+    case PKC_ERR_NO_DEVICE: return "no device";
+    case PKC_ERR_NO_NVRTC: return "no NVRTC";
+    case PKC_ERR_NO_CUBLAS: return "no cuBLAS";
+    case PKC_ERR_DRIVER: return "driver error";
+    case PKC_ERR_COMPILE: return "kernel compilation failed";
+    case PKC_ERR_CUBLAS: return "cuBLAS error";
+    case PKC_ERR_OUT_OF_MEMORY: return "out of device memory";
+    case PKC_ERR_INVALID: return "invalid argument";
+    case PKC_ERR_UNSUPPORTED: return "unsupported";
+    default: return "unknown status";
+    }
+}
+
+// ---- libraries ---------------------------------------------------------------------------------
+
+// Tries each name as given (the loader's search path), then in the usual CUDA folders.
+static void *open_library(const char *const *names, char *tried, size_t tried_size) {
+    const char *env_dirs[] = {getenv("PLINTH_CUDA_LIB_DIR"), getenv("CUDA_HOME"), getenv("CUDA_PATH")};
+    const char *fixed_dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+                                "/usr/local/cuda/targets/sbsa-linux/lib", "/usr/lib/x86_64-linux-gnu",
+                                "/usr/lib/aarch64-linux-gnu"};
+    char path[1024];
+    tried[0] = 0;
+    for (int i = 0; names[i]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+        // The loader's own reason for the first name is the one worth reporting.
+        const char *e = dlerror();
+        if (i == 0) snprintf(tried, tried_size, "%s", e ? e : "not found");
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        const int count = pass == 0 ? 3 : (int)(sizeof fixed_dirs / sizeof fixed_dirs[0]);
+        for (int d = 0; d < count; d++) {
+            const char *dir = pass == 0 ? env_dirs[d] : fixed_dirs[d];
+            if (!dir || !*dir) continue;
+            for (int i = 0; names[i]; i++) {
+                // CUDA_HOME and CUDA_PATH name the toolkit's root: its libraries are in lib64.
+                if (pass == 0 && d > 0) snprintf(path, sizeof path, "%s/lib64/%s", dir, names[i]);
+                else snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+                void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+                if (h) return h;
+            }
+        }
+    }
+    return NULL;
+}
+
+// Resolves `count` symbols into the function-pointer table `table`; names[i] NULL-terminated
+// alternatives are not needed here. Returns the first missing required name, or NULL.
+static const char *bind(void *lib, void **slots, const char *const *names, const int *optional, int count) {
+    for (int i = 0; i < count; i++) {
+        void *f = dlsym(lib, names[i]);
+        if (!f && !(optional && optional[i])) return names[i];
+        slots[i] = f;
+    }
+    return NULL;
+}
+
+static int load_driver(pkc_context *c) {
+    static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
+    char why[512];
+    c->libcuda = open_library(names, why, sizeof why);
+    if (!c->libcuda) return fail(c, PKC_ERR_NO_DRIVER, "no NVIDIA driver: libcuda.so.1 could not be opened (%s)", why);
+    static const char *const syms[] = {
+        "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
+        "cuDeviceTotalMem_v2", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent",
+        "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuMemAlloc_v2", "cuMemFree_v2",
+        "cuMemGetInfo_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async",
+        "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
+        "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
+        "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch",
+        "cuGraphExecDestroy", "cuGraphDestroy", "cuGetErrorName", "cuGetErrorString"};
+    _Static_assert(sizeof(cu_api) == sizeof syms / sizeof syms[0] * sizeof(void *), "cu_api and its names");
+    const char *missing = bind(c->libcuda, (void **)&c->cu, syms, NULL, (int)(sizeof syms / sizeof syms[0]));
+    if (missing) return fail(c, PKC_ERR_NO_DRIVER, "the NVIDIA driver is too old: libcuda.so.1 lacks %s", missing);
+    return PKC_OK;
+}
+
+static int load_nvrtc(pkc_context *c) {
+    static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", NULL};
+    char why[512];
+    c->libnvrtc = open_library(names, why, sizeof why);
+    if (!c->libnvrtc)
+        return fail(c, PKC_ERR_NO_NVRTC,
+                    "NVRTC not found: libnvrtc.so(.13/.12) could not be opened (%s); install the CUDA toolkit's "
+                    "NVRTC or set PLINTH_CUDA_LIB_DIR", why);
+    static const char *const syms[] = {"nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram",
+                                       "nvrtcGetProgramLogSize", "nvrtcGetProgramLog", "nvrtcGetCUBINSize",
+                                       "nvrtcGetCUBIN", "nvrtcDestroyProgram", "nvrtcGetErrorString",
+                                       "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs"};
+    static const int optional[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+    _Static_assert(sizeof(nvrtc_api) == sizeof syms / sizeof syms[0] * sizeof(void *), "nvrtc_api and its names");
+    const char *missing = bind(c->libnvrtc, (void **)&c->nv, syms, optional, (int)(sizeof syms / sizeof syms[0]));
+    if (missing) return fail(c, PKC_ERR_NO_NVRTC, "NVRTC is too old: it lacks %s (CUDA 11.1 or later needed)", missing);
+    return PKC_OK;
+}
+
+static int load_cublas(pkc_context *c) {
+    static const char *const names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11", NULL};
+    char why[512];
+    c->libcublas = open_library(names, why, sizeof why);
+    if (!c->libcublas)
+        return fail(c, PKC_ERR_NO_CUBLAS, "cuBLAS not found: libcublas.so(.13/.12) could not be opened (%s)", why);
+    static const char *const syms[] = {"cublasCreate_v2", "cublasDestroy_v2", "cublasSetStream_v2",
+                                       "cublasSetWorkspace_v2", "cublasGemmEx"};
+    static const int optional[] = {0, 0, 0, 1, 0};
+    _Static_assert(sizeof(cublas_api) == sizeof syms / sizeof syms[0] * sizeof(void *), "cublas_api and its names");
+    const char *missing = bind(c->libcublas, (void **)&c->cb, syms, optional, (int)(sizeof syms / sizeof syms[0]));
+    if (missing) return fail(c, PKC_ERR_NO_CUBLAS, "cuBLAS is too old: it lacks %s", missing);
+    return PKC_OK;
+}
+
+// ---- kernel cache ------------------------------------------------------------------------------
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+#define CACHE_MAGIC 0x554b4350u // "PCKU"
+#define CACHE_VERSION 1u
+
+typedef struct cache_header {
+    uint32_t magic, version;
+    uint64_t key, size, checksum;
+} cache_header;
+
+static int mkdir_p(const char *dir) {
+    char path[1024];
+    const size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof path) return -1;
+    memcpy(path, dir, len + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+// Reads a cache entry; returns a malloc'd cubin of *size bytes, or NULL when absent or corrupt.
+static void *cache_read(const char *path, uint64_t key, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    cache_header h;
+    void *data = NULL;
+    if (fread(&h, sizeof h, 1, f) == 1 && h.magic == CACHE_MAGIC && h.version == CACHE_VERSION && h.key == key &&
+        h.size > 0 && h.size < ((uint64_t)1 << 31)) {
+        data = malloc((size_t)h.size);
+        if (data && (fread(data, 1, (size_t)h.size, f) != h.size || fnv1a(0xcbf29ce484222325ull, data, (size_t)h.size) != h.checksum)) {
+            free(data);
+            data = NULL;
+        }
+        if (data) *size = (size_t)h.size;
+    }
+    fclose(f);
+    return data;
+}
+
+// Writes a cache entry through a temporary file and a rename, so readers never see half of one.
+static void cache_write(const char *path, uint64_t key, const void *data, size_t size) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return;
+    const cache_header h = {CACHE_MAGIC, CACHE_VERSION, key, size, fnv1a(0xcbf29ce484222325ull, data, size)};
+    const int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(data, 1, size, f) == size;
+    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// The newest architecture NVRTC can build machine code for that the device runs (the device's
+// own when NVRTC knows it).
+static int pick_arch(pkc_context *c, int cc) {
+    int count = 0;
+    if (!c->nv.GetNumSupportedArchs || !c->nv.GetSupportedArchs || c->nv.GetNumSupportedArchs(&count) != 0 ||
+        count <= 0 || count > 256)
+        return cc;
+    int archs[256], best = 0;
+    if (c->nv.GetSupportedArchs(archs) != 0) return cc;
+    for (int i = 0; i < count; i++) {
+        if (archs[i] == cc) return cc;
+        // Same major version only: machine code runs on later minors of its major.
+        if (archs[i] / 10 == cc / 10 && archs[i] < cc && archs[i] > best) best = archs[i];
+    }
+    return best ? best : cc;
+}
+
+static int compile_kernels(pkc_context *c, int arch, void **cubin, size_t *size) {
+    char arch_opt[64];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d", arch);
+    const char *opts[] = {arch_opt, "--std=c++17", "-default-device"};
+    nvrtcProgram prog = NULL;
+    nvrtcResult r = c->nv.CreateProgram(&prog, pkc_kernels_source, "pkc_kernels.cu", 0, NULL, NULL);
+    if (r != 0) return fail(c, PKC_ERR_COMPILE, "nvrtcCreateProgram failed: %s", c->nv.GetErrorString(r));
+    r = c->nv.CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    if (r != 0) {
+        size_t log_size = 0;
+        char log[1500] = "";
+        if (c->nv.GetProgramLogSize(prog, &log_size) == 0 && log_size > 1) {
+            char *full = malloc(log_size);
+            if (full && c->nv.GetProgramLog(prog, full) == 0) {
+                snprintf(log, sizeof log, "%s", full);
+                for (char *p = log; *p; p++)
+                    if (*p == '\n') *p = ' ';
+            }
+            free(full);
+        }
+        c->nv.DestroyProgram(&prog);
+        return fail(c, PKC_ERR_COMPILE, "NVRTC could not compile the kernels for sm_%d: %s: %s", arch,
+                    c->nv.GetErrorString(r), log);
+    }
+    size_t n = 0;
+    r = c->nv.GetCUBINSize(prog, &n);
+    void *bin = (r == 0 && n > 0) ? malloc(n) : NULL;
+    if (!bin || c->nv.GetCUBIN(prog, bin) != 0) {
+        free(bin);
+        c->nv.DestroyProgram(&prog);
+        return fail(c, PKC_ERR_COMPILE, "NVRTC produced no cubin for sm_%d", arch);
+    }
+    c->nv.DestroyProgram(&prog);
+    *cubin = bin;
+    *size = n;
+    return PKC_OK;
+}
+
+static int load_kernels(pkc_context *c, const char *cache_dir) {
+    const double t0 = now_seconds();
+    int major = 0, minor = 0;
+    c->nv.Version(&major, &minor);
+    c->info.nvrtc_major = major;
+    c->info.nvrtc_minor = minor;
+    const int arch = pick_arch(c, c->info.cc_major * 10 + c->info.cc_minor);
+    char keytext[128];
+    snprintf(keytext, sizeof keytext, "|sm_%d|nvrtc %d.%d|cache %u", arch, major, minor, CACHE_VERSION);
+    uint64_t key = fnv1a(0xcbf29ce484222325ull, pkc_kernels_source, strlen(pkc_kernels_source));
+    key = fnv1a(key, keytext, strlen(keytext));
+
+    char path[1024] = "";
+    if (cache_dir && *cache_dir) {
+        if (mkdir_p(cache_dir) == 0)
+            snprintf(path, sizeof path, "%s/plinth-kernels-sm_%d-%016llx.cubin", cache_dir, arch, (unsigned long long)key);
+    }
+    size_t size = 0;
+    void *cubin = path[0] ? cache_read(path, key, &size) : NULL;
+    if (cubin) {
+        // A cubin that passes the checksum but does not load is treated as corrupt too.
+        if (c->cu.ModuleLoadData(&c->module, cubin) == CUDA_SUCCESS) {
+            free(cubin);
+            c->info.kernels_from_cache = 1;
+            c->info.compile_seconds = now_seconds() - t0;
+            return PKC_OK;
+        }
+        free(cubin);
+        c->module = NULL;
+    }
+    const int st = compile_kernels(c, arch, &cubin, &size);
+    if (st != PKC_OK) return st;
+    const CUresult r = c->cu.ModuleLoadData(&c->module, cubin);
+    if (r != CUDA_SUCCESS) {
+        free(cubin);
+        return cu_fail(c, r, "cuModuleLoadData (freshly compiled kernels)");
+    }
+    if (path[0]) cache_write(path, key, cubin, size);
+    free(cubin);
+    c->info.kernels_from_cache = 0;
+    c->info.compile_seconds = now_seconds() - t0;
+    return PKC_OK;
+}
+
+static int get_function(pkc_context *c, CUfunction *f, const char *name) {
+    const CUresult r = c->cu.ModuleGetFunction(f, c->module, name);
+    if (r != CUDA_SUCCESS) {
+        char what[128];
+        snprintf(what, sizeof what, "cuModuleGetFunction(%s)", name);
+        return cu_fail(c, r, what);
+    }
+    return PKC_OK;
+}
+
+static int get_functions(pkc_context *c) {
+    char name[64];
+    int st;
+    for (int i = 0; i < NFMT; i++) {
+        for (int n = 1; n <= GEMV_MAX_ROWS; n++) {
+            snprintf(name, sizeof name, "pkc_gemv_%s_%d", fmts[i].name, n);
+            if ((st = get_function(c, &c->gemv[i][n - 1], name))) return st;
+        }
+        snprintf(name, sizeof name, "pkc_dequant_f32_%s", fmts[i].name);
+        if ((st = get_function(c, &c->dq32[i], name))) return st;
+        snprintf(name, sizeof name, "pkc_dequant_f16_%s", fmts[i].name);
+        if ((st = get_function(c, &c->dq16[i], name))) return st;
+        snprintf(name, sizeof name, "pkc_get_rows_%s", fmts[i].name);
+        if ((st = get_function(c, &c->rows[i], name))) return st;
+    }
+    for (int g = 1; g <= ATT_MAXG; g++) {
+        snprintf(name, sizeof name, "pkc_attention_g%d", g);
+        if ((st = get_function(c, &c->attn[g - 1], name))) return st;
+    }
+    struct { CUfunction *f; const char *name; } named[] = {
+        {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
+        {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->add_bias, "pkc_add_bias"},
+        {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->store_kv, "pkc_store_kv"},
+        {&c->attn_combine, "pkc_attention_combine"}};
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        if ((st = get_function(c, named[i].f, named[i].name))) return st;
+    return PKC_OK;
+}
+
+// ---- open / close ------------------------------------------------------------------------------
+
+// Measured on an H100 (Benchmarks/cuda/README.md): up to 8 rows the GEMV wins or ties on most
+// shapes (one launch of its widest kernel); from 9 rows it would take two launches and the GEMM
+// path wins everywhere.
+#define DEFAULT_GEMM_MIN_ROWS 9
+#define BLAS_WORKSPACE (32u << 20)
+
+static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
+    int st = load_driver(c);
+    if (st) return st;
+    CUresult r = c->cu.Init(0);
+    if (r == CUDA_ERROR_NO_DEVICE) return fail(c, PKC_ERR_NO_DEVICE, "no CUDA device: the NVIDIA driver found no GPU");
+    if (r != CUDA_SUCCESS) {
+        cu_fail(c, r, "cuInit");
+        char why[sizeof c->err];
+        snprintf(why, sizeof why, "%s", c->err);
+        return fail(c, PKC_ERR_NO_DEVICE, "no usable CUDA device: %s", why);
+    }
+    int count = 0;
+    CU(c, c->cu.DeviceGetCount(&count), "cuDeviceGetCount");
+    if (count <= 0) return fail(c, PKC_ERR_NO_DEVICE, "no CUDA device: the NVIDIA driver found no GPU");
+    if (ordinal < 0 || ordinal >= count)
+        return fail(c, PKC_ERR_NO_DEVICE, "no CUDA device %d (the driver has %d)", ordinal, count);
+    CU(c, c->cu.DeviceGet(&c->dev, ordinal), "cuDeviceGet");
+    CU(c, c->cu.DeviceGetName(c->info.name, (int)sizeof c->info.name, c->dev), "cuDeviceGetName");
+    CU(c, c->cu.DeviceGetAttribute(&c->info.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev), "cuDeviceGetAttribute");
+    CU(c, c->cu.DeviceGetAttribute(&c->info.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev), "cuDeviceGetAttribute");
+    CU(c, c->cu.DeviceGetAttribute(&c->info.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c->dev), "cuDeviceGetAttribute");
+    CU(c, c->cu.DriverGetVersion(&c->info.driver_version), "cuDriverGetVersion");
+    CU(c, c->cu.DeviceTotalMem(&c->info.total_memory, c->dev), "cuDeviceTotalMem");
+    if (c->info.cc_major < 7)
+        return fail(c, PKC_ERR_NO_DEVICE, "%s (compute capability %d.%d) is too old: 7.0 or later is needed",
+                    c->info.name, c->info.cc_major, c->info.cc_minor);
+    // The primary context: the one cuBLAS (through the runtime) uses too.
+    CU(c, c->cu.DevicePrimaryCtxRetain(&c->cuctx, c->dev), "cuDevicePrimaryCtxRetain");
+    c->ctx_retained = 1;
+    CU(c, c->cu.CtxSetCurrent(c->cuctx), "cuCtxSetCurrent");
+    CU(c, c->cu.StreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    CU(c, c->cu.EventCreate(&c->ev0, 0), "cuEventCreate");
+    CU(c, c->cu.EventCreate(&c->ev1, 0), "cuEventCreate");
+
+    if ((st = load_nvrtc(c))) return st;
+    if ((st = load_kernels(c, cache_dir))) return st;
+    if ((st = get_functions(c))) return st;
+
+    if ((st = load_cublas(c))) return st;
+    cublasStatus_t s = c->cb.Create(&c->blas);
+    if (s != 0) {
+        c->blas = NULL;
+        return fail(c, PKC_ERR_NO_CUBLAS, "cublasCreate failed (status %d)", s);
+    }
+    if ((s = c->cb.SetStream(c->blas, c->stream)) != 0) return fail(c, PKC_ERR_CUBLAS, "cublasSetStream failed (status %d)", s);
+    // A workspace of our own, so that cuBLAS allocates nothing later (graph capture included).
+    if (c->cb.SetWorkspace) {
+        CU(c, c->cu.MemAlloc(&c->blas_ws, BLAS_WORKSPACE), "cuMemAlloc (cuBLAS workspace)");
+        if ((s = c->cb.SetWorkspace(c->blas, (void *)(uintptr_t)c->blas_ws, BLAS_WORKSPACE)) != 0)
+            return fail(c, PKC_ERR_CUBLAS, "cublasSetWorkspace failed (status %d)", s);
+    }
+    c->gemm_min_rows = DEFAULT_GEMM_MIN_ROWS;
+    const char *env = getenv("PLINTH_CUDA_GEMM_MIN_ROWS");
+    if (env && atoll(env) > 0) c->gemm_min_rows = atoll(env);
+    return PKC_OK;
+}
+
+int pkc_open(int ordinal, const char *cache_dir, pkc_context **out, char *error, size_t error_size) {
+    if (out) *out = NULL;
+    if (error && error_size) error[0] = 0;
+    if (!out) return PKC_ERR_INVALID;
+    pkc_context *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (error && error_size) snprintf(error, error_size, "out of host memory");
+        return PKC_ERR_OUT_OF_MEMORY;
+    }
+    const int st = open_device(c, ordinal, cache_dir);
+    if (st != PKC_OK) {
+        if (error && error_size) snprintf(error, error_size, "%s", c->err);
+        pkc_close(c);
+        return st;
+    }
+    *out = c;
+    return PKC_OK;
+}
+
+void pkc_close(pkc_context *c) {
+    if (!c) return;
+    if (c->cuctx && c->cu.CtxSetCurrent) {
+        c->cu.CtxSetCurrent(c->cuctx);
+        if (c->stream) c->cu.StreamSynchronize(c->stream);
+        if (c->blas) c->cb.Destroy(c->blas);
+        CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i]) c->cu.MemFree(bufs[i]);
+        if (c->module) c->cu.ModuleUnload(c->module);
+        if (c->ev0) c->cu.EventDestroy(c->ev0);
+        if (c->ev1) c->cu.EventDestroy(c->ev1);
+        if (c->stream) c->cu.StreamDestroy(c->stream);
+        if (c->ctx_retained) c->cu.DevicePrimaryCtxRelease(c->dev);
+    }
+    // cuBLAS and NVRTC stay loaded: unloading libraries that may have registered handlers at
+    // exit is not worth the risk; the driver likewise.
+    free(c);
+}
+
+int pkc_device_info_get(pkc_context *c, pkc_device_info *info) {
+    ENTER(c);
+    if (!info) return fail(c, PKC_ERR_INVALID, "pkc_device_info_get: info is NULL");
+    size_t free_bytes = 0, total = 0;
+    CU(c, c->cu.MemGetInfo(&free_bytes, &total), "cuMemGetInfo");
+    c->info.free_memory = free_bytes;
+    *info = c->info;
+    return PKC_OK;
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+int pkc_alloc(pkc_context *c, size_t bytes, pkc_ptr *out) {
+    ENTER(c);
+    if (!out || bytes == 0) return fail(c, PKC_ERR_INVALID, "pkc_alloc: zero bytes or no output");
+    CUdeviceptr p = 0;
+    CU(c, c->cu.MemAlloc(&p, bytes), "cuMemAlloc");
+    *out = p;
+    return PKC_OK;
+}
+
+int pkc_free(pkc_context *c, pkc_ptr ptr) {
+    ENTER(c);
+    if (ptr) CU(c, c->cu.MemFree(ptr), "cuMemFree");
+    return PKC_OK;
+}
+
+int pkc_upload(pkc_context *c, pkc_ptr dst, const void *src, size_t bytes) {
+    ENTER(c);
+    if (bytes == 0) return PKC_OK;
+    // From pageable memory the copy is staged before this returns, so src may be reused.
+    CU(c, c->cu.MemcpyHtoDAsync(dst, src, bytes, c->stream), "cuMemcpyHtoDAsync");
+    return PKC_OK;
+}
+
+int pkc_download(pkc_context *c, void *dst, pkc_ptr src, size_t bytes) {
+    ENTER(c);
+    if (bytes) CU(c, c->cu.MemcpyDtoHAsync(dst, src, bytes, c->stream), "cuMemcpyDtoHAsync");
+    CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize");
+    return PKC_OK;
+}
+
+int pkc_download_rows(pkc_context *c, float *dst, pkc_ptr src, int64_t ld, const int32_t *rows, int64_t count,
+                      int64_t width) {
+    ENTER(c);
+    if (count < 0 || width < 0 || ld < width || (count > 0 && (!rows || !dst)))
+        return fail(c, PKC_ERR_INVALID, "pkc_download_rows: bad sizes");
+    for (int64_t i = 0; i < count; i++) {
+        if (rows[i] < 0) return fail(c, PKC_ERR_INVALID, "pkc_download_rows: negative row %d", rows[i]);
+        CU(c, c->cu.MemcpyDtoHAsync(dst + i * width, src + (uint64_t)((int64_t)rows[i] * ld) * 4, (size_t)width * 4, c->stream),
+           "cuMemcpyDtoHAsync");
+    }
+    CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize");
+    return PKC_OK;
+}
+
+int pkc_copy(pkc_context *c, pkc_ptr dst, pkc_ptr src, size_t bytes) {
+    ENTER(c);
+    if (bytes) CU(c, c->cu.MemcpyDtoDAsync(dst, src, bytes, c->stream), "cuMemcpyDtoDAsync");
+    return PKC_OK;
+}
+
+int pkc_memset(pkc_context *c, pkc_ptr dst, uint8_t value, size_t bytes) {
+    ENTER(c);
+    if (bytes) CU(c, c->cu.MemsetD8Async(dst, value, bytes, c->stream), "cuMemsetD8Async");
+    return PKC_OK;
+}
+
+int pkc_synchronize(pkc_context *c) {
+    ENTER(c);
+    CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize");
+    return PKC_OK;
+}
+
+// Grows a scratch buffer to at least `bytes` (rounded up to 2 MiB); waits for the stream first,
+// since work in flight may still read the old one.
+static int ensure(pkc_context *c, CUdeviceptr *buf, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return PKC_OK;
+    if (c->capturing)
+        return fail(c, PKC_ERR_INVALID, "scratch of %zu bytes needed during graph capture: call pkc_reserve first", bytes);
+    const size_t rounded = (bytes + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+    CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize");
+    if (*buf) CU(c, c->cu.MemFree(*buf), "cuMemFree");
+    *buf = 0;
+    *cap = 0;
+    CU(c, c->cu.MemAlloc(buf, rounded), "cuMemAlloc (scratch)");
+    *cap = rounded;
+    return PKC_OK;
+}
+
+int pkc_reserve(pkc_context *c, int64_t m, int64_t k, int64_t n) {
+    ENTER(c);
+    if (m < 0 || k < 0 || n < 0) return fail(c, PKC_ERR_INVALID, "pkc_reserve: negative size");
+    int st = ensure(c, &c->scratch_w, &c->cap_w, (size_t)(m * k) * 2);
+    if (!st) st = ensure(c, &c->scratch_x, &c->cap_x, (size_t)(n * k) * 2);
+    return st;
+}
+
+int pkc_timer_start(pkc_context *c) {
+    ENTER(c);
+    CU(c, c->cu.EventRecord(c->ev0, c->stream), "cuEventRecord");
+    return PKC_OK;
+}
+
+int pkc_timer_stop(pkc_context *c, float *ms) {
+    ENTER(c);
+    CU(c, c->cu.EventRecord(c->ev1, c->stream), "cuEventRecord");
+    CU(c, c->cu.EventSynchronize(c->ev1), "cuEventSynchronize");
+    float v = 0.0f;
+    CU(c, c->cu.EventElapsedTime(&v, c->ev0, c->ev1), "cuEventElapsedTime");
+    if (ms) *ms = v;
+    return PKC_OK;
+}
+
+int pkc_graph_begin(pkc_context *c) {
+    ENTER(c);
+    if (c->capturing) return fail(c, PKC_ERR_INVALID, "pkc_graph_begin: already capturing");
+    CU(c, c->cu.StreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+    c->capturing = 1;
+    return PKC_OK;
+}
+
+int pkc_graph_end(pkc_context *c, pkc_graph **out) {
+    ENTER(c);
+    if (!c->capturing || !out) return fail(c, PKC_ERR_INVALID, "pkc_graph_end: not capturing");
+    c->capturing = 0;
+    *out = NULL;
+    CUgraph g = NULL;
+    CU(c, c->cu.StreamEndCapture(c->stream, &g), "cuStreamEndCapture");
+    CUgraphExec e = NULL;
+    const CUresult r = c->cu.GraphInstantiateWithFlags(&e, g, 0);
+    if (r != CUDA_SUCCESS) {
+        c->cu.GraphDestroy(g);
+        return cu_fail(c, r, "cuGraphInstantiateWithFlags");
+    }
+    pkc_graph *h = malloc(sizeof *h);
+    if (!h) {
+        c->cu.GraphExecDestroy(e);
+        c->cu.GraphDestroy(g);
+        return fail(c, PKC_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    h->graph = g;
+    h->exec = e;
+    *out = h;
+    return PKC_OK;
+}
+
+int pkc_graph_launch(pkc_context *c, pkc_graph *g) {
+    ENTER(c);
+    if (!g) return fail(c, PKC_ERR_INVALID, "pkc_graph_launch: no graph");
+    CU(c, c->cu.GraphLaunch(g->exec, c->stream), "cuGraphLaunch");
+    return PKC_OK;
+}
+
+void pkc_graph_destroy(pkc_context *c, pkc_graph *g) {
+    if (!c || !g) return;
+    c->cu.CtxSetCurrent(c->cuctx);
+    c->cu.GraphExecDestroy(g->exec);
+    c->cu.GraphDestroy(g->graph);
+    free(g);
+}
+
+// ---- launches ----------------------------------------------------------------------------------
+
+static int launch(pkc_context *c, CUfunction f, const char *name, uint64_t gx, unsigned gy, unsigned block,
+                  unsigned shared, void **args) {
+    if (gx == 0 || gy == 0) return PKC_OK;
+    if (gx > 0x7fffffffu) return fail(c, PKC_ERR_INVALID, "%s: grid of %llu blocks is too large", name, (unsigned long long)gx);
+    const CUresult r = c->cu.LaunchKernel(f, (unsigned)gx, gy, 1, block, 1, 1, shared, c->stream, args, NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "launch of %s", name);
+        return cu_fail(c, r, what);
+    }
+    return PKC_OK;
+}
+
+static uint64_t blocks_for(int64_t threads, unsigned block) { return (uint64_t)((threads + block - 1) / block); }
+
+int pkc_supports_type(int type) { return fmt_index(type) >= 0; }
+
+size_t pkc_row_bytes(int type, int64_t k) {
+    const int i = fmt_index(type);
+    if (i < 0 || k <= 0 || k % fmts[i].block_elements != 0) return 0;
+    return (size_t)(k / fmts[i].block_elements) * (size_t)fmts[i].block_bytes;
+}
+
+// Checks a weight matrix's type and row length; returns its format index, or minus the status
+// (the message set).
+static int check_weights(pkc_context *c, const char *what, int type, pkc_ptr w, int64_t k) {
+    const int i = fmt_index(type);
+    if (i < 0) {
+        return -fail(c, PKC_ERR_UNSUPPORTED, "%s: weight type %d is not supported by the CUDA kernels", what, type);
+    }
+    if (k <= 0 || k % fmts[i].block_elements != 0 || k > 0x7fffffff) {
+        return -fail(c, PKC_ERR_INVALID, "%s: a row of %lld is not whole %s blocks (of %d)", what, (long long)k,
+                     fmts[i].name, fmts[i].block_elements);
+    }
+    if (w % 16 != 0) {
+        return -fail(c, PKC_ERR_INVALID, "%s: weights must be 16-byte aligned", what);
+    }
+    return i;
+}
+
+int pkc_dequantize(pkc_context *c, int type, pkc_ptr src, int64_t n, int64_t k, pkc_ptr dst, int64_t ldd) {
+    ENTER(c);
+    const int i = check_weights(c, "pkc_dequantize", type, src, k);
+    if (i < 0) return -i;
+    if (n < 0 || ldd < k || ldd % 4 != 0 || dst % 16 != 0)
+        return fail(c, PKC_ERR_INVALID, "pkc_dequantize: bad n, ldd (a multiple of 4) or dst alignment");
+    int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
+    int kk = (int)k;
+    void *args[] = {&src, &row_bytes, &n, &kk, &dst, &ldd};
+    return launch(c, c->dq32[i], "dequantize", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
+}
+
+int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
+                 pkc_ptr out, int64_t ldo) {
+    ENTER(c);
+    const int i = check_weights(c, "pkc_get_rows", type, table, k);
+    if (i < 0) return -i;
+    if (n < 0 || ldo < k || ldo % 4 != 0 || out % 16 != 0)
+        return fail(c, PKC_ERR_INVALID, "pkc_get_rows: bad n, ldo (a multiple of 4) or out alignment");
+    int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
+    int kk = (int)k;
+    void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &n, &out, &ldo};
+    return launch(c, c->rows[i], "get_rows", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
+}
+
+int64_t pkc_set_gemm_min_rows(pkc_context *c, int64_t rows) {
+    if (!c) return 0;
+    const int64_t old = c->gemm_min_rows;
+    c->gemm_min_rows = rows < 1 ? 1 : rows;
+    return old;
+}
+
+static int cublas_fail(pkc_context *c, cublasStatus_t s, const char *what) {
+    return fail(c, s == 3 ? PKC_ERR_OUT_OF_MEMORY : PKC_ERR_CUBLAS, "%s failed (cuBLAS status %d)", what, s);
+}
+
+static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
+                       pkc_ptr y, int64_t ldy) {
+    const float one = 1.0f, zero = 0.0f;
+    int st;
+    cublasStatus_t s;
+    if (m > 0x7fffffff || n > 0x7fffffff || ldx > 0x7fffffff || ldy > 0x7fffffff)
+        return fail(c, PKC_ERR_INVALID, "pkc_matmul: sizes beyond cuBLAS's int range");
+    if (fmts[fi].type == 0) {
+        // f32 weights: straight through in f32 (no copy)
+        s = c->cb.GemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, (const void *)(uintptr_t)w,
+                         CUDA_R_32F, (int)k, (const void *)(uintptr_t)x, CUDA_R_32F, (int)ldx, &zero,
+                         (void *)(uintptr_t)y, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        return s ? cublas_fail(c, s, "cublasGemmEx (f32)") : PKC_OK;
+    }
+    CUdeviceptr a = w;
+    if (fmts[fi].type != 1) {
+        if ((st = ensure(c, &c->scratch_w, &c->cap_w, (size_t)(m * k) * 2))) return st;
+        a = c->scratch_w;
+        int64_t row_bytes = (int64_t)pkc_row_bytes(fmts[fi].type, k), ldd = k;
+        int kk = (int)k;
+        void *args[] = {&w, &row_bytes, &m, &kk, &a, &ldd};
+        if ((st = launch(c, c->dq16[fi], "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args))) return st;
+    }
+    if ((st = ensure(c, &c->scratch_x, &c->cap_x, (size_t)(n * k) * 2))) return st;
+    CUdeviceptr b = c->scratch_x;
+    int nn = (int)n, kk = (int)k;
+    void *args[] = {&x, &ldx, &b, &nn, &kk};
+    if ((st = launch(c, c->to_f16, "to_f16", blocks_for(n * k, 256), 1, 256, 0, args))) return st;
+    s = c->cb.GemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, (const void *)(uintptr_t)a,
+                     CUDA_R_16F, (int)k, (const void *)(uintptr_t)b, CUDA_R_16F, (int)k, &zero, (void *)(uintptr_t)y,
+                     CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return s ? cublas_fail(c, s, "cublasGemmEx (f16)") : PKC_OK;
+}
+
+int pkc_matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
+               pkc_ptr y, int64_t ldy) {
+    ENTER(c);
+    const int fi = check_weights(c, "pkc_matmul", type, w, k);
+    if (fi < 0) return -fi;
+    if (m <= 0 || n < 0 || m > 0x7fffffff || ldx < k || ldx % 4 != 0 || x % 16 != 0 || ldy < m)
+        return fail(c, PKC_ERR_INVALID, "pkc_matmul: bad sizes, strides or alignment (m %lld, k %lld, n %lld, ldx %lld, ldy %lld)",
+                    (long long)m, (long long)k, (long long)n, (long long)ldx, (long long)ldy);
+    if (n == 0) return PKC_OK;
+    if (n >= c->gemm_min_rows) return matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy);
+    int mm = (int)m, kk = (int)k;
+    int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
+    // Lanes per row: a whole warp for rows of 64 units (1024 weights) or more, else 16 or 8, so
+    // that each lane still gets a few units (and a warp several rows).
+    const int64_t units = k / 16;
+    int lanes_log2 = units >= 64 ? 5 : units >= 32 ? 4 : 3;
+    const int64_t rows_per_block = (int64_t)GEMV_WARPS << (5 - lanes_log2);
+    for (int64_t t0 = 0; t0 < n; t0 += GEMV_MAX_ROWS) {
+        const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
+        CUdeviceptr xt = x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
+        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ldx, &yt, &ldy, &lanes_log2};
+        const int st = launch(c, c->gemv[fi][rows - 1], "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
+        if (st) return st;
+    }
+    return PKC_OK;
+}
+
+// ---- elementwise -------------------------------------------------------------------------------
+
+int pkc_rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
+                 float eps) {
+    ENTER(c);
+    if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
+    int kk = (int)k;
+    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps};
+    return launch(c, c->rms, "rms_norm", (uint64_t)n, 1, 256, 0, args);
+}
+
+int pkc_rope_table(pkc_context *c, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table) {
+    ENTER(c);
+    if (n < 0 || n > 0x7fffffff || rope_dims <= 0 || rope_dims % 2 != 0)
+        return fail(c, PKC_ERR_INVALID, "pkc_rope_table: bad sizes");
+    // The host's powf, as pk_rope_table computes it, so the angles are the CPU's bits.
+    float theta_scale = powf(freq_base, -2.0f / (float)rope_dims);
+    int nn = (int)n, pairs = rope_dims / 2;
+    void *args[] = {&positions, &nn, &pairs, &theta_scale, &table};
+    return launch(c, c->rope_table, "rope_table", blocks_for(n * pairs, 256), 1, 256, 0, args);
+}
+
+int pkc_rope(pkc_context *c, pkc_ptr x, int64_t n, int64_t stride, int heads, int head_dim, int rope_dims,
+             pkc_ptr table, int neox) {
+    ENTER(c);
+    if (n < 0 || n > 0x7fffffff || heads <= 0 || rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim ||
+        stride < (int64_t)heads * head_dim)
+        return fail(c, PKC_ERR_INVALID, "pkc_rope: bad sizes");
+    int nn = (int)n, pairs = rope_dims / 2;
+    void *args[] = {&x, &nn, &stride, &heads, &head_dim, &pairs, &table, &neox};
+    return launch(c, c->rope, "rope", blocks_for(n * heads * pairs, 256), 1, 256, 0, args);
+}
+
+int pkc_swiglu(pkc_context *c, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k) {
+    ENTER(c);
+    if (n < 0 || n > 0x7fffffff || k <= 0 || k > 0x7fffffff || ldg < k || ldu < k)
+        return fail(c, PKC_ERR_INVALID, "pkc_swiglu: bad sizes");
+    int nn = (int)n, kk = (int)k;
+    void *args[] = {&gate, &ldg, &up, &ldu, &nn, &kk};
+    return launch(c, c->swiglu, "swiglu", blocks_for(n * k, 256), 1, 256, 0, args);
+}
+
+int pkc_add(pkc_context *c, pkc_ptr y, pkc_ptr x, int64_t count) {
+    ENTER(c);
+    if (count < 0) return fail(c, PKC_ERR_INVALID, "pkc_add: negative count");
+    void *args[] = {&y, &x, &count};
+    return launch(c, c->add, "add", blocks_for(count, 256), 1, 256, 0, args);
+}
+
+int pkc_add_bias(pkc_context *c, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t n, int64_t m) {
+    ENTER(c);
+    if (n < 0 || n > 0x7fffffff || m <= 0 || m > 0x7fffffff || ldy < m) return fail(c, PKC_ERR_INVALID, "pkc_add_bias: bad sizes");
+    int nn = (int)n, mm = (int)m;
+    void *args[] = {&y, &ldy, &bias, &nn, &mm};
+    return launch(c, c->add_bias, "add_bias", blocks_for(n * m, 256), 1, 256, 0, args);
+}
+
+int pkc_argmax(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ids) {
+    ENTER(c);
+    if (n < 0 || width <= 0 || width > 0x7fffffff || ld < width) return fail(c, PKC_ERR_INVALID, "pkc_argmax: bad sizes");
+    int ww = (int)width;
+    void *args[] = {&x, &ld, &ww, &ids};
+    return launch(c, c->argmax, "argmax", (uint64_t)n, 1, 1024, 0, args);
+}
+
+// ---- KV cache and attention --------------------------------------------------------------------
+
+static int check_kv(pkc_context *c, const char *what, const pkc_kv *kv) {
+    if (!kv || kv->kv_dim <= 0 || kv->kv_dim % 8 != 0 || kv->slot_stride < kv->kv_dim || kv->slot_stride % 8 != 0 ||
+        kv->k % 16 != 0 || kv->v % 16 != 0)
+        return fail(c, PKC_ERR_INVALID, "%s: bad cache (kv_dim and slot_stride multiples of 8, 16-byte aligned arrays)", what);
+    return PKC_OK;
+}
+
+int pkc_store_kv(pkc_context *c, const pkc_kv *cache, pkc_ptr k, int64_t ldk, pkc_ptr v, int64_t ldv, int64_t n,
+                 pkc_ptr slots, pkc_ptr positions) {
+    ENTER(c);
+    int st = check_kv(c, "pkc_store_kv", cache);
+    if (st) return st;
+    if (n < 0 || n > 0x7fffffff || ldk < cache->kv_dim || ldv < cache->kv_dim)
+        return fail(c, PKC_ERR_INVALID, "pkc_store_kv: bad sizes");
+    CUdeviceptr kc = cache->k, vc = cache->v;
+    int64_t ss = cache->slot_stride;
+    int kvd = (int)cache->kv_dim, nn = (int)n;
+    void *args[] = {&kc, &vc, &ss, &kvd, &k, &ldk, &v, &ldv, &nn, &slots, &positions};
+    return launch(c, c->store_kv, "store_kv", blocks_for(n * cache->kv_dim, 256), 1, 256, 0, args);
+}
+
+int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
+                  int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
+                  pkc_ptr out, int64_t ldo) {
+    ENTER(c);
+    int st = check_kv(c, "pkc_attention", cache);
+    if (st) return st;
+    if (n < 0 || n > 0x7fffffff || n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0 || head_dim <= 0 ||
+        head_dim > 256 || head_dim < 8 || (head_dim & (head_dim - 1)) != 0 || (int64_t)n_kv_head * head_dim != cache->kv_dim ||
+        ldq < (int64_t)n_head * head_dim || ldo < (int64_t)n_head * head_dim || max_kv < 0 || max_kv > 0x7fffffff)
+        return fail(c, PKC_ERR_INVALID, "pkc_attention: bad sizes");
+    const int group = n_head / n_kv_head;
+    if (group > ATT_MAXG)
+        return fail(c, PKC_ERR_UNSUPPORTED, "pkc_attention: %d query heads per kv head (at most %d)", group, ATT_MAXG);
+    if (n == 0) return PKC_OK;
+    // Few (row, kv head) blocks and long contexts: split the positions so the grid fills the chip.
+    const int64_t units = n * n_kv_head, want = 2 * (int64_t)c->info.multiprocessors;
+    int64_t splits = 1;
+    if (units < want && max_kv > 2 * ATT_TILE) {
+        splits = (want + units - 1) / units;
+        const int64_t most = (max_kv + 2 * ATT_TILE - 1) / (2 * ATT_TILE);
+        if (splits > most) splits = most;
+        if (splits > 64) splits = 64;
+    }
+    int64_t split_len = max_kv;
+    if (splits > 1) {
+        split_len = (max_kv + splits - 1) / splits;
+        split_len = (split_len + ATT_TILE - 1) / ATT_TILE * ATT_TILE;
+        splits = (max_kv + split_len - 1) / split_len;
+    }
+    if (split_len < 1) split_len = 1;
+    CUdeviceptr partial = 0;
+    if (splits > 1) {
+        if ((st = ensure(c, &c->scratch_a, &c->cap_a, (size_t)(n * n_head * splits * (head_dim + 2)) * 4))) return st;
+        partial = c->scratch_a;
+    }
+    CUdeviceptr kc = cache->k, vc = cache->v;
+    int64_t ss = cache->slot_stride;
+    int kvd = (int)cache->kv_dim, sl = (int)split_len;
+    // queries, a tile of scores, the stats (4 per head, keeping what follows 16-byte aligned) and
+    // the position groups' partial outputs (ATT_THREADS * 8 / head_dim groups of group * head_dim)
+    const unsigned shared = (unsigned)((group * head_dim + group * ATT_TILE + 4 * group + ATT_THREADS * 8 * group) * 4);
+    void *args[] = {&kc, &vc, &ss, &kvd, &q, &ldq, &n_head, &n_kv_head, &head_dim, &slots, &kv_len, &scale, &sl, &out, &ldo, &partial};
+    if ((st = launch(c, c->attn[group - 1], "attention", (uint64_t)units, (unsigned)splits, ATT_THREADS, shared, args))) return st;
+    if (splits > 1) {
+        int sp = (int)splits;
+        void *cargs[] = {&partial, &n_head, &head_dim, &sp, &out, &ldo};
+        const unsigned threads = (unsigned)((head_dim + 31) / 32 * 32);
+        if ((st = launch(c, c->attn_combine, "attention_combine", (uint64_t)(n * n_head), 1, threads, 0, cargs))) return st;
+    }
+    return PKC_OK;
+}
+
+int pkc_copy_prefix(pkc_context *c, const pkc_kv *cache, int layers, int64_t layer_stride, int src, int dst,
+                    int64_t count) {
+    ENTER(c);
+    int st = check_kv(c, "pkc_copy_prefix", cache);
+    if (st) return st;
+    if (layers < 0 || src < 0 || dst < 0 || count < 0 || count * cache->kv_dim > cache->slot_stride)
+        return fail(c, PKC_ERR_INVALID, "pkc_copy_prefix: bad sizes");
+    if (src == dst || count == 0) return PKC_OK;
+    const size_t bytes = (size_t)(count * cache->kv_dim) * 2;
+    for (int l = 0; l < layers; l++) {
+        const uint64_t base = (uint64_t)(l * layer_stride) * 2;
+        const uint64_t so = base + (uint64_t)((int64_t)src * cache->slot_stride) * 2;
+        const uint64_t d = base + (uint64_t)((int64_t)dst * cache->slot_stride) * 2;
+        CU(c, c->cu.MemcpyDtoDAsync(cache->k + d, cache->k + so, bytes, c->stream), "cuMemcpyDtoDAsync");
+        CU(c, c->cu.MemcpyDtoDAsync(cache->v + d, cache->v + so, bytes, c->stream), "cuMemcpyDtoDAsync");
+    }
+    return PKC_OK;
+}

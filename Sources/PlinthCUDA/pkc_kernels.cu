@@ -1,0 +1,782 @@
+// PlinthCUDA's device code: CUDA C++ compiled at run time by NVRTC (no headers, no host code).
+// This file is the source of truth; pkc_kernels_src.c holds it as a C string (regenerate with
+// Benchmarks/cuda/embed.sh; the build there checks they agree). It is not compiled by SwiftPM.
+//
+// Every weight format is read as "units" of 16 weights: four groups of 4 consecutive weights,
+// each group under one scale and offset (w = sc * q + of). A row of k weights is k / 16 units;
+// consecutive lanes take consecutive units, so a warp reads a row's bytes front to back
+// (coalesced). Dequantization computes fmaf(sc, q, of), or sc * q for formats without an
+// offset: sc * q is exact in f32 for every format here (f16 scale, small integer quants), so
+// this is the CPU dequantizer's value bit for bit.
+
+typedef unsigned char u8;
+typedef signed char i8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef long long i64;
+
+#define PKC_INF __int_as_float(0x7f800000)
+
+__device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
+
+// Blocks of 18, 22, 34, 110 and 210 bytes are only 2-byte aligned: read them 16 bits at a time.
+__device__ __forceinline__ u32 ld16(const u8 *p) { return *(const u16 *)p; }
+__device__ __forceinline__ u32 ld32a(const u8 *p) { return *(const u32 *)p; }                     // 4-aligned
+__device__ __forceinline__ u32 ld32u(const u8 *p) { return ld16(p) | (ld16(p + 2) << 16); }        // 2-aligned
+__device__ __forceinline__ float f16at(const u8 *p) { return h2f(*(const u16 *)p); }
+__device__ __forceinline__ int byte_of(u32 w, int i) { return (w >> (8 * i)) & 0xff; }
+
+// Small non-negative integers to float without the quarter-rate I2F: the integer goes into the
+// mantissa of 2^23 and 2^23 (+ bias) is subtracted, exactly (all values are far below 2^23).
+#define PKC_MAGIC 8388608.0f
+__device__ __forceinline__ float small_f(u32 v, float bias) { return __int_as_float(0x4B000000u | v) - (PKC_MAGIC + bias); }
+// Byte j of w, the same way: one PRMT (byte j, two zero bytes, 0x4B) and one FADD.
+__device__ __forceinline__ float byte_f(u32 w, int j, float bias) {
+    return __int_as_float(__byte_perm(w, 0x4B000000u, 0x7440u | (u32)j)) - (PKC_MAGIC + bias);
+}
+
+// ---- block formats ----------------------------------------------------------------------------
+// Each format: BE weights and BB bytes per block, UPB units per block, OFF whether there is an
+// offset; base(u, g) is group g's first weight within the block for unit u; unit() fills the 16
+// quants (as floats) and the four groups' scales and offsets.
+
+template <int T> struct Fmt;
+
+// Legacy 32-weight blocks: unit u holds qs bytes 8u..8u+7: low nibbles are weights 8u.., high
+// nibbles 16+8u.. .
+__device__ __forceinline__ int legacy_base(int u, int g) { return ((g >> 1) << 4) + (u << 3) + ((g & 1) << 2); }
+
+// The 16 quants of two words of nibble bytes: low nibbles first (weights 0..7), then high.
+__device__ __forceinline__ void nibbles8(u32 lo, u32 hi, float bias, float *q) {
+    const u32 l0 = lo & 0x0f0f0f0fu, l1 = hi & 0x0f0f0f0fu, h0 = (lo >> 4) & 0x0f0f0f0fu, h1 = (hi >> 4) & 0x0f0f0f0fu;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        q[j] = byte_f(l0, j, bias);
+        q[4 + j] = byte_f(l1, j, bias);
+        q[8 + j] = byte_f(h0, j, bias);
+        q[12 + j] = byte_f(h1, j, bias);
+    }
+}
+
+// Bits b..b+3 of qh, each moved to bit 4 of its byte.
+__device__ __forceinline__ u32 spread4(u32 qh, int b) {
+    const u32 v = (qh >> b) & 15u;
+    return ((v & 1u) << 4) | ((v & 2u) << 11) | ((v & 4u) << 18) | ((v & 8u) << 25);
+}
+
+// Q5_0 / Q5_1: nibbles plus bit 4 from qh (weight i of the block takes bit i).
+__device__ __forceinline__ void nibbles8_high(u32 lo, u32 hi, u32 qh, int u, float bias, float *q) {
+    const u32 l0 = (lo & 0x0f0f0f0fu) | spread4(qh, 8 * u), l1 = (hi & 0x0f0f0f0fu) | spread4(qh, 8 * u + 4);
+    const u32 h0 = ((lo >> 4) & 0x0f0f0f0fu) | spread4(qh, 16 + 8 * u), h1 = ((hi >> 4) & 0x0f0f0f0fu) | spread4(qh, 20 + 8 * u);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        q[j] = byte_f(l0, j, bias);
+        q[4 + j] = byte_f(l1, j, bias);
+        q[8 + j] = byte_f(h0, j, bias);
+        q[12 + j] = byte_f(h1, j, bias);
+    }
+}
+
+template <> struct Fmt<2> { // Q4_0: d, qs[16]; x = d * (q - 8)
+    enum { BE = 32, BB = 18, UPB = 2, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        nibbles8(ld32u(b + 2 + 8 * u), ld32u(b + 6 + 8 * u), 8.0f, q);
+        const float d = f16at(b);
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+    }
+};
+template <> struct Fmt<3> { // Q4_1: d, m, qs[16]; x = d * q + m
+    enum { BE = 32, BB = 20, UPB = 2, OFF = 1 };
+    static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        nibbles8(ld32a(b + 4 + 8 * u), ld32a(b + 8 + 8 * u), 0.0f, q);
+        const float d = f16at(b), m = f16at(b + 2);
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = m; }
+    }
+};
+template <> struct Fmt<6> { // Q5_0: d, qh:u32, qs[16]; x = d * (q - 16)
+    enum { BE = 32, BB = 22, UPB = 2, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        nibbles8_high(ld32u(b + 6 + 8 * u), ld32u(b + 10 + 8 * u), ld32u(b + 2), u, 16.0f, q);
+        const float d = f16at(b);
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+    }
+};
+template <> struct Fmt<7> { // Q5_1: d, m, qh:u32, qs[16]; x = d * q + m
+    enum { BE = 32, BB = 24, UPB = 2, OFF = 1 };
+    static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        nibbles8_high(ld32a(b + 8 + 8 * u), ld32a(b + 12 + 8 * u), ld32a(b + 4), u, 0.0f, q);
+        const float d = f16at(b), m = f16at(b + 2);
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = m; }
+    }
+};
+template <> struct Fmt<8> { // Q8_0: d, qs[32]:i8; unit u holds weights 16u..16u+15
+    enum { BE = 32, BB = 34, UPB = 2, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return (u << 4) + (g << 2); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const u8 *p = b + 2 + 16 * u;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const u32 w = ld32u(p + 4 * j) ^ 0x80808080u; // signed bytes to unsigned (+128)
+#pragma unroll
+            for (int i = 0; i < 4; i++) q[4 * j + i] = byte_f(w, i, 128.0f);
+        }
+        const float d = f16at(b);
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+    }
+};
+
+// k-quants with 2-bit planes (Q2_K, Q3_K): unit u is half u/8, positions l0 = (u%8)*4 ..+3 of
+// the half's 32 bytes; group g is the bit pair g of those bytes: weights half*128 + 32g + l0.. .
+__device__ __forceinline__ int plane_base(int u, int g) { return ((u >> 3) << 7) + (g << 5) + ((u & 7) << 2); }
+
+template <> struct Fmt<10> { // Q2_K: scales[16], qs[64], d, dmin
+    enum { BE = 256, BB = 84, UPB = 16, OFF = 1 };
+    static __device__ __forceinline__ int base(int u, int g) { return plane_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const int half = u >> 3, l0 = (u & 7) << 2;
+        const u32 w = ld32a(b + 16 + half * 32 + l0);
+        const float d = f16at(b + 80), dmin = f16at(b + 82);
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+#pragma unroll
+            for (int j = 0; j < 4; j++) q[4 * g + j] = byte_f((w >> (2 * g)) & 0x03030303u, j, 0.0f);
+            const int s = b[half * 8 + g * 2 + (l0 >> 4)];
+            sc[g] = d * (float)(s & 15);
+            of[g] = -(dmin * (float)(s >> 4));
+        }
+    }
+};
+template <> struct Fmt<11> { // Q3_K: hmask[32], qs[64], scales[12], d
+    enum { BE = 256, BB = 110, UPB = 16, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return plane_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const int half = u >> 3, l0 = (u & 7) << 2;
+        const u32 w = ld32u(b + 32 + half * 32 + l0), hm = ld32u(b + l0);
+        const u8 *packed = b + 96;
+        const float d = f16at(b + 108);
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            const int bit = half * 4 + g; // hmask bit of weights 32*bit..
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                // low + 4 * high_set - 4: the stored high bit is inverted
+                const u32 v = ((w >> (2 * g)) & 0x03030303u) | (((hm >> bit) & 0x01010101u) << 2);
+                q[4 * g + j] = byte_f(v, j, 4.0f);
+            }
+            const int k = half * 8 + g * 2 + (l0 >> 4);
+            const int lo = (k < 8) ? (packed[k] & 15) : (packed[k - 8] >> 4);
+            const int hi = (packed[8 + (k & 3)] >> (2 * (k >> 2))) & 3;
+            sc[g] = d * (float)((lo | (hi << 4)) - 32);
+            of[g] = 0.0f;
+        }
+    }
+};
+
+// Q4_K / Q5_K: unit u covers qs bytes 32c + l0 .. +7 (c = u/4, l0 = (u%4)*8): low nibbles are
+// sub-block 2c, high nibbles sub-block 2c+1.
+__device__ __forceinline__ int k4_base(int u, int g) { return ((u >> 2) << 6) + ((u & 3) << 3) + ((g & 1) << 2) + ((g >> 1) << 5); }
+
+__device__ __forceinline__ void scale_min_k4(const u8 *packed, int j, int *scale, int *min) {
+    if (j < 4) {
+        *scale = packed[j] & 63;
+        *min = packed[j + 4] & 63;
+    } else {
+        *scale = (packed[j + 4] & 15) | ((packed[j - 4] >> 6) << 4);
+        *min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    }
+}
+
+__device__ __forceinline__ void k4_scales(const u8 *b, int c, float *sc, float *of) {
+    const float d = f16at(b), dmin = f16at(b + 2);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int s, m;
+        scale_min_k4(b + 4, 2 * c + h, &s, &m);
+        sc[2 * h] = sc[2 * h + 1] = d * (float)s;
+        of[2 * h] = of[2 * h + 1] = -(dmin * (float)m);
+    }
+}
+
+template <> struct Fmt<12> { // Q4_K: d, dmin, scales[12], qs[128]
+    enum { BE = 256, BB = 144, UPB = 16, OFF = 1 };
+    static __device__ __forceinline__ int base(int u, int g) { return k4_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const int c = u >> 2, l0 = (u & 3) << 3;
+        nibbles8(ld32a(b + 16 + 32 * c + l0), ld32a(b + 20 + 32 * c + l0), 0.0f, q);
+        k4_scales(b, c, sc, of);
+    }
+};
+template <> struct Fmt<13> { // Q5_K: d, dmin, scales[12], qh[32], qs[128]
+    enum { BE = 256, BB = 176, UPB = 16, OFF = 1 };
+    static __device__ __forceinline__ int base(int u, int g) { return k4_base(u, g); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const int c = u >> 2, l0 = (u & 3) << 3;
+        const u32 lo = ld32a(b + 48 + 32 * c + l0), hi = ld32a(b + 52 + 32 * c + l0);
+        const u32 h0 = ld32a(b + 16 + l0), h1 = ld32a(b + 20 + l0);
+        // bit s of qh[l] is bit 4 of sub-block s's weight l
+        const u32 a0 = (lo & 0x0f0f0f0fu) | (((h0 >> (2 * c)) & 0x01010101u) << 4);
+        const u32 a1 = (hi & 0x0f0f0f0fu) | (((h1 >> (2 * c)) & 0x01010101u) << 4);
+        const u32 b0 = ((lo >> 4) & 0x0f0f0f0fu) | (((h0 >> (2 * c + 1)) & 0x01010101u) << 4);
+        const u32 b1 = ((hi >> 4) & 0x0f0f0f0fu) | (((h1 >> (2 * c + 1)) & 0x01010101u) << 4);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            q[j] = byte_f(a0, j, 0.0f);
+            q[4 + j] = byte_f(a1, j, 0.0f);
+            q[8 + j] = byte_f(b0, j, 0.0f);
+            q[12 + j] = byte_f(b1, j, 0.0f);
+        }
+        k4_scales(b, c, sc, of);
+    }
+};
+template <> struct Fmt<14> { // Q6_K: ql[128], qh[64], scales[16]:i8, d
+    enum { BE = 256, BB = 210, UPB = 16, OFF = 0 };
+    // unit u: half h = u/8, positions l0 = (u%8)*4 ..+3; group r is row h*4 + r: weights 32(h*4+r) + l0..
+    static __device__ __forceinline__ int base(int u, int g) { return ((((u >> 3) << 2) + g) << 5) + ((u & 7) << 2); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const int h = u >> 3, l0 = (u & 7) << 2;
+        const u32 a = ld32u(b + h * 64 + l0), c = ld32u(b + h * 64 + 32 + l0), hi = ld32u(b + 128 + h * 32 + l0);
+        const float d = f16at(b + 208);
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const u32 lo = (r & 1) ? c : a;
+            const int shift = (r >> 1) * 4;
+            const u32 v = ((lo >> shift) & 0x0f0f0f0fu) | (((hi >> (2 * r)) & 0x03030303u) << 4);
+#pragma unroll
+            for (int j = 0; j < 4; j++) q[4 * r + j] = byte_f(v, j, 32.0f);
+            sc[r] = d * (float)(i8)b[192 + (h * 4 + r) * 2 + (l0 >> 4)];
+            of[r] = 0.0f;
+        }
+    }
+};
+
+// Float rows: a "block" of 16 weights, one unit, scale 1.
+template <> struct Fmt<0> { // F32
+    enum { BE = 16, BB = 64, UPB = 1, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return g << 2; }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+#pragma unroll
+        for (int g = 0; g < 4; g++) {
+            const float4 v = ((const float4 *)b)[g];
+            q[4 * g] = v.x; q[4 * g + 1] = v.y; q[4 * g + 2] = v.z; q[4 * g + 3] = v.w;
+            sc[g] = 1.0f; of[g] = 0.0f;
+        }
+    }
+};
+template <> struct Fmt<1> { // F16
+    enum { BE = 16, BB = 32, UPB = 1, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return g << 2; }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const uint4 v0 = ((const uint4 *)b)[0], v1 = ((const uint4 *)b)[1];
+        const u32 w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++) { q[2 * j] = h2f((u16)(w[j] & 0xffff)); q[2 * j + 1] = h2f((u16)(w[j] >> 16)); }
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = 1.0f; of[g] = 0.0f; }
+    }
+};
+template <> struct Fmt<30> { // BF16
+    enum { BE = 16, BB = 32, UPB = 1, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return g << 2; }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const uint4 v0 = ((const uint4 *)b)[0], v1 = ((const uint4 *)b)[1];
+        const u32 w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++) { q[2 * j] = bf2f((u16)(w[j] & 0xffff)); q[2 * j + 1] = bf2f((u16)(w[j] >> 16)); }
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = 1.0f; of[g] = 0.0f; }
+    }
+};
+
+template <int T> __device__ __forceinline__ float dq(float sc, float q, float of) {
+    // sc * q is exact; one rounding, as the CPU's (sc * q) + of. No offset: no "+ 0" (keeps -0).
+    return Fmt<T>::OFF ? fmaf(sc, q, of) : sc * q;
+}
+
+// ---- dequantization ---------------------------------------------------------------------------
+
+// One thread per unit of n rows x k weights: f32 (dst row stride ldd) or f16 (OUT16).
+template <int T, int OUT16>
+__device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 n, int k, void *dst, i64 ldd,
+                                              const int *ids, i64 n_rows) {
+    typedef Fmt<T> F;
+    const int units = k / 16;
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n * units) return;
+    const i64 r = idx / units;
+    const int u = (int)(idx - r * units);
+    const int blk = u / F::UPB, sub = u % F::UPB;
+    i64 srow = r;
+    bool zero = false;
+    if (ids) {
+        srow = ids[r];
+        zero = srow < 0 || srow >= n_rows;
+    }
+    float q[16], sc[4], of[4];
+    if (!zero) F::unit(src + srow * row_bytes + (i64)blk * F::BB, sub, q, sc, of);
+#pragma unroll
+    for (int g = 0; g < 4; g++) {
+        const i64 o = r * ldd + (i64)blk * F::BE + F::base(sub, g);
+        float v[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) v[j] = zero ? 0.0f : dq<T>(sc[g], q[4 * g + j], of[g]);
+        if (OUT16) {
+            u16 *d = (u16 *)dst + o;
+            uint2 packed;
+            packed.x = (u32)f2h(v[0]) | ((u32)f2h(v[1]) << 16);
+            packed.y = (u32)f2h(v[2]) | ((u32)f2h(v[3]) << 16);
+            *(uint2 *)d = packed;
+        } else {
+            float *d = (float *)dst + o;
+            d[0] = v[0]; d[1] = v[1]; d[2] = v[2]; d[3] = v[3];
+        }
+    }
+}
+
+// ---- GEMV: y[t][r] = W[r] . x[t] for t < N ------------------------------------------------------
+// A row is handled by a group of `lanes` lanes (8, 16 or 32, chosen by the host so that each lane
+// gets several units even for short rows: a warp holds 32/lanes rows). Each lane takes units
+// sub, sub + lanes, ...; two at a time, both loaded before either is used, so that more bytes are
+// in flight per lane. Per group of 4 it forms sc * (q . x) + of * sum(x): scale and offset applied
+// once per group. Measured (ncu, H100): on large matrices this is bound by L1 (98%), mostly the
+// f32 x reads (4 bytes per weight, scattered over 8 lines per instruction), not by DRAM (25%).
+
+#define GEMV_WARPS 4
+
+template <int T, int N>
+__device__ __forceinline__ void gemv_accumulate(int u, const float *q, const float *sc, const float *of, const float *x,
+                                                i64 ldx, float *acc) {
+    typedef Fmt<T> F;
+    const int blk = u / F::UPB, sub = u % F::UPB;
+    const int xo = blk * F::BE;
+#pragma unroll
+    for (int g = 0; g < 4; g++) {
+        const int o = xo + F::base(sub, g);
+#pragma unroll
+        for (int t = 0; t < N; t++) {
+            const float4 xv = *(const float4 *)(x + t * ldx + o);
+            float s = q[4 * g] * xv.x;
+            s = fmaf(q[4 * g + 1], xv.y, s);
+            s = fmaf(q[4 * g + 2], xv.z, s);
+            s = fmaf(q[4 * g + 3], xv.w, s);
+            if (F::OFF) {
+                const float sx = (xv.x + xv.y) + (xv.z + xv.w);
+                acc[t] = fmaf(of[g], sx, fmaf(sc[g], s, acc[t]));
+            } else {
+                acc[t] = fmaf(sc[g], s, acc[t]);
+            }
+        }
+    }
+}
+
+template <int T, int N>
+__device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y,
+                                          i64 ldy, int lanes_log2) {
+    typedef Fmt<T> F;
+    const int lanes = 1 << lanes_log2;
+    const int lane = threadIdx.x & 31, sub = lane & (lanes - 1);
+    const int row = ((blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) << (5 - lanes_log2)) + (lane >> lanes_log2);
+    const bool live = row < m; // no early return: the whole warp takes part in the shuffles
+    const u8 *wr = w + (i64)(live ? row : 0) * row_bytes;
+    const int units = live ? k / 16 : 0;
+    float acc[N];
+#pragma unroll
+    for (int t = 0; t < N; t++) acc[t] = 0.0f;
+    int u = sub;
+    for (; u + lanes < units; u += 2 * lanes) {
+        float q0[16], sc0[4], of0[4], q1[16], sc1[4], of1[4];
+        const int u1 = u + lanes;
+        F::unit(wr + (i64)(u / F::UPB) * F::BB, u % F::UPB, q0, sc0, of0);
+        F::unit(wr + (i64)(u1 / F::UPB) * F::BB, u1 % F::UPB, q1, sc1, of1);
+        gemv_accumulate<T, N>(u, q0, sc0, of0, x, ldx, acc);
+        gemv_accumulate<T, N>(u1, q1, sc1, of1, x, ldx, acc);
+    }
+    if (u < units) {
+        float q0[16], sc0[4], of0[4];
+        F::unit(wr + (i64)(u / F::UPB) * F::BB, u % F::UPB, q0, sc0, of0);
+        gemv_accumulate<T, N>(u, q0, sc0, of0, x, ldx, acc);
+    }
+#pragma unroll
+    for (int t = 0; t < N; t++)
+        for (int o = lanes >> 1; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
+    if (sub == 0 && live) {
+#pragma unroll
+        for (int t = 0; t < N; t++) y[t * ldy + row] = acc[t];
+    }
+}
+
+// ---- elementwise ------------------------------------------------------------------------------
+
+// RMSNorm: one block per row; the sum of squares in double, as the CPU kernel accumulates it.
+extern "C" __global__ void pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy, int k, float eps) {
+    __shared__ double part[32];
+    const float *xr = x + blockIdx.x * ldx;
+    float *yr = y + blockIdx.x * ldy;
+    double s = 0.0;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) s += (double)__fmul_rn(xr[i], xr[i]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        double v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) part[0] = v;
+    }
+    __syncthreads();
+    const float mean = (float)(part[0] / (double)k);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = threadIdx.x; i < k; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
+}
+
+// The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
+// does (so the angles are the CPU's bits; only cos/sin may differ by an ulp or two).
+extern "C" __global__ void pkc_rope_table(const int *positions, int n, int pairs, float theta_scale, float *table) {
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n * pairs) return;
+    const int t = idx / pairs, i = idx - t * pairs;
+    float theta = (float)positions[t];
+    for (int j = 0; j < i; j++) theta = __fmul_rn(theta, theta_scale);
+    float s, c;
+    sincosf(theta, &s, &c);
+    table[(i64)t * 2 * pairs + 2 * i] = c;
+    table[(i64)t * 2 * pairs + 2 * i + 1] = s;
+}
+
+extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int head_dim, int pairs, const float *table,
+                                    int neox) {
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * heads * pairs) return;
+    const int i = (int)(idx % pairs);
+    const i64 th = idx / pairs;
+    const int h = (int)(th % heads);
+    const i64 t = th / heads;
+    float *v = x + t * stride + (i64)h * head_dim;
+    const float c = table[t * 2 * pairs + 2 * i], s = table[t * 2 * pairs + 2 * i + 1];
+    const int ia = neox ? i : 2 * i, ib = neox ? i + pairs : 2 * i + 1;
+    const float x0 = v[ia], x1 = v[ib];
+    v[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+    v[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+}
+
+// kexp.h's e^x, step for step (the same bits as the CPU's).
+__device__ __forceinline__ float kexp(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    const float n = rintf(__fmul_rn(x, 1.44269504088896341f));
+    float r = fmaf(n, -0.693359375f, x);
+    r = fmaf(n, 2.12194440e-4f, r);
+    float p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    const float yv = __fadd_rn(fmaf(p, __fmul_rn(r, r), r), 1.0f);
+    return __fmul_rn(yv, __int_as_float(((int)n + 127) << 23));
+}
+
+extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k) {
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * k) return;
+    const i64 t = idx / k, i = idx - t * k;
+    const float g = gate[t * ldg + i];
+    gate[t * ldg + i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, kexp(-g))), up[t * ldu + i]);
+}
+
+extern "C" __global__ void pkc_add(float *y, const float *x, i64 count) {
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < count) y[idx] = __fadd_rn(y[idx], x[idx]);
+}
+
+extern "C" __global__ void pkc_add_bias(float *y, i64 ldy, const float *bias, int n, int m) {
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * m) return;
+    const i64 t = idx / m, i = idx - t * m;
+    y[t * ldy + i] = __fadd_rn(y[t * ldy + i], bias[i]);
+}
+
+// Rows to f16 (the GEMM path's activations).
+extern "C" __global__ void pkc_to_f16(const float *x, i64 ldx, u16 *y, int n, int k) {
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * k) return;
+    const i64 t = idx / k, i = idx - t * k;
+    y[t * k + i] = f2h(x[t * ldx + i]);
+}
+
+// Argmax: one block per row; the best (value, lowest index) pair wins, NaN never does.
+extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, int *ids) {
+    __shared__ float bv[32];
+    __shared__ int bi[32];
+    const float *row = x + blockIdx.x * ld;
+    float best = -PKC_INF;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+        const float v = row[i];
+        if (v > best) { best = v; idx = i; } // i rises per thread: a later equal never replaces
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
+    }
+    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x >> 5] = best; bi[threadIdx.x >> 5] = idx; }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        const bool live = threadIdx.x < (blockDim.x >> 5);
+        best = live ? bv[threadIdx.x] : -PKC_INF;
+        idx = live ? bi[threadIdx.x] : 0x7fffffff;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, best, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+            if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
+        }
+        if (threadIdx.x == 0) ids[blockIdx.x] = best == -PKC_INF ? 0 : idx;
+    }
+}
+
+// ---- KV cache and attention -------------------------------------------------------------------
+
+extern "C" __global__ void pkc_store_kv(u16 *kc, u16 *vc, i64 slot_stride, int kv_dim, const float *k, i64 ldk,
+                                        const float *v, i64 ldv, int n, const int *slots, const int *positions) {
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * kv_dim) return;
+    const int t = (int)(idx / kv_dim), i = (int)(idx - (i64)t * kv_dim);
+    const i64 o = (i64)slots[t] * slot_stride + (i64)positions[t] * kv_dim + i;
+    kc[o] = f2h(k[t * ldk + i]);
+    vc[o] = f2h(v[t * ldv + i]);
+}
+
+// Attention: a block per (row, kv head, split); the G = n_head / n_kv_head query heads that
+// share the kv head are done together, so each key and value row is read once for all of them.
+// Positions go by tiles of ATT_TILE: one thread scores one position for all G heads (its key
+// row read with 16-byte loads), an online softmax per head (one warp per head), then threads
+// accumulate outputs (head, dim) over the tile's values, reading value rows coalesced.
+// With several splits, each writes its unnormalized output with its max and sum, and
+// pkc_attention_combine merges them (long contexts with few rows: flash-decoding).
+#define ATT_THREADS 128
+#define ATT_TILE 128
+#define ATT_MAXG 8
+#define ATT_MAXHD 256
+
+template <int G>
+__device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q,
+                                               i64 ldq, int n_head, int n_kv_head, int hd, const int *slots,
+                                               const int *kv_len, float scale, int split_len, float *out, i64 ldo,
+                                               float *partial) {
+    extern __shared__ float smem[];
+    float *qs = smem;                          // G * hd
+    float *ps = qs + G * hd;                   // G * ATT_TILE
+    float *stat = ps + G * ATT_TILE;           // per head: alpha of this tile, running max, running sum (4G)
+    const int row_kv = blockIdx.x;
+    const int t = row_kv / n_kv_head, kvh = row_kv - t * n_kv_head;
+    const int split = blockIdx.y, splits = gridDim.y;
+    const int len = kv_len[t];
+    const int p_begin = split * split_len;
+    const int p_end = min(len, p_begin + split_len);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const i64 base = (i64)slots[t] * slot_stride + (i64)kvh * hd;
+    const u16 *kb = kc + base, *vb = vc + base;
+
+    for (int i = tid; i < G * hd; i += ATT_THREADS)
+        qs[i] = h2f(f2h(q[(i64)t * ldq + (i64)(kvh * G) * hd + i]));
+    if (tid < G) { stat[tid] = 0.0f; stat[G + tid] = -PKC_INF; stat[2 * G + tid] = 0.0f; }
+    // outputs: index o = tid + ATT_THREADS * j -> head o / hd, dim o % hd
+    const int outs = G * hd;
+    // Values: a thread holds 8 dims (one 16-byte piece of a value row) of all G heads, for the
+    // positions of its group (hd a power of two, so pieces x groups = ATT_THREADS).
+    const int pieces = hd >> 3, groups = ATT_THREADS / pieces;
+    const int piece = tid & (pieces - 1), pgroup = tid / pieces;
+    float acc[G][8];
+#pragma unroll
+    for (int c = 0; c < G; c++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[c][j] = 0.0f;
+    __syncthreads();
+
+    for (int p0 = p_begin; p0 < p_end; p0 += ATT_TILE) {
+        const int count = min(ATT_TILE, p_end - p0);
+        // scores
+        if (tid < count) {
+            const u16 *kr = kb + (i64)(p0 + tid) * kv_dim;
+            float s[G];
+#pragma unroll
+            for (int c = 0; c < G; c++) s[c] = 0.0f;
+            for (int d = 0; d < hd; d += 8) {
+                const uint4 kv = *(const uint4 *)(kr + d);
+                const u32 w[4] = {kv.x, kv.y, kv.z, kv.w};
+                float kf[8];
+#pragma unroll
+                for (int j = 0; j < 4; j++) { kf[2 * j] = h2f((u16)(w[j] & 0xffff)); kf[2 * j + 1] = h2f((u16)(w[j] >> 16)); }
+#pragma unroll
+                for (int c = 0; c < G; c++) {
+#pragma unroll
+                    for (int j = 0; j < 8; j++) s[c] = fmaf(qs[c * hd + d + j], kf[j], s[c]);
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < G; c++) ps[c * ATT_TILE + tid] = s[c] * scale;
+        }
+        __syncthreads();
+        // online softmax: warp w takes heads w, w + 4, ...
+        for (int c = warp; c < G; c += ATT_THREADS / 32) {
+            float mx = -PKC_INF;
+            for (int i = lane; i < count; i += 32) mx = fmaxf(mx, ps[c * ATT_TILE + i]);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float prev = stat[G + c]; // running max of head c (stats live in shared memory)
+            float sum = 0.0f;
+            const float nm = fmaxf(prev, mx);
+            for (int i = lane; i < count; i += 32) {
+                const float e = expf(ps[c * ATT_TILE + i] - nm);
+                ps[c * ATT_TILE + i] = e;
+                sum += e;
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+            const float alpha = prev == -PKC_INF ? 0.0f : expf(prev - nm);
+            __syncwarp();
+            if (lane == 0) {
+                stat[c] = alpha;
+                stat[G + c] = nm;
+                stat[2 * G + c] = stat[2 * G + c] * alpha + sum;
+            }
+        }
+        __syncthreads();
+        // values: rescale by this tile's alpha, then accumulate the group's positions
+#pragma unroll
+        for (int c = 0; c < G; c++) {
+            const float al = stat[c];
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[c][j] *= al;
+        }
+        for (int i = pgroup; i < count; i += groups) {
+            const uint4 raw = *(const uint4 *)(vb + (i64)(p0 + i) * kv_dim + piece * 8);
+            const u32 w[4] = {raw.x, raw.y, raw.z, raw.w};
+            float v[8];
+#pragma unroll
+            for (int j = 0; j < 4; j++) { v[2 * j] = h2f((u16)(w[j] & 0xffff)); v[2 * j + 1] = h2f((u16)(w[j] >> 16)); }
+#pragma unroll
+            for (int c = 0; c < G; c++) {
+                const float pc = ps[c * ATT_TILE + i];
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[c][j] = fmaf(pc, v[j], acc[c][j]);
+            }
+        }
+        __syncthreads();
+    }
+    // the groups' partial sums meet in shared memory
+    float *red = stat + 4 * G; // groups * G * hd
+#pragma unroll
+    for (int c = 0; c < G; c++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) red[(pgroup * G + c) * hd + piece * 8 + j] = acc[c][j];
+    __syncthreads();
+    const int head0 = kvh * G;
+    for (int o = tid; o < outs; o += ATT_THREADS) {
+        const int c = o / hd, d = o - c * hd;
+        float a = 0.0f;
+        for (int g = 0; g < groups; g++) a += red[(g * G + c) * hd + d];
+        if (splits == 1) {
+            const float l = stat[2 * G + c];
+            out[(i64)t * ldo + (i64)head0 * hd + o] = l > 0.0f ? a / l : 0.0f;
+        } else {
+            // partial[((t * n_head + head) * splits + split) * (hd + 2)]: acc, max, sum
+            float *pp = partial + (((i64)t * n_head + head0 + c) * splits + split) * (hd + 2);
+            pp[d] = a;
+            if (d == 0) { pp[hd] = stat[G + c]; pp[hd + 1] = stat[2 * G + c]; }
+        }
+    }
+}
+
+#define ATT_KERNEL(G)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(ATT_THREADS) pkc_attention_g##G(                            \
+        const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q, i64 ldq, int n_head,       \
+        int n_kv_head, int hd, const int *slots, const int *kv_len, float scale, int split_len, float *out,   \
+        i64 ldo, float *partial) {                                                                            \
+        attention_body<G>(kc, vc, slot_stride, kv_dim, q, ldq, n_head, n_kv_head, hd, slots, kv_len, scale,   \
+                          split_len, out, ldo, partial);                                                      \
+    }
+ATT_KERNEL(1)
+ATT_KERNEL(2)
+ATT_KERNEL(3)
+ATT_KERNEL(4)
+ATT_KERNEL(5)
+ATT_KERNEL(6)
+ATT_KERNEL(7)
+ATT_KERNEL(8)
+
+// Merges the splits of one (row, head): block per (row, head), a thread per dim.
+extern "C" __global__ void pkc_attention_combine(const float *partial, int n_head, int hd, int splits, float *out,
+                                                 i64 ldo) {
+    const int th = blockIdx.x;
+    const int t = th / n_head, h = th - t * n_head;
+    const float *pp = partial + (i64)th * splits * (hd + 2);
+    float mx = -PKC_INF;
+    for (int s = 0; s < splits; s++) mx = fmaxf(mx, pp[(i64)s * (hd + 2) + hd]);
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float num = 0.0f, den = 0.0f;
+        if (mx != -PKC_INF) {
+            for (int s = 0; s < splits; s++) {
+                const float *ps = pp + (i64)s * (hd + 2);
+                const float m = ps[hd];
+                if (m == -PKC_INF) continue;
+                const float wgt = expf(m - mx);
+                num = fmaf(wgt, ps[d], num);
+                den = fmaf(wgt, ps[hd + 1], den);
+            }
+        }
+        out[(i64)t * ldo + (i64)h * hd + d] = den > 0.0f ? num / den : 0.0f;
+    }
+}
+
+// ---- per-format entry points --------------------------------------------------------------------
+
+#define FORMAT_KERNELS(T, NAME)                                                                              \
+    extern "C" __global__ void pkc_dequant_f32_##NAME(const u8 *src, i64 row_bytes, i64 n, int k, float *dst,  \
+                                                      i64 ldd) {                                             \
+        dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, 0, 0);                                          \
+    }                                                                                                        \
+    extern "C" __global__ void pkc_dequant_f16_##NAME(const u8 *src, i64 row_bytes, i64 n, int k, u16 *dst,    \
+                                                      i64 ldd) {                                             \
+        dequant_units<T, 1>(src, row_bytes, n, k, dst, ldd, 0, 0);                                          \
+    }                                                                                                        \
+    extern "C" __global__ void pkc_get_rows_##NAME(const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, \
+                                                   i64 n, float *dst, i64 ldd) {                             \
+        dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, ids, n_rows);                                   \
+    }                                                                                                        \
+    GEMV_N(T, NAME, 1) GEMV_N(T, NAME, 2) GEMV_N(T, NAME, 3) GEMV_N(T, NAME, 4)                             \
+    GEMV_N(T, NAME, 5) GEMV_N(T, NAME, 6) GEMV_N(T, NAME, 7) GEMV_N(T, NAME, 8)
+
+#define GEMV_N(T, NAME, N)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_gemv_##NAME##_##N(                     \
+        const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y, i64 ldy, int lanes_log2) { \
+        gemv_body<T, N>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2);                                     \
+    }
+
+FORMAT_KERNELS(0, f32)
+FORMAT_KERNELS(1, f16)
+FORMAT_KERNELS(30, bf16)
+FORMAT_KERNELS(2, q4_0)
+FORMAT_KERNELS(3, q4_1)
+FORMAT_KERNELS(6, q5_0)
+FORMAT_KERNELS(7, q5_1)
+FORMAT_KERNELS(8, q8_0)
+FORMAT_KERNELS(10, q2_k)
+FORMAT_KERNELS(11, q3_k)
+FORMAT_KERNELS(12, q4_k)
+FORMAT_KERNELS(13, q5_k)
+FORMAT_KERNELS(14, q6_k)
