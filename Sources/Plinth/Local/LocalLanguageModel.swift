@@ -79,6 +79,12 @@ public struct LocalLanguageModel: Sendable, Hashable {
         try LocalGeneration.tokenCount(for: Transcript(entries: transcriptEntries), instance: instance())
     }
 
+    /// Drops the prompt prefixes the model keeps cached (requests in flight keep theirs), so
+    /// that the next request starts cold: for benchmarks that compare cold runs.
+    public func forgetCachedPrompts() throws {
+        try instance().scheduler.forgetCachedPrefixes()
+    }
+
     /// The loaded model, shared process-wide.
     func instance() throws -> LocalModelInstance {
         try LocalModelRegistry.instance(for: resolvedURL())
