@@ -205,7 +205,8 @@ struct ConcurrencyBench: AsyncParsableCommand {
     /// Time to first token of a record's request on an idle engine and while `others` decode.
     static func firstTokenTimes(_ runtime: PlinthRuntime.Model, others: Int, rounds: Int) throws -> (idle: [Double], loaded: [Double]) {
         let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: 1024, slots: others + 2, maxRunning: others + 1))
-        let story = try Self.prompt(runtime, "Write a very long story about the sea.")
+        // Plain text, no chat template: the others share no prefix with the probe to copy from.
+        let story = runtime.tokenizer.encode("Once upon a time, far out at sea, there was a lighthouse", addSpecial: false, parseSpecial: false)
         var idle: [Double] = [], loaded: [Double] = []
         for round in 0...rounds {
             // A prompt no cache holds: the whole record is prefilled.

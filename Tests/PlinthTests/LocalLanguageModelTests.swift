@@ -187,6 +187,32 @@ struct LocalLanguageModelTests {
         #expect(session.transcript.count == 2)
     }
 
+    /// Sessions on one model run together in the scheduler's shared steps, and each gets what
+    /// it gets alone: the same greedy text and the same guided value.
+    @Test func concurrentSessionsShareStepsAndMatchSequentialRuns() async throws {
+        let prompts = ["Name a city in France.", "Describe rain.", "What is a cat?", "Say hello.",
+                       "Name a colour.", "What is bread?", "Describe the moon.", "Name a river."]
+        let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 24)
+        @Sendable func run(_ i: Int) async throws -> String {
+            let session = LanguageModelSession(model: model, instructions: "Answer in one sentence.")
+            if i % 2 == 0 {
+                return try await session.respond(to: prompts[i], generating: LocalWeather.self, options: options).rawContent.jsonString
+            }
+            return try await session.respond(to: prompts[i], options: options).content
+        }
+        var sequential: [String] = []
+        for i in prompts.indices { sequential.append(try await run(i)) }
+        let before = try model.instance().scheduler.statistics.largestBatch
+        let concurrent = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for i in prompts.indices { group.addTask { (i, try await run(i)) } }
+            var out = [String](repeating: "", count: prompts.count)
+            for try await (i, text) in group { out[i] = text }
+            return out
+        }
+        #expect(concurrent == sequential)
+        #expect(try model.instance().scheduler.statistics.largestBatch >= max(before, 2))
+    }
+
     @Test func cancellationStopsGenerationAndLeavesTheSessionUsable() async throws {
         let session = LanguageModelSession(model: model)
         let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 400)

@@ -24,8 +24,10 @@ enum TranscriptRenderer {
                 if !content.isEmpty { messages.append(.system(content)) }
             case .prompt(let prompt):
                 var content = text(of: prompt.segments)
+                // The schema goes before the prompt's text: many prompts with one schema (a batch
+                // of records) then share the schema's tokens as a cached prefix.
                 if let schema = prompt.responseFormat?.schema, prompt.contextOptions.includeSchemaInPrompt ?? true {
-                    content += (content.isEmpty ? "" : "\n\n") + schemaDescription(schema)
+                    content = schemaDescription(schema) + (content.isEmpty ? "" : "\n\n" + content)
                 }
                 messages.append(.user(content))
             case .response(let response):

@@ -53,6 +53,8 @@ final class SchedulerCore: @unchecked Sendable {
     }
 
     private var queued: Int { queue.count - queueHead }
+    /// `PLINTH_SCHEDULER_TRACE=1` prints one line per step to stderr.
+    private static let trace = ProcessInfo.processInfo.environment["PLINTH_SCHEDULER_TRACE"] == "1"
 
     func run() {
         while true {
@@ -261,6 +263,7 @@ final class SchedulerCore: @unchecked Sendable {
             add(seq, n)
         }
         guard batch.count > 0 else { return }
+        let started = Self.trace ? now() : 0
         do {
             try context.forward(batch)
         } catch {
@@ -270,6 +273,11 @@ final class SchedulerCore: @unchecked Sendable {
                 fail(seq, SchedulerError.stepFailed(error.localizedDescription), keeping: 0)
             }
             return
+        }
+        if Self.trace {
+            let decodeRows = fed.filter(\.seq.decoding).count
+            FileHandle.standardError.write(Data(String(format: "step: %d tokens, %d decoding, %d prefilling, %d waiting, %.2f ms\n",
+                batch.count, decodeRows, fed.count - decodeRows, queued, Double(now() - started) / 1e6).utf8))
         }
         inbox.statistics.withLock { s in
             s.steps += 1
