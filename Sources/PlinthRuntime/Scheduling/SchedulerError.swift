@@ -17,7 +17,7 @@ public enum SchedulerError: Error, LocalizedError, Equatable, Sendable {
         switch self {
         case .emptyPrompt: "the prompt holds no tokens"
         case .promptTooLong(let n, let c):
-            "the prompt is \(n) tokens, but the context holds \(c) and at least one must be left to generate"
+            "the prompt is \(n) tokens, but the context holds \(c) tokens and at least one must be left to generate"
         case .queueFull(let c): "\(c) requests are already waiting; try again when some have finished"
         case .shutDown: "the model's scheduler was shut down"
         case .stepFailed(let why): "a model step failed: \(why)"
