@@ -42,7 +42,7 @@ let package = Package(
         ),
         .target(
             name: "PlinthRuntime",
-            dependencies: ["PlinthKernels"],
+            dependencies: ["PlinthKernels", "PlinthCUDA"],
             path: "Sources/PlinthRuntime"
         ),
         // Constrained decoding: schema / JSON Schema / regex -> token masks. Knows token bytes only.

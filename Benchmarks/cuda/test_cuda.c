@@ -213,6 +213,49 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
     free(w); free(wd); free(tmp); free(refrow);
 }
 
+// y += W x against y + (W x) by pkc_matmul and pkc_add: the GEMV path bit for bit, the GEMM path
+// (cuBLAS's beta) within 1e-6 of |y| + 1 (one rounding of the sum, possibly fused).
+static void test_matmul_add(pkc_context *c) {
+    static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q6_K};
+    static const int64_t ns[] = {1, 5, 16};
+    const int64_t m = 1536, k = 768, ldy = m + 8;
+    for (int ti = 0; ti < 4; ti++) {
+        const int type = types[ti];
+        const size_t rb = pkc_row_bytes(type, k);
+        uint8_t *w = malloc(rb * (size_t)m);
+        random_weights(type, w, m, k);
+        pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
+        for (int ni = 0; ni < 3; ni++) {
+            const int64_t n = ns[ni];
+            float *x = host_floats(n * k), *y0 = host_floats(n * ldy);
+            fill_normal(x, n * k, 1.0f);
+            fill_normal(y0, n * ldy, 4.0f);
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), da = dev_upload(c, y0, (size_t)(n * ldy) * 4);
+            pkc_ptr db = dev_upload(c, y0, (size_t)(n * ldy) * 4), dt = dev_alloc(c, (size_t)(n * ldy) * 4);
+            CHECK(c, pkc_memset(c, dt, 0, (size_t)(n * ldy) * 4));
+            CHECK(c, pkc_matmul_add(c, type, dw, m, k, dx, k, n, da, ldy));
+            CHECK(c, pkc_matmul(c, type, dw, m, k, dx, k, n, dt, ldy));
+            CHECK(c, pkc_add(c, db, dt, n * ldy));
+            float *a = download_floats(c, da, n * ldy), *b = download_floats(c, db, n * ldy);
+            const int gemm = n >= 9;
+            int64_t bad = 0;
+            double worst = 0.0;
+            for (int64_t i = 0; i < n * ldy; i++) {
+                const double d = fabs((double)a[i] - (double)b[i]);
+                if (d > worst) worst = d;
+                if (gemm ? d > 1e-6 * (fabs((double)b[i]) + 1.0) : !same_bits(a[i], b[i])) bad++;
+            }
+            report(bad == 0, "matmul_add %s %lldx%lld n=%lld (%s): %lld values differ from matmul + add, worst %.2g (tol %s)",
+                   type_name(type), (long long)m, (long long)k, (long long)n, gemm ? "gemm" : "gemv", (long long)bad, worst,
+                   gemm ? "1e-6 of |y|+1" : "exact");
+            pkc_free(c, dx); pkc_free(c, da); pkc_free(c, db); pkc_free(c, dt);
+            free(x); free(y0); free(a); free(b);
+        }
+        pkc_free(c, dw);
+        free(w);
+    }
+}
+
 // The vocabulary-sized shapes only for the formats that models keep their output matrix in.
 static int big_shape_type(int type) { return type == PK_Q4_0 || type == PK_Q4_1 || type == PK_Q5_0 || type == PK_Q8_0 || type == PK_F16; }
 
@@ -395,6 +438,50 @@ static void test_argmax_rows(pkc_context *c) {
         bad = 0;
         for (int r = 0; r < 4; r++) bad += memcmp(sel + r * w, x + rows[r] * ld, (size_t)w * 4) != 0;
         report(bad == 0, "download_rows 4 of 64 rows x %lld: %lld rows differ (tol exact)", (long long)w, (long long)bad);
+        // masked: the CPU sampler's greedy choice over allowed tokens (Sampler.choose): the first
+        // allowed token unless a later one is strictly greater; 0 when none is allowed
+        const int64_t words = (w + 31) / 32;
+        uint32_t *masks = malloc((size_t)(n * words) * 4);
+        int32_t mrows[64];
+        uint64_t s = 0x9e3779b97f4a7c15ull + (uint64_t)a;
+        for (int64_t i = 0; i < n * words; i++) {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            masks[i] = (i % 3 == 0) ? (uint32_t)s : (uint32_t)(s & (s >> 32)); // dense and sparse words
+        }
+        for (int64_t t = 0; t < n; t++) mrows[t] = (t % 5 == 4) ? -1 : (int32_t)((t * 7) % n);
+        memset(masks + 10 * words, 0, (size_t)words * 4);          // mask row 10: nothing allowed
+        memset(masks + 13 * words, 0, (size_t)words * 4);          // mask row 13: only token 10 and 11
+        masks[13 * words] = (1u << 10) | (1u << 11);
+        mrows[2] = 13;                                             // row 2: NaN at 10 first -> 10
+        mrows[3] = 13;                                             // row 3: all -inf -> first allowed
+        mrows[6] = 10;
+        for (int64_t i = 0; i < w; i++) x[8 * ld + i] = 7.0f;      // row 8: ties -> first allowed
+        CHECK(c, pkc_upload(c, dx, x, (size_t)(n * ld) * 4));
+        pkc_ptr dm = dev_upload(c, masks, (size_t)(n * words) * 4), dr = dev_upload(c, mrows, sizeof mrows);
+        CHECK(c, pkc_argmax_masked(c, dx, ld, n, w, dm, words, dr, di));
+        CHECK(c, pkc_download(c, ids, di, sizeof ids));
+        bad = 0;
+        for (int64_t t = 0; t < n; t++) {
+            const float *row = x + t * ld;
+            int32_t want = 0;
+            if (mrows[t] < 0) {
+                want = (int32_t)pk_argmax(row, w);
+            } else {
+                const uint32_t *m = masks + mrows[t] * words;
+                int32_t best = -1;
+                float bestv = -INFINITY;
+                for (int64_t i = 0; i < w; i++) {
+                    if (!((m[i >> 5] >> (i & 31)) & 1u)) continue;
+                    if (best < 0 || row[i] > bestv) { best = (int32_t)i; bestv = row[i]; }
+                }
+                want = best < 0 ? 0 : best;
+            }
+            bad += ids[t] != want;
+        }
+        report(bad == 0, "argmax_masked 64 rows x %lld (masks dense, sparse, empty; NaN first; ties; no mask): %lld of 64 differ from the sampler's rule (tol exact)",
+               (long long)w, (long long)bad);
+        pkc_free(c, dm); pkc_free(c, dr);
+        free(masks);
         pkc_free(c, dx); pkc_free(c, di);
         free(x); free(sel);
     }
@@ -709,6 +796,7 @@ int main(int argc, char **argv) {
     test_graph(c);
     test_errors(c);
     test_matmul(c);
+    test_matmul_add(c);
     test_cache(dir, info.kernels_from_cache);
 
     pkc_close(c);

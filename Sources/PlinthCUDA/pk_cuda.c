@@ -6,6 +6,7 @@
 #include "pkc_internal.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -200,8 +201,43 @@ static int cu_fail(pkc_context *c, CUresult r, const char *what) {
         if (r_ != CUDA_SUCCESS) return cu_fail(c, r_, what); \
     } while (0)
 
+// Process exit. The driver tears itself down at exit; a thread still inside a call then (a
+// scheduler thread releasing its context while the main thread returns from main) would race
+// that teardown and crash. Every call holds this lock for reading (nested calls count once per
+// thread); at exit a handler, registered after the libraries were loaded so that it runs before
+// their destructors, takes it for writing and keeps it: calls in flight finish first, and later
+// ones wait until the process is gone.
+static pthread_rwlock_t exit_lock = PTHREAD_RWLOCK_INITIALIZER;
+static _Atomic int exiting;
+static _Thread_local int call_depth;
+
+static void hold_at_exit(void) {
+    exiting = 1;
+    pthread_rwlock_wrlock(&exit_lock);
+}
+
+static void register_exit_hold(void) { atexit(hold_at_exit); }
+
+typedef struct { int unused; } call_guard;
+
+static call_guard enter_call(void) {
+    if (call_depth++ == 0) {
+        if (exiting) for (;;) pause();
+        pthread_rwlock_rdlock(&exit_lock);
+    }
+    return (call_guard){0};
+}
+
+static void leave_call(call_guard *g) {
+    (void)g;
+    if (--call_depth == 0) pthread_rwlock_unlock(&exit_lock);
+}
+
+#define GUARD call_guard guard_ __attribute__((cleanup(leave_call))) = enter_call()
+
 // Makes the context current on the calling thread (the caller may move between threads).
 #define ENTER(c)                                                                       \
+    GUARD;                                                                             \
     do {                                                                               \
         if (!(c)) return PKC_ERR_INVALID;                                              \
         CU(c, (c)->cu.CtxSetCurrent((c)->cuctx), "cuCtxSetCurrent");                   \
@@ -607,18 +643,22 @@ int pkc_open(int ordinal, const char *cache_dir, pkc_context **out, char *error,
         if (error && error_size) snprintf(error, error_size, "out of host memory");
         return PKC_ERR_OUT_OF_MEMORY;
     }
+    GUARD;
     const int st = open_device(c, ordinal, cache_dir);
     if (st != PKC_OK) {
         if (error && error_size) snprintf(error, error_size, "%s", c->err);
         pkc_close(c);
         return st;
     }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_exit_hold);
     *out = c;
     return PKC_OK;
 }
 
 void pkc_close(pkc_context *c) {
     if (!c) return;
+    GUARD;
     if (c->cuctx && c->cu.CtxSetCurrent) {
         c->cu.CtxSetCurrent(c->cuctx);
         if (c->stream) c->cu.StreamSynchronize(c->stream);
@@ -793,6 +833,7 @@ int pkc_graph_launch(pkc_context *c, pkc_graph *g) {
 
 void pkc_graph_destroy(pkc_context *c, pkc_graph *g) {
     if (!c || !g) return;
+    GUARD;
     c->cu.CtxSetCurrent(c->cuctx);
     c->cu.GraphExecDestroy(g->exec);
     c->cu.GraphDestroy(g->graph);
@@ -878,8 +919,8 @@ static int cublas_fail(pkc_context *c, cublasStatus_t s, const char *what) {
 }
 
 static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
-                       pkc_ptr y, int64_t ldy) {
-    const float one = 1.0f, zero = 0.0f;
+                       pkc_ptr y, int64_t ldy, int add) {
+    const float one = 1.0f, zero = add ? 1.0f : 0.0f; // beta: y = W x (+ y)
     int st;
     cublasStatus_t s;
     if (m > 0x7fffffff || n > 0x7fffffff || ldx > 0x7fffffff || ldy > 0x7fffffff)
@@ -911,8 +952,21 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
     return s ? cublas_fail(c, s, "cublasGemmEx (f16)") : PKC_OK;
 }
 
+static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
+                  pkc_ptr y, int64_t ldy, int add);
+
 int pkc_matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                pkc_ptr y, int64_t ldy) {
+    return matmul(c, type, w, m, k, x, ldx, n, y, ldy, 0);
+}
+
+int pkc_matmul_add(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
+                   pkc_ptr y, int64_t ldy) {
+    return matmul(c, type, w, m, k, x, ldx, n, y, ldy, 1);
+}
+
+static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
+                  pkc_ptr y, int64_t ldy, int add) {
     ENTER(c);
     const int fi = check_weights(c, "pkc_matmul", type, w, k);
     if (fi < 0) return -fi;
@@ -920,7 +974,7 @@ int pkc_matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_pt
         return fail(c, PKC_ERR_INVALID, "pkc_matmul: bad sizes, strides or alignment (m %lld, k %lld, n %lld, ldx %lld, ldy %lld)",
                     (long long)m, (long long)k, (long long)n, (long long)ldx, (long long)ldy);
     if (n == 0) return PKC_OK;
-    if (n >= c->gemm_min_rows) return matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy);
+    if (n >= c->gemm_min_rows) return matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add);
     int mm = (int)m, kk = (int)k;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     // Lanes per row: a whole warp for rows of 64 units (1024 weights) or more, else 16 or 8, so
@@ -931,7 +985,7 @@ int pkc_matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_pt
     for (int64_t t0 = 0; t0 < n; t0 += GEMV_MAX_ROWS) {
         const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
         CUdeviceptr xt = x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
-        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ldx, &yt, &ldy, &lanes_log2};
+        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ldx, &yt, &ldy, &lanes_log2, &add};
         const int st = launch(c, c->gemv[fi][rows - 1], "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
         if (st) return st;
     }
@@ -996,10 +1050,16 @@ int pkc_add_bias(pkc_context *c, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t n
 }
 
 int pkc_argmax(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ids) {
+    return pkc_argmax_masked(c, x, ld, n, width, 0, 0, 0, ids);
+}
+
+int pkc_argmax_masked(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr masks,
+                      int64_t mask_words, pkc_ptr mask_rows, pkc_ptr ids) {
     ENTER(c);
-    if (n < 0 || width <= 0 || width > 0x7fffffff || ld < width) return fail(c, PKC_ERR_INVALID, "pkc_argmax: bad sizes");
+    if (n < 0 || width <= 0 || width > 0x7fffffff || ld < width || (masks && (mask_words <= 0 || !mask_rows)))
+        return fail(c, PKC_ERR_INVALID, "pkc_argmax: bad sizes");
     int ww = (int)width;
-    void *args[] = {&x, &ld, &ww, &ids};
+    void *args[] = {&x, &ld, &ww, &masks, &mask_words, &mask_rows, &ids};
     return launch(c, c->argmax, "argmax", (uint64_t)n, 1, 1024, 0, args);
 }
 

@@ -381,7 +381,7 @@ __device__ __forceinline__ void gemv_accumulate(int u, const float *q, const flo
 
 template <int T, int N>
 __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y,
-                                          i64 ldy, int lanes_log2) {
+                                          i64 ldy, int lanes_log2, int add) {
     typedef Fmt<T> F;
     const int lanes = 1 << lanes_log2;
     const int lane = threadIdx.x & 31, sub = lane & (lanes - 1);
@@ -411,7 +411,7 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
         for (int o = lanes >> 1; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
     if (sub == 0 && live) {
 #pragma unroll
-        for (int t = 0; t < N; t++) y[t * ldy + row] = acc[t];
+        for (int t = 0; t < N; t++) y[t * ldy + row] = add ? y[t * ldy + row] + acc[t] : acc[t];
     }
 }
 
@@ -516,35 +516,59 @@ extern "C" __global__ void pkc_to_f16(const float *x, i64 ldx, u16 *y, int n, in
 }
 
 // Argmax: one block per row; the best (value, lowest index) pair wins, NaN never does.
-extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, int *ids) {
+// Row t's argmax. Without a mask (masks NULL or mask_rows[t] < 0): pk_argmax's rule, the lowest
+// index among equals, NaN never wins, 0 when nothing is above -infinity. With one (bit i % 32 of
+// word i / 32 of mask row mask_rows[t] allows token i): the greedy choice of the CPU sampler over
+// the allowed tokens visited in order: the first allowed token unless a later one is strictly
+// greater (so a NaN first one stays, and among equals the lowest wins); 0 when none is allowed.
+extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const unsigned *masks, i64 mask_words,
+                                      const int *mask_rows, int *ids) {
     __shared__ float bv[32];
-    __shared__ int bi[32];
+    __shared__ int bi[32], bf[32];
     const float *row = x + blockIdx.x * ld;
+    const int mrow = masks ? mask_rows[blockIdx.x] : -1;
+    const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
+    const int words = mask ? (int)min((i64)width, mask_words * 32) : width;
     float best = -PKC_INF;
-    int idx = 0x7fffffff;
-    for (int i = threadIdx.x; i < width; i += blockDim.x) {
+    int idx = 0x7fffffff, first = 0x7fffffff;
+    for (int i = threadIdx.x; i < words; i += blockDim.x) {
+        if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
+        if (first == 0x7fffffff) first = i;
         const float v = row[i];
-        if (v > best) { best = v; idx = i; } // i rises per thread: a later equal never replaces
+        // i rises per thread: a later equal never replaces; -infinity counts once something is allowed
+        if (v == v && (idx == 0x7fffffff || v > best)) { best = v; idx = i; }
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const float ov = __shfl_xor_sync(0xffffffffu, best, o);
         const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        const int of = __shfl_xor_sync(0xffffffffu, first, o);
         if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
+        first = min(first, of);
     }
-    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x >> 5] = best; bi[threadIdx.x >> 5] = idx; }
+    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x >> 5] = best; bi[threadIdx.x >> 5] = idx; bf[threadIdx.x >> 5] = first; }
     __syncthreads();
     if (threadIdx.x < 32) {
         const bool live = threadIdx.x < (blockDim.x >> 5);
         best = live ? bv[threadIdx.x] : -PKC_INF;
         idx = live ? bi[threadIdx.x] : 0x7fffffff;
+        first = live ? bf[threadIdx.x] : 0x7fffffff;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             const float ov = __shfl_xor_sync(0xffffffffu, best, o);
             const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+            const int of = __shfl_xor_sync(0xffffffffu, first, o);
             if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
+            first = min(first, of);
         }
-        if (threadIdx.x == 0) ids[blockIdx.x] = best == -PKC_INF ? 0 : idx;
+        if (threadIdx.x == 0) {
+            int out;
+            if (!mask) out = (idx == 0x7fffffff || best == -PKC_INF) ? 0 : idx;
+            else if (first == 0x7fffffff) out = 0;
+            else if (row[first] != row[first] || idx == 0x7fffffff) out = first;
+            else out = idx;
+            ids[blockIdx.x] = out;
+        }
     }
 }
 
@@ -763,8 +787,9 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
 
 #define GEMV_N(T, NAME, N)                                                                                   \
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_gemv_##NAME##_##N(                     \
-        const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y, i64 ldy, int lanes_log2) { \
-        gemv_body<T, N>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2);                                     \
+        const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y, i64 ldy, int lanes_log2,   \
+        int add) {                                                                                           \
+        gemv_body<T, N>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                                \
     }
 
 FORMAT_KERNELS(0, f32)

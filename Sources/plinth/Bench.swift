@@ -44,6 +44,9 @@ struct Bench: ParsableCommand {
     @Option(help: "Sequences decoded together in one batch per step (batched mode).")
     var parallel: Int?
 
+    @Option(help: "Where the step runs: auto, cpu or cuda (default: PLINTH_BACKEND, else auto).")
+    var backend: String?
+
     @Flag(inversion: .prefixedNo, help: "Run each test once unmeasured before the repetitions.")
     var warmup = true
 
@@ -58,6 +61,7 @@ struct Bench: ParsableCommand {
         guard genTokens >= 0 else { throw ValidationError("--gen must not be negative") }
         guard repetitions > 0 else { throw ValidationError("--repetitions must be positive") }
         if let threads { guard threads > 0 else { throw ValidationError("--threads must be positive") } }
+        _ = try parseBackend(backend)
         if let parallel {
             guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
             guard promptTokens > 0 else { throw ValidationError("--parallel needs --prompt of at least 1 token") }
@@ -69,8 +73,12 @@ struct Bench: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let url = try modelOptions.url()
-            // The transformer alone: the benchmark needs no tokenizer or chat template.
-            let transformer = try Transformer(url: url)
+            let backend = try parseBackend(backend)
+            // The transformer alone: the benchmark needs no tokenizer or chat template. The GPU
+            // reads the file's layouts, so a CUDA run makes no packed copy for the CPU.
+            var packing = WeightPackingOptions.default
+            if backend == .cuda { packing.enabled = false }
+            let transformer = try Transformer(url: url, packing: packing)
             let config = transformer.config
             // Like llama-bench: the pp and tg tests each start from an empty cache, so a single
             // sequence needs max(p, n) positions; batched sequences hold their prompt and generation.
@@ -79,7 +87,7 @@ struct Bench: ParsableCommand {
                 throw ValidationError("the test needs \(needed) positions but the model's context is \(config.contextLength) tokens")
             }
             let context = try InferenceContext(transformer: transformer, contextLength: max(1, needed),
-                                               slots: parallel ?? 1, threads: threads)
+                                               slots: parallel ?? 1, threads: threads, backend: backend)
             var rng = RandomSource(seed: seed)
             let runner = BenchRunner(context: context, vocabularySize: config.vocabularySize)
             var results: [BenchResult] = []
@@ -99,6 +107,7 @@ struct Bench: ParsableCommand {
                                      threads: context.threadCount, repetitions: repetitions,
                                      parallel: parallel, contextLength: context.contextLength,
                                      peakRSSBytes: peakRSSBytes(), weights: describe(transformer.weights.packing),
+                                     backend: context.deviceName.map { "cuda (\($0))" } ?? context.backend.rawValue,
                                      results: results)
             FileHandle.standardOutput.write(Data((json ? report.json() : report.table()).utf8))
         }
@@ -218,7 +227,9 @@ struct BenchRunner {
             var batch = Batch()
             for s in 0..<sequences {
                 let tokens = randomTokens(prompt, &rng)
-                for (i, t) in tokens.enumerated() { batch.add(t, position: i, slot: s, logits: i == prompt - 1) }
+                for (i, t) in tokens.enumerated() {
+                    batch.add(t, position: i, slot: s, logits: i == prompt - 1, use: .argmax(allowed: nil))
+                }
             }
             let t0 = DispatchTime.now().uptimeNanoseconds
             try benchPhaseBatchedPrompt(context, batch)
@@ -259,12 +270,12 @@ func benchPhasePrompt(_ context: InferenceContext, _ batch: Batch) throws {
 func benchPhaseGeneration(_ context: InferenceContext, _ first: Int32, _ steps: Int) throws {
     var token = first
     var batch = Batch()
-    batch.add(token, position: 0, slot: 0, logits: true)
+    batch.add(token, position: 0, slot: 0, logits: true, use: .argmax(allowed: nil))
     for position in 0..<steps {
         batch.tokens[0] = token
         batch.positions[0] = Int32(position)
         try context.forward(batch)
-        token = Sampler.argmax(context.logits(0))
+        token = greedyToken(context, 0)
     }
 }
 
@@ -273,14 +284,21 @@ func benchPhaseBatchedPrompt(_ context: InferenceContext, _ batch: Batch) throws
     try context.forward(batch)
 }
 
+/// The greedy token of logits row `row`: chosen by the backend where it does (a GPU), else the
+/// argmax of the row's logits.
+@inline(__always)
+func greedyToken(_ context: InferenceContext, _ row: Int) -> Int32 {
+    context.chosenToken(row) ?? Sampler.argmax(context.logits(row))
+}
+
 /// `steps` decode steps for `sequences` slots that each hold `start` tokens and have logits.
 @inline(never)
 func benchPhaseBatchedGeneration(_ context: InferenceContext, _ sequences: Int, _ start: Int, _ steps: Int) throws {
     var batch = Batch()
-    for s in 0..<sequences { batch.add(0, position: start, slot: s, logits: true) }
+    for s in 0..<sequences { batch.add(0, position: start, slot: s, logits: true, use: .argmax(allowed: nil)) }
     for step in 0..<steps {
         for s in 0..<sequences {
-            batch.tokens[s] = Sampler.argmax(context.logits(s))
+            batch.tokens[s] = greedyToken(context, s)
             batch.positions[s] = Int32(start + step)
         }
         try context.forward(batch)
@@ -300,6 +318,8 @@ struct BenchReport {
     var peakRSSBytes: Int
     /// How the kernels read the weights (`describe(_:)`).
     var weights: String
+    /// Where the step ran: "cpu", or "cuda (device)".
+    var backend: String
     var results: [BenchResult]
 
     func table() -> String {
@@ -322,8 +342,8 @@ struct BenchReport {
         out += "| " + widths.enumerated().map { c, w in String(repeating: "-", count: max(w - 1, 0)) + (c >= 5 ? ":" : "-") }
             .joined(separator: " | ") + " |\n"
         for r in rows { out += line(r) }
-        out += String(format: "%d repetitions, context %d tokens%@, peak RSS %.1f MiB, weights %@\n", repetitions, contextLength,
-                      parallel.map { " × \($0) sequences" } ?? "", Double(peakRSSBytes) / 1_048_576, weights)
+        out += String(format: "%d repetitions, context %d tokens%@, peak RSS %.1f MiB, weights %@, backend %@\n", repetitions, contextLength,
+                      parallel.map { " × \($0) sequences" } ?? "", Double(peakRSSBytes) / 1_048_576, weights, backend)
         return out
     }
 
@@ -339,7 +359,7 @@ struct BenchReport {
         var object: [String: Any] = [
             "model": modelPath, "model_name": modelName, "model_bytes": modelBytes, "types": typeMix,
             "threads": threads, "repetitions": repetitions, "context": contextLength,
-            "peak_rss_bytes": peakRSSBytes, "weights": weights, "results": results,
+            "peak_rss_bytes": peakRSSBytes, "weights": weights, "backend": backend, "results": results,
         ]
         if let parallel { object["parallel"] = parallel }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]) else { return "{}\n" }

@@ -127,6 +127,10 @@ int pkc_get_rows(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int6
 // aligned with ldx a multiple of 4; y must not overlap x.
 int pkc_matmul(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                pkc_ptr y, int64_t ldy);
+// pkc_matmul accumulating: y += W x (a residual connection folded into the product). On the
+// GEMV path bit for bit pkc_matmul into a temporary then pkc_add; on the GEMM path cuBLAS's beta.
+int pkc_matmul_add(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
+                   pkc_ptr y, int64_t ldy);
 // Rows from which pkc_matmul takes the GEMM path (1: always; INT64_MAX: never; default 9, or
 // $PLINTH_CUDA_GEMM_MIN_ROWS). Returns the
 // previous value.
@@ -154,6 +158,13 @@ int pkc_add_bias(pkc_context *ctx, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t
 // ids[t] = the index of the largest of row t's `width` values (row stride ld), for t < n: the
 // lowest among equals, NaN never wins, 0 when none is above -infinity (pk_argmax's rule).
 int pkc_argmax(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ids);
+// pkc_argmax where row t's choice may be limited to a token mask, as the CPU sampler's greedy
+// choice is: mask_rows[t] (int32, device) >= 0 names a row of `masks` (mask_words uint32 words
+// each, bit i % 32 of word i / 32 allowing token i); then ids[t] is the first allowed token unless
+// a later one is strictly greater (the lowest among equals; a NaN first one stays), 0 when none
+// is allowed. mask_rows[t] < 0 (or masks 0) takes pkc_argmax's rule.
+int pkc_argmax_masked(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr masks,
+                      int64_t mask_words, pkc_ptr mask_rows, pkc_ptr ids);
 
 // ---- KV cache and attention --------------------------------------------------------------------
 
@@ -177,9 +188,10 @@ int pkc_store_kv(pkc_context *ctx, const pkc_kv *cache, pkc_ptr k, int64_t ldk, 
 // (row stride ldo) gets n_head * head_dim floats. Queries are rounded to f16 first (as the CPU
 // kernel and llama.cpp do). Rows are independent: batched decode (one row per sequence) and a
 // chunked prefill (many rows of one slot, kv_len rising) are the same call. max_kv bounds
-// every kv_len (it sizes the split of long contexts); head_dim a power of two from 8 to 256,
-// at most 8 query heads per kv head, n_head a multiple of
-// n_kv_head.
+// every kv_len (it sizes the split of long contexts; it may exceed them all, so that a caller
+// replaying a captured graph can round it up and keep the launches the same for many steps);
+// head_dim a power of two from 8 to 256, at most 8 query heads per kv head, n_head a multiple
+// of n_kv_head.
 int pkc_attention(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                   int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
                   pkc_ptr out, int64_t ldo);

@@ -9,16 +9,19 @@ public struct Batch: Sendable, Equatable {
     public var slots: [Int] = []
     /// Rows whose logits the step returns.
     public var wantsLogits: [Bool] = []
+    /// How each row that wants logits will use them (``LogitsUse/full`` for the others).
+    public var uses: [LogitsUse] = []
 
     public init() {}
 
     public var count: Int { tokens.count }
 
-    public mutating func add(_ token: Int32, position: Int, slot: Int = 0, logits: Bool = false) {
+    public mutating func add(_ token: Int32, position: Int, slot: Int = 0, logits: Bool = false, use: LogitsUse = .full) {
         tokens.append(token)
         positions.append(Int32(position))
         slots.append(slot)
         wantsLogits.append(logits)
+        uses.append(use)
     }
 
     /// A batch of one sequence's tokens from `start`, asking for the last token's logits.
@@ -27,4 +30,16 @@ public struct Batch: Sendable, Equatable {
         for (i, t) in tokens.enumerated() { b.add(t, position: start + i, slot: slot, logits: i == tokens.count - 1) }
         return b
     }
+}
+
+/// What the caller will do with a row's logits. A backend that computes them away from the host
+/// (a GPU) returns a whole row only for ``full``; for ``argmax(allowed:)`` it picks the token
+/// where the logits are and returns just that (``InferenceContext/chosenToken(_:)``), which
+/// spares copying a vocabulary of floats per row and step.
+public enum LogitsUse: Sendable, Equatable {
+    /// The whole row: sampling at a temperature, penalties, or anything else.
+    case full
+    /// Only the greedy choice: ``Sampler/argmax(_:)``, or with `allowed` (bit `i % 32` of word
+    /// `i / 32` allows token `i`) the sampler's greedy choice among the allowed tokens.
+    case argmax(allowed: [UInt32]?)
 }

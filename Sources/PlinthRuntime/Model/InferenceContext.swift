@@ -5,13 +5,19 @@ import PlinthKernels
 /// scratch buffers sized once, and a thread pool. One owner drives a context at a time.
 ///
 /// ``forward(_:)`` runs one batched step: tokens from several sequences go through the model
-/// together, so weights are read once for all of them.
+/// together, so weights are read once for all of them. The step runs on the ``Backend`` chosen
+/// at creation (the CPU, or a GPU holding the weights, KV cache and activations); logits always
+/// arrive in host memory, so everything that reads them is the same on both.
 public final class InferenceContext {
     public let transformer: Transformer
     public let contextLength: Int
     public let slotCount: Int
     public let maxBatch: Int
     public let threadCount: Int
+    /// Where the step runs: ``Backend/cpu`` or ``Backend/cuda`` (``Backend/auto`` resolved).
+    public let backend: Backend
+    /// The GPU running the step, e.g. "NVIDIA H100 80GB HBM3, sm_90"; nil on the CPU.
+    public var deviceName: String? { device?.deviceName }
     /// Tokens stored in each slot's cache.
     public private(set) var slotLengths: [Int]
 
@@ -32,11 +38,24 @@ public final class InferenceContext {
     private var logitsBuffer: UnsafeMutablePointer<Float>
     private var logitsCapacity: Int
     private let allocations: [UnsafeMutableRawPointer]
+    /// The CUDA step, when the backend is CUDA (then the CPU KV cache is not allocated).
+    private let device: CUDAForward?
     /// Rows of the last step that produced logits, in batch order.
     public private(set) var logitRowCount = 0
+    /// Per logits row of the last step: the token the backend chose (``LogitsUse/argmax(allowed:)``
+    /// rows on a GPU), or -1 where the row's logits are in host memory.
+    private var chosen: [Int32] = []
 
+    /// Whether the backend picks ``LogitsUse/argmax(allowed:)`` rows' tokens itself (then only
+    /// ``chosenToken(_:)`` answers for them). On the CPU every row's logits are in host memory
+    /// and the caller chooses, so it need not prepare masks ahead of the step.
+    public var choosesTokens: Bool { device != nil }
+
+    /// Creates a context with `slots` KV-cache slots of `contextLength` positions on `backend`
+    /// (default: `PLINTH_BACKEND`, else ``Backend/auto``). Throws ``BackendError`` when
+    /// ``Backend/cuda`` is asked for and cannot run the model here.
     public init(transformer: Transformer, contextLength: Int? = nil, slots: Int = 1, maxBatch: Int = 512,
-                threads: Int? = nil) throws {
+                threads: Int? = nil, backend: Backend = .default) throws {
         let c = transformer.config
         self.transformer = transformer
         self.config = c
@@ -47,6 +66,17 @@ public final class InferenceContext {
         self.slotLengths = Array(repeating: 0, count: slotCount)
         kvDim = c.kvHeadCount * c.headDim
         qDim = c.headCount * c.headDim
+        var device: CUDAForward? = nil
+        if backend != .cpu {
+            do {
+                device = try CUDAForward(transformer: transformer, contextLength: self.contextLength, slots: slotCount,
+                                         maxBatch: self.maxBatch)
+            } catch BackendError.cudaUnavailable(let why) where backend == .auto {
+                BackendNotes.once(.fallback, "running on the CPU: the CUDA backend is unavailable (\(why))")
+            }
+        }
+        self.device = device
+        self.backend = device == nil ? .cpu : .cuda
         guard let p = pk_pool_create(Int32(threadCount)) else { throw ModelError.outOfMemory("the thread pool") }
         pool = p
 
@@ -66,8 +96,9 @@ public final class InferenceContext {
             keySlotStride = keysPerSlot
             // Attention reads only positions already written, and pages of unused context are
             // never touched, so they cost no memory.
-            kCache = try (0..<c.layerCount).map { _ in try alloc(slots * keysPerSlot, "the key cache") }
-            vCache = try (0..<c.layerCount).map { _ in try alloc(slots * valuesPerSlot, "the value cache") }
+            let layersOnCPU = device == nil ? c.layerCount : 0
+            kCache = try (0..<layersOnCPU).map { _ in try alloc(slots * keysPerSlot, "the key cache") }
+            vCache = try (0..<layersOnCPU).map { _ in try alloc(slots * valuesPerSlot, "the value cache") }
             let n = self.maxBatch, e = c.embeddingLength
             x = try alloc(n * e, "activations")
             h = try alloc(n * max(e, qDim), "activations")
@@ -125,6 +156,11 @@ public final class InferenceContext {
             throw ModelError.malformedBatch("slot \(source) holds \(slotLengths[source]) positions, not \(count)")
         }
         guard source != target else { slotLengths[target] = count; return }
+        if let device {
+            try device.copyPrefix(from: source, to: target, count: count)
+            slotLengths[target] = count
+            return
+        }
         let block = Int(PK_KEY_BLOCK)
         let keyHalves = (count + block - 1) / block * block * kvDim
         let valueStride = contextLength * kvDim
@@ -135,16 +171,28 @@ public final class InferenceContext {
         slotLengths[target] = count
     }
 
-    /// The logits of the `index`-th row that asked for them in the last step. Valid until the next step.
+    /// The token the backend chose for the `index`-th row that asked for logits in the last step,
+    /// when that row's use was ``LogitsUse/argmax(allowed:)`` and the backend chooses
+    /// (``choosesTokens``); nil when the row's logits are in host memory (``logits(_:)``).
+    public func chosenToken(_ index: Int) -> Int32? {
+        precondition(index >= 0 && index < logitRowCount, "logits row \(index) out of range")
+        guard device != nil, chosen[index] >= 0 else { return nil }
+        return chosen[index]
+    }
+
+    /// The logits of the `index`-th row that asked for them in the last step. Valid until the next
+    /// step. Not for a row whose token the backend chose (``chosenToken(_:)``).
     public func logits(_ index: Int) -> UnsafeBufferPointer<Float> {
         precondition(index >= 0 && index < logitRowCount, "logits row \(index) out of range")
+        precondition(device == nil || chosen[index] < 0, "logits row \(index) was reduced to its argmax on the device")
         return UnsafeBufferPointer(start: logitsBuffer + index * config.vocabularySize, count: config.vocabularySize)
     }
 
     /// Runs one step over a ragged batch. Batches larger than `maxBatch` run in chunks.
     public func forward(_ batch: Batch) throws {
         guard batch.count > 0 else { throw ModelError.emptyBatch }
-        guard batch.positions.count == batch.count, batch.slots.count == batch.count, batch.wantsLogits.count == batch.count else {
+        guard batch.positions.count == batch.count, batch.slots.count == batch.count, batch.wantsLogits.count == batch.count,
+              batch.uses.count == batch.count else {
             throw ModelError.malformedBatch("tokens, positions, slots and logits flags differ in length")
         }
         try validate(batch)
@@ -154,7 +202,15 @@ public final class InferenceContext {
         var start = 0
         while start < batch.count {
             let end = min(start + maxBatch, batch.count)
-            step(batch, start..<end)
+            if let device {
+                if chosen.count < max(wanted, 1) { chosen = Array(repeating: -1, count: max(wanted, 1)) }
+                logitRowCount += try chosen.withUnsafeMutableBufferPointer {
+                    try device.step(batch, start..<end, logitsOut: logitsBuffer + logitRowCount * config.vocabularySize,
+                                    chosenOut: $0.baseAddress! + logitRowCount)
+                }
+            } else {
+                step(batch, start..<end)
+            }
             start = end
         }
         // Each slot now ends after its last position in the batch (starting earlier truncates it).

@@ -27,15 +27,18 @@ public final class Scheduler: Sendable {
         public var maxQueued: Int
         /// Kernel threads; nil: PLINTH_THREADS or every core.
         public var threads: Int?
+        /// Where the forward step runs (``Backend/default``: PLINTH_BACKEND, else auto).
+        public var backend: Backend
 
         public init(contextLength: Int? = nil, slots: Int = 24, maxRunning: Int = 16, stepTokens: Int = 256,
-                    maxQueued: Int = 65536, threads: Int? = nil) {
+                    maxQueued: Int = 65536, threads: Int? = nil, backend: Backend = .default) {
             self.contextLength = contextLength
             self.slots = max(1, slots)
             self.maxRunning = max(1, min(maxRunning, self.slots))
             self.stepTokens = max(1, stepTokens)
             self.maxQueued = max(1, maxQueued)
             self.threads = threads
+            self.backend = backend
         }
     }
 
@@ -50,7 +53,7 @@ public final class Scheduler: Sendable {
         self.configuration = configuration
         let context = try InferenceContext(transformer: model.transformer, contextLength: configuration.contextLength,
                                            slots: configuration.slots, maxBatch: configuration.stepTokens,
-                                           threads: configuration.threads)
+                                           threads: configuration.threads, backend: configuration.backend)
         contextLength = context.contextLength
         inbox = SchedulerInbox(maxQueued: configuration.maxQueued)
         let core = SchedulerCore(model: model, context: context, configuration: configuration, inbox: inbox)

@@ -247,7 +247,11 @@ final class SchedulerCore: @unchecked Sendable {
             let history = seq.decoder.history
             let end = seq.computed + count
             let logits = end == history.count && seq.wantsTokens
-            for p in seq.computed..<end { batch.add(history[p], position: p, slot: seq.slot, logits: logits && p == end - 1) }
+            // A backend that picks greedy tokens itself gets the masks now, not the logits later.
+            let use = logits && context.choosesTokens ? seq.decoder.logitsUse() : .full
+            for p in seq.computed..<end {
+                batch.add(history[p], position: p, slot: seq.slot, logits: logits && p == end - 1, use: use)
+            }
             fed.append((seq, count, logits))
             budget -= count
         }
@@ -294,11 +298,16 @@ final class SchedulerCore: @unchecked Sendable {
                 seq.decoding = true
             }
             guard logits else { continue }
-            let out = context.logits(row)
+            let chosen = context.chosenToken(row)
+            let out = chosen == nil ? context.logits(row) : UnsafeBufferPointer(start: nil, count: 0)
             row += 1
             let next: SequenceDecoder.Next
             do {
-                next = try seq.decoder.advance(out, seq.emit)
+                if let chosen {
+                    next = try seq.decoder.advance(chosen: chosen, seq.emit)
+                } else {
+                    next = try seq.decoder.advance(out, seq.emit)
+                }
             } catch {
                 fail(seq, error, keeping: seq.computed)
                 continue

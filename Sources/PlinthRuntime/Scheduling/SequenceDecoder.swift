@@ -54,16 +54,42 @@ struct SequenceDecoder {
     /// Chooses the next token(s) from the logits of the sequence's last token.
     mutating func advance(_ logits: UnsafeBufferPointer<Float>, _ emit: (GenerationEvent) -> Void) throws -> Next {
         guard let constraint else {
-            let token = sampler.sample(logits, history: history[...])
-            if tokenizer.isEndOfGeneration(token) { return .finish(.endOfGeneration) }
-            history.append(token)
-            if let reason = report(token, emit) { return .finish(reason) }
-            return generatedCount >= limit ? .finish(.maxTokens) : .feed
+            return try accept(sampler.sample(logits, history: history[...]), emit)
         }
         let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
         let token = masked
             ? mask.withUnsafeBufferPointer { sampler.sample(logits, history: history[...], allowedMask: $0) }
             : sampler.sample(logits, history: history[...])
+        return try accept(token, emit)
+    }
+
+    /// How the next step may treat this sequence's logits: ``LogitsUse/argmax(allowed:)`` when the
+    /// sampler's choice is the greedy one with no penalty, with the constraint's allowed tokens
+    /// (computed now, as ``advance(_:_:)`` would after the step: nothing changes them between),
+    /// else ``LogitsUse/full``. For a backend that chooses tokens itself; then the step's token
+    /// goes to ``advance(chosen:_:)``.
+    mutating func logitsUse() -> LogitsUse {
+        let p = sampler.parameters
+        guard p.isGreedy, p.repetitionPenalty == 1 || history.isEmpty else { return .full }
+        guard let constraint else { return .argmax(allowed: nil) }
+        let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
+        return .argmax(allowed: masked ? mask : nil)
+    }
+
+    /// Continues with the token the backend chose under ``logitsUse()``.
+    mutating func advance(chosen token: Int32, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        try accept(token, emit)
+    }
+
+    /// Takes the sampled `token`: through the constraint (which may add forced tokens, rewind or
+    /// finish), or straight into the history.
+    private mutating func accept(_ token: Int32, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        guard let constraint else {
+            if tokenizer.isEndOfGeneration(token) { return .finish(.endOfGeneration) }
+            history.append(token)
+            if let reason = report(token, emit) { return .finish(reason) }
+            return generatedCount >= limit ? .finish(.maxTokens) : .feed
+        }
         var out = ConstraintOutput(remaining: limit - generatedCount)
         try constraint.accept(token, &out)
         return apply(out, emit)

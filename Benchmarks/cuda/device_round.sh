@@ -1,0 +1,148 @@
+#!/bin/bash
+# The device side of the CUDA end-to-end round (the `device` tool), in stages, because the
+# models, the static plinth and llama.cpp's source together exceed one call's 64 MiB carry: each
+# call stashes what it carried under /tmp/pd (kept while the machine stays warm) and runs a stage.
+#
+#   bash Benchmarks/cuda/device_round.sh stash DIR     copy DIR's files to /tmp/pd/stash
+#   bash Benchmarks/cuda/device_round.sh setup         unpack plinth, its libraries and the kernel tests;
+#                                                      with llama-src.tar.xz stashed, start llama.cpp's
+#                                                      CUDA build in the background (about 4 minutes)
+#   bash Benchmarks/cuda/device_round.sh kernels       PlinthCUDA's kernel tests (devbin/test_cuda)
+#   bash Benchmarks/cuda/device_round.sh llamabin      unpack llama.cpp binaries an earlier round built
+#   bash Benchmarks/cuda/device_round.sh models        assemble the models (smol.part-* -> smollm2.gguf,
+#                                                      sha256-checked; qwen-rep.gguf.xz -> qwen-rep.gguf)
+#   bash Benchmarks/cuda/device_round.sh plinth        plinth: bench (single, batched 64) per model,
+#                                                      greedy CPU vs CUDA, guided output, the clause workload
+#   bash Benchmarks/cuda/device_round.sh llama         llama-bench and llama-batched-bench (CUDA) per model
+#
+# Made here by Benchmarks/cuda/make_devround.sh. Logs and JSON go to $OUT.
+set -u
+W=/tmp/pd
+mkdir -p "$W/stash" "$W/bin/lib" "$W/home"
+OUT="${OUT:-$W/out}"
+mkdir -p "$OUT"
+LOG="$OUT/round.log"
+export PLINTH_HOME="$W/home"
+export LD_LIBRARY_PATH="$W/bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+P="$W/bin/plinth"
+say() { echo "== $*" | tee -a "$LOG"; }
+models() { for m in smollm2 qwen-rep; do [ -f "$W/$m.gguf" ] && echo "$m"; done; }
+
+case "${1:-}" in
+stash)
+    cp -r "${2:?stash DIR}"/. "$W/stash/" && ls -la "$W/stash" ;;
+setup)
+    say "machine"
+    { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; nproc; } 2>&1 | tee -a "$LOG"
+    xz -dc "$W/stash/plinth.xz" >"$P" && chmod +x "$P"
+    for f in "$W"/stash/lib/*.xz; do xz -dc "$f" >"$W/bin/lib/$(basename "$f" .xz)"; done
+    ldd "$P" | tee -a "$LOG"
+    [ -f "$W/stash/devbin.tar.xz" ] && tar xJf "$W/stash/devbin.tar.xz" -C "$W"
+    [ -f "$W/stash/llama-src.tar.xz" ] || exit 0
+    mkdir -p "$W/llama" && tar xJf "$W/stash/llama-src.tar.xz" -C "$W/llama"
+    export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+    # Built beside the plinth runs, on 12 of the 16 cores; `llama` waits for it.
+    setsid nohup bash -c "cd $W/llama/llama.cpp && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON && cmake --build build -j 12 --target llama-bench llama-batched-bench \
+        && echo BUILD-OK" >"$W/llama-build.log" 2>&1 </dev/null &
+    sleep 2; say "llama.cpp build started" ;;
+kernels)
+    say "PlinthCUDA kernel tests"
+    "$W/devbin/test_cuda" "$W/kernel-cache" >"$OUT/kernel-tests.log" 2>&1
+    grep -v "^PASS" "$OUT/kernel-tests.log" | tee -a "$LOG" ;;
+llamabin)
+    # llama.cpp's binaries from an earlier round's build (tar of build/bin), where the build put them.
+    mkdir -p "$W/llama/llama.cpp/build/bin" && tar xJf "$W/stash/lb.tar.xz" -C "$W/llama/llama.cpp/build/bin"
+    echo BUILD-OK >"$W/llama-build.log" ;;
+models)
+    if ls "$W"/stash/smol.part-* >/dev/null 2>&1; then
+        cat "$W"/stash/smol.part-* | xz -dc >"$W/smollm2.gguf"
+        echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $W/smollm2.gguf" | sha256sum -c | tee -a "$LOG"
+    fi
+    [ -f "$W/stash/qwen-rep.gguf.xz" ] && xz -dc "$W/stash/qwen-rep.gguf.xz" >"$W/qwen-rep.gguf"
+    ls -la "$W"/*.gguf | tee -a "$LOG" ;;
+plinth)
+    bench() { # NAME ARGS...
+        local name="$1"; shift
+        say "plinth bench $name: $*"
+        "$P" bench "$@" --json >"$OUT/plinth-$name.json" 2>>"$LOG" || say "exit $?"
+        python3 - "$OUT/plinth-$name.json" <<'EOF' 2>&1 | tee -a "$LOG"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    print("  %s  %-14s %10.1f t/s (min %.1f, max %.1f)" % (d["backend"], r["test"], r["median_ts"], r["min_ts"], r["max_ts"]))
+EOF
+    }
+    for m in $(models); do
+        bench "$m-single" -m "$W/$m.gguf" --backend cuda -p 512 -n 128 -r 5
+        PLINTH_CUDA_GRAPHS=0 bench "$m-single-nographs" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 3
+        bench "$m-batched64" -m "$W/$m.gguf" --backend cuda --parallel 64 -p 128 -n 64 -r 3
+    done
+    if [ -f "$W/smollm2.gguf" ]; then
+        M="$W/smollm2.gguf"
+        say "greedy generation, CPU vs CUDA (chat, 64 tokens)"
+        same=0; total=0
+        while IFS= read -r prompt; do
+            for b in cpu cuda; do
+                "$P" generate -m "$M" --backend $b --chat --greedy -n 64 -p "$prompt" >"$W/gen-$b.txt" 2>"$W/gen-$b.err"
+            done
+            total=$((total + 1))
+            if cmp -s "$W/gen-cpu.txt" "$W/gen-cuda.txt"; then same=$((same + 1)); r=same; else r=DIFFERENT; fi
+            { echo "-- $prompt: $r ($(tail -n 1 "$W/gen-cuda.err"))"; echo "   cpu:  $(tr '\n' ' ' <"$W/gen-cpu.txt")"
+              echo "   cuda: $(tr '\n' ' ' <"$W/gen-cuda.txt")"; } >>"$LOG"
+        done <<'EOF'
+What is the capital of France?
+Write a haiku about Linux.
+Explain recursion in one sentence.
+List three primary colors.
+What is 12 times 12?
+Give me a name for a pet turtle.
+Why is the sky blue?
+Translate 'good morning' into Spanish.
+EOF
+        say "greedy agreement: $same of $total identical"
+        say "clause workload (bench-concurrent), CUDA then CPU (16 threads)"
+        for b in cuda cpu; do
+            PLINTH_BACKEND=$b "$P" bench-concurrent -m "$M" --input Benchmarks/workloads/clauses.jsonl -r 2 --json \
+                >"$OUT/concurrent-$b.json" 2>>"$LOG" || say "exit $?"
+        done
+        python3 - "$OUT/concurrent-cuda.json" "$OUT/concurrent-cpu.json" <<'EOF' 2>&1 | tee -a "$LOG"
+import json, sys
+for p in sys.argv[1:]:
+    try:
+        d = json.load(open(p))
+    except Exception as e:
+        print(p, "no result", e); continue
+    print(p, {k: v for k, v in d.items() if not isinstance(v, (list, dict))})
+try:
+    a, b = (json.load(open(p))["outputs"] for p in sys.argv[1:3])
+    same = sum(x == y for x, y in zip(a, b))
+    print(f"clause outputs, CUDA vs CPU: {same} of {len(a)} identical")
+    for x, y in zip(a, b):
+        if x != y: print("  cuda:", x, "\n  cpu: ", y)
+except Exception as e:
+    print("no output comparison:", e)
+EOF
+    fi ;;
+llama)
+    for i in $(seq 1 100); do grep -q BUILD-OK "$W/llama-build.log" && break; grep -qi "error" "$W/llama-build.log" && break; sleep 5; done
+    tail -n 5 "$W/llama-build.log" | tee -a "$LOG"
+    B="$W/llama/llama.cpp/build/bin"
+    export LD_LIBRARY_PATH="$B:$LD_LIBRARY_PATH"
+    for m in $(models); do
+        say "llama-bench $m"
+        "$B/llama-bench" -m "$W/$m.gguf" -ngl 99 -p 512 -n 128 -r 5 -o json >"$OUT/llama-$m-single.json" 2>>"$LOG"
+        python3 - "$OUT/llama-$m-single.json" <<'EOF' 2>&1 | tee -a "$LOG"
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    print("  llama.cpp n_prompt=%d n_gen=%d %.1f t/s" % (r["n_prompt"], r["n_gen"], r["avg_ts"]))
+EOF
+        say "llama-batched-bench $m"
+        "$B/llama-batched-bench" -m "$W/$m.gguf" -ngl 99 -npp 128 -ntg 64 -npl 64 -c 12400 --output-format jsonl \
+            >"$OUT/llama-$m-batched64.txt" 2>>"$LOG"
+        grep speed_tg "$OUT/llama-$m-batched64.txt" | tee -a "$LOG"
+    done ;;
+*)
+    sed -n 2,17p "$0"; exit 2 ;;
+esac

@@ -1,0 +1,471 @@
+import Foundation
+import PlinthCUDA
+import Synchronization
+
+/// The forward step on an NVIDIA GPU (PlinthCUDA): the same operations as the CPU step of
+/// ``InferenceContext``, in the same order, on device memory.
+///
+/// Weights are uploaded once, in their GGUF block layouts (the file's bytes, not the CPU's
+/// packed copies), into one device allocation. Products of one input lie back to back where
+/// their types match (a layer's q, k and v; its gate and up), so that one launch computes them
+/// side by side in one activation row; the residual adds are folded into the output and down
+/// products. A decode step is mostly launch-bound, so fewer launches is what makes it fast. The KV cache is f16 on the device, one
+/// `[slot][position][kv_dim]` array per layer for keys and one for values. Activations stay on
+/// the device; a step uploads its token ids, positions, slots and kv lengths in one copy and
+/// downloads only the logits of the rows that asked for them.
+///
+/// Not thread-safe: its ``InferenceContext`` drives it from one thread at a time.
+final class CUDAForward {
+    private let ctx: OpaquePointer
+    private let config: ModelConfig
+    private let maxBatch: Int
+    private let contextLength: Int
+    private let slotCount: Int
+    private let kvDim: Int, qDim: Int
+    /// Device description for messages ("NVIDIA H100 80GB HBM3, sm_90").
+    let deviceName: String
+
+    /// A matrix on the device.
+    private struct Matrix {
+        var type: Int32
+        var ptr: pkc_ptr
+        var rows: Int64   // m: output features
+        var cols: Int64   // k: input features
+    }
+    /// Products of one input written side by side in one activation row: each run is one launch
+    /// (matrices back to back in memory with one type), its output from `column` on.
+    private struct Products {
+        var runs: [(w: Matrix, column: Int)]
+    }
+    private struct Layer {
+        var attnNorm, ffnNorm: pkc_ptr
+        /// q | k | v, and their biases (runs of vectors back to back) where the model has them.
+        var qkv: Products
+        var qkvBias: [(ptr: pkc_ptr, column: Int, count: Int)]
+        var wo, down: Matrix
+        /// gate | up
+        var gateUp: Products
+    }
+    private let embedding: Matrix
+    private let output: Matrix
+    private let outputNorm: pkc_ptr
+    private let layers: [Layer]
+
+    private let kCache, vCache: pkc_ptr
+    /// Halves between one layer's cache and the next's (slots × slot stride).
+    private let layerStride: Int64
+    private let slotStride: Int64
+
+    /// x: the residual stream; h: normed rows; qkv: q | k | v per row (qkvStride floats);
+    /// gu: gate | up per row (2 × feed-forward floats), the gate becoming silu(gate) × up.
+    private let x, h, qkv, attn, gu, logits, ropeTable: pkc_ptr
+    private let qkvStride: Int
+    /// int32 metadata, maxBatch each: token ids, positions, slots, kv lengths, logit rows, the
+    /// logit rows' mask rows (-1: none), the chosen tokens.
+    private let meta: pkc_ptr
+    private var hostMeta: [Int32]
+    /// Allowed-token masks of the step's ``LogitsUse/argmax(allowed:)`` rows, maxBatch rows of
+    /// maskWords words (device), and their host staging.
+    private let masks: pkc_ptr
+    private let maskWords: Int
+    private var hostMasks: [UInt32] = []
+    /// Captured steps by shape (``run(_:_:)``), shapes run once, and shapes whose capture failed.
+    private var graphs: [StepShape: OpaquePointer] = [:]
+    private var seenShapes: Set<StepShape> = []
+    private var uncapturable: Set<StepShape> = []
+    private var allocations: [pkc_ptr] = []
+
+    /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
+    /// when CUDA cannot run this model here, ``BackendError/cudaFailed(_:)`` when a device call fails.
+    init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int) throws {
+        let c = transformer.config
+        let w = transformer.weights
+        // A weight type without CUDA kernels makes the model unrunnable here.
+        let matrices = [w.tokenEmbedding, w.output] + w.layers.flatMap(\.matrices)
+        let ctx = try CUDAForward.open()
+        if let m = matrices.first(where: { pkc_supports_type(Int32($0.type.rawValue)) == 0 }) {
+            pkc_close(ctx)
+            throw BackendError.cudaUnavailable("tensor '\(m.name)' uses type \(m.type.name), which has no CUDA kernels")
+        }
+        guard c.headDim >= 8, c.headDim <= 256, c.headDim & (c.headDim - 1) == 0,
+              c.headCount % c.kvHeadCount == 0, c.headCount / c.kvHeadCount <= 8 else {
+            pkc_close(ctx)
+            throw BackendError.cudaUnavailable("the CUDA attention kernel needs a power-of-two head size from 8 to 256 and at most 8 query heads per kv head (model: \(c.headDim), \(c.headCount)/\(c.kvHeadCount))")
+        }
+        self.ctx = ctx
+        config = c
+        self.maxBatch = maxBatch
+        self.contextLength = contextLength
+        self.slotCount = slots
+        kvDim = c.kvHeadCount * c.headDim
+        qDim = c.headCount * c.headDim
+        var info = pkc_device_info()
+        if pkc_device_info_get(ctx, &info) == 0 {
+            let name = withUnsafeBytes(of: &info.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            deviceName = "\(name), sm_\(info.cc_major)\(info.cc_minor)"
+        } else {
+            deviceName = "CUDA device 0"
+        }
+
+        // Everything below allocates on the device; on failure free what was allocated.
+        var allocs: [pkc_ptr] = []
+        func alloc(_ bytes: Int, _ what: String) throws -> pkc_ptr {
+            var p: pkc_ptr = 0
+            let rc = pkc_alloc(ctx, max(bytes, 16), &p)
+            guard rc == 0 else { throw BackendError.cudaFailed("allocating \(bytes) bytes for \(what): \(String(cString: pkc_error(ctx)))") }
+            allocs.append(p)
+            return p
+        }
+        func check(_ rc: Int32, _ what: String) throws {
+            guard rc == 0 else { throw BackendError.cudaFailed("\(what): \(String(cString: pkc_error(ctx)))") }
+        }
+        do {
+            // One allocation for all weights, each tensor at a 256-byte boundary; a tensor whose
+            // bytes were already placed (a tied embedding and output) is placed once.
+            var offsets: [UnsafeRawPointer: Int] = [:]
+            var order: [(UnsafeRawPointer, Int)] = []
+            var total = 0
+            // `joined`: right after the tensor placed before (no alignment gap), as a run of one
+            // product or one bias vector.
+            func place(_ data: UnsafeRawPointer, _ bytes: Int, joined: Bool = false) {
+                guard offsets[data] == nil else { return }
+                if !joined { total = (total + 255) / 256 * 256 }
+                offsets[data] = total
+                order.append((data, bytes))
+                total += bytes
+            }
+            func bytes(_ t: WeightTensor) -> Int { t.rowBytes * t.rowCount }
+            func vectorBytes(_ t: WeightTensor) -> Int { t.rowLength * MemoryLayout<Float>.stride }
+            func placeSideBySide(_ ts: [WeightTensor]) {
+                var previousPlacedHere = false
+                for (i, t) in ts.enumerated() {
+                    let new = offsets[t.data] == nil
+                    let joined = previousPlacedHere && new && t.type == ts[i - 1].type && t.rowLength == ts[i - 1].rowLength
+                    place(t.data, bytes(t), joined: joined)
+                    previousPlacedHere = new
+                }
+            }
+            place(w.tokenEmbedding.data, bytes(w.tokenEmbedding))
+            place(w.output.data, bytes(w.output))
+            for l in w.layers {
+                placeSideBySide([l.wq, l.wk, l.wv])
+                placeSideBySide([l.wGate, l.wUp])
+                place(l.wo.data, bytes(l.wo))
+                place(l.wDown.data, bytes(l.wDown))
+            }
+            place(w.outputNorm.data, vectorBytes(w.outputNorm))
+            for l in w.layers {
+                for t in [l.attnNorm, l.ffnNorm] { place(t.data, vectorBytes(t)) }
+                let biases = [l.bq, l.bk, l.bv].compactMap { $0 }
+                for (i, b) in biases.enumerated() { place(b.data, vectorBytes(b), joined: i > 0) }
+            }
+            let base = try alloc(total, "the weights")
+            for (data, n) in order {
+                try check(pkc_upload(ctx, base + pkc_ptr(offsets[data]!), data, n), "uploading the weights")
+            }
+            func matrix(_ t: WeightTensor) -> Matrix {
+                Matrix(type: Int32(t.type.rawValue), ptr: base + pkc_ptr(offsets[t.data]!), rows: Int64(t.rowCount), cols: Int64(t.rowLength))
+            }
+            func vector(_ t: WeightTensor) -> pkc_ptr { base + pkc_ptr(offsets[t.data]!) }
+            // Runs of matrices that lie back to back with one type and row length become one matrix.
+            func products(_ ts: [WeightTensor]) -> Products {
+                var runs: [(w: Matrix, column: Int)] = []
+                var column = 0
+                for t in ts {
+                    let m = matrix(t)
+                    if let last = runs.last, last.w.type == m.type, last.w.cols == m.cols,
+                       last.w.ptr + pkc_ptr(Int(last.w.rows) * t.rowBytes) == m.ptr {
+                        runs[runs.count - 1].w.rows += m.rows
+                    } else {
+                        runs.append((m, column))
+                    }
+                    column += t.rowCount
+                }
+                return Products(runs: runs)
+            }
+            let qDim = c.headCount * c.headDim, kvDim = c.kvHeadCount * c.headDim
+            func biases(_ l: LayerWeights) -> [(ptr: pkc_ptr, column: Int, count: Int)] {
+                var runs: [(ptr: pkc_ptr, column: Int, count: Int)] = []
+                for (b, column) in [(l.bq, 0), (l.bk, qDim), (l.bv, qDim + kvDim)] {
+                    guard let b else { continue }
+                    let p = vector(b)
+                    if let last = runs.last, last.column + last.count == column,
+                       last.ptr + pkc_ptr(last.count * MemoryLayout<Float>.stride) == p {
+                        runs[runs.count - 1].count += b.rowLength
+                    } else {
+                        runs.append((p, column, b.rowLength))
+                    }
+                }
+                return runs
+            }
+            embedding = matrix(w.tokenEmbedding)
+            output = matrix(w.output)
+            outputNorm = vector(w.outputNorm)
+            layers = w.layers.map { l in
+                Layer(attnNorm: vector(l.attnNorm), ffnNorm: vector(l.ffnNorm),
+                      qkv: products([l.wq, l.wk, l.wv]), qkvBias: biases(l), wo: matrix(l.wo), down: matrix(l.wDown),
+                      gateUp: products([l.wGate, l.wUp]))
+            }
+
+            // The KV cache: all layers' keys in one array, values in another.
+            slotStride = Int64(contextLength * kvDim)
+            layerStride = Int64(slots) * slotStride
+            let cacheBytes = Int(layerStride) * c.layerCount * MemoryLayout<UInt16>.stride
+            kCache = try alloc(cacheBytes, "the key cache")
+            vCache = try alloc(cacheBytes, "the value cache")
+
+            let n = maxBatch, e = c.embeddingLength, f = c.feedForwardLength
+            let fl = MemoryLayout<Float>.stride
+            x = try alloc(n * e * fl, "activations")
+            h = try alloc(n * max(e, qDim) * fl, "activations")
+            qkvStride = qDim + 2 * kvDim
+            qkv = try alloc(n * qkvStride * fl, "activations")
+            attn = try alloc(n * qDim * fl, "activations")
+            gu = try alloc(n * 2 * f * fl, "activations")
+            logits = try alloc(n * c.vocabularySize * fl, "logits")
+            ropeTable = try alloc(n * c.ropeDims * fl, "the RoPE table")
+            meta = try alloc(7 * n * MemoryLayout<Int32>.stride, "row tables")
+            hostMeta = Array(repeating: 0, count: 7 * n)
+            maskWords = (c.vocabularySize + 31) / 32
+            masks = try alloc(n * maskWords * MemoryLayout<UInt32>.stride, "token masks")
+            // The GEMM path's f16 copies, for every shape at the largest batch, so that no step allocates.
+            for m in matrices { try check(pkc_reserve(ctx, Int64(m.rowCount), Int64(m.rowLength), Int64(n)), "reserving scratch") }
+            for l in layers {
+                for r in l.qkv.runs + l.gateUp.runs { try check(pkc_reserve(ctx, r.w.rows, r.w.cols, Int64(n)), "reserving scratch") }
+            }
+            try check(pkc_synchronize(ctx), "uploading the weights")
+        } catch {
+            for p in allocs { _ = pkc_free(ctx, p) }
+            pkc_close(ctx)
+            throw error
+        }
+        allocations = allocs
+    }
+
+    deinit {
+        for g in graphs.values { pkc_graph_destroy(ctx, g) }
+        for p in allocations { _ = pkc_free(ctx, p) }
+        pkc_close(ctx)
+    }
+
+    /// The reason CUDA could not be opened in this process, once it failed (not retried).
+    private static let openFailure = Mutex<String?>(nil)
+
+    private static func open() throws -> OpaquePointer {
+        if let why = openFailure.withLock({ $0 }) { throw BackendError.cudaUnavailable(why) }
+        let dir = Backend.cudaCacheDirectory.path
+        var handle: OpaquePointer?
+        var message = [CChar](repeating: 0, count: 1024)
+        let rc = pkc_open(0, dir, &handle, &message, message.count)
+        if rc == 0, let handle { return handle }
+        let text = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let why = "\(String(cString: pkc_status_name(rc)))\(text.isEmpty ? "" : ": " + text)"
+        // A missing driver, device or library stays missing; other failures may be retried.
+        if rc == Int32(PKC_ERR_NO_DRIVER.rawValue) || rc == Int32(PKC_ERR_NO_DEVICE.rawValue)
+            || rc == Int32(PKC_ERR_NO_NVRTC.rawValue) || rc == Int32(PKC_ERR_NO_CUBLAS.rawValue) {
+            openFailure.withLock { $0 = why }
+        }
+        throw BackendError.cudaUnavailable(why)
+    }
+
+    @inline(__always)
+    private func check(_ rc: Int32, _ what: StaticString) throws {
+        guard rc == 0 else { throw BackendError.cudaFailed("\(what): \(String(cString: pkc_error(ctx)))") }
+    }
+
+    private func matmul(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ n: Int, _ out: pkc_ptr) throws {
+        try check(pkc_matmul(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), Int64(n), out, w.rows), "matmul")
+    }
+
+    /// out += W input: a product feeding the residual stream.
+    private func matmulAdd(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
+        try check(pkc_matmul_add(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), Int64(n), out, Int64(ldy)), "matmul")
+    }
+
+    /// Each run of `p` times `input`, written side by side into rows of `out` (stride `ldy`).
+    private func matmul(_ p: Products, _ input: pkc_ptr, _ ldx: Int, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
+        let fl = pkc_ptr(MemoryLayout<Float>.stride)
+        for r in p.runs {
+            try check(pkc_matmul(ctx, r.w.type, r.w.ptr, r.w.rows, r.w.cols, input, Int64(ldx), Int64(n),
+                                 out + pkc_ptr(r.column) * fl, Int64(ldy)), "matmul")
+        }
+    }
+
+    /// Copies the first `count` positions of slot `source` into slot `target` in every layer.
+    func copyPrefix(from source: Int, to target: Int, count: Int) throws {
+        guard count > 0 else { return }
+        var cache = pkc_kv(k: kCache, v: vCache, slot_stride: slotStride, kv_dim: Int64(kvDim))
+        try check(pkc_copy_prefix(ctx, &cache, Int32(config.layerCount), layerStride, Int32(source), Int32(target), Int64(count)),
+                  "copying a prefix")
+    }
+
+    /// Runs rows `range` of `batch` (at most maxBatch). For the rows that want logits, in batch
+    /// order: ``LogitsUse/full`` rows' logits go to their place in `logitsOut` (row i at
+    /// i × vocabulary) and `chosenOut[i]` = -1; ``LogitsUse/argmax(allowed:)`` rows get their
+    /// token in `chosenOut[i]` and nothing in `logitsOut`. Returns how many rows want logits.
+    func step(_ batch: Batch, _ range: Range<Int>, logitsOut: UnsafeMutablePointer<Float>,
+              chosenOut: UnsafeMutablePointer<Int32>) throws -> Int {
+        let c = config, n = range.count
+        let mb = maxBatch
+        // Row tables: ids | positions | slots | kv lengths | rows that want logits | their masks.
+        var wanted = 0, maxKV: Int32 = 1, masked = 0
+        var fullRows: [Int] = []
+        for (r, i) in range.enumerated() {
+            let p = batch.positions[i]
+            hostMeta[r] = batch.tokens[i]
+            hostMeta[mb + r] = p
+            hostMeta[2 * mb + r] = Int32(batch.slots[i])
+            hostMeta[3 * mb + r] = p + 1
+            maxKV = max(maxKV, p + 1)
+            guard batch.wantsLogits[i] else { continue }
+            hostMeta[4 * mb + wanted] = Int32(r)
+            hostMeta[5 * mb + wanted] = -1
+            switch batch.uses[i] {
+            case .full:
+                fullRows.append(wanted)
+            case .argmax(nil):
+                break
+            case .argmax(let allowed?):
+                if hostMasks.count < (masked + 1) * maskWords { hostMasks += Array(repeating: 0, count: maskWords) }
+                let words = min(allowed.count, maskWords)
+                hostMasks.withUnsafeMutableBufferPointer { dst in
+                    let row = dst.baseAddress! + masked * maskWords
+                    allowed.withUnsafeBufferPointer { row.update(from: $0.baseAddress!, count: words) }
+                    (row + words).update(repeating: 0, count: maskWords - words)
+                }
+                hostMeta[5 * mb + wanted] = Int32(masked)
+                masked += 1
+            }
+            wanted += 1
+        }
+        let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
+        let ids = meta, positions = meta + i32 * pkc_ptr(mb), slots = meta + 2 * i32 * pkc_ptr(mb)
+        let kvLen = meta + 3 * i32 * pkc_ptr(mb), rows = meta + 4 * i32 * pkc_ptr(mb)
+        let maskRows = meta + 5 * i32 * pkc_ptr(mb), chosen = meta + 6 * i32 * pkc_ptr(mb)
+        try hostMeta.withUnsafeBytes { try check(pkc_upload(ctx, meta, $0.baseAddress, 6 * mb * 4), "uploading the row tables") }
+        if masked > 0 {
+            try hostMasks.withUnsafeBytes { try check(pkc_upload(ctx, masks, $0.baseAddress, masked * maskWords * 4), "uploading token masks") }
+        }
+
+        // Attention plans its split of positions by the longest context; planning by a bucket of
+        // it keeps a decode step's launches the same for many steps, so its graph replays.
+        let kvBucket = (maxKV + Self.kvBucket - 1) / Self.kvBucket * Self.kvBucket
+        let shape = StepShape(rows: n, wanted: wanted, argmax: fullRows.count < wanted, masked: masked > 0, kvBucket: kvBucket)
+        try run(shape) {
+            try compute(shape, ids: ids, positions: positions, slots: slots, kvLen: kvLen, rows: rows, maskRows: maskRows, chosen: chosen)
+        }
+        guard wanted > 0 else { return 0 }
+        let vocab = c.vocabularySize
+        if fullRows.count == wanted {
+            try check(pkc_download(ctx, logitsOut, logits, wanted * vocab * MemoryLayout<Float>.stride), "downloading logits")
+            chosenOut.update(repeating: -1, count: wanted)
+            return wanted
+        }
+        // Argmax rows were chosen on the device; only the tokens come back, and the full rows' logits.
+        try check(pkc_download(ctx, chosenOut, chosen, wanted * MemoryLayout<Int32>.stride), "downloading chosen tokens")
+        for r in fullRows {
+            var one = Int32(r)
+            try check(pkc_download_rows(ctx, logitsOut + r * vocab, logits, Int64(vocab), &one, 1, Int64(vocab)), "downloading logits")
+            chosenOut[r] = -1
+        }
+        return wanted
+    }
+
+    /// The launches of one step (everything between the uploads and the downloads), the same
+    /// for every step of one ``StepShape``: what differs between such steps is in device memory.
+    private func compute(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr, rows: pkc_ptr,
+                         maskRows: pkc_ptr, chosen: pkc_ptr) throws {
+        let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, wanted = shape.wanted
+        let maxKV = shape.kvBucket
+        try check(pkc_get_rows(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e)), "embedding")
+        try check(pkc_rope_table(ctx, positions, Int64(n), Int32(c.ropeDims), c.ropeFreqBase, ropeTable), "rope table")
+        let eps = c.rmsEpsilon
+        let scale = 1 / Float(c.headDim).squareRoot()
+        let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
+        let halves = pkc_ptr(MemoryLayout<UInt16>.stride)
+        let fl = pkc_ptr(MemoryLayout<Float>.stride)
+        for (l, lw) in layers.enumerated() {
+            try check(pkc_rms_norm(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps), "rms_norm")
+            try matmul(lw.qkv, h, e, n, qkv, qkvStride)
+            for b in lw.qkvBias {
+                try check(pkc_add_bias(ctx, qkv + pkc_ptr(b.column) * fl, Int64(qkvStride), b.ptr, Int64(n), Int64(b.count)), "bias")
+            }
+            // q's heads and k's heads, side by side in the row, take the same rotation.
+            try check(pkc_rope(ctx, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount + c.kvHeadCount), Int32(c.headDim),
+                               Int32(c.ropeDims), ropeTable, neox), "rope")
+            let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
+            var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
+            let k = qkv + pkc_ptr(qDim) * fl, v = qkv + pkc_ptr(qDim + kvDim) * fl
+            try check(pkc_store_kv(ctx, &cache, k, Int64(qkvStride), v, Int64(qkvStride), Int64(n), slots, positions), "store_kv")
+            try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
+                                    Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
+            try matmulAdd(lw.wo, attn, qDim, n, x, e)
+            try check(pkc_rms_norm(ctx, x, Int64(e), lw.ffnNorm, h, Int64(e), Int64(n), Int64(e), eps), "rms_norm")
+            try matmul(lw.gateUp, h, e, n, gu, 2 * f)
+            try check(pkc_swiglu(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f)), "swiglu")
+            try matmulAdd(lw.down, gu, 2 * f, n, x, e)
+        }
+        guard wanted > 0 else { return }
+        // Only the rows that asked for logits go through the output projection.
+        if wanted == n {
+            try check(pkc_rms_norm(ctx, x, Int64(e), outputNorm, h, Int64(e), Int64(n), Int64(e), eps), "rms_norm")
+        } else {
+            try check(pkc_get_rows(ctx, Int32(GGMLType.f32.rawValue), x, Int64(n), Int64(e), rows, Int64(wanted), h, Int64(e)), "gathering rows")
+            try check(pkc_rms_norm(ctx, h, Int64(e), outputNorm, h, Int64(e), Int64(wanted), Int64(e), eps), "rms_norm")
+        }
+        try matmul(output, h, e, wanted, logits)
+        if shape.argmax {
+            let vocab = Int64(c.vocabularySize)
+            try check(pkc_argmax_masked(ctx, logits, vocab, Int64(wanted), vocab, shape.masked ? masks : 0,
+                                        Int64(maskWords), maskRows, chosen), "argmax")
+        }
+    }
+
+    /// A step's launches as they depend on the batch: a captured graph replays them when the
+    /// same shape comes again (decode steps, mostly); the first time they run directly.
+    struct StepShape: Hashable {
+        var rows: Int
+        var wanted: Int
+        var argmax: Bool
+        var masked: Bool
+        var kvBucket: Int32
+    }
+
+    static let kvBucket: Int32 = 256
+    /// Graphs kept; past this many shapes the cache starts over.
+    private static let maxGraphs = 64
+    private static let graphsEnabled = ProcessInfo.processInfo.environment["PLINTH_CUDA_GRAPHS"] != "0"
+
+    private func run(_ shape: StepShape, _ launches: () throws -> Void) throws {
+        guard Self.graphsEnabled else { return try launches() }
+        if let g = graphs[shape] {
+            return try check(pkc_graph_launch(ctx, g), "graph launch")
+        }
+        // Capture on a shape's second step: one-off shapes (prefill chunks) run directly, and the
+        // first run has grown any scratch the launches need (nothing may allocate in a capture).
+        guard seenShapes.contains(shape), !uncapturable.contains(shape) else {
+            seenShapes.insert(shape)
+            return try launches()
+        }
+        if graphs.count >= Self.maxGraphs {
+            for g in graphs.values { pkc_graph_destroy(ctx, g) }
+            graphs.removeAll()
+        }
+        try check(pkc_graph_begin(ctx), "graph capture")
+        var captured: OpaquePointer?
+        do {
+            try launches()
+        } catch {
+            _ = pkc_graph_end(ctx, &captured)
+            if let captured { pkc_graph_destroy(ctx, captured) }
+            uncapturable.insert(shape)
+            return try launches()
+        }
+        guard pkc_graph_end(ctx, &captured) == 0, let captured else {
+            uncapturable.insert(shape)
+            return try launches()
+        }
+        graphs[shape] = captured
+        try check(pkc_graph_launch(ctx, captured), "graph launch")
+    }
+}
