@@ -13,6 +13,7 @@
 #                                                      sha256-checked; qwen-rep.gguf.xz -> qwen-rep.gguf)
 #   bash Benchmarks/cuda/device_round.sh plinth        plinth: bench (single, batched 64) per model,
 #                                                      greedy CPU vs CUDA, guided output, the clause workload
+#   bash Benchmarks/cuda/device_round.sh eval          the clause workload on CUDA at 16 and 64 sessions
 #   bash Benchmarks/cuda/device_round.sh llama         llama-bench and llama-batched-bench (CUDA) per model
 #
 # Made here by Benchmarks/cuda/make_devround.sh. Logs and JSON go to $OUT.
@@ -125,6 +126,18 @@ except Exception as e:
     print("no output comparison:", e)
 EOF
     fi ;;
+eval)
+    # The clause workload at several concurrencies on CUDA (EVAL_CONCURRENCY, default "16 64").
+    for n in ${EVAL_CONCURRENCY:-16 64}; do
+        say "clause workload on CUDA, $n concurrent sessions"
+        PLINTH_BACKEND=cuda "$P" bench-concurrent -m "$W/smollm2.gguf" --input Benchmarks/workloads/clauses.jsonl -r 2 \
+            --concurrency "$n" --json >"$OUT/concurrent-cuda-$n.json" 2>>"$LOG" || say "exit $?"
+        python3 - "$OUT/concurrent-cuda-$n.json" <<'EOF' 2>&1 | tee -a "$LOG"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})
+EOF
+    done ;;
 llama)
     for i in $(seq 1 100); do grep -q BUILD-OK "$W/llama-build.log" && break; grep -qi "error" "$W/llama-build.log" && break; sleep 5; done
     tail -n 5 "$W/llama-build.log" | tee -a "$LOG"

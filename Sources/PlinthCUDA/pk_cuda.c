@@ -634,6 +634,24 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     return PKC_OK;
 }
 
+static int probed_devices;
+
+static void probe_devices(void) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    CUresult (*init)(unsigned) = (CUresult (*)(unsigned))dlsym(lib, "cuInit");
+    CUresult (*count)(int *) = (CUresult (*)(int *))dlsym(lib, "cuDeviceGetCount");
+    int n = 0;
+    if (init && count && init(0) == CUDA_SUCCESS && count(&n) == CUDA_SUCCESS && n > 0) probed_devices = n;
+    // The driver stays loaded, as pkc_open leaves it.
+}
+
+int pkc_device_count(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, probe_devices);
+    return probed_devices;
+}
+
 int pkc_open(int ordinal, const char *cache_dir, pkc_context **out, char *error, size_t error_size) {
     if (out) *out = NULL;
     if (error && error_size) error[0] = 0;

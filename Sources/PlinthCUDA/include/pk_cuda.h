@@ -49,6 +49,9 @@ typedef enum pkc_status {
 
 // ---- context -----------------------------------------------------------------------------------
 
+// How many CUDA devices the driver reports (0 without a driver), without opening a context:
+// a cheap probe for sizing decisions. Probed once per process.
+int pkc_device_count(void);
 // Opens device `ordinal`, loading the libraries and the kernels (compiled by NVRTC, or read
 // from `cache_dir`, created if missing; NULL disables the cache). On failure returns the
 // status, sets *out to NULL and writes a one-line reason (no trailing newline) to `error`.

@@ -209,7 +209,8 @@ final class CUDAForward {
 
             // The KV cache: all layers' keys in one array, values in another.
             slotStride = Int64(contextLength * kvDim)
-            layerStride = Int64(slots) * slotStride
+            // One slot more than asked for: the padding rows' (``paddedRows(_:)``) scratch.
+            layerStride = Int64(slots + 1) * slotStride
             let cacheBytes = Int(layerStride) * c.layerCount * MemoryLayout<UInt16>.stride
             kCache = try alloc(cacheBytes, "the key cache")
             vCache = try alloc(cacheBytes, "the value cache")
@@ -338,6 +339,13 @@ final class CUDAForward {
             }
             wanted += 1
         }
+        // Rows up to a bucket of sizes, so that steps of nearby sizes (decode rows plus forced
+        // tokens and prefill chunks vary from step to step) replay one graph: a padding row is
+        // token 0 at position 0 of the scratch slot, and its results are never read.
+        let rowsRun = paddedRows(n)
+        for r in n..<rowsRun {
+            (hostMeta[r], hostMeta[mb + r], hostMeta[2 * mb + r], hostMeta[3 * mb + r]) = (0, 0, Int32(slotCount), 1)
+        }
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
         let ids = meta, positions = meta + i32 * pkc_ptr(mb), slots = meta + 2 * i32 * pkc_ptr(mb)
         let kvLen = meta + 3 * i32 * pkc_ptr(mb), rows = meta + 4 * i32 * pkc_ptr(mb)
@@ -350,7 +358,7 @@ final class CUDAForward {
         // Attention plans its split of positions by the longest context; planning by a bucket of
         // it keeps a decode step's launches the same for many steps, so its graph replays.
         let kvBucket = (maxKV + Self.kvBucket - 1) / Self.kvBucket * Self.kvBucket
-        let shape = StepShape(rows: n, wanted: wanted, argmax: fullRows.count < wanted, masked: masked > 0, kvBucket: kvBucket)
+        let shape = StepShape(rows: rowsRun, wanted: wanted, argmax: fullRows.count < wanted, masked: masked > 0, kvBucket: kvBucket)
         try run(shape) {
             try compute(shape, ids: ids, positions: positions, slots: slots, kvLen: kvLen, rows: rows, maskRows: maskRows, chosen: chosen)
         }
@@ -432,6 +440,13 @@ final class CUDAForward {
     }
 
     static let kvBucket: Int32 = 256
+
+    /// The rows a step of `n` runs: n up to 8 (each has its own GEMV kernel), then multiples of 8
+    /// up to 64, of 32 up to 256, of 128 beyond; never past maxBatch.
+    private func paddedRows(_ n: Int) -> Int {
+        let step = n <= 8 ? 1 : n <= 64 ? 8 : n <= 256 ? 32 : 128
+        return min((n + step - 1) / step * step, maxBatch)
+    }
     /// Graphs kept; past this many shapes the cache starts over.
     private static let maxGraphs = 64
     private static let graphsEnabled = ProcessInfo.processInfo.environment["PLINTH_CUDA_GRAPHS"] != "0"
@@ -467,5 +482,17 @@ final class CUDAForward {
         }
         graphs[shape] = captured
         try check(pkc_graph_launch(ctx, captured), "graph launch")
+    }
+}
+
+extension Backend {
+    /// Whether the step would run on a GPU: ``cuda``, or ``auto`` with a CUDA device present (a
+    /// cheap probe of the driver; opening it may still fail, and then ``auto`` runs on the CPU).
+    var expectsGPU: Bool {
+        switch self {
+        case .cpu: false
+        case .cuda: true
+        case .auto: pkc_device_count() > 0
+        }
     }
 }

@@ -29,9 +29,25 @@ public final class Scheduler: Sendable {
         public var threads: Int?
         /// Where the forward step runs (``Backend/default``: PLINTH_BACKEND, else auto).
         public var backend: Backend
+        /// Sizes that replace `slots`, `maxRunning` and `stepTokens` when the step runs on a GPU,
+        /// where a step of many more rows costs little more than a step of a few; nil keeps them.
+        public var gpuSizing: Sizing?
+
+        /// The batch dimensions of an engine.
+        public struct Sizing: Sendable, Equatable {
+            public var slots: Int
+            public var maxRunning: Int
+            public var stepTokens: Int
+
+            public init(slots: Int, maxRunning: Int, stepTokens: Int) {
+                self.slots = max(1, slots)
+                self.maxRunning = max(1, min(maxRunning, self.slots))
+                self.stepTokens = max(1, stepTokens)
+            }
+        }
 
         public init(contextLength: Int? = nil, slots: Int = 24, maxRunning: Int = 16, stepTokens: Int = 256,
-                    maxQueued: Int = 65536, threads: Int? = nil, backend: Backend = .default) {
+                    maxQueued: Int = 65536, threads: Int? = nil, backend: Backend = .default, gpuSizing: Sizing? = nil) {
             self.contextLength = contextLength
             self.slots = max(1, slots)
             self.maxRunning = max(1, min(maxRunning, self.slots))
@@ -39,21 +55,44 @@ public final class Scheduler: Sendable {
             self.maxQueued = max(1, maxQueued)
             self.threads = threads
             self.backend = backend
+            self.gpuSizing = gpuSizing
         }
     }
 
     public let model: Model
+    /// The configuration in force: `slots`, `maxRunning` and `stepTokens` are the GPU sizing's
+    /// when the step runs on a GPU.
     public let configuration: Configuration
+    /// Where the step runs (``Backend/cpu`` or ``Backend/cuda``).
+    public let backend: Backend
     /// Tokens each sequence may hold.
     public let contextLength: Int
     private let inbox: SchedulerInbox
 
     public init(model: Model, configuration: Configuration = Configuration()) throws {
         self.model = model
+        var configuration = configuration
+        func make(_ sizing: Configuration.Sizing, _ backend: Backend) throws -> InferenceContext {
+            try InferenceContext(transformer: model.transformer, contextLength: configuration.contextLength, slots: sizing.slots,
+                                 maxBatch: sizing.stepTokens, threads: configuration.threads, backend: backend)
+        }
+        let cpuSizing = Configuration.Sizing(slots: configuration.slots, maxRunning: configuration.maxRunning,
+                                             stepTokens: configuration.stepTokens)
+        let context: InferenceContext
+        if let gpu = configuration.gpuSizing, configuration.backend.expectsGPU {
+            // Sized for the GPU first; where that does not fit in its memory, or auto falls back to
+            // the CPU, sized as configured.
+            if let c = try? make(gpu, configuration.backend), c.backend == .cuda {
+                (configuration.slots, configuration.maxRunning, configuration.stepTokens) = (gpu.slots, gpu.maxRunning, gpu.stepTokens)
+                context = c
+            } else {
+                context = try make(cpuSizing, configuration.backend)
+            }
+        } else {
+            context = try make(cpuSizing, configuration.backend)
+        }
         self.configuration = configuration
-        let context = try InferenceContext(transformer: model.transformer, contextLength: configuration.contextLength,
-                                           slots: configuration.slots, maxBatch: configuration.stepTokens,
-                                           threads: configuration.threads, backend: configuration.backend)
+        backend = context.backend
         contextLength = context.contextLength
         inbox = SchedulerInbox(maxQueued: configuration.maxQueued)
         let core = SchedulerCore(model: model, context: context, configuration: configuration, inbox: inbox)
