@@ -73,6 +73,7 @@ let package = Package(
             name: "plinth",
             dependencies: [
                 "PlinthRuntime",
+                "PlinthGrammar",
                 "Plinth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -64,6 +64,18 @@ public final class CompiledGrammar: Sendable {
     let returnIsElement: [Bool]
     /// Per rule: the shared mask cache of a leaf rule, or nil.
     let leafCaches: [LeafMaskCache?]
+    private let distances = Mutex<CompletionDistance?>(nil)
+
+    /// Each state's distance to the end of its rule, computed at the first budget-aware call
+    /// (compilation does not pay for it).
+    var completionDistance: CompletionDistance {
+        distances.withLock { d in
+            if let d { return d }
+            let made = CompletionDistance(grammar)
+            d = made
+            return made
+        }
+    }
 
     init(grammar: Grammar, vocabulary: TokenVocabulary, ignoredKeywords: [String] = []) {
         self.grammar = grammar

@@ -71,6 +71,36 @@ public final class GrammarMatcher {
     /// Returns to the start of the output.
     public func reset() { core.reset() }
 
+    // MARK: Budget
+
+    /// The fewest bytes that complete the output from here: 0 when it is complete. With a
+    /// byte-level vocabulary (every byte is a token) it is also an upper bound on the tokens
+    /// needed to finish.
+    public var minimumCompletionBytes: Int { core.completionDistance() }
+
+    /// Whether `token` is allowed and, after it, the output can still be completed within the
+    /// tokens left: `remaining` counts the tokens the output may still add, this one included.
+    /// A decoder that only takes tokens that fit, from a start whose
+    /// ``minimumCompletionBytes`` is within its budget, always ends with a complete value.
+    /// End-of-sequence tokens fit whenever the output is complete.
+    public func fits(_ token: Int32, remaining: Int) -> Bool { core.fits(token, remaining: remaining) }
+
+    /// Writes the allowed-token bitmask with only the tokens that ``fits(_:remaining:)``: the
+    /// exact budget-aware mask. It checks every allowed token, so a decoder that samples first
+    /// and checks only its choice (rejecting and sampling again) is cheaper and equivalent.
+    public func fillAllowedTokens(_ words: UnsafeMutableBufferPointer<UInt32>, remaining: Int) {
+        core.fillAllowedTokens(words)
+        let wordCount = grammar.vocabulary.maskWordCount
+        for w in 0..<wordCount where words[w] != 0 {
+            var bits = words[w]
+            while bits != 0 {
+                let bit = bits.trailingZeroBitCount
+                bits &= bits - 1
+                if !core.fits(Int32(w * 32 + bit), remaining: remaining) { words[w] &= ~(1 << UInt32(bit)) }
+            }
+        }
+    }
+
     // MARK: Jump-forward
 
     /// The bytes that must come next because the grammar allows exactly one continuation

@@ -151,6 +151,8 @@ enum LocalGeneration {
             "tokensPerSecond": outcome.decodeTokensPerSecond,
             "prefillSeconds": outcome.prefillSeconds,
             "queueSeconds": outcome.queueSeconds,
+            // The token budget steered a schema's value to an early, valid end.
+            "truncatedByBudget": outcome.truncatedByBudget,
         ])))
     }
 

@@ -190,6 +190,24 @@ final class TurnConstraint: Constraint {
         return true
     }
 
+    func fits(_ token: Int32, remaining: Int) -> Bool {
+        switch phase {
+        case .call(let matcher):
+            // The closing tag follows the arguments: its tokens are kept back.
+            return matcher.fits(token, remaining: remaining - closingTokenCount)
+        case .answer:
+            guard let response else { return true }
+            if tools != nil && !answerStarted, tools?.openingTokens.contains(token) == true { return true }
+            return response.fits(token, remaining: remaining)
+        case .betweenCalls:
+            return true
+        }
+    }
+
+    /// The tokens of the markup that closes a call.
+    private lazy var closingTokenCount: Int =
+        (try? tokenizer.encode(bytes: Array(("\n" + ToolCallFormat.closing).utf8), addSpecial: false, parseSpecial: true).count) ?? 0
+
     func accept(_ token: Int32, _ out: inout ConstraintOutput) throws {
         switch phase {
         case .call(let matcher):

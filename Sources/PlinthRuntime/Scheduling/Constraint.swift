@@ -13,11 +13,20 @@ public protocol Constraint: AnyObject {
     /// Writes the tokens allowed next as a bitmask (bit `i % 32` of word `i / 32` is token `i`).
     /// Returns false when every token is allowed (the mask is then not read).
     func fillAllowed(_ mask: UnsafeMutableBufferPointer<UInt32>) -> Bool
+    /// Whether `token`, allowed by the mask, still lets the output end within `remaining` tokens
+    /// (this one included). The decoder samples under the mask, then asks; a token that does not
+    /// fit is masked out and the sampler chooses again, which samples from the mask of the tokens
+    /// that fit without computing it whole. A constraint with no notion of completion says true.
+    func fits(_ token: Int32, remaining: Int) -> Bool
     /// The token the sampler chose under the mask: append what follows, or finish.
     func accept(_ token: Int32, _ output: inout ConstraintOutput) throws
     /// Generation is ending (`reason`): emit what is held back, or throw when the output is
     /// incomplete in a way the caller must hear about.
     func end(_ reason: FinishReason, _ output: inout ConstraintOutput) throws
+}
+
+extension Constraint {
+    public func fits(_ token: Int32, remaining: Int) -> Bool { true }
 }
 
 /// What a ``Constraint`` does to its sequence in one call, applied in order by the scheduler.

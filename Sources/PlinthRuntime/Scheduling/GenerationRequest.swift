@@ -53,8 +53,14 @@ public struct GenerationSummary: Sendable, Equatable {
     public var timeToFirstToken: Double
     /// From the first generated token to the end.
     public var decodeSeconds: Double
+    /// Sampled tokens that the constraint refused because the output could not have been
+    /// completed in the tokens left after them: when not 0, the token budget (the request's
+    /// limit or the context's room) steered the output to an early, valid end.
+    public var budgetRefusals: Int = 0
 
     public var generatedTokens: Int { tokens.count }
+    /// Whether the token budget shaped the output (``budgetRefusals`` is not 0).
+    public var truncatedByBudget: Bool { budgetRefusals > 0 }
     public var decodeTokensPerSecond: Double { decodeSeconds > 0 ? Double(max(tokens.count - 1, 0)) / decodeSeconds : 0 }
     public var prefillTokensPerSecond: Double {
         prefillSeconds > 0 ? Double(promptTokens - cachedTokens) / prefillSeconds : 0

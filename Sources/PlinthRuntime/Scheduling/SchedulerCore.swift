@@ -96,7 +96,7 @@ final class SchedulerCore: @unchecked Sendable {
             queueSeconds: Double(seq.admitted - submitted) / 1e9,
             prefillSeconds: Double((seq.prefillEnd == 0 ? end : seq.prefillEnd) - seq.admitted) / 1e9,
             timeToFirstToken: Double(first - submitted) / 1e9,
-            decodeSeconds: Double(end - first) / 1e9)
+            decodeSeconds: Double(end - first) / 1e9, budgetRefusals: seq.decoder.budgetRefusals)
     }
 
     // MARK: Admission
@@ -129,7 +129,7 @@ final class SchedulerCore: @unchecked Sendable {
             var decoder: SequenceDecoder
             do {
                 decoder = SequenceDecoder(tokenizer: model.tokenizer, prompt: request.prompt, sampling: request.sampling,
-                                          limit: limit, stopSequences: request.stopSequences,
+                                          limit: limit, contextLength: context.contextLength, stopSequences: request.stopSequences,
                                           constraint: try request.constraint?())
             } catch {
                 popQueue()

@@ -20,6 +20,13 @@ struct SequenceDecoder {
     private let stops: StopSequenceFilter?
     /// The most tokens to generate.
     let limit: Int
+    /// Positions the sequence may fill (the context window).
+    let contextLength: Int
+    /// Sampled tokens the constraint refused because the output could not have been completed
+    /// in the tokens left after them (the budget steered the output toward its end).
+    private(set) var budgetRefusals = 0
+    /// The backend's choice did not fit the budget: the next choice is made here, from logits.
+    private var needsLogits = false
     /// The prompt followed by the generated tokens (the repetition penalty's history).
     private(set) var history: [Int32]
     let promptCount: Int
@@ -29,8 +36,10 @@ struct SequenceDecoder {
 
     var generatedCount: Int { history.count - promptCount }
     var generated: ArraySlice<Int32> { history[promptCount...] }
+    /// Tokens the sequence may still add: its token limit, or the room left in the context.
+    var remaining: Int { max(0, min(limit - generatedCount, contextLength - history.count)) }
 
-    init(tokenizer: Tokenizer, prompt: [Int32], sampling: SamplingParameters, limit: Int,
+    init(tokenizer: Tokenizer, prompt: [Int32], sampling: SamplingParameters, limit: Int, contextLength: Int = .max,
          stopSequences: [String], constraint: (any Constraint)?) {
         self.tokenizer = tokenizer
         sampler = Sampler(sampling)
@@ -38,6 +47,7 @@ struct SequenceDecoder {
         detokenizer = StreamingDetokenizer(tokenizer: tokenizer)
         stops = stopSequences.isEmpty ? nil : StopSequenceFilter(stopSequences)
         self.limit = limit
+        self.contextLength = contextLength
         history = prompt
         promptCount = prompt.count
         mask = constraint == nil ? [] : Array(repeating: 0, count: (tokenizer.vocabularySize + 31) / 32)
@@ -56,10 +66,21 @@ struct SequenceDecoder {
         guard let constraint else {
             return try accept(sampler.sample(logits, history: history[...]), emit)
         }
+        needsLogits = false
         let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
-        let token = masked
-            ? mask.withUnsafeBufferPointer { sampler.sample(logits, history: history[...], allowedMask: $0) }
-            : sampler.sample(logits, history: history[...])
+        guard masked else { return try accept(sampler.sample(logits, history: history[...]), emit) }
+        func sample() -> Int32 { mask.withUnsafeBufferPointer { sampler.sample(logits, history: history[...], allowedMask: $0) } }
+        let first = sample()
+        var token = first
+        // Choices after which the output could no longer end in time are refused one by one: the
+        // same as sampling under the mask of the tokens that fit, without checking every token.
+        while !constraint.fits(token, remaining: remaining) {
+            budgetRefusals += 1
+            mask[Int(token) >> 5] &= ~(1 << (UInt32(token) & 31))
+            // Nothing fits (the budget was too small from the start): keep the model's choice.
+            guard mask.contains(where: { $0 != 0 }) else { token = first; break }
+            token = sample()
+        }
         return try accept(token, emit)
     }
 
@@ -70,7 +91,7 @@ struct SequenceDecoder {
     /// goes to ``advance(chosen:_:)``.
     mutating func logitsUse() -> LogitsUse {
         let p = sampler.parameters
-        guard p.isGreedy, p.repetitionPenalty == 1 || history.isEmpty else { return .full }
+        guard p.isGreedy, p.repetitionPenalty == 1 || history.isEmpty, !needsLogits else { return .full }
         guard let constraint else { return .argmax(allowed: nil) }
         let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
         return .argmax(allowed: masked ? mask : nil)
@@ -78,7 +99,13 @@ struct SequenceDecoder {
 
     /// Continues with the token the backend chose under ``logitsUse()``.
     mutating func advance(chosen token: Int32, _ emit: (GenerationEvent) -> Void) throws -> Next {
-        try accept(token, emit)
+        if let constraint, !constraint.fits(token, remaining: remaining) {
+            // Ask again with the logits, where refused choices can be replaced (one step more).
+            budgetRefusals += 1
+            needsLogits = true
+            return .rewind(keeping: generatedCount)
+        }
+        return try accept(token, emit)
     }
 
     /// Takes the sampled `token`: through the constraint (which may add forced tokens, rewind or

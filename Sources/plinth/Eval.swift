@@ -1,0 +1,404 @@
+import ArgumentParser
+import Foundation
+import Plinth
+import PlinthRuntime
+
+/// `plinth eval`: one instruction and one output schema over a JSONL file of records.
+struct Eval: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Classify every record of a JSONL file into a JSON Schema, batched, resumable and shardable.",
+        subcommands: [EvalRun.self, EvalMerge.self, EvalReport.self],
+        defaultSubcommand: EvalRun.self
+    )
+}
+
+struct EvalRun: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the records of --input through the model into --output (the default subcommand).",
+        discussion: """
+            Each record (a JSON object per line) becomes one prompt, from --field or from \
+            --prompt-template with {name} for the record's fields, answered in a fresh session \
+            with the same instructions under --schema. All records go through one scheduler, \
+            --parallel at a time, sharing its steps and the instructions' cached prefix. The \
+            output has one line per record, in input order: {"line", "id", "value" or "error", \
+            "promptTokens", "generatedTokens", "truncatedByBudget", "labels"}; per-record times and \
+            cached tokens go to OUTPUT.timings.jsonl and the run's description to OUTPUT.run.json. \
+            Stopped at any point (even killed), the same command continues where it stopped; a \
+            different command on an existing output is refused unless --restart. With greedy \
+            decoding (the default) the output does not depend on --parallel or on interruptions.
+            """
+    )
+
+    @OptionGroup var modelOptions: ModelOptions
+
+    @Option(help: "The JSON Schema every value must match.")
+    var schema: String
+
+    @Option(help: "Instructions for the model (its system message).")
+    var instructions: String?
+
+    @Option(help: "A file holding the instructions.")
+    var instructionsFile: String?
+
+    @Option(help: "The records: a JSON object per line.")
+    var input: String
+
+    @Option(help: "Where the results go (JSONL, one line per record).")
+    var output: String
+
+    @Option(help: "The record field that is the prompt (without --prompt-template).")
+    var field = "text"
+
+    @Option(help: "The record field that identifies it in the output.")
+    var idField = "id"
+
+    @Option(help: "The prompt, with {name} replaced by the record's field `name`.")
+    var promptTemplate: String?
+
+    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens a value may take; it always ends valid within them.")
+    var maxTokens = 256
+
+    @Option(help: "Records generating at once.")
+    var parallel = 16
+
+    @Option(help: "A record field holding the expected value of the output field of the same name (repeatable): accuracy and a confusion table in the summary.")
+    var label: [String] = []
+
+    @Option(help: "K/N: only the records whose line number modulo N is K (0 ≤ K < N), for N processes or machines; merge with `plinth eval merge`.")
+    var shard: String?
+
+    @Flag(help: "Greedy decoding (the default).")
+    var greedy = false
+
+    @Option(help: "Sampling temperature (0 means greedy).")
+    var temperature: Double?
+
+    @Option(help: "Random seed for sampling; each record gets its own seed from it.")
+    var seed: UInt64?
+
+    @Flag(help: "Don't put the schema into the prompt (the decoder still enforces it).")
+    var noSchemaInPrompt = false
+
+    @Flag(help: "Start the output over instead of continuing it.")
+    var restart = false
+
+    @Option(help: "Also write the summary as JSON to this file.")
+    var summary: String?
+
+    @Flag(help: "No progress or summary on standard error.")
+    var quiet = false
+
+    func validate() throws {
+        if instructions != nil && instructionsFile != nil { throw ValidationError("give --instructions or --instructions-file, not both") }
+        guard maxTokens >= 1 else { throw ValidationError("--max-tokens must be at least 1") }
+        guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1") }
+        if greedy && (temperature != nil || seed != nil) { throw ValidationError("--greedy can't be combined with --temperature or --seed") }
+        if let temperature { guard temperature >= 0, temperature.isFinite else { throw ValidationError("--temperature must not be negative") } }
+        if let shard { _ = try Self.parseShard(shard) }
+    }
+
+    static func parseShard(_ text: String) throws -> (k: Int, n: Int) {
+        let parts = text.split(separator: "/")
+        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), n >= 1, k >= 0, k < n else {
+            throw ValidationError("--shard takes K/N with 0 ≤ K < N, as in 0/4; got \(text)")
+        }
+        return (k, n)
+    }
+
+    var sampling: GenerationOptions.SamplingMode {
+        guard let temperature, temperature > 0 else { return .greedy }
+        return .random(top: 40, seed: seed)
+    }
+
+    func run() async throws {
+        try await reportingErrors {
+            let schemaText = try Self.read(schema, what: "schema")
+            let generationSchema: GenerationSchema
+            do {
+                generationSchema = try GenerationSchema(jsonSchema: schemaText)
+            } catch {
+                throw CLIError("\(schema) is not a JSON Schema: \(error.localizedDescription)")
+            }
+            let instructionText = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? instructions
+            let url = try modelOptions.url()
+            let shardSpec = try shard.map(Self.parseShard)
+            guard FileManager.default.isReadableFile(atPath: input) else { throw CLIError("cannot read the input file \(input)") }
+
+            var info = EvalRunInfo(
+                model: url.lastPathComponent,
+                modelBytes: (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? 0,
+                input: URL(fileURLWithPath: input).standardizedFileURL.path,
+                schema: schemaText, schemaSHA256: EvalRunInfo.sha256(schemaText),
+                instructionsSHA256: EvalRunInfo.sha256(instructionText ?? ""), promptTemplate: promptTemplate,
+                field: field, idField: idField, labels: label, maxTokens: maxTokens,
+                sampling: temperature.map { $0 > 0 ? "temperature \($0), top 40, seed \(seed.map(String.init) ?? "random")" : "greedy" } ?? "greedy",
+                includeSchemaInPrompt: !noSchemaInPrompt, shard: shard)
+            var previous: Double = 0
+            if !restart, FileManager.default.fileExists(atPath: output) {
+                guard let existing = try EvalRunInfo.read(for: output) else {
+                    throw CLIError("\(output) exists but has no \(EvalRunInfo.url(for: output).lastPathComponent): it was not made by plinth eval; rerun with --restart to replace it")
+                }
+                let changed = existing.differences(from: info)
+                guard changed.isEmpty else {
+                    throw CLIError("\(output) was made with a different \(changed.joined(separator: ", ")); rerun with --restart to start it over, or choose another --output")
+                }
+                previous = existing.elapsedSeconds
+            }
+            info.elapsedSeconds = previous
+            try info.write(for: output)
+            let out = try EvalOutputFile(path: output, empty: restart)
+            let timings = try EvalOutputFile(path: output + ".timings.jsonl", empty: restart, through: out.lastLine)
+            let resumedAt = out.lastLine
+            if resumedAt > 0 && !quiet { Diagnostics.note("continuing \(output) after input line \(resumedAt) (\(out.records) records done)") }
+
+            let total = try Self.countRecords(input, shard: shardSpec)
+            let model = LocalLanguageModel(url: url)
+            let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
+                                           options: GenerationOptions(sampling: sampling, temperature: temperature, maximumResponseTokens: maxTokens),
+                                           parallel: parallel, includeSchemaInPrompt: !noSchemaInPrompt)
+            let validator = try? SchemaValidator(schema: schemaText)
+            var tally = EvalTally(validator: validator)
+            let progress = quiet ? nil : EvalProgress(total: total, alreadyDone: out.records)
+            let reader = try LineReader(path: input)
+            var records: [Int: [String: Any]] = [:]  // records in flight, by line: ids and labels
+            var lastSaved = progress?.elapsed ?? 0
+            let started = DispatchTime.now().uptimeNanoseconds
+            func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
+
+            try await evaluator.run(next: {
+                while let line = try reader.next() {
+                    let n = reader.lineNumber
+                    if n <= resumedAt || line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                    if let (k, count) = shardSpec, (n - 1) % count != k { continue }
+                    let (record, prompt) = self.prompt(of: line)
+                    records[n] = record
+                    return BatchEvaluator.Input(index: n, prompt: prompt)
+                }
+                return nil
+            }, emit: { outcome in
+                let record = records.removeValue(forKey: outcome.index) ?? [:]
+                let line = self.recordLine(outcome, record)
+                try out.append(line, inputLine: outcome.index)
+                try timings.append(#"{"line":\#(outcome.index),"cachedTokens":\#(outcome.cachedTokens),"seconds":\#(String(format: "%.4f", outcome.seconds))}"#,
+                                   inputLine: outcome.index)
+                tally.add(recordLine: Array(line.utf8))
+                tally.cachedTokens += outcome.cachedTokens
+                progress?.update(done: out.records, generatedTokens: tally.generatedTokens)
+                if elapsed() - lastSaved > 10 {
+                    lastSaved = elapsed()
+                    info.elapsedSeconds = previous + lastSaved
+                    try info.write(for: output)
+                }
+            })
+            progress?.update(done: out.records, generatedTokens: tally.generatedTokens, final: true)
+            info.elapsedSeconds = previous + elapsed()
+            info.finished = true
+            try info.write(for: output)
+
+            let seconds = elapsed()
+            if !quiet {
+                if resumedAt > 0 { Diagnostics.note("this run (records after line \(resumedAt)):") }
+                Diagnostics.note(tally.text(seconds: seconds))
+                if resumedAt > 0 { Diagnostics.note("`plinth eval report \(output)` summarizes the whole file") }
+            }
+            if let summary {
+                let data = try JSONSerialization.data(withJSONObject: tally.json(seconds: seconds), options: [.prettyPrinted, .sortedKeys])
+                try data.write(to: URL(fileURLWithPath: summary))
+            }
+        }
+    }
+
+    /// The record of a line and its prompt, or why it has none.
+    func prompt(of line: ArraySlice<UInt8>) -> ([String: Any], Result<String, BatchEvaluator.Failure>) {
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: Data(line))
+        } catch {
+            return ([:], .failure(.init(.invalidJSON, "the line is not JSON: \(error.localizedDescription)")))
+        }
+        guard let record = parsed as? [String: Any] else {
+            return ([:], .failure(.init(.invalidJSON, "the line is JSON but not an object")))
+        }
+        guard let template = promptTemplate else {
+            guard let value = record[field] else { return (record, .failure(.init(.missingField, "the record has no field \"\(field)\""))) }
+            guard let text = value as? String else { return (record, .failure(.init(.missingField, "the field \"\(field)\" is not a string"))) }
+            return (record, .success(text))
+        }
+        switch Self.fill(template, with: record) {
+        case .success(let prompt): return (record, .success(prompt))
+        case .failure(let problem): return (record, .failure(.init(.missingField, problem.message)))
+        }
+    }
+
+    /// The template with each `{name}` replaced by the record's field (strings as they are,
+    /// other values as JSON); `{{` and `}}` are literal braces.
+    static func fill(_ template: String, with record: [String: Any]) -> Result<String, CLIError> {
+        var out = ""
+        var i = template.startIndex
+        while i < template.endIndex {
+            let c = template[i]
+            let next = template.index(after: i)
+            if c == "{", next < template.endIndex, template[next] == "{" { out.append("{"); i = template.index(after: next); continue }
+            if c == "}", next < template.endIndex, template[next] == "}" { out.append("}"); i = template.index(after: next); continue }
+            if c == "{", let close = template[next...].firstIndex(of: "}") {
+                let name = String(template[next..<close])
+                guard let value = record[name] else { return .failure(CLIError("the record has no field \"\(name)\" that the template uses")) }
+                out += value as? String ?? jsonText(value)
+                i = template.index(after: close)
+                continue
+            }
+            out.append(c)
+            i = next
+        }
+        return .success(out)
+    }
+
+    /// One output line; keys in a fixed order so that reruns give the same bytes.
+    func recordLine(_ outcome: BatchEvaluator.Outcome, _ record: [String: Any]) -> String {
+        var parts = [#""line":\#(outcome.index)"#, #""id":\#(record[idField].map(jsonText) ?? "null")"#]
+        switch outcome.result {
+        case .success(let content):
+            parts.append(#""value":\#(content.jsonString)"#)
+            parts.append(#""promptTokens":\#(outcome.promptTokens)"#)
+            parts.append(#""generatedTokens":\#(outcome.generatedTokens)"#)
+            parts.append(#""truncatedByBudget":\#(outcome.truncatedByBudget)"#)
+        case .failure(let failure):
+            parts.append(#""error":{"kind":\#(jsonText(failure.kind.rawValue)),"message":\#(jsonText(failure.message))}"#)
+        }
+        let labels = label.compactMap { name in record[name].map { (name, $0) } }
+        if !labels.isEmpty {
+            parts.append(#""labels":{\#(labels.map { "\(jsonText($0.0)):\(jsonText($0.1))" }.joined(separator: ","))}"#)
+        }
+        return "{" + parts.joined(separator: ",") + "}"
+    }
+
+    static func read(_ path: String, what: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read the \(what) file \(path)") }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Records (non-blank lines) of the input in the shard, for the progress bar.
+    static func countRecords(_ path: String, shard: (k: Int, n: Int)?) throws -> Int {
+        let reader = try LineReader(path: path)
+        var count = 0
+        while let line = try reader.next() {
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            if let (k, n) = shard, (reader.lineNumber - 1) % n != k { continue }
+            count += 1
+        }
+        return count
+    }
+}
+
+/// `plinth eval merge`: shards of one run into one output, as the unsharded run would write it.
+struct EvalMerge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Merge the outputs of --shard runs into one output file, in input order.",
+        discussion: "Every shard 0/N … N-1/N of one run must be given, each finished. The merged file equals the output of the same run without --shard."
+    )
+
+    @Argument(help: "The merged output file.")
+    var output: String
+
+    @Argument(help: "The shards' output files.")
+    var shards: [String]
+
+    @Flag(help: "Merge shards that have not finished (the merged file then lacks their missing records).")
+    var allowPartial = false
+
+    func run() throws {
+        try reportingErrors {
+            guard !shards.isEmpty else { throw CLIError("give the shards' output files") }
+            var infos: [EvalRunInfo] = []
+            for path in shards {
+                guard let info = try EvalRunInfo.read(for: path) else { throw CLIError("\(path) has no \(EvalRunInfo.url(for: path).lastPathComponent): not an eval output") }
+                guard info.finished || allowPartial else { throw CLIError("\(path) has not finished; run its command again to complete it, or pass --allow-partial") }
+                infos.append(info)
+            }
+            guard let spec = infos[0].shard, let n = try? EvalRun.parseShard(spec).n else { throw CLIError("\(shards[0]) is not a shard's output") }
+            var unsharded = infos[0]
+            unsharded.shard = nil
+            var seen = Set<Int>()
+            for (path, info) in zip(shards, infos) {
+                var other = info
+                other.shard = nil
+                let changed = other.differences(from: unsharded)
+                guard changed.isEmpty else { throw CLIError("\(path) comes from a run with a different \(changed.joined(separator: ", ")) than \(shards[0])") }
+                guard let s = info.shard, let (k, count) = try? EvalRun.parseShard(s), count == n else { throw CLIError("\(path) is not a shard of \(n)") }
+                guard seen.insert(k).inserted else { throw CLIError("shard \(k)/\(n) is given twice") }
+            }
+            let missing = (0..<n).filter { !seen.contains($0) }
+            guard missing.isEmpty || allowPartial else { throw CLIError("shards \(missing.map { "\($0)/\(n)" }.joined(separator: ", ")) are missing") }
+
+            for suffix in ["", ".timings.jsonl"] {
+                try Self.merge(shards.map { $0 + suffix }, into: output + suffix)
+            }
+            unsharded.finished = infos.allSatisfy(\.finished) && missing.isEmpty
+            unsharded.elapsedSeconds = infos.map(\.elapsedSeconds).max() ?? 0
+            try unsharded.write(for: output)
+            Diagnostics.note("merged \(shards.count) shards into \(output)")
+        }
+    }
+
+    /// Merges files whose lines are records ordered by "line" into one such file.
+    static func merge(_ paths: [String], into output: String) throws {
+        let readers = try paths.map { try LineReader(path: $0) }
+        var heads: [(line: Int, text: ArraySlice<UInt8>)?] = try readers.map { try next($0) }
+        guard FileManager.default.createFile(atPath: output, contents: nil), let handle = FileHandle(forWritingAtPath: output) else {
+            throw CLIError("cannot create \(output)")
+        }
+        defer { try? handle.close() }
+        var pending = Data()
+        while let (i, head) = heads.enumerated().compactMap({ i, h in h.map { (i, $0) } }).min(by: { $0.1.line < $1.1.line }) {
+            pending.append(contentsOf: head.text)
+            pending.append(0x0A)
+            if pending.count > 1 << 20 { try handle.write(contentsOf: pending); pending.removeAll(keepingCapacity: true) }
+            heads[i] = try next(readers[i])
+        }
+        try handle.write(contentsOf: pending)
+    }
+
+    private static func next(_ reader: LineReader) throws -> (line: Int, text: ArraySlice<UInt8>)? {
+        while let text = try reader.next() {
+            guard reader.lineTerminated, let n = EvalOutputFile.recordLine(text) else { continue }
+            return (n, text)
+        }
+        return nil
+    }
+}
+
+/// `plinth eval report`: the summary of an output file.
+struct EvalReport: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Print the summary of an eval output file: validity, errors, speed and label accuracy."
+    )
+
+    @Argument(help: "An output file of plinth eval.")
+    var output: String
+
+    @Option(help: "Also write the summary as JSON to this file.")
+    var summary: String?
+
+    func run() throws {
+        try reportingErrors {
+            let info = try EvalRunInfo.read(for: output)
+            var tally = EvalTally(validator: try info.map { try SchemaValidator(schema: $0.schema) })
+            let records = try LineReader(path: output)
+            while let line = try records.next() { if records.lineTerminated { tally.add(recordLine: line) } }
+            if FileManager.default.fileExists(atPath: output + ".timings.jsonl") {
+                let timings = try LineReader(path: output + ".timings.jsonl")
+                while let line = try timings.next() { if timings.lineTerminated { tally.add(timingLine: line) } }
+            }
+            let seconds = info?.elapsedSeconds ?? 0
+            if let info, !info.finished { Diagnostics.note("\(output) is not finished: its command has records left to run") }
+            print(tally.text(seconds: seconds))
+            if let summary {
+                let data = try JSONSerialization.data(withJSONObject: tally.json(seconds: seconds), options: [.prettyPrinted, .sortedKeys])
+                try data.write(to: URL(fileURLWithPath: summary))
+            }
+        }
+    }
+}

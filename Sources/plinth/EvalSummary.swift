@@ -1,0 +1,182 @@
+import Foundation
+import PlinthGrammar
+
+/// Checks values against the run's JSON Schema on its own, apart from the decoder that made
+/// them: the schema compiled over single bytes, and each value's JSON text fed through it.
+struct SchemaValidator {
+    private let grammar: CompiledGrammar
+
+    init(schema: String) throws {
+        let vocabulary = try TokenVocabulary(tokens: (0..<256).map { [UInt8($0)] } + [Array("<end>".utf8)], endOfSequence: [256])
+        grammar = try GrammarCompiler(vocabulary: vocabulary)
+            .compile(jsonSchema: schema, options: GrammarOptions(whitespace: .flexible(maxRun: 64), additionalPropertiesByDefault: true))
+    }
+
+    func isValid(_ json: String) -> Bool {
+        let m = grammar.makeMatcher()
+        return m.accept(bytes: Array(json.utf8)) && m.isComplete
+    }
+}
+
+/// Counts over an output file's records: what the summary of a run (or `eval report`) prints.
+struct EvalTally {
+    struct Label {
+        var total = 0
+        var correct = 0
+        /// Expected value → output value → records.
+        var confusion: [String: [String: Int]] = [:]
+    }
+
+    var records = 0
+    var values = 0
+    var validValues = 0
+    var truncatedByBudget = 0
+    var errors: [String: Int] = [:]
+    var promptTokens = 0
+    var generatedTokens = 0
+    var cachedTokens = 0
+    var labels: [String: Label] = [:]
+    let validator: SchemaValidator?
+
+    init(validator: SchemaValidator?) { self.validator = validator }
+
+    /// Adds one record line of an output file (read with member order kept: a value is
+    /// validated as it was written).
+    mutating func add(recordLine line: some Collection<UInt8>) {
+        guard let record = try? JSONValue(parsing: Data(line)), case .object = record else { return }
+        records += 1
+        if let error = record["error"] {
+            if case .string(let kind)? = error["kind"] { errors[kind, default: 0] += 1 } else { errors["unknown", default: 0] += 1 }
+        }
+        promptTokens += Self.integer(record["promptTokens"])
+        generatedTokens += Self.integer(record["generatedTokens"])
+        if record["truncatedByBudget"] == .bool(true) { truncatedByBudget += 1 }
+        guard let value = record["value"] else { return }
+        values += 1
+        if validator?.isValid(value.compactText) ?? true { validValues += 1 }
+        guard case .object(let expected)? = record["labels"] else { return }
+        for (field, label) in expected {
+            let output = value[field].map(Self.display) ?? "(missing)"
+            let want = Self.display(label)
+            labels[field, default: Label()].total += 1
+            if output == want { labels[field, default: Label()].correct += 1 }
+            labels[field, default: Label()].confusion[want, default: [:]][output, default: 0] += 1
+        }
+    }
+
+    /// Adds a line of the timings file.
+    mutating func add(timingLine line: some Collection<UInt8>) {
+        guard let record = try? JSONValue(parsing: Data(line)) else { return }
+        cachedTokens += Self.integer(record["cachedTokens"])
+    }
+
+    static func integer(_ value: JSONValue?) -> Int {
+        if case .number(let text)? = value { return Int(text) ?? 0 }
+        return 0
+    }
+
+    /// A label as it is compared and shown: strings bare, anything else as compact JSON.
+    static func display(_ value: JSONValue) -> String {
+        if case .string(let s) = value { return s }
+        return value.compactText
+    }
+
+    func json(seconds: Double) -> [String: Any] {
+        var out: [String: Any] = [
+            "records": records, "values": values, "validValues": validValues,
+            "validRate": values > 0 ? Double(validValues) / Double(values) : 0,
+            "truncatedByBudget": truncatedByBudget, "errors": errors,
+            "promptTokens": promptTokens, "cachedTokens": cachedTokens, "generatedTokens": generatedTokens,
+            "seconds": seconds,
+            "recordsPerSecond": seconds > 0 ? Double(records) / seconds : 0,
+            "generatedTokensPerSecond": seconds > 0 ? Double(generatedTokens) / seconds : 0,
+        ]
+        out["labels"] = labels.mapValues { l -> [String: Any] in
+            ["total": l.total, "correct": l.correct, "accuracy": l.total > 0 ? Double(l.correct) / Double(l.total) : 0,
+             "confusion": l.confusion]
+        }
+        return out
+    }
+
+    func text(seconds: Double) -> String {
+        var lines: [String] = []
+        let errorList = errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        lines.append("records: \(records) (\(values) values, \(records - values) errors\(errorList.isEmpty ? "" : ": " + errorList))")
+        let rate = values > 0 ? 100 * Double(validValues) / Double(values) : 0
+        lines.append(String(format: "valid: %d of %d values (%.1f%%), %d ended early by the token budget",
+                            validValues, values, rate, truncatedByBudget))
+        if seconds > 0 {
+            lines.append(String(format: "speed: %.2f records/s, %.1f generated tokens/s over %.1f s (prompts %d tokens, %d from the cache)",
+                                Double(records) / seconds, Double(generatedTokens) / seconds, seconds, promptTokens, cachedTokens))
+        }
+        for (field, l) in labels.sorted(by: { $0.key < $1.key }) {
+            lines.append(String(format: "label %@: accuracy %.1f%% (%d of %d)", field,
+                                l.total > 0 ? 100 * Double(l.correct) / Double(l.total) : 0, l.correct, l.total))
+            lines.append(contentsOf: Self.table(l.confusion).map { "  " + $0 })
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// A confusion table: expected values down, output values across.
+    static func table(_ confusion: [String: [String: Int]]) -> [String] {
+        let rows = confusion.keys.sorted()
+        let columns = Set(confusion.values.flatMap(\.keys)).sorted()
+        func clip(_ s: String) -> String { s.count > 18 ? String(s.prefix(17)) + "…" : s }
+        let header = ["expected \\ output"] + columns.map(clip)
+        var cells = [header]
+        for r in rows { cells.append([clip(r)] + columns.map { String(confusion[r]?[$0] ?? 0) }) }
+        let widths = (0..<header.count).map { c in cells.map { $0[c].count }.max() ?? 0 }
+        return cells.map { row in
+            row.enumerated().map { c, cell in
+                c == 0 ? cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+                       : String(repeating: " ", count: widths[c] - cell.count) + cell
+            }.joined(separator: "  ")
+        }
+    }
+}
+
+/// Progress on standard error: a redrawn bar on a terminal, a plain line every 10 s otherwise.
+final class EvalProgress {
+    private let total: Int?
+    private let terminal = isatty(STDERR_FILENO) != 0
+    private let started = DispatchTime.now().uptimeNanoseconds
+    private var shown: UInt64 = 0
+    private let startDone: Int
+
+    init(total: Int?, alreadyDone: Int) {
+        self.total = total
+        startDone = alreadyDone
+    }
+
+    var elapsed: Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
+
+    func update(done: Int, generatedTokens: Int, final: Bool = false) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let interval: UInt64 = terminal ? 200_000_000 : 10_000_000_000
+        guard final || now - shown >= interval else { return }
+        shown = now
+        let seconds = elapsed
+        let rate = seconds > 0 ? Double(done - startDone) / seconds : 0
+        let tokenRate = seconds > 0 ? Double(generatedTokens) / seconds : 0
+        var text: String
+        if let total, total > 0 {
+            let fraction = min(1, Double(done) / Double(total))
+            let eta = rate > 0 ? Double(total - done) / rate : 0
+            let bar = String(repeating: "#", count: Int(fraction * 24)).padding(toLength: 24, withPad: ".", startingAt: 0)
+            text = String(format: "[%@] %d/%d records, %.2f records/s, %.0f tok/s, ETA %@", bar, done, total, rate, tokenRate,
+                          Self.duration(eta))
+        } else {
+            text = String(format: "%d records, %.2f records/s, %.0f tok/s", done, rate, tokenRate)
+        }
+        if terminal {
+            Diagnostics.write("\r\u{1B}[K" + text + (final ? "\n" : ""))
+        } else {
+            Diagnostics.write(text + "\n")
+        }
+    }
+
+    static func duration(_ s: Double) -> String {
+        let t = Int(s.rounded())
+        return t >= 3600 ? String(format: "%dh%02dm", t / 3600, t % 3600 / 60) : String(format: "%dm%02ds", t / 60, t % 60)
+    }
+}

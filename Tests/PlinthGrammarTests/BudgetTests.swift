@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+@testable import PlinthGrammar
+
+/// Budget-aware decoding: the distance to completion is exact, and a decoder that takes only
+/// tokens that fit always ends with a complete value within its budget.
+@Suite struct BudgetTests {
+    static let schemas = [
+        #"{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}"#,
+        #"{"type":"string","minLength":3,"maxLength":6}"#,
+        #"{"type":"array","items":{"type":"integer"},"minItems":2}"#,
+        #"{"type":"object","properties":{"name":{"type":"string"},"tags":{"type":"array","items":{"enum":["alpha","beta"]}},"n":{"type":"number"}},"required":["name","tags"]}"#,
+        #"{"anyOf":[{"type":"object","properties":{"x":{"type":"boolean"}},"required":["x"]},{"type":"array","items":{"type":"string","minLength":2}}]}"#,
+        #"{"type":"object","properties":{"user_id":{"type":"string"},"nested":{"type":"object","properties":{"deep":{"type":"string","minLength":4}},"required":["deep"]}},"required":["user_id","nested"]}"#,
+    ]
+
+    @Test func shortestCompletionsAreCounted() throws {
+        let object = try TestVocab.grammar(Self.schemas[0]).makeMatcher()
+        #expect(object.minimumCompletionBytes == #"{"a":""}"#.utf8.count)
+        for b in #"{"a":"xyz"#.utf8 { #expect(object.accept(Int32(b))) }
+        #expect(object.minimumCompletionBytes == 2)
+        let counted = try TestVocab.grammar(Self.schemas[1]).makeMatcher()
+        #expect(counted.minimumCompletionBytes == 5)
+        for b in #""a"#.utf8 { #expect(counted.accept(Int32(b))) }
+        #expect(counted.minimumCompletionBytes == 3)
+        let array = try TestVocab.grammar(Self.schemas[2]).makeMatcher()
+        #expect(array.minimumCompletionBytes == "[0,0]".utf8.count)
+        for b in "[12,3,4".utf8 { #expect(array.accept(Int32(b))) }
+        #expect(array.minimumCompletionBytes == 1)
+        #expect(array.accept(Int32(UInt8(ascii: "]"))))
+        #expect(array.minimumCompletionBytes == 0 && array.isComplete)
+    }
+
+    /// The distance is 0 exactly at complete outputs, no byte shortens it by more than one, and
+    /// from every incomplete prefix some byte shortens it by one: it is the length of the
+    /// shortest completion.
+    @Test(arguments: 0..<schemas.count)
+    func distanceIsTheShortestCompletion(schema: Int) throws {
+        let g = try TestVocab.grammar(Self.schemas[schema])
+        var rng = SplitMix(state: UInt64(schema) &+ 99)
+        for _ in 0..<12 {
+            let m = g.makeMatcher()
+            for _ in 0..<Int.random(in: 0..<40, using: &rng) {
+                let allowed = (0..<256).filter { b in m.accept(Int32(b)) && m.rollback(1) }
+                guard let b = allowed.randomElement(using: &rng) else { break }
+                m.accept(Int32(b))
+            }
+            let d = m.minimumCompletionBytes
+            #expect((d == 0) == m.isComplete)
+            var shortens = false
+            for b in 0..<256 where m.accept(Int32(b)) {
+                let after = m.minimumCompletionBytes
+                m.rollback(1)
+                #expect(after >= d - 1, "byte \(b) shortened the completion from \(d) to \(after)")
+                if after == d - 1 { shortens = true }
+            }
+            #expect(d == 0 || shortens, "no byte leads toward completion from distance \(d)")
+        }
+    }
+
+    /// A decoder that always prefers to continue (the runaway string of a small model) but takes
+    /// only tokens that fit ends with a complete, valid value inside every budget that can hold
+    /// one, and the exact budget-aware mask allows only such tokens.
+    @Test(arguments: 0..<schemas.count)
+    func runawayDecodingEndsWithinBudget(schema: Int) throws {
+        let g = try TestVocab.grammar(Self.schemas[schema])
+        let preferred = ["abc", "12", "alpha", "\",\"", "ab", "a", "0", "[", "{\""].compactMap { text in
+            TestVocab.tokens.firstIndex(of: Array(text.utf8)).map(Int32.init)
+        }
+        let start = g.makeMatcher().minimumCompletionBytes
+        for budget in [start, start + 1, start + 7, 40] {
+            let m = g.makeMatcher()
+            var mask = [UInt32](repeating: 0, count: TestVocab.vocabulary.maskWordCount)
+            var used = 0
+            while !m.isTerminated {
+                let remaining = budget - used
+                mask.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0, remaining: remaining) }
+                let allowed = (0..<Int32(TestVocab.tokens.count)).filter { TestVocab.isAllowed(mask, $0) }
+                #expect(!allowed.isEmpty, "budget \(budget): nothing fits after \(used) tokens")
+                guard !allowed.isEmpty else { break }
+                for t in allowed { #expect(m.fits(t, remaining: remaining)) }
+                // Continue whenever possible: end only when nothing preferred fits.
+                let token = preferred.first(where: allowed.contains) ?? allowed.first { $0 != TestVocab.eos } ?? TestVocab.eos
+                #expect(m.accept(token))
+                if token != TestVocab.eos { used += 1 }
+            }
+            #expect(m.isComplete && used <= budget, "budget \(budget) used \(used)")
+        }
+    }
+}
