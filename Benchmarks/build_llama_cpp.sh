@@ -12,6 +12,8 @@
 #         $PLINTH_HOME/llama.cpp, else ~/.cache/plinth/llama.cpp). Must be outside the repo.
 #   LLAMA_CPP_PYTHON_VERSION   the sdist version (default 0.3.36)
 #   JOBS                       parallel compile jobs (default: all cores)
+#   LLAMA_TARGETS              the tools to build (default: the four above; llama-server for the
+#                              eval and concurrency comparisons)
 # The tools end up in DIR/build/bin; the other Benchmarks/ scripts look there via LLAMA_CPP_DIR.
 # Running it again reuses what is already downloaded and built.
 set -euo pipefail
@@ -55,10 +57,12 @@ fi
 
 # 3. Configure and build the tools.
 build="$dir/build"
+read -r -a targets <<<"${LLAMA_TARGETS:-llama-bench llama-batched-bench llama-quantize llama-completion}"
+server=OFF
+[[ " ${targets[*]} " == *" llama-server "* ]] && server=ON
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_TOOLS=ON \
-    -DLLAMA_BUILD_SERVER=OFF >&2
-targets=(llama-bench llama-batched-bench llama-quantize llama-completion)
+    -DLLAMA_BUILD_SERVER=$server >&2
 cmake --build "$build" --config Release -j "$jobs" --target "${targets[@]}" >&2
 
 for t in "${targets[@]}"; do

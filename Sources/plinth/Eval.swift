@@ -177,6 +177,9 @@ struct EvalRun: AsyncParsableCommand {
                 }
                 return nil
             }, emit: { outcome in
+                if case .failure(let failure) = outcome.result, failure.kind == .unsupportedSchema {
+                    throw CLIError("\(self.schema): \(failure.message)")
+                }
                 let record = records.removeValue(forKey: outcome.index) ?? [:]
                 let line = self.recordLine(outcome, record)
                 try out.append(line, inputLine: outcome.index)

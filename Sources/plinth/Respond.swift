@@ -36,12 +36,17 @@ struct Respond: AsyncParsableCommand {
             let generationSchema = try schema.map(Self.readSchema)
             let model = try options.localModel()
             let session = options.session(model)
+            var generationOptions = options.generationOptions
+            // A value always closes within its budget; without one it could run to the context's end.
+            if generationSchema != nil && generationOptions.maximumResponseTokens == nil {
+                generationOptions.maximumResponseTokens = Self.defaultSchemaBudget
+            }
             let output = StandardOutput()
             let usage: LanguageModelSession.Usage
             if let generationSchema {
                 let responses = session.streamResponse(to: prompt, schema: generationSchema,
                                                        includeSchemaInPrompt: !noSchemaInPrompt,
-                                                       options: options.generationOptions)
+                                                       options: generationOptions)
                 if stream {
                     for try await snapshot in responses { try output.extend(to: snapshot.rawContent.jsonPrefix) }
                 }
@@ -49,7 +54,7 @@ struct Respond: AsyncParsableCommand {
                 try output.extend(to: response.rawContent.jsonString)
                 usage = response.usage
             } else {
-                let responses = session.streamResponse(to: prompt, options: options.generationOptions)
+                let responses = session.streamResponse(to: prompt, options: generationOptions)
                 if stream {
                     for try await snapshot in responses { try output.extend(to: snapshot.content) }
                 }
@@ -61,6 +66,9 @@ struct Respond: AsyncParsableCommand {
             if !quiet { Diagnostics.note(speedNote(session.transcript, usage: usage)) }
         }
     }
+
+    /// The response budget with --schema when --max-tokens is not given.
+    static let defaultSchemaBudget = 512
 
     static func readSchema(_ path: String) throws -> GenerationSchema {
         guard let data = FileManager.default.contents(atPath: path) else {

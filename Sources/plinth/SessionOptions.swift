@@ -25,7 +25,7 @@ struct SessionOptions: ParsableArguments {
     @Option(help: "Random seed; the same seed gives the same text. Random when omitted.")
     var seed: UInt64?
 
-    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens one response may take.")
+    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens one response may take (respond --schema: 512 unless given; a value always closes within it).")
     var maxTokens: Int?
 
     func validate() throws {

@@ -48,6 +48,8 @@ public struct BatchEvaluator: Sendable {
             case missingField
             /// The prompt and the response budget do not fit in the context window.
             case inputTooLong
+            /// The decoder cannot enforce the schema (the same for every input).
+            case unsupportedSchema
             /// The model could not produce a value (the message says why).
             case generationFailed
         }
@@ -216,6 +218,9 @@ public struct BatchEvaluator: Sendable {
             return Failure(.inputTooLong, c.debugDescription)
         case LanguageModelSession.GenerationError.exceededContextWindowSize(let c):
             return Failure(.inputTooLong, c.debugDescription)
+        case let error as LocalLanguageModelError:
+            if case .schemaNotEnforceable = error { return Failure(.unsupportedSchema, error.localizedDescription) }
+            return Failure(.generationFailed, error.localizedDescription)
         default:
             return Failure(.generationFailed, error.localizedDescription)
         }

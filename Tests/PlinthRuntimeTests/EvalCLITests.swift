@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+
+/// `plinth eval` on a small file with the default model: the output does not depend on
+/// --parallel, on sharding or on being killed and resumed; bad records become error records;
+/// a changed command is refused.
+@Suite(.serialized)
+struct EvalCLITests {
+    typealias CLI = CLITests
+
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let workload = repository.appendingPathComponent("Benchmarks/eval")
+
+    /// A scratch folder with the input: 20 clauses of the benchmark workload, then bad records
+    /// (not JSON, JSON but not an object, no text field, a blank line, a prompt past the context).
+    static let folder: URL = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-eval-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let clauses = (try? String(contentsOf: workload.appendingPathComponent("policy_clauses.jsonl"), encoding: .utf8)) ?? ""
+        var lines = clauses.split(separator: "\n").prefix(20).map(String.init)
+        lines.insert("{\"id\": \"bad1\", \"text\": unquoted}", at: 5)
+        lines.insert("[1, 2, 3]", at: 9)
+        lines.insert("{\"id\": \"bad3\", \"body\": \"no text field\"}", at: 12)
+        lines.insert("   ", at: 14)
+        lines.append("{\"id\": \"long\", \"text\": \"" + String(repeating: "benefit clause ", count: 3000) + "\"}")
+        try? (lines.joined(separator: "\n") + "\n").write(to: dir.appendingPathComponent("in.jsonl"), atomically: true, encoding: .utf8)
+        return dir
+    }()
+
+    static var input: String { folder.appendingPathComponent("in.jsonl").path }
+    static let recordCount = 24  // 20 clauses, 3 bad lines and the long one; the blank line is no record
+
+    static func arguments(output: String, _ extra: [String] = []) -> [String] {
+        ["eval", "--schema", workload.appendingPathComponent("policy_clauses.schema.json").path,
+         "--instructions-file", workload.appendingPathComponent("policy_instructions.txt").path,
+         "--input", input, "--output", output, "--max-tokens", "48", "--label", "effectDirection"] + extra
+    }
+
+    static func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
+
+    static func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    /// The output of one uninterrupted run at --parallel 8, made once for the suite.
+    static let reference: (output: String, stderr: String)? = {
+        guard CLI.hasModel else { return nil }
+        let out = path("reference.jsonl")
+        guard let r = try? CLI.runWithModel(arguments(output: out, ["--parallel", "8"])), r.status == 0 else { return nil }
+        return (contents(out), r.stderr)
+    }()
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func everyRecordHasOneLineInInputOrder() throws {
+        let reference = try #require(Self.reference)
+        let lines = reference.output.split(separator: "\n")
+        #expect(lines.count == Self.recordCount)
+        var previous = 0
+        var errors: [String: Int] = [:]
+        for line in lines {
+            let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let n = try #require(record["line"] as? Int)
+            #expect(n > previous)
+            previous = n
+            if let error = record["error"] as? [String: Any] {
+                errors[error["kind"] as? String ?? "?", default: 0] += 1
+                #expect(!(error["message"] as? String ?? "").isEmpty)
+            } else {
+                let value = try #require(record["value"] as? [String: Any])
+                #expect(Set(value.keys) == ["targetGroup", "effectDirection", "proxyVariables"])
+                #expect(record["promptTokens"] as? Int ?? 0 > 0 && record["generatedTokens"] as? Int ?? 0 > 0)
+                #expect(record["labels"] as? [String: String] != nil)
+            }
+        }
+        #expect(errors == ["invalidJSON": 2, "missingField": 1, "inputTooLong": 1])
+        #expect(reference.stderr.contains("valid: 20 of 20 values (100.0%)"), "stderr: \(reference.stderr)")
+        #expect(reference.stderr.contains("label effectDirection: accuracy"))
+    }
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason), arguments: ["1", "32"])
+    func outputDoesNotDependOnParallel(parallel: String) throws {
+        let reference = try #require(Self.reference)
+        let out = Self.path("parallel-\(parallel).jsonl")
+        let r = try CLI.runWithModel(Self.arguments(output: out, ["--parallel", parallel]))
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        #expect(Self.contents(out) == reference.output)
+    }
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func shardsMergeToTheUnshardedOutput() throws {
+        let reference = try #require(Self.reference)
+        var shards: [String] = []
+        for k in 0..<3 {
+            let out = Self.path("shard-\(k).jsonl")
+            let r = try CLI.runWithModel(Self.arguments(output: out, ["--shard", "\(k)/3"]))
+            #expect(r.status == 0, "stderr: \(r.stderr)")
+            shards.append(out)
+        }
+        // Incomplete sets of shards are refused.
+        let partial = try CLI.run(["eval", "merge", Self.path("merged-partial.jsonl")] + shards.prefix(2))
+        #expect(partial.status != 0 && partial.stderr.contains("2/3"), "stderr: \(partial.stderr)")
+        let merged = Self.path("merged.jsonl")
+        let m = try CLI.run(["eval", "merge", merged] + shards.reversed())
+        #expect(m.status == 0, "stderr: \(m.stderr)")
+        #expect(Self.contents(merged) == reference.output)
+        let report = try CLI.run(["eval", "report", merged])
+        #expect(report.status == 0 && report.stdout.contains("records: 24 (20 values, 4 errors"), "\(report.stdout)\(report.stderr)")
+    }
+
+    /// Killed three times at random moments (SIGKILL), then run to the end with the same
+    /// command: the file equals an uninterrupted run's, and it was valid JSONL (but for a
+    /// partial last line) after every kill.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func resumesAfterSIGKILL() throws {
+        let reference = try #require(Self.reference)
+        let out = Self.path("killed.jsonl")
+        var rng = SplitMix64(seed: 2026)
+        var interrupted = 0
+        for _ in 0..<3 {
+            let p = Process()
+            p.executableURL = CLI.binary!
+            p.arguments = Self.arguments(output: out, ["--parallel", "4", "--quiet"]) + ["-m", "SmolLM2-135M-Instruct", "--no-fetch"]
+            var env = ProcessInfo.processInfo.environment
+            env["PLINTH_HOME"] = CLI.modelHome!.path
+            p.environment = env
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            usleep(UInt32(300_000 + rng.next() % 1_500_000))
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            let text = Self.contents(out)
+            let whole = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            for line in whole { #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "not JSON: \(line)") }
+            #expect(reference.output.hasPrefix(whole.map { $0 + "\n" }.joined()))
+            if whole.count < Self.recordCount { interrupted += 1 }
+        }
+        #expect(interrupted > 0, "every kill came after the run had finished")
+        // A partial line (as a kill during a write would leave) is cut and redone.
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("{\"line\":99,\"id\":\"p0".utf8))
+        try handle.close()
+        let r = try CLI.runWithModel(Self.arguments(output: out, ["--parallel", "4"]))
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        #expect(Self.contents(out) == reference.output)
+    }
+
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func aChangedCommandIsRefusedUnlessRestarted() throws {
+        let out = Self.path("changed.jsonl")
+        let first = try CLI.runWithModel(Self.arguments(output: out, ["--shard", "0/4"]))
+        #expect(first.status == 0, "stderr: \(first.stderr)")
+        let changed = try CLI.runWithModel(Self.arguments(output: out, ["--shard", "0/4", "--instructions", "Classify."])
+            .filter { $0 != "--instructions-file" && !$0.hasSuffix("policy_instructions.txt") })
+        #expect(changed.status != 0)
+        #expect(changed.stderr.contains("different instructions") && changed.stderr.contains("--restart"), "stderr: \(changed.stderr)")
+        let before = Self.contents(out)
+        #expect(!before.isEmpty)
+        let restarted = try CLI.runWithModel(Self.arguments(output: out, ["--shard", "1/4", "--restart"]))
+        #expect(restarted.status == 0, "stderr: \(restarted.stderr)")
+        #expect(Self.contents(out) != before)
+        // A file that plinth eval did not write is never touched.
+        let foreign = Self.path("foreign.jsonl")
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: foreign))
+        let refused = try CLI.runWithModel(Self.arguments(output: foreign))
+        #expect(refused.status != 0 && refused.stderr.contains("not made by plinth eval"))
+        #expect(Self.contents(foreign) == "precious\n")
+    }
+}
