@@ -106,6 +106,28 @@ struct EvalCLITests {
         #expect(report.status == 0 && report.stdout.contains("records: 24 (20 values, 4 errors"), "\(report.stdout)\(report.stderr)")
     }
 
+    /// The documented recipe: Scripts/eval_shards.sh runs N shard processes at once and merges.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func shardScriptMergesToTheUnshardedOutput() throws {
+        let reference = try #require(Self.reference)
+        let out = Self.path("script.jsonl")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [Self.repository.appendingPathComponent("Scripts/eval_shards.sh").path, "2"]
+            + Self.arguments(output: out).dropFirst() + ["-m", "SmolLM2-135M-Instruct", "--no-fetch"]
+        var env = ProcessInfo.processInfo.environment
+        env["PLINTH_HOME"] = CLI.modelHome!.path
+        env["PLINTH"] = CLI.binary!.path
+        env["PLINTH_THREADS"] = "1"
+        p.environment = env
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        #expect(Self.contents(out) == reference.output)
+    }
+
     /// Killed three times at random moments (SIGKILL), then run to the end with the same
     /// command: the file equals an uninterrupted run's, and it was valid JSONL (but for a
     /// partial last line) after every kill.
