@@ -30,13 +30,12 @@ struct EvalRun: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var modelOptions: ModelOptions
+    /// The model, instructions, sampling (greedy unless a sampling option is given; a seed gives
+    /// each record a seed of its own) and --max-tokens (default 256).
+    @OptionGroup var session: SessionOptions
 
     @Option(help: "The JSON Schema every value must match.")
     var schema: String
-
-    @Option(help: "Instructions for the model (its system message).")
-    var instructions: String?
 
     @Option(help: "A file holding the instructions.")
     var instructionsFile: String?
@@ -56,9 +55,6 @@ struct EvalRun: AsyncParsableCommand {
     @Option(help: "The prompt, with {name} replaced by the record's field `name`.")
     var promptTemplate: String?
 
-    @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens a value may take; it always ends valid within them.")
-    var maxTokens = 256
-
     @Option(help: "Records generating at once.")
     var parallel = 16
 
@@ -67,15 +63,6 @@ struct EvalRun: AsyncParsableCommand {
 
     @Option(help: "K/N: only the records whose line number modulo N is K (0 ≤ K < N), for N processes or machines; merge with `plinth eval merge`.")
     var shard: String?
-
-    @Flag(help: "Greedy decoding (the default).")
-    var greedy = false
-
-    @Option(help: "Sampling temperature (0 means greedy).")
-    var temperature: Double?
-
-    @Option(help: "Random seed for sampling; each record gets its own seed from it.")
-    var seed: UInt64?
 
     @Flag(help: "Don't put the schema into the prompt (the decoder still enforces it).")
     var noSchemaInPrompt = false
@@ -90,11 +77,8 @@ struct EvalRun: AsyncParsableCommand {
     var quiet = false
 
     func validate() throws {
-        if instructions != nil && instructionsFile != nil { throw ValidationError("give --instructions or --instructions-file, not both") }
-        guard maxTokens >= 1 else { throw ValidationError("--max-tokens must be at least 1") }
+        if session.instructions != nil && instructionsFile != nil { throw ValidationError("give --instructions or --instructions-file, not both") }
         guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1") }
-        if greedy && (temperature != nil || seed != nil) { throw ValidationError("--greedy can't be combined with --temperature or --seed") }
-        if let temperature { guard temperature >= 0, temperature.isFinite else { throw ValidationError("--temperature must not be negative") } }
         if let shard { _ = try Self.parseShard(shard) }
     }
 
@@ -106,9 +90,26 @@ struct EvalRun: AsyncParsableCommand {
         return (k, n)
     }
 
-    var sampling: GenerationOptions.SamplingMode {
-        guard let temperature, temperature > 0 else { return .greedy }
-        return .random(top: 40, seed: seed)
+    /// The default response budget.
+    static let defaultMaxTokens = 256
+
+    /// The session options with eval's defaults: greedy unless sampling is asked for.
+    var generationOptions: GenerationOptions {
+        var options = session.generationOptions
+        let sampled = session.temperature.map { $0 > 0 } ?? (session.topK != nil || session.topP != nil || session.seed != nil)
+        if !sampled { options.sampling = .greedy }
+        options.maximumResponseTokens = options.maximumResponseTokens ?? Self.defaultMaxTokens
+        return options
+    }
+
+    /// How values are sampled, in words, for the run's description.
+    static func describe(_ options: GenerationOptions) -> String {
+        switch options.sampling?.kind {
+        case .greedy?: return "greedy"
+        case .top(let k, let seed)?: return "top \(k), temperature \(options.temperature ?? 0.8), seed \(seed.map(String.init) ?? "random")"
+        case .nucleus(let p, let seed)?: return "top-p \(p), temperature \(options.temperature ?? 0.8), seed \(seed.map(String.init) ?? "random")"
+        case nil: return "temperature \(options.temperature ?? 0.8), seed random"
+        }
     }
 
     func run() async throws {
@@ -120,8 +121,9 @@ struct EvalRun: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(schema) is not a JSON Schema: \(error.localizedDescription)")
             }
-            let instructionText = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? instructions
-            let url = try modelOptions.url()
+            let instructionText = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? session.instructions
+            let url = try session.modelOptions.url()
+            let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
             guard FileManager.default.isReadableFile(atPath: input) else { throw CLIError("cannot read the input file \(input)") }
 
@@ -131,8 +133,8 @@ struct EvalRun: AsyncParsableCommand {
                 input: URL(fileURLWithPath: input).standardizedFileURL.path,
                 schema: schemaText, schemaSHA256: EvalRunInfo.sha256(schemaText),
                 instructionsSHA256: EvalRunInfo.sha256(instructionText ?? ""), promptTemplate: promptTemplate,
-                field: field, idField: idField, labels: label, maxTokens: maxTokens,
-                sampling: temperature.map { $0 > 0 ? "temperature \($0), top 40, seed \(seed.map(String.init) ?? "random")" : "greedy" } ?? "greedy",
+                field: field, idField: idField, labels: label, maxTokens: options.maximumResponseTokens ?? Self.defaultMaxTokens,
+                sampling: Self.describe(options),
                 includeSchemaInPrompt: !noSchemaInPrompt, shard: shard)
             var previous: Double = 0
             if !restart, FileManager.default.fileExists(atPath: output) {
@@ -155,7 +157,7 @@ struct EvalRun: AsyncParsableCommand {
             let total = try Self.countRecords(input, shard: shardSpec)
             let model = LocalLanguageModel(url: url)
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
-                                           options: GenerationOptions(sampling: sampling, temperature: temperature, maximumResponseTokens: maxTokens),
+                                           options: options,
                                            parallel: parallel, includeSchemaInPrompt: !noSchemaInPrompt)
             let validator = try? SchemaValidator(schema: schemaText)
             var tally = EvalTally(validator: validator)
