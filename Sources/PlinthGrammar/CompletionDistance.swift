@@ -90,11 +90,14 @@ extension MatcherCore {
     }
 
     /// Whether `token` is allowed and leaves a configuration that completes within
-    /// `remaining - 1` bytes. An end-of-sequence token fits whenever it is allowed.
+    /// `remaining - 1` bytes. An end-of-sequence token fits whenever it is allowed. When the
+    /// output can no longer be completed within `remaining` at all (a budget too small from the
+    /// start), every allowed token fits: the budget has nothing left to steer.
     mutating func fits(_ token: Int32, remaining: Int) -> Bool {
         if vocabulary.endOfSequence.contains(token) { return isComplete() }
-        guard remaining > 0, accept(token) else { return false }
+        let before = completionDistance()
+        guard accept(token) else { return false }
         defer { rollback(1) }
-        return completionDistance() <= remaining - 1
+        return before > remaining || completionDistance() <= remaining - 1
     }
 }

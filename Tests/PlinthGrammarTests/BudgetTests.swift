@@ -87,4 +87,22 @@ import Testing
             #expect(m.isComplete && used <= budget, "budget \(budget) used \(used)")
         }
     }
+
+    /// Inside a string at exactly its budget, only tokens toward the end fit; a budget below the
+    /// shortest completion cannot be met, and then nothing is refused (the decoder runs into its
+    /// limit as it would without a budget) rather than everything.
+    @Test func anImpossibleBudgetRefusesNothing() throws {
+        let m = try TestVocab.grammar(Self.schemas[5]).makeMatcher()
+        for b in #"{"user_id":"ab"#.utf8 { #expect(m.accept(Int32(b))) }
+        let d = m.minimumCompletionBytes
+        var plain = [UInt32](repeating: 0, count: TestVocab.vocabulary.maskWordCount)
+        plain.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0) }
+        var tight = plain, impossible = plain
+        tight.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0, remaining: d) }
+        impossible.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0, remaining: d - 1) }
+        let abc = Int32(TestVocab.tokens.firstIndex(of: Array("abc".utf8))!)
+        #expect(TestVocab.isAllowed(plain, abc) && !TestVocab.isAllowed(tight, abc))
+        #expect(TestVocab.isAllowed(tight, Int32(UInt8(ascii: "\""))))
+        #expect(impossible == plain)
+    }
 }

@@ -14,9 +14,10 @@ public protocol Constraint: AnyObject {
     /// Returns false when every token is allowed (the mask is then not read).
     func fillAllowed(_ mask: UnsafeMutableBufferPointer<UInt32>) -> Bool
     /// Whether `token`, allowed by the mask, still lets the output end within `remaining` tokens
-    /// (this one included). The decoder samples under the mask, then asks; a token that does not
-    /// fit is masked out and the sampler chooses again, which samples from the mask of the tokens
-    /// that fit without computing it whole. A constraint with no notion of completion says true.
+    /// (this one included). The decoder samples under the mask, then asks; only when the choice
+    /// does not fit does it narrow the mask to the tokens that fit and choose again, so the
+    /// check costs one call on almost every step. A constraint with no notion of completion, or
+    /// one whose output can no longer end in time at all, says true.
     func fits(_ token: Int32, remaining: Int) -> Bool
     /// The token the sampler chose under the mask: append what follows, or finish.
     func accept(_ token: Int32, _ output: inout ConstraintOutput) throws

@@ -53,9 +53,9 @@ public struct GenerationSummary: Sendable, Equatable {
     public var timeToFirstToken: Double
     /// From the first generated token to the end.
     public var decodeSeconds: Double
-    /// Sampled tokens that the constraint refused because the output could not have been
-    /// completed in the tokens left after them: when not 0, the token budget (the request's
-    /// limit or the context's room) steered the output to an early, valid end.
+    /// Steps at which the constraint refused the sampler's choice because the output could not
+    /// have been completed in the tokens left after it: when not 0, the token budget (the
+    /// request's limit or the context's room) steered the output to an early, valid end.
     public var budgetRefusals: Int = 0
 
     public var generatedTokens: Int { tokens.count }

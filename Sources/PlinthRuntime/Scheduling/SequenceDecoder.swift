@@ -22,8 +22,8 @@ struct SequenceDecoder {
     let limit: Int
     /// Positions the sequence may fill (the context window).
     let contextLength: Int
-    /// Sampled tokens the constraint refused because the output could not have been completed
-    /// in the tokens left after them (the budget steered the output toward its end).
+    /// Steps at which the constraint refused the sampler's choice because the output could not
+    /// have been completed in the tokens left after it (the budget steered the output to its end).
     private(set) var budgetRefusals = 0
     /// The backend's choice did not fit the budget: the next choice is made here, from logits.
     private var needsLogits = false
@@ -71,16 +71,38 @@ struct SequenceDecoder {
         guard masked else { return try accept(sampler.sample(logits, history: history[...]), emit) }
         func sample() -> Int32 { mask.withUnsafeBufferPointer { sampler.sample(logits, history: history[...], allowedMask: $0) } }
         let first = sample()
-        var token = first
-        // Choices after which the output could no longer end in time are refused one by one: the
-        // same as sampling under the mask of the tokens that fit, without checking every token.
-        while !constraint.fits(token, remaining: remaining) {
-            budgetRefusals += 1
-            mask[Int(token) >> 5] &= ~(1 << (UInt32(token) & 31))
-            // Nothing fits (the budget was too small from the start): keep the model's choice.
-            guard mask.contains(where: { $0 != 0 }) else { token = first; break }
-            token = sample()
+        let left = remaining
+        guard !constraint.fits(first, remaining: left) else { return try accept(first, emit) }
+        // The choice would leave the output unable to end in time: choose as if the mask held
+        // only the tokens that fit (the constraint says every token fits when none can).
+        budgetRefusals += 1
+        let p = sampler.parameters
+        if p.isGreedy && p.repetitionPenalty == 1 {
+            // Greedy: the best token that fits, walking down the allowed tokens by logit.
+            var ranked: [(id: Int32, logit: Float)] = []
+            for w in 0..<mask.count where mask[w] != 0 {
+                var bits = mask[w]
+                while bits != 0 {
+                    let t = w * 32 + bits.trailingZeroBitCount
+                    bits &= bits - 1
+                    if t < logits.count && Int32(t) != first { ranked.append((Int32(t), logits[t])) }
+                }
+            }
+            ranked.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
+            let token = ranked.first { constraint.fits($0.id, remaining: left) }?.id ?? first
+            return try accept(token, emit)
         }
+        // Sampling: the mask of the tokens that fit, checked token by token, then one draw.
+        mask[Int(first) >> 5] &= ~(1 << (UInt32(first) & 31))
+        for w in 0..<mask.count where mask[w] != 0 {
+            var bits = mask[w]
+            while bits != 0 {
+                let bit = bits.trailingZeroBitCount
+                bits &= bits - 1
+                if !constraint.fits(Int32(w * 32 + bit), remaining: left) { mask[w] &= ~(1 << UInt32(bit)) }
+            }
+        }
+        let token = mask.contains(where: { $0 != 0 }) ? sample() : first
         return try accept(token, emit)
     }
 
