@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Plinth
+import PlinthGrammar
 import PlinthRuntime
 
 /// `plinth eval`: one instruction and one output schema over a JSONL file of records.
@@ -163,7 +164,7 @@ struct EvalRun: AsyncParsableCommand {
             var tally = EvalTally(validator: validator)
             let progress = quiet ? nil : EvalProgress(total: total, alreadyDone: out.records)
             let reader = try LineReader(path: input)
-            var records: [Int: [String: Any]] = [:]  // records in flight, by line: ids and labels
+            var records: [Int: JSONValue] = [:]  // records in flight, by line: ids and labels
             var lastSaved = progress?.elapsed ?? 0
             let started = DispatchTime.now().uptimeNanoseconds
             func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
@@ -182,7 +183,7 @@ struct EvalRun: AsyncParsableCommand {
                 if case .failure(let failure) = outcome.result, failure.kind == .unsupportedSchema {
                     throw CLIError("\(self.schema): \(failure.message)")
                 }
-                let record = records.removeValue(forKey: outcome.index) ?? [:]
+                let record = records.removeValue(forKey: outcome.index) ?? .null
                 let line = self.recordLine(outcome, record)
                 try out.append(line, inputLine: outcome.index)
                 try timings.append(#"{"line":\#(outcome.index),"cachedTokens":\#(outcome.cachedTokens),"seconds":\#(String(format: "%.4f", outcome.seconds))}"#,
@@ -207,27 +208,24 @@ struct EvalRun: AsyncParsableCommand {
                 Diagnostics.note(tally.text(seconds: seconds))
                 if resumedAt > 0 { Diagnostics.note("`plinth eval report \(output)` summarizes the whole file") }
             }
-            if let summary {
-                let data = try JSONSerialization.data(withJSONObject: tally.json(seconds: seconds), options: [.prettyPrinted, .sortedKeys])
-                try data.write(to: URL(fileURLWithPath: summary))
-            }
+            if let summary { try tally.write(summary: summary, seconds: seconds) }
         }
     }
 
     /// The record of a line and its prompt, or why it has none.
-    func prompt(of line: ArraySlice<UInt8>) -> ([String: Any], Result<String, BatchEvaluator.Failure>) {
-        let parsed: Any
+    func prompt(of line: ArraySlice<UInt8>) -> (JSONValue, Result<String, BatchEvaluator.Failure>) {
+        let record: JSONValue
         do {
-            parsed = try JSONSerialization.jsonObject(with: Data(line))
+            record = try JSONValue(parsing: Data(line))
         } catch {
-            return ([:], .failure(.init(.invalidJSON, "the line is not JSON: \(error.localizedDescription)")))
+            return (.null, .failure(.init(.invalidJSON, "the line is not JSON: \(error.localizedDescription)")))
         }
-        guard let record = parsed as? [String: Any] else {
-            return ([:], .failure(.init(.invalidJSON, "the line is JSON but not an object")))
+        guard case .object = record else {
+            return (.null, .failure(.init(.invalidJSON, "the line is JSON but not an object")))
         }
         guard let template = promptTemplate else {
             guard let value = record[field] else { return (record, .failure(.init(.missingField, "the record has no field \"\(field)\""))) }
-            guard let text = value as? String else { return (record, .failure(.init(.missingField, "the field \"\(field)\" is not a string"))) }
+            guard case .string(let text) = value else { return (record, .failure(.init(.missingField, "the field \"\(field)\" is not a string"))) }
             return (record, .success(text))
         }
         switch Self.fill(template, with: record) {
@@ -238,7 +236,7 @@ struct EvalRun: AsyncParsableCommand {
 
     /// The template with each `{name}` replaced by the record's field (strings as they are,
     /// other values as JSON); `{{` and `}}` are literal braces.
-    static func fill(_ template: String, with record: [String: Any]) -> Result<String, CLIError> {
+    static func fill(_ template: String, with record: JSONValue) -> Result<String, CLIError> {
         var out = ""
         var i = template.startIndex
         while i < template.endIndex {
@@ -249,7 +247,7 @@ struct EvalRun: AsyncParsableCommand {
             if c == "{", let close = template[next...].firstIndex(of: "}") {
                 let name = String(template[next..<close])
                 guard let value = record[name] else { return .failure(CLIError("the record has no field \"\(name)\" that the template uses")) }
-                out += value as? String ?? jsonText(value)
+                out += EvalTally.display(value)
                 i = template.index(after: close)
                 continue
             }
@@ -260,8 +258,9 @@ struct EvalRun: AsyncParsableCommand {
     }
 
     /// One output line; keys in a fixed order so that reruns give the same bytes.
-    func recordLine(_ outcome: BatchEvaluator.Outcome, _ record: [String: Any]) -> String {
-        var parts = [#""line":\#(outcome.index)"#, #""id":\#(record[idField].map(jsonText) ?? "null")"#]
+    func recordLine(_ outcome: BatchEvaluator.Outcome, _ record: JSONValue) -> String {
+        func json(_ text: String) -> String { JSONValue.string(text).compactText }
+        var parts = [#""line":\#(outcome.index)"#, #""id":\#(record[idField]?.compactText ?? "null")"#]
         switch outcome.result {
         case .success(let content):
             parts.append(#""value":\#(content.jsonString)"#)
@@ -269,11 +268,11 @@ struct EvalRun: AsyncParsableCommand {
             parts.append(#""generatedTokens":\#(outcome.generatedTokens)"#)
             parts.append(#""truncatedByBudget":\#(outcome.truncatedByBudget)"#)
         case .failure(let failure):
-            parts.append(#""error":{"kind":\#(jsonText(failure.kind.rawValue)),"message":\#(jsonText(failure.message))}"#)
+            parts.append(#""error":{"kind":\#(json(failure.kind.rawValue)),"message":\#(json(failure.message))}"#)
         }
         let labels = label.compactMap { name in record[name].map { (name, $0) } }
         if !labels.isEmpty {
-            parts.append(#""labels":{\#(labels.map { "\(jsonText($0.0)):\(jsonText($0.1))" }.joined(separator: ","))}"#)
+            parts.append(#""labels":{\#(labels.map { "\(json($0.0)):\($0.1.compactText)" }.joined(separator: ","))}"#)
         }
         return "{" + parts.joined(separator: ",") + "}"
     }
@@ -400,10 +399,7 @@ struct EvalReport: ParsableCommand {
             let seconds = info?.elapsedSeconds ?? 0
             if let info, !info.finished { Diagnostics.note("\(output) is not finished: its command has records left to run") }
             print(tally.text(seconds: seconds))
-            if let summary {
-                let data = try JSONSerialization.data(withJSONObject: tally.json(seconds: seconds), options: [.prettyPrinted, .sortedKeys])
-                try data.write(to: URL(fileURLWithPath: summary))
-            }
+            if let summary { try tally.write(summary: summary, seconds: seconds) }
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PlinthGrammar
 import PlinthRuntime
 
 /// Reads a file line by line in fixed-size chunks, so a file of any size streams through in
@@ -91,11 +92,7 @@ struct EvalRunInfo: Codable, Equatable {
         return out
     }
 
-    static func sha256(_ text: String) -> String {
-        var h = PlinthRuntime.SHA256()
-        h.update(Data(text.utf8))
-        return h.finalizeBytes().map { String(format: "%02x", $0) }.joined()
-    }
+    static func sha256(_ text: String) -> String { SHA256.hash(Data(text.utf8)) }
 
     static func url(for output: String) -> URL { URL(fileURLWithPath: output + ".run.json") }
 
@@ -153,8 +150,8 @@ final class EvalOutputFile {
 
     /// The `line` field of a record line, or nil when it is not a record.
     static func recordLine(_ bytes: ArraySlice<UInt8>) -> Int? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return nil }
-        return (object["line"] as? NSNumber)?.intValue
+        guard case .number(let line)? = (try? JSONValue(parsing: Data(bytes)))?["line"] else { return nil }
+        return Int(line)
     }
 
     func append(_ line: String, inputLine: Int) throws {
@@ -163,11 +160,4 @@ final class EvalOutputFile {
         lastLine = inputLine
         records += 1
     }
-}
-
-/// JSON text of plain values (ids, labels) with sorted keys: the same bytes on every run.
-func jsonText(_ value: Any) -> String {
-    guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
-    else { return "null" }
-    return String(decoding: data, as: UTF8.self)
 }

@@ -98,6 +98,12 @@ struct EvalTally {
         return out
     }
 
+    /// Writes ``json(seconds:)`` to `path`.
+    func write(summary path: String, seconds: Double) throws {
+        let data = try JSONSerialization.data(withJSONObject: json(seconds: seconds), options: [.prettyPrinted, .sortedKeys])
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+
     func text(seconds: Double) -> String {
         var lines: [String] = []
         let errorList = errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")

@@ -80,31 +80,33 @@ struct SequenceDecoder {
         if p.isGreedy && p.repetitionPenalty == 1 {
             // Greedy: the best token that fits, walking down the allowed tokens by logit.
             var ranked: [(id: Int32, logit: Float)] = []
-            for w in 0..<mask.count where mask[w] != 0 {
-                var bits = mask[w]
-                while bits != 0 {
-                    let t = w * 32 + bits.trailingZeroBitCount
-                    bits &= bits - 1
-                    if t < logits.count && Int32(t) != first { ranked.append((Int32(t), logits[t])) }
-                }
+            Self.forEachAllowed(in: mask) { t in
+                if Int(t) < logits.count && t != first { ranked.append((t, logits[Int(t)])) }
             }
             ranked.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
             let token = ranked.first { constraint.fits($0.id, remaining: left) }?.id ?? first
             return try accept(token, emit)
         }
         // Sampling: the mask of the tokens that fit, checked token by token, then one draw.
-        mask[Int(first) >> 5] &= ~(1 << (UInt32(first) & 31))
-        for w in 0..<mask.count where mask[w] != 0 {
-            var bits = mask[w]
-            while bits != 0 {
-                let bit = bits.trailingZeroBitCount
-                bits &= bits - 1
-                if !constraint.fits(Int32(w * 32 + bit), remaining: left) { mask[w] &= ~(1 << UInt32(bit)) }
-            }
-        }
+        disallow(first)
+        Self.forEachAllowed(in: mask) { t in if !constraint.fits(t, remaining: left) { disallow(t) } }
         let token = mask.contains(where: { $0 != 0 }) ? sample() : first
         return try accept(token, emit)
     }
+
+    /// Calls `body` with each token `words` allows, in increasing order. `words` is a copy, so
+    /// `body` may change the decoder's mask.
+    private static func forEachAllowed(in words: [UInt32], _ body: (Int32) -> Void) {
+        for w in 0..<words.count where words[w] != 0 {
+            var bits = words[w]
+            while bits != 0 {
+                body(Int32(w * 32 + bits.trailingZeroBitCount))
+                bits &= bits - 1
+            }
+        }
+    }
+
+    private mutating func disallow(_ token: Int32) { mask[Int(token) >> 5] &= ~(1 << (UInt32(token) & 31)) }
 
     /// How the next step may treat this sequence's logits: ``LogitsUse/argmax(allowed:)`` when the
     /// sampler's choice is the greedy one with no penalty, with the constraint's allowed tokens
