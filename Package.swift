@@ -16,6 +16,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"700.0.0"),
+        // The HTTP server of `plinth serve` (swift-configuration support left out: not used).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
     ],
     targets: [
         // OpenBLAS from the system: Debian/Ubuntu `libopenblas-dev` (+ `liblapacke-dev`).
@@ -64,6 +66,17 @@ let package = Package(
             dependencies: ["PlinthRuntime", "PlinthGrammar", "PlinthMacros"],
             path: "Sources/Plinth"
         ),
+        // `plinth serve`: the OpenAI-compatible HTTP API over the schedulers of the loaded models.
+        .target(
+            name: "PlinthServer",
+            dependencies: [
+                "Plinth",
+                "PlinthRuntime",
+                "PlinthGrammar",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Sources/PlinthServer"
+        ),
         .target(
             name: "FoundationModels",
             dependencies: ["Plinth"],
@@ -75,6 +88,7 @@ let package = Package(
                 "PlinthRuntime",
                 "PlinthGrammar",
                 "Plinth",
+                "PlinthServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/plinth"
@@ -101,6 +115,11 @@ let package = Package(
             dependencies: ["Plinth", "FoundationModels", "PlinthRuntime"],
             path: "Tests/PlinthTests",
             exclude: ["PublicAPI"]
+        ),
+        .testTarget(
+            name: "PlinthServerTests",
+            dependencies: ["PlinthServer", "Plinth", "PlinthRuntime"],
+            path: "Tests/PlinthServerTests"
         ),
         .testTarget(
             name: "PlinthMacrosTests",

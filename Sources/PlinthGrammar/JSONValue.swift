@@ -50,34 +50,39 @@ public enum JSONValue: Sendable, Hashable {
         return members.first(where: { $0.key == key })?.value
     }
 
-    var objectMembers: [(key: String, value: JSONValue)]? {
+    public var objectMembers: [(key: String, value: JSONValue)]? {
         if case .object(let m) = self { return m }
         return nil
     }
-    var arrayValue: [JSONValue]? {
+    public var arrayValue: [JSONValue]? {
         if case .array(let a) = self { return a }
         return nil
     }
-    var stringValue: String? {
+    public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
-    var boolValue: Bool? {
+    public var boolValue: Bool? {
         if case .bool(let b) = self { return b }
         return nil
     }
-    var numberText: String? {
+    public var numberText: String? {
         if case .number(let n) = self { return n }
         return nil
     }
+    /// The number as a `Double` (nearest), if this is a number.
+    public var doubleValue: Double? {
+        guard case .number(let n) = self else { return nil }
+        return Double(n)
+    }
     /// An integer value (also for `2.0`), if this is a number that is whole and fits.
-    var integerValue: Int? {
+    public var integerValue: Int? {
         guard case .number(let n) = self, let d = DecimalNumber(n), d.isInteger else { return nil }
         return d.intValue
     }
 
     /// The JSON type name of the value as JSON Schema spells it (integers report `integer`).
-    var typeName: String {
+    public var typeName: String {
         switch self {
         case .null: return "null"
         case .bool: return "boolean"

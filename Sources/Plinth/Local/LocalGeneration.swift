@@ -70,14 +70,14 @@ enum LocalGeneration {
 
     /// How the model may call `tools` this turn, or nil when it has none.
     static func toolCalling(_ tools: [Transcript.ToolDefinition], required: Bool, answered: Set<String> = [],
-                            instance: LocalModelInstance) throws -> LocalToolCalling? {
+                            instance: LocalModelInstance, timeLimit: Double? = 10) throws -> LocalToolCalling? {
         guard !tools.isEmpty else { return nil }
         let compiler = try instance.compiler()
         let grammar: CompiledGrammar
         do {
             // Whitespace as the model was trained to write calls (`{"name": "f", "arguments": …}`).
             grammar = try compiler.compile(jsonSchema: ToolCallFormat.callSchema(for: tools).text,
-                                           options: GrammarOptions(whitespace: .flexible(maxRun: 1), generatedNumbers: true))
+                                           options: GrammarOptions(whitespace: .flexible(maxRun: 1), timeLimit: timeLimit, generatedNumbers: true))
         } catch {
             throw LocalLanguageModelError.schemaNotEnforceable(
                 schema: tools.map(\.name).joined(separator: ", "), reason: error.localizedDescription)
@@ -130,6 +130,8 @@ enum LocalGeneration {
                     outcome = summary
                 case .failed(let error):
                     throw error
+                case .logprob:
+                    break  // not asked for
                 }
             }
         } catch let error as SchedulerError {

@@ -29,7 +29,15 @@ final class LocalModelInstance: Sendable {
     /// once, with larger prefill chunks (the KV cache is slots × context on the device).
     static let gpuSizing = Scheduler.Configuration.Sizing(slots: 80, maxRunning: 64, stepTokens: 1024)
 
-    init(url: URL) throws {
+    convenience init(url: URL) throws {
+        try self.init(url: url, contextLength: nil,
+                      sizing: .init(slots: Self.slotCount, maxRunning: Self.maximumRunning, stepTokens: 256), maxQueued: 65536)
+    }
+
+    /// Loads `url` with a scheduler of `sizing` on the CPU (``gpuSizing`` on a GPU), at most
+    /// `maxQueued` requests waiting, and `contextLength` tokens per sequence (default: the
+    /// model's, at most ``maximumContextLength``).
+    init(url: URL, contextLength: Int?, sizing: Scheduler.Configuration.Sizing, maxQueued: Int) throws {
         self.url = url
         let model: PlinthRuntime.Model
         do {
@@ -41,8 +49,9 @@ final class LocalModelInstance: Sendable {
         self.model = model
         do {
             scheduler = try Scheduler(model: model, configuration: .init(
-                contextLength: min(model.config.contextLength, Self.maximumContextLength),
-                slots: Self.slotCount, maxRunning: Self.maximumRunning, gpuSizing: Self.gpuSizing))
+                contextLength: min(model.config.contextLength, contextLength ?? Self.maximumContextLength),
+                slots: sizing.slots, maxRunning: sizing.maxRunning, stepTokens: sizing.stepTokens, maxQueued: maxQueued,
+                gpuSizing: Self.gpuSizing))
         } catch {
             throw LocalLanguageModelError.loadFailed(file: url.path, reason: error.localizedDescription)
         }

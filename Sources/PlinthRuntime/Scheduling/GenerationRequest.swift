@@ -26,14 +26,18 @@ public struct GenerationRequest: Sendable {
     public var stopSequences: [String]
     /// Makes the sequence's constraint, on the scheduler's thread, when the request starts.
     public var constraint: (@Sendable () throws -> any Constraint)?
+    /// When set, each generated token's log-probability is reported (a ``GenerationEvent/logprob(_:)``
+    /// before its text) with this many of the most likely alternatives.
+    public var logprobs: Int?
 
     public init(prompt: [Int32], sampling: SamplingParameters = .greedy, maxTokens: Int? = nil,
-                stopSequences: [String] = [], constraint: (@Sendable () throws -> any Constraint)? = nil) {
+                stopSequences: [String] = [], constraint: (@Sendable () throws -> any Constraint)? = nil, logprobs: Int? = nil) {
         self.prompt = prompt
         self.sampling = sampling
         self.maxTokens = maxTokens
         self.stopSequences = stopSequences
         self.constraint = constraint
+        self.logprobs = logprobs.map { max(0, $0) }
     }
 }
 
@@ -67,10 +71,57 @@ public struct GenerationSummary: Sendable, Equatable {
     }
 }
 
+/// A generated token's log-probability under the model (its raw logits, before sampling
+/// filters and masks), with the most likely tokens at its position.
+public struct TokenLogprob: Sendable, Equatable {
+    public struct Alternative: Sendable, Equatable {
+        public var token: Int32
+        public var logprob: Float
+    }
+
+    public var token: Int32
+    /// 0 for a token the constraint forced (jump-forward): it had no alternative.
+    public var logprob: Float
+    /// The most likely tokens, most likely first.
+    public var alternatives: [Alternative]
+
+    /// The log-softmax of `logits` at `token`, and the `top` most likely tokens.
+    public init(token: Int32, logits: UnsafeBufferPointer<Float>, top: Int) {
+        var maximum = -Float.infinity
+        for x in logits where x > maximum { maximum = x }
+        var sum: Double = 0
+        for x in logits { sum += Double(expf(x - maximum)) }
+        let logZ = maximum + Float(log(sum))
+        self.token = token
+        logprob = Int(token) < logits.count ? logits[Int(token)] - logZ : -.infinity
+        // The best `top`, kept sorted in a short array (top is at most a few dozen).
+        var best: [Alternative] = []
+        if top > 0 {
+            best.reserveCapacity(top + 1)
+            for (i, x) in logits.enumerated() where best.count < top || x > best[best.count - 1].logprob {
+                let at = best.firstIndex { x > $0.logprob } ?? best.count
+                best.insert(Alternative(token: Int32(i), logprob: x), at: at)
+                if best.count > top { best.removeLast() }
+            }
+        }
+        alternatives = best.map { Alternative(token: $0.token, logprob: $0.logprob - logZ) }
+    }
+
+    /// A token the constraint forced.
+    public init(forced token: Int32, top: Int) {
+        self.token = token
+        logprob = 0
+        alternatives = top > 0 ? [Alternative(token: token, logprob: 0)] : []
+    }
+}
+
 /// What a request reports while it runs, in order; `finished` or `failed` comes last.
 public enum GenerationEvent: Sendable {
     /// Text completed by the last tokens, and how many tokens that was.
     case text(String, tokenCount: Int)
+    /// The log-probability of the next visible token (when the request asks for them); the
+    /// token's text follows in a later `text` event (text can be held back by stop sequences).
+    case logprob(TokenLogprob)
     /// A complete tool call's JSON object, and how many tokens it took (tags included).
     case toolCall(String, tokenCount: Int)
     case finished(GenerationSummary)

@@ -130,7 +130,7 @@ final class SchedulerCore: @unchecked Sendable {
             do {
                 decoder = SequenceDecoder(tokenizer: model.tokenizer, prompt: request.prompt, sampling: request.sampling,
                                           limit: limit, contextLength: context.contextLength, stopSequences: request.stopSequences,
-                                          constraint: try request.constraint?())
+                                          constraint: try request.constraint?(), logprobs: request.logprobs)
             } catch {
                 popQueue()
                 job.handler(.failed(error))

@@ -33,6 +33,10 @@ struct SequenceDecoder {
     private var mask: [UInt32]
     /// Tokens whose text has not been reported yet.
     private var pendingTokens = 0
+    /// Alternatives to report with each token's log-probability; nil: none reported.
+    private let logprobCount: Int?
+    /// The log-probability of the token just sampled, reported when its text is.
+    private var sampledLogprob: TokenLogprob?
 
     var generatedCount: Int { history.count - promptCount }
     var generated: ArraySlice<Int32> { history[promptCount...] }
@@ -40,7 +44,7 @@ struct SequenceDecoder {
     var remaining: Int { max(0, min(limit - generatedCount, contextLength - history.count)) }
 
     init(tokenizer: Tokenizer, prompt: [Int32], sampling: SamplingParameters, limit: Int, contextLength: Int = .max,
-         stopSequences: [String], constraint: (any Constraint)?) {
+         stopSequences: [String], constraint: (any Constraint)?, logprobs: Int? = nil) {
         self.tokenizer = tokenizer
         sampler = Sampler(sampling)
         self.constraint = constraint
@@ -51,6 +55,7 @@ struct SequenceDecoder {
         history = prompt
         promptCount = prompt.count
         mask = constraint == nil ? [] : Array(repeating: 0, count: (tokenizer.vocabularySize + 31) / 32)
+        logprobCount = logprobs
     }
 
     /// Tokens the constraint forces before the first sample.
@@ -63,6 +68,17 @@ struct SequenceDecoder {
 
     /// Chooses the next token(s) from the logits of the sequence's last token.
     mutating func advance(_ logits: UnsafeBufferPointer<Float>, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        let next = try choose(logits, emit)
+        sampledLogprob = nil
+        return next
+    }
+
+    private mutating func choose(_ logits: UnsafeBufferPointer<Float>, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        /// Takes the chosen token, noting its log-probability first when they are reported.
+        func accept(_ token: Int32, _ emit: (GenerationEvent) -> Void) throws -> Next {
+            if let k = logprobCount { sampledLogprob = TokenLogprob(token: token, logits: logits, top: k) }
+            return try self.accept(token, emit)
+        }
         guard let constraint else {
             return try accept(sampler.sample(logits, history: history[...]), emit)
         }
@@ -115,7 +131,7 @@ struct SequenceDecoder {
     /// goes to ``advance(chosen:_:)``.
     mutating func logitsUse() -> LogitsUse {
         let p = sampler.parameters
-        guard p.isGreedy, p.repetitionPenalty == 1 || history.isEmpty, !needsLogits else { return .full }
+        guard p.isGreedy, p.repetitionPenalty == 1 || history.isEmpty, !needsLogits, logprobCount == nil else { return .full }
         guard let constraint else { return .argmax(allowed: nil) }
         let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
         return .argmax(allowed: masked ? mask : nil)
@@ -184,6 +200,14 @@ struct SequenceDecoder {
 
     /// Streams a visible token's text; returns `.stopSequence` when the text reached a stop.
     private mutating func report(_ token: Int32, _ emit: (GenerationEvent) -> Void) -> FinishReason? {
+        if let k = logprobCount {
+            if let sampled = sampledLogprob, sampled.token == token {
+                emit(.logprob(sampled))
+                sampledLogprob = nil
+            } else {
+                emit(.logprob(TokenLogprob(forced: token, top: k)))
+            }
+        }
         pendingTokens += 1
         var piece = detokenizer.append(token)
         var stopped = false

@@ -1,0 +1,50 @@
+import Foundation
+package import PlinthGrammar
+package import PlinthRuntime
+
+/// A model loaded for `plinth serve`: the parts of a local model an HTTP API needs beyond Apple's
+/// API (raw prompts, JSON Schema documents, per-request sampling), with the scheduler sized by
+/// the server's options. Requests render and constrain exactly as sessions do.
+package final class ServedModel: Sendable {
+    private let instance: LocalModelInstance
+
+    package var url: URL { instance.url }
+    package var scheduler: Scheduler { instance.scheduler }
+    package var tokenizer: Tokenizer { instance.model.tokenizer }
+    /// Most tokens one request may hold (prompt and output).
+    package var contextLength: Int { instance.contextSize }
+
+    /// Loads `url` with room for `parallel` sequences decoding at once and `maxQueued` waiting.
+    package init(url: URL, contextLength: Int?, parallel: Int, maxQueued: Int) throws {
+        let parallel = max(1, parallel)
+        instance = try LocalModelInstance(url: url, contextLength: contextLength,
+                                          sizing: .init(slots: parallel + 8, maxRunning: parallel, stepTokens: 256),
+                                          maxQueued: maxQueued)
+    }
+
+    /// The prompt of a conversation, ending with the header of the assistant's turn; `tools` are
+    /// described as the template (or the Plinth tool format) describes them.
+    package func promptTokens(for transcript: Transcript, tools: [Transcript.ToolDefinition]) throws -> [Int32] {
+        try TranscriptRenderer.tokens(for: transcript, model: instance.model, tools: tools)
+    }
+
+    /// The grammar of a JSON Schema document as the decoder enforces it, compiled within `timeLimit` seconds.
+    package func grammar(jsonSchema: String, timeLimit: Double) throws -> CompiledGrammar {
+        try instance.compiler().compile(jsonSchema: jsonSchema, options: GrammarOptions(timeLimit: timeLimit, generatedNumbers: true))
+    }
+
+    /// The constraint of one turn: the response grammar, the tool-call router (`tools`, with
+    /// `required` forcing a call first), both, or none (nil).
+    package func constraint(response: CompiledGrammar?, tools: [Transcript.ToolDefinition], required: Bool,
+                            timeLimit: Double) throws -> (@Sendable () throws -> any Constraint)? {
+        let calling = try LocalGeneration.toolCalling(tools, required: required, instance: instance, timeLimit: timeLimit)
+        guard response != nil || calling != nil else { return nil }
+        let tokenizer = tokenizer
+        return { @Sendable in TurnConstraint(tokenizer: tokenizer, grammar: response, tools: calling) }
+    }
+
+    /// The name and the arguments (JSON text) of a call the tool grammar let through.
+    package static func parseToolCall(_ json: String) throws -> (name: String, arguments: String) {
+        try ToolCallFormat.parseCall(json)
+    }
+}

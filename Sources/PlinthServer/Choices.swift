@@ -1,0 +1,85 @@
+import Foundation
+import PlinthRuntime
+import Synchronization
+
+/// Runs a request's `n` choices on one model's scheduler, all at once, and merges their events
+/// into one stream tagged with the choice's index. The stream ends when every choice has
+/// finished. Ending it early — the consumer goes away (a disconnected client) or the deadline
+/// passes — cancels every choice still running, which frees their slots at the next step.
+struct Choices: Sendable {
+    typealias Event = (index: Int, event: GenerationEvent)
+
+    let events: AsyncThrowingStream<Event, any Error>
+    private let handles: [GenerationHandle]
+
+    /// Submits the choices; throws, submitting none, when the scheduler refuses one at once (its
+    /// queue is full or it has shut down).
+    init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?) throws {
+        let (stream, continuation) = AsyncThrowingStream<Event, any Error>.makeStream()
+        let left = Counter(requests.count)
+        let submitting = Mutex(true)
+        let refusal = Mutex<(any Error)?>(nil)
+        var handles: [GenerationHandle] = []
+        for (i, request) in requests.enumerated() {
+            handles.append(scheduler.submit(request) { event in
+                switch event {
+                case .failed(let error):
+                    // A refusal during submission comes back at once, on this thread.
+                    if submitting.withLock({ $0 }) { refusal.withLock { $0 = error } }
+                    continuation.finish(throwing: error)
+                case .finished:
+                    continuation.yield((i, event))
+                    if left.decrement() == 0 { continuation.finish() }
+                default:
+                    continuation.yield((i, event))
+                }
+            })
+        }
+        submitting.withLock { $0 = false }
+        if let error = refusal.withLock({ $0 }) {
+            for handle in handles { handle.cancel() }
+            throw error
+        }
+        continuation.onTermination = { [handles] reason in
+            // A failed choice or a consumer that left: stop the others too.
+            if case .finished(nil) = reason { return }
+            for handle in handles { handle.cancel() }
+        }
+        if let timeout {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+                continuation.finish(throwing: APIError.timeout(seconds: timeout))
+            }
+        }
+        events = stream
+        self.handles = handles
+    }
+
+    /// Hands each event to `body` in order, records finished choices in `metrics`, and turns
+    /// scheduler failures into API errors.
+    func consume(modelID: String, metrics: Metrics, _ body: (Int, GenerationEvent) async throws -> Void) async throws {
+        do {
+            for try await (i, event) in events {
+                if case .finished(let s) = event { metrics.generation(model: modelID, s) }
+                try await body(i, event)
+            }
+        } catch let error as SchedulerError {
+            throw APIError(scheduler: error)
+        } catch let error as APIError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw APIError.server("Generation failed: \(error.localizedDescription)")
+        }
+    }
+
+    /// Stops one choice; its last event is `finished` with reason `cancelled`.
+    func cancel(_ index: Int) { handles[index].cancel() }
+}
+
+/// A count shared by the scheduler's callbacks.
+final class Counter: Sendable {
+    private let value: Mutex<Int>
+    init(_ value: Int) { self.value = Mutex(value) }
+    func decrement() -> Int { value.withLock { $0 -= 1; return $0 } }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Hummingbird
+import PlinthGrammar
+
+/// `plinth serve`: OpenAI's HTTP API over the models' schedulers. Every request joins its
+/// model's shared batched steps; nothing here runs the model itself.
+public final class HTTPServer: Sendable {
+    public let settings: ServerSettings
+    let host: ModelHost
+    let metrics = Metrics()
+    /// Endpoints counted by name in `/metrics` (others count as `other`).
+    static let endpoints: Set<String> = ["/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"]
+
+    public init(settings: ServerSettings) {
+        self.settings = settings
+        host = ModelHost(models: settings.models)
+    }
+
+    /// Listens, loads the models in the background, and serves until SIGTERM or SIGINT arrives
+    /// (with `handlesSignals`; it then finishes the requests in flight and closes the listener)
+    /// or the task is cancelled. `onListening` gets the bound port.
+    public func run(handlesSignals: Bool = true, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let app = Application(
+            router: router(),
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "plinth"),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) })
+        let host = host, settings = settings
+        let loader = Thread { host.load(settings) { Self.log(["event": "model", "message": $0]) } }
+        loader.name = "plinth-model-loader"
+        loader.start()
+        if handlesSignals { try await app.runService() } else { try await app.runService(gracefulShutdownSignals: []) }
+    }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.middlewares.add(Gate(server: self))
+        router.get("/health") { _, _ in self.health() }
+        router.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(models: self.host.loaded))))
+        }
+        router.get("/v1/models") { _, _ in Self.json(self.modelList()) }
+        router.get("/v1/models/{id}") { _, context in
+            let id = context.parameters.get("id") ?? ""
+            guard let entry = self.modelList()["data"]?.arrayValue?.first(where: { $0["id"]?.stringValue?.lowercased() == id.lowercased() }) else {
+                return Self.error(APIError.modelNotFound(id, served: self.host.entries.map(\.id)))
+            }
+            return Self.json(entry)
+        }
+        router.post("/v1/chat/completions") { request, _ in
+            await self.generate(request) { body in
+                let c = try await ChatCompletion(body: body, host: self.host, settings: self.settings, metrics: self.metrics)
+                return (c.request.parameters.stream, c.response, c.stream)
+            }
+        }
+        router.post("/v1/completions") { request, _ in
+            await self.generate(request) { body in
+                let c = try TextCompletion(body: body, host: self.host, settings: self.settings, metrics: self.metrics)
+                return (c.parameters.stream, c.response, c.stream)
+            }
+        }
+        return router
+    }
+
+    typealias Generation = (stream: Bool, whole: @Sendable () async throws -> JSONValue,
+                            chunks: @Sendable (_ send: (String) async throws -> Void) async throws -> Void)
+
+    /// Reads the body (within the size limit), starts the generation, and answers with its JSON
+    /// or its event stream. A client that disconnects cancels the generation: while waiting for
+    /// a whole answer through the closed connection, while streaming at the next failed write.
+    private func generate(_ request: Request, start: @escaping @Sendable (Data) async throws -> Generation) async -> Response {
+        let limit = settings.maxBodyBytes
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            return Self.error(.tooLarge(limit: limit))
+        }
+        do {
+            return try await request.body.consumeWithCancellationOnInboundClose { body in
+                let buffer: ByteBuffer
+                do {
+                    buffer = try await body.collect(upTo: limit)
+                } catch let error as HTTPError where error.status == .contentTooLarge {
+                    throw APIError.tooLarge(limit: limit)
+                }
+                let generation = try await start(Data(buffer.readableBytesView))
+                guard generation.stream else { return Self.json(try await generation.whole()) }
+                let chunks = generation.chunks
+                return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                                body: ResponseBody { writer in
+                                    do {
+                                        try await chunks { text in try await writer.write(ByteBuffer(string: text)) }
+                                    } catch {
+                                        // The error event is sent already, or the client has gone.
+                                    }
+                                    try await writer.finish(nil)
+                                })
+            }
+        } catch let error as APIError {
+            return Self.error(error)
+        } catch is CancellationError {
+            // The client went away; nobody reads this.
+            return Self.error(APIError(499, "invalid_request_error", code: "client_closed_request", "The client closed the connection."))
+        } catch {
+            return Self.error(APIError.server(error.localizedDescription))
+        }
+    }
+
+    private func health() -> Response {
+        let status = host.status
+        let ready = status.allSatisfy { $0.state == "ok" }
+        let body: JSONValue = .object([
+            ("status", .string(ready ? "ok" : status.contains { $0.state == "loading" } ? "loading" : "error")),
+            ("models", .object(status.map { ($0.id, .string($0.state)) })),
+        ])
+        return Self.json(body, status: ready ? .ok : .serviceUnavailable)
+    }
+
+    private func modelList() -> JSONValue {
+        let loaded = Dictionary(host.loaded.map { ($0.id, $0.model) }, uniquingKeysWith: { a, _ in a })
+        return .object([("object", .string("list")), ("data", .array(host.entries.map { entry in
+            var pairs: [(String, JSONValue)] = [("id", .string(entry.id)), ("object", .string("model")),
+                                                 ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth"))]
+            if let model = loaded[entry.id] {
+                pairs.append(("file", .string(model.url.path)))
+                pairs.append(("context_length", OpenAIWire.int(model.contextLength)))
+            }
+            pairs.append(("ready", .bool(loaded[entry.id] != nil)))
+            return .object(pairs)
+        }))])
+    }
+
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: value.compactText)))
+    }
+
+    static func error(_ error: APIError) -> Response {
+        var response = json(error.json, status: HTTPResponse.Status(code: error.status))
+        if error.status == 429 || error.status == 503 { response.headers[.retryAfter] = "1" }
+        if error.status == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
+        return response
+    }
+
+    /// One structured line on standard error.
+    static func log(_ fields: [String: String], numbers: [String: Double] = [:]) {
+        var pairs: [(String, JSONValue)] = [("time", .string(Date().ISO8601Format()))]
+        pairs += fields.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) }
+        pairs += numbers.sorted { $0.key < $1.key }.map { ($0.key, .number(String(format: "%.3f", $0.value))) }
+        FileHandle.standardError.write(Data((JSONValue.object(pairs).compactText + "\n").utf8))
+    }
+}
+
+/// Before every route: the API key, and after it the access log and the request counters. Errors
+/// the router raises (no such route) answer in OpenAI's shape.
+struct Gate: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let server: HTTPServer
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let path = request.uri.path
+        var response: Response
+        if let key = server.settings.apiKey, path != "/health", !Self.authorized(request, key: key) {
+            response = HTTPServer.error(.unauthorized())
+        } else {
+            do {
+                response = try await next(request, context)
+            } catch let error as HTTPError {
+                response = HTTPServer.error(error.status == .notFound ? .notFound(path: path)
+                    : APIError(Int(error.status.code), "invalid_request_error", error.body ?? error.status.reasonPhrase))
+            } catch {
+                response = HTTPServer.error(.server(error.localizedDescription))
+            }
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let endpoint = HTTPServer.endpoints.contains(path) ? path : path.hasPrefix("/v1/models/") ? "/v1/models/{id}" : "other"
+        server.metrics.request(endpoint: endpoint, status: Int(response.status.code), seconds: seconds)
+        HTTPServer.log(["event": "request", "method": request.method.rawValue, "path": path, "status": String(response.status.code)],
+                       numbers: ["seconds": seconds])
+        return response
+    }
+
+    /// `Authorization: Bearer KEY`, compared in time that does not depend on where it differs.
+    static func authorized(_ request: Request, key: String) -> Bool {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return false }
+        let given = Array(header.utf8.dropFirst(7)), expected = Array(key.utf8)
+        var difference = given.count ^ expected.count
+        for i in 0..<expected.count { difference |= Int(expected[i] ^ (i < given.count ? given[i] : 0)) }
+        return difference == 0
+    }
+}

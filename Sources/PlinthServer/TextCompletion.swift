@@ -1,0 +1,178 @@
+import Foundation
+import Plinth
+import PlinthGrammar
+import PlinthRuntime
+
+/// One `POST /v1/completions`: raw prompts continued without a chat template.
+struct TextCompletion: Sendable {
+    let modelID: String
+    let model: ServedModel
+    let parameters: GenerationParameters
+    let echo: [String]
+    let choices: Choices
+    let id = OpenAIWire.id("cmpl")
+    let created = OpenAIWire.now()
+    let metrics: Metrics
+
+    init(body: Data, host: ModelHost, settings: ServerSettings, metrics: Metrics) throws {
+        let r = try RequestReader(body: body)
+        let (modelID, model) = try host.model(named: try r.requiredString("model"))
+        var p = try GenerationParameters(r, maxTokenKeys: ["max_tokens"])
+        if r.raw("max_tokens") == nil { p.maxTokens = 16 }  // OpenAI's default for this endpoint
+        p.logprobs = try r.integer("logprobs", in: 0...20)
+        if r.raw("suffix") != nil { throw APIError.invalid("suffix", "`suffix` (insertion) is not supported.") }
+        let tokenizer = model.tokenizer
+        // A string, an array of strings, an array of token ids, or an array of such arrays.
+        var prompts: [(text: String, tokens: [Int32])] = []
+        guard let v = r.raw("prompt") else { throw APIError.invalid("prompt", "`prompt` is required.", code: "missing_required_parameter") }
+        func tokens(_ items: [JSONValue], _ param: String) throws -> [Int32] {
+            try items.map {
+                guard let i = $0.integerValue, i >= 0, i < tokenizer.vocabularySize else {
+                    throw APIError.invalid(param, "`\(param)` must hold token ids below \(tokenizer.vocabularySize).")
+                }
+                return Int32(i)
+            }
+        }
+        if let s = v.stringValue {
+            prompts = [(s, tokenizer.encode(s, addSpecial: true))]
+        } else if let items = v.arrayValue, !items.isEmpty {
+            if items.allSatisfy({ $0.integerValue != nil }) {
+                let t = try tokens(items, "prompt")
+                prompts = [(tokenizer.decode(t), t)]
+            } else {
+                prompts = try items.enumerated().map { i, item in
+                    if let s = item.stringValue { return (s, tokenizer.encode(s, addSpecial: true)) }
+                    if let ids = item.arrayValue { let t = try tokens(ids, "prompt[\(i)]"); return (tokenizer.decode(t), t) }
+                    throw APIError.invalid("prompt[\(i)]", "`prompt[\(i)]` must be a string or an array of token ids.", code: "invalid_type")
+                }
+            }
+        } else {
+            throw APIError.invalid("prompt", "`prompt` must be a string, an array of strings or an array of token ids.", code: "invalid_type")
+        }
+        guard prompts.count * p.n <= 64 else { throw APIError.invalid("prompt", "At most 64 completions per request (prompts × n).") }
+        for (i, prompt) in prompts.enumerated() {
+            guard !prompt.tokens.isEmpty else { throw APIError.invalid("prompt", "Prompt \(i) holds no tokens.") }
+            if prompt.tokens.count + (p.maxTokens ?? 1) > model.contextLength {
+                throw APIError.contextLength(prompt: prompt.tokens.count, limit: p.maxTokens ?? 0, context: model.contextLength, param: "prompt")
+            }
+        }
+        var requests: [GenerationRequest] = []
+        var echo: [String] = []
+        let echoes = try r.bool("echo") ?? false
+        for prompt in prompts {
+            for _ in 0..<p.n {
+                requests.append(GenerationRequest(prompt: prompt.tokens, sampling: p.sampling(forChoice: requests.count),
+                                                  maxTokens: p.maxTokens, stopSequences: p.stop, logprobs: p.logprobs))
+                echo.append(echoes ? prompt.text : "")
+            }
+        }
+        self.modelID = modelID
+        self.model = model
+        self.parameters = p
+        self.echo = echo
+        self.metrics = metrics
+        do {
+            choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout)
+        } catch let error as SchedulerError {
+            throw APIError(scheduler: error)
+        }
+    }
+
+    private struct Choice {
+        var text = ""
+        var tokens: [JSONValue] = []
+        var tokenLogprobs: [JSONValue] = []
+        var top: [JSONValue] = []
+        var offsets: [JSONValue] = []
+        var summary: GenerationSummary?
+    }
+
+    /// Legacy `logprobs`: parallel arrays of tokens, their log-probabilities, alternatives and text offsets.
+    private static func logprobs(_ c: Choice) -> JSONValue {
+        .object([("tokens", .array(c.tokens)), ("token_logprobs", .array(c.tokenLogprobs)), ("top_logprobs", .array(c.top)),
+                 ("text_offset", .array(c.offsets))])
+    }
+
+    private func record(_ entry: TokenLogprob, into c: inout Choice, offset: Int) {
+        let text = { (id: Int32) in String(decoding: model.tokenizer.tokenBytes(id), as: UTF8.self) }
+        c.tokens.append(.string(text(entry.token)))
+        c.tokenLogprobs.append(OpenAIWire.float(entry.logprob))
+        var top: [(key: String, value: JSONValue)] = []
+        for alt in entry.alternatives where !top.contains(where: { $0.key == text(alt.token) }) {
+            top.append((text(alt.token), OpenAIWire.float(alt.logprob)))
+        }
+        c.top.append(.object(top))
+        c.offsets.append(OpenAIWire.int(offset))
+    }
+
+    func response() async throws -> JSONValue {
+        var state = echo.map { Choice(text: $0) }
+        try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
+            switch event {
+            case .text(let t, _): state[i].text += t
+            case .logprob(let e): record(e, into: &state[i], offset: state[i].text.utf8.count)
+            case .finished(let s): state[i].summary = s
+            default: break
+            }
+        }
+        let choices: [JSONValue] = state.enumerated().map { i, c in
+            .object([("text", .string(c.text)), ("index", OpenAIWire.int(i)),
+                     ("logprobs", parameters.logprobs == nil ? .null : Self.logprobs(c)),
+                     ("finish_reason", OpenAIWire.finishReason(c.summary, toolCalls: false))])
+        }
+        return .object([("id", .string(id)), ("object", .string("text_completion")), ("created", created), ("model", .string(modelID)),
+                        ("system_fingerprint", .string(OpenAIWire.fingerprint)), ("choices", .array(choices)),
+                        ("usage", usage(state.map(\.summary)))])
+    }
+
+    func stream(_ send: (String) async throws -> Void) async throws {
+        var state = echo.map { _ in Choice() }
+        var echoed = Array(repeating: false, count: echo.count)
+        func chunk(_ i: Int, _ text: String, _ c: Choice?, finish: JSONValue = .null) -> String {
+            OpenAIWire.event(.object([
+                ("id", .string(id)), ("object", .string("text_completion")), ("created", created), ("model", .string(modelID)),
+                ("system_fingerprint", .string(OpenAIWire.fingerprint)),
+                ("choices", .array([.object([("text", .string(text)), ("index", OpenAIWire.int(i)),
+                                             ("logprobs", c.map(Self.logprobs) ?? .null), ("finish_reason", finish)])])),
+            ]))
+        }
+        var sent = Array(repeating: 0, count: echo.count)
+        do {
+            try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
+                if !echoed[i] {
+                    echoed[i] = true
+                    if !echo[i].isEmpty { try await send(chunk(i, echo[i], nil)); sent[i] = echo[i].utf8.count }
+                }
+                switch event {
+                case .logprob(let e): record(e, into: &state[i], offset: sent[i])
+                case .text(let t, _):
+                    guard !t.isEmpty else { break }
+                    try await send(chunk(i, t, parameters.logprobs == nil ? nil : state[i]))
+                    sent[i] += t.utf8.count
+                    state[i] = Choice()
+                case .finished(let s):
+                    state[i].summary = s
+                    try await send(chunk(i, "", nil, finish: OpenAIWire.finishReason(s, toolCalls: false)))
+                default: break
+                }
+            }
+        } catch let error as APIError {
+            try await send(OpenAIWire.event(error.json))
+            throw error
+        }
+        if parameters.includeUsageInStream {
+            try await send(OpenAIWire.event(.object([
+                ("id", .string(id)), ("object", .string("text_completion")), ("created", created), ("model", .string(modelID)),
+                ("choices", .array([])), ("usage", usage(state.map(\.summary))),
+            ])))
+        }
+        try await send(OpenAIWire.done)
+    }
+
+    private func usage(_ summaries: [GenerationSummary?]) -> JSONValue {
+        let s = summaries.compactMap { $0 }
+        return OpenAIWire.usage(prompt: s.reduce(0) { $0 + $1.promptTokens } / max(1, parameters.n),
+                                cached: s.reduce(0) { $0 + $1.cachedTokens } / max(1, parameters.n),
+                                completion: s.reduce(0) { $0 + $1.generatedTokens })
+    }
+}
