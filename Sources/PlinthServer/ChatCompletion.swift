@@ -46,7 +46,8 @@ struct ChatCompletion: Sendable {
                 }
             }
             do {
-                return try model.constraint(response: grammar, tools: tools, required: required, timeLimit: timeLimit)
+                return try model.constraint(response: grammar, tools: tools, required: required, after: request.transcript,
+                                            timeLimit: timeLimit)
             } catch {
                 throw APIError.invalid("tools", "The tools' parameter schemas can't be enforced: \(error.localizedDescription)",
                                        code: "unsupported_schema")

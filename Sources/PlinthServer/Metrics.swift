@@ -86,7 +86,7 @@ final class Metrics: Sendable {
             let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
             out.append("plinth_requests_total{endpoint=\"\(Self.escape(String(parts[0])))\",status=\"\(parts[1])\"} \(n)")
         }
-        family("plinth_request_duration_seconds", "histogram", "Time from a request's arrival to its response's end.")
+        family("plinth_request_duration_seconds", "histogram", "Time from a request's arrival to its response head (a stream's events come after it).")
         out += s.duration.lines("plinth_request_duration_seconds", labels: "")
         let counters: [(String, String, [String: Int])] = [
             ("plinth_prompt_tokens_total", "Prompt tokens of finished generations.", s.promptTokens),

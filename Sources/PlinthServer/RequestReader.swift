@@ -23,8 +23,9 @@ struct RequestReader {
         do {
             json = try JSONValue(parsing: body)
         } catch {
-            throw APIError(400, "invalid_request_error", code: "invalid_json",
-                           "The request body is not valid JSON: \(error.localizedDescription)")
+            var why = error.localizedDescription
+            if case .invalidJSON(let what) = error { why = what }
+            throw APIError(400, "invalid_request_error", code: "invalid_json", "The request body is not valid JSON: \(why).")
         }
         try self.init(json)
     }

@@ -33,11 +33,13 @@ package final class ServedModel: Sendable {
         try instance.compiler().compile(jsonSchema: jsonSchema, options: GrammarOptions(timeLimit: timeLimit, generatedNumbers: true))
     }
 
-    /// The constraint of one turn: the response grammar, the tool-call router (`tools`, with
-    /// `required` forcing a call first), both, or none (nil).
+    /// The constraint of the turn that follows `transcript`: the response grammar, the tool-call
+    /// router (`tools`, with `required` forcing a call first), both, or none (nil). A call the
+    /// transcript already answered since its last prompt is taken back and the model answers instead.
     package func constraint(response: CompiledGrammar?, tools: [Transcript.ToolDefinition], required: Bool,
-                            timeLimit: Double) throws -> (@Sendable () throws -> any Constraint)? {
-        let calling = try LocalGeneration.toolCalling(tools, required: required, instance: instance, timeLimit: timeLimit)
+                            after transcript: Transcript, timeLimit: Double) throws -> (@Sendable () throws -> any Constraint)? {
+        let calling = try LocalGeneration.toolCalling(tools, required: required, answered: LocalGeneration.answeredCalls(transcript),
+                                                      instance: instance, timeLimit: timeLimit)
         guard response != nil || calling != nil else { return nil }
         let tokenizer = tokenizer
         return { @Sendable in TurnConstraint(tokenizer: tokenizer, grammar: response, tools: calling) }
