@@ -74,7 +74,9 @@ public final class HTTPServer: Sendable {
             return Self.error(.tooLarge(limit: limit))
         }
         do {
-            return try await request.body.consumeWithCancellationOnInboundClose { body in
+            // Watching the connection for a close ends it after the response, so the response
+            // says so: a client must not send its next request on it.
+            var response = try await request.body.consumeWithCancellationOnInboundClose { body in
                 let buffer: ByteBuffer
                 do {
                     buffer = try await body.collect(upTo: limit)
@@ -94,8 +96,12 @@ public final class HTTPServer: Sendable {
                                     try await writer.finish(nil)
                                 })
             }
+            response.headers[.connection] = "close"
+            return response
         } catch let error as APIError {
-            return Self.error(error)
+            var response = Self.error(error)
+            response.headers[.connection] = "close"
+            return response
         } catch is CancellationError {
             // The client went away; nobody reads this.
             return Self.error(APIError(499, "invalid_request_error", code: "client_closed_request", "The client closed the connection."))
