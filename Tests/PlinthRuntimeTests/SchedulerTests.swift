@@ -41,7 +41,7 @@ struct SchedulerTests {
     /// Submits and collects a request's summary (or error) through the callback interface.
     final class Collector: Sendable {
         let done = DispatchSemaphore(value: 0)
-        let state = Mutex((text: "", summary: GenerationSummary?.none, error: (any Error)?.none, events: 0))
+        let state = Mutex((text: "", summary: GenerationSummary?.none, error: (any Error)?.none, events: 0, logprobs: [TokenLogprob]()))
         var summary: GenerationSummary? { state.withLock { $0.summary } }
         var text: String { state.withLock { $0.text } }
 
@@ -53,6 +53,7 @@ struct SchedulerTests {
                 case .finished(let summary): s.summary = summary
                 case .failed(let error): s.error = error
                 case .toolCall: break
+                case .logprob(let entry): s.logprobs.append(entry)
                 }
             }
             if case .finished = event { done.signal() }
@@ -100,6 +101,34 @@ struct SchedulerTests {
         let stats = scheduler.statistics
         #expect(stats.largestBatch > 1)
         #expect(stats.cachedTokens > 0, "the shared system prompt was never reused")
+    }
+
+    /// Log-probabilities are the log-softmax of the reference's own logits, and asking for them
+    /// changes no token.
+    @Test func logprobsAreTheLogSoftmaxOfTheLogits() throws {
+        let model = try #require(Self.model)
+        let prompt = try Self.prompt(model, "Name three fruits.")
+        let expected = try Self.reference(model, prompt, maxTokens: 10)
+        let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 256, slots: 2, maxRunning: 2))
+        let (_, c) = submit(scheduler, GenerationRequest(prompt: prompt, maxTokens: 10, logprobs: 4))
+        c.wait()
+        #expect(c.summary?.tokens == expected)
+        let entries = c.state.withLock { $0.logprobs }
+        #expect(entries.map(\.token) == expected)
+        // The first token's distribution, computed here from a fresh context.
+        let context = try InferenceContext(transformer: model.transformer, contextLength: prompt.count + 1, slots: 1)
+        try context.forward(.sequence(prompt))
+        let logits = Array(context.logits(0))
+        let maximum = logits.max()!
+        let logZ = Double(maximum) + log(logits.reduce(0.0) { $0 + exp(Double($1 - maximum)) })
+        let first = try #require(entries.first)
+        #expect(abs(Double(logits[Int(first.token)]) - logZ - Double(first.logprob)) < 1e-3)
+        for entry in entries {
+            #expect(entry.alternatives.count == 4)
+            #expect(entry.alternatives.first?.token == entry.token, "greedy takes the most likely token")
+            #expect(entry.alternatives.map(\.logprob) == entry.alternatives.map(\.logprob).sorted(by: >))
+            #expect(entry.logprob <= 0)
+        }
     }
 
     @Test func cancellingFreesTheSlot() throws {

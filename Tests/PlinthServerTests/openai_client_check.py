@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 import time
+import urllib.request
 
 import openai
 from openai import AsyncOpenAI, OpenAI
@@ -146,7 +147,21 @@ async def load_test(clients=64, each=3):
     await aclient.close()
 
 
+def wait_until_loaded(seconds=300):
+    deadline = time.time() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(BASE + "/health") as r:
+                if r.status == 200:
+                    return
+        except Exception:
+            if time.time() > deadline:
+                raise
+        time.sleep(0.1)
+
+
 def main():
+    wait_until_loaded()
     started = time.time()
     check_models()
     check_chat_and_stream()

@@ -1,0 +1,205 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Plinth
+import PlinthGrammar
+import Testing
+@testable import PlinthServer
+
+/// `plinth serve` in this process, driven over loopback HTTP: answers against sessions on the
+/// same model, streams against whole answers, schemas, log-probabilities, errors, limits, metrics.
+@Suite(.serialized, .enabled(if: TestServer.hasModel, "needs SmolLM2-135M-Instruct (run `plinth models fetch`)"))
+struct ServerTests {
+    static let chat = "/v1/chat/completions"
+
+    @Test func greedyChatMatchesASession() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let prompt = "Name three colors."
+        let reply = try await server.post(Self.chat, #"{"model":"smollm2","temperature":0,"max_tokens":24,"messages":[{"role":"user","content":"\#(prompt)"}]}"#)
+        #expect(reply.status == 200)
+        let content = try #require(reply.json.at("choices", 0, "message", "content")?.stringValue)
+        let session = LanguageModelSession(model: LocalLanguageModel(name: "smollm2"))
+        let expected = try await session.respond(to: prompt, options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 24))
+        #expect(content == expected.content)
+        #expect(reply.json.at("usage", "completion_tokens")?.integerValue ?? 0 <= 24)
+        #expect(reply.json.at("model")?.stringValue == TestServer.smolLM2)
+        #expect(reply.json.at("object")?.stringValue == "chat.completion")
+    }
+
+    @Test func aStreamSaysWhatTheWholeAnswerSays() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let body = #"{"model":"smollm2","temperature":0,"max_tokens":30,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Why is the sky blue?"}]"#
+        let whole = try await server.post(Self.chat, body + "}")
+        let streamed = try await server.post(Self.chat, body + #","stream":true,"stream_options":{"include_usage":true}}"#)
+        #expect(streamed.status == 200)
+        #expect(streamed.headers["content-type"]?.hasPrefix("text/event-stream") == true)
+        let (events, done) = TestServer.events(streamed.text)
+        #expect(done)
+        #expect(events.first?.at("choices", 0, "delta", "role")?.stringValue == "assistant")
+        let text = events.compactMap { $0.at("choices", 0, "delta", "content")?.stringValue }.joined()
+        #expect(text == whole.json.at("choices", 0, "message", "content")?.stringValue)
+        let finish = events.compactMap { $0.at("choices", 0, "finish_reason")?.stringValue }
+        #expect(finish == [whole.json.at("choices", 0, "finish_reason")?.stringValue ?? "?"])
+        #expect(events.last?.at("usage", "completion_tokens") == whole.json.at("usage", "completion_tokens"))
+        #expect(events.allSatisfy { $0.at("object")?.stringValue == "chat.completion.chunk" })
+    }
+
+    @Test func jsonSchemaChoicesAreValidAndSeedsRepeat() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let schema = #"{"type":"object","properties":{"label":{"enum":["yes","no","maybe"]},"score":{"type":"integer","minimum":0,"maximum":9}},"required":["label","score"]}"#
+        let body = #"{"model":"smollm2","temperature":1,"seed":11,"n":5,"messages":[{"role":"user","content":"Is water wet?"}],"response_format":{"type":"json_schema","json_schema":{"name":"answer","strict":true,"schema":\#(schema)}}}"#
+        let first = try await server.post(Self.chat, body)
+        #expect(first.status == 200)
+        let choices = try #require(first.json.at("choices")?.arrayValue)
+        #expect(choices.count == 5)
+        var values: [String] = []
+        for choice in choices {
+            let text = try #require(choice.at("message", "content")?.stringValue)
+            let value = try JSONValue(parsing: text)
+            #expect(["yes", "no", "maybe"].contains(value["label"]?.stringValue ?? ""))
+            #expect((0...9).contains(value["score"]?.integerValue ?? -1))
+            #expect(choice.at("finish_reason")?.stringValue == "stop")
+            values.append(text)
+        }
+        let again = try await server.post(Self.chat, body)
+        #expect(again.json.at("choices")?.arrayValue?.compactMap { $0.at("message", "content")?.stringValue } == values)
+    }
+
+    @Test func logprobsAreTheModelsAndGreedyTakesTheFirst() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let reply = try await server.post(Self.chat, #"{"model":"smollm2","temperature":0,"max_tokens":12,"logprobs":true,"top_logprobs":3,"messages":[{"role":"user","content":"Count to five."}]}"#)
+        let entries = try #require(reply.json.at("choices", 0, "logprobs", "content")?.arrayValue)
+        #expect(entries.count == reply.json.at("usage", "completion_tokens")?.integerValue)
+        var bytes: [UInt8] = []
+        for entry in entries {
+            let top = try #require(entry["top_logprobs"]?.arrayValue)
+            #expect(top.count == 3)
+            let lps = top.compactMap { $0["logprob"]?.doubleValue }
+            #expect(lps == lps.sorted(by: >) && lps.allSatisfy { $0 <= 0 })
+            // Greedy: the chosen token is the most likely one.
+            #expect(top.first?["token"] == entry["token"])
+            #expect(abs((top.first?["logprob"]?.doubleValue ?? 1) - (entry["logprob"]?.doubleValue ?? 0)) < 1e-6)
+            bytes += entry["bytes"]?.arrayValue?.compactMap { $0.integerValue.map(UInt8.init) } ?? []
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == reply.json.at("choices", 0, "message", "content")?.stringValue)
+    }
+
+    @Test func textCompletionsEchoAndStop() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let reply = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Once upon a time","temperature":0,"echo":true,"logprobs":1}"#)
+        #expect(reply.status == 200)
+        let text = try #require(reply.json.at("choices", 0, "text")?.stringValue)
+        #expect(text.hasPrefix("Once upon a time") && text.count > "Once upon a time".count)
+        #expect(reply.json.at("usage", "completion_tokens")?.integerValue == 16)  // the endpoint's default limit
+        #expect(reply.json.at("choices", 0, "logprobs", "text_offset", 0)?.integerValue == "Once upon a time".utf8.count)
+        let stopped = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"1, 2, 3, 4,","temperature":0,"max_tokens":40,"stop":[" 7"]}"#)
+        let rest = try #require(stopped.json.at("choices", 0, "text")?.stringValue)
+        #expect(!rest.contains(" 7") && stopped.json.at("choices", 0, "finish_reason")?.stringValue == "stop")
+    }
+
+    @Test func badRequestsGetOpenAIErrors() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"], maxBodyBytes: 4096))
+        defer { server.stop() }
+        let cases: [(String, Int, String?, String)] = [
+            (#"{"model":"gpt-9","messages":[{"role":"user","content":"hi"}]}"#, 404, "model", "model_not_found"),
+            (#"{"model":"smollm2","messages":[]}"#, 400, "messages", "missing_required_parameter"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"top_p":"high"}"#, 400, "top_p", "invalid_type"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"n":99}"#, 400, "n", "invalid_value"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","format":"zip-code"}}}}"#,
+             400, "response_format", "unsupported_schema"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}"#, 400, "tool_choice", "invalid_value"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}"#, 400, "messages[0].content[0].type", "invalid_value"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"max_tokens":100000}"#, 400, "messages", "context_length_exceeded"),
+            (#"{"model":"smollm2","messages":"#, 400, nil, "invalid_json"),
+            (String(repeating: " ", count: 5000), 413, nil, "request_too_large"),
+        ]
+        for (body, status, param, code) in cases {
+            let reply = try await server.post(Self.chat, body)
+            #expect(reply.status == status, "\(body.prefix(80))")
+            #expect(reply.json.at("error", "code")?.stringValue == code, "\(reply.text)")
+            #expect(reply.json.at("error", "param")?.stringValue == param, "\(reply.text)")
+            #expect(reply.json.at("error", "message")?.stringValue?.isEmpty == false)
+        }
+        // The unsupported keyword is named.
+        let schema = try await server.post(Self.chat, cases[4].0)
+        #expect(schema.json.at("error", "message")?.stringValue?.contains("format") == true)
+        let missing = try await server.get("/v1/engines")
+        #expect(missing.status == 404 && missing.json.at("error", "code")?.stringValue == "not_found")
+    }
+
+    @Test func theKeyGuardsEverythingButHealth() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"], apiKey: "s3cret"))
+        defer { server.stop() }
+        #expect(try await server.get("/health").status == 200)
+        for key in [nil, "wrong", "s3cre", "s3cret!"] as [String?] {
+            let reply = try await server.get("/v1/models", key: key)
+            #expect(reply.status == 401 && reply.json.at("error", "code")?.stringValue == "invalid_api_key")
+        }
+        #expect(try await server.get("/metrics").status == 401)
+        let models = try await server.get("/v1/models", key: "s3cret")
+        #expect(models.status == 200)
+        #expect(models.json.at("data", 0, "id")?.stringValue == TestServer.smolLM2)
+    }
+
+    @Test func aFullQueueAnswers429() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"], parallel: 1, maxQueue: 1))
+        defer { server.stop() }
+        let body = #"{"model":"smollm2","temperature":0,"max_tokens":64,"messages":[{"role":"user","content":"Tell a story."}]}"#
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<6 { group.addTask { try await server.post(Self.chat, body).status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        // One runs, one waits, the rest are refused at once (which ones depends on arrival).
+        #expect(statuses.filter { $0 == 200 }.count >= 2)
+        #expect(statuses.filter { $0 == 429 }.count >= 1)
+        #expect(statuses.allSatisfy { $0 == 200 || $0 == 429 })
+    }
+
+    @Test func aClientThatLeavesFreesItsSlot() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        // 3000 tokens take many seconds; the client gives up after one.
+        let body = Data(#"{"model":"smollm2","temperature":0,"max_tokens":3000,"messages":[{"role":"user","content":"Write a very long story."}]}"#.utf8)
+        let start = Date()
+        // (FoundationNetworking counts whole seconds: 1 is its shortest timeout.)
+        await #expect(throws: (any Error).self) { try await server.request("POST", Self.chat, body: body, timeout: 1) }
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(elapsed >= 0.9, "the client gave up after \(elapsed) s, not at its timeout")
+        var running = -1
+        for _ in 0..<40 {
+            let metrics = try await server.get("/metrics").text
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("plinth_running_sequences{") }
+            running = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+            if running == 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(running == 0)
+        let metrics = try await server.get("/metrics").text
+        #expect(!metrics.contains("plinth_generated_tokens_total{model=\"SmolLM2-135M-Instruct\"} 3000"))
+        // It was generating when the client left (a step a token).
+        let steps = metrics.split(separator: "\n").first { $0.hasPrefix("plinth_steps_total{") }.flatMap { Int($0.split(separator: " ").last ?? "") }
+        #expect((steps ?? 0) > 10 && (steps ?? 0) < 3000)
+    }
+
+    @Test func metricsCountRequestsTokensAndLatency() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        for _ in 0..<3 {
+            _ = try await server.post(Self.chat, #"{"model":"smollm2","temperature":0,"max_tokens":8,"messages":[{"role":"user","content":"Write a long story."}]}"#)
+        }
+        _ = try await server.post(Self.chat, #"{"model":"nope","messages":[{"role":"user","content":"Hi"}]}"#)
+        let text = try await server.get("/metrics").text
+        #expect(text.contains(#"plinth_requests_total{endpoint="/v1/chat/completions",status="200"} 3"#))
+        #expect(text.contains(#"plinth_requests_total{endpoint="/v1/chat/completions",status="404"} 1"#))
+        #expect(text.contains(#"plinth_time_to_first_token_seconds_count{model="SmolLM2-135M-Instruct"} 3"#))
+        #expect(text.contains(#"plinth_generated_tokens_total{model="SmolLM2-135M-Instruct"} 24"#))
+        #expect(text.contains("# TYPE plinth_time_per_output_token_seconds histogram"))
+        #expect(text.contains(#"plinth_queue_depth{model="SmolLM2-135M-Instruct"} 0"#))
+    }
+}
