@@ -109,6 +109,17 @@ final class Metrics: Sendable {
             family(name, type, help)
             for (id, st) in stats { out.append("\(name){model=\"\(Self.escape(id))\"} \(read(st))") }
         }
+        family("plinth_batch_sequences", "histogram", "Sequences served by each batched step.")
+        for (id, st) in stats {
+            var cumulative = 0
+            for (bound, n) in zip(SchedulerStatistics.batchBounds, st.stepsBySequenceBound) {
+                cumulative += n
+                out.append("plinth_batch_sequences_bucket{model=\"\(Self.escape(id))\",le=\"\(bound)\"} \(cumulative)")
+            }
+            out.append("plinth_batch_sequences_bucket{model=\"\(Self.escape(id))\",le=\"+Inf\"} \(st.steps)")
+            out.append("plinth_batch_sequences_sum{model=\"\(Self.escape(id))\"} \(st.sequencesServed)")
+            out.append("plinth_batch_sequences_count{model=\"\(Self.escape(id))\"} \(st.steps)")
+        }
         family("plinth_time_to_first_token_seconds", "histogram", "From submission to the first generated token.")
         for (model, h) in s.timeToFirstToken.sorted(by: { $0.key < $1.key }) {
             out += h.lines("plinth_time_to_first_token_seconds", labels: "model=\"\(Self.escape(model))\"")

@@ -187,6 +187,16 @@ struct ServerTests {
         #expect((steps ?? 0) > 10 && (steps ?? 0) < 3000)
     }
 
+    @Test func aRequestPastItsTimeLimitIsCancelled() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"], requestTimeout: 1))
+        defer { server.stop() }
+        let reply = try await server.post(Self.chat, #"{"model":"smollm2","temperature":0,"max_tokens":3000,"messages":[{"role":"user","content":"Write a very long story."}]}"#)
+        #expect(reply.status == 408 && reply.json.at("error", "code")?.stringValue == "request_timeout")
+        // The slot is free again: a short request still runs.
+        let short = try await server.post(Self.chat, #"{"model":"smollm2","temperature":0,"max_tokens":4,"messages":[{"role":"user","content":"Hi"}]}"#)
+        #expect(short.status == 200)
+    }
+
     @Test func metricsCountRequestsTokensAndLatency() async throws {
         let server = try await TestServer(ServerSettings(models: ["smollm2"]))
         defer { server.stop() }
@@ -201,5 +211,27 @@ struct ServerTests {
         #expect(text.contains(#"plinth_generated_tokens_total{model="SmolLM2-135M-Instruct"} 24"#))
         #expect(text.contains("# TYPE plinth_time_per_output_token_seconds histogram"))
         #expect(text.contains(#"plinth_queue_depth{model="SmolLM2-135M-Instruct"} 0"#))
+        // Every step served at least one sequence: the +Inf bucket equals the 16-sequence bucket.
+        func value(_ prefix: String) -> Int? {
+            text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.split(separator: " ").last ?? "") }
+        }
+        let steps = try #require(value(#"plinth_batch_sequences_count{model="SmolLM2-135M-Instruct"}"#))
+        #expect(steps > 0 && value(#"plinth_batch_sequences_bucket{model="SmolLM2-135M-Instruct",le="16"}"#) == steps)
+        #expect(value(#"plinth_batch_sequences_sum{model="SmolLM2-135M-Instruct"}"#) ?? 0 >= steps)
+    }
+}
+
+/// The model table before anything loads: no model file needed.
+struct ModelHostTests {
+    @Test func aModelStillLoadingAnswers503AndNamesResolve() throws {
+        let host = ModelHost(models: ["smollm2", "/models/My-Model.Q4_0.gguf"])
+        #expect(host.entries.map(\.id) == ["SmolLM2-135M-Instruct", "My-Model.Q4_0"])
+        #expect(!host.isReady)
+        for name in ["smollm2", "SmolLM2-135M-Instruct", "smollm2-135m", "my-model.q4_0"] {
+            #expect { try host.model(named: name) } throws: { ($0 as? APIError)?.status == 503 }
+        }
+        #expect { try host.model(named: "llama") } throws: { ($0 as? APIError)?.status == 404 }
+        #expect { try host.model(named: "smollm2:lora") } throws: { ($0 as? APIError)?.param == "model" }
+        #expect(host.status.map(\.state) == ["loading", "loading"])
     }
 }

@@ -168,6 +168,12 @@ public struct SchedulerStatistics: Sendable, Equatable {
     public var requestsFinished = 0
     /// The largest number of sequences one step served.
     public var largestBatch = 0
+    /// Steps by the sequences they served: entry `i` counts the steps that served more than
+    /// `batchBounds[i-1]` and at most `batchBounds[i]` (larger steps are not counted here).
+    public var stepsBySequenceBound = Array(repeating: 0, count: SchedulerStatistics.batchBounds.count)
+    public static let batchBounds = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    /// The sequences of every step, summed (over `steps`, the mean batch).
+    public var sequencesServed = 0
     /// Requests waiting for a slot, and sequences running, after the last step.
     public var queued = 0
     public var running = 0

@@ -288,6 +288,8 @@ final class SchedulerCore: @unchecked Sendable {
             s.tokens += batch.count
             s.prefillTokens += fed.reduce(0) { $0 + ($1.seq.decoding ? 0 : $1.count) }
             s.largestBatch = max(s.largestBatch, fed.count)
+            s.sequencesServed += fed.count
+            if let i = SchedulerStatistics.batchBounds.firstIndex(where: { fed.count <= $0 }) { s.stepsBySequenceBound[i] += 1 }
         }
         var row = 0
         for (seq, count, logits) in fed {
