@@ -41,14 +41,14 @@ def wait_ready(port, proc, limit=120):
     deadline = time.time() + limit
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError("llama-server exited early")
+            raise RuntimeError("the server exited early")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if r.status == 200:
                     return
         except Exception:
             time.sleep(0.5)
-    raise RuntimeError("llama-server did not become ready")
+    raise RuntimeError("the server did not become ready")
 
 
 def run_llama_server(args, model, schema, records, instructions):

@@ -20,7 +20,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,8 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "Benchmarks"))
+from compare_llama_server import free_port, post, wait_ready  # noqa: E402
 
 CHAT_PROMPTS = [
     "Write a short story about a lighthouse keeper.", "Explain how a bicycle works.", "Describe a walk in a forest.",
@@ -37,32 +38,6 @@ CHAT_PROMPTS = [
     "Write a story about a robot learning to paint.", "Explain how plants grow.", "Describe a market on a Sunday.",
     "Write a diary entry of a sailor.",
 ]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(port, proc, limit=300):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited early ({proc.returncode})")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            time.sleep(0.25)
-    raise RuntimeError("server did not become ready")
-
-
-def post(url, body, timeout=600):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read())
 
 
 def stream_chat(url, body, timeout=600):

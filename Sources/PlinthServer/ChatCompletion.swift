@@ -62,11 +62,7 @@ struct ChatCompletion: Sendable {
         self.modelID = modelID
         self.model = model
         self.metrics = metrics
-        do {
-            choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout)
-        } catch let error as SchedulerError {
-            throw APIError(scheduler: error)
-        }
+        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout)
     }
 
     /// What one choice has produced so far.

@@ -12,8 +12,8 @@ struct Choices: Sendable {
     let events: AsyncThrowingStream<Event, any Error>
     private let handles: [GenerationHandle]
 
-    /// Submits the choices; throws, submitting none, when the scheduler refuses one at once (its
-    /// queue is full or it has shut down).
+    /// Submits the choices; throws an ``APIError``, cancelling them all, when the scheduler
+    /// refuses one at once (its queue is full or it has shut down).
     init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?) throws {
         let (stream, continuation) = AsyncThrowingStream<Event, any Error>.makeStream()
         let left = Counter(requests.count)
@@ -38,7 +38,7 @@ struct Choices: Sendable {
         submitting.withLock { $0 = false }
         if let error = refusal.withLock({ $0 }) {
             for handle in handles { handle.cancel() }
-            throw error
+            throw (error as? SchedulerError).map(APIError.init(scheduler:)) ?? error
         }
         continuation.onTermination = { [handles] reason in
             // A failed choice or a consumer that left: stop the others too.

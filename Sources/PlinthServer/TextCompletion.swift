@@ -71,11 +71,7 @@ struct TextCompletion: Sendable {
         self.parameters = p
         self.echo = echo
         self.metrics = metrics
-        do {
-            choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout)
-        } catch let error as SchedulerError {
-            throw APIError(scheduler: error)
-        }
+        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout)
     }
 
     private struct Choice {
