@@ -106,9 +106,11 @@ struct CLITests {
                            "--id-field", "--prompt-template", "--max-tokens", "--parallel", "--label", "--shard", "--greedy",
                            "--temperature", "--seed", "--restart", "--summary", "--quiet"]),
         (["eval", "merge"], ["<output>", "<shards>", "--allow-partial"]),
+        (["serve"], ["--model", "--host", "--port", "--api-key", "--api-key-file", "--parallel", "--max-queue", "--ctx",
+                     "--max-body", "--timeout", "--schema-time-limit", "/v1/chat/completions", "/v1/completions", "/metrics", "SIGTERM"]),
         (["chat"], ["--model", "--instructions", "--greedy", "--temperature", "--seed", "--max-tokens",
                     "/reset", "/transcript", "/save", "Ctrl-C"]),
-        ([], ["generate", "respond", "chat", "tokenize", "models", "PLINTH_HOME"]),
+        ([], ["generate", "respond", "chat", "serve", "tokenize", "models", "PLINTH_HOME"]),
     ])
     func helpMentionsEveryOption(command: [String], mentions: [String]) throws {
         let r = try Self.run(command + ["--help"])
@@ -127,6 +129,19 @@ struct CLITests {
         #expect(r.stderr.contains("not found"))
         #expect(r.stderr.contains("/nonexistent.gguf"))
         #expect(r.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: hasBinary, noBinaryReason))
+    func serveRefusesBadOptionsBeforeListening() throws {
+        for (args, message) in [(["serve", "-m", "no-such-model"], "no such model: no-such-model"),
+                                (["serve", "--port", "70000"], "--port must be in 0...65535"),
+                                (["serve", "--api-key", "a", "--api-key-file", "/k"], "not both"),
+                                (["serve", "--api-key-file", "/nonexistent/key"], "can't read --api-key-file")] {
+            let r = try Self.run(args)
+            #expect(r.status != 0)
+            #expect(r.stderr.contains(message), "\(args): \(r.stderr)")
+            #expect(!r.stdout.contains("listening"))
+        }
     }
 
     @Test(.enabled(if: hasBinary, noBinaryReason))

@@ -147,7 +147,11 @@ struct EvalCLITests {
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
             try p.run()
-            usleep(UInt32(300_000 + rng.next() % 1_500_000))
+            // Killed once a random number of new records (at most half of those left) is
+            // written: a fixed delay lets a fast machine finish first.
+            let before = Self.contents(out).split(separator: "\n").count
+            let target = before + 1 + Int(rng.next() % UInt64(max(1, (Self.recordCount - before) / 2)))
+            while p.isRunning && Self.contents(out).split(separator: "\n").count < target { usleep(2_000) }
             kill(p.processIdentifier, SIGKILL)
             p.waitUntilExit()
             let text = Self.contents(out)
