@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "PlinthRuntime", targets: ["PlinthRuntime"]),
         .library(name: "PlinthGrammar", targets: ["PlinthGrammar"]),
+        .library(name: "PlinthJinja", targets: ["PlinthJinja"]),
         .library(name: "Plinth", targets: ["Plinth"]),
         // Linux stand-in for Apple's framework: `import FoundationModels` re-exports Plinth.
         .library(name: "FoundationModels", targets: ["FoundationModels"]),
@@ -42,9 +43,15 @@ let package = Package(
             exclude: ["pkc_kernels.cu"],
             linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("m")]
         ),
+        // A Jinja engine as transformers renders chat templates (jinja2, sandboxed, `tojson` as
+        // Python writes it); general-purpose, no dependencies.
+        .target(
+            name: "PlinthJinja",
+            path: "Sources/PlinthJinja"
+        ),
         .target(
             name: "PlinthRuntime",
-            dependencies: ["PlinthKernels", "PlinthCUDA"],
+            dependencies: ["PlinthKernels", "PlinthCUDA", "PlinthJinja"],
             path: "Sources/PlinthRuntime"
         ),
         // Constrained decoding: schema / JSON Schema / regex -> token masks. Knows token bytes only.
@@ -101,7 +108,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PlinthRuntimeTests",
-            dependencies: ["PlinthRuntime", "PlinthKernels"],
+            dependencies: ["PlinthRuntime", "PlinthKernels", "PlinthJinja"],
             path: "Tests/PlinthRuntimeTests",
             resources: [.copy("Fixtures")]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import PlinthJinja
 @testable import PlinthRuntime
 
 /// The Jinja engine against templates rendered by Python's jinja2 (configured as transformers
