@@ -5,26 +5,81 @@ extension Jinja {
     enum Filters {
         typealias E = ChatTemplateError
 
-        static let known: Set<String> = [
-            "abs", "attr", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape", "first",
-            "float", "forceescape", "format", "indent", "int", "items", "join", "last", "length", "list", "lower",
-            "map", "max", "min", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
-            "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "truncate", "unique", "upper",
-            "wordcount",
+        /// Every filter by name (aliases share an entry): adding a filter is a method of `Call`
+        /// and a row here.
+        static let table: [String: @Sendable (Call) throws(E) -> Value] = [
+            "abs": { (c: Call) throws(E) in try c.applyAbs() },
+            "attr": { (c: Call) throws(E) in try c.applyAttr() },
+            "capitalize": { (c: Call) throws(E) in try c.applyCapitalize() },
+            "center": { (c: Call) throws(E) in try c.applyCenter() },
+            "count": { (c: Call) throws(E) in try c.applyLength() },
+            "d": { (c: Call) throws(E) in try c.applyDefault() },
+            "default": { (c: Call) throws(E) in try c.applyDefault() },
+            "dictsort": { (c: Call) throws(E) in try c.applyDictsort() },
+            "e": { (c: Call) throws(E) in try c.applyEscape() },
+            "escape": { (c: Call) throws(E) in try c.applyEscape() },
+            "first": { (c: Call) throws(E) in try c.applyFirst() },
+            "float": { (c: Call) throws(E) in try c.applyFloat() },
+            "forceescape": { (c: Call) throws(E) in try c.applyEscape() },
+            "format": { (c: Call) throws(E) in try c.applyFormat() },
+            "indent": { (c: Call) throws(E) in try c.applyIndent() },
+            "int": { (c: Call) throws(E) in try c.applyInt() },
+            "items": { (c: Call) throws(E) in try c.applyItems() },
+            "join": { (c: Call) throws(E) in try c.applyJoin() },
+            "last": { (c: Call) throws(E) in try c.applyLast() },
+            "length": { (c: Call) throws(E) in try c.applyLength() },
+            "list": { (c: Call) throws(E) in try c.applyList() },
+            "lower": { (c: Call) throws(E) in try c.applyLower() },
+            "map": { (c: Call) throws(E) in try c.applyMap() },
+            "max": { (c: Call) throws(E) in try c.applyMax() },
+            "min": { (c: Call) throws(E) in try c.applyMax() },
+            "reject": { (c: Call) throws(E) in try c.applySelect() },
+            "rejectattr": { (c: Call) throws(E) in try c.applySelect() },
+            "replace": { (c: Call) throws(E) in try c.applyReplace() },
+            "reverse": { (c: Call) throws(E) in try c.applyReverse() },
+            "round": { (c: Call) throws(E) in try c.applyRound() },
+            "safe": { (c: Call) throws(E) in try c.applySafe() },
+            "select": { (c: Call) throws(E) in try c.applySelect() },
+            "selectattr": { (c: Call) throws(E) in try c.applySelect() },
+            "sort": { (c: Call) throws(E) in try c.applySort() },
+            "string": { (c: Call) throws(E) in try c.applySafe() },
+            "sum": { (c: Call) throws(E) in try c.applySum() },
+            "title": { (c: Call) throws(E) in try c.applyTitle() },
+            "tojson": { (c: Call) throws(E) in try c.applyTojson() },
+            "trim": { (c: Call) throws(E) in try c.applyTrim() },
+            "truncate": { (c: Call) throws(E) in try c.applyTruncate() },
+            "unique": { (c: Call) throws(E) in try c.applyUnique() },
+            "upper": { (c: Call) throws(E) in try c.applyUpper() },
+            "wordcount": { (c: Call) throws(E) in try c.applyWordcount() },
         ]
 
+        static let known = Set(table.keys)
+
         static func apply(_ name: String, _ value: Value, _ args: Arguments, _ interpreter: Interpreter, _ loc: TemplateSourceLocation) throws(E) -> Value {
+            guard let filter = table[name] else { throw .unknownFilter(name, at: loc) }
+            return try filter(Call(name: name, value: value, args: args, interpreter: interpreter, loc: loc))
+        }
+
+        /// One filter application: the value, the arguments and where it is; each filter is a method.
+        struct Call {
+            let name: String
+            let value: Value
+            let args: Arguments
+            let interpreter: Interpreter
+            let loc: TemplateSourceLocation
+
             func reader(_ parameters: [String], varargs: Bool = false) throws(E) -> ArgumentReader {
                 try ArgumentReader(args, name, parameters, loc, varargs: varargs)
             }
+
             func items(_ v: Value) throws(E) -> [Value] {
                 guard let items = v.iterate() else {
                     throw .invalidOperation("'\(v.typeName)' object is not iterable", at: loc)
                 }
                 return items
             }
-            switch name {
-            case "abs":
+
+            func applyAbs() throws(E) -> Value {
                 _ = try reader([])
                 try Operators.requireDefined(value, loc)
                 switch value.number {
@@ -34,20 +89,28 @@ extension Jinja {
                 case .double(let d)?: return .double(abs(d))
                 case nil: throw .invalidOperation("bad operand type for abs(): '\(value.typeName)'", at: loc)
                 }
-            case "attr":
+            }
+
+            func applyAttr() throws(E) -> Value {
                 let r = try reader(["name"])
                 guard let attribute = try r.string("name") else { throw .invalidOperation("attr() needs a name", at: loc) }
                 if case .dict(let d) = value {
                     return Methods.dict(d, attribute) ?? .undefined("'dict object' has no attribute '\(attribute)'")
                 }
                 return try interpreter.getAttribute(value, attribute, loc)
-            case "capitalize":
+            }
+
+            func applyCapitalize() throws(E) -> Value {
                 _ = try reader([])
                 return .string(PythonText.capitalize(value.str))
-            case "center":
+            }
+
+            func applyCenter() throws(E) -> Value {
                 let r = try reader(["width"])
                 return .string(Methods.pad(value.str, width: try r.int("width") ?? 80, fill: " ", mode: "center"))
-            case "count", "length":
+            }
+
+            func applyLength() throws(E) -> Value {
                 _ = try reader([])
                 switch value {
                 case .undefined: return .int(0)
@@ -57,12 +120,16 @@ extension Jinja {
                 case .iterator(let box) where box.isView: return .int(box.peekAll.count)
                 default: throw .invalidOperation("object of type '\(value.typeName)' has no len()", at: loc)
                 }
-            case "d", "default":
+            }
+
+            func applyDefault() throws(E) -> Value {
                 let r = try reader(["default_value", "boolean"])
                 let fallback = r.value("default_value") ?? .string("")
                 if value.isUndefined || ((r.bool("boolean") ?? false) && !value.isTruthy) { return fallback }
                 return value
-            case "dictsort":
+            }
+
+            func applyDictsort() throws(E) -> Value {
                 let r = try reader(["case_sensitive", "by", "reverse"])
                 guard case .dict(let d) = value else {
                     throw .invalidOperation("dictsort requires a mapping, not \(value.typeName)", at: loc)
@@ -77,26 +144,36 @@ extension Jinja {
                     [caseSensitive ? pair[by == "key" ? 0 : 1] : ignoreCase(pair[by == "key" ? 0 : 1])]
                 }
                 return .array(sorted.map { .tuple($0) })
-            case "e", "escape", "forceescape":
+            }
+
+            func applyEscape() throws(E) -> Value {
                 _ = try reader([])
                 return .string(htmlEscape(value.str))
-            case "first":
+            }
+
+            func applyFirst() throws(E) -> Value {
                 _ = try reader([])
                 if case .iterator(let box) = value {
                     return box.next() ?? .undefined("No first item, sequence was empty.")
                 }
                 return try items(value).first ?? .undefined("No first item, sequence was empty.")
-            case "last":
+            }
+
+            func applyLast() throws(E) -> Value {
                 _ = try reader([])
                 if case .iterator(let box) = value, !box.isView {
                     throw .invalidOperation("'\(value.typeName)' object is not reversible", at: loc)
                 }
                 return try items(value).last ?? .undefined("No last item, sequence was empty.")
-            case "float":
+            }
+
+            func applyFloat() throws(E) -> Value {
                 let r = try reader(["default"])
                 try Operators.requireDefined(value, loc)
                 return toFloat(value) ?? r.value("default") ?? .double(0)
-            case "format":
+            }
+
+            func applyFormat() throws(E) -> Value {
                 if !args.positional.isEmpty && !args.keyword.isEmpty {
                     throw .invalidOperation("can't handle positional and keyword arguments at the same time", at: loc)
                 }
@@ -104,7 +181,9 @@ extension Jinja {
                 for (k, v) in args.keyword { mapping[k] = v }
                 let argument: Value = args.keyword.isEmpty ? .tuple(args.positional) : .dict(mapping)
                 return .string(try Operators.printf(value.str, argument, loc))
-            case "indent":
+            }
+
+            func applyIndent() throws(E) -> Value {
                 let r = try reader(["width", "first", "blank"])
                 let indentation: String
                 switch r.value("width") {
@@ -128,18 +207,24 @@ extension Jinja {
                 }
                 if r.bool("first") ?? false { result = indentation + result }
                 return .string(result)
-            case "int":
+            }
+
+            func applyInt() throws(E) -> Value {
                 let r = try reader(["default", "base"])
                 try Operators.requireDefined(value, loc)
                 return toInt(value, base: try r.int("base") ?? 10) ?? r.value("default") ?? .int(0)
-            case "items":
+            }
+
+            func applyItems() throws(E) -> Value {
                 _ = try reader([])
                 switch value {
                 case .undefined: return .iterator(IteratorBox(.generator, []))
                 case .dict(let d): return .iterator(IteratorBox(.generator, d.entries.map { .tuple([$0, $1]) }))
                 default: throw .invalidOperation("Can only get item pairs from a mapping.", at: loc)
                 }
-            case "join":
+            }
+
+            func applyJoin() throws(E) -> Value {
                 let r = try reader(["d", "attribute"])
                 var list = try items(value)
                 if let attribute = r.value("attribute"), !isNone(attribute) {
@@ -147,19 +232,29 @@ extension Jinja {
                     list = try list.map { (v) throws(E) in try getter(v) }
                 }
                 return .string(list.map(\.str).joined(separator: r.value("d")?.str ?? ""))
-            case "list":
+            }
+
+            func applyList() throws(E) -> Value {
                 _ = try reader([])
                 return .array(try items(value))
-            case "lower":
+            }
+
+            func applyLower() throws(E) -> Value {
                 _ = try reader([])
                 return .string(PythonText.lower(value.str))
-            case "upper":
+            }
+
+            func applyUpper() throws(E) -> Value {
                 _ = try reader([])
                 return .string(PythonText.upper(value.str))
-            case "title":
+            }
+
+            func applyTitle() throws(E) -> Value {
                 _ = try reader([])
                 return .string(PythonText.jinjaTitle(value.str))
-            case "map":
+            }
+
+            func applyMap() throws(E) -> Value {
                 let list = try items(value)
                 if args.positional.isEmpty, let attribute = args.keywordValue("attribute") {
                     let r = try reader(["attribute", "default"])
@@ -173,7 +268,9 @@ extension Jinja {
                 guard known.contains(filter) else { throw .unknownFilter(filter, at: loc) }
                 let rest = Arguments(positional: Array(args.positional.dropFirst()), keyword: args.keyword)
                 return .iterator(IteratorBox(.generator, try list.map { (v) throws(E) in try apply(filter, v, rest, interpreter, loc) }))
-            case "max", "min":
+            }
+
+            func applyMax() throws(E) -> Value {
                 let r = try reader(["case_sensitive", "attribute"])
                 let list = try items(value)
                 guard !list.isEmpty else { return .undefined("No aggregated item, sequence was empty.") }
@@ -192,7 +289,9 @@ extension Jinja {
                     }
                 }
                 return best
-            case "select", "reject", "selectattr", "rejectattr":
+            }
+
+            func applySelect() throws(E) -> Value {
                 let list = try items(value)
                 let byAttribute = name.hasSuffix("attr")
                 var offset = 0
@@ -221,11 +320,15 @@ extension Jinja {
                     if passed == keep { result.append(item) }
                 }
                 return .iterator(IteratorBox(.generator, result))
-            case "replace":
+            }
+
+            func applyReplace() throws(E) -> Value {
                 let r = try reader(["old", "new", "count"])
                 return .string(PythonText.replace(value.str, try r.required("old").str, try r.required("new").str,
                                                   count: try r.int("count") ?? -1))
-            case "reverse":
+            }
+
+            func applyReverse() throws(E) -> Value {
                 _ = try reader([])
                 switch value {
                 case .string(let s):
@@ -236,7 +339,9 @@ extension Jinja {
                     guard let list = value.iterate() else { throw .invalidOperation("argument must be iterable", at: loc) }
                     return .iterator(IteratorBox(.reverseIterator, list.reversed()))
                 }
-            case "round":
+            }
+
+            func applyRound() throws(E) -> Value {
                 let r = try reader(["precision", "method"])
                 let precision = try r.int("precision") ?? 0
                 let method = try r.string("method") ?? "common"
@@ -256,10 +361,14 @@ extension Jinja {
                 let scale = Foundation.pow(10.0, Double(precision))
                 let scaled = (n.asDouble * scale).rounded(method == "ceil" ? .up : .down)
                 return .double(scaled / scale)
-            case "safe", "string":
+            }
+
+            func applySafe() throws(E) -> Value {
                 _ = try reader([])
                 return .string(value.str)
-            case "sort":
+            }
+
+            func applySort() throws(E) -> Value {
                 let r = try reader(["reverse", "case_sensitive", "attribute"])
                 let list = try items(value)
                 let caseSensitive = r.bool("case_sensitive") ?? false
@@ -281,7 +390,9 @@ extension Jinja {
                     return keys
                 }
                 return .array(sorted)
-            case "sum":
+            }
+
+            func applySum() throws(E) -> Value {
                 let r = try reader(["attribute", "start"])
                 var list = try items(value)
                 if let attribute = r.value("attribute"), !isNone(attribute) {
@@ -291,7 +402,9 @@ extension Jinja {
                 var total = r.value("start") ?? .int(0)
                 for item in list { total = try Operators.binary(.add, total, item, loc) }
                 return total
-            case "tojson":
+            }
+
+            func applyTojson() throws(E) -> Value {
                 let r = try reader(["ensure_ascii", "indent", "separators", "sort_keys"])
                 var indent: String? = nil
                 switch r.value("indent") {
@@ -311,10 +424,14 @@ extension Jinja {
                 let dumper = JSONDumper(indent: indent, separators: separators, sortKeys: r.bool("sort_keys") ?? false,
                                         ensureASCII: r.bool("ensure_ascii") ?? false)
                 return .string(try dumper.dump(value, at: loc))
-            case "trim":
+            }
+
+            func applyTrim() throws(E) -> Value {
                 let r = try reader(["chars"])
                 return .string(PythonText.strip(value.str, try r.string("chars")))
-            case "truncate":
+            }
+
+            func applyTruncate() throws(E) -> Value {
                 let r = try reader(["length", "killwords", "end", "leeway"])
                 let s = value.str
                 let length = try r.int("length") ?? 255
@@ -326,7 +443,9 @@ extension Jinja {
                 if r.bool("killwords") ?? false { return .string(head + end) }
                 let kept = PythonText.rsplit(head, " ", maxSplit: 1)?.first ?? head
                 return .string(kept + end)
-            case "unique":
+            }
+
+            func applyUnique() throws(E) -> Value {
                 let r = try reader(["case_sensitive", "attribute"])
                 let caseSensitive = r.bool("case_sensitive") ?? false
                 let getter = try attributeGetter(r.value("attribute") ?? .none, interpreter, loc)
@@ -341,7 +460,9 @@ extension Jinja {
                     }
                 }
                 return .iterator(IteratorBox(.generator, result))
-            case "wordcount":
+            }
+
+            func applyWordcount() throws(E) -> Value {
                 _ = try reader([])
                 var count = 0
                 var inWord = false
@@ -351,10 +472,9 @@ extension Jinja {
                     inWord = isWord
                 }
                 return .int(count)
-            default:
-                throw .unknownFilter(name, at: loc)
             }
         }
+
 
         // MARK: - Helpers
 
