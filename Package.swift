@@ -17,6 +17,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/swiftlang/swift-syntax", "600.0.0"..<"700.0.0"),
+        // SHA-256 of model files (BoringSSL's, with the CPU's SHA instructions).
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         // The HTTP server of `plinth serve` (swift-configuration support left out: not used).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
     ],
@@ -51,7 +53,7 @@ let package = Package(
         ),
         .target(
             name: "PlinthRuntime",
-            dependencies: ["PlinthKernels", "PlinthCUDA", "PlinthJinja"],
+            dependencies: ["PlinthKernels", "PlinthCUDA", "PlinthJinja", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/PlinthRuntime"
         ),
         // Constrained decoding: schema / JSON Schema / regex -> token masks. Knows token bytes only.
