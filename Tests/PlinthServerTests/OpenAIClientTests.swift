@@ -84,9 +84,26 @@ struct OpenAIClientTests {
         let bound = try #require(port, "the server never said where it listens")
         let report = try Self.run(python.path, [Self.script.path, "http://127.0.0.1:\(bound)", String(server.processIdentifier)])
         #expect(report.contains(#""ok": true"#), "\(report.suffix(2000))")
-        // SIGTERM: a clean exit.
+        // SIGTERM with a request in flight: it is finished, new connections are refused, and
+        // the process exits 0.
+        let inFlight = Task.detached {
+            try Self.run("/usr/bin/env", ["python3", "-c", """
+                import json, sys, urllib.request
+                body = json.dumps({"model": "smollm2", "temperature": 0, "max_tokens": 200,
+                                   "messages": [{"role": "user", "content": "Write a long story."}]}).encode()
+                r = urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=body, headers={"Content-Type": "application/json"}))
+                print(r.status, json.loads(r.read())["usage"]["completion_tokens"])
+                """, "http://127.0.0.1:\(bound)/v1/chat/completions"])
+        }
+        try await Task.sleep(for: .milliseconds(700))
         server.terminate()
+        let finished = try await inFlight.value
+        #expect(finished.hasPrefix("200 "), "the request in flight at SIGTERM: \(finished)")
         server.waitUntilExit()
         #expect(server.terminationStatus == 0, "\((try? String(contentsOf: err, encoding: .utf8))?.suffix(2000) ?? "")")
+        #expect(throws: (any Error).self) {
+            try Self.run("/usr/bin/env", ["python3", "-c", "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)",
+                                          "http://127.0.0.1:\(bound)/health"])
+        }
     }
 }

@@ -187,6 +187,24 @@ struct ServerTests {
         #expect((steps ?? 0) > 10 && (steps ?? 0) < 3000)
     }
 
+    @Test func aStreamWhoseClientLeavesFreesItsSlot() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let body = Data(#"{"model":"smollm2","temperature":0,"max_tokens":3000,"stream":true,"messages":[{"role":"user","content":"Write a very long story."}]}"#.utf8)
+        let reading = Task { try await server.request("POST", Self.chat, body: body) }
+        try await Task.sleep(for: .seconds(1))
+        reading.cancel()
+        _ = try? await reading.value
+        var running = -1
+        for _ in 0..<50 {
+            let line = try await server.get("/metrics").text.split(separator: "\n").first { $0.hasPrefix("plinth_running_sequences{") }
+            running = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+            if running == 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(running == 0, "the stream went on after its client left")
+    }
+
     @Test func aRequestPastItsTimeLimitIsCancelled() async throws {
         let server = try await TestServer(ServerSettings(models: ["smollm2"], requestTimeout: 1))
         defer { server.stop() }
