@@ -33,13 +33,9 @@ struct ChatCompletion: Sendable {
         let timeLimit = settings.schemaTimeLimit
         let constraint = try await offPool { () throws -> (@Sendable () throws -> any Constraint)? in
             var grammar: CompiledGrammar?
-            switch request.responseFormat {
-            case .text: break
-            case .jsonObject, .jsonSchema:
-                let text: String
-                if case .jsonSchema(_, let schema) = request.responseFormat { text = schema } else { text = ChatRequest.anyObjectSchema }
+            if let schema = request.enforcedSchema {
                 do {
-                    grammar = try model.grammar(jsonSchema: text, timeLimit: timeLimit)
+                    grammar = try model.grammar(jsonSchema: schema, timeLimit: timeLimit)
                 } catch {
                     throw APIError.invalid("response_format", "The response schema can't be enforced: \(error.localizedDescription)",
                                            code: "unsupported_schema")
@@ -100,12 +96,7 @@ struct ChatCompletion: Sendable {
                 ("finish_reason", OpenAIWire.finishReason(c.summary, toolCalls: !c.calls.isEmpty)),
             ])
         }
-        return .object([
-            ("id", .string(id)), ("object", .string("chat.completion")), ("created", created), ("model", .string(modelID)),
-            ("system_fingerprint", .string(OpenAIWire.fingerprint)),
-            ("choices", .array(choices)),
-            ("usage", usage(state.map(\.summary))),
-        ])
+        return .object(envelope("chat.completion") + [("choices", .array(choices)), ("usage", usage(state.map(\.summary)))])
     }
 
     /// Streams chunks as server-sent events: each choice's role, its text and calls as they
@@ -114,9 +105,7 @@ struct ChatCompletion: Sendable {
     func stream(_ send: (String) async throws -> Void) async throws {
         var state = Array(repeating: Choice(), count: request.parameters.n)
         func chunk(_ i: Int, _ delta: [(String, JSONValue)], logprobs: JSONValue = .null, finish: JSONValue = .null) -> String {
-            OpenAIWire.event(.object([
-                ("id", .string(id)), ("object", .string("chat.completion.chunk")), ("created", created), ("model", .string(modelID)),
-                ("system_fingerprint", .string(OpenAIWire.fingerprint)),
+            OpenAIWire.event(.object(envelope("chat.completion.chunk") + [
                 ("choices", .array([.object([("index", OpenAIWire.int(i)), ("delta", .object(delta)), ("logprobs", logprobs),
                                              ("finish_reason", finish)])])),
             ]))
@@ -154,13 +143,14 @@ struct ChatCompletion: Sendable {
             throw error
         }
         if request.parameters.includeUsageInStream {
-            try await send(OpenAIWire.event(.object([
-                ("id", .string(id)), ("object", .string("chat.completion.chunk")), ("created", created), ("model", .string(modelID)),
-                ("system_fingerprint", .string(OpenAIWire.fingerprint)),
-                ("choices", .array([])), ("usage", usage(state.map(\.summary))),
-            ])))
+            try await send(OpenAIWire.event(.object(envelope("chat.completion.chunk")
+                + [("choices", .array([])), ("usage", usage(state.map(\.summary)))])))
         }
         try await send(OpenAIWire.done)
+    }
+
+    private func envelope(_ object: String) -> [(String, JSONValue)] {
+        OpenAIWire.envelope(id: id, object: object, created: created, model: modelID)
     }
 
     /// Without parallel tool calls a choice ends at its first call.

@@ -25,6 +25,15 @@ struct ChatRequest: Sendable {
     var toolChoice: ToolChoice
     var parallelToolCalls: Bool
 
+    /// The JSON Schema the decoder enforces, or nil for free text.
+    var enforcedSchema: String? {
+        switch responseFormat {
+        case .text: nil
+        case .jsonObject: Self.anyObjectSchema
+        case .jsonSchema(_, let schema): schema
+        }
+    }
+
     /// A JSON object: the schema `json_object` enforces.
     static let anyObjectSchema = #"{"type":"object"}"#
 

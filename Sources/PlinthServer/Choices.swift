@@ -17,15 +17,14 @@ struct Choices: Sendable {
     init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?) throws {
         let (stream, continuation) = AsyncThrowingStream<Event, any Error>.makeStream()
         let left = Counter(requests.count)
-        let submitting = Mutex(true)
-        let refusal = Mutex<(any Error)?>(nil)
+        // While submitting, a refusal comes back at once, on this thread: it is kept here.
+        let submission = Mutex((open: true, refusal: (any Error)?.none))
         var handles: [GenerationHandle] = []
         for (i, request) in requests.enumerated() {
             handles.append(scheduler.submit(request) { event in
                 switch event {
                 case .failed(let error):
-                    // A refusal during submission comes back at once, on this thread.
-                    if submitting.withLock({ $0 }) { refusal.withLock { $0 = error } }
+                    submission.withLock { if $0.open { $0.refusal = error } }
                     continuation.finish(throwing: error)
                 case .finished:
                     continuation.yield((i, event))
@@ -35,8 +34,7 @@ struct Choices: Sendable {
                 }
             })
         }
-        submitting.withLock { $0 = false }
-        if let error = refusal.withLock({ $0 }) {
+        if let error = submission.withLock({ s in s.open = false; return s.refusal }) {
             for handle in handles { handle.cancel() }
             throw (error as? SchedulerError).map(APIError.init(scheduler:)) ?? error
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Plinth
 import PlinthGrammar
 
 /// `plinth serve`: OpenAI's HTTP API over the models' schedulers. Every request joins its
@@ -42,10 +43,10 @@ public final class HTTPServer: Sendable {
         router.get("/v1/models") { _, _ in Self.json(self.modelList()) }
         router.get("/v1/models/{id}") { _, context in
             let id = context.parameters.get("id") ?? ""
-            guard let entry = self.modelList()["data"]?.arrayValue?.first(where: { $0["id"]?.stringValue?.lowercased() == id.lowercased() }) else {
+            guard let entry = self.host.entries.first(where: { $0.id.lowercased() == id.lowercased() }) else {
                 return Self.error(APIError.modelNotFound(id, served: self.host.entries.map(\.id)))
             }
-            return Self.json(entry)
+            return Self.json(self.modelJSON(entry, loaded: Self.loadedByID(self.host)))
         }
         router.post("/v1/chat/completions") { request, _ in
             await self.generate(request) { body in
@@ -121,17 +122,24 @@ public final class HTTPServer: Sendable {
     }
 
     private func modelList() -> JSONValue {
-        let loaded = Dictionary(host.loaded.map { ($0.id, $0.model) }, uniquingKeysWith: { a, _ in a })
-        return .object([("object", .string("list")), ("data", .array(host.entries.map { entry in
-            var pairs: [(String, JSONValue)] = [("id", .string(entry.id)), ("object", .string("model")),
-                                                 ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth"))]
-            if let model = loaded[entry.id] {
-                pairs.append(("file", .string(model.url.path)))
-                pairs.append(("context_length", OpenAIWire.int(model.contextLength)))
-            }
-            pairs.append(("ready", .bool(loaded[entry.id] != nil)))
-            return .object(pairs)
-        }))])
+        let loaded = Self.loadedByID(host)
+        return .object([("object", .string("list")), ("data", .array(host.entries.map { modelJSON($0, loaded: loaded) }))])
+    }
+
+    private static func loadedByID(_ host: ModelHost) -> [String: ServedModel] {
+        Dictionary(host.loaded.map { ($0.id, $0.model) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// A model as `/v1/models` lists it; a loaded one also gives its file and context length.
+    private func modelJSON(_ entry: ModelHost.Entry, loaded: [String: ServedModel]) -> JSONValue {
+        var pairs: [(String, JSONValue)] = [("id", .string(entry.id)), ("object", .string("model")),
+                                             ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth"))]
+        if let model = loaded[entry.id] {
+            pairs.append(("file", .string(model.url.path)))
+            pairs.append(("context_length", OpenAIWire.int(model.contextLength)))
+        }
+        pairs.append(("ready", .bool(loaded[entry.id] != nil)))
+        return .object(pairs)
     }
 
     static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {

@@ -17,6 +17,15 @@ final class Metrics: Sendable {
             counts = Array(repeating: 0, count: bounds.count)
         }
 
+        /// A scheduler's steps by the sequences they served.
+        init(batches s: SchedulerStatistics) {
+            bounds = SchedulerStatistics.batchBounds.map(Double.init)
+            var cumulative = 0
+            counts = s.stepsBySequenceBound.map { cumulative += $0; return cumulative }
+            sum = Double(s.sequencesServed)
+            count = s.steps
+        }
+
         mutating func observe(_ x: Double) {
             for (i, b) in bounds.enumerated() where x <= b { counts[i] += 1 }
             sum += x
@@ -25,10 +34,12 @@ final class Metrics: Sendable {
 
         func lines(_ name: String, labels: String) -> [String] {
             let sep = labels.isEmpty ? "" : labels + ","
-            var out = zip(bounds, counts).map { "\(name)_bucket{\(sep)le=\"\($0)\"} \($1)" }
+            // Whole numbers without a fraction (`le="16"`), as Prometheus clients write them.
+            func number(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e15 ? String(Int(x)) : String(x) }
+            var out = zip(bounds, counts).map { "\(name)_bucket{\(sep)le=\"\(number($0))\"} \($1)" }
             out.append("\(name)_bucket{\(sep)le=\"+Inf\"} \(count)")
             let braces = labels.isEmpty ? "" : "{\(labels)}"
-            out.append("\(name)_sum\(braces) \(sum)")
+            out.append("\(name)_sum\(braces) \(number(sum))")
             out.append("\(name)_count\(braces) \(count)")
             return out
         }
@@ -111,14 +122,7 @@ final class Metrics: Sendable {
         }
         family("plinth_batch_sequences", "histogram", "Sequences served by each batched step.")
         for (id, st) in stats {
-            var cumulative = 0
-            for (bound, n) in zip(SchedulerStatistics.batchBounds, st.stepsBySequenceBound) {
-                cumulative += n
-                out.append("plinth_batch_sequences_bucket{model=\"\(Self.escape(id))\",le=\"\(bound)\"} \(cumulative)")
-            }
-            out.append("plinth_batch_sequences_bucket{model=\"\(Self.escape(id))\",le=\"+Inf\"} \(st.steps)")
-            out.append("plinth_batch_sequences_sum{model=\"\(Self.escape(id))\"} \(st.sequencesServed)")
-            out.append("plinth_batch_sequences_count{model=\"\(Self.escape(id))\"} \(st.steps)")
+            out += Histogram(batches: st).lines("plinth_batch_sequences", labels: "model=\"\(Self.escape(id))\"")
         }
         family("plinth_time_to_first_token_seconds", "histogram", "From submission to the first generated token.")
         for (model, h) in s.timeToFirstToken.sorted(by: { $0.key < $1.key }) {

@@ -65,8 +65,7 @@ final class ModelHost: Sendable {
         let now = Int(Date().timeIntervalSince1970)
         entries = models.map { given in
             if let e = ModelCatalog.entry(named: given) {
-                return Entry(id: e.name, names: Set([e.name, given] + e.aliases).reduce(into: []) { $0.insert($1.lowercased()) },
-                             created: now)
+                return Entry(id: e.name, names: Set(([e.name, given] + e.aliases).map { $0.lowercased() }), created: now)
             }
             let id = URL(fileURLWithPath: given).deletingPathExtension().lastPathComponent
             return Entry(id: id, names: [id.lowercased(), given.lowercased()], created: now)

@@ -12,6 +12,12 @@ enum OpenAIWire {
 
     static func now() -> JSONValue { .number(String(Int(Date().timeIntervalSince1970))) }
 
+    /// The members every response object and chunk starts with.
+    static func envelope(id: String, object: String, created: JSONValue, model: String) -> [(String, JSONValue)] {
+        [("id", .string(id)), ("object", .string(object)), ("created", created), ("model", .string(model)),
+         ("system_fingerprint", .string(fingerprint))]
+    }
+
     static func int(_ n: Int) -> JSONValue { .number(String(n)) }
 
     /// A float as JSON (finite: a masked token's log-probability is reported as -9999, as OpenAI does).

@@ -116,18 +116,14 @@ struct TextCompletion: Sendable {
                      ("logprobs", parameters.logprobs == nil ? .null : Self.logprobs(c)),
                      ("finish_reason", OpenAIWire.finishReason(c.summary, toolCalls: false))])
         }
-        return .object([("id", .string(id)), ("object", .string("text_completion")), ("created", created), ("model", .string(modelID)),
-                        ("system_fingerprint", .string(OpenAIWire.fingerprint)), ("choices", .array(choices)),
-                        ("usage", usage(state.map(\.summary)))])
+        return .object(envelope + [("choices", .array(choices)), ("usage", usage(state.map(\.summary)))])
     }
 
     func stream(_ send: (String) async throws -> Void) async throws {
         var state = echo.map { _ in Choice() }
         var echoed = Array(repeating: false, count: echo.count)
         func chunk(_ i: Int, _ text: String, _ c: Choice?, finish: JSONValue = .null) -> String {
-            OpenAIWire.event(.object([
-                ("id", .string(id)), ("object", .string("text_completion")), ("created", created), ("model", .string(modelID)),
-                ("system_fingerprint", .string(OpenAIWire.fingerprint)),
+            OpenAIWire.event(.object(envelope + [
                 ("choices", .array([.object([("text", .string(text)), ("index", OpenAIWire.int(i)),
                                              ("logprobs", c.map(Self.logprobs) ?? .null), ("finish_reason", finish)])])),
             ]))
@@ -157,12 +153,13 @@ struct TextCompletion: Sendable {
             throw error
         }
         if parameters.includeUsageInStream {
-            try await send(OpenAIWire.event(.object([
-                ("id", .string(id)), ("object", .string("text_completion")), ("created", created), ("model", .string(modelID)),
-                ("choices", .array([])), ("usage", usage(state.map(\.summary))),
-            ])))
+            try await send(OpenAIWire.event(.object(envelope + [("choices", .array([])), ("usage", usage(state.map(\.summary)))])))
         }
         try await send(OpenAIWire.done)
+    }
+
+    private var envelope: [(String, JSONValue)] {
+        OpenAIWire.envelope(id: id, object: "text_completion", created: created, model: modelID)
     }
 
     private func usage(_ summaries: [GenerationSummary?]) -> JSONValue {

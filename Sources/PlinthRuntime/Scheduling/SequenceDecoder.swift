@@ -75,20 +75,20 @@ struct SequenceDecoder {
 
     private mutating func choose(_ logits: UnsafeBufferPointer<Float>, _ emit: (GenerationEvent) -> Void) throws -> Next {
         /// Takes the chosen token, noting its log-probability first when they are reported.
-        func accept(_ token: Int32, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        func take(_ token: Int32, _ emit: (GenerationEvent) -> Void) throws -> Next {
             if let k = logprobCount { sampledLogprob = TokenLogprob(token: token, logits: logits, top: k) }
-            return try self.accept(token, emit)
+            return try accept(token, emit)
         }
         guard let constraint else {
-            return try accept(sampler.sample(logits, history: history[...]), emit)
+            return try take(sampler.sample(logits, history: history[...]), emit)
         }
         needsLogits = false
         let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
-        guard masked else { return try accept(sampler.sample(logits, history: history[...]), emit) }
+        guard masked else { return try take(sampler.sample(logits, history: history[...]), emit) }
         func sample() -> Int32 { mask.withUnsafeBufferPointer { sampler.sample(logits, history: history[...], allowedMask: $0) } }
         let first = sample()
         let left = remaining
-        guard !constraint.fits(first, remaining: left) else { return try accept(first, emit) }
+        guard !constraint.fits(first, remaining: left) else { return try take(first, emit) }
         // The choice would leave the output unable to end in time: choose as if the mask held
         // only the tokens that fit (the constraint says every token fits when none can).
         budgetRefusals += 1
@@ -101,13 +101,13 @@ struct SequenceDecoder {
             }
             ranked.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
             let token = ranked.first { constraint.fits($0.id, remaining: left) }?.id ?? first
-            return try accept(token, emit)
+            return try take(token, emit)
         }
         // Sampling: the mask of the tokens that fit, checked token by token, then one draw.
         disallow(first)
         Self.forEachAllowed(in: mask) { t in if !constraint.fits(t, remaining: left) { disallow(t) } }
         let token = mask.contains(where: { $0 != 0 }) ? sample() : first
-        return try accept(token, emit)
+        return try take(token, emit)
     }
 
     /// Calls `body` with each token `words` allows, in increasing order. `words` is a copy, so
