@@ -1,5 +1,6 @@
 #include "pk_ops.h"
 #include "pk_matmul.h"
+#include "isa.h"
 #include "kexp.h"
 #include "share.h"
 
@@ -438,16 +439,8 @@ static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int cou
 #pragma clang attribute pop
 #endif
 
-static attend_fn pick(void) {
-    // Follows the matmul's choice, so a test that forces the scalar path gets it here too.
-    switch (pk_matmul_isa()) {
-#if defined(__x86_64__)
-    case PK_ISA_AVX512: return attend_avx512;
-    case PK_ISA_AVX2: return attend_avx2;
-#endif
-    default: return attend_scalar;
-    }
-}
+// Follows the matmul's choice, so a test that forces the scalar path gets it here too.
+static attend_fn pick(void) { return ISA_PICK(attend_fn, attend_scalar, attend_avx2, attend_avx512); }
 
 // scores and queries per head, a key/value row, then 64 slots of head_dim and a double tail per head
 static size_t per_thread(int64_t max_kv, int group) {

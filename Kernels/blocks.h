@@ -1,7 +1,8 @@
 // The ggml block layouts, in one place: every block format unpacked to integer quants with a
 // scale and an offset per 16 weights, so that w[i] = scale[i/16] * q[i] + offset[i/16].
-// quants.c turns this into floats (the dequantizers); matmul.c multiplies the integers
-// directly. Internal to the kernels; every function is inlined into its ISA clone.
+// quants.c turns this into floats (the dequantizers); the matmul tiles multiply the integers
+// directly (their SIMD unpackers are in qtile_simd.h). The type table (types.h) names each
+// unpacker in its type's row. Internal to the kernels.
 //
 // Layouts (bytes; all multi-byte fields little-endian):
 // Q4_0  (18): d:f16, qs[16]                x = d * (q - 8)   low nibbles are weights 0..15,
@@ -184,29 +185,4 @@ BLK_INLINE void blk_q6_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
 BLK_INLINE void blk_q8_K(const uint8_t *b, int8_t *q, float *sc, float *of) {
     memcpy(q, b + 4, 256);
     blk_fill(sc, blk_f32(b), 16); blk_fill(of, 0.0f, 16);
-}
-
-// Unpacks one block of a block format; returns 0 for the float types (no integer form).
-BLK_INLINE int blk_unpack(int type, const uint8_t *b, int8_t *q, float *sc, float *of) {
-    switch (type) {
-    case PK_Q4_0: blk_q4_0(b, q, sc, of); return 1;
-    case PK_Q4_1: blk_q4_1(b, q, sc, of); return 1;
-    case PK_Q5_0: blk_q5_0(b, q, sc, of); return 1;
-    case PK_Q5_1: blk_q5_1(b, q, sc, of); return 1;
-    case PK_Q8_0: blk_q8_0(b, q, sc, of); return 1;
-    case PK_Q8_1: blk_q8_1(b, q, sc, of); return 1;
-    case PK_Q2_K: blk_q2_K(b, q, sc, of); return 1;
-    case PK_Q3_K: blk_q3_K(b, q, sc, of); return 1;
-    case PK_Q4_K: blk_q4_K(b, q, sc, of); return 1;
-    case PK_Q5_K: blk_q5_K(b, q, sc, of); return 1;
-    case PK_Q6_K: blk_q6_K(b, q, sc, of); return 1;
-    case PK_Q8_K: blk_q8_K(b, q, sc, of); return 1;
-    default: return 0;
-    }
-}
-
-// Whether a block format has non-zero offsets (a min). Formats without one must not add the
-// zero offset: -0.0 + 0.0 would turn a negative zero into a positive one.
-BLK_INLINE int blk_has_offsets(int type) {
-    return type == PK_Q4_1 || type == PK_Q5_1 || type == PK_Q2_K || type == PK_Q4_K || type == PK_Q5_K;
 }

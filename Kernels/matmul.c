@@ -1,6 +1,5 @@
 #include "pk_matmul.h"
-#include "pk_quants.h"
-#include "qtile.h"
+#include "isa.h"
 #include "qtile_isa.h"
 #include "share.h"
 
@@ -200,10 +199,10 @@ ALWAYS_INLINE void float_rows_body(int type, const uint8_t *w, size_t row_bytes,
 static void quantize_scalar(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
     quantize_act_body(x, t0, t1, k, kind, a);
 }
-static void unpack_scalar(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows,
+static void unpack_scalar(const qt_type *ty, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows,
                           int last, int64_t k, qt_tile t) {
     (void)packed, (void)last; // the reference reads the rows as the file has them
-    qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
+    qt_unpack_ref(ty, w, row_bytes, rows, k, t);
 }
 static void dot_scalar(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
                        int64_t t0, int count, float *y, int64_t ldy, int rows) {
@@ -235,71 +234,33 @@ AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_by
 
 // ---- dispatch ------------------------------------------------------------------------------
 
+// One instruction set's kernels: the per-type unpackers are its row of the type's kernels
+// (qtile_simd.h), NULL for the scalar set, which unpacks every type by the reference.
 typedef struct {
     void (*quantize)(const float *, int64_t, int64_t, int64_t, int, act_buf);
-    qt_unpack_fn unpack;
     qt_dot_fn dot;
-    qt_gemv_fn gemv; // optional
+    const qt_kernels *types;
     void (*float_rows)(int, const uint8_t *, size_t, int64_t, int64_t, int64_t, const float *, int64_t, float *, int64_t, float *);
 } kernel_set;
 
-static int cpu_has_avx2(void) {
+static const kernel_set scalar_set = {quantize_scalar, dot_scalar, NULL, float_scalar};
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#else
-    return 0;
+static const kernel_set avx2_set = {quantize_avx2, qt_dot_avx2, qt_kernels_avx2, float_avx2};
+static const kernel_set avx512_set = {quantize_avx512, qt_dot_avx512, qt_kernels_avx512, float_avx512};
 #endif
-}
 
-static int cpu_has_avx512(void) {
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-#else
-    return 0;
-#endif
-}
-
-static _Atomic int chosen_isa = -1;
-
-int pk_matmul_isa(void) {
-    int isa = atomic_load_explicit(&chosen_isa, memory_order_relaxed);
-    if (isa < 0) {
-        isa = cpu_has_avx512() ? PK_ISA_AVX512 : cpu_has_avx2() ? PK_ISA_AVX2 : PK_ISA_SCALAR;
-        // PLINTH_ISA=avx2|scalar runs a narrower path than the CPU allows (to compare them).
-        const char *want = getenv("PLINTH_ISA");
-        if (want && strcmp(want, "avx2") == 0 && isa >= PK_ISA_AVX2) isa = PK_ISA_AVX2;
-        if (want && strcmp(want, "scalar") == 0) isa = PK_ISA_SCALAR;
-        atomic_store_explicit(&chosen_isa, isa, memory_order_relaxed);
-    }
-    return isa;
-}
-
-int pk_matmul_set_isa(int isa) {
-    if ((isa == PK_ISA_AVX512 && cpu_has_avx512()) || (isa == PK_ISA_AVX2 && cpu_has_avx2()) || isa == PK_ISA_SCALAR)
-        atomic_store_explicit(&chosen_isa, isa, memory_order_relaxed);
-    return pk_matmul_isa();
-}
-
-static kernel_set kernels(void) {
-    kernel_set s = {quantize_scalar, unpack_scalar, dot_scalar, NULL, float_scalar};
-#if defined(__x86_64__)
-    switch (pk_matmul_isa()) {
-    case PK_ISA_AVX512: s = (kernel_set){quantize_avx512, qt_unpack_avx512, qt_dot_avx512, qt_gemv_avx512, float_avx512}; break;
-    case PK_ISA_AVX2: s = (kernel_set){quantize_avx2, qt_unpack_avx2, qt_dot_avx2, qt_gemv_avx2, float_avx2}; break;
-    default: break;
-    }
-#endif
-    return s;
+// A type's unpackers in a set: its SIMD ones, or the reference (and no fused kernel).
+static qt_kernels type_kernels(const kernel_set *ks, int type) {
+    if (ks->types && ks->types[type].unpack) return ks->types[type];
+    return (qt_kernels){unpack_scalar, NULL};
 }
 
 // ---- the product ---------------------------------------------------------------------------
 
 typedef struct {
     pk_matmul_op ops[PK_MATMUL_MAX_OPS];
-    qt_format fmt[PK_MATMUL_MAX_OPS];
+    const qt_type *ty[PK_MATMUL_MAX_OPS];
+    qt_kernels tk[PK_MATMUL_MAX_OPS];
     const int32_t *nb[PK_MATMUL_MAX_OPS];  // -bias * sum(x) per (row, sub-block), per op
     int quantized[PK_MATMUL_MAX_OPS];
     int count;
@@ -335,7 +296,8 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         const int64_t hi = j->first_tile[i + 1] < g1 ? j->first_tile[i + 1] : g1;
         if (lo >= hi) continue;
         const pk_matmul_op *op = &j->ops[i];
-        const size_t row_bytes = (size_t)(j->k / pk_block_elements(op->type)) * pk_block_bytes(op->type);
+        const qt_type *ty = j->ty[i];
+        const size_t row_bytes = qt_row_bytes(ty, j->k);
         const int64_t r0 = (lo - j->first_tile[i]) * QT_ROWS;
         const int64_t r1 = (hi - j->first_tile[i]) * QT_ROWS < op->m ? (hi - j->first_tile[i]) * QT_ROWS : op->m;
         if (!j->quantized[i]) {
@@ -352,10 +314,10 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
             }
             continue;
         }
-        const qt_format *f = &j->fmt[i];
+        const qt_format *f = &ty->tile;
         const qt_act *a = &j->act[f->act];
         const qt_tile tl = qt_tile_at(buf, j->k);
-        const size_t packed_tile = op->packed ? qt_packed_tile_bytes(op->type, row_bytes) : 0;
+        const size_t packed_tile = op->packed ? qt_packed_tile_bytes(ty, row_bytes) : 0;
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
             const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
@@ -367,12 +329,12 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
             // in L1 between rows. Writing a tile costs several fused passes.
             // The next tile is prefetched only when it is whole (and so packed like this one).
             const int last = r + QT_ROWS >= r1 || (pk && r + 2 * QT_ROWS > op->m);
-            if (j->n <= GEMV_MAX_TOKENS && j->ks.gemv) {
+            if (j->n <= GEMV_MAX_TOKENS && j->tk[i].gemv) {
                 int64_t t = 0;
-                while (t < j->n && j->ks.gemv(op->type, f, wr, row_bytes, pk, rows, last, j->k, a, j->nb[i], t, op->y + t * op->ldy + r)) t++;
+                while (t < j->n && j->tk[i].gemv(ty, wr, row_bytes, pk, rows, last, j->k, a, j->nb[i], t, op->y + t * op->ldy + r)) t++;
                 if (t == j->n) continue;
             }
-            j->ks.unpack(op->type, f, wr, row_bytes, pk, rows, last, j->k, tl);
+            j->tk[i].unpack(ty, wr, row_bytes, pk, rows, last, j->k, tl);
             for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
                 const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
                 j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, rows);
@@ -395,7 +357,7 @@ static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1) {
         if (j->need[kind]) j->ks.quantize(j->x, t0, t1, j->k, kind, j->abuf[kind]);
     for (int i = 0; i < j->count; i++) {
         if (!j->quantized[i]) continue;
-        const qt_format *f = &j->fmt[i];
+        const qt_format *f = &j->ty[i]->tile;
         const int32_t *sx = f->sub == 16 ? j->act[f->act].sx16 : j->act[f->act].sx32;
         const int64_t per = j->k / f->sub;
         for (int64_t u = t0 * per; u < t1 * per; u++) j->nbw[i][u] = -f->bias * sx[u];
@@ -442,18 +404,20 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     j.k = k;
     j.n = n;
     j.x = x;
-    j.ks = kernels();
+    j.ks = *ISA_PICK(const kernel_set *, &scalar_set, &avx2_set, &avx512_set);
     for (int i = 0; i < count; i++) {
-        const int64_t be = pk_block_elements(ops[i].type);
-        if (be <= 0 || k % be != 0) return -1;
+        const qt_type *ty = qt_type_of(ops[i].type);
+        if (!ty || !(ty->tile.sub || ty->to_float) || k % ty->elements != 0) return -1;
         j.ops[i] = ops[i];
-        j.quantized[i] = be > 1;
+        j.ty[i] = ty;
+        j.quantized[i] = ty->tile.sub != 0;
         if (j.quantized[i]) {
-            if (!qt_format_of(ops[i].type, &j.fmt[i]) || k % 32 != 0) return -1;
-            j.need[j.fmt[i].act] = 1;
+            if (k % 32 != 0) return -1;
+            j.need[ty->tile.act] = 1;
+            j.tk[i] = type_kernels(&j.ks, ops[i].type);
         }
         j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
-        j.tile_bytes[i] = QT_ROWS * (k / be) * (int64_t)pk_block_bytes(ops[i].type);
+        j.tile_bytes[i] = QT_ROWS * (int64_t)qt_row_bytes(ty, k);
     }
     uint8_t *s = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     for (int kind = 0; kind < ACT_KINDS; kind++) {
@@ -481,32 +445,32 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
 // and a mid-dword window one more): kept readable and zero.
 #define PACK_SLACK 1024
 
-static int packable(int type, int64_t m, int64_t k, size_t *row_bytes) {
-    qt_format f;
-    const int64_t be = pk_block_elements(type);
-    if (be <= 1 || !qt_format_of(type, &f) || k % be != 0 || m < QT_ROWS) return 0;
-    *row_bytes = (size_t)(k / be) * pk_block_bytes(type);
-    return 1;
+// The type's row when it has a packed form (every type with tiles) and the shape fits.
+static const qt_type *packable(int type, int64_t m, int64_t k, size_t *row_bytes) {
+    const qt_type *ty = qt_type_of(type);
+    if (!ty || !ty->tile.sub || k % ty->elements != 0 || m < QT_ROWS) return NULL;
+    *row_bytes = qt_row_bytes(ty, k);
+    return ty;
 }
 
 size_t pk_pack_bytes(int type, int64_t m, int64_t k) {
     size_t row_bytes;
-    if (!packable(type, m, k, &row_bytes)) return 0;
-    return (size_t)(m / QT_ROWS) * qt_packed_tile_bytes(type, row_bytes) + PACK_SLACK;
+    const qt_type *ty = packable(type, m, k, &row_bytes);
+    return ty ? (size_t)(m / QT_ROWS) * qt_packed_tile_bytes(ty, row_bytes) + PACK_SLACK : 0;
 }
 
 // Copies one row between the file's layout and its packed tile (qtile.h's layouts), in either
 // direction: a packed tile's bytes for a row are exactly the row's bytes, moved in runs of at
 // most four (one lane of a vector).
-static void packed_row_copy(int type, size_t row_bytes, uint8_t *tile, int r, uint8_t *row, int to_tile) {
+static void packed_row_copy(const qt_type *ty, size_t row_bytes, uint8_t *tile, int r, uint8_t *row, int to_tile) {
 #define MOVE(t, f, n) (to_tile ? memcpy(tile + (t), row + (f), (n)) : memcpy(row + (f), tile + (t), (n)))
     const size_t lane = 4 * (size_t)r;
-    qt_legacy l;
-    if (!qt_legacy_of(type, &l)) {
+    const qt_legacy l = ty->fields;
+    if (!l.qs) {
         for (size_t at = 0; at < row_bytes; at += 4) MOVE(at * QT_ROWS + lane, at, row_bytes - at < 4 ? row_bytes - at : 4);
         return;
     }
-    const size_t bb = (size_t)(l.head + l.qh + l.qs), blocks = row_bytes / bb;
+    const size_t bb = ty->bytes, blocks = row_bytes / bb;
     size_t base = 0;
     for (size_t g = 0; g < blocks; g += (size_t)l.group) {
         const int n = blocks - g < (size_t)l.group ? (int)(blocks - g) : l.group;
@@ -524,21 +488,23 @@ static void packed_row_copy(int type, size_t row_bytes, uint8_t *tile, int r, ui
 
 int pk_pack(int type, const void *w, int64_t m, int64_t k, void *dst) {
     size_t row_bytes;
-    if (!packable(type, m, k, &row_bytes)) return -1;
-    const size_t tile_bytes = qt_packed_tile_bytes(type, row_bytes);
+    const qt_type *ty = packable(type, m, k, &row_bytes);
+    if (!ty) return -1;
+    const size_t tile_bytes = qt_packed_tile_bytes(ty, row_bytes);
     uint8_t *out = dst;
     memset(out, 0, (size_t)(m / QT_ROWS) * tile_bytes + PACK_SLACK); // padding reads as zero
     for (int64_t g = 0; g < m / QT_ROWS; g++, out += tile_bytes)
         for (int r = 0; r < QT_ROWS; r++)
-            packed_row_copy(type, row_bytes, out, r, (uint8_t *)w + (size_t)(g * QT_ROWS + r) * row_bytes, 1);
+            packed_row_copy(ty, row_bytes, out, r, (uint8_t *)w + (size_t)(g * QT_ROWS + r) * row_bytes, 1);
     return 0;
 }
 
 int pk_packed_row(int type, const void *packed, int64_t m, int64_t k, int64_t row, void *dst) {
     size_t row_bytes;
-    if (!packable(type, m, k, &row_bytes) || row < 0 || row >= m / QT_ROWS * QT_ROWS) return -1;
-    uint8_t *tile = (uint8_t *)packed + (size_t)(row / QT_ROWS) * qt_packed_tile_bytes(type, row_bytes);
-    packed_row_copy(type, row_bytes, tile, (int)(row % QT_ROWS), dst, 0);
+    const qt_type *ty = packable(type, m, k, &row_bytes);
+    if (!ty || row < 0 || row >= m / QT_ROWS * QT_ROWS) return -1;
+    uint8_t *tile = (uint8_t *)packed + (size_t)(row / QT_ROWS) * qt_packed_tile_bytes(ty, row_bytes);
+    packed_row_copy(ty, row_bytes, tile, (int)(row % QT_ROWS), dst, 0);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "pk_ops.h"
 #include "pk_matmul.h"
 #include "pk_quants.h"
+#include "isa.h"
 #include "kexp.h"
 #include "share.h"
 
@@ -129,16 +130,8 @@ __attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) static void swiglu_avx
 #endif
 
 void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {
-    rows_fn fn = swiglu_scalar;
-#if defined(__x86_64__)
-    switch (pk_matmul_isa()) {
-    case PK_ISA_AVX512: fn = swiglu_avx512; break;
-    case PK_ISA_AVX2: fn = swiglu_avx2; break;
-    default: break;
-    }
-#endif
     const swiglu_args a = {gate, up, k};
-    for_rows(pool, n, n * k, fn, &a);
+    for_rows(pool, n, n * k, ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512), &a);
 }
 
 // ---- small helpers ---------------------------------------------------------------------------
@@ -156,12 +149,14 @@ __attribute__((target("avx2,f16c"))) static void f32_to_f16_f16c(const float *x,
 }
 #endif
 
-void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count) {
-#if defined(__x86_64__)
-    // The conversion is IEEE round-to-nearest-even either way (NaN payloads aside).
-    if (pk_matmul_isa() != PK_ISA_SCALAR) { f32_to_f16_f16c(x, y, count); return; }
-#endif
+typedef void (*f16_row_fn)(const float *, uint16_t *, int64_t);
+static void f32_to_f16_portable(const float *x, uint16_t *y, int64_t count) {
     for (int64_t i = 0; i < count; i++) y[i] = pk_f32_to_f16(x[i]);
+}
+
+void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count) {
+    // The conversion is IEEE round-to-nearest-even either way (NaN payloads aside).
+    ISA_PICK(f16_row_fn, f32_to_f16_portable, f32_to_f16_f16c, f32_to_f16_f16c)(x, y, count);
 }
 
 // ---- argmax ----------------------------------------------------------------------------------
@@ -194,13 +189,5 @@ __attribute__((target("avx512f,avx2"))) static int64_t argmax_avx512(const float
 __attribute__((target("avx2"))) static int64_t argmax_avx2(const float *x, int64_t n) { return argmax_body(x, n); }
 #endif
 
-int64_t pk_argmax(const float *x, int64_t n) {
-#if defined(__x86_64__)
-    switch (pk_matmul_isa()) {
-    case PK_ISA_AVX512: return argmax_avx512(x, n);
-    case PK_ISA_AVX2: return argmax_avx2(x, n);
-    default: break;
-    }
-#endif
-    return argmax_portable(x, n);
-}
+typedef int64_t (*argmax_fn)(const float *, int64_t);
+int64_t pk_argmax(const float *x, int64_t n) { return ISA_PICK(argmax_fn, argmax_portable, argmax_avx2, argmax_avx512)(x, n); }

@@ -21,35 +21,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "blocks.h"
+#include "types.h"
 
 #define QT_ROWS 16
-
-// How a weight type maps onto tiles.
-typedef struct {
-    int sub;        // weights per sub-block: 16 or 32
-    int bias;       // u = q + bias
-    int offsets;    // whether the format has a minimum (offset) per sub-block
-    int act;        // activation format (ACT_*)
-} qt_format;
-
-enum { ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_KINDS };
-
-BLK_INLINE int qt_format_of(int type, qt_format *f) {
-    switch (type) {
-    case PK_Q4_0: *f = (qt_format){32, 8, 0, ACT_Q8_0}; return 1;
-    case PK_Q4_1: *f = (qt_format){32, 0, 1, ACT_Q8_1}; return 1;
-    case PK_Q5_0: *f = (qt_format){32, 16, 0, ACT_Q8_0}; return 1;
-    case PK_Q5_1: *f = (qt_format){32, 0, 1, ACT_Q8_1}; return 1;
-    case PK_Q8_0: *f = (qt_format){32, 128, 0, ACT_Q8_0}; return 1;
-    case PK_Q2_K: *f = (qt_format){16, 0, 1, ACT_Q8_K}; return 1;
-    case PK_Q3_K: *f = (qt_format){16, 4, 0, ACT_Q8_K}; return 1;
-    case PK_Q4_K: *f = (qt_format){32, 0, 1, ACT_Q8_K}; return 1;
-    case PK_Q5_K: *f = (qt_format){32, 0, 1, ACT_Q8_K}; return 1;
-    case PK_Q6_K: *f = (qt_format){16, 32, 0, ACT_Q8_K}; return 1;
-    default: return 0;
-    }
-}
 
 // A tile of 16 rows over k weights: for sub-block j, `codes + j*sub*16` holds sub/4 vectors of
 // 64 bytes (vector v, lane r = codes 4v..4v+3 of row r in that sub-block), and `scale + 16*j`,
@@ -85,21 +59,8 @@ BLK_INLINE size_t qt_packed_row_dwords(size_t row_bytes) { return (row_bytes + 3
 // 64-byte line (block i's at 16 * head * i, row r's at head * r), then each block's qh (Q5:
 // one vector, lane r = row r's), then each block's qs as vectors (vector v, lane r = dword v
 // of row r's qs). Every group is whole 64-byte lines; a last group of one block is padded.
-typedef struct {
-    int head, qh, qs; // bytes per row of each field
-    int group;        // blocks per group
-} qt_legacy;
+// The fields and the blocks per group are the type's row (qt_legacy).
 
-BLK_INLINE int qt_legacy_of(int type, qt_legacy *l) {
-    switch (type) {
-    case PK_Q4_0: *l = (qt_legacy){2, 0, 16, 2}; return 1;
-    case PK_Q4_1: *l = (qt_legacy){4, 0, 16, 1}; return 1;
-    case PK_Q5_0: *l = (qt_legacy){2, 4, 16, 2}; return 1;
-    case PK_Q5_1: *l = (qt_legacy){4, 4, 16, 1}; return 1;
-    case PK_Q8_0: *l = (qt_legacy){2, 0, 32, 2}; return 1;
-    default: return 0;
-    }
-}
 // Offsets in a group of n blocks of block i's head, qh and qs, and the group's bytes.
 BLK_INLINE size_t qt_legacy_head_at(const qt_legacy *l, int i) { return (size_t)(QT_ROWS * l->head * i); }
 BLK_INLINE size_t qt_legacy_qh_at(int i) { return 64 + 64 * (size_t)i; }
@@ -109,11 +70,11 @@ BLK_INLINE size_t qt_legacy_qs_at(const qt_legacy *l, int n, int i) {
 BLK_INLINE size_t qt_legacy_group_bytes(const qt_legacy *l, int n) { return qt_legacy_qs_at(l, n, n); }
 
 // Bytes of one packed tile of 16 rows of `row_bytes` each.
-BLK_INLINE size_t qt_packed_tile_bytes(int type, size_t row_bytes) {
-    qt_legacy l;
-    if (qt_legacy_of(type, &l)) {
-        const size_t blocks = row_bytes / (size_t)(l.head + l.qh + l.qs), rest = blocks % (size_t)l.group;
-        return blocks / (size_t)l.group * qt_legacy_group_bytes(&l, l.group) + (rest ? qt_legacy_group_bytes(&l, (int)rest) : 0);
+BLK_INLINE size_t qt_packed_tile_bytes(const qt_type *ty, size_t row_bytes) {
+    const qt_legacy *l = &ty->fields;
+    if (l->qs) {
+        const size_t blocks = row_bytes / ty->bytes, rest = blocks % (size_t)l->group;
+        return blocks / (size_t)l->group * qt_legacy_group_bytes(l, l->group) + (rest ? qt_legacy_group_bytes(l, (int)rest) : 0);
     }
     return qt_packed_row_dwords(row_bytes) * 4 * QT_ROWS;
 }
@@ -129,16 +90,16 @@ typedef struct {
 
 // Reference unpacking of rows [row0, row0+rows) (rows <= 16; missing rows repeat the last one
 // so every lane holds finite values) of a weight matrix with `row_bytes` per row.
-BLK_INLINE void qt_unpack_ref(int type, const qt_format *f, const uint8_t *w, size_t row_bytes,
-                              int rows, int64_t k, qt_tile t) {
-    const int64_t be = pk_block_elements(type);
-    const size_t bb = pk_block_bytes(type);
+BLK_INLINE void qt_unpack_ref(const qt_type *ty, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {
+    const qt_format *f = &ty->tile;
+    const int64_t be = ty->elements;
+    const size_t bb = ty->bytes;
     int8_t q[256];
     float sc[16], of[16];
     for (int r = 0; r < QT_ROWS; r++) {
         const uint8_t *row = w + (size_t)(r < rows ? r : rows - 1) * row_bytes;
         for (int64_t b = 0; b < k / be; b++) {
-            blk_unpack(type, row + b * bb, q, sc, of);
+            ty->unpack(row + b * bb, q, sc, of);
             for (int64_t i = 0; i < be; i++) {
                 const int64_t g = b * be + i;              // weight index in the row
                 const int64_t j = g / f->sub, in = g % f->sub;

@@ -97,8 +97,8 @@ INL void emit(const int fused, sink *s, const int sub, const int offsets, const 
 // ---- legacy 32-weight blocks ---------------------------------------------------------------
 
 // Codes of one block from its qs (and qh) vectors, as unpack_legacy below.
-INL void legacy_codes(const int type, const vi *qs, vi qh, vi w[8]) {
-    if (type == PK_Q8_0) {
+INL void legacy_codes(const qt_type *ty, const vi *qs, vi qh, vi w[8]) {
+    if (ty->fields.qs == 32) { // eight-bit codes (Q8_0)
         const vi flip = vset1((int)0x80808080u);
         for (int v = 0; v < 8; v++) w[v] = vxor(qs[v], flip);
         return;
@@ -107,7 +107,7 @@ INL void legacy_codes(const int type, const vi *qs, vi qh, vi w[8]) {
         w[v] = vand(qs[v], MASK4);
         w[v + 4] = vand(vsrli(qs[v], 4), MASK4);
     }
-    if (type == PK_Q5_0 || type == PK_Q5_1)
+    if (ty->fields.qh)
         for (int v = 0; v < 4; v++) {
             w[v] = vor(w[v], spread4(vsrli(qh, 4 * v)));
             w[v + 4] = vor(w[v + 4], spread4(vsrli(qh, 16 + 4 * v)));
@@ -115,10 +115,9 @@ INL void legacy_codes(const int type, const vi *qs, vi qh, vi w[8]) {
 }
 
 // Packed legacy blocks (qtile.h's field-by-field layout): every field is whole aligned vectors.
-INL void unpack_legacy_packed(const int fused, const int type, const rows16 *rw, int64_t nblocks, sink *s) {
-    qt_legacy l;
-    qt_legacy_of(type, &l);
-    const int offsets = type == PK_Q4_1 || type == PK_Q5_1;
+INL void unpack_legacy_packed(const int fused, const qt_type *ty, const rows16 *rw, int64_t nblocks, sink *s) {
+    const qt_legacy l = ty->fields;
+    const int offsets = ty->tile.offsets;
     size_t at = 0;
     for (int64_t g = 0; g < nblocks; g += l.group) {
         const int n = nblocks - g < l.group ? (int)(nblocks - g) : l.group;
@@ -139,22 +138,22 @@ INL void unpack_legacy_packed(const int fused, const int type, const rows16 *rw,
             const uint8_t *q = grp + qt_legacy_qs_at(&l, n, i);
             vi qs[8], w[8];
             for (int v = 0; v < l.qs / 4; v++) qs[v] = vload(q + 64 * v);
-            legacy_codes(type, qs, l.qh ? vload(grp + qt_legacy_qh_at(i)) : vzero(), w);
-            emit(fused, s, 32, offsets, type == PK_Q8_0, g + i, w, sc, of);
+            legacy_codes(ty, qs, l.qh ? vload(grp + qt_legacy_qh_at(i)) : vzero(), w);
+            emit(fused, s, 32, offsets, ty->tile.bias == 128, g + i, w, sc, of);
         }
         at += bytes;
     }
 }
 
 // Q4_0 (bias 8), Q4_1 (d, m), Q5_0 (qh, bias 16), Q5_1 (d, m, qh), Q8_0 (signed, bias 128).
-// Blocks are read in groups whose bytes fill whole 16-byte chunks.
-INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_t nblocks, sink *s) {
-    if (rw->packed) { unpack_legacy_packed(fused, type, rw, nblocks, s); return; }
-    qt_legacy l; // the block's fields, in the file's order: head, qh, qs
-    qt_legacy_of(type, &l);
-    const size_t bb = (size_t)(l.head + l.qh + l.qs);
-    const int group = type == PK_Q4_1 ? 4 : type == PK_Q5_1 ? 2 : 8;
-    const int offsets = type == PK_Q4_1 || type == PK_Q5_1;
+// Blocks are read in groups whose bytes fill whole 16-byte chunks (the row's window).
+INL void unpack_legacy(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
+    const int64_t nblocks = k / 32;
+    if (rw->packed) { unpack_legacy_packed(fused, ty, rw, nblocks, s); return; }
+    const qt_legacy l = ty->fields; // the block's fields, in the file's order: head, qh, qs
+    const size_t bb = ty->bytes;
+    const int group = l.window;
+    const int offsets = ty->tile.offsets;
     const size_t row_bytes = (size_t)nblocks * bb;
     vi buf[17 * 4 + 1];
     for (int64_t g = 0; g < nblocks; g += group) {
@@ -169,8 +168,8 @@ INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_
             const size_t qo = o + (size_t)(l.head + l.qh);
             vi qs[8], w[8];
             for (int v = 0; v < l.qs / 4; v++) qs[v] = dword_at(T, qo + 4 * v);
-            legacy_codes(type, qs, l.qh ? dword_at(T, o + (size_t)l.head) : vzero(), w);
-            emit(fused, s, 32, offsets, type == PK_Q8_0, b, w, sc, of);
+            legacy_codes(ty, qs, l.qh ? dword_at(T, o + (size_t)l.head) : vzero(), w);
+            emit(fused, s, 32, offsets, ty->tile.bias == 128, b, w, sc, of);
         }
     }
 }
@@ -180,7 +179,9 @@ INL void unpack_legacy(const int fused, const int type, const rows16 *rw, int64_
 INL vi byte_of(vi v, int i) { return vand(vsrli(v, 8 * i), vset1(0xff)); }
 
 // Q4_K and Q5_K: eight sub-blocks of 32 with six-bit scales and mins.
-INL void unpack_q45_K(const int fused, const int five, const rows16 *rw, int64_t nblocks, sink *s) {
+INL void unpack_q45_K(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
+    const int five = ty->bytes == 176; // Q5_K: the Q4_K block plus 32 bytes of fifth bits
+    const int64_t nblocks = k / 256;
     const size_t bb = five ? 176 : 144, row_bytes = (size_t)nblocks * bb;
     vi buf[11 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
@@ -223,7 +224,9 @@ INL void unpack_q45_K(const int fused, const int five, const rows16 *rw, int64_t
 }
 
 // Q6_K: sixteen sub-blocks of 16, six-bit codes (bias 32), signed eight-bit scales.
-INL void unpack_q6_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s) {
+INL void unpack_q6_K(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
+    (void)ty;
+    const int64_t nblocks = k / 256;
     const size_t row_bytes = (size_t)nblocks * 210;
     vi buf[14 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
@@ -254,7 +257,9 @@ INL void unpack_q6_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s
 }
 
 // Q2_K: sixteen sub-blocks of 16, two-bit codes, four-bit scales and mins.
-INL void unpack_q2_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s) {
+INL void unpack_q2_K(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
+    (void)ty;
+    const int64_t nblocks = k / 256;
     const size_t row_bytes = (size_t)nblocks * 84;
     vi buf[6 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
@@ -279,7 +284,9 @@ INL void unpack_q2_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s
 
 // Q3_K: sixteen sub-blocks of 16, two low bits from qs and an inverted high bit from hmask
 // (set: +0, clear: -4, so with bias 4 the code is low + 4 * bit), six-bit scales minus 32.
-INL void unpack_q3_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s) {
+INL void unpack_q3_K(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
+    (void)ty;
+    const int64_t nblocks = k / 256;
     const size_t row_bytes = (size_t)nblocks * 110;
     vi buf[7 * 4];
     for (int64_t b = 0; b < nblocks; b++) {
@@ -303,47 +310,62 @@ INL void unpack_q3_K(const int fused, const rows16 *rw, int64_t nblocks, sink *s
     }
 }
 
-INL int unpack_any(const int fused, int type, const rows16 *rw, int64_t k, sink *s) {
-    switch (type) {
-    case PK_Q4_0: unpack_legacy(fused, PK_Q4_0, rw, k / 32, s); return 1;
-    case PK_Q4_1: unpack_legacy(fused, PK_Q4_1, rw, k / 32, s); return 1;
-    case PK_Q5_0: unpack_legacy(fused, PK_Q5_0, rw, k / 32, s); return 1;
-    case PK_Q5_1: unpack_legacy(fused, PK_Q5_1, rw, k / 32, s); return 1;
-    case PK_Q8_0: unpack_legacy(fused, PK_Q8_0, rw, k / 32, s); return 1;
-    case PK_Q4_K: unpack_q45_K(fused, 0, rw, k / 256, s); return 1;
-    case PK_Q5_K: unpack_q45_K(fused, 1, rw, k / 256, s); return 1;
-    case PK_Q6_K: unpack_q6_K(fused, rw, k / 256, s); return 1;
-    case PK_Q2_K: unpack_q2_K(fused, rw, k / 256, s); return 1;
-    case PK_Q3_K: unpack_q3_K(fused, rw, k / 256, s); return 1;
-    default: return 0;
-    }
-}
-
 // Prefetching past a tensor's end would be harmless (prefetches never fault) but wasted.
-INL rows16 rows_make(int type, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int last) {
-    if (packed) return (rows16){w, row_bytes, last ? NULL : packed + qt_packed_tile_bytes(type, row_bytes), packed};
+INL rows16 rows_make(const qt_type *ty, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int last) {
+    if (packed) return (rows16){w, row_bytes, last ? NULL : packed + qt_packed_tile_bytes(ty, row_bytes), packed};
     return (rows16){w, row_bytes, last ? NULL : w + QT_ROWS * row_bytes, NULL};
 }
 
-void QT_NAME(qt_unpack)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows,
-                        int last, int64_t k, qt_tile t) {
-    if (rows < QT_ROWS) { qt_unpack_ref(type, f, w, row_bytes, rows, k, t); return; }
-    const rows16 rw = rows_make(type, w, row_bytes, packed, last);
-    sink s = {.t = t};
-    if (!unpack_any(0, type, &rw, k, &s)) qt_unpack_ref(type, f, w, row_bytes, rows, k, t);
+// The fused kernel's sink for activation row t, and its result.
+INL sink gemv_sink(const qt_format *f, int64_t k, const qt_act *a, const int32_t *nb, int64_t t) {
+    const int64_t nsub = k / f->sub;
+    return (sink){.x = a->q + t * k, .dx = (f->sub == 16 ? a->dx16 : a->dx32) + t * nsub,
+                  .xs = (f->sub == 16 ? a->xs16 : a->xs32) + t * nsub, .nb = nb + t * nsub, .acc = vfzero(), .off = vfzero()};
+}
+INL void gemv_store(const qt_format *f, const sink *s, float *y, int rows) {
+    vfstore_rows(y, f->offsets ? vfadd(s->acc, s->off) : s->acc, rows);
 }
 
-int QT_NAME(qt_gemv)(int type, const qt_format *f, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, int last,
-                     int64_t k, const qt_act *a, const int32_t *nb, int64_t t, float *y) {
-    if (rows < QT_ROWS) return 0;
-    const rows16 rw = rows_make(type, w, row_bytes, packed, last);
-    const int64_t nsub = k / f->sub;
-    sink s = {.x = a->q + t * k, .dx = (f->sub == 16 ? a->dx16 : a->dx32) + t * nsub,
-              .xs = (f->sub == 16 ? a->xs16 : a->xs32) + t * nsub, .nb = nb + t * nsub, .acc = vfzero(), .off = vfzero()};
-    if (!unpack_any(1, type, &rw, k, &s)) return 0;
-    vfstore_rows(y, f->offsets ? vfadd(s.acc, s.off) : s.acc, rows);
-    return 1;
-}
+// The types with SIMD unpackers: (name, id, unpacker). Each gets a tile kernel and a fused
+// (decode) kernel specialized for its row, and a line in this set's kernel table.
+#define SIMD_TYPES(X)                          \
+    X(q4_0, PK_Q4_0, unpack_legacy)            \
+    X(q4_1, PK_Q4_1, unpack_legacy)            \
+    X(q5_0, PK_Q5_0, unpack_legacy)            \
+    X(q5_1, PK_Q5_1, unpack_legacy)            \
+    X(q8_0, PK_Q8_0, unpack_legacy)            \
+    X(q2_K, PK_Q2_K, unpack_q2_K)              \
+    X(q3_K, PK_Q3_K, unpack_q3_K)              \
+    X(q4_K, PK_Q4_K, unpack_q45_K)             \
+    X(q5_K, PK_Q5_K, unpack_q45_K)             \
+    X(q6_K, PK_Q6_K, unpack_q6_K)
+
+#define DEFINE_KERNELS(name, id, unpacker)                                                                          \
+    static void tile_##name(const qt_type *ty, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, \
+                            int last, int64_t k, qt_tile t) {                                                       \
+        if (rows < QT_ROWS) { qt_unpack_ref(ty, w, row_bytes, rows, k, t); return; }                                \
+        const rows16 rw = rows_make(&QT_TYPES[id], w, row_bytes, packed, last);                                     \
+        sink s = {.t = t};                                                                                          \
+        unpacker(0, &QT_TYPES[id], &rw, k, &s);                                                                     \
+    }                                                                                                               \
+    static int fused_##name(const qt_type *ty, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, \
+                            int last, int64_t k, const qt_act *a, const int32_t *nb, int64_t t, float *y) {         \
+        (void)ty;                                                                                                   \
+        if (rows < QT_ROWS) return 0;                                                                               \
+        const rows16 rw = rows_make(&QT_TYPES[id], w, row_bytes, packed, last);                                     \
+        sink s = gemv_sink(&QT_TYPES[id].tile, k, a, nb, t);                                                        \
+        unpacker(1, &QT_TYPES[id], &rw, k, &s);                                                                     \
+        gemv_store(&QT_TYPES[id].tile, &s, y, rows);                                                                \
+        return 1;                                                                                                   \
+    }
+SIMD_TYPES(DEFINE_KERNELS)
+#undef DEFINE_KERNELS
+
+const qt_kernels QT_NAME(qt_kernels)[PK_TYPE_COUNT] = {
+#define KERNEL_ROW(name, id, unpacker) [id] = {tile_##name, fused_##name},
+    SIMD_TYPES(KERNEL_ROW)
+#undef KERNEL_ROW
+};
 
 // ---- the dot kernel ------------------------------------------------------------------------
 

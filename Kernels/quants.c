@@ -19,15 +19,14 @@
 // This file is the reference that SIMD paths are checked against: keep it simple.
 
 #include "pk_quants.h"
-#include "blocks.h"
+#include "types.h"
 
 #include <string.h>
 
 // a * b + c must round twice (as the reference does), never fuse into one FMA.
 #pragma STDC FP_CONTRACT OFF
 
-#define PK_QK 32     // weights per block of the legacy formats (Q4_0 ... Q8_1)
-#define PK_QK_K 256  // weights per super-block of the k-quants
+#define PK_QK_K 256  // weights per super-block of the k-quants: the largest block
 
 // ---------------------------------------------------------------------------------------
 // Scalar conversions
@@ -110,85 +109,54 @@ uint16_t pk_f32_to_f16(float f) {
 float pk_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
 
 // ---------------------------------------------------------------------------------------
+// Plain number types, element by element
+// ---------------------------------------------------------------------------------------
+
+void qt_f32_to_float(const uint8_t *src, float *dst, int64_t n) {
+    if (n > 0) memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+void qt_f16_to_float(const uint8_t *src, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = pk_f16_to_f32(load_u16(src + 2 * i));
+}
+
+void qt_bf16_to_float(const uint8_t *src, float *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = pk_bf16_to_f32(load_u16(src + 2 * i));
+}
+
+// ---------------------------------------------------------------------------------------
 // Block formats: blocks.h unpacks them to w = scale * q + offset; this applies it in float.
 // ---------------------------------------------------------------------------------------
 
-static void dequant_block(int type, int64_t elements, const uint8_t *b, float *y) {
+static void dequant_block(const qt_type *ty, const uint8_t *b, float *y) {
     int8_t q[PK_QK_K];
     float sc[PK_QK_K / 16], of[PK_QK_K / 16];
-    blk_unpack(type, b, q, sc, of);
-    if (blk_has_offsets(type)) {
-        for (int64_t i = 0; i < elements; i++) {
+    ty->unpack(b, q, sc, of);
+    if (ty->tile.offsets) {
+        for (int64_t i = 0; i < ty->elements; i++) {
             const float p = sc[i / 16] * (float)q[i];
             y[i] = p + of[i / 16];
         }
     } else {
-        for (int64_t i = 0; i < elements; i++) y[i] = sc[i / 16] * (float)q[i];
+        for (int64_t i = 0; i < ty->elements; i++) y[i] = sc[i / 16] * (float)q[i];
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Dispatch
-// ---------------------------------------------------------------------------------------
-
-typedef struct {
-    int64_t elements;
-    size_t bytes;
-} type_traits;
-
-static int traits_of(int type, type_traits *t) {
-    switch (type) {
-    case PK_F32: *t = (type_traits){1, 4}; return 1;
-    case PK_F16: *t = (type_traits){1, 2}; return 1;
-    case PK_BF16: *t = (type_traits){1, 2}; return 1;
-    case PK_Q4_0: *t = (type_traits){PK_QK, 18}; return 1;
-    case PK_Q4_1: *t = (type_traits){PK_QK, 20}; return 1;
-    case PK_Q5_0: *t = (type_traits){PK_QK, 22}; return 1;
-    case PK_Q5_1: *t = (type_traits){PK_QK, 24}; return 1;
-    case PK_Q8_0: *t = (type_traits){PK_QK, 34}; return 1;
-    case PK_Q8_1: *t = (type_traits){PK_QK, 36}; return 1;
-    case PK_Q2_K: *t = (type_traits){PK_QK_K, 84}; return 1;
-    case PK_Q3_K: *t = (type_traits){PK_QK_K, 110}; return 1;
-    case PK_Q4_K: *t = (type_traits){PK_QK_K, 144}; return 1;
-    case PK_Q5_K: *t = (type_traits){PK_QK_K, 176}; return 1;
-    case PK_Q6_K: *t = (type_traits){PK_QK_K, 210}; return 1;
-    case PK_Q8_K: *t = (type_traits){PK_QK_K, 292}; return 1;
-    default: return 0;
-    }
-}
-
-int64_t pk_block_elements(int type) {
-    type_traits t;
-    return traits_of(type, &t) ? t.elements : 0;
-}
-
-size_t pk_block_bytes(int type) {
-    type_traits t;
-    return traits_of(type, &t) ? t.bytes : 0;
+int pk_type_info_of(int type, pk_type_info *info) {
+    const qt_type *ty = qt_type_of(type);
+    if (!ty) return -1;
+    *info = (pk_type_info){ty->name, ty->elements, ty->bytes, ty->to_float || ty->unpack, ty->to_float || ty->tile.sub};
+    return 0;
 }
 
 int pk_dequantize(int type, const void *src, float *dst, int64_t n) {
-    type_traits t;
-    if (!traits_of(type, &t) || n < 0 || n % t.elements != 0) return -1;
+    const qt_type *ty = qt_type_of(type);
+    if (!ty || !(ty->to_float || ty->unpack) || n < 0 || n % ty->elements != 0) return -1;
     const uint8_t *p = (const uint8_t *)src;
-
-    switch (type) {
-    case PK_F32:
-        if (n > 0) memcpy(dst, p, (size_t)n * sizeof(float));
+    if (ty->to_float) {
+        ty->to_float(p, dst, n);
         return 0;
-    case PK_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pk_f16_to_f32(load_u16(p + 2 * i));
-        return 0;
-    case PK_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pk_bf16_to_f32(load_u16(p + 2 * i));
-        return 0;
-    default:
-        break;
     }
-
-    const int64_t blocks = n / t.elements;
-    for (int64_t i = 0; i < blocks; i++) {
-        dequant_block(type, t.elements, p + (size_t)i * t.bytes, dst + i * t.elements);
-    }
+    for (int64_t i = 0; i < n / ty->elements; i++) dequant_block(ty, p + (size_t)i * ty->bytes, dst + i * ty->elements);
     return 0;
 }

@@ -101,7 +101,7 @@ static double time_matmul_graph(int type, const weights *w, int64_t m, int64_t k
 }
 
 static int applies(int type, const shape *s, int quick) {
-    if (s->k % pk_block_elements(type) != 0) return 0;
+    if (s->k % block_elements(type) != 0) return 0;
     if (quick && s->m > 10000 && type != PK_Q8_0 && type != PK_Q4_1) return 0;
     return 1;
 }

@@ -12,6 +12,16 @@
 #include "pk_cuda.h"
 #include "PlinthKernels.h"
 
+// Block geometry from the kernels' type table.
+static inline int64_t block_elements(int type) {
+    pk_type_info info;
+    return pk_type_info_of(type, &info) == 0 ? info.block_elements : 0;
+}
+static inline size_t block_bytes(int type) {
+    pk_type_info info;
+    return pk_type_info_of(type, &info) == 0 ? info.block_bytes : 0;
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static inline uint64_t rng_u64(void) {
     rng_state ^= rng_state >> 12;
@@ -55,8 +65,8 @@ static void random_weights(int type, uint8_t *w, int64_t m, int64_t k) {
         return;
     }
     for (size_t i = 0; i < total; i++) w[i] = (uint8_t)rng_u64();
-    const int64_t be = pk_block_elements(type);
-    const size_t bb = pk_block_bytes(type);
+    const int64_t be = block_elements(type);
+    const size_t bb = block_bytes(type);
     const int64_t blocks = m * (k / be);
     for (int64_t b = 0; b < blocks; b++) {
         uint8_t *p = w + (size_t)b * bb;

@@ -266,7 +266,7 @@ static void test_matmul(pkc_context *c) {
         const int type = all_types[ti];
         for (int si = 0; si < NSHAPES; si++) {
             const shape *s = &shapes[si];
-            if (s->k % pk_block_elements(type) != 0) continue;
+            if (s->k % block_elements(type) != 0) continue;
             const int big = s->m > 10000;
             if (big && !big_shape_type(type)) continue;
             const int64_t *ns = big ? ns_big : ns_small;

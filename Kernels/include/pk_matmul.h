@@ -58,14 +58,6 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
 int pk_matmul(pk_pool *pool, int type, const void *w, int64_t m, int64_t k,
               const float *x, int64_t n, float *y, int64_t ldy, void *scratch);
 
-// Instruction sets of the kernels. The widest the CPU supports is used unless a test asks for
-// another one (every path gives the same bits; the scalar one is the reference).
-enum { PK_ISA_SCALAR = 0, PK_ISA_AVX2 = 1, PK_ISA_AVX512 = 2 };
-// The instruction set in use.
-int pk_matmul_isa(void);
-// Selects `isa` when the CPU supports it; returns the one now in use.
-int pk_matmul_set_isa(int isa);
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,4 @@
-// Quantized tensor formats as GGUF stores them (ggml's block layouts), and their dequantizers.
+// Tensor formats as GGUF stores them (ggml's types and block layouts), and their dequantizers.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -7,20 +7,30 @@
 extern "C" {
 #endif
 
-// Type ids are ggml's (the numbers GGUF files carry).
+// Type ids are ggml's (the numbers GGUF files carry). Only the ones the kernels compute with
+// are named here; every id ggml has defined has a row in the type table (types.h).
 typedef enum pk_type {
     PK_F32 = 0, PK_F16 = 1, PK_Q4_0 = 2, PK_Q4_1 = 3,
     PK_Q5_0 = 6, PK_Q5_1 = 7, PK_Q8_0 = 8, PK_Q8_1 = 9,
     PK_Q2_K = 10, PK_Q3_K = 11, PK_Q4_K = 12, PK_Q5_K = 13, PK_Q6_K = 14, PK_Q8_K = 15,
     PK_BF16 = 30,
+    PK_TYPE_COUNT = 42, // one past the largest id ggml has defined
 } pk_type;
 
-// Weights per block (1 for float types); 0 when the type is not supported.
-int64_t pk_block_elements(int type);
-// Bytes per block; 0 when the type is not supported.
-size_t pk_block_bytes(int type);
+// A type as the table describes it.
+typedef struct pk_type_info {
+    const char *name;        // ggml's name, as llama.cpp prints it ("Q4_K")
+    int64_t block_elements;  // weights per block (1 for plain number types)
+    size_t block_bytes;      // bytes per block
+    int can_dequantize;      // pk_dequantize reads it
+    int can_multiply;        // pk_matmul multiplies it
+} pk_type_info;
+
+// Fills `info` for ggml's type id `type`. Returns 0, or -1 when ggml has never defined the id.
+int pk_type_info_of(int type, pk_type_info *info);
+
 // Dequantizes `n` consecutive weights (a multiple of the block size) starting at `src`.
-// Returns 0, or -1 when the type is unsupported or `n` is not a whole number of blocks.
+// Returns 0, or -1 when the type cannot be read or `n` is not a whole number of blocks.
 int pk_dequantize(int type, const void *src, float *dst, int64_t n);
 
 float pk_f16_to_f32(uint16_t h);

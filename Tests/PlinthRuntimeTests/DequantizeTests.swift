@@ -224,16 +224,16 @@ struct DequantizeTests {
             }
         }
         #expect(Set(GGMLType.allCases.map(\.name)).count == GGMLType.allCases.count)
-        for type in GGMLType.allCases {
-            #expect(type.blockElements > 0 && type.blockBytes > 0)
-            let id = Int32(type.rawValue)
-            if type.isSupported {
-                #expect(pk_block_elements(id) == Int64(type.blockElements), "\(type.name)")
-                #expect(pk_block_bytes(id) == type.blockBytes, "\(type.name)")
-            } else {
-                #expect(pk_block_elements(id) == 0 && pk_block_bytes(id) == 0, "\(type.name)")
-            }
+        for type in GGMLType.allCases { #expect(type.blockElements > 0 && type.blockBytes > 0) }
+        // The kernels' table has a row for exactly the ids ggml defined (GGMLType's cases), and
+        // reads exactly the types its dequantizers implement.
+        var info = pk_type_info()
+        for id in -1...Int32(PK_TYPE_COUNT.rawValue) {
+            let known = pk_type_info_of(id, &info) == 0
+            #expect(known == (id >= 0 && GGMLType(rawValue: UInt32(id)) != nil), "ggml type \(id)")
         }
+        #expect(GGMLType.supportedTypes == [.f32, .f16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q8_1,
+                                            .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K, .bf16])
         #expect(GGMLType(rawValue: 4) == nil)  // Q4_2, gone before GGUF
         #expect(throws: TensorFormatError.unknownType(4)) { try GGMLType(id: 4) }
         #expect(TensorFormatError.unknownType(99).localizedDescription.contains("99"))

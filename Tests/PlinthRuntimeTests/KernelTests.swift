@@ -5,7 +5,7 @@ import Testing
 /// Random weights of one format: random codes, with every scale field set to a sane half float
 /// so that products stay finite.
 private func randomWeights(type: Int32, rows: Int, k: Int, rng: inout SplitMix64) -> [UInt8] {
-    let be = Int(pk_block_elements(type)), bb = Int(pk_block_bytes(type))
+    let be = blockElements(type), bb = Int(typeInfo(type).block_bytes)
     let count = rows * (k / be) * bb
     var w = (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
     func half(_ v: Float, at i: Int) {
@@ -73,17 +73,26 @@ private func packed(_ type: Int32, _ w: [UInt8], rows m: Int, k: Int) -> UnsafeM
     return p
 }
 
+/// The kernels' table row of type `t`.
+private func typeInfo(_ t: Int32) -> pk_type_info {
+    var info = pk_type_info()
+    _ = pk_type_info_of(t, &info)
+    return info
+}
+
+private func blockElements(_ t: Int32) -> Int { Int(typeInfo(t).block_elements) }
+
 /// The instruction sets this CPU can run (the scalar reference always).
 private func availableISAs() -> [Int32] {
-    let best = pk_matmul_isa()
+    let best = pk_isa()
     return [Int32(PK_ISA_SCALAR), Int32(PK_ISA_AVX2), Int32(PK_ISA_AVX512)].filter { $0 <= best }
 }
 
 /// Switches the kernels' instruction set for the duration of `body`; serialized suites only.
 private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
-    let previous = pk_matmul_isa()
-    _ = pk_matmul_set_isa(isa)
-    defer { _ = pk_matmul_set_isa(previous) }
+    let previous = pk_isa()
+    _ = pk_set_isa(isa)
+    defer { _ = pk_set_isa(previous) }
     return try body()
 }
 
@@ -97,21 +106,21 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         var rng = SplitMix64(seed: UInt64(t) &* 7919)
         // An odd number of 32-weight blocks where the format allows it (a kernel taking blocks in
         // pairs must handle the last one alone).
-        let k = pk_block_elements(t) == 32 ? 544 : 512, m = 37
+        let k = blockElements(t) == 32 ? 544 : 512, m = 37
         let w = randomWeights(type: t, rows: m, k: k, rng: &rng)
         let nMax = 19
         let x = (0..<(nMax * k)).map { _ in Float(rng.below(20001) - 10000) / 3000 }
         let isas = availableISAs()
         let pw = packed(t, w, rows: m, k: k)
         defer { pw?.deallocate() }
-        #expect((pw != nil) == (pk_block_elements(t) > 1), "\(name): every quantized format has a packed form, float formats none")
+        #expect((pw != nil) == (blockElements(t) > 1), "\(name): every quantized format has a packed form, float formats none")
         for n in [1, 2, 9, nMax] {
             let xs = Array(x[0..<(n * k)])
             let reference = withISA(Int32(PK_ISA_SCALAR)) { matmul(t, w, rows: m, k: k, x: xs, n: n, threads: 1) }
             #expect(reference.allSatisfy { $0.isFinite }, "\(name) n=\(n): non-finite results")
             // Float weights with many rows go through cblas_sgemm, whose rounding depends on how
             // the rows are split: close, not equal. Everything else is exact.
-            let viaBLAS = pk_block_elements(t) == 1 && n >= 8
+            let viaBLAS = blockElements(t) == 1 && n >= 8
             for isa in isas where isa != Int32(PK_ISA_SCALAR) {
                 for threads in [1, 3] {
                     let got = withISA(isa) { matmul(t, w, rows: m, k: k, x: xs, n: n, threads: threads) }
@@ -163,10 +172,10 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
     func packedRowsRoundTrip(name: String, type: pk_type) {
         let t = Int32(type.rawValue)
         var rng = SplitMix64(seed: UInt64(t) &* 31)
-        let k = pk_block_elements(t) == 32 ? 544 : 512, m = 37
+        let k = blockElements(t) == 32 ? 544 : 512, m = 37
         let w = randomWeights(type: t, rows: m, k: k, rng: &rng)
         guard let pw = packed(t, w, rows: m, k: k) else {
-            #expect(pk_block_elements(t) == 1, "\(name) has no packed form")
+            #expect(blockElements(t) == 1, "\(name) has no packed form")
             return
         }
         defer { pw.deallocate() }

@@ -59,51 +59,16 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
     case nvfp4 = 40
     case q1_0 = 41
 
-    /// ggml's name for the type, as llama.cpp and gguf-py print it (for example `"Q4_K"`).
-    public var name: String {
-        switch self {
-        case .f32: "F32"
-        case .f16: "F16"
-        case .q4_0: "Q4_0"
-        case .q4_1: "Q4_1"
-        case .q5_0: "Q5_0"
-        case .q5_1: "Q5_1"
-        case .q8_0: "Q8_0"
-        case .q8_1: "Q8_1"
-        case .q2_K: "Q2_K"
-        case .q3_K: "Q3_K"
-        case .q4_K: "Q4_K"
-        case .q5_K: "Q5_K"
-        case .q6_K: "Q6_K"
-        case .q8_K: "Q8_K"
-        case .iq2_XXS: "IQ2_XXS"
-        case .iq2_XS: "IQ2_XS"
-        case .iq3_XXS: "IQ3_XXS"
-        case .iq1_S: "IQ1_S"
-        case .iq4_NL: "IQ4_NL"
-        case .iq3_S: "IQ3_S"
-        case .iq2_S: "IQ2_S"
-        case .iq4_XS: "IQ4_XS"
-        case .i8: "I8"
-        case .i16: "I16"
-        case .i32: "I32"
-        case .i64: "I64"
-        case .f64: "F64"
-        case .iq1_M: "IQ1_M"
-        case .bf16: "BF16"
-        case .q4_0_4_4: "Q4_0_4_4"
-        case .q4_0_4_8: "Q4_0_4_8"
-        case .q4_0_8_8: "Q4_0_8_8"
-        case .tq1_0: "TQ1_0"
-        case .tq2_0: "TQ2_0"
-        case .iq4_NL_4_4: "IQ4_NL_4_4"
-        case .iq4_NL_4_8: "IQ4_NL_4_8"
-        case .iq4_NL_8_8: "IQ4_NL_8_8"
-        case .mxfp4: "MXFP4"
-        case .nvfp4: "NVFP4"
-        case .q1_0: "Q1_0"
-        }
+    /// The kernels' row for this type (`Kernels/types.h`): every case has one.
+    private var info: pk_type_info {
+        var info = pk_type_info()
+        let found = pk_type_info_of(Int32(bitPattern: rawValue), &info)
+        precondition(found == 0, "the kernels' type table has no row for ggml type \(rawValue)")
+        return info
     }
+
+    /// ggml's name for the type, as llama.cpp and gguf-py print it (for example `"Q4_K"`).
+    public var name: String { String(cString: info.name) }
 
     public var description: String { name }
 
@@ -124,57 +89,13 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
 
     /// Weights per block: 1 for the plain number types, 32 for the legacy quantized formats,
     /// 256 for the k-quants and most i-quants.
-    public var blockElements: Int { layout.elements }
+    public var blockElements: Int { Int(info.block_elements) }
 
     /// Bytes per block as ggml lays it out in a file.
-    public var blockBytes: Int { layout.bytes }
-
-    private var layout: (elements: Int, bytes: Int) {
-        let qk = 256  // weights per k-quant super-block
-        switch self {
-        case .f32: return (1, 4)
-        case .f16, .bf16: return (1, 2)
-        case .q4_0: return (32, 18)
-        case .q4_1: return (32, 20)
-        case .q5_0: return (32, 22)
-        case .q5_1: return (32, 24)
-        case .q8_0: return (32, 34)
-        // ggml's block_q8_1 is two f16 (d, s) then 32 int8: 36 bytes. (gguf-py's table says
-        // 40, from when d and s were f32; ggml's static_assert is the definition.)
-        case .q8_1: return (32, 36)
-        case .q2_K: return (qk, qk / 16 + qk / 4 + 2 + 2)
-        case .q3_K: return (qk, qk / 8 + qk / 4 + 12 + 2)
-        case .q4_K: return (qk, 2 + 2 + 12 + qk / 2)
-        case .q5_K: return (qk, 2 + 2 + 12 + qk / 8 + qk / 2)
-        case .q6_K: return (qk, qk / 2 + qk / 4 + qk / 16 + 2)
-        case .q8_K: return (qk, 4 + qk + qk / 8)
-        case .iq2_XXS: return (qk, 2 + qk / 4)
-        case .iq2_XS: return (qk, 2 + qk / 4 + qk / 32)
-        case .iq3_XXS: return (qk, 2 + qk / 4 + qk / 8)
-        case .iq1_S: return (qk, 2 + qk / 8 + qk / 16)
-        case .iq4_NL: return (32, 18)
-        case .iq3_S: return (qk, 2 + qk / 4 + qk / 8 + qk / 32 + 4)
-        case .iq2_S: return (qk, 2 + qk / 4 + qk / 16)
-        case .iq4_XS: return (qk, 2 + 2 + qk / 2 + qk / 64)
-        case .i8: return (1, 1)
-        case .i16: return (1, 2)
-        case .i32: return (1, 4)
-        case .i64, .f64: return (1, 8)
-        case .iq1_M: return (qk, qk / 8 + qk / 16 + qk / 32)
-        case .q4_0_4_4, .q4_0_4_8, .q4_0_8_8: return (32, 18)
-        case .tq1_0: return (qk, 2 + 4 * 13)
-        case .tq2_0: return (qk, 2 + qk / 4)
-        case .iq4_NL_4_4, .iq4_NL_4_8, .iq4_NL_8_8: return (32, 18)
-        case .mxfp4: return (32, 1 + 16)
-        case .nvfp4: return (64, 4 + 32)
-        case .q1_0: return (128, 2 + 16)
-        }
-    }
+    public var blockBytes: Int { Int(info.block_bytes) }
 
     /// Whether ``dequantize(_:count:into:)`` can read this type.
-    public var isSupported: Bool {
-        pk_block_elements(Int32(bitPattern: rawValue)) != 0
-    }
+    public var isSupported: Bool { info.can_dequantize != 0 }
 
     /// The types Plinth can dequantize, in ggml's order.
     public static var supportedTypes: [GGMLType] { allCases.filter(\.isSupported) }

@@ -1,0 +1,114 @@
+// The type table: one row per ggml tensor type, holding everything the kernels know of it —
+// block geometry, the reference dequantizer, how its codes form matmul tiles, how its blocks
+// are packed. Internal. The SIMD unpackers of a type live with the other SIMD code
+// (qtile_simd.h, one line in its kernel list).
+//
+// Adding a block format: its layout and reference unpacker in blocks.h, its row here, its SIMD
+// unpacker in qtile_simd.h (optional: without one the reference runs), its id in pk_quants.h
+// (and a case in GGMLType.swift when ggml has not defined the id).
+//
+// The table is static const in this header so that code specialized for one type (the SIMD
+// unpackers take &QT_TYPES[PK_Q4_0]) folds its fields to constants.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blocks.h"
+#include "pk_quants.h"
+
+// Activation formats the int8 products quantize their input to (llama.cpp's vec_dot_type).
+enum { ACT_Q8_0, ACT_Q8_1, ACT_Q8_K, ACT_KINDS };
+
+// How a block format's codes form the matmul's tiles (qtile.h).
+typedef struct {
+    int sub;        // weights per sub-block, 16 or 32; 0: no tile form
+    int bias;       // tile code u = q + bias
+    int offsets;    // whether the format has a minimum (a non-zero offset per sub-block)
+    int act;        // activation format (ACT_*)
+} qt_format;
+
+// The fields of a legacy 32-weight block, in the file's order (head: d, or d and m), for the
+// packed layout (qtile.h) and the SIMD reads.
+typedef struct {
+    int head, qh, qs; // bytes of each field; qs 0: not a legacy block
+    int group;        // blocks per group of the packed layout
+    int window;       // blocks per read of unpacked rows (a whole number of 16-byte chunks)
+} qt_legacy;
+
+typedef void (*qt_to_float_fn)(const uint8_t *src, float *dst, int64_t n);
+typedef void (*blk_unpack_fn)(const uint8_t *block, int8_t *q, float *sc, float *of);
+
+typedef struct {
+    const char *name;         // ggml's name; NULL: ggml never defined the id
+    int64_t elements;         // weights per block (1: plain numbers)
+    size_t bytes;             // bytes per block
+    qt_to_float_fn to_float;  // plain number types Plinth reads (exact conversion)
+    blk_unpack_fn unpack;     // block types Plinth reads: one block to codes, scales, offsets
+    qt_format tile;
+    qt_legacy fields;
+} qt_type;
+
+void qt_f32_to_float(const uint8_t *src, float *dst, int64_t n);
+void qt_f16_to_float(const uint8_t *src, float *dst, int64_t n);
+void qt_bf16_to_float(const uint8_t *src, float *dst, int64_t n);
+
+#define QT_GEOMETRY(n, e, b) .name = n, .elements = e, .bytes = b
+
+static const qt_type QT_TYPES[PK_TYPE_COUNT] = {
+    [PK_F32] = {QT_GEOMETRY("F32", 1, 4), .to_float = qt_f32_to_float},
+    [PK_F16] = {QT_GEOMETRY("F16", 1, 2), .to_float = qt_f16_to_float},
+    [PK_BF16] = {QT_GEOMETRY("BF16", 1, 2), .to_float = qt_bf16_to_float},
+    [PK_Q4_0] = {QT_GEOMETRY("Q4_0", 32, 18), .unpack = blk_q4_0, .tile = {32, 8, 0, ACT_Q8_0}, .fields = {2, 0, 16, 2, 8}},
+    [PK_Q4_1] = {QT_GEOMETRY("Q4_1", 32, 20), .unpack = blk_q4_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 0, 16, 1, 4}},
+    [PK_Q5_0] = {QT_GEOMETRY("Q5_0", 32, 22), .unpack = blk_q5_0, .tile = {32, 16, 0, ACT_Q8_0}, .fields = {2, 4, 16, 2, 8}},
+    [PK_Q5_1] = {QT_GEOMETRY("Q5_1", 32, 24), .unpack = blk_q5_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 4, 16, 1, 2}},
+    [PK_Q8_0] = {QT_GEOMETRY("Q8_0", 32, 34), .unpack = blk_q8_0, .tile = {32, 128, 0, ACT_Q8_0}, .fields = {2, 0, 32, 2, 8}},
+    // ggml's block_q8_1 is two f16 (d, s) then 32 int8 (gguf-py's table says 40, from when d
+    // and s were f32). An activation format: read, never multiplied.
+    [PK_Q8_1] = {QT_GEOMETRY("Q8_1", 32, 36), .unpack = blk_q8_1},
+    [PK_Q2_K] = {QT_GEOMETRY("Q2_K", 256, 84), .unpack = blk_q2_K, .tile = {16, 0, 1, ACT_Q8_K}},
+    [PK_Q3_K] = {QT_GEOMETRY("Q3_K", 256, 110), .unpack = blk_q3_K, .tile = {16, 4, 0, ACT_Q8_K}},
+    [PK_Q4_K] = {QT_GEOMETRY("Q4_K", 256, 144), .unpack = blk_q4_K, .tile = {32, 0, 1, ACT_Q8_K}},
+    [PK_Q5_K] = {QT_GEOMETRY("Q5_K", 256, 176), .unpack = blk_q5_K, .tile = {32, 0, 1, ACT_Q8_K}},
+    [PK_Q6_K] = {QT_GEOMETRY("Q6_K", 256, 210), .unpack = blk_q6_K, .tile = {16, 32, 0, ACT_Q8_K}},
+    [PK_Q8_K] = {QT_GEOMETRY("Q8_K", 256, 292), .unpack = blk_q8_K},
+    // Defined by ggml, not read by Plinth: geometry only, so that a file using one is measured
+    // and named in an error rather than rejected as unknown.
+    [16] = {QT_GEOMETRY("IQ2_XXS", 256, 66)},
+    [17] = {QT_GEOMETRY("IQ2_XS", 256, 74)},
+    [18] = {QT_GEOMETRY("IQ3_XXS", 256, 98)},
+    [19] = {QT_GEOMETRY("IQ1_S", 256, 50)},
+    [20] = {QT_GEOMETRY("IQ4_NL", 32, 18)},
+    [21] = {QT_GEOMETRY("IQ3_S", 256, 110)},
+    [22] = {QT_GEOMETRY("IQ2_S", 256, 82)},
+    [23] = {QT_GEOMETRY("IQ4_XS", 256, 136)},
+    [24] = {QT_GEOMETRY("I8", 1, 1)},
+    [25] = {QT_GEOMETRY("I16", 1, 2)},
+    [26] = {QT_GEOMETRY("I32", 1, 4)},
+    [27] = {QT_GEOMETRY("I64", 1, 8)},
+    [28] = {QT_GEOMETRY("F64", 1, 8)},
+    [29] = {QT_GEOMETRY("IQ1_M", 256, 56)},
+    // 31..33 and 36..38: interleaved layouts ggml has since removed from files.
+    [31] = {QT_GEOMETRY("Q4_0_4_4", 32, 18)},
+    [32] = {QT_GEOMETRY("Q4_0_4_8", 32, 18)},
+    [33] = {QT_GEOMETRY("Q4_0_8_8", 32, 18)},
+    [34] = {QT_GEOMETRY("TQ1_0", 256, 54)},
+    [35] = {QT_GEOMETRY("TQ2_0", 256, 66)},
+    [36] = {QT_GEOMETRY("IQ4_NL_4_4", 32, 18)},
+    [37] = {QT_GEOMETRY("IQ4_NL_4_8", 32, 18)},
+    [38] = {QT_GEOMETRY("IQ4_NL_8_8", 32, 18)},
+    [39] = {QT_GEOMETRY("MXFP4", 32, 17)},
+    [40] = {QT_GEOMETRY("NVFP4", 64, 36)},
+    [41] = {QT_GEOMETRY("Q1_0", 128, 18)},
+};
+
+#undef QT_GEOMETRY
+
+// The row of type id `type`, or NULL when ggml never defined it.
+BLK_INLINE const qt_type *qt_type_of(int type) {
+    if (type < 0 || type >= PK_TYPE_COUNT || !QT_TYPES[type].name) return NULL;
+    return &QT_TYPES[type];
+}
+
+// A row's whole-row geometry: bytes of `k` weights (k a whole number of blocks).
+BLK_INLINE size_t qt_row_bytes(const qt_type *ty, int64_t k) { return (size_t)(k / ty->elements) * ty->bytes; }
