@@ -24,6 +24,7 @@ typedef struct pk_type_info {
     size_t block_bytes;      // bytes per block
     int can_dequantize;      // pk_dequantize reads it
     int can_multiply;        // pk_matmul multiplies it
+    int can_quantize;        // pk_quantize writes it
 } pk_type_info;
 
 // Fills `info` for ggml's type id `type`. Returns 0, or -1 when ggml has never defined the id.
@@ -32,6 +33,11 @@ int pk_type_info_of(int type, pk_type_info *info);
 // Dequantizes `n` consecutive weights (a multiple of the block size) starting at `src`.
 // Returns 0, or -1 when the type cannot be read or `n` is not a whole number of blocks.
 int pk_dequantize(int type, const void *src, float *dst, int64_t n);
+
+// Quantizes `n` floats (a multiple of the block size) to `dst` by round-to-nearest, as ggml's
+// reference quantizers do. Returns 0, or -1 when the type cannot be written or `n` is not whole
+// blocks.
+int pk_quantize(int type, const float *src, void *dst, int64_t n);
 
 float pk_f16_to_f32(uint16_t h);
 uint16_t pk_f32_to_f16(float f);

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import PlinthRuntime
+
+/// `plinth quantize`: a model's matrices rewritten in another type, as llama-quantize writes them.
+struct Quantize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a model with its matrices in another type (a GGUF file llama.cpp reads).",
+        discussion: """
+            Matrices (tensors named *weight with two or more dimensions) are dequantized and \
+            quantized to --type by round-to-nearest, with the bytes llama-quantize writes without an \
+            importance matrix; a matrix already in that type is copied. Vectors keep their type \
+            (F32), unless --type is F32: then every tensor is F32, the dequantization that fidelity \
+            is measured against. A matrix whose rows are not whole blocks of the type becomes F16, \
+            and the plan says so. Metadata and tensor order are the input's; general.file_type \
+            names the new type.
+            """
+    )
+
+    @OptionGroup var modelOptions: ModelOptions
+
+    @Option(name: [.short, .customLong("output")], help: "The GGUF file to write.")
+    var output: String
+
+    @Option(help: "The type for the matrices: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1 or Q4_0.")
+    var type: String
+
+    @Option(help: ArgumentHelp("A different type for the matrices whose name matches a regular expression (repeatable).",
+                               valueName: "PATTERN=TYPE"))
+    var keep: [String] = []
+
+    func run() throws {
+        try reportingErrors {
+            guard let target = GGMLType(name: type) else { throw CLIError("--type: no type named '\(type)'") }
+            let overrides = try keep.map { spec -> (pattern: String, type: GGMLType) in
+                guard let eq = spec.lastIndex(of: "="), let t = GGMLType(name: String(spec[spec.index(after: eq)...])) else {
+                    throw CLIError("--keep '\(spec)': expected PATTERN=TYPE with a type name after the last '='")
+                }
+                return (String(spec[..<eq]), t)
+            }
+            let input = try modelOptions.url()
+            let out = URL(fileURLWithPath: output)
+            guard input.standardizedFileURL.path != out.standardizedFileURL.path else {
+                throw CLIError("the output is the input file; write to another path")
+            }
+            let file = try GGUFFile(url: input)
+            let plan = try Quantizer.plan(file, target: target, overrides: overrides)
+            for step in plan where step.note != nil { Diagnostics.note("\(step.tensor.name): \(step.note!)") }
+            let started = Date()
+            try Quantizer.write(file, plan: plan, target: target, to: out)
+            let inBytes = plan.reduce(0) { $0 + $1.tensor.byteCount }
+            let outBytes = plan.reduce(0) { $0 + ($1.type.tensorBytes(elements: $1.tensor.elementCount, rowLength: $1.tensor.rowLength) ?? 0) }
+            var counts: [String: Int] = [:]
+            for step in plan { counts[step.type.name, default: 0] += 1 }
+            let mix = counts.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            let sizes = String(format: "%.1f MiB -> %.1f MiB in %.1f s", Double(inBytes) / 1_048_576, Double(outBytes) / 1_048_576,
+                               Date().timeIntervalSince(started))
+            print("\(out.path): \(plan.count) tensors (\(mix)), \(sizes)")
+        }
+    }
+}
