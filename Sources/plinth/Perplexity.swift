@@ -83,11 +83,11 @@ struct Perplexity: ParsableCommand {
 
     /// Perplexity of the text, writing the base file when one is named.
     private func score(_ model: Model, text url: URL, bos: Int32?) throws {
+        let inference = try inference(model, context: context)
         guard let data = FileManager.default.contents(atPath: url.path) else { throw CLIError("cannot read \(url.path)") }
         let tokens = try model.tokenizer.encode(bytes: [UInt8](data), addSpecial: true, parseSpecial: false)
         Diagnostics.note("the text is \(tokens.count) tokens")
         let run = try ChunkedEvaluation(text: tokens, context: context, chunkLimit: chunks, bos: bos)
-        let inference = try inference(model, context: context)
         let vocabulary = model.config.vocabularySize
         let writer = try base.map {
             try LogProbabilityFile.Writer(url: URL(fileURLWithPath: $0), header: .init(

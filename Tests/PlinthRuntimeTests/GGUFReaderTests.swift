@@ -4,13 +4,13 @@ import Testing
 @testable import PlinthRuntime
 
 // Tests of the GGUF reader (Sources/PlinthRuntime/GGUF). Synthetic files come from
-// Support/GGUFWriter.swift; the real-model expectations come from gguf-py through
+// Support/GGUFBuilder.swift; the real-model expectations come from gguf-py through
 // Scripts/make_gguf_fixtures.py, which wrote Fixtures/gguf/smollm2_tensors.json.
 
 // MARK: - Helpers
 
 /// Opens `w`'s bytes as a file and returns the reader's error, or nil when it opened.
-private func openError(_ w: GGUFWriter) throws -> GGUFError? {
+private func openError(_ w: GGUFBuilder) throws -> GGUFError? {
     try openError(w.bytes())
 }
 
@@ -34,7 +34,7 @@ private func parseHeader(_ bytes: [UInt8], fileSize: Int) -> Result<GGUFHeader, 
 
 /// Checks that opening `w` fails with exactly `expected`, and that the message mentions each
 /// of `mentions` (the key or tensor the error is about).
-private func expectError(_ w: GGUFWriter, _ expected: GGUFError, mentions: [String],
+private func expectError(_ w: GGUFBuilder, _ expected: GGUFError, mentions: [String],
                          sourceLocation: SourceLocation = #_sourceLocation) throws {
     let error = try openError(w)
     #expect(error == expected, sourceLocation: sourceLocation)
@@ -44,11 +44,11 @@ private func expectError(_ w: GGUFWriter, _ expected: GGUFError, mentions: [Stri
     }
 }
 
-private func le<T: FixedWidthInteger>(_ v: T) -> [UInt8] { GGUFWriter.le(v) }
+private func le<T: FixedWidthInteger>(_ v: T) -> [UInt8] { GGUFBuilder.le(v) }
 
 /// A small valid file: two keys and two tensors.
-private func smallValidWriter() -> GGUFWriter {
-    var w = GGUFWriter()
+private func smallValidWriter() -> GGUFBuilder {
+    var w = GGUFBuilder()
     w.add("general.architecture", .string("llama"))
     w.add("n", .uint32(7))
     w.addTensor(.init("a", dims: [4], type: .f32))
@@ -57,8 +57,8 @@ private func smallValidWriter() -> GGUFWriter {
 }
 
 /// One base file for the error tests: one key, one tensor; each test breaks one thing.
-private func baseWriter() -> GGUFWriter {
-    var w = GGUFWriter()
+private func baseWriter() -> GGUFBuilder {
+    var w = GGUFBuilder()
     w.add("general.architecture", .string("llama"))
     return w
 }
@@ -107,8 +107,8 @@ private let everyTypeEntries: [(String, GGUFValue)] = [
     ("a.empty.nested", .array([.array([]), .array([])])),
 ]
 
-private func everyTypeWriter() -> GGUFWriter {
-    var w = GGUFWriter()
+private func everyTypeWriter() -> GGUFBuilder {
+    var w = GGUFBuilder()
     for (k, v) in everyTypeEntries { w.add(k, v) }
     w.addTensor(.init("norm.weight", dims: [3], type: .f32))
     w.addTensor(.init("embd.f16", dims: [8, 2], type: .f16))
@@ -144,7 +144,7 @@ struct GGUFRoundTripTests {
 
     @Test("NaN floats keep their bit pattern")
     func nanBits() throws {
-        var w = GGUFWriter()
+        var w = GGUFBuilder()
         let nan32 = Float(bitPattern: 0x7FC0_1234)
         let nan64 = Double(bitPattern: 0x7FF8_0000_0000_ABCD)
         w.add("f32.nan", .float32(nan32))
@@ -175,12 +175,12 @@ struct GGUFRoundTripTests {
             for _ in 1..<levels { v = .array([v]) }
             return v
         }
-        var ok = GGUFWriter()
+        var ok = GGUFBuilder()
         ok.add("deep8", nested(8))
         let file = try openGGUF(ok.bytes()).get()
         #expect(file["deep8"] == nested(8))
 
-        var bad = GGUFWriter()
+        var bad = GGUFBuilder()
         bad.add("deep9", nested(9))
         let error = try openError(bad)
         #expect(error != nil)
@@ -301,7 +301,7 @@ struct GGUFRoundTripTests {
             #expect(t.byteCount == expected[i].bytes, "\(t.name)")
             #expect(t.fileOffset == file.dataOffset + Int(offsets[i]), "\(t.name)")
             #expect(t.fileOffset % 32 == 0, "\(t.name)")
-            let want = GGUFWriter.pattern(count: t.byteCount, seed: i)
+            let want = GGUFBuilder.pattern(count: t.byteCount, seed: i)
             #expect(Array(bytes[t.fileOffset..<t.fileOffset + t.byteCount]) == want, "\(t.name) in the file")
             let got = Array(UnsafeRawBufferPointer(start: file.data(of: t), count: t.byteCount))
             #expect(got == want, "\(t.name) through data(of:)")
@@ -318,9 +318,9 @@ struct GGUFRoundTripTests {
     func customAlignment() throws {
         // Pick a header length where rounding up to 64 differs from rounding up to 32, so the
         // test fails if the reader ignores the key.
-        var chosen: GGUFWriter?
+        var chosen: GGUFBuilder?
         for pad in 0..<64 {
-            var w = GGUFWriter()
+            var w = GGUFBuilder()
             w.add("general.alignment", .uint32(64))
             w.add("pad", .string(String(repeating: "x", count: pad)))
             w.addTensor(.init("a", dims: [3], type: .f32))
@@ -341,7 +341,7 @@ struct GGUFRoundTripTests {
         for (i, t) in file.tensors.enumerated() {
             #expect(t.fileOffset % 64 == 0)
             let got = Array(UnsafeRawBufferPointer(start: file.data(of: t), count: t.byteCount))
-            #expect(got == GGUFWriter.pattern(count: t.byteCount, seed: i))
+            #expect(got == GGUFBuilder.pattern(count: t.byteCount, seed: i))
         }
     }
 
@@ -349,7 +349,7 @@ struct GGUFRoundTripTests {
         GGUFValue.uint8(16), .uint16(128), .uint32(1), .int32(8), .uint64(4096), .int64(256),
     ])
     func alignmentIntegerTypes(_ value: GGUFValue) throws {
-        var w = GGUFWriter()
+        var w = GGUFBuilder()
         w.add("general.alignment", value)
         w.addTensor(.init("a", dims: [8], type: .f32))
         w.addTensor(.init("b", dims: [8], type: .f32))
@@ -362,7 +362,7 @@ struct GGUFRoundTripTests {
 
     @Test("a file with no tensors and no metadata is valid")
     func emptyModel() throws {
-        let file = try openGGUF(GGUFWriter().bytes()).get()
+        let file = try openGGUF(GGUFBuilder().bytes()).get()
         #expect(file.keys.isEmpty)
         #expect(file.tensors.isEmpty)
         #expect(file.dataOffset == 32)
@@ -436,7 +436,7 @@ struct GGUFErrorTests {
 
     @Test("truncation inside a value names what was being read")
     func truncatedInsideValue() throws {
-        var w = GGUFWriter()
+        var w = GGUFBuilder()
         w.add("tokenizer.ggml.tokens", .array([.string("hello"), .string("world")]))
         let bytes = w.bytes()
         let cut = w.header().count - 3  // inside "world"
@@ -452,20 +452,20 @@ struct GGUFErrorTests {
     @Test("invalid UTF-8 in a key, a string value, a string array and a tensor name")
     func invalidUTF8() throws {
         for bad: [UInt8] in [[0x62, 0xFF, 0x61], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xE2, 0x82]] {
-            var w = GGUFWriter()
+            var w = GGUFBuilder()
             w.entries.append(.value(key: bad, .uint8(1)))
             try expectError(w, .invalidUTF8(offset: 32, reading: "a metadata key"), mentions: ["metadata key", "32"])
         }
 
-        var v = GGUFWriter()
-        v.addRaw("general.name", type: 8, payload: GGUFWriter.string([0x41, 0xFF]))
+        var v = GGUFBuilder()
+        v.addRaw("general.name", type: 8, payload: GGUFBuilder.string([0x41, 0xFF]))
         let valueOffset = 24 + 8 + "general.name".utf8.count + 4 + 8
         try expectError(v, .invalidUTF8(offset: valueOffset, reading: "the value of 'general.name'"),
                         mentions: ["general.name"])
 
-        var a = GGUFWriter()
+        var a = GGUFBuilder()
         a.addRaw("tokenizer.ggml.tokens", type: 9,
-                 payload: le(UInt32(8)) + le(UInt64(2)) + GGUFWriter.string("ok") + GGUFWriter.string([0xFE]))
+                 payload: le(UInt32(8)) + le(UInt64(2)) + GGUFBuilder.string("ok") + GGUFBuilder.string([0xFE]))
         let error = try openError(a)
         guard case .invalidUTF8(_, let reading)? = error else {
             Issue.record("expected invalidUTF8, got \(String(describing: error))")
@@ -778,7 +778,7 @@ struct GGUFEdgeCaseTests {
     func nestingTooDeepMessage() throws {
         var v: GGUFValue = .array([.uint8(1)])
         for _ in 1..<9 { v = .array([v]) }
-        var w = GGUFWriter()
+        var w = GGUFBuilder()
         w.add("deep9", v)
         let error = try openError(w)
         #expect(error == .nestingTooDeep(key: "deep9", limit: 8))
@@ -787,7 +787,7 @@ struct GGUFEdgeCaseTests {
     @Test("parseHeader with a negative fileSize throws or returns; it does not trap")
     func negativeFileSize() async {
         await #expect(processExitsWith: .success) {
-            var w = GGUFWriter()
+            var w = GGUFBuilder()
             w.addTensor(.init("a", dims: [4], type: .f32))
             _ = parseHeader(w.header(), fileSize: -1)
         }
@@ -898,7 +898,7 @@ private func mutate(_ bytes: inout [UInt8], _ rng: inout SplitMix64) -> String {
         let v = huge[rng.below(huge.count)]
         let width = rng.below(2) == 0 ? 8 : 4
         let start = rng.below(n)
-        let field = width == 8 ? GGUFWriter.le(v) : GGUFWriter.le(UInt32(truncatingIfNeeded: v))
+        let field = width == 8 ? GGUFBuilder.le(v) : GGUFBuilder.le(UInt32(truncatingIfNeeded: v))
         for (i, b) in field.enumerated() where start + i < n { bytes[start + i] = b }
         return "huge field"
     case 5:
@@ -926,7 +926,7 @@ private func mutate(_ bytes: inout [UInt8], _ rng: inout SplitMix64) -> String {
 
 /// Overwrites one known header field (a count, length, type id, dimension or offset) with a
 /// value chosen to sit on or just past a boundary; returns a description.
-private func mutateField(_ bytes: inout [UInt8], _ fields: [GGUFWriter.Field], _ rng: inout SplitMix64) -> String {
+private func mutateField(_ bytes: inout [UInt8], _ fields: [GGUFBuilder.Field], _ rng: inout SplitMix64) -> String {
     let f = fields[rng.below(fields.count)]
     guard f.offset + f.width <= bytes.count else { return "none" }
     var old: UInt64 = 0
@@ -943,7 +943,7 @@ private func mutateField(_ bytes: inout [UInt8], _ fields: [GGUFWriter.Field], _
         UInt64(Int32.max), 1 << 31, 1 << 32, 1 << 60, 1 << 63, UInt64(Int64.max), .max, UInt64(UInt32.max), rng.next(),
     ]
     let v = candidates[rng.below(candidates.count)]
-    let encoded = f.width == 8 ? GGUFWriter.le(v) : GGUFWriter.le(UInt32(truncatingIfNeeded: v))
+    let encoded = f.width == 8 ? GGUFBuilder.le(v) : GGUFBuilder.le(UInt32(truncatingIfNeeded: v))
     bytes.replaceSubrange(f.offset..<f.offset + f.width, with: encoded)
     return "\(f.what) := \(v)"
 }
@@ -1001,7 +1001,7 @@ private struct FuzzReport {
 /// Mutates `seed` `iterations` times and parses every result. Each iteration applies 1 to 3
 /// blind mutations, or (one time in three, when `fields` is given) first overwrites one known
 /// header field and then applies 0 or 1 blind mutations.
-private func fuzz(_ seed: [UInt8], fields: [GGUFWriter.Field] = [], fileSize: Int, iterations: Int,
+private func fuzz(_ seed: [UInt8], fields: [GGUFBuilder.Field] = [], fileSize: Int, iterations: Int,
                   rngSeed: UInt64) -> FuzzReport {
     var rng = SplitMix64(seed: rngSeed)
     var report = FuzzReport()
@@ -1033,8 +1033,8 @@ private func fuzz(_ seed: [UInt8], fields: [GGUFWriter.Field] = [], fileSize: In
 
 /// Shrinks a real header: the same metadata with big arrays cut to their first 64 entries,
 /// and the same tensor directory with the same data-relative offsets.
-private func shrunkHeader(of file: GGUFFile) -> GGUFWriter {
-    var w = GGUFWriter(version: file.version)
+private func shrunkHeader(of file: GGUFFile) -> GGUFBuilder {
+    var w = GGUFBuilder(version: file.version)
     w.alignment = file.alignment
     for key in file.keys {
         var value = file.metadata[key]!

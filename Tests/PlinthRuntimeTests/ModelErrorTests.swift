@@ -3,7 +3,7 @@ import Testing
 
 @testable import PlinthRuntime
 
-/// A tiny llama model with F32 weights, written as a GGUF file by ``GGUFWriter``: valid as built,
+/// A tiny llama model with F32 weights, written as a GGUF file by ``GGUFBuilder``: valid as built,
 /// and broken in one precise way on request.
 struct TinyLlama {
     var layers = 1
@@ -62,8 +62,8 @@ struct TinyLlama {
     }
 
     /// The GGUF file. `drop` leaves tensors out; `replace` swaps a tensor's directory entry.
-    func writer(drop: Set<String> = [], replace: [String: GGUFWriter.Tensor] = [:]) -> GGUFWriter {
-        var w = GGUFWriter()
+    func writer(drop: Set<String> = [], replace: [String: GGUFBuilder.Tensor] = [:]) -> GGUFBuilder {
+        var w = GGUFBuilder()
         let a = architecture
         w.add("general.architecture", .string(a))
         w.add("general.name", .string("tiny-llama"))
@@ -94,7 +94,7 @@ struct TinyLlama {
         return w
     }
 
-    func bytes(drop: Set<String> = [], replace: [String: GGUFWriter.Tensor] = [:]) -> [UInt8] {
+    func bytes(drop: Set<String> = [], replace: [String: GGUFBuilder.Tensor] = [:]) -> [UInt8] {
         writer(drop: drop, replace: replace).bytes()
     }
 
@@ -258,7 +258,7 @@ struct ModelErrorTests {
         // ffn_down rows of a whole block.
         let tiny = TinyLlama(feedForward: 256)
         let name = "blk.0.ffn_down.weight"
-        let bad = GGUFWriter.Tensor(name, dims: [256, UInt64(tiny.embedding)], type: .iq2_XXS)
+        let bad = GGUFBuilder.Tensor(name, dims: [256, UInt64(tiny.embedding)], type: .iq2_XXS)
         try withTemporaryFile(tiny.bytes(replace: [name: bad])) { url in
             // The file itself is well-formed; only the model refuses it.
             let file = try GGUFFile(url: url)
@@ -289,7 +289,7 @@ struct ModelErrorTests {
         let name = "blk.0.attn_k.weight"
         // Shaped like attn_q ([64, 64]) instead of [64, kvDim = 32].
         let values = [Float](repeating: 0.01, count: 64 * 64)
-        let bad = GGUFWriter.Tensor(name, dims: [64, 64], type: .f32, data: values.withUnsafeBytes { Array($0) })
+        let bad = GGUFBuilder.Tensor(name, dims: [64, 64], type: .f32, data: values.withUnsafeBytes { Array($0) })
         try withTemporaryFile(tiny.bytes(replace: [name: bad])) { url in
             let e = caughtError(ModelError.self) { _ = try Model(url: url) }
             #expect(e == .tensorShape(tensor: name, expected: [64, 32], found: [64, 64]))

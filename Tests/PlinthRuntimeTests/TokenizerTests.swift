@@ -276,7 +276,7 @@ struct TokenizerSyntheticTests {
     @Test("a tokenizer read from GGUF metadata matches one built from the same arrays")
     func fromGGUF() throws {
         let c = Synthetic.configuration(addBOS: true)
-        var w = GGUFWriter()
+        var w = GGUFBuilder()
         w.add("tokenizer.ggml.model", .string("gpt2"))
         w.add("tokenizer.ggml.pre", .string("qwen2"))
         w.add("tokenizer.ggml.tokens", .array(c.tokens.map { .string($0) }))
@@ -295,8 +295,8 @@ struct TokenizerSyntheticTests {
 
     @Test("missing or unsupported GGUF tokenizer metadata gives a typed error")
     func ggufErrors() throws {
-        func open(_ edit: (inout GGUFWriter) -> Void) throws -> Result<Tokenizer, TokenizerError> {
-            var w = GGUFWriter()
+        func open(_ edit: (inout GGUFBuilder) -> Void) throws -> Result<Tokenizer, TokenizerError> {
+            var w = GGUFBuilder()
             edit(&w)
             return try withTemporaryFile(w.bytes()) { url in
                 let file = try GGUFFile(url: url)

@@ -3,12 +3,13 @@ import Foundation
 @testable import PlinthRuntime
 
 /// A small GGUF serializer for tests: builds valid files of every shape the format allows, and,
-/// through its raw entries, files that break the format in one precise way.
+/// through its raw entries, files that break the format in one precise way (which the runtime's
+/// GGUFWriter, writing only valid files, cannot).
 ///
 /// Layout written (GGUF v2/v3, little-endian): magic, version, tensor count, metadata count,
 /// the metadata entries, the tensor directory, zero padding up to the alignment, then the tensor
 /// data section. Tensor offsets are relative to the start of the data section.
-struct GGUFWriter {
+struct GGUFBuilder {
     /// One metadata entry: a well-formed value, or raw bytes after the key (for broken files).
     enum Entry {
         case value(key: [UInt8], GGUFValue)

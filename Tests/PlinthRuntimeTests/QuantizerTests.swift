@@ -1,0 +1,149 @@
+import Foundation
+import PlinthKernels
+@testable import PlinthRuntime
+import Testing
+
+/// The quantizers, the GGUF writer and the quantization plan.
+struct QuantizerTests {
+    struct Reference: Decodable {
+        var rows: Int
+        var columns: Int
+        var input: [Float]
+        var types: [String: String]
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    static func quantize(_ x: [Float], _ type: GGMLType) -> [UInt8]? {
+        guard let bytes = type.rowBytes(x.count) else { return nil }
+        var out = [UInt8](repeating: 0, count: bytes)
+        let rc = x.withUnsafeBufferPointer { xs in out.withUnsafeMutableBytes { pk_quantize(Int32(type.rawValue), xs.baseAddress, $0.baseAddress, Int64(x.count)) } }
+        return rc == 0 ? out : nil
+    }
+
+    /// The bytes gguf-py's quantizers (ggml's reference ones in numpy) write for the same floats:
+    /// Fixtures/quantize/make_reference.py.
+    @Test func quantizersWriteTheReferenceBytes() throws {
+        let ref: Reference = try TestModels.fixture("quantize/reference.json")
+        #expect(ref.types.count == 7)
+        for (name, expected) in ref.types.sorted(by: { $0.key < $1.key }) {
+            let type = try #require(GGMLType(name: name))
+            #expect(Quantizer.canWrite(type), "\(name)")
+            let got = try #require(Self.quantize(ref.input, type), "\(name)")
+            #expect(Self.hex(got) == expected, "\(name)")
+        }
+    }
+
+    /// Dequantizing what was quantized lands within half a quantization step of every input (a
+    /// whole step for the symmetric formats' clamped top code), plus the scales' f16 rounding.
+    @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "BF16", "F32"])
+    func roundTripIsWithinAStep(name: String) throws {
+        let type = try #require(GGMLType(name: name))
+        var rng = SplitMix64(seed: 11)
+        let x = (0..<(32 * 40)).map { _ in Float(rng.below(20001) - 10000) / 7000 + (name == "Q4_1" ? 0.8 : 0) }
+        let q = try #require(Self.quantize(x, type))
+        var back = [Float](repeating: 0, count: x.count)
+        try q.withUnsafeBytes { try type.dequantize($0.baseAddress!, count: x.count, into: &back) }
+        for b in 0..<(x.count / 32) {
+            let block = x[(32 * b)..<(32 * b + 32)]
+            let amax = block.map(abs).max()!, span = block.max()! - block.min()!
+            for i in block.indices {
+                let bound: Float = switch name {
+                case "Q4_0": amax / 8
+                case "Q5_0": amax / 16
+                case "Q8_0": amax / 127
+                case "Q4_1": span / 15 / 2
+                case "Q5_1": span / 31 / 2
+                case "F16": abs(x[i]) / 2048
+                case "BF16": abs(x[i]) / 256
+                default: 0
+                }
+                #expect(abs(back[i] - x[i]) <= bound * 1.07 + amax / 1000 * (name.hasPrefix("Q") ? 1 : 0),
+                        "\(name) weight \(i): \(x[i]) -> \(back[i])")
+            }
+        }
+    }
+
+    @Test func unwritableTypesAndBadPatternsAreRefused() throws {
+        var x = [Float](repeating: 1, count: 256), out = [UInt8](repeating: 0, count: 256)
+        #expect(pk_quantize(Int32(GGMLType.q2_K.rawValue), &x, &out, 256) == -1)
+        #expect(pk_quantize(Int32(GGMLType.q8_0.rawValue), &x, &out, 33) == -1)
+        #expect(!Quantizer.canWrite(.q2_K) && Quantizer.canWrite(.q8_0))
+        let file = try Self.tinyModel()
+        #expect(throws: QuantizeError.unsupportedType("Q2_K")) { try Quantizer.plan(file, target: .q2_K) }
+        #expect(throws: QuantizeError.badPattern("ffn_(")) { try Quantizer.plan(file, target: .q8_0, overrides: [("ffn_(", .q4_0)]) }
+        #expect(QuantizeError.unsupportedType("Q2_K").localizedDescription.contains("Q8_0"))
+    }
+
+    /// Matrices take the target or a matching override; rows that are not whole blocks fall back
+    /// to F16 with a note; vectors stay; the order is llama-quantize's.
+    @Test func planFollowsTheRules() throws {
+        let file = try Self.tinyModel()
+        let plan = try Quantizer.plan(file, target: .q4_0, overrides: [("ffn_up", .q8_0)])
+        #expect(plan.map(\.tensor.name) == ["output_norm.weight", "token_embd.weight", "blk.0.attn_norm.weight",
+                                            "blk.0.ffn_up.weight", "blk.0.odd.weight", "blk.1.attn_q.weight"])
+        let types = Dictionary(uniqueKeysWithValues: plan.map { ($0.tensor.name, $0.type) })
+        #expect(types["token_embd.weight"] == .q4_0 && types["blk.1.attn_q.weight"] == .q4_0)
+        #expect(types["blk.0.ffn_up.weight"] == .q8_0)
+        #expect(types["blk.0.attn_norm.weight"] == .f32 && types["output_norm.weight"] == .f32)
+        #expect(types["blk.0.odd.weight"] == .f16)
+        #expect(plan.first { $0.tensor.name == "blk.0.odd.weight" }?.note?.contains("48") == true)
+        #expect(try Quantizer.plan(file, target: .f32).allSatisfy { $0.type == .f32 })
+    }
+
+    /// The writer's file reads back with the same metadata, in order, and the same tensors; the
+    /// quantized copy's tensors are the quantizer's bytes.
+    @Test func writtenFilesReadBack() throws {
+        let file = try Self.tinyModel()
+        #expect(file.keys == Self.metadata.map(\.key))
+        for (key, value) in Self.metadata { #expect(file.metadata[key] == value, "\(key)") }
+        let embedding = try #require(file.tensor(named: "token_embd.weight"))
+        #expect(embedding.dimensions == [64, 3] && embedding.type == .f32)
+        #expect(embedding.fileOffset % 64 == 0)
+        let floats = UnsafeBufferPointer(start: file.data(of: embedding).assumingMemoryBound(to: Float.self), count: 192)
+        #expect(Array(floats) == Self.values(192))
+
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-quantized-\(UUID().uuidString).gguf")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let plan = try Quantizer.plan(file, target: .q8_0)
+        try Quantizer.write(file, plan: plan, target: .q8_0, to: out)
+        let q = try GGUFFile(url: out)
+        #expect(q.metadata["general.file_type"] == .uint32(7))
+        #expect(q.keys.suffix(2) == ["general.quantization_version", "general.file_type"])
+        let qe = try #require(q.tensor(named: "token_embd.weight"))
+        #expect(qe.type == .q8_0)
+        let expected = try #require(Self.quantize(Self.values(192), .q8_0))
+        #expect(Array(UnsafeRawBufferPointer(start: q.data(of: qe), count: qe.byteCount)) == expected)
+        #expect(!FileManager.default.fileExists(atPath: out.path + ".partial"))
+    }
+
+    static let metadata: [(key: String, value: GGUFValue)] = [
+        ("general.architecture", .string("llama")),
+        ("general.alignment", .uint32(64)),
+        ("test.u8", .uint8(200)), ("test.i8", .int8(-3)), ("test.u16", .uint16(65000)), ("test.i16", .int16(-300)),
+        ("test.i32", .int32(-70000)), ("test.u64", .uint64(1 << 40)), ("test.i64", .int64(-(1 << 40))),
+        ("test.f32", .float32(0.25)), ("test.f64", .float64(-1.5)), ("test.bool", .bool(true)),
+        ("test.strings", .array([.string("a"), .string("βγ")])), ("test.nested", .array([.array([.int32(1), .int32(2)])])),
+        ("general.file_type", .uint32(0)),
+    ]
+
+    static func values(_ n: Int) -> [Float] { (0..<n).map { Float(($0 * 37) % 101 - 50) / 40 } }
+
+    /// A small file of every metadata type and tensors of several shapes, in scrambled order.
+    static func tinyModel() throws -> GGUFFile {
+        func tensor(_ name: String, _ dims: [Int]) -> GGUFWriter.Tensor {
+            let n = dims.reduce(1, *)
+            return GGUFWriter.Tensor(name: name, dimensions: dims, type: .f32) { out in
+                Self.values(n).withUnsafeBytes { out.copyMemory(from: $0) }
+            }
+        }
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-tiny-\(UUID().uuidString).gguf")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try GGUFWriter(metadata: metadata, tensors: [
+            tensor("blk.1.attn_q.weight", [64, 2]), tensor("token_embd.weight", [64, 3]), tensor("blk.0.odd.weight", [48, 2]),
+            tensor("blk.0.ffn_up.weight", [32, 4]), tensor("blk.0.attn_norm.weight", [64]), tensor("output_norm.weight", [64]),
+        ]).write(to: url)
+        // The mapping stays valid after the name is gone.
+        return try GGUFFile(url: url)
+    }
+}
