@@ -73,10 +73,7 @@ static void legacy_codes(const float *x, int bits, int offset, float *d, float *
 
 // Writes one legacy block: head (d, or d and m), the fifth bits (five-bit formats), the nibbles
 // (weight j low, weight j+16 high).
-static void legacy_block(const float *x, int bits, int offset, uint8_t *b) {
-    float d, m;
-    uint8_t q[32];
-    legacy_codes(x, bits, offset, &d, &m, q);
+static void pack_legacy(int bits, int offset, float d, float m, const uint8_t q[32], uint8_t *b) {
     store_f16(b, d);
     uint8_t *p = b + 2;
     if (offset) {
@@ -92,14 +89,109 @@ static void legacy_block(const float *x, int bits, int offset, uint8_t *b) {
     for (int j = 0; j < 16; j++) p[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
 }
 
-#define LEGACY_QUANTIZER(name, bits, offset, bytes)                                          \
-    void name(const float *x, uint8_t *y, int64_t n) {                                       \
-        for (int64_t b = 0; b < n / 32; b++) legacy_block(x + 32 * b, bits, offset, y + (bytes) * b); \
+static void legacy_block(const float *x, int bits, int offset, uint8_t *b) {
+    float d, m;
+    uint8_t q[32];
+    legacy_codes(x, bits, offset, &d, &m, q);
+    pack_legacy(bits, offset, d, m, q, b);
+}
+
+
+// Importance-weighted legacy blocks: the scale (and minimum) minimizing sum_j w_j (x_j - x'_j)^2,
+// found by trying scales around the plain one, rounding, and refitting by weighted least squares;
+// every candidate is judged with the f16 values the block will store.
+static inline float f16_round(float v) { return pk_f16_to_f32(pk_f32_to_f16(v)); }
+
+static float weighted_error(const float *x, const float *w, const uint8_t *q, int bias, float d, float m) {
+    float e = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        const float r = x[j] - (d * (float)(q[j] - bias) + m);
+        e += w[j] * r * r;
     }
-LEGACY_QUANTIZER(qt_quantize_q4_0, 4, 0, 18)
-LEGACY_QUANTIZER(qt_quantize_q4_1, 4, 1, 20)
-LEGACY_QUANTIZER(qt_quantize_q5_0, 5, 0, 22)
-LEGACY_QUANTIZER(qt_quantize_q5_1, 5, 1, 24)
+    return e;
+}
+
+// Codes of x on the grid d * (q - bias) + m, clamped to [0, top].
+static void round_codes(const float *x, float d, float m, int bias, int top, uint8_t q[32]) {
+    for (int j = 0; j < 32; j++) {
+        int v = (int)nearbyintf((x[j] - m) / d) + bias;
+        q[j] = (uint8_t)(v < 0 ? 0 : v > top ? top : v);
+    }
+}
+
+// The grid (d, and m for offset formats) that fits codes q best by weighted least squares, as
+// the block will store it (f16). Returns 0 when the codes cannot determine it.
+static int fit_grid(const float *x, const float *w, const uint8_t q[32], int bias, int offset, float *d, float *m) {
+    float sw = 0, swq = 0, swqq = 0, swx = 0, swxq = 0;
+    for (int j = 0; j < 32; j++) {
+        const float s = (float)(q[j] - bias);
+        sw += w[j]; swq += w[j] * s; swqq += w[j] * s * s; swx += w[j] * x[j]; swxq += w[j] * x[j] * s;
+    }
+    if (offset) {
+        const float det = swqq * sw - swq * swq;
+        if (!(det > 0.0f)) return 0;
+        *d = f16_round((swxq * sw - swx * swq) / det);
+        *m = f16_round((swqq * swx - swq * swxq) / det);
+    } else {
+        if (!(swqq > 0.0f)) return 0;
+        *d = f16_round(swxq / swqq);
+        *m = 0.0f;
+    }
+    return 1;
+}
+
+static void weighted_codes(const float *x, const float *w, int bits, int offset, float *d_out, float *m_out, uint8_t q_out[32]) {
+    const int top = (1 << bits) - 1, bias = offset ? 0 : 1 << (bits - 1);
+    float plain_d, plain_m;
+    legacy_codes(x, bits, offset, &plain_d, &plain_m, q_out);
+    float best_d = f16_round(plain_d), best_m = offset ? f16_round(plain_m) : 0.0f;
+    float best = weighted_error(x, w, q_out, bias, best_d, best_m);
+    if (plain_d == 0.0f) { *d_out = best_d; *m_out = best_m; return; }
+    float lo = x[0], hi = x[0];
+    for (int j = 1; j < 32; j++) {
+        lo = x[j] < lo ? x[j] : lo;
+        hi = x[j] > hi ? x[j] : hi;
+    }
+    uint8_t q[32];
+    float d, m;
+    // Grids from 0.7 to 1.3 times the plain scale (offset formats: starting at the minimum, or
+    // centered on the range), each refitted to its codes.
+    for (int step = 0; step <= 30; step++) {
+        const float dc = plain_d * (0.70f + 0.02f * (float)step);
+        for (int centered = 0; centered <= offset; centered++) {
+            const float mc = offset ? (centered ? lo - 0.5f * (dc * (float)top - (hi - lo)) : lo) : 0.0f;
+            round_codes(x, dc, mc, bias, top, q);
+            if (!fit_grid(x, w, q, bias, offset, &d, &m)) continue;
+            const float e = weighted_error(x, w, q, bias, d, m);
+            if (e < best) { best = e; best_d = d; best_m = m; memcpy(q_out, q, 32); }
+        }
+    }
+    // Then alternate: round to the best grid, refit the grid to those codes, while it helps.
+    for (int round = 0; round < 8 && best_d != 0.0f; round++) {
+        round_codes(x, best_d, best_m, bias, top, q);
+        if (!fit_grid(x, w, q, bias, offset, &d, &m)) break;
+        const float e = weighted_error(x, w, q, bias, d, m);
+        if (!(e < best)) break;
+        best = e; best_d = d; best_m = m; memcpy(q_out, q, 32);
+    }
+    *d_out = best_d;
+    *m_out = best_m;
+}
+
+// The error a block's rounding causes in a product is sum_j (w_j - w'_j) x_j; with the columns'
+// activations taken as independent, its expected square is sum_j (w_j - w'_j)^2 E[x_j^2], the
+// importance. That is the weight of each value in the search. (llama.cpp multiplies it by
+// sqrt(mean square of the row + x_j^2); measured on SmolLM2 Q4_0, the plain importance gives
+// the lower perplexity: Benchmarks/README.md.)
+static void legacy_weighted(const float *x, const float *importance, int64_t n, int bits, int offset, int bytes, uint8_t *y) {
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + 32 * b, *w = importance + 32 * b;
+        float d, m;
+        uint8_t q[32];
+        weighted_codes(xb, w, bits, offset, &d, &m, q);
+        pack_legacy(bits, offset, d, m, q, y + bytes * b);
+    }
+}
 
 // Q8_0: d = amax / 127, q = round(x / d), half away from zero.
 void qt_quantize_q8_0(const float *x, uint8_t *y, int64_t n) {
@@ -114,9 +206,29 @@ void qt_quantize_q8_0(const float *x, uint8_t *y, int64_t n) {
     }
 }
 
+#define LEGACY_QUANTIZERS(name, bits, offset, bytes)                                                   \
+    void qt_quantize_##name(const float *x, uint8_t *y, int64_t n) {                                   \
+        for (int64_t b = 0; b < n / 32; b++) legacy_block(x + 32 * b, bits, offset, y + (bytes) * b);  \
+    }                                                                                                  \
+    void qt_quantize_weighted_##name(const float *x, const float *importance, uint8_t *y, int64_t n) { \
+        legacy_weighted(x, importance, n, bits, offset, bytes, y);                                     \
+    }
+LEGACY_QUANTIZERS(q4_0, 4, 0, 18)
+LEGACY_QUANTIZERS(q4_1, 4, 1, 20)
+LEGACY_QUANTIZERS(q5_0, 5, 0, 22)
+LEGACY_QUANTIZERS(q5_1, 5, 1, 24)
+
 int pk_quantize(int type, const float *src, void *dst, int64_t n) {
     const qt_type *ty = qt_type_of(type);
     if (!ty || !ty->quantize || n < 0 || n % ty->elements != 0) return -1;
     ty->quantize(src, (uint8_t *)dst, n);
+    return 0;
+}
+
+int pk_quantize_weighted(int type, const float *src, void *dst, int64_t n, const float *importance) {
+    const qt_type *ty = qt_type_of(type);
+    if (!ty || !ty->quantize || n < 0 || n % ty->elements != 0) return -1;
+    if (ty->quantize_weighted && importance) ty->quantize_weighted(src, importance, (uint8_t *)dst, n);
+    else ty->quantize(src, (uint8_t *)dst, n);
     return 0;
 }

@@ -38,6 +38,7 @@ typedef struct {
 typedef void (*qt_to_float_fn)(const uint8_t *src, float *dst, int64_t n);
 typedef void (*blk_unpack_fn)(const uint8_t *block, int8_t *q, float *sc, float *of);
 typedef void (*qt_quantize_fn)(const float *src, uint8_t *dst, int64_t n);
+typedef void (*qt_quantize_weighted_fn)(const float *src, const float *importance, uint8_t *dst, int64_t n);
 
 typedef struct {
     const char *name;         // ggml's name; NULL: ggml never defined the id
@@ -46,6 +47,7 @@ typedef struct {
     qt_to_float_fn to_float;  // plain number types Plinth reads (exact conversion)
     blk_unpack_fn unpack;     // block types Plinth reads: one block to codes, scales, offsets
     qt_quantize_fn quantize;  // types Plinth writes: floats to blocks (quantize.c)
+    qt_quantize_weighted_fn quantize_weighted; // the same, minimizing importance-weighted error
     qt_format tile;
     qt_legacy fields;
 } qt_type;
@@ -61,6 +63,10 @@ void qt_quantize_q4_1(const float *x, uint8_t *y, int64_t n);
 void qt_quantize_q5_0(const float *x, uint8_t *y, int64_t n);
 void qt_quantize_q5_1(const float *x, uint8_t *y, int64_t n);
 void qt_quantize_q8_0(const float *x, uint8_t *y, int64_t n);
+void qt_quantize_weighted_q4_0(const float *x, const float *importance, uint8_t *y, int64_t n);
+void qt_quantize_weighted_q4_1(const float *x, const float *importance, uint8_t *y, int64_t n);
+void qt_quantize_weighted_q5_0(const float *x, const float *importance, uint8_t *y, int64_t n);
+void qt_quantize_weighted_q5_1(const float *x, const float *importance, uint8_t *y, int64_t n);
 
 #define QT_GEOMETRY(n, e, b) .name = n, .elements = e, .bytes = b
 
@@ -68,10 +74,10 @@ static const qt_type QT_TYPES[PK_TYPE_COUNT] = {
     [PK_F32] = {QT_GEOMETRY("F32", 1, 4), .to_float = qt_f32_to_float, .quantize = qt_quantize_f32},
     [PK_F16] = {QT_GEOMETRY("F16", 1, 2), .to_float = qt_f16_to_float, .quantize = qt_quantize_f16},
     [PK_BF16] = {QT_GEOMETRY("BF16", 1, 2), .to_float = qt_bf16_to_float, .quantize = qt_quantize_bf16},
-    [PK_Q4_0] = {QT_GEOMETRY("Q4_0", 32, 18), .unpack = blk_q4_0, .quantize = qt_quantize_q4_0, .tile = {32, 8, 0, ACT_Q8_0}, .fields = {2, 0, 16, 2, 8}},
-    [PK_Q4_1] = {QT_GEOMETRY("Q4_1", 32, 20), .unpack = blk_q4_1, .quantize = qt_quantize_q4_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 0, 16, 1, 4}},
-    [PK_Q5_0] = {QT_GEOMETRY("Q5_0", 32, 22), .unpack = blk_q5_0, .quantize = qt_quantize_q5_0, .tile = {32, 16, 0, ACT_Q8_0}, .fields = {2, 4, 16, 2, 8}},
-    [PK_Q5_1] = {QT_GEOMETRY("Q5_1", 32, 24), .unpack = blk_q5_1, .quantize = qt_quantize_q5_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 4, 16, 1, 2}},
+    [PK_Q4_0] = {QT_GEOMETRY("Q4_0", 32, 18), .unpack = blk_q4_0, .quantize = qt_quantize_q4_0, .quantize_weighted = qt_quantize_weighted_q4_0, .tile = {32, 8, 0, ACT_Q8_0}, .fields = {2, 0, 16, 2, 8}},
+    [PK_Q4_1] = {QT_GEOMETRY("Q4_1", 32, 20), .unpack = blk_q4_1, .quantize = qt_quantize_q4_1, .quantize_weighted = qt_quantize_weighted_q4_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 0, 16, 1, 4}},
+    [PK_Q5_0] = {QT_GEOMETRY("Q5_0", 32, 22), .unpack = blk_q5_0, .quantize = qt_quantize_q5_0, .quantize_weighted = qt_quantize_weighted_q5_0, .tile = {32, 16, 0, ACT_Q8_0}, .fields = {2, 4, 16, 2, 8}},
+    [PK_Q5_1] = {QT_GEOMETRY("Q5_1", 32, 24), .unpack = blk_q5_1, .quantize = qt_quantize_q5_1, .quantize_weighted = qt_quantize_weighted_q5_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 4, 16, 1, 2}},
     [PK_Q8_0] = {QT_GEOMETRY("Q8_0", 32, 34), .unpack = blk_q8_0, .quantize = qt_quantize_q8_0, .tile = {32, 128, 0, ACT_Q8_0}, .fields = {2, 0, 32, 2, 8}},
     // ggml's block_q8_1 is two f16 (d, s) then 32 int8 (gguf-py's table says 40, from when d
     // and s were f32). An activation format: read, never multiplied.

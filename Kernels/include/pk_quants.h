@@ -39,6 +39,11 @@ int pk_dequantize(int type, const void *src, float *dst, int64_t n);
 // blocks.
 int pk_quantize(int type, const float *src, void *dst, int64_t n);
 
+// The same, choosing each block's scale (and minimum) to minimize the error weighted by
+// `importance` (one value per weight of the row: an importance matrix's mean squares of the
+// activations each column meets). Types without a weighted quantizer round to nearest.
+int pk_quantize_weighted(int type, const float *src, void *dst, int64_t n, const float *importance);
+
 float pk_f16_to_f32(uint16_t h);
 uint16_t pk_f32_to_f16(float f);
 float pk_bf16_to_f32(uint16_t h);

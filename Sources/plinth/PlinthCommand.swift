@@ -8,7 +8,7 @@ struct PlinthCommand: AsyncParsableCommand {
         commandName: "plinth",
         abstract: "Run open-weight language models in-process on the CPU.",
         discussion: "Models are GGUF files. Give -m a catalog name (see `plinth models list`) or a path to any GGUF file. Catalog models are cached under $PLINTH_HOME (default ~/.cache/plinth). PLINTH_THREADS sets how many threads the kernels use.",
-        subcommands: [Generate.self, Respond.self, Chat.self, Eval.self, Serve.self, Tokenize.self, Perplexity.self, Quantize.self, Models.self, Bench.self, SessionBench.self, ConcurrencyBench.self]
+        subcommands: [Generate.self, Respond.self, Chat.self, Eval.self, Serve.self, Tokenize.self, Perplexity.self, Imatrix.self, Quantize.self, Models.self, Bench.self, SessionBench.self, ConcurrencyBench.self]
     )
 
     static func main() async {

@@ -9,7 +9,10 @@ struct Quantize: ParsableCommand {
         discussion: """
             Matrices (tensors named *weight with two or more dimensions) are dequantized and \
             quantized to --type by round-to-nearest, with the bytes llama-quantize writes without an \
-            importance matrix; a matrix already in that type is copied. Vectors keep their type \
+            importance matrix (with --imatrix, each block's scale minimizes the error the \
+            activations see); a matrix already in that type is copied. As in llama-quantize, the \
+            output projection is Q8_0 and, with --imatrix, the first eighth of the ffn_down \
+            matrices of Q4_0/Q5_0 are Q4_1/Q5_1, unless --pure. Vectors keep their type \
             (F32), unless --type is F32: then every tensor is F32, the dequantization that fidelity \
             is measured against. A matrix whose rows are not whole blocks of the type becomes F16, \
             and the plan says so. Metadata and tensor order are the input's; general.file_type \
@@ -24,6 +27,12 @@ struct Quantize: ParsableCommand {
 
     @Option(help: "The type for the matrices: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1 or Q4_0.")
     var type: String
+
+    @Flag(help: "Every matrix in --type: no Q8_0 output projection, no ffn_down guard (llama-quantize --pure).")
+    var pure = false
+
+    @Option(help: "An importance matrix (plinth imatrix or llama-imatrix, GGUF format): each matrix it covers is quantized to minimize the error its activations see.")
+    var imatrix: String?
 
     @Option(help: ArgumentHelp("A different type for the matrices whose name matches a regular expression (repeatable).",
                                valueName: "PATTERN=TYPE"))
@@ -44,10 +53,12 @@ struct Quantize: ParsableCommand {
                 throw CLIError("the output is the input file; write to another path")
             }
             let file = try GGUFFile(url: input)
-            let plan = try Quantizer.plan(file, target: target, overrides: overrides)
+            let plan = try Quantizer.plan(file, target: target, overrides: overrides, pure: pure, withImportance: imatrix != nil)
             for step in plan where step.note != nil { Diagnostics.note("\(step.tensor.name): \(step.note!)") }
             let started = Date()
-            try Quantizer.write(file, plan: plan, target: target, to: out)
+            let importance = try imatrix.map { try ImportanceMatrix(url: URL(fileURLWithPath: $0)) }
+            if let importance { Diagnostics.note("\(imatrix!): \(importance.entries.count) matrices over \(importance.chunkCount) chunks") }
+            try Quantizer.write(file, plan: plan, target: target, to: out, importance: importance, importanceFile: imatrix)
             let inBytes = plan.reduce(0) { $0 + $1.tensor.byteCount }
             let outBytes = plan.reduce(0) { $0 + ($1.type.tensorBytes(elements: $1.tensor.elementCount, rowLength: $1.tensor.rowLength) ?? 0) }
             var counts: [String: Int] = [:]

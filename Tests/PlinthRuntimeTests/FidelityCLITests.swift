@@ -50,7 +50,7 @@ struct FidelityCLITests {
         #expect(try SHA256.hash(fileAt: f32) == ref.f32_sha256)
         for (type, sha) in ref.pure_sha256.sorted(by: { $0.key < $1.key }) {
             let out = dir.appendingPathComponent("\(type).gguf")
-            let r = try CLITests.run(["quantize", "-m", f32.path, "-o", out.path, "--type", type])
+            let r = try CLITests.run(["quantize", "-m", f32.path, "-o", out.path, "--type", type, "--pure"])
             #expect(r.status == 0, "\(type): \(r.stderr)")
             #expect(try SHA256.hash(fileAt: out) == sha, "\(type) differs from llama-quantize --pure")
             try? FileManager.default.removeItem(at: out)
@@ -79,6 +79,22 @@ struct FidelityCLITests {
         #expect(kld > 0 && kld <= 1.25 * p.q4_1_mean_kld, "mean KLD \(kld), llama.cpp \(p.q4_1_mean_kld)")
         #expect(top >= p.q4_1_same_top_percent - 5, "same top \(top) %, llama.cpp \(p.q4_1_same_top_percent) %")
         #expect(abs(basePPL - ppl) / ppl < 1e-4, "the base's perplexity \(basePPL) read back, \(ppl) written")
+
+        // An importance matrix of the same text makes a Q4_0 file that scores it better than
+        // rounding to nearest does.
+        let imatrix = dir.appendingPathComponent("imatrix.gguf")
+        let collected = try CLITests.run(["imatrix", "-m", f32.path, "-f", Self.text, "-c", "\(p.ctx)", "--chunks", "\(p.chunks)",
+                                          "-o", imatrix.path])
+        #expect(collected.status == 0 && collected.stdout.contains("210 matrices over 4 chunks"), "\(collected.stdout) \(collected.stderr)")
+        var scores: [Double] = []
+        for extra in [[], ["--imatrix", imatrix.path]] {
+            let q = dir.appendingPathComponent("q4_0.gguf")
+            let made = try CLITests.run(["quantize", "-m", f32.path, "-o", q.path, "--type", "Q4_0"] + extra)
+            #expect(made.status == 0, "\(made.stderr)")
+            let r = try CLITests.run(["perplexity", "-m", q.path, "-f", Self.text, "-c", "\(p.ctx)", "--chunks", "\(p.chunks)"])
+            scores.append(try #require(Self.value("Final estimate: PPL =", in: r.stdout), "\(r.stderr)"))
+        }
+        #expect(scores[1] < scores[0], "Q4_0 PPL with the importance matrix \(scores[1]), without \(scores[0])")
 
         // A damaged base is refused with what is wrong, and nothing is scored.
         let cut = dir.appendingPathComponent("cut.kld")

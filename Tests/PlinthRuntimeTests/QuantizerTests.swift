@@ -64,6 +64,69 @@ struct QuantizerTests {
         }
     }
 
+    /// With an importance per weight, no block's importance-weighted error is above rounding to
+    /// nearest's (the search starts there), and over many blocks it is well below.
+    @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+    func weightedQuantizationLowersTheWeightedError(name: String) throws {
+        let type = try #require(GGMLType(name: name))
+        var rng = SplitMix64(seed: 5)
+        let n = 32 * 64
+        let x = (0..<n).map { _ in Float(rng.below(20001) - 10000) / 9000 }
+        let importance = (0..<n).map { _ in Float(rng.below(1000) + 1) / 100 * (rng.below(8) == 0 ? 50 : 1) }
+        let plain = try #require(Self.quantize(x, type))
+        var weighted = [UInt8](repeating: 0, count: plain.count)
+        #expect(x.withUnsafeBufferPointer { xs in importance.withUnsafeBufferPointer { w in
+            weighted.withUnsafeMutableBytes { pk_quantize_weighted(Int32(type.rawValue), xs.baseAddress, $0.baseAddress, Int64(n), w.baseAddress) }
+        } } == 0)
+        func errors(_ q: [UInt8]) throws -> [Double] {
+            var back = [Float](repeating: 0, count: n)
+            try q.withUnsafeBytes { try type.dequantize($0.baseAddress!, count: n, into: &back) }
+            var out = [Double](repeating: 0, count: n / 32)
+            for i in 0..<n {
+                let r = Double(x[i] - back[i])
+                out[i / 32] += Double(importance[i]) * r * r
+            }
+            return out
+        }
+        let (e0, e1) = (try errors(plain), try errors(weighted))
+        for b in 0..<e0.count { #expect(e1[b] <= e0[b] * (1 + 1e-6), "\(name) block \(b): \(e1[b]) > \(e0[b])") }
+        #expect(e1.reduce(0, +) < 0.9 * e0.reduce(0, +), "\(name): \(e1.reduce(0, +)) vs \(e0.reduce(0, +))")
+    }
+
+    /// An importance matrix reads back as written; a file of another kind and a matrix of the
+    /// wrong width are refused with what is wrong.
+    @Test func importanceMatricesRoundTrip() throws {
+        var m = ImportanceMatrix()
+        m.datasets = ["calibration.txt"]
+        m.chunkCount = 3
+        m.chunkSize = 64
+        let rows: [Float] = (0..<(3 * 32)).map { Float($0 % 7) - 3 }
+        rows.withUnsafeBufferPointer { m.accumulate(["blk.0.attn_q.weight", "blk.0.attn_k.weight", "output.weight"], $0.baseAddress!, rows: 3, width: 32) }
+        #expect(m.entries.count == 2 && m.entries["output.weight"] == nil)
+        let expected = (0..<32).map { j in (0..<3).map { r in Double(rows[32 * r + j] * rows[32 * r + j]) }.reduce(0, +) }
+        #expect(m.entries["blk.0.attn_q.weight"] == .init(sums: expected, count: 3))
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-imatrix-\(UUID().uuidString).gguf")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try m.write(to: url)
+        let back = try ImportanceMatrix(url: url)
+        #expect(back.entries == m.entries && back.datasets == m.datasets && back.chunkCount == 3 && back.chunkSize == 64)
+        #expect(back.importance(of: "blk.0.attn_k.weight") == expected.map { Float($0 / 3) })
+
+        let model = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-not-imatrix-\(UUID().uuidString).gguf")
+        defer { try? FileManager.default.removeItem(at: model) }
+        try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: model)
+        #expect(throws: ImportanceMatrixError.self) { try ImportanceMatrix(url: model) }
+
+        let file = try Self.tinyModel()   // blk.1.attn_q.weight has rows of 64
+        var wrong = ImportanceMatrix()
+        rows.withUnsafeBufferPointer { wrong.accumulate(["blk.1.attn_q.weight"], $0.baseAddress!, rows: 3, width: 32) }
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-wrong-\(UUID().uuidString).gguf")
+        #expect(throws: ImportanceMatrixError.wrongWidth(matrix: "blk.1.attn_q.weight", expected: 64, found: 32)) {
+            try Quantizer.write(file, plan: try Quantizer.plan(file, target: .q4_0), target: .q4_0, to: out, importance: wrong)
+        }
+        #expect(!FileManager.default.fileExists(atPath: out.path))
+    }
+
     @Test func unwritableTypesAndBadPatternsAreRefused() throws {
         var x = [Float](repeating: 1, count: 256), out = [UInt8](repeating: 0, count: 256)
         #expect(pk_quantize(Int32(GGMLType.q2_K.rawValue), &x, &out, 256) == -1)
@@ -79,7 +142,7 @@ struct QuantizerTests {
     /// to F16 with a note; vectors stay; the order is llama-quantize's.
     @Test func planFollowsTheRules() throws {
         let file = try Self.tinyModel()
-        let plan = try Quantizer.plan(file, target: .q4_0, overrides: [("ffn_up", .q8_0)])
+        let plan = try Quantizer.plan(file, target: .q4_0, overrides: [("ffn_up", .q8_0)], pure: true)
         #expect(plan.map(\.tensor.name) == ["output_norm.weight", "token_embd.weight", "blk.0.attn_norm.weight",
                                             "blk.0.ffn_up.weight", "blk.0.odd.weight", "blk.1.attn_q.weight"])
         let types = Dictionary(uniqueKeysWithValues: plan.map { ($0.tensor.name, $0.type) })
@@ -89,6 +152,10 @@ struct QuantizerTests {
         #expect(types["blk.0.odd.weight"] == .f16)
         #expect(plan.first { $0.tensor.name == "blk.0.odd.weight" }?.note?.contains("48") == true)
         #expect(try Quantizer.plan(file, target: .f32).allSatisfy { $0.type == .f32 })
+        // llama-quantize's mix: the tied output projection is Q8_0.
+        let mixed = try Quantizer.plan(file, target: .q4_0)
+        #expect(mixed.first { $0.tensor.name == "token_embd.weight" }?.type == .q8_0)
+        #expect(mixed.first { $0.tensor.name == "blk.1.attn_q.weight" }?.type == .q4_0)
     }
 
     /// The writer's file reads back with the same metadata, in order, and the same tensors; the

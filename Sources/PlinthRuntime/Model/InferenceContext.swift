@@ -247,9 +247,14 @@ public final class InferenceContext {
         logitsCapacity = rows
     }
 
+    /// Hears the input of every matrix product of a CPU step before it runs: the weights' names,
+    /// then `rows` activation rows of `width` floats (what an importance matrix is made of).
+    public var inputObserver: ((_ weights: [String], _ input: UnsafePointer<Float>, _ rows: Int, _ width: Int) -> Void)?
+
     /// Products of one input with up to PK_MATMUL_MAX_OPS weights, in one pass over the pool:
     /// the input is quantized once and all rows are split between the threads together.
     private func matmul(_ input: UnsafePointer<Float>, _ n: Int, _ products: (WeightTensor, UnsafeMutablePointer<Float>)...) {
+        inputObserver?(products.map(\.0.name), input, n, products[0].0.rowLength)
         withUnsafeTemporaryAllocation(of: pk_matmul_op.self, capacity: products.count) { ops in
             for (i, (w, out)) in products.enumerated() {
                 ops[i] = pk_matmul_op(type: Int32(w.type.rawValue), w: w.data, m: Int64(w.rowCount), y: out, ldy: Int64(w.rowCount), packed: w.packed)

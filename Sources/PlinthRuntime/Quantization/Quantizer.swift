@@ -16,28 +16,46 @@ public enum Quantizer {
     /// Which type each tensor gets. Matrices (tensors named `*weight` with two or more dimensions)
     /// get `target`, or the first override whose pattern (a regular expression) matches their
     /// name; a matrix whose rows are not whole blocks of that type gets F16, said in its note.
-    /// Vectors keep their type (F32 in every model), unless the target is F32. The steps are in
-    /// the order llama-quantize writes tensors.
-    public static func plan(_ file: GGUFFile, target: GGMLType, overrides: [(pattern: String, type: GGMLType)] = []) throws -> [Step] {
+    /// Vectors keep their type (F32 in every model), unless the target is F32.
+    ///
+    /// Unless `pure`, llama-quantize's mix for the legacy types applies too: the output projection
+    /// (the token embedding when the model ties them) gets Q8_0 (llama.cpp's Q6_K where rows are
+    /// whole 256-blocks, which Plinth does not write yet), and with an importance matrix the
+    /// `ffn_down` of the first eighth of the blocks gets Q4_1 for Q4_0 and Q5_1 for Q5_0.
+    /// The steps are in the order llama-quantize writes tensors.
+    public static func plan(_ file: GGUFFile, target: GGMLType, overrides: [(pattern: String, type: GGMLType)] = [],
+                            pure: Bool = false, withImportance: Bool = false) throws -> [Step] {
         let expressions = try overrides.map { o in
             do { return (try NSRegularExpression(pattern: o.pattern), o.type) } catch { throw QuantizeError.badPattern(o.pattern) }
         }
         for type in [target] + overrides.map(\.type) where !canWrite(type) { throw QuantizeError.unsupportedType(type.name) }
-        var steps = file.tensors.map { t in
-            let matrix = t.dimensions.count >= 2 && t.name.hasSuffix("weight")
-            guard matrix else { return Step(tensor: t, type: target == .f32 ? .f32 : t.type) }
-            let range = NSRange(t.name.startIndex..., in: t.name)
-            let wanted = expressions.first { $0.0.firstMatch(in: t.name, range: range) != nil }?.1 ?? target
-            if t.rowLength % wanted.blockElements != 0 {
-                return Step(tensor: t, type: .f16, note: "rows of \(t.rowLength) are not whole \(wanted.name) blocks of \(wanted.blockElements): F16")
-            }
-            return Step(tensor: t, type: wanted)
-        }
-        // llama-quantize's order: tensors outside the blocks first, then block by block, by name.
         let layer = { (name: String) -> Int in
             guard name.hasPrefix("blk.") else { return -1 }
             return Int(name.dropFirst(4).prefix { $0.isNumber }) ?? -1
         }
+        let layers = (file.tensors.map { layer($0.name) }.max() ?? -1) + 1
+        let output = file.tensor(named: "output.weight") != nil ? "output.weight" : "token_embd.weight"
+        let mixed = !pure && target.isQuantized
+        var steps = file.tensors.map { t in
+            let matrix = t.dimensions.count >= 2 && t.name.hasSuffix("weight")
+            guard matrix else { return Step(tensor: t, type: target == .f32 ? .f32 : t.type) }
+            let range = NSRange(t.name.startIndex..., in: t.name)
+            var wanted = expressions.first { $0.0.firstMatch(in: t.name, range: range) != nil }?.1 ?? target
+            var note: String? = nil
+            if mixed && wanted == target {
+                if t.name == output {
+                    wanted = .q8_0
+                    if t.rowLength % 256 == 0 { note = "the output projection: Q8_0 (llama.cpp writes Q6_K, which Plinth does not yet)" }
+                } else if withImportance, t.name.hasSuffix(".ffn_down.weight"), layer(t.name) < layers / 8 {
+                    if target == .q4_0 { wanted = .q4_1 } else if target == .q5_0 { wanted = .q5_1 }
+                }
+            }
+            if t.rowLength % wanted.blockElements != 0 {
+                return Step(tensor: t, type: .f16, note: "rows of \(t.rowLength) are not whole \(wanted.name) blocks of \(wanted.blockElements): F16")
+            }
+            return Step(tensor: t, type: wanted, note: note)
+        }
+        // llama-quantize's order: tensors outside the blocks first, then block by block, by name.
         steps.sort { (layer($0.tensor.name), $0.tensor.name) < (layer($1.tensor.name), $1.tensor.name) }
         if let unreadable = steps.first(where: { $0.type != $0.tensor.type && !$0.tensor.type.isSupported }) {
             throw QuantizeError.unreadableType(tensor: unreadable.tensor.name, type: unreadable.tensor.type.name)
@@ -66,17 +84,34 @@ public enum Quantizer {
         }
     }
 
-    /// Writes `file` to `url` with the types of `plan` (from ``plan(_:target:overrides:)``).
-    public static func write(_ file: GGUFFile, plan: [Step], target: GGMLType, to url: URL) throws {
+    /// Writes `file` to `url` with the types of `plan` (from ``plan(_:target:overrides:)``). With
+    /// an importance matrix, each matrix it has an entry for is quantized to minimize the error
+    /// its activations would see (the others round to nearest), and the file names it as
+    /// llama-quantize does (`quantize.imatrix.*`).
+    public static func write(_ file: GGUFFile, plan: [Step], target: GGMLType, to url: URL,
+                             importance: ImportanceMatrix? = nil, importanceFile: String? = nil) throws {
+        for step in plan {
+            if let columns = importance?.entries[step.tensor.name]?.sums.count, columns != step.tensor.rowLength {
+                throw ImportanceMatrixError.wrongWidth(matrix: step.tensor.name, expected: step.tensor.rowLength, found: columns)
+            }
+        }
         // As llama-quantize: the input's metadata, then the quantization version and file type
         // (moved to the end when the input had them).
         var metadata = file.keys.compactMap { key in file.metadata[key].map { (key: key, value: $0) } }
         metadata.removeAll { $0.key == "general.quantization_version" || $0.key == "general.file_type" }
         metadata.append((key: "general.quantization_version", value: .uint32(2)))
         if let ftype = fileType(target) { metadata.append((key: "general.file_type", value: .uint32(ftype))) }
+        if let importance {
+            metadata.removeAll { $0.key.hasPrefix("quantize.imatrix.") }
+            if let importanceFile { metadata.append((key: "quantize.imatrix.file", value: .string(importanceFile))) }
+            if let dataset = importance.datasets.first { metadata.append((key: "quantize.imatrix.dataset", value: .string(dataset))) }
+            metadata.append((key: "quantize.imatrix.entries_count", value: .uint32(UInt32(importance.entries.count))))
+            metadata.append((key: "quantize.imatrix.chunks_count", value: .uint32(UInt32(importance.chunkCount))))
+        }
         let tensors = plan.map { step in
             GGUFWriter.Tensor(name: step.tensor.name, dimensions: step.tensor.dimensions, type: step.type) { out in
-                try convert(file.data(of: step.tensor), from: step.tensor, to: step.type, into: out)
+                try convert(file.data(of: step.tensor), from: step.tensor, to: step.type, into: out,
+                            importance: importance?.importance(of: step.tensor.name))
             }
         }
         try GGUFWriter(metadata: metadata, tensors: tensors).write(to: url)
@@ -84,8 +119,8 @@ public enum Quantizer {
 
     /// One tensor, row by row: copied when the type stays, else dequantized and quantized.
     static func convert(_ source: UnsafeRawPointer, from t: GGUFTensorInfo, to type: GGMLType,
-                        into out: UnsafeMutableRawBufferPointer) throws {
-        if t.type == type {
+                        into out: UnsafeMutableRawBufferPointer, importance: [Float]? = nil) throws {
+        if t.type == type && importance == nil {
             out.copyMemory(from: UnsafeRawBufferPointer(start: source, count: t.byteCount))
             return
         }
@@ -103,7 +138,11 @@ public enum Quantizer {
             floats.withUnsafeMutableBufferPointer { f in
                 for r in (rows * part / threads)..<(rows * (part + 1) / threads) {
                     try? t.type.dequantize(source + r * inRow, count: n, into: f.baseAddress!)
-                    _ = pk_quantize(target, f.baseAddress!, base + r * outRow, Int64(n))
+                    if let importance {
+                        _ = importance.withUnsafeBufferPointer { pk_quantize_weighted(target, f.baseAddress!, base + r * outRow, Int64(n), $0.baseAddress) }
+                    } else {
+                        _ = pk_quantize(target, f.baseAddress!, base + r * outRow, Int64(n))
+                    }
                 }
             }
         }

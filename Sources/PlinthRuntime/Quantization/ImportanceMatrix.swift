@@ -1,0 +1,107 @@
+import Foundation
+
+/// How much each input column of each matrix matters: the mean square of the activations that
+/// meet it on a calibration text. llama.cpp's importance matrix, in its GGUF file format
+/// (`general.type` "imatrix"; per matrix `NAME.in_sum2`, the sums of squares, and `NAME.counts`,
+/// the rows summed; `imatrix.datasets`, `imatrix.chunk_count`, `imatrix.chunk_size`), so that a
+/// file made by either engine quantizes with either.
+public struct ImportanceMatrix: Sendable {
+    public struct Entry: Sendable, Equatable {
+        public var sums: [Double]
+        public var count: Int
+    }
+
+    public private(set) var entries: [String: Entry] = [:]
+    public var datasets: [String] = []
+    public var chunkCount = 0
+    public var chunkSize = 0
+
+    public init() {}
+
+    /// Adds `rows` activation rows of `width` that met the matrices `names`. Like llama-imatrix,
+    /// only the blocks' matrices are collected (not the output projection).
+    public mutating func accumulate(_ names: [String], _ input: UnsafePointer<Float>, rows: Int, width: Int) {
+        guard names.contains(where: { $0.hasPrefix("blk.") }) else { return }
+        var squares = [Double](repeating: 0, count: width)
+        for r in 0..<rows {
+            let row = input + r * width
+            for j in 0..<width { squares[j] += Double(row[j] * row[j]) }
+        }
+        for name in names where name.hasPrefix("blk.") {
+            var e = entries[name] ?? Entry(sums: [Double](repeating: 0, count: width), count: 0)
+            guard e.sums.count == width else { continue }
+            for j in 0..<width { e.sums[j] += squares[j] }
+            e.count += rows
+            entries[name] = e
+        }
+    }
+
+    /// The mean square per column of matrix `name`, or nil when it was never seen.
+    public func importance(of name: String) -> [Float]? {
+        guard let e = entries[name], e.count > 0 else { return nil }
+        return e.sums.map { Float($0 / Double(e.count)) }
+    }
+
+    public func write(to url: URL) throws {
+        var tensors: [GGUFWriter.Tensor] = []
+        for name in entries.keys.sorted() {
+            let e = entries[name]!
+            let sums = e.sums.map { Float($0) }
+            tensors.append(GGUFWriter.Tensor(name: name + ".in_sum2", dimensions: [sums.count, 1], type: .f32) { out in
+                sums.withUnsafeBytes { out.copyMemory(from: $0) }
+            })
+            let count = [Float(e.count)]
+            tensors.append(GGUFWriter.Tensor(name: name + ".counts", dimensions: [1, 1], type: .f32) { out in
+                count.withUnsafeBytes { out.copyMemory(from: $0) }
+            })
+        }
+        try GGUFWriter(metadata: [
+            ("general.type", .string("imatrix")),
+            ("imatrix.datasets", .array(datasets.map { .string($0) })),
+            ("imatrix.chunk_count", .uint32(UInt32(chunkCount))),
+            ("imatrix.chunk_size", .uint32(UInt32(chunkSize))),
+        ], tensors: tensors).write(to: url)
+    }
+
+    /// Reads a GGUF importance matrix (llama-imatrix's default format since 2025).
+    public init(url: URL) throws {
+        let file: GGUFFile
+        do { file = try GGUFFile(url: url) } catch {
+            throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: "\(error.localizedDescription)")
+        }
+        guard (try? file.string("general.type")) == "imatrix" else {
+            throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: "its general.type is not \"imatrix\"")
+        }
+        datasets = (try? file.stringArray("imatrix.datasets")) ?? []
+        chunkCount = (try? file.int("imatrix.chunk_count")) ?? 0
+        chunkSize = (try? file.int("imatrix.chunk_size")) ?? 0
+        for t in file.tensors where t.name.hasSuffix(".in_sum2") {
+            let name = String(t.name.dropLast(".in_sum2".count))
+            guard t.type == .f32, t.dimensions.count == 2, t.dimensions[1] == 1,
+                  let c = file.tensor(named: name + ".counts"), c.type == .f32, c.elementCount == 1 else {
+                throw ImportanceMatrixError.malformed(path: url.path, entry: name)
+            }
+            let sums = UnsafeBufferPointer(start: file.data(of: t).assumingMemoryBound(to: Float.self), count: t.elementCount)
+            let count = file.data(of: c).loadUnaligned(as: Float.self)
+            guard count >= 0, count.isFinite, sums.allSatisfy({ $0 >= 0 && $0.isFinite }) else {
+                throw ImportanceMatrixError.malformed(path: url.path, entry: name)
+            }
+            entries[name] = Entry(sums: sums.map(Double.init), count: Int(count))
+        }
+        guard !entries.isEmpty else { throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: "it has no entries") }
+    }
+}
+
+public enum ImportanceMatrixError: Error, LocalizedError, Equatable, Sendable {
+    case notAnImportanceMatrix(path: String, reason: String)
+    case malformed(path: String, entry: String)
+    case wrongWidth(matrix: String, expected: Int, found: Int)
+
+    public var errorDescription: String? {
+        switch self {
+        case .notAnImportanceMatrix(let p, let why): "\(p) is not an importance matrix: \(why)"
+        case .malformed(let p, let e): "\(p): entry '\(e)' is malformed (expected F32 NAME.in_sum2 [columns, 1] and NAME.counts [1, 1], finite and non-negative)"
+        case .wrongWidth(let m, let e, let f): "the importance matrix's entry for '\(m)' has \(f) columns; the matrix has \(e)"
+        }
+    }
+}
