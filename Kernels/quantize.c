@@ -38,7 +38,7 @@ void qt_quantize_bf16(const float *x, uint8_t *y, int64_t n) {
 // Legacy 32-weight blocks. Symmetric formats (Q4_0, Q5_0) scale so that the value of largest
 // magnitude lands on the most negative code, exactly: d = max / -2^(bits-1), q = x/d + bias,
 // rounded half up. Offset formats (Q4_1, Q5_1) spread [min, max] over the codes: x = d*q + min.
-static void legacy_codes(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]) {
+void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]) {
     const int top = (1 << bits) - 1;
     if (offset) {
         float lo = x[0], hi = x[0];
@@ -66,7 +66,7 @@ static void legacy_codes(const float *x, int bits, int offset, float *d, float *
     *m = 0.0f;
     const float id = *d != 0.0f ? 1.0f / *d : 0.0f;
     for (int j = 0; j < 32; j++) {
-        const int v = (int8_t)(x[j] * id + (half + 0.5f));
+        const int v = (int)(x[j] * id + (half + 0.5f)); // positive: truncation rounds half up
         q[j] = (uint8_t)(v < top ? v : top);
     }
 }
@@ -89,10 +89,19 @@ static void pack_legacy(int bits, int offset, float d, float m, const uint8_t q[
     for (int j = 0; j < 16; j++) p[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
 }
 
+void qt_pack_block(int type, int bits, int offset, float d, float m, const uint8_t q[32], uint8_t *out) {
+    if (type == PK_Q8_0) {
+        store_f16(out, d);
+        for (int j = 0; j < 32; j++) out[2 + j] = (uint8_t)(int8_t)(q[j] - 128);
+        return;
+    }
+    pack_legacy(bits, offset, d, m, q, out);
+}
+
 static void legacy_block(const float *x, int bits, int offset, uint8_t *b) {
     float d, m;
     uint8_t q[32];
-    legacy_codes(x, bits, offset, &d, &m, q);
+    qt_legacy_grid(x, bits, offset, &d, &m, q);
     pack_legacy(bits, offset, d, m, q, b);
 }
 
@@ -140,10 +149,10 @@ static int fit_grid(const float *x, const float *w, const uint8_t q[32], int bia
     return 1;
 }
 
-static void weighted_codes(const float *x, const float *w, int bits, int offset, float *d_out, float *m_out, uint8_t q_out[32]) {
+void qt_weighted_grid(const float *x, const float *w, int bits, int offset, float *d_out, float *m_out, uint8_t q_out[32]) {
     const int top = (1 << bits) - 1, bias = offset ? 0 : 1 << (bits - 1);
     float plain_d, plain_m;
-    legacy_codes(x, bits, offset, &plain_d, &plain_m, q_out);
+    qt_legacy_grid(x, bits, offset, &plain_d, &plain_m, q_out);
     float best_d = f16_round(plain_d), best_m = offset ? f16_round(plain_m) : 0.0f;
     float best = weighted_error(x, w, q_out, bias, best_d, best_m);
     if (plain_d == 0.0f) { *d_out = best_d; *m_out = best_m; return; }
@@ -188,7 +197,7 @@ static void legacy_weighted(const float *x, const float *importance, int64_t n, 
         const float *xb = x + 32 * b, *w = importance + 32 * b;
         float d, m;
         uint8_t q[32];
-        weighted_codes(xb, w, bits, offset, &d, &m, q);
+        qt_weighted_grid(xb, w, bits, offset, &d, &m, q);
         pack_legacy(bits, offset, d, m, q, y + bytes * b);
     }
 }
@@ -217,6 +226,24 @@ LEGACY_QUANTIZERS(q4_0, 4, 0, 18)
 LEGACY_QUANTIZERS(q4_1, 4, 1, 20)
 LEGACY_QUANTIZERS(q5_0, 5, 0, 22)
 LEGACY_QUANTIZERS(q5_1, 5, 1, 24)
+
+// Q8_0 weighted: the symmetric search on 8-bit codes (-128..127), stored as int8, or the plain
+// block (amax / 127) where that is nearer.
+void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t *y, int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + 32 * b, *w = importance + 32 * b;
+        uint8_t *out = y + 34 * b;
+        qt_quantize_q8_0(xb, out, 32);
+        uint8_t plain[32];
+        for (int j = 0; j < 32; j++) plain[j] = (uint8_t)((int8_t)out[2 + j] + 128);
+        const float plain_d = pk_f16_to_f32((uint16_t)(out[0] | out[1] << 8));
+        float d, m;
+        uint8_t q[32];
+        qt_weighted_grid(xb, w, 8, 0, &d, &m, q);
+        if (weighted_error(xb, w, q, 128, d, 0.0f) < weighted_error(xb, w, plain, 128, plain_d, 0.0f))
+            qt_pack_block(PK_Q8_0, 8, 0, d, 0.0f, q, out);
+    }
+}
 
 int pk_quantize(int type, const float *src, void *dst, int64_t n) {
     const qt_type *ty = qt_type_of(type);

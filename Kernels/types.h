@@ -67,6 +67,12 @@ void qt_quantize_weighted_q4_0(const float *x, const float *importance, uint8_t 
 void qt_quantize_weighted_q4_1(const float *x, const float *importance, uint8_t *y, int64_t n);
 void qt_quantize_weighted_q5_0(const float *x, const float *importance, uint8_t *y, int64_t n);
 void qt_quantize_weighted_q5_1(const float *x, const float *importance, uint8_t *y, int64_t n);
+void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t *y, int64_t n);
+// A legacy block's plain grid and codes (quantize.c), and a block packed from them.
+void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]);
+// The grid (f16 d and m) and codes minimizing the w-weighted squared error of a legacy block.
+void qt_weighted_grid(const float *x, const float *w, int bits, int offset, float *d, float *m, uint8_t q[32]);
+void qt_pack_block(int type, int bits, int offset, float d, float m, const uint8_t q[32], uint8_t *out);
 
 #define QT_GEOMETRY(n, e, b) .name = n, .elements = e, .bytes = b
 
@@ -78,7 +84,7 @@ static const qt_type QT_TYPES[PK_TYPE_COUNT] = {
     [PK_Q4_1] = {QT_GEOMETRY("Q4_1", 32, 20), .unpack = blk_q4_1, .quantize = qt_quantize_q4_1, .quantize_weighted = qt_quantize_weighted_q4_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 0, 16, 1, 4}},
     [PK_Q5_0] = {QT_GEOMETRY("Q5_0", 32, 22), .unpack = blk_q5_0, .quantize = qt_quantize_q5_0, .quantize_weighted = qt_quantize_weighted_q5_0, .tile = {32, 16, 0, ACT_Q8_0}, .fields = {2, 4, 16, 2, 8}},
     [PK_Q5_1] = {QT_GEOMETRY("Q5_1", 32, 24), .unpack = blk_q5_1, .quantize = qt_quantize_q5_1, .quantize_weighted = qt_quantize_weighted_q5_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 4, 16, 1, 2}},
-    [PK_Q8_0] = {QT_GEOMETRY("Q8_0", 32, 34), .unpack = blk_q8_0, .quantize = qt_quantize_q8_0, .tile = {32, 128, 0, ACT_Q8_0}, .fields = {2, 0, 32, 2, 8}},
+    [PK_Q8_0] = {QT_GEOMETRY("Q8_0", 32, 34), .unpack = blk_q8_0, .quantize = qt_quantize_q8_0, .quantize_weighted = qt_quantize_weighted_q8_0, .tile = {32, 128, 0, ACT_Q8_0}, .fields = {2, 0, 32, 2, 8}},
     // ggml's block_q8_1 is two f16 (d, s) then 32 int8 (gguf-py's table says 40, from when d
     // and s were f32). An activation format: read, never multiplied.
     [PK_Q8_1] = {QT_GEOMETRY("Q8_1", 32, 36), .unpack = blk_q8_1},

@@ -3,7 +3,8 @@
 
 The base is SmolLM2's F32 dequantization (no higher-precision original is on PyPI). Each engine
 makes its importance matrix from the same calibration text and chunks (plinth imatrix,
-llama-imatrix), then quantizes the base to each type with it; this prints the perplexity of every
+llama-imatrix), then quantizes the base to each type with it (and Plinth also by GPTQ on the
+same calibration chunks); this prints the perplexity of every
 file, measured by plinth perplexity on two evaluation texts other than the calibration text, and
 bits per weight of the transformer blocks' matrices. Plinth's quantizer meets the target when
 its PPL is <= llama-quantize's at every type.
@@ -71,12 +72,15 @@ def main():
              "-t", str(os.cpu_count()), "-o", imatrix["llama"]])
     rows = [{"file": "F32 (base)", "bits": 32.0, "ppl": [ppl(args.plinth, f32, t) for t in args.texts]}]
     for t in TYPES:
-        for engine in ("llama", "plinth"):
-            out = w(f"smollm2.{t}.{engine}-imatrix.gguf")
+        for engine in ("llama", "plinth", "plinth-gptq"):
+            out = w(f"smollm2.{t}.{engine}.gguf")
             if engine == "llama":
                 run([f"{b}/llama-quantize", "--imatrix", imatrix["llama"], f32, out, t])
-            else:
+            elif engine == "plinth":
                 run([args.plinth, "quantize", "-m", f32, "-o", out, "--type", t, "--imatrix", imatrix["plinth"]])
+            else:
+                run([args.plinth, "quantize", "-m", f32, "-o", out, "--type", t, "--method", "gptq",
+                     "--calibration", args.calibration, "--calibration-chunks", str(args.chunks)])
             rows.append({"file": f"{t} {engine}", "type": t, "engine": engine, "bits": block_bits(out),
                          "ppl": [ppl(args.plinth, out, x) for x in args.texts]})
             os.remove(out)

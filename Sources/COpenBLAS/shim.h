@@ -1,2 +1,3 @@
 #pragma once
 #include <cblas.h>
+#include <lapacke.h>

@@ -34,9 +34,43 @@ struct Quantize: ParsableCommand {
     @Option(help: "An importance matrix (plinth imatrix or llama-imatrix, GGUF format): each matrix it covers is quantized to minimize the error its activations see.")
     var imatrix: String?
 
+    @Option(help: "How matrices are rounded: rtn (to nearest; weighted with --imatrix) or gptq (each column's error spread over the later ones, from --calibration).")
+    var method: String = "rtn"
+
+    @Option(help: "The calibration text for --method gptq (UTF-8); the input model runs on it.")
+    var calibration: String?
+
+    @Option(help: "Calibration chunks of 512 tokens for --method gptq.")
+    var calibrationChunks: Int = 32
+
     @Option(help: ArgumentHelp("A different type for the matrices whose name matches a regular expression (repeatable).",
                                valueName: "PATTERN=TYPE"))
     var keep: [String] = []
+
+    func validate() throws {
+        guard method == "rtn" || method == "gptq" else { throw ValidationError("--method must be rtn or gptq, not '\(method)'") }
+        if method == "gptq" { guard calibration != nil else { throw ValidationError("--method gptq needs --calibration TEXT") } }
+        guard calibrationChunks > 0 else { throw ValidationError("--calibration-chunks must be positive") }
+    }
+
+    /// X^T X of every block matrix's inputs over the calibration text, from the input model.
+    private func calibrate(_ input: URL) throws -> Hessians {
+        let model = try Model(url: input)
+        let context = min(512, model.config.contextLength)
+        let inference = try InferenceContext(transformer: model.transformer, contextLength: context, slots: 1,
+                                             maxBatch: context, backend: .cpu)
+        guard let path = calibration, let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError("cannot read \(calibration ?? "")")
+        }
+        let tokens = try model.tokenizer.encode(bytes: [UInt8](data), addSpecial: true, parseSpecial: false)
+        let run = try ChunkedEvaluation(text: tokens, context: context, chunkLimit: calibrationChunks,
+                                        bos: model.tokenizer.addsBOS ? model.tokenizer.bosID : nil)
+        let hessians = Hessians()
+        inference.inputObserver = { names, x, rows, width in hessians.accumulate(names, x, rows: rows, width: width) }
+        Diagnostics.note("calibrating on \(run.chunkCount) chunks of \(context) tokens of \(path)")
+        try run.run(on: inference) { _, _, _ in }
+        return hessians
+    }
 
     func run() throws {
         try reportingErrors {
@@ -58,7 +92,9 @@ struct Quantize: ParsableCommand {
             let started = Date()
             let importance = try imatrix.map { try ImportanceMatrix(url: URL(fileURLWithPath: $0)) }
             if let importance { Diagnostics.note("\(imatrix!): \(importance.entries.count) matrices over \(importance.chunkCount) chunks") }
-            try Quantizer.write(file, plan: plan, target: target, to: out, importance: importance, importanceFile: imatrix)
+            let hessians = method == "gptq" ? try calibrate(input) : nil
+            try Quantizer.write(file, plan: plan, target: target, to: out, importance: importance, importanceFile: imatrix,
+                                hessians: hessians)
             let inBytes = plan.reduce(0) { $0 + $1.tensor.byteCount }
             let outBytes = plan.reduce(0) { $0 + ($1.type.tensorBytes(elements: $1.tensor.elementCount, rowLength: $1.tensor.rowLength) ?? 0) }
             var counts: [String: Int] = [:]

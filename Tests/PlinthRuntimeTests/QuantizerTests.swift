@@ -66,7 +66,7 @@ struct QuantizerTests {
 
     /// With an importance per weight, no block's importance-weighted error is above rounding to
     /// nearest's (the search starts there), and over many blocks it is well below.
-    @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+    @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"])
     func weightedQuantizationLowersTheWeightedError(name: String) throws {
         let type = try #require(GGMLType(name: name))
         var rng = SplitMix64(seed: 5)
@@ -91,6 +91,46 @@ struct QuantizerTests {
         let (e0, e1) = (try errors(plain), try errors(weighted))
         for b in 0..<e0.count { #expect(e1[b] <= e0[b] * (1 + 1e-6), "\(name) block \(b): \(e1[b]) > \(e0[b])") }
         #expect(e1.reduce(0, +) < 0.9 * e0.reduce(0, +), "\(name): \(e1.reduce(0, +)) vs \(e0.reduce(0, +))")
+    }
+
+    /// GPTQ on activations that span few directions: its error on them is a fraction of rounding
+    /// to nearest's (the errors go where the activations are not). The same construction and
+    /// result as GPTQ's reference algorithm in numpy (10x on these shapes).
+    @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q8_0"])
+    func gptqPutsTheErrorWhereTheActivationsAreNot(name: String) throws {
+        let type = try #require(GGMLType(name: name))
+        let (m, k, n, rank) = (32, 128, 600, 6)
+        var rng = SplitMix64(seed: 3)
+        func uniform() -> Float { Float(rng.below(20001) - 10000) / 10000 }
+        let basis = (0..<(rank * k)).map { _ in uniform() }
+        var x = [Float](repeating: 0, count: n * k)
+        for t in 0..<n {
+            let c = (0..<rank).map { _ in uniform() }
+            for j in 0..<k { x[t * k + j] = (0..<rank).reduce(0) { $0 + c[$1] * basis[$1 * k + j] } + 0.02 * uniform() }
+        }
+        let w = (0..<(m * k)).map { _ in uniform() * 0.1 }
+        var h = [Float](repeating: 0, count: k * k)
+        for t in 0..<n { for i in 0..<k { for j in 0...i { h[i * k + j] += x[t * k + i] * x[t * k + j] } } }
+        let rtn = try #require(Self.quantize(w, type))
+        var gptq = [UInt8](repeating: 0, count: rtn.count)
+        var scratch = w
+        #expect(pk_gptq(Int32(type.rawValue), &scratch, Int64(m), Int64(k), h, 0.01, &gptq) == 0)
+        func outputError(_ q: [UInt8]) throws -> Double {
+            var back = [Float](repeating: 0, count: m * k)
+            try q.withUnsafeBytes { try type.dequantize($0.baseAddress!, count: m * k, into: &back) }
+            var total = 0.0
+            for t in stride(from: 0, to: n, by: 3) {
+                for r in 0..<m {
+                    var e = 0.0
+                    for j in 0..<k { e += Double(w[r * k + j] - back[r * k + j]) * Double(x[t * k + j]) }
+                    total += e * e
+                }
+            }
+            return total
+        }
+        let (plain, spread) = (try outputError(rtn), try outputError(gptq))
+        #expect(spread < 0.5 * plain, "\(name): GPTQ output error \(spread), rounding to nearest \(plain)")
+        #expect(pk_gptq(Int32(GGMLType.q2_K.rawValue), &scratch, Int64(m), Int64(k), h, 0.01, &gptq) == -1)
     }
 
     /// An importance matrix reads back as written; a file of another kind and a matrix of the

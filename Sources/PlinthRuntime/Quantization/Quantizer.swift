@@ -88,8 +88,13 @@ public enum Quantizer {
     /// an importance matrix, each matrix it has an entry for is quantized to minimize the error
     /// its activations would see (the others round to nearest), and the file names it as
     /// llama-quantize does (`quantize.imatrix.*`).
+    ///
+    /// With `hessians` (calibration activations' X^T X per matrix), the matrices they cover are
+    /// quantized by GPTQ instead (``gptqTypes``), which spreads each column's rounding error over
+    /// the columns after it.
     public static func write(_ file: GGUFFile, plan: [Step], target: GGMLType, to url: URL,
-                             importance: ImportanceMatrix? = nil, importanceFile: String? = nil) throws {
+                             importance: ImportanceMatrix? = nil, importanceFile: String? = nil,
+                             hessians: Hessians? = nil) throws {
         for step in plan {
             if let columns = importance?.entries[step.tensor.name]?.sums.count, columns != step.tensor.rowLength {
                 throw ImportanceMatrixError.wrongWidth(matrix: step.tensor.name, expected: step.tensor.rowLength, found: columns)
@@ -110,11 +115,31 @@ public enum Quantizer {
         }
         let tensors = plan.map { step in
             GGUFWriter.Tensor(name: step.tensor.name, dimensions: step.tensor.dimensions, type: step.type) { out in
-                try convert(file.data(of: step.tensor), from: step.tensor, to: step.type, into: out,
-                            importance: importance?.importance(of: step.tensor.name))
+                if let h = hessians?.sum(for: step.tensor.name), gptqTypes.contains(step.type), step.tensor.type.isSupported,
+                   h.width == step.tensor.rowLength {
+                    try gptq(file.data(of: step.tensor), from: step.tensor, to: step.type, hessian: h.pointer, into: out)
+                } else {
+                    try convert(file.data(of: step.tensor), from: step.tensor, to: step.type, into: out,
+                                importance: importance?.importance(of: step.tensor.name))
+                }
             }
         }
         try GGUFWriter(metadata: metadata, tensors: tensors).write(to: url)
+    }
+
+    /// The types GPTQ writes.
+    public static let gptqTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0]
+
+    /// One matrix by GPTQ: dequantized whole, then quantized column block by column block.
+    static func gptq(_ source: UnsafeRawPointer, from t: GGUFTensorInfo, to type: GGMLType, hessian: UnsafePointer<Float>,
+                     into out: UnsafeMutableRawBufferPointer) throws {
+        let (m, k) = (t.rowCount, t.rowLength)
+        let w = UnsafeMutablePointer<Float>.allocate(capacity: m * k)
+        defer { w.deallocate() }
+        try t.type.dequantize(source, count: m * k, into: w)
+        guard pk_gptq(Int32(bitPattern: type.rawValue), w, Int64(m), Int64(k), hessian, 0.01, out.baseAddress) == 0 else {
+            throw QuantizeError.gptqFailed(tensor: t.name)
+        }
     }
 
     /// One tensor, row by row: copied when the type stays, else dequantized and quantized.
@@ -155,6 +180,7 @@ public enum QuantizeError: Error, LocalizedError, Equatable, Sendable {
     case badPattern(String)
     case partialBlocks(tensor: String, type: String)
     case unreadableType(tensor: String, type: String)
+    case gptqFailed(tensor: String)
 
     public var errorDescription: String? {
         switch self {
@@ -163,6 +189,7 @@ public enum QuantizeError: Error, LocalizedError, Equatable, Sendable {
         case .badPattern(let p): "'\(p)' is not a regular expression"
         case .partialBlocks(let t, let type): "tensor '\(t)': its rows are not whole \(type) blocks"
         case .unreadableType(let t, let type): "tensor '\(t)' is \(type), which Plinth cannot read to convert"
+        case .gptqFailed(let t): "GPTQ failed on '\(t)': its calibration Hessian stays singular even damped"
         }
     }
 }

@@ -1,0 +1,105 @@
+// GPTQ (Frantar et al., 2022): a matrix quantized column by column, each column's rounding error
+// spread over the columns not yet quantized so that the layer's output on the calibration
+// activations X changes least. The update uses the upper Cholesky factor U of the inverse of
+// H = X^T X + damp I: after quantizing column i, row r's remaining columns j > i move by
+// -(w[r,i] - q[r,i]) / U[i,i] * U[i,j]. Columns are taken a block (32 weights) at a time; each
+// block's grid (scale, minimum) is fitted to the block's current weights when it is reached, and
+// its errors reach the later columns in one matrix product.
+#include "pk_quants.h"
+#include "types.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The legacy formats' block: bits of the codes, and whether it has a minimum.
+static int legacy_shape(int type, int *bits, int *offset) {
+    switch (type) {
+    case PK_Q4_0: *bits = 4; *offset = 0; return 1;
+    case PK_Q4_1: *bits = 4; *offset = 1; return 1;
+    case PK_Q5_0: *bits = 5; *offset = 0; return 1;
+    case PK_Q5_1: *bits = 5; *offset = 1; return 1;
+    case PK_Q8_0: *bits = 8; *offset = 0; return 1;
+    default: return 0;
+    }
+}
+
+// U, upper, with H + damp*mean(diag H)*I = (U^T U)^-1; dead columns (H[j][j] == 0) get 1 on the
+// diagonal. Retries with ten times the damping while the factorization fails.
+static int inverse_cholesky(const float *h, int64_t k, float damp, float *u) {
+    float mean = 0.0f;
+    for (int64_t j = 0; j < k; j++) mean += h[j * k + j];
+    mean /= (float)k;
+    if (!(mean > 0.0f)) mean = 1.0f;
+    for (int attempt = 0; attempt < 4; attempt++, damp *= 10.0f) {
+        memcpy(u, h, (size_t)(k * k) * sizeof(float));
+        for (int64_t j = 0; j < k; j++) {
+            if (u[j * k + j] == 0.0f) u[j * k + j] = 1.0f;
+            u[j * k + j] += damp * mean;
+        }
+        if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)k, u, (lapack_int)k) != 0) continue;
+        if (LAPACKE_spotri(LAPACK_ROW_MAJOR, 'L', (lapack_int)k, u, (lapack_int)k) != 0) continue;
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t j = i + 1; j < k; j++) u[i * k + j] = u[j * k + i];
+        if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)k, u, (lapack_int)k) != 0) continue;
+        for (int64_t i = 0; i < k; i++)
+            for (int64_t j = 0; j < i; j++) u[i * k + j] = 0.0f;
+        return 1;
+    }
+    return 0;
+}
+
+int pk_gptq(int type, float *w, int64_t m, int64_t k, const float *h, float damp, void *dst) {
+    const qt_type *ty = qt_type_of(type);
+    int bits, offset;
+    if (!ty || !legacy_shape(type, &bits, &offset) || k % 32 != 0 || m < 1) return -1;
+    float *u = malloc((size_t)(k * k) * sizeof(float));
+    float *err = malloc((size_t)(m * 32) * sizeof(float));
+    float *grid = malloc((size_t)m * 2 * sizeof(float));
+    float *diag = malloc((size_t)k * sizeof(float));
+    uint8_t *codes = malloc((size_t)(m * k));
+    if (!u || !err || !grid || !diag || !codes || !inverse_cholesky(h, k, damp, u)) {
+        free(u), free(err), free(grid), free(diag), free(codes);
+        return -1;
+    }
+    for (int64_t j = 0; j < k; j++) diag[j] = h[j * k + j];
+    for (int64_t j = 0; j < k; j++)
+        if (h[j * k + j] == 0.0f)
+            for (int64_t r = 0; r < m; r++) w[r * k + j] = 0.0f;
+    const int top = (1 << bits) - 1, bias = offset ? 0 : 1 << (bits - 1);
+    for (int64_t c0 = 0; c0 < k; c0 += 32) {
+        // Each row's grid for the block: the one nearest the block's current weights, each
+        // weighted by its column's activation energy (the Hessian's diagonal).
+        for (int64_t r = 0; r < m; r++) {
+            float d, mn;
+            uint8_t q[32];
+            qt_weighted_grid(w + r * k + c0, diag + c0, bits, offset, &d, &mn, q);
+            grid[2 * r] = d;
+            grid[2 * r + 1] = mn;
+        }
+        for (int64_t i = c0; i < c0 + 32; i++) {
+            const float pivot = u[i * k + i];
+            for (int64_t r = 0; r < m; r++) {
+                const float d = grid[2 * r], mn = grid[2 * r + 1], x = w[r * k + i];
+                int v = d != 0.0f ? (int)nearbyintf((x - mn) / d) + bias : bias;
+                v = v < 0 ? 0 : v > top ? top : v;
+                codes[r * k + i] = (uint8_t)v;
+                const float e = (x - (d * (float)(v - bias) + mn)) / pivot;
+                err[r * 32 + (i - c0)] = e;
+                for (int64_t j = i + 1; j < c0 + 32; j++) w[r * k + j] -= e * u[i * k + j];
+            }
+        }
+        // The block's errors reach every later column at once.
+        if (c0 + 32 < k)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)(k - c0 - 32), 32, -1.0f, err, 32,
+                        u + c0 * k + c0 + 32, (blasint)k, 1.0f, w + c0 + 32, (blasint)k);
+        for (int64_t r = 0; r < m; r++) {
+            uint8_t *out = (uint8_t *)dst + (size_t)r * (size_t)(k / 32) * ty->bytes + (size_t)(c0 / 32) * ty->bytes;
+            qt_pack_block(type, bits, offset, grid[2 * r], grid[2 * r + 1], codes + r * k + c0, out);
+        }
+    }
+    free(u), free(err), free(grid), free(diag), free(codes);
+    return 0;
+}
