@@ -64,11 +64,17 @@ def run(cmd, log):
     return r.stdout
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(description):
+    """The options both fidelity scripts take: where llama.cpp's tools and plinth are."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     llama_dir = os.environ.get("LLAMA_CPP_DIR", f"{HOME}/llama.cpp")
     ap.add_argument("--llama-bin", default=f"{llama_dir}/build/bin")
     ap.add_argument("--plinth", default=f"{ROOT}/.build/release/plinth")
+    return ap
+
+
+def main():
+    ap = arguments(__doc__)
     ap.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--chunks", type=int, default=20)

@@ -11,24 +11,21 @@ its PPL is <= llama-quantize's at every type.
 
     python3 Benchmarks/fidelity/compare_quantizers.py [--llama-bin DIR] [--json]
 """
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_llama_perplexity import arguments, run as run_logged  # noqa: E402
+
 HOME = os.environ.get("PLINTH_HOME", os.path.expanduser("~/.cache/plinth"))
 MODEL = f"{HOME}/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
 TYPES = ["Q8_0", "Q5_0", "Q4_1", "Q4_0"]
 
 
 def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{r.stdout[-2000:]}")
-    return r.stdout
+    return run_logged(cmd, os.devnull)
 
 
 def ppl(plinth, model, text):
@@ -48,10 +45,7 @@ def block_bits(model):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    llama_dir = os.environ.get("LLAMA_CPP_DIR", f"{HOME}/llama.cpp")
-    ap.add_argument("--llama-bin", default=f"{llama_dir}/build/bin")
-    ap.add_argument("--plinth", default=f"{ROOT}/.build/release/plinth")
+    ap = arguments(__doc__)
     ap.add_argument("--calibration", default="/usr/share/perl/5.36/pod/perldiag.pod")
     ap.add_argument("--chunks", type=int, default=40, help="calibration chunks of 512 tokens")
     ap.add_argument("--texts", nargs="+", default=["/usr/share/common-licenses/GPL-3", "/usr/share/common-licenses/GFDL-1.3"])

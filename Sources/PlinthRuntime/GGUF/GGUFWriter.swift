@@ -98,6 +98,13 @@ public struct GGUFWriter {
         done = true
     }
 
+    /// A value's encoding, without its leading type id.
+    static func encode(_ v: GGUFValue) -> [UInt8] {
+        var w = ByteWriter()
+        w.value(v)
+        return w.bytes
+    }
+
     /// GGUF's value type ids (the reader's, GGUFFile).
     static func typeID(_ v: GGUFValue) -> UInt32 {
         switch v {

@@ -105,43 +105,13 @@ struct GGUFBuilder {
     static func string(_ s: String) -> [UInt8] { string(Array(s.utf8)) }
 
     /// GGUF's type id for a value.
-    static func typeID(_ v: GGUFValue) -> UInt32 {
-        switch v {
-        case .uint8: 0
-        case .int8: 1
-        case .uint16: 2
-        case .int16: 3
-        case .uint32: 4
-        case .int32: 5
-        case .float32: 6
-        case .bool: 7
-        case .string: 8
-        case .array: 9
-        case .uint64: 10
-        case .int64: 11
-        case .float64: 12
-        }
-    }
+    static func typeID(_ v: GGUFValue) -> UInt32 { GGUFWriter.typeID(v) }
 
-    /// A value's encoding without its leading type id. An array's element type is its first
-    /// element's (uint8 for an empty array); all elements must share it.
+    /// A value's encoding without its leading type id (the runtime writer's), except that an
+    /// empty array's element type is uint8; all elements must share one type.
     static func payload(_ v: GGUFValue) -> [UInt8] {
-        switch v {
-        case .uint8(let x): le(x)
-        case .int8(let x): le(x)
-        case .uint16(let x): le(x)
-        case .int16(let x): le(x)
-        case .uint32(let x): le(x)
-        case .int32(let x): le(x)
-        case .float32(let x): le(x.bitPattern)
-        case .bool(let b): [b ? 1 : 0]
-        case .string(let s): string(s)
-        case .uint64(let x): le(x)
-        case .int64(let x): le(x)
-        case .float64(let x): le(x.bitPattern)
-        case .array(let items):
-            arrayPayload(elementType: items.first.map(typeID) ?? 0, items)
-        }
+        if case .array(let items) = v { return arrayPayload(elementType: items.first.map(typeID) ?? 0, items) }
+        return GGUFWriter.encode(v)
     }
 
     static func arrayPayload(elementType: UInt32, _ items: [GGUFValue]) -> [UInt8] {
