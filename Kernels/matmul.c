@@ -49,9 +49,9 @@ ALWAYS_INLINE void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_
         }
         dx32[b] = round_f16(db);
         sx32[b] = sum;
-        // The minimum's term is m * (the int8 values' sum at their own scale): consistent with
-        // the products' term, where llama.cpp rounds d * sum to fp16 from the unrounded d.
-        xs32[b] = kind == ACT_Q8_1 ? dx32[b] * (float)sum : 0.0f;
+        // Q8_1 carries d*sum as one fp16 per 32 (from the unrounded d, as llama.cpp does; using
+        // dx*sum instead measured no better: Benchmarks/README.md, fidelity).
+        xs32[b] = kind == ACT_Q8_1 ? round_f16(db * (float)sum) : 0.0f;
     }
 }
 
