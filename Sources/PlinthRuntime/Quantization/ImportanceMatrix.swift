@@ -2,7 +2,7 @@ import Foundation
 
 /// How much each input column of each matrix matters: the mean square of the activations that
 /// meet it on a calibration text. llama.cpp's importance matrix, in its GGUF file format
-/// (`general.type` "imatrix"; per matrix `NAME.in_sum2`, the sums of squares, and `NAME.counts`,
+/// (`general.type` "imatrix"; per matrix `NAME.in_sum2` [columns], the sums of squares, and `NAME.counts` [1],
 /// the rows summed; `imatrix.datasets`, `imatrix.chunk_count`, `imatrix.chunk_size`), so that a
 /// file made by either engine quantizes with either.
 public struct ImportanceMatrix: Sendable {
@@ -47,11 +47,11 @@ public struct ImportanceMatrix: Sendable {
         for name in entries.keys.sorted() {
             let e = entries[name]!
             let sums = e.sums.map { Float($0) }
-            tensors.append(GGUFWriter.Tensor(name: name + ".in_sum2", dimensions: [sums.count, 1], type: .f32) { out in
+            tensors.append(GGUFWriter.Tensor(name: name + ".in_sum2", dimensions: [sums.count], type: .f32) { out in
                 sums.withUnsafeBytes { out.copyMemory(from: $0) }
             })
             let count = [Float(e.count)]
-            tensors.append(GGUFWriter.Tensor(name: name + ".counts", dimensions: [1, 1], type: .f32) { out in
+            tensors.append(GGUFWriter.Tensor(name: name + ".counts", dimensions: [1], type: .f32) { out in
                 count.withUnsafeBytes { out.copyMemory(from: $0) }
             })
         }
@@ -77,7 +77,8 @@ public struct ImportanceMatrix: Sendable {
         chunkSize = (try? file.int("imatrix.chunk_size")) ?? 0
         for t in file.tensors where t.name.hasSuffix(".in_sum2") {
             let name = String(t.name.dropLast(".in_sum2".count))
-            guard t.type == .f32, t.dimensions.count == 2, t.dimensions[1] == 1,
+            // ggml drops trailing sizes of 1: [columns] and [1] (one matrix; experts are not read).
+            guard t.type == .f32, t.dimensions.dropFirst().allSatisfy({ $0 == 1 }),
                   let c = file.tensor(named: name + ".counts"), c.type == .f32, c.elementCount == 1 else {
                 throw ImportanceMatrixError.malformed(path: url.path, entry: name)
             }
@@ -100,7 +101,7 @@ public enum ImportanceMatrixError: Error, LocalizedError, Equatable, Sendable {
     public var errorDescription: String? {
         switch self {
         case .notAnImportanceMatrix(let p, let why): "\(p) is not an importance matrix: \(why)"
-        case .malformed(let p, let e): "\(p): entry '\(e)' is malformed (expected F32 NAME.in_sum2 [columns, 1] and NAME.counts [1, 1], finite and non-negative)"
+        case .malformed(let p, let e): "\(p): entry '\(e)' is malformed (expected F32 NAME.in_sum2 [columns] and NAME.counts [1] of one matrix, finite and non-negative)"
         case .wrongWidth(let m, let e, let f): "the importance matrix's entry for '\(m)' has \(f) columns; the matrix has \(e)"
         }
     }
