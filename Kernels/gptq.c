@@ -14,18 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The legacy formats' block: bits of the codes, and whether it has a minimum.
-static int legacy_shape(int type, int *bits, int *offset) {
-    switch (type) {
-    case PK_Q4_0: *bits = 4; *offset = 0; return 1;
-    case PK_Q4_1: *bits = 4; *offset = 1; return 1;
-    case PK_Q5_0: *bits = 5; *offset = 0; return 1;
-    case PK_Q5_1: *bits = 5; *offset = 1; return 1;
-    case PK_Q8_0: *bits = 8; *offset = 0; return 1;
-    default: return 0;
-    }
-}
-
 // U, upper, with H + damp*mean(diag H)*I = (U^T U)^-1; dead columns (H[j][j] == 0) get 1 on the
 // diagonal. Retries with ten times the damping while the factorization fails.
 static int inverse_cholesky(const float *h, int64_t k, float damp, float *u) {
@@ -53,8 +41,8 @@ static int inverse_cholesky(const float *h, int64_t k, float damp, float *u) {
 
 int pk_gptq(int type, float *w, int64_t m, int64_t k, const float *h, float damp, void *dst) {
     const qt_type *ty = qt_type_of(type);
-    int bits, offset;
-    if (!ty || !legacy_shape(type, &bits, &offset) || k % 32 != 0 || m < 1) return -1;
+    if (!ty || !ty->fields.qs || !ty->quantize || k % 32 != 0 || m < 1) return -1; // legacy blocks only
+    const int bits = qt_legacy_bits(ty), offset = ty->tile.offsets;
     float *u = malloc((size_t)(k * k) * sizeof(float));
     float *err = malloc((size_t)(m * 32) * sizeof(float));
     float *grid = malloc((size_t)m * 2 * sizeof(float));
@@ -68,7 +56,7 @@ int pk_gptq(int type, float *w, int64_t m, int64_t k, const float *h, float damp
     for (int64_t j = 0; j < k; j++)
         if (h[j * k + j] == 0.0f)
             for (int64_t r = 0; r < m; r++) w[r * k + j] = 0.0f;
-    const int top = (1 << bits) - 1, bias = offset ? 0 : 1 << (bits - 1);
+    const int top = (1 << bits) - 1, bias = qt_legacy_bias(ty);
     for (int64_t c0 = 0; c0 < k; c0 += 32) {
         // Each row's grid for the block: the one nearest the block's current weights, each
         // weighted by its column's activation energy (the Hessian's diagonal).
@@ -97,7 +85,7 @@ int pk_gptq(int type, float *w, int64_t m, int64_t k, const float *h, float damp
                         u + c0 * k + c0 + 32, (blasint)k, 1.0f, w + c0 + 32, (blasint)k);
         for (int64_t r = 0; r < m; r++) {
             uint8_t *out = (uint8_t *)dst + (size_t)r * (size_t)(k / 32) * ty->bytes + (size_t)(c0 / 32) * ty->bytes;
-            qt_pack_block(type, bits, offset, grid[2 * r], grid[2 * r + 1], codes + r * k + c0, out);
+            qt_pack_block(ty, grid[2 * r], grid[2 * r + 1], codes + r * k + c0, out);
         }
     }
     free(u), free(err), free(grid), free(diag), free(codes);

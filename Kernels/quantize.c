@@ -89,22 +89,21 @@ static void pack_legacy(int bits, int offset, float d, float m, const uint8_t q[
     for (int j = 0; j < 16; j++) p[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
 }
 
-void qt_pack_block(int type, int bits, int offset, float d, float m, const uint8_t q[32], uint8_t *out) {
-    if (type == PK_Q8_0) {
+void qt_pack_block(const qt_type *ty, float d, float m, const uint8_t q[32], uint8_t *out) {
+    if (qt_legacy_bits(ty) == 8) {
         store_f16(out, d);
         for (int j = 0; j < 32; j++) out[2 + j] = (uint8_t)(int8_t)(q[j] - 128);
         return;
     }
-    pack_legacy(bits, offset, d, m, q, out);
+    pack_legacy(qt_legacy_bits(ty), ty->tile.offsets, d, m, q, out);
 }
 
-static void legacy_block(const float *x, int bits, int offset, uint8_t *b) {
+static void legacy_block(const float *x, const qt_type *ty, uint8_t *b) {
     float d, m;
     uint8_t q[32];
-    qt_legacy_grid(x, bits, offset, &d, &m, q);
-    pack_legacy(bits, offset, d, m, q, b);
+    qt_legacy_grid(x, qt_legacy_bits(ty), ty->tile.offsets, &d, &m, q);
+    qt_pack_block(ty, d, m, q, b);
 }
-
 
 // Importance-weighted legacy blocks: the scale (and minimum) minimizing sum_j w_j (x_j - x'_j)^2,
 // found by trying scales around the plain one, rounding, and refitting by weighted least squares;
@@ -192,13 +191,13 @@ void qt_weighted_grid(const float *x, const float *w, int bits, int offset, floa
 // importance. That is the weight of each value in the search. (llama.cpp multiplies it by
 // sqrt(mean square of the row + x_j^2); measured on SmolLM2 Q4_0, the plain importance gives
 // the lower perplexity: Benchmarks/README.md.)
-static void legacy_weighted(const float *x, const float *importance, int64_t n, int bits, int offset, int bytes, uint8_t *y) {
+static void legacy_weighted(const float *x, const float *importance, int64_t n, const qt_type *ty, uint8_t *y) {
     for (int64_t b = 0; b < n / 32; b++) {
         const float *xb = x + 32 * b, *w = importance + 32 * b;
         float d, m;
         uint8_t q[32];
-        qt_weighted_grid(xb, w, bits, offset, &d, &m, q);
-        pack_legacy(bits, offset, d, m, q, y + bytes * b);
+        qt_weighted_grid(xb, w, qt_legacy_bits(ty), ty->tile.offsets, &d, &m, q);
+        qt_pack_block(ty, d, m, q, y + ty->bytes * b);
     }
 }
 
@@ -215,24 +214,25 @@ void qt_quantize_q8_0(const float *x, uint8_t *y, int64_t n) {
     }
 }
 
-#define LEGACY_QUANTIZERS(name, bits, offset, bytes)                                                   \
+#define LEGACY_QUANTIZERS(name, id)                                                                    \
     void qt_quantize_##name(const float *x, uint8_t *y, int64_t n) {                                   \
-        for (int64_t b = 0; b < n / 32; b++) legacy_block(x + 32 * b, bits, offset, y + (bytes) * b);  \
+        for (int64_t b = 0; b < n / 32; b++) legacy_block(x + 32 * b, &QT_TYPES[id], y + QT_TYPES[id].bytes * b); \
     }                                                                                                  \
     void qt_quantize_weighted_##name(const float *x, const float *importance, uint8_t *y, int64_t n) { \
-        legacy_weighted(x, importance, n, bits, offset, bytes, y);                                     \
+        legacy_weighted(x, importance, n, &QT_TYPES[id], y);                                           \
     }
-LEGACY_QUANTIZERS(q4_0, 4, 0, 18)
-LEGACY_QUANTIZERS(q4_1, 4, 1, 20)
-LEGACY_QUANTIZERS(q5_0, 5, 0, 22)
-LEGACY_QUANTIZERS(q5_1, 5, 1, 24)
+LEGACY_QUANTIZERS(q4_0, PK_Q4_0)
+LEGACY_QUANTIZERS(q4_1, PK_Q4_1)
+LEGACY_QUANTIZERS(q5_0, PK_Q5_0)
+LEGACY_QUANTIZERS(q5_1, PK_Q5_1)
 
 // Q8_0 weighted: the symmetric search on 8-bit codes (-128..127), stored as int8, or the plain
 // block (amax / 127) where that is nearer.
 void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t *y, int64_t n) {
+    const qt_type *ty = &QT_TYPES[PK_Q8_0];
     for (int64_t b = 0; b < n / 32; b++) {
         const float *xb = x + 32 * b, *w = importance + 32 * b;
-        uint8_t *out = y + 34 * b;
+        uint8_t *out = y + ty->bytes * b;
         qt_quantize_q8_0(xb, out, 32);
         uint8_t plain[32];
         for (int j = 0; j < 32; j++) plain[j] = (uint8_t)((int8_t)out[2 + j] + 128);
@@ -240,8 +240,8 @@ void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t 
         float d, m;
         uint8_t q[32];
         qt_weighted_grid(xb, w, 8, 0, &d, &m, q);
-        if (weighted_error(xb, w, q, 128, d, 0.0f) < weighted_error(xb, w, plain, 128, plain_d, 0.0f))
-            qt_pack_block(PK_Q8_0, 8, 0, d, 0.0f, q, out);
+        const int bias = qt_legacy_bias(ty);
+        if (weighted_error(xb, w, q, bias, d, 0.0f) < weighted_error(xb, w, plain, bias, plain_d, 0.0f)) qt_pack_block(ty, d, 0.0f, q, out);
     }
 }
 

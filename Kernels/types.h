@@ -40,7 +40,7 @@ typedef void (*blk_unpack_fn)(const uint8_t *block, int8_t *q, float *sc, float 
 typedef void (*qt_quantize_fn)(const float *src, uint8_t *dst, int64_t n);
 typedef void (*qt_quantize_weighted_fn)(const float *src, const float *importance, uint8_t *dst, int64_t n);
 
-typedef struct {
+typedef struct qt_type_s {
     const char *name;         // ggml's name; NULL: ggml never defined the id
     int64_t elements;         // weights per block (1: plain numbers)
     size_t bytes;             // bytes per block
@@ -68,11 +68,12 @@ void qt_quantize_weighted_q4_1(const float *x, const float *importance, uint8_t 
 void qt_quantize_weighted_q5_0(const float *x, const float *importance, uint8_t *y, int64_t n);
 void qt_quantize_weighted_q5_1(const float *x, const float *importance, uint8_t *y, int64_t n);
 void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t *y, int64_t n);
-// A legacy block's plain grid and codes (quantize.c), and a block packed from them.
+// A legacy block's plain grid and codes (quantize.c), and a block of type `ty` packed from them.
 void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]);
 // The grid (f16 d and m) and codes minimizing the w-weighted squared error of a legacy block.
 void qt_weighted_grid(const float *x, const float *w, int bits, int offset, float *d, float *m, uint8_t q[32]);
-void qt_pack_block(int type, int bits, int offset, float d, float m, const uint8_t q[32], uint8_t *out);
+struct qt_type_s;
+void qt_pack_block(const struct qt_type_s *ty, float d, float m, const uint8_t q[32], uint8_t *out);
 
 #define QT_GEOMETRY(n, e, b) .name = n, .elements = e, .bytes = b
 
@@ -131,6 +132,11 @@ BLK_INLINE const qt_type *qt_type_of(int type) {
     if (type < 0 || type >= PK_TYPE_COUNT || !QT_TYPES[type].name) return NULL;
     return &QT_TYPES[type];
 }
+
+// A legacy block's code width: 8 (Q8_0's whole bytes), 5 (with fifth bits) or 4; and its bias
+// (codes are q + bias; formats with a minimum have none).
+BLK_INLINE int qt_legacy_bits(const qt_type *ty) { return ty->fields.qs == 32 ? 8 : ty->fields.qh ? 5 : 4; }
+BLK_INLINE int qt_legacy_bias(const qt_type *ty) { return ty->tile.offsets ? 0 : 1 << (qt_legacy_bits(ty) - 1); }
 
 // A row's whole-row geometry: bytes of `k` weights (k a whole number of blocks).
 BLK_INLINE size_t qt_row_bytes(const qt_type *ty, int64_t k) { return (size_t)(k / ty->elements) * ty->bytes; }

@@ -40,16 +40,10 @@ struct Imatrix: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let model = try modelOptions.load()
-            guard context <= model.config.contextLength else {
-                throw CLIError("--ctx-size \(context) is more than the model's context of \(model.config.contextLength)")
-            }
             // Activations are observed on the CPU step.
-            let inference = try InferenceContext(transformer: model.transformer, contextLength: context, slots: 1,
-                                                 maxBatch: context, threads: threads, backend: .cpu)
-            guard let data = FileManager.default.contents(atPath: file) else { throw CLIError("cannot read \(file)") }
-            let tokens = try model.tokenizer.encode(bytes: [UInt8](data), addSpecial: true, parseSpecial: false)
-            let bos = model.tokenizer.addsBOS ? model.tokenizer.bosID : nil
-            let run = try ChunkedEvaluation(text: tokens, context: context, chunkLimit: chunks, bos: bos)
+            let inference = try chunkContext(model, context: context, threads: threads)
+            let run = try ChunkedEvaluation(file: URL(fileURLWithPath: file), tokenizer: model.tokenizer, context: context,
+                                            chunkLimit: chunks)
             var matrix = ImportanceMatrix()
             matrix.datasets = [file]
             matrix.chunkSize = context

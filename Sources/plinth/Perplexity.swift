@@ -64,30 +64,23 @@ struct Perplexity: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let model = try modelOptions.load()
-            let bos = model.tokenizer.addsBOS ? model.tokenizer.bosID : nil
             if divergence, let base {
-                try compare(model, base: URL(fileURLWithPath: base), bos: bos)
+                try compare(model, base: URL(fileURLWithPath: base))
             } else if let file {
-                try score(model, text: URL(fileURLWithPath: file), bos: bos)
+                try score(model, text: URL(fileURLWithPath: file))
             }
         }
     }
 
     private func inference(_ model: Model, context: Int) throws -> InferenceContext {
-        guard context <= model.config.contextLength else {
-            throw CLIError("--ctx-size \(context) is more than the model's context of \(model.config.contextLength)")
-        }
-        return try InferenceContext(transformer: model.transformer, contextLength: context, slots: max(1, batchSize / context),
-                                    maxBatch: batchSize, threads: threads, backend: parseBackend(backend))
+        try chunkContext(model, context: context, slots: max(1, batchSize / context), batch: batchSize, threads: threads,
+                         backend: parseBackend(backend))
     }
 
     /// Perplexity of the text, writing the base file when one is named.
-    private func score(_ model: Model, text url: URL, bos: Int32?) throws {
+    private func score(_ model: Model, text url: URL) throws {
         let inference = try inference(model, context: context)
-        guard let data = FileManager.default.contents(atPath: url.path) else { throw CLIError("cannot read \(url.path)") }
-        let tokens = try model.tokenizer.encode(bytes: [UInt8](data), addSpecial: true, parseSpecial: false)
-        Diagnostics.note("the text is \(tokens.count) tokens")
-        let run = try ChunkedEvaluation(text: tokens, context: context, chunkLimit: chunks, bos: bos)
+        let run = try ChunkedEvaluation(file: url, tokenizer: model.tokenizer, context: context, chunkLimit: chunks)
         let vocabulary = model.config.vocabularySize
         let writer = try base.map {
             try LogProbabilityFile.Writer(url: URL(fileURLWithPath: $0), header: .init(
@@ -124,7 +117,7 @@ struct Perplexity: ParsableCommand {
     }
 
     /// KL divergence and the rest against a base file.
-    private func compare(_ model: Model, base url: URL, bos: Int32?) throws {
+    private func compare(_ model: Model, base url: URL) throws {
         let reader = try LogProbabilityFile.Reader(url: url)
         let header = reader.header
         guard header.vocabularySize == model.config.vocabularySize else {
@@ -134,7 +127,8 @@ struct Perplexity: ParsableCommand {
             throw PerplexityError.contextTooLong(path: url.path, file: header.context, model: model.config.contextLength)
         }
         let count = min(chunks ?? header.chunkCount, header.chunkCount)
-        let run = ChunkedEvaluation(chunks: Array(header.tokens.prefix(count * header.context)), context: header.context, bos: bos)
+        let run = ChunkedEvaluation(chunks: Array(header.tokens.prefix(count * header.context)), context: header.context,
+                                    bos: ChunkedEvaluation.bos(of: model.tokenizer))
         let inference = try inference(model, context: header.context)
         let words = LogProbabilityFile.recordWords(vocabularySize: header.vocabularySize)
         var tally = DivergenceTally()

@@ -57,14 +57,10 @@ struct Quantize: ParsableCommand {
     private func calibrate(_ input: URL) throws -> Hessians {
         let model = try Model(url: input)
         let context = min(512, model.config.contextLength)
-        let inference = try InferenceContext(transformer: model.transformer, contextLength: context, slots: 1,
-                                             maxBatch: context, backend: .cpu)
-        guard let path = calibration, let data = FileManager.default.contents(atPath: path) else {
-            throw CLIError("cannot read \(calibration ?? "")")
-        }
-        let tokens = try model.tokenizer.encode(bytes: [UInt8](data), addSpecial: true, parseSpecial: false)
-        let run = try ChunkedEvaluation(text: tokens, context: context, chunkLimit: calibrationChunks,
-                                        bos: model.tokenizer.addsBOS ? model.tokenizer.bosID : nil)
+        let inference = try chunkContext(model, context: context)
+        guard let path = calibration else { throw CLIError("--method gptq needs --calibration TEXT") }
+        let run = try ChunkedEvaluation(file: URL(fileURLWithPath: path), tokenizer: model.tokenizer, context: context,
+                                        chunkLimit: calibrationChunks)
         let hessians = Hessians()
         inference.inputObserver = { names, x, rows, width in hessians.accumulate(names, x, rows: rows, width: width) }
         Diagnostics.note("calibrating on \(run.chunkCount) chunks of \(context) tokens of \(path)")

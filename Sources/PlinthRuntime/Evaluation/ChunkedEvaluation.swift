@@ -1,3 +1,5 @@
+import Foundation
+
 /// A token sequence cut into chunks of `context` tokens and scored the way llama-perplexity
 /// scores it: each chunk starts from an empty cache with its first token replaced by BOS (when
 /// the model adds one), and the logits of positions `context/2 ..< context-1` predict the tokens
@@ -16,6 +18,17 @@ public struct ChunkedEvaluation: Sendable {
         let chunks = min(chunkLimit ?? Int.max, tokens.count / context)
         self.init(chunks: Array(tokens.prefix(chunks * context)), context: context, bos: bos)
     }
+
+    /// The chunks of a UTF-8 text file, tokenized as llama-perplexity tokenizes it (BOS first when
+    /// the model adds one, special-token text taken as text).
+    public init(file url: URL, tokenizer: Tokenizer, context: Int, chunkLimit: Int? = nil) throws {
+        guard let data = FileManager.default.contents(atPath: url.path) else { throw PerplexityError.cannotRead(path: url.path) }
+        let tokens = try tokenizer.encode(bytes: [UInt8](data), addSpecial: true, parseSpecial: false)
+        try self.init(text: tokens, context: context, chunkLimit: chunkLimit, bos: Self.bos(of: tokenizer))
+    }
+
+    /// The token that replaces each chunk's first: the model's BOS, when its tokenizer adds one.
+    public static func bos(of tokenizer: Tokenizer) -> Int32? { tokenizer.addsBOS ? tokenizer.bosID : nil }
 
     /// Chunks given whole (a log-probability file's): `tokens.count` is a multiple of `context`.
     public init(chunks tokens: [Int32], context: Int, bos: Int32?) {

@@ -3,6 +3,28 @@ import Foundation
 // The per-position arithmetic is llama-perplexity's, in its float and double types, so that the
 // two engines' numbers differ only by their logits.
 
+/// A row's largest logit, its index (the first if tied), and the sum of exp(logit - largest) in
+/// double: what every log-softmax here starts from.
+func softmaxTerms(_ logits: UnsafeBufferPointer<Float>) -> (max: Float, top: Int, sumExp: Double) {
+    var maxLogit = logits[0], top = 0
+    for i in 1..<logits.count where logits[i] > maxLogit {
+        maxLogit = logits[i]
+        top = i
+    }
+    var sumExp = 0.0
+    for v in logits { sumExp += Double(expf(v - maxLogit)) }
+    return (maxLogit, top, sumExp)
+}
+
+/// The mean of values given by their sum and sum of squares, and its standard error (zero with
+/// `minimum` values or fewer, or no spread).
+func meanAndError(_ sum: Double, _ sum2: Double, _ count: Int, minimum: Int = 1) -> (mean: Double, error: Double) {
+    guard count > 0 else { return (0, 0) }
+    let mean = sum / Double(count)
+    let variance = sum2 / Double(count) - mean * mean
+    return (mean, variance > 0 && count > minimum ? sqrt(variance / Double(count - 1)) : 0)
+}
+
 /// Negative log-likelihoods of the scored positions: perplexity and its uncertainty.
 public struct PerplexityTally: Sendable {
     public private(set) var count = 0
@@ -12,10 +34,7 @@ public struct PerplexityTally: Sendable {
 
     /// Scores one position: `logits` predicted `token`.
     public mutating func add(logits: UnsafeBufferPointer<Float>, token: Int32) {
-        var maxLogit = logits[0]
-        for v in logits where v > maxLogit { maxLogit = v }
-        var sumExp = 0.0
-        for v in logits { sumExp += Double(expf(v - maxLogit)) }
+        let (maxLogit, _, sumExp) = softmaxTerms(logits)
         add(nll: -(Double(logits[Int(token)] - maxLogit) - log(sumExp)))
     }
 
@@ -30,12 +49,7 @@ public struct PerplexityTally: Sendable {
     public var perplexity: Double { exp(nll / Double(max(count, 1))) }
 
     /// The standard error of the perplexity (llama-perplexity's "+/-").
-    public var uncertainty: Double {
-        guard count > 1 else { return 0 }
-        let mean = nll / Double(count)
-        let variance = nll2 / Double(count) - mean * mean
-        return variance > 0 ? sqrt(variance / Double(count - 1)) * perplexity : 0
-    }
+    public var uncertainty: Double { meanAndError(nll, nll2, count).error * perplexity }
 }
 
 /// A base model's log-probabilities at one position, compressed as llama-perplexity stores them.
@@ -43,14 +57,8 @@ public enum LogProbabilityRecord {
     /// Writes the record of `logits` into `out` (``LogProbabilityFile/recordWords(vocabularySize:)``
     /// words) and returns the negative log-likelihood of `token`.
     public static func encode(logits: UnsafeBufferPointer<Float>, token: Int32, into out: UnsafeMutableBufferPointer<UInt16>) -> Double {
-        var maxLogit = logits[0], minLogit = logits[0]
-        for v in logits {
-            maxLogit = max(maxLogit, v)
-            minLogit = min(minLogit, v)
-        }
-        minLogit = max(minLogit, maxLogit - 16)
-        var sumExp = 0.0
-        for v in logits { sumExp += Double(expf(v - maxLogit)) }
+        let (maxLogit, _, sumExp) = softmaxTerms(logits)
+        let minLogit = max(logits.min()!, maxLogit - 16)
         let logSumExp = Float(log(sumExp))
         let minLogProb = minLogit - maxLogit - logSumExp
         let scale = (maxLogit - minLogit) / 65535
@@ -102,13 +110,7 @@ public struct DivergenceTally: Sendable {
     /// Scores one position: this model's `logits` against the base's `record`; `token` came next.
     public mutating func add(logits: UnsafeBufferPointer<Float>, base record: UnsafeBufferPointer<UInt16>, token: Int32) {
         let n = logits.count, tok = Int(token)
-        var maxLogit = logits[0], top = 0
-        for i in 1..<n where logits[i] > maxLogit {
-            maxLogit = logits[i]
-            top = i
-        }
-        var sumExp = 0.0
-        for v in logits { sumExp += Double(expf(v - maxLogit)) }
+        let (maxLogit, top, sumExp) = softmaxTerms(logits)
         let logSumExp = Float(log(sumExp))
         let scale = LogProbabilityRecord.loadFloat(record, at: 0), minLogProb = LogProbabilityRecord.loadFloat(record, at: 2)
         let q = UnsafeBufferPointer(rebasing: record[4...])
@@ -156,10 +158,8 @@ public struct DivergenceTally: Sendable {
     }
 
     private static func estimate(_ sum: Double, _ sum2: Double, _ count: Int) -> Estimate {
-        guard count > 0 else { return Estimate(value: 0, uncertainty: 0) }
-        let f = sum / Double(count)
-        let d = sum2 / Double(count) - f * f
-        return Estimate(value: f, uncertainty: d > 0 && count > 10 ? sqrt(d / Double(count - 1)) : 0)
+        let e = meanAndError(sum, sum2, count, minimum: 10)
+        return Estimate(value: e.mean, uncertainty: e.error)
     }
 
     private var covariance: Double {

@@ -15,10 +15,10 @@ public final class Hessians {
 
     deinit { owned.forEach { $0.deallocate() } }
 
-    /// Adds `count` activation rows of `width` that met the matrices `names` (blocks' matrices only,
-    /// as the importance matrix).
+    /// Adds `count` activation rows of `width` that met the matrices `names` (those an importance
+    /// matrix collects).
     public func accumulate(_ names: [String], _ input: UnsafePointer<Float>, rows count: Int, width: Int) {
-        let names = names.filter { $0.hasPrefix("blk.") }
+        let names = names.filter(ImportanceMatrix.collects)
         guard let first = names.first else { return }
         let h: UnsafeMutablePointer<Float>
         if let existing = sums[first] {

@@ -18,16 +18,19 @@ public struct ImportanceMatrix: Sendable {
 
     public init() {}
 
-    /// Adds `rows` activation rows of `width` that met the matrices `names`. Like llama-imatrix,
-    /// only the blocks' matrices are collected (not the output projection).
+    /// Whether calibration statistics are collected for matrix `name`: like llama-imatrix, the
+    /// transformer blocks' matrices, not the output projection.
+    public static func collects(_ name: String) -> Bool { name.hasPrefix("blk.") }
+
+    /// Adds `rows` activation rows of `width` that met the matrices `names` (those it ``collects(_:)``).
     public mutating func accumulate(_ names: [String], _ input: UnsafePointer<Float>, rows: Int, width: Int) {
-        guard names.contains(where: { $0.hasPrefix("blk.") }) else { return }
+        guard names.contains(where: Self.collects) else { return }
         var squares = [Double](repeating: 0, count: width)
         for r in 0..<rows {
             let row = input + r * width
             for j in 0..<width { squares[j] += Double(row[j] * row[j]) }
         }
-        for name in names where name.hasPrefix("blk.") {
+        for name in names where Self.collects(name) {
             var e = entries[name] ?? Entry(sums: [Double](repeating: 0, count: width), count: 0)
             guard e.sums.count == width else { continue }
             for j in 0..<width { e.sums[j] += squares[j] }
