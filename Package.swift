@@ -51,9 +51,15 @@ let package = Package(
             name: "PlinthJinja",
             path: "Sources/PlinthJinja"
         ),
+        // The model manifest (Models/models.json), compiled in, and the catalog read from it.
+        .target(
+            name: "PlinthModels",
+            path: "Models",
+            resources: [.embedInCode("models.json")]
+        ),
         .target(
             name: "PlinthRuntime",
-            dependencies: ["PlinthKernels", "PlinthCUDA", "PlinthJinja", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["PlinthKernels", "PlinthCUDA", "PlinthJinja", "PlinthModels", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/PlinthRuntime"
         ),
         // Constrained decoding: schema / JSON Schema / regex -> token masks. Knows token bytes only.

@@ -2,7 +2,7 @@ import Foundation
 import PlinthRuntime
 import Testing
 
-/// The model catalog and the local model cache: the manifest file matches the built-in list,
+/// The model catalog and the local model cache: the built-in list is the manifest file,
 /// names resolve, and each way of not having a model gives its own error.
 struct ModelCatalogTests {
     /// The package root, found from this file's path (Tests/PlinthRuntimeTests/ModelCatalogTests.swift).
@@ -11,7 +11,7 @@ struct ModelCatalogTests {
 
     static var defaultModel: URL? { TestModels.path(TestModels.smolLM2) }
 
-    struct Manifest: Decodable { var models: [ModelEntry] }
+    struct Manifest: Decodable { var `default`: String; var models: [ModelEntry] }
 
     /// A fresh, empty directory for a store's home; removed after `body`.
     static func withTemporaryHome<R>(_ body: (URL) throws -> R) throws -> R {
@@ -23,10 +23,12 @@ struct ModelCatalogTests {
 
     // MARK: Catalog
 
-    @Test func manifestFileMatchesTheBuiltInCatalog() throws {
+    @Test func builtInCatalogIsTheManifestFile() throws {
+        // The binary carries Models/models.json as it is in the tree, nothing else.
         let url = Self.packageRoot.appendingPathComponent("Models/models.json")
         let manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: url))
         #expect(manifest.models == ModelCatalog.entries)
+        #expect(manifest.default == ModelCatalog.defaultModelName)
         #expect(manifest.models.count >= 2)
     }
 
