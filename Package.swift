@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "PlinthRuntime", targets: ["PlinthRuntime"]),
+        .library(name: "PlinthJSON", targets: ["PlinthJSON"]),
         .library(name: "PlinthGrammar", targets: ["PlinthGrammar"]),
         .library(name: "PlinthJinja", targets: ["PlinthJinja"]),
         .library(name: "Plinth", targets: ["Plinth"]),
@@ -45,10 +46,17 @@ let package = Package(
             exclude: ["pkc_kernels.cu"],
             linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("m")]
         ),
+        // JSON for every layer: one order-keeping value with number text, one reader (streamed
+        // or whole), one writer (compact, indented, Python's json.dumps). No dependencies.
+        .target(
+            name: "PlinthJSON",
+            path: "Sources/PlinthJSON"
+        ),
         // A Jinja engine as transformers renders chat templates (jinja2, sandboxed, `tojson` as
-        // Python writes it); general-purpose, no dependencies.
+        // Python writes it); general-purpose.
         .target(
             name: "PlinthJinja",
+            dependencies: ["PlinthJSON"],
             path: "Sources/PlinthJinja"
         ),
         // The model manifest (Models/models.json), compiled in, and the catalog read from it.
@@ -65,6 +73,7 @@ let package = Package(
         // Constrained decoding: schema / JSON Schema / regex -> token masks. Knows token bytes only.
         .target(
             name: "PlinthGrammar",
+            dependencies: ["PlinthJSON"],
             path: "Sources/PlinthGrammar"
         ),
         .macro(
@@ -78,7 +87,7 @@ let package = Package(
         // The public, Apple-shaped API.
         .target(
             name: "Plinth",
-            dependencies: ["PlinthRuntime", "PlinthGrammar", "PlinthMacros"],
+            dependencies: ["PlinthRuntime", "PlinthJSON", "PlinthGrammar", "PlinthMacros"],
             path: "Sources/Plinth"
         ),
         // `plinth serve`: the OpenAI-compatible HTTP API over the schedulers of the loaded models.
@@ -101,6 +110,7 @@ let package = Package(
             name: "plinth",
             dependencies: [
                 "PlinthRuntime",
+                "PlinthJSON",
                 "PlinthGrammar",
                 "Plinth",
                 "PlinthServer",
@@ -121,13 +131,18 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
+            name: "PlinthJSONTests",
+            dependencies: ["PlinthJSON"],
+            path: "Tests/PlinthJSONTests"
+        ),
+        .testTarget(
             name: "PlinthGrammarTests",
             dependencies: ["PlinthGrammar", "PlinthRuntime"],
             path: "Tests/PlinthGrammarTests"
         ),
         .testTarget(
             name: "PlinthTests",
-            dependencies: ["Plinth", "FoundationModels", "PlinthRuntime"],
+            dependencies: ["Plinth", "FoundationModels", "PlinthRuntime", "PlinthJSON"],
             path: "Tests/PlinthTests",
             exclude: ["PublicAPI"]
         ),

@@ -33,13 +33,17 @@ public final class GrammarCompiler: Sendable {
 
     /// Compiles a JSON Schema given as JSON text.
     public func compile(jsonSchema text: String, options: GrammarOptions = GrammarOptions()) throws(GrammarError) -> CompiledGrammar {
-        try compile(schema: try JSONValue(parsing: text), options: options)
+        try compile(schema: try parse(text.utf8), options: options)
     }
 
     /// Compiles a JSON Schema given as a JSON document (for example the encoding of a
     /// `GenerationSchema`).
     public func compile(jsonSchema data: Data, options: GrammarOptions = GrammarOptions()) throws(GrammarError) -> CompiledGrammar {
-        try compile(schema: try JSONValue(parsing: data), options: options)
+        try compile(schema: try parse(data), options: options)
+    }
+
+    private func parse(_ bytes: some Sequence<UInt8>) throws(GrammarError) -> JSONValue {
+        do { return try JSONValue(parsing: bytes) } catch { throw .invalidJSON(error.description) }
     }
 
     /// Compiles a JSON Schema.

@@ -614,8 +614,7 @@ final class SchemaCompiler {
         // property declares and no pattern matches is an additional property.
         func patternSchemas(_ name: String) -> [JSONValue] {
             guard !patterns.isEmpty else { return [] }
-            var key: [UInt8] = []
-            JSONValue.writeString(name, into: &key)
+            let key = Array(JSONWriter.quoted(name).utf8)
             return patterns.indices.filter { patternDFAs[$0].accepts(key) }.map { patterns[$0].schema }
         }
         func allOf(_ schemas: [JSONValue]) -> JSONValue {
@@ -650,11 +649,7 @@ final class SchemaCompiler {
         func undeclaredKeys() throws(GrammarError) -> DFA {
             let str = try plainStringDFA()
             if names.isEmpty { return str }
-            return DFA.strings(of: str, except: names.map { nm in
-                var enc: [UInt8] = []
-                JSONValue.writeString(nm, into: &enc)
-                return enc
-            })
+            return DFA.strings(of: str, except: names.map { Array(JSONWriter.quoted($0).utf8) })
         }
         if patterns.isEmpty {
             if ap != .bool(false) {
@@ -727,12 +722,7 @@ final class SchemaCompiler {
         }
         nfa.epsilon(open, K[0][0])
         if optionalFrom[0] && minP == 0 { nfa.range(open, 0x7D, 0x7D, accept) }
-        var keys: [[UInt8]] = []
-        for (name, _) in props {
-            var key: [UInt8] = []
-            JSONValue.writeString(name, into: &key)
-            keys.append(key)
-        }
+        let keys = props.map { Array(JSONWriter.quoted($0.key).utf8) }
         for c in 0..<levels {
             let next = up(c)
             for i in 0...n {
@@ -844,9 +834,7 @@ final class SchemaCompiler {
 
     /// Whether `text` matches `pattern` (search semantics unless `fullMatch`).
     static func matches(_ text: String, pattern: String, fullMatch: Bool = false) throws(GrammarError) -> Bool {
-        var enc: [UInt8] = []
-        JSONValue.writeString(text, into: &enc)
-        return try patternStringDFA(pattern, fullMatch: fullMatch, budget: 100_000).accepts(enc)
+        try patternStringDFA(pattern, fullMatch: fullMatch, budget: 100_000).accepts(Array(JSONWriter.quoted(text).utf8))
     }
 
     /// `"` any JSON string content `"` (state 1: between characters). Built once.
@@ -1030,9 +1018,7 @@ final class SchemaCompiler {
         }
         var texts = Set<[UInt8]>()
         for v in values {
-            var out: [UInt8] = []
-            v.writeCompact(into: &out)
-            texts.insert(out)
+            texts.insert(Array(v.compactText.utf8))
             if case .number(let t) = v, let n = DecimalNumber(t) {
                 // Other spellings of the same number that a serializer may produce.
                 texts.insert(Array(n.description.utf8))

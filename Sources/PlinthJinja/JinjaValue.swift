@@ -1,3 +1,5 @@
+public import PlinthJSON
+
 /// A JSON-like value that a chat template can read: the messages, tool definitions and any
 /// extra variables you pass to a template.
 ///
@@ -25,8 +27,24 @@ public enum JinjaValue: Sendable, Equatable {
     ///
     /// Integers without a fraction or exponent become ``int(_:)``, as in Python's `json`.
     public init(json text: String) throws(ChatTemplateError) {
-        var parser = Jinja.JSONParser(text)
-        self = try parser.parseDocument()
+        do {
+            self = try JSONReader.parse(text.utf8, builder: Builder(), options: Builder.options)
+        } catch {
+            throw .invalidJSON(error.message, offset: error.offset)
+        }
+    }
+
+    /// The template value of a JSON value, with numbers as Python's `json` reads their text.
+    public init(_ json: JSONValue) {
+        let builder = Builder()
+        switch json {
+        case .null: self = .null
+        case .bool(let b): self = .bool(b)
+        case .number(let n): self = builder.scalar(.number(n), complete: true)
+        case .string(let s): self = .string(s)
+        case .array(let items): self = .array(items.map(JinjaValue.init))
+        case .object(let members): self = .object(JinjaObject(members.map { ($0.key, JinjaValue($0.value)) }))
+        }
     }
 
     /// The value as JSON text, exactly as Python's `json.dumps(value, ensure_ascii=False)`

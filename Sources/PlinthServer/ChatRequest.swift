@@ -8,8 +8,8 @@ struct ChatRequest: Sendable {
         case text
         /// Any JSON object.
         case jsonObject
-        /// A JSON Schema document (its text), enforced while decoding.
-        case jsonSchema(name: String, schema: String)
+        /// A JSON Schema document, enforced while decoding.
+        case jsonSchema(name: String, schema: JSONValue)
     }
 
     enum ToolChoice: Sendable, Equatable {
@@ -26,7 +26,7 @@ struct ChatRequest: Sendable {
     var parallelToolCalls: Bool
 
     /// The JSON Schema the decoder enforces, or nil for free text.
-    var enforcedSchema: String? {
+    var enforcedSchema: JSONValue? {
         switch responseFormat {
         case .text: nil
         case .jsonObject: Self.anyObjectSchema
@@ -35,7 +35,7 @@ struct ChatRequest: Sendable {
     }
 
     /// A JSON object: the schema `json_object` enforces.
-    static let anyObjectSchema = #"{"type":"object"}"#
+    static let anyObjectSchema = JSONValue.object([("type", .string("object"))])
 
     init(body: Data) throws {
         let r = try RequestReader(body: body)
@@ -85,7 +85,7 @@ struct ChatRequest: Sendable {
                 throw APIError.invalid("response_format.json_schema.schema", "`response_format.json_schema.schema` must be a JSON Schema object.",
                                        code: "invalid_type")
             }
-            return .jsonSchema(name: name, schema: schema.compactText)
+            return .jsonSchema(name: name, schema: schema)
         case let other:
             throw APIError.invalid("response_format.type", "`response_format.type` must be `text`, `json_object` or `json_schema`, not `\(other)`.")
         }
@@ -112,7 +112,7 @@ struct ChatRequest: Sendable {
             }
             let schema: GenerationSchema
             do {
-                schema = try GenerationSchema(jsonSchema: parameters.compactText)
+                schema = try GenerationSchema(jsonSchema: parameters)
             } catch {
                 throw APIError.invalid(f.name("parameters"), "`\(f.name("parameters"))` is not a schema: \(error.localizedDescription)")
             }

@@ -23,9 +23,7 @@ struct RequestReader {
         do {
             json = try JSONValue(parsing: body)
         } catch {
-            var why = error.localizedDescription
-            if case .invalidJSON(let what) = error { why = what }
-            throw APIError(400, "invalid_request_error", code: "invalid_json", "The request body is not valid JSON: \(why).")
+            throw APIError(400, "invalid_request_error", code: "invalid_json", "The request body is not valid JSON: \(error).")
         }
         try self.init(json)
     }

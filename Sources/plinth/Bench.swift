@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PlinthJSON
 import PlinthRuntime
 
 /// `plinth bench`: prompt-processing and generation speed on synthetic tokens, in the manner of
@@ -348,21 +349,23 @@ struct BenchReport {
     }
 
     func json() -> String {
-        var results: [[String: Any]] = []
-        for r in self.results {
-            results.append([
-                "test": r.test, "kind": r.kind, "n_prompt": r.promptTokens, "n_gen": r.genTokens,
-                "sequences": r.sequences, "samples_ts": r.samples, "median_ts": r.median, "mean_ts": r.mean,
-                "stddev_ts": r.stddev, "min_ts": r.sorted.first ?? 0, "max_ts": r.sorted.last ?? 0,
-            ])
+        let results: [JSONValue] = self.results.map { r in
+            [
+                "test": .string(r.test), "kind": .string(r.kind), "n_prompt": .integer(r.promptTokens),
+                "n_gen": .integer(r.genTokens), "sequences": .integer(r.sequences),
+                "samples_ts": .array(r.samples.map(JSONValue.double)), "median_ts": .double(r.median),
+                "mean_ts": .double(r.mean), "stddev_ts": .double(r.stddev),
+                "min_ts": .double(r.sorted.first ?? 0), "max_ts": .double(r.sorted.last ?? 0),
+            ]
         }
-        var object: [String: Any] = [
-            "model": modelPath, "model_name": modelName, "model_bytes": modelBytes, "types": typeMix,
-            "threads": threads, "repetitions": repetitions, "context": contextLength,
-            "peak_rss_bytes": peakRSSBytes, "weights": weights, "backend": backend, "results": results,
+        var object: [(key: String, value: JSONValue)] = [
+            ("model", .string(modelPath)), ("model_name", .string(modelName)), ("model_bytes", .integer(modelBytes)),
+            ("types", .string(typeMix)), ("threads", .integer(threads)), ("repetitions", .integer(repetitions)),
+            ("context", .integer(contextLength)), ("peak_rss_bytes", .integer(peakRSSBytes)), ("weights", .string(weights)),
+            ("backend", .string(backend)),
         ]
-        if let parallel { object["parallel"] = parallel }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted]) else { return "{}\n" }
-        return String(decoding: data, as: UTF8.self) + "\n"
+        if let parallel { object.append(("parallel", .integer(parallel))) }
+        object.append(("results", .array(results)))
+        return JSONValue.object(object).prettyText + "\n"
     }
 }

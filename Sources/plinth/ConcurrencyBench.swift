@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Plinth
+import PlinthJSON
 import PlinthRuntime
 import Synchronization
 
@@ -100,17 +101,18 @@ struct ConcurrencyBench: AsyncParsableCommand {
             let decodeRatio = median(zip(decode.raw, decode.scheduled).map { $1 / $0 })
             let ttftRatio = median(zip(ttft.idle, ttft.loaded).map { $1 / $0 })
             if json {
-                let object: [String: Any] = [
-                    "model": url.lastPathComponent, "records": records.count, "concurrency": concurrency,
-                    "sequential_records_per_second": sequentialRate, "concurrent_records_per_second": concurrentRate,
-                    "concurrent_over_sequential": concurrentRate / sequentialRate, "mismatched_records": mismatches,
-                    "outputs": concurrent,
-                    "raw_decode_tokens_per_second": decode.raw, "scheduler_decode_tokens_per_second": decode.scheduled,
-                    "decode_ratio": decodeRatio,
-                    "idle_ttft_seconds": ttft.idle, "loaded_ttft_seconds": ttft.loaded, "ttft_ratio": ttftRatio,
+                let object: JSONValue = [
+                    "model": .string(url.lastPathComponent), "records": .integer(records.count), "concurrency": .integer(concurrency),
+                    "sequential_records_per_second": .double(sequentialRate), "concurrent_records_per_second": .double(concurrentRate),
+                    "concurrent_over_sequential": .double(concurrentRate / sequentialRate), "mismatched_records": .integer(mismatches),
+                    "outputs": .array(concurrent.map(JSONValue.string)),
+                    "raw_decode_tokens_per_second": .array(decode.raw.map(JSONValue.double)),
+                    "scheduler_decode_tokens_per_second": .array(decode.scheduled.map(JSONValue.double)),
+                    "decode_ratio": .double(decodeRatio),
+                    "idle_ttft_seconds": .array(ttft.idle.map(JSONValue.double)),
+                    "loaded_ttft_seconds": .array(ttft.loaded.map(JSONValue.double)), "ttft_ratio": .double(ttftRatio),
                 ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
-                print(String(decoding: data, as: UTF8.self))
+                print(object.prettyText)
             } else {
                 print("model: \(url.lastPathComponent), \(records.count) records")
                 print(String(format: "records: one after another %.2f/s, %d concurrent sessions %.2f/s: %.2fx; %d of %d outputs differ",

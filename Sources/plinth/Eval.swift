@@ -218,7 +218,7 @@ struct EvalRun: AsyncParsableCommand {
         do {
             record = try JSONValue(parsing: Data(line))
         } catch {
-            return (.null, .failure(.init(.invalidJSON, "the line is not JSON: \(error.localizedDescription)")))
+            return (.null, .failure(.init(.invalidJSON, "the line is not JSON: \(error)")))
         }
         guard case .object = record else {
             return (.null, .failure(.init(.invalidJSON, "the line is JSON but not an object")))

@@ -81,27 +81,27 @@ struct EvalTally {
         return value.compactText
     }
 
-    func json(seconds: Double) -> [String: Any] {
-        var out: [String: Any] = [
-            "records": records, "values": values, "validValues": validValues,
-            "validRate": values > 0 ? Double(validValues) / Double(values) : 0,
-            "truncatedByBudget": truncatedByBudget, "errors": errors,
-            "promptTokens": promptTokens, "cachedTokens": cachedTokens, "generatedTokens": generatedTokens,
-            "seconds": seconds,
-            "recordsPerSecond": seconds > 0 ? Double(records) / seconds : 0,
-            "generatedTokensPerSecond": seconds > 0 ? Double(generatedTokens) / seconds : 0,
+    func json(seconds: Double) -> JSONValue {
+        func counts(_ d: [String: Int]) -> JSONValue { JSONValue(sortingMembersOf: d.mapValues { .integer($0) }) }
+        return [
+            "records": .integer(records), "values": .integer(values), "validValues": .integer(validValues),
+            "validRate": .double(values > 0 ? Double(validValues) / Double(values) : 0),
+            "truncatedByBudget": .integer(truncatedByBudget), "errors": counts(errors),
+            "promptTokens": .integer(promptTokens), "cachedTokens": .integer(cachedTokens),
+            "generatedTokens": .integer(generatedTokens), "seconds": .double(seconds),
+            "recordsPerSecond": .double(seconds > 0 ? Double(records) / seconds : 0),
+            "generatedTokensPerSecond": .double(seconds > 0 ? Double(generatedTokens) / seconds : 0),
+            "labels": JSONValue(sortingMembersOf: labels.mapValues { l in
+                ["total": .integer(l.total), "correct": .integer(l.correct),
+                 "accuracy": .double(l.total > 0 ? Double(l.correct) / Double(l.total) : 0),
+                 "confusion": JSONValue(sortingMembersOf: l.confusion.mapValues(counts))]
+            }),
         ]
-        out["labels"] = labels.mapValues { l -> [String: Any] in
-            ["total": l.total, "correct": l.correct, "accuracy": l.total > 0 ? Double(l.correct) / Double(l.total) : 0,
-             "confusion": l.confusion]
-        }
-        return out
     }
 
     /// Writes ``json(seconds:)`` to `path`.
     func write(summary path: String, seconds: Double) throws {
-        let data = try JSONSerialization.data(withJSONObject: json(seconds: seconds), options: [.prettyPrinted, .sortedKeys])
-        try data.write(to: URL(fileURLWithPath: path))
+        try Data((json(seconds: seconds).prettyText + "\n").utf8).write(to: URL(fileURLWithPath: path))
     }
 
     func text(seconds: Double) -> String {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Plinth
+import PlinthJSON
 import PlinthRuntime
 import Synchronization
 
@@ -115,15 +116,17 @@ struct SessionBench: AsyncParsableCommand {
             let pairedRatio = median(zip(raw, viaSession).map { $1 / $0 })
             let coldTTFT = median(cold), warmTTFT = median(warm)
             if json {
-                let object: [String: Any] = [
-                    "model": url.lastPathComponent, "generated_tokens": tokenCount,
-                    "raw_tokens_per_second": raw, "session_tokens_per_second": viaSession,
-                    "throughput_ratio": pairedRatio,
-                    "history_tokens": historyTokens, "warm_prefilled_tokens": warmPrefill,
-                    "cold_ttft_seconds": cold, "warm_ttft_seconds": warm, "ttft_ratio": warmTTFT / coldTTFT,
+                let object: JSONValue = [
+                    "model": .string(url.lastPathComponent), "generated_tokens": .integer(tokenCount),
+                    "raw_tokens_per_second": .array(raw.map(JSONValue.double)),
+                    "session_tokens_per_second": .array(viaSession.map(JSONValue.double)),
+                    "throughput_ratio": .double(pairedRatio),
+                    "history_tokens": .array(historyTokens.map(JSONValue.integer)),
+                    "warm_prefilled_tokens": .array(warmPrefill.map(JSONValue.integer)),
+                    "cold_ttft_seconds": .array(cold.map(JSONValue.double)), "warm_ttft_seconds": .array(warm.map(JSONValue.double)),
+                    "ttft_ratio": .double(warmTTFT / coldTTFT),
                 ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
-                print(String(decoding: data, as: UTF8.self))
+                print(object.prettyText)
             } else {
                 print("model: \(url.lastPathComponent), \(rounds) rounds, medians")
                 print(String(format: "decode, %d tokens: raw runtime %.1f tok/s, session %.1f tok/s (medians); session/raw %.3f (median of paired rounds)",

@@ -1,6 +1,7 @@
 import Foundation
 import FoundationModels
 @testable import Plinth
+import PlinthJSON
 import Testing
 
 @Generable
@@ -16,19 +17,19 @@ struct StarCount {
 
 struct DecodingSchemaTests {
     @Test func openIntegerBoundsBecomeTheRangeThatDecodesExactly() throws {
-        let schema = try JSONValue.parse(DecodingSchema.jsonText(for: StarCount.generationSchema))
+        let schema = DecodingSchema.jsonSchema(for: StarCount.generationSchema)
         let properties = try #require(schema["properties"])
-        let largest = JSONValue.number(9_007_199_254_740_991)
-        #expect(properties["stars"]?["minimum"] == .number(-9_007_199_254_740_991))
+        let largest = JSONValue.integer(9_007_199_254_740_991)
+        #expect(properties["stars"]?["minimum"] == .integer(-9_007_199_254_740_991))
         #expect(properties["stars"]?["maximum"] == largest)
         // A guide's bounds stay; only a missing one is added.
-        #expect(properties["rating"]?["minimum"] == .number(1))
-        #expect(properties["rating"]?["maximum"] == .number(5))
-        #expect(properties["visible"]?["minimum"] == .number(0))
+        #expect(properties["rating"]?["minimum"] == .integer(1))
+        #expect(properties["rating"]?["maximum"] == .integer(5))
+        #expect(properties["visible"]?["minimum"] == .integer(0))
         #expect(properties["visible"]?["maximum"] == largest)
         #expect(properties["code"]?["pattern"] == .string("^(?:[A-Z]{2})$"))
         // The largest bound survives the trip through Double and decodes into Int.
-        #expect(try Int(GeneratedContent(json: largest.text)) == (1 << 53) - 1)
+        #expect(try Int(GeneratedContent(json: largest.compactText)) == (1 << 53) - 1)
     }
 
     /// Under random sampling SmolLM2 once wrote 36- and 27-digit integers for unguided `Int`s

@@ -1,6 +1,7 @@
 import Foundation
 import FoundationModels
 @testable import Plinth
+import PlinthJSON
 import PlinthRuntime
 import Synchronization
 import Testing
@@ -355,10 +356,10 @@ struct JSONSchemaDocumentTests {
         let schema = try GenerationSchema(jsonSchema: text)
         // Keywords the node tree doesn't model (format, multipleOf) are still there, and the
         // pattern isn't anchored: in JSON Schema it may match anywhere.
-        #expect(try JSONValue.parse(DecodingSchema.jsonText(for: schema)) == JSONValue.parse(text))
-        #expect(schema.jsonSchema == (try JSONValue.parse(text)))
+        #expect(try DecodingSchema.jsonSchema(for: schema) == JSONValue(parsing: text))
+        #expect(schema.jsonSchema == (try JSONValue(parsing: text)))
         // A Swift-built schema's pattern must match the whole string, so the decoder gets it anchored.
-        let swift = try JSONValue.parse(DecodingSchema.jsonText(for: LocalItem.generationSchema))
+        let swift = DecodingSchema.jsonSchema(for: LocalItem.generationSchema)
         let pattern = try #require(swift["properties"]?["sku"]?["pattern"]?.stringValue)
         #expect(pattern.hasPrefix("^(?:") && pattern.hasSuffix(")$"), "\(pattern)")
     }

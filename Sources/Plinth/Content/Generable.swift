@@ -155,7 +155,7 @@ extension Int: Generable {
             throw GeneratedContent.decodingFailure("Expected an integer, found \(content.kindName).")
         }
         guard let exact = Int(exactly: value) else {
-            throw GeneratedContent.decodingFailure("Expected an integer, found \(JSONWriter.number(value)).")
+            throw GeneratedContent.decodingFailure("Expected an integer, found \(GeneratedContent.numberText(value)).")
         }
         self = exact
     }
@@ -217,7 +217,7 @@ extension Decimal: Generable {
         guard case .number(let value) = content.kind else {
             throw GeneratedContent.decodingFailure("Expected a number, found \(content.kindName).")
         }
-        self = Decimal(string: JSONWriter.number(value)) ?? Decimal(value)
+        self = Decimal(string: GeneratedContent.numberText(value)) ?? Decimal(value)
     }
 
     /// This value as generated content.

@@ -164,14 +164,12 @@ extension GeneratedContent {
     ///
     /// - Throws: ``ParsingError`` if the text is not JSON, or not the beginning of one.
     public init(json: String) throws {
-        self = try PartialJSONParser.parse(json)
+        self = try GeneratedContent.parse(json)
     }
 
     /// A JSON representation of this content, with the properties of objects in their order.
     public var jsonString: String {
-        var out = ""
-        JSONWriter.write(self, into: &out)
-        return out
+        jsonText(prefix: false)
     }
 
     /// The JSON text of the content as far as it has been generated (a Plinth extension).
@@ -181,9 +179,7 @@ extension GeneratedContent {
     /// arrays and objects stay open, and a number that may still grow is left out. Printing
     /// the new end of each snapshot's prefix streams exactly the final JSON.
     public var jsonPrefix: String {
-        var out = ""
-        JSONWriter.writePrefix(self, into: &out)
-        return out
+        jsonText(prefix: true)
     }
 
     /// Reads this content as a value of the type you specify.

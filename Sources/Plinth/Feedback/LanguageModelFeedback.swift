@@ -1,4 +1,5 @@
 import Foundation
+internal import PlinthJSON
 
 /// Feedback about a model's response, for people who improve the model.
 ///
@@ -93,6 +94,6 @@ extension LanguageModelSession {
         })))
         if let desired { pairs.append(desired) }
         pairs.append(("transcript", (try? TranscriptCoding.json(transcript)) ?? .null))
-        return Data(JSONValue.object(pairs).text.utf8)
+        return Data(JSONValue.object(pairs).compactText.utf8)
     }
 }

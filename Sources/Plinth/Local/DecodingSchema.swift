@@ -1,4 +1,5 @@
 import Foundation
+internal import PlinthJSON
 
 /// The JSON Schema the local decoder compiles for a generation schema: the schema, narrowed so
 /// that everything the grammar admits decodes into the Swift value.
@@ -11,13 +12,12 @@ import Foundation
 ///   them a random sample can write a 30-digit integer, which doesn't decode.
 enum DecodingSchema {
     /// The largest integer a `Double` holds exactly, with every integer below it.
-    static let largestExactInteger = Double((1 << 53) - 1)
+    static let largestExactInteger = (1 << 53) - 1
 
-    static func jsonText(for schema: GenerationSchema) -> String {
+    static func jsonSchema(for schema: GenerationSchema) -> JSONValue {
         // A schema read from a JSON Schema document is enforced as written (JSON Schema's
         // meaning of `pattern`, its own integer bounds).
-        if let source = schema.source { return source.text }
-        return narrowed(schema.jsonSchema).text
+        schema.source ?? narrowed(schema.jsonSchema)
     }
 
     static func narrowed(_ value: JSONValue) -> JSONValue {
@@ -34,8 +34,8 @@ enum DecodingSchema {
             }
             if type == .string("integer") {
                 let keys = Set(pairs.map(\.0))
-                if keys.isDisjoint(with: ["minimum", "exclusiveMinimum"]) { out.append(("minimum", .number(-largestExactInteger))) }
-                if keys.isDisjoint(with: ["maximum", "exclusiveMaximum"]) { out.append(("maximum", .number(largestExactInteger))) }
+                if keys.isDisjoint(with: ["minimum", "exclusiveMinimum"]) { out.append(("minimum", .integer(-largestExactInteger))) }
+                if keys.isDisjoint(with: ["maximum", "exclusiveMaximum"]) { out.append(("maximum", .integer(largestExactInteger))) }
             }
             return .object(out)
         default:

@@ -36,7 +36,7 @@ enum LocalGeneration {
     static func grammar(for schema: GenerationSchema, instance: LocalModelInstance) throws -> CompiledGrammar {
         let compiler = try instance.compiler()
         do {
-            return try compiler.compile(jsonSchema: DecodingSchema.jsonText(for: schema),
+            return try compiler.compile(schema: DecodingSchema.jsonSchema(for: schema),
                                         options: GrammarOptions(generatedNumbers: true))
         } catch {
             throw LocalLanguageModelError.schemaNotEnforceable(schema: schema.name, reason: error.localizedDescription)
@@ -61,7 +61,7 @@ enum LocalGeneration {
             if case .prompt = entry { break }
             if case .toolCalls(let calls) = entry {
                 for call in calls {
-                    out.insert(JSONValue.object([("name", .string(call.toolName)), ("arguments", JSONValue(call.arguments))]).text)
+                    out.insert(JSONValue.object([("name", .string(call.toolName)), ("arguments", JSONValue(call.arguments))]).compactText)
                 }
             }
         }
@@ -76,7 +76,7 @@ enum LocalGeneration {
         let grammar: CompiledGrammar
         do {
             // Whitespace as the model was trained to write calls (`{"name": "f", "arguments": …}`).
-            grammar = try compiler.compile(jsonSchema: ToolCallFormat.callSchema(for: tools).text,
+            grammar = try compiler.compile(schema: ToolCallFormat.callSchema(for: tools),
                                            options: GrammarOptions(whitespace: .flexible(maxRun: 1), timeLimit: timeLimit, generatedNumbers: true))
         } catch {
             throw LocalLanguageModelError.schemaNotEnforceable(

@@ -29,8 +29,8 @@ package final class ServedModel: Sendable {
     }
 
     /// The grammar of a JSON Schema document as the decoder enforces it, compiled within `timeLimit` seconds.
-    package func grammar(jsonSchema: String, timeLimit: Double) throws -> CompiledGrammar {
-        try instance.compiler().compile(jsonSchema: jsonSchema, options: GrammarOptions(timeLimit: timeLimit, generatedNumbers: true))
+    package func grammar(jsonSchema: JSONValue, timeLimit: Double) throws -> CompiledGrammar {
+        try instance.compiler().compile(schema: jsonSchema, options: GrammarOptions(timeLimit: timeLimit, generatedNumbers: true))
     }
 
     /// The constraint of the turn that follows `transcript`: the response grammar, the tool-call

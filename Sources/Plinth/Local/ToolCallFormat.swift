@@ -55,7 +55,7 @@ enum ToolCallFormat {
     static func systemSection(for tools: [Transcript.ToolDefinition]) -> String {
         var text = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
             + "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
-        for tool in tools { text += "\n" + definitionJSON(tool).text }
+        for tool in tools { text += "\n" + definitionJSON(tool).compactText }
         text += "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
             + "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>"
         return text
@@ -63,7 +63,7 @@ enum ToolCallFormat {
 
     /// The text of a call as the model writes it.
     static func callText(name: String, arguments: String) -> String {
-        "\(opening)\n{\"name\": \(JSONValue.string(name).text), \"arguments\": \(arguments)}\n\(closing)"
+        "\(opening)\n{\"name\": \(JSONWriter.quoted(name)), \"arguments\": \(arguments)}\n\(closing)"
     }
 
     /// The text of a tool's output in the Plinth format.
@@ -94,25 +94,18 @@ enum ToolCallFormat {
             ])
         }
         var root: [(String, JSONValue)] = alternatives.count == 1
-            ? (alternatives[0].objectPairs ?? []) : [("anyOf", .array(alternatives))]
+            ? (alternatives[0].objectMembers ?? []) : [("anyOf", .array(alternatives))]
         if !defs.isEmpty { root.append(("$defs", .object(defs))) }
         return .object(root)
     }
 
     /// Reads a call object the grammar let through: the tool's name and its arguments as JSON text.
     static func parseCall(_ text: String) throws -> (name: String, arguments: String) {
-        let value = try JSONValue.parse(text)
+        let value = try JSONValue(parsing: text)
         guard case .string(let name)? = value["name"], let arguments = value["arguments"] else {
             throw LanguageModelSession.GenerationError.decodingFailure(.init(debugDescription: "The tool call has no name or arguments: \(text)"))
         }
-        return (name, arguments.text)
-    }
-}
-
-extension JSONValue {
-    fileprivate var objectPairs: [(String, JSONValue)]? {
-        if case .object(let pairs) = self { return pairs }
-        return nil
+        return (name, arguments.compactText)
     }
 }
 

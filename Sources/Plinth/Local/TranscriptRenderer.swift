@@ -60,7 +60,7 @@ enum TranscriptRenderer {
 
     /// A compact description of the response format: the model reads it, the grammar enforces it.
     static func schemaDescription(_ schema: GenerationSchema) -> String {
-        "Respond with JSON that matches this schema: \(schema.jsonSchema.text)"
+        "Respond with JSON that matches this schema: \(schema.jsonSchema.compactText)"
     }
 
     /// The plain text of segments: structured content as JSON, custom segments as their description.
@@ -86,7 +86,7 @@ enum TranscriptRenderer {
             let native = ToolCallFormat.templateHandlesTools(template)
             var definitions: [JinjaValue]?
             if native && !tools.isEmpty {
-                definitions = try tools.map { try JinjaValue(json: ToolCallFormat.definitionJSON($0).text) }
+                definitions = tools.map { JinjaValue(ToolCallFormat.definitionJSON($0)) }
             }
             text = try template.render(messages: messages(for: transcript, plinthTools: native ? nil : tools),
                                        addGenerationPrompt: addGenerationPrompt, tools: definitions)

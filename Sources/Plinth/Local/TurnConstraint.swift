@@ -127,7 +127,7 @@ final class TurnConstraint: Constraint {
     /// Ends a complete call: reports it and writes the closing tag.
     private func endCall(_ out: inout ConstraintOutput) {
         let call = String(decoding: callBytes, as: UTF8.self)
-        let key = (try? JSONValue.parse(call))?.text ?? call
+        let key = (try? JSONValue(parsing: call))?.compactText ?? call
         // Small models fall into repeating a call. A call answered in an earlier round is
         // taken back and the model answers instead; the same call twice in a turn ends it.
         if tools?.answeredCalls.contains(key) == true {

@@ -1,4 +1,5 @@
 import Foundation
+package import PlinthJSON
 
 /// A type that describes the properties of an object and any guides on their values.
 ///
@@ -351,13 +352,18 @@ extension GenerationSchema {
     public init(jsonSchema text: String) throws {
         let json: JSONValue
         do {
-            json = try JSONValue.parse(text)
+            json = try JSONValue(parsing: text)
         } catch {
             throw GeneratedContent.ParsingError(rawContent: text, underlyingError: error,
                                                 debugDescription: "The schema isn't JSON: \(error)")
         }
+        try self.init(jsonSchema: json)
+    }
+
+    /// A schema from a JSON Schema document already read.
+    package init(jsonSchema json: JSONValue) throws {
         guard case .object = json else {
-            throw GeneratedContent.ParsingError(rawContent: text, debugDescription: "A JSON Schema must be a JSON object.")
+            throw GeneratedContent.ParsingError(rawContent: json.compactText, debugDescription: "A JSON Schema must be a JSON object.")
         }
         // The node tree names the type and shapes partial content; what it can't model still
         // reaches the decoder through the source.

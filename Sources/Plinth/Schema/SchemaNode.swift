@@ -1,4 +1,5 @@
 import Foundation
+internal import PlinthJSON
 
 /// The shape of a value, as the types, guides and dynamic schemas describe it.
 ///
@@ -240,15 +241,15 @@ extension ResolvedSchema {
             return .object(pairs)
         case .integer(let number), .number(let number):
             var pairs: [(String, JSONValue)] = [("type", .string(node.isInteger ? "integer" : "number"))]
-            if let v = number.minimum { pairs.append(("minimum", .number(v))) }
-            if let v = number.maximum { pairs.append(("maximum", .number(v))) }
+            if let v = number.minimum { pairs.append(("minimum", .double(v))) }
+            if let v = number.maximum { pairs.append(("maximum", .double(v))) }
             return .object(pairs)
         case .boolean: return .object([("type", .string("boolean"))])
         case .null: return .object([("type", .string("null"))])
         case .array(let array):
             var pairs: [(String, JSONValue)] = [("type", .string("array")), ("items", json(array.items))]
-            if let n = array.minItems { pairs.append(("minItems", .number(Double(n)))) }
-            if let n = array.maxItems { pairs.append(("maxItems", .number(Double(n)))) }
+            if let n = array.minItems { pairs.append(("minItems", .integer(n))) }
+            if let n = array.maxItems { pairs.append(("maxItems", .integer(n))) }
             return .object(pairs)
         case .reference(let name): return .object([("$ref", .string("#/$defs/\(name)"))])
         case .generable(let type, _): return .object([("$ref", .string("#/$defs/\(type)"))])
@@ -318,14 +319,14 @@ extension SchemaNode {
             return .string(StringNode(name: title, description: description, choices: choices,
                                       pattern: json["pattern"]?.stringValue))
         case "integer", "number":
-            let number = NumberNode(minimum: json["minimum"]?.numberValue, maximum: json["maximum"]?.numberValue)
+            let number = NumberNode(minimum: json["minimum"]?.doubleValue, maximum: json["maximum"]?.doubleValue)
             return type == "integer" ? .integer(number) : .number(number)
         case "boolean": return .boolean
         case "null": return .null
         case "array":
             let items = try json["items"].map(parse) ?? .anyValue
-            return .array(ArrayNode(items: items, minItems: json["minItems"]?.numberValue.map { Int($0) },
-                                    maxItems: json["maxItems"]?.numberValue.map { Int($0) }))
+            return .array(ArrayNode(items: items, minItems: json["minItems"]?.doubleValue.map { Int($0) },
+                                    maxItems: json["maxItems"]?.doubleValue.map { Int($0) }))
         default:
             throw SchemaParseError("unsupported type '\(type)'")
         }

@@ -158,15 +158,14 @@ extension LanguageModelSession {
                 let usageSoFar = total
                 // Snapshots of structured content come from a reader that keeps its state
                 // between pieces: each piece of text is read once, not the whole text each time.
-                var reader: IncrementalJSONReader? = IncrementalJSONReader()
+                var reader: GeneratedContent.StreamReader? = GeneratedContent.StreamReader(builder: .init())
                 var readBytes = 0
                 let turn = try await runTurn(request, schema: schema) { text in
                     guard let snapshot else { return }
                     let content: GeneratedContent
                     if schema != nil {
-                        let piece = String(decoding: text.utf8.dropFirst(readBytes), as: UTF8.self)
+                        do { try reader?.append(text.utf8.dropFirst(readBytes)) } catch { reader = nil }
                         readBytes = text.utf8.count
-                        do { try reader?.append(piece) } catch { reader = nil }
                         guard var parsed = reader?.snapshot else { return }
                         parsed.id = streamID
                         content = parsed
@@ -197,7 +196,7 @@ extension LanguageModelSession {
                         let text = turn.callArguments[id] ?? ""
                         let arguments: GeneratedContent
                         do {
-                            arguments = try PartialJSONParser.parse(text.isEmpty ? "{}" : text)
+                            arguments = try GeneratedContent.parse(text.isEmpty ? "{}" : text)
                             guard arguments.isComplete else { throw GeneratedContent.ParsingError(rawContent: text, debugDescription: "incomplete") }
                         } catch {
                             throw GenerationError.decodingFailure(.init(
@@ -222,7 +221,7 @@ extension LanguageModelSession {
                 var segments: [Transcript.Segment]
                 if let schema {
                     do {
-                        content = try PartialJSONParser.parse(text, final: true)
+                        content = try GeneratedContent.parse(text)
                     } catch {
                         throw GenerationError.decodingFailure(.init(
                             debugDescription: "The response isn't JSON: \(text)", underlyingError: error))

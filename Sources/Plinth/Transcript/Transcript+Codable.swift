@@ -1,4 +1,5 @@
 import Foundation
+internal import PlinthJSON
 
 // The JSON form of a transcript:
 //
@@ -43,7 +44,7 @@ enum TranscriptCoding {
     // MARK: Encoding
 
     static func json(_ transcript: Transcript) throws -> JSONValue {
-        .object([("version", .number(Double(version))), ("entries", .array(try transcript.map(json)))])
+        .object([("version", .integer(version)), ("entries", .array(try transcript.map(json)))])
     }
 
     static func json(_ entry: Transcript.Entry) throws -> JSONValue {
@@ -119,17 +120,17 @@ enum TranscriptCoding {
             switch mode.kind {
             case .greedy: pairs.append(("sampling", .object([("mode", .string("greedy"))])))
             case .top(let k, let seed):
-                var s: [(String, JSONValue)] = [("mode", .string("top")), ("k", .number(Double(k)))]
+                var s: [(String, JSONValue)] = [("mode", .string("top")), ("k", .integer(k))]
                 if let seed { s.append(("seed", .string(String(seed)))) }
                 pairs.append(("sampling", .object(s)))
             case .nucleus(let threshold, let seed):
-                var s: [(String, JSONValue)] = [("mode", .string("nucleus")), ("threshold", .number(threshold))]
+                var s: [(String, JSONValue)] = [("mode", .string("nucleus")), ("threshold", .double(threshold))]
                 if let seed { s.append(("seed", .string(String(seed)))) }
                 pairs.append(("sampling", .object(s)))
             }
         }
-        if let t = o.temperature { pairs.append(("temperature", .number(t))) }
-        if let m = o.maximumResponseTokens { pairs.append(("maximumResponseTokens", .number(Double(m)))) }
+        if let t = o.temperature { pairs.append(("temperature", .double(t))) }
+        if let m = o.maximumResponseTokens { pairs.append(("maximumResponseTokens", .integer(m))) }
         if let mode = o.toolCallingMode {
             let name = switch mode.kind { case .allowed: "allowed"; case .required: "required"; case .disallowed: "disallowed" }
             pairs.append(("toolCallingMode", .string(name)))
@@ -159,14 +160,14 @@ enum TranscriptCoding {
     static func encodeValue(_ value: any Encodable) throws -> JSONValue {
         if let json = value as? JSONValue { return json }
         let data = try JSONEncoder().encode(value)
-        return try JSONValue.parse(String(decoding: data, as: UTF8.self))
+        return try JSONValue(parsing: String(decoding: data, as: UTF8.self))
     }
 
     // MARK: Decoding
 
     static func transcript(_ json: JSONValue) throws -> Transcript {
         guard let entries = json["entries"]?.arrayValue else { throw Failure(message: "missing 'entries'") }
-        if let v = json["version"]?.numberValue, Int(v) > version {
+        if let v = json["version"]?.doubleValue, Int(v) > version {
             throw Failure(message: "version \(Int(v)) is newer than this version of Plinth reads (\(version))")
         }
         return Transcript(entries: try entries.map(entry))
@@ -242,13 +243,13 @@ enum TranscriptCoding {
             let seed = s["seed"]?.stringValue.flatMap { UInt64($0) }
             switch s["mode"]?.stringValue {
             case "greedy": o.samplingMode = .greedy
-            case "top": o.samplingMode = .random(top: Int(s["k"]?.numberValue ?? 1), seed: seed)
-            case "nucleus": o.samplingMode = .random(probabilityThreshold: s["threshold"]?.numberValue ?? 1, seed: seed)
+            case "top": o.samplingMode = .random(top: Int(s["k"]?.doubleValue ?? 1), seed: seed)
+            case "nucleus": o.samplingMode = .random(probabilityThreshold: s["threshold"]?.doubleValue ?? 1, seed: seed)
             default: throw Failure(message: "unknown sampling mode")
             }
         }
-        o.temperature = json["temperature"]?.numberValue
-        o.maximumResponseTokens = json["maximumResponseTokens"]?.numberValue.map { Int($0) }
+        o.temperature = json["temperature"]?.doubleValue
+        o.maximumResponseTokens = json["maximumResponseTokens"]?.doubleValue.map { Int($0) }
         switch json["toolCallingMode"]?.stringValue {
         case "allowed": o.toolCallingMode = .allowed
         case "required": o.toolCallingMode = .required
@@ -282,7 +283,7 @@ enum TranscriptCoding {
             case .null: continue
             case .bool(let b): values[key] = b
             case .string(let s): values[key] = s
-            case .number(let n): values[key] = Int(exactly: n).map { $0 as any Codable & Sendable & Equatable } ?? n
+            case .number: values[key] = value.integerValue.map { $0 as any Codable & Sendable & Equatable } ?? value.doubleValue
             case .array, .object: values[key] = value
             }
         }

@@ -1,52 +1,66 @@
+import PlinthJSON
+
+extension JinjaValue {
+    /// Reads JSON as Python's `json.loads` does: keys keep their order, a repeated key keeps its
+    /// first position and last value, integers stay integers, `NaN` and `Infinity` are numbers.
+    struct Builder: JSONTreeBuilder {
+        /// Python's `json` gives up at about this nesting depth (its recursion limit).
+        static let options = JSONReaderOptions(maxDepth: 1000, allowNonFiniteNumbers: true)
+
+        func scalar(_ scalar: JSONScalar, complete: Bool) -> JinjaValue {
+            switch scalar {
+            case .null: return .null
+            case .bool(let b): return .bool(b)
+            case .string(let s): return .string(s)
+            case .number(let text):
+                if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" || $0.isLetter }), let n = Int(text) {
+                    return .int(n)
+                }
+                return .double(Double(text) ?? .nan)
+            }
+        }
+
+        func array(_ elements: [JinjaValue], complete: Bool) -> JinjaValue { .array(elements) }
+
+        func object(_ members: [(key: String, value: JinjaValue)], complete: Bool) -> JinjaValue {
+            .object(JinjaObject(members.map { ($0.key, $0.value) }))
+        }
+    }
+}
+
 extension Jinja {
     /// Serializes template values exactly as Python's `json.dumps` does, with its `indent`,
     /// `separators`, `sort_keys` and `ensure_ascii` options: this is how HuggingFace's `tojson`
-    /// filter prints tool definitions and tool-call arguments.
+    /// filter prints tool definitions and tool-call arguments. The layout is the shared JSON
+    /// writer's; what is Python's here is which values serialize, how keys and floats print,
+    /// and the key order.
     struct JSONDumper {
-        /// The indentation unit; nil for a single line.
-        let indent: String?
-        let itemSeparator: String
-        let keySeparator: String
+        let format: JSONFormat
         let sortKeys: Bool
-        let ensureASCII: Bool
 
         init(indent: String?, separators: (String, String)?, sortKeys: Bool, ensureASCII: Bool) {
-            self.indent = indent
-            if let separators {
-                (itemSeparator, keySeparator) = separators
-            } else {
-                itemSeparator = indent == nil ? ", " : ","
-                keySeparator = ": "
-            }
+            format = .python(indent: indent, separators: separators.map { (item: $0.0, key: $0.1) }, ensureASCII: ensureASCII)
             self.sortKeys = sortKeys
-            self.ensureASCII = ensureASCII
         }
 
         func dump(_ value: Value, at loc: TemplateSourceLocation) throws(ChatTemplateError) -> String {
-            var out = ""
-            try write(value, level: 0, into: &out, loc)
-            return out
+            var writer = JSONWriter(format: format)
+            try write(value, to: &writer, loc)
+            return writer.text
         }
 
-        private func write(_ value: Value, level: Int, into out: inout String, _ loc: TemplateSourceLocation) throws(ChatTemplateError) {
+        private func write(_ value: Value, to w: inout JSONWriter, _ loc: TemplateSourceLocation) throws(ChatTemplateError) {
             switch value {
-            case .none: out += "null"
-            case .bool(let b): out += b ? "true" : "false"
-            case .int(let i): out += String(i)
-            case .double(let d): out += JSONDumper.float(d)
-            case .string(let s): out += quote(s)
+            case .none: w.null()
+            case .bool(let b): w.bool(b)
+            case .int(let i): w.number(String(i))
+            case .double(let d): w.number(JSONDumper.float(d))
+            case .string(let s): w.string(s)
             case .array(let items), .tuple(let items):
-                if items.isEmpty { out += "[]"; return }
-                out += "["
-                for (n, item) in items.enumerated() {
-                    if n > 0 { out += itemSeparator }
-                    newline(level + 1, &out)
-                    try write(item, level: level + 1, into: &out, loc)
-                }
-                newline(level, &out)
-                out += "]"
+                w.beginArray()
+                for item in items { try write(item, to: &w, loc) }
+                w.endArray()
             case .dict(let d):
-                if d.isEmpty { out += "{}"; return }
                 var entries: [(String, Value)] = []
                 var originalKeys: [Value] = []
                 for (k, v) in d.entries {
@@ -67,16 +81,12 @@ extension Jinja {
                     let order = try sortedIndices(originalKeys, loc)
                     entries = order.map { entries[$0] }
                 }
-                out += "{"
-                for (n, (key, v)) in entries.enumerated() {
-                    if n > 0 { out += itemSeparator }
-                    newline(level + 1, &out)
-                    out += quote(key)
-                    out += keySeparator
-                    try write(v, level: level + 1, into: &out, loc)
+                w.beginObject()
+                for (key, v) in entries {
+                    w.key(key)
+                    try write(v, to: &w, loc)
                 }
-                newline(level, &out)
-                out += "}"
+                w.endObject()
             default:
                 throw .invalidOperation("Object of type \(value.typeName) is not JSON serializable", at: loc)
             }
@@ -90,25 +100,12 @@ extension Jinja {
             return indices
         }
 
-        private func newline(_ level: Int, _ out: inout String) {
-            guard let indent else { return }
-            out += "\n"
-            for _ in 0..<level { out += indent }
-        }
-
         static func float(_ d: Double) -> String {
             if d.isNaN { return "NaN" }
             if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
             return PythonText.floatRepr(d)
         }
-
-        private func quote(_ s: String) -> String {
-            var out = ""
-            JSONString.append(s, to: &out, asciiOnly: ensureASCII)
-            return out
-        }
     }
-
     /// A stable merge sort whose comparison may throw (Python's sort is stable, and comparing
     /// values of different types is an error there).
     enum Sorting {

@@ -1,10 +1,12 @@
 import Foundation
 @testable import Plinth
+import PlinthJSON
 import Testing
 
-/// The streaming reader gives, after every piece, the snapshot a full parse of the text so far
-/// would give, completeness included, and fails where that parse fails.
-struct IncrementalJSONReaderTests {
+/// Streamed generated content: after every piece, the reader's snapshot is the one reading the
+/// text so far at once gives, completeness included, and it fails where that read fails; the
+/// snapshots' JSON prefixes stream the final text exactly.
+struct StreamedContentTests {
     /// The content with every value's completeness marked (`~` for incomplete).
     static func shape(_ c: GeneratedContent) -> String {
         let mark = c.isComplete ? "" : "~"
@@ -18,28 +20,30 @@ struct IncrementalJSONReaderTests {
 
     /// Feeds `text` in pieces cut at the given character offsets and compares after each.
     static func check(_ text: String, cuts: [Int]) {
-        var reader = IncrementalJSONReader()
+        var reader = GeneratedContent.StreamReader(builder: .init())
         var failed = false
         var start = text.startIndex
         for cut in cuts.sorted() + [text.count] {
             let end = text.index(text.startIndex, offsetBy: min(cut, text.count))
             guard end >= start else { continue }
             let prefix = String(text[..<end])
-            let expected = Result { try PartialJSONParser.parse(prefix, final: false) }
+            let expected = Result {
+                var whole = GeneratedContent.StreamReader(builder: .init())
+                try whole.append(prefix.utf8)
+                return whole.snapshot
+            }
             if !failed {
-                do { try reader.append(String(text[start..<end])) } catch { failed = true }
+                do { try reader.append(text[start..<end].utf8) } catch { failed = true }
             }
             start = end
             switch expected {
             case .success(let value):
                 #expect(!failed, "the reader failed on \(prefix)")
                 if !failed {
-                    #expect(reader.snapshot.map(shape) == shape(value), "after \(prefix)")
+                    #expect(reader.snapshot.map(shape) == value.map(shape), "after \(prefix)")
                 }
             case .failure:
-                // Nothing representable yet, or not JSON: the reader has no snapshot or has failed.
-                #expect(failed || reader.snapshot == nil || prefix.trimmingCharacters(in: .whitespaces).isEmpty,
-                        "the reader accepted \(prefix)")
+                #expect(failed, "the reader accepted \(prefix)")
             }
         }
     }
@@ -63,8 +67,9 @@ struct IncrementalJSONReaderTests {
     ])
     func invalidTextFailsWhereAFullParseFails(json: String) {
         Self.check(json, cuts: Array(0...json.count))
-        var reader = IncrementalJSONReader()
-        #expect(throws: GeneratedContent.ParsingError.self) { try reader.append(json + "]]]]}}}}") }
+        var reader = GeneratedContent.StreamReader(builder: .init())
+        #expect(throws: JSONSyntaxError.self) { try reader.append((json + "]]]]}}}}").utf8) }
+        #expect(throws: GeneratedContent.ParsingError.self) { try GeneratedContent(json: json) }
     }
 
     /// Every cut of a JSON text read as a streaming snapshot: each snapshot's `jsonPrefix`
@@ -78,10 +83,10 @@ struct IncrementalJSONReaderTests {
     ])
     func jsonPrefixOfEverySnapshotExtendsTheLast(json: String) throws {
         let final = try GeneratedContent(json: json).jsonString
-        var reader = IncrementalJSONReader()
+        var reader = GeneratedContent.StreamReader(builder: .init())
         var previous: [UInt8] = []
         for character in json {
-            try reader.append(String(character))
+            try reader.append(String(character).utf8)
             guard let snapshot = reader.snapshot else { continue }
             let prefix = Array(snapshot.jsonPrefix.utf8)
             #expect(prefix.starts(with: previous), "\(String(decoding: previous, as: UTF8.self)) -> \(snapshot.jsonPrefix)")

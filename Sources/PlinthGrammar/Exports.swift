@@ -1,0 +1,3 @@
+// The schema compiler reads and writes `JSONValue`s: its users see them without importing the
+// JSON target.
+@_exported import PlinthJSON
