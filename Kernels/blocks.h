@@ -18,6 +18,9 @@
 // Q5_K (176): d:f16, dmin:f16, scales[12], qh[32], qs[128]
 // Q6_K (210): ql[128], qh[64], scales[16]:i8, d:f16
 // Q8_K (292): d:f32, qs[256]:i8, bsums[16]:i16
+// PQ2   (10): d:f16, qs[8]                 x = d * (2q - 3)  Plinth's 2-bit (2.5 bits/weight):
+//                                                              four levels symmetric about zero;
+//                                                              weight j is bits 2(j/8).. of byte j%8
 //
 // Scales are formed in float first (d * sub-scale) and offsets are the negated min products,
 // so scale*q + offset rounds exactly as the formats' definitions (d*sc*q - dmin*m) do.
@@ -91,6 +94,11 @@ BLK_INLINE void blk_q8_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
 
 BLK_INLINE void blk_q8_1(const uint8_t *b, int8_t *q, float *sc, float *of) {
     memcpy(q, b + 4, 32);
+    blk_fill(sc, blk_f16(b), 2); blk_fill(of, 0.0f, 2);
+}
+
+BLK_INLINE void blk_pq2(const uint8_t *b, int8_t *q, float *sc, float *of) {
+    for (int j = 0; j < 32; j++) q[j] = (int8_t)(2 * ((b[2 + j % 8] >> (2 * (j / 8))) & 3) - 3);
     blk_fill(sc, blk_f16(b), 2); blk_fill(of, 0.0f, 2);
 }
 

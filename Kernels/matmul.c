@@ -252,7 +252,7 @@ static const kernel_set avx512_set = {quantize_avx512, qt_dot_avx512, qt_kernels
 
 // A type's unpackers in a set: its SIMD ones, or the reference (and no fused kernel).
 static qt_kernels type_kernels(const kernel_set *ks, int type) {
-    if (ks->types && ks->types[type].unpack) return ks->types[type];
+    if (ks->types && ks->types[QT_SLOT(type)].unpack) return ks->types[QT_SLOT(type)];
     return (qt_kernels){unpack_scalar, NULL};
 }
 

@@ -23,7 +23,7 @@ typedef struct {
 } qt_kernels;
 
 #if defined(__x86_64__)
-extern const qt_kernels qt_kernels_avx512[PK_TYPE_COUNT], qt_kernels_avx2[PK_TYPE_COUNT];
+extern const qt_kernels qt_kernels_avx512[QT_SLOT_COUNT], qt_kernels_avx2[QT_SLOT_COUNT];
 void qt_dot_avx512(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,
                    int64_t t0, int count, float *y, int64_t ldy, int rows);
 void qt_dot_avx2(const qt_format *f, qt_tile t, int64_t k, const qt_act *a, const int32_t *nb,

@@ -174,6 +174,30 @@ INL void unpack_legacy(const int fused, const qt_type *ty, const rows16 *rw, int
     }
 }
 
+// ---- Plinth's formats -----------------------------------------------------------------------
+
+// PQ2: 10-byte blocks, read eight at a time (80 bytes: five whole chunks). Byte i of qs holds
+// weights i, i+8, i+16, i+24 in its bit pairs, so vector v (weights 4v..4v+3) is the dword of
+// bytes 0..3 or 4..7 shifted by 2*(v/2); the tile code 2c is the level 2c-3 plus the bias 3.
+INL void unpack_pq2(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
+    (void)ty;
+    const int64_t nblocks = k / 32;
+    const size_t row_bytes = (size_t)nblocks * 10;
+    vi buf[5 * 4 + 1];
+    for (int64_t g = 0; g < nblocks; g += 8) {
+        const size_t len = (size_t)(nblocks - g < 8 ? nblocks - g : 8) * 10;
+        const vi *T = window(rw, (size_t)g * 10, (int)((len + 15) / 16), row_bytes, buf);
+        for (int64_t b = g; b < g + 8 && b < nblocks; b++) {
+            const size_t o = (size_t)(b - g) * 10;
+            const vf d = f16_low(dword_at(T, o));
+            const vi q[2] = {dword_at(T, o + 2), dword_at(T, o + 6)};
+            vi w[8];
+            for (int v = 0; v < 8; v++) w[v] = vslli(vand(vsrli(q[v % 2], 2 * (v / 2)), MASK2), 1);
+            emit(fused, s, 32, 0, 0, b, w, d, vfzero());
+        }
+    }
+}
+
 // ---- k-quants ------------------------------------------------------------------------------
 
 INL vi byte_of(vi v, int i) { return vand(vsrli(v, 8 * i), vset1(0xff)); }
@@ -338,31 +362,32 @@ INL void gemv_store(const qt_format *f, const sink *s, float *y, int rows) {
     X(q3_K, PK_Q3_K, unpack_q3_K)              \
     X(q4_K, PK_Q4_K, unpack_q45_K)             \
     X(q5_K, PK_Q5_K, unpack_q45_K)             \
-    X(q6_K, PK_Q6_K, unpack_q6_K)
+    X(q6_K, PK_Q6_K, unpack_q6_K)              \
+    X(pq2, PK_PQ2, unpack_pq2)
 
 #define DEFINE_KERNELS(name, id, unpacker)                                                                          \
     static void tile_##name(const qt_type *ty, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, \
                             int last, int64_t k, qt_tile t) {                                                       \
         if (rows < QT_ROWS) { qt_unpack_ref(ty, w, row_bytes, rows, k, t); return; }                                \
-        const rows16 rw = rows_make(&QT_TYPES[id], w, row_bytes, packed, last);                                     \
+        const rows16 rw = rows_make(QT_ROW(id), w, row_bytes, packed, last);                                        \
         sink s = {.t = t};                                                                                          \
-        unpacker(0, &QT_TYPES[id], &rw, k, &s);                                                                     \
+        unpacker(0, QT_ROW(id), &rw, k, &s);                                                                        \
     }                                                                                                               \
     static int fused_##name(const qt_type *ty, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, \
                             int last, int64_t k, const qt_act *a, const int32_t *nb, int64_t t, float *y) {         \
         (void)ty;                                                                                                   \
         if (rows < QT_ROWS) return 0;                                                                               \
-        const rows16 rw = rows_make(&QT_TYPES[id], w, row_bytes, packed, last);                                     \
-        sink s = gemv_sink(&QT_TYPES[id].tile, k, a, nb, t);                                                        \
-        unpacker(1, &QT_TYPES[id], &rw, k, &s);                                                                     \
-        gemv_store(&QT_TYPES[id].tile, &s, y, rows);                                                                \
+        const rows16 rw = rows_make(QT_ROW(id), w, row_bytes, packed, last);                                        \
+        sink s = gemv_sink(&QT_ROW(id)->tile, k, a, nb, t);                                                         \
+        unpacker(1, QT_ROW(id), &rw, k, &s);                                                                        \
+        gemv_store(&QT_ROW(id)->tile, &s, y, rows);                                                                 \
         return 1;                                                                                                   \
     }
 SIMD_TYPES(DEFINE_KERNELS)
 #undef DEFINE_KERNELS
 
-const qt_kernels QT_NAME(qt_kernels)[PK_TYPE_COUNT] = {
-#define KERNEL_ROW(name, id, unpacker) [id] = {tile_##name, fused_##name},
+const qt_kernels QT_NAME(qt_kernels)[QT_SLOT_COUNT] = {
+#define KERNEL_ROW(name, id, unpacker) [QT_SLOT(id)] = {tile_##name, fused_##name},
     SIMD_TYPES(KERNEL_ROW)
 #undef KERNEL_ROW
 };

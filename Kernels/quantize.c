@@ -1,7 +1,8 @@
 // Reference quantizers: floats to a type's blocks by round-to-nearest, bit for bit what ggml's
 // reference quantizers write (the same expressions, in the same float order), so a file this
 // writes is the file llama-quantize writes without an importance matrix. Each is its type's
-// row's `quantize` (types.h); blocks.h documents the layouts they fill.
+// row's `quantize` (types.h); blocks.h documents the layouts they fill. Plinth's own formats
+// (PQ2) have no ggml counterpart: theirs search their scales.
 #include "pk_quants.h"
 #include "types.h"
 
@@ -216,10 +217,10 @@ void qt_quantize_q8_0(const float *x, uint8_t *y, int64_t n) {
 
 #define LEGACY_QUANTIZERS(name, id)                                                                    \
     void qt_quantize_##name(const float *x, uint8_t *y, int64_t n) {                                   \
-        for (int64_t b = 0; b < n / 32; b++) legacy_block(x + 32 * b, &QT_TYPES[id], y + QT_TYPES[id].bytes * b); \
+        for (int64_t b = 0; b < n / 32; b++) legacy_block(x + 32 * b, QT_ROW(id), y + QT_ROW(id)->bytes * b); \
     }                                                                                                  \
     void qt_quantize_weighted_##name(const float *x, const float *importance, uint8_t *y, int64_t n) { \
-        legacy_weighted(x, importance, n, &QT_TYPES[id], y);                                           \
+        legacy_weighted(x, importance, n, QT_ROW(id), y);                                              \
     }
 LEGACY_QUANTIZERS(q4_0, PK_Q4_0)
 LEGACY_QUANTIZERS(q4_1, PK_Q4_1)
@@ -229,7 +230,7 @@ LEGACY_QUANTIZERS(q5_1, PK_Q5_1)
 // Q8_0 weighted: the symmetric search on 8-bit codes (-128..127), stored as int8, or the plain
 // block (amax / 127) where that is nearer.
 void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t *y, int64_t n) {
-    const qt_type *ty = &QT_TYPES[PK_Q8_0];
+    const qt_type *ty = QT_ROW(PK_Q8_0);
     for (int64_t b = 0; b < n / 32; b++) {
         const float *xb = x + 32 * b, *w = importance + 32 * b;
         uint8_t *out = y + ty->bytes * b;
@@ -243,6 +244,69 @@ void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t 
         const int bias = qt_legacy_bias(ty);
         if (weighted_error(xb, w, q, bias, d, 0.0f) < weighted_error(xb, w, plain, bias, plain_d, 0.0f)) qt_pack_block(ty, d, 0.0f, q, out);
     }
+}
+
+// PQ2: x = d * (2c - 3). Four levels need their scale searched, not derived from the largest
+// value (which would waste the outer levels on one weight): for each candidate d in a range of
+// fractions of the largest magnitude, the nearest codes, then d refitted to those codes by
+// weighted least squares and the codes taken again; the f16-rounded d with the least
+// w-weighted squared error wins.
+static float pq2_codes(const float *x, const float *w, float d, uint8_t c[32]) {
+    float e = 0.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 32; j++) {
+        int v = (int)floorf((x[j] * id + 3.0f) * 0.5f + 0.5f);
+        v = v < 0 ? 0 : v > 3 ? 3 : v;
+        c[j] = (uint8_t)v;
+        const float r = x[j] - d * (float)(2 * v - 3);
+        e += w[j] * r * r;
+    }
+    return e;
+}
+
+static float pq2_refit(const float *x, const float *w, const uint8_t c[32]) {
+    float num = 0.0f, den = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        const float v = (float)(2 * c[j] - 3);
+        num += w[j] * x[j] * v;
+        den += w[j] * v * v;
+    }
+    return den > 0.0f ? num / den : 0.0f;
+}
+
+static void pq2_block(const float *x, const float *w, uint8_t *out) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    uint8_t best[32], c[32];
+    float best_d = 0.0f, best_e = INFINITY;
+    memset(best, 1, sizeof best);
+    if (amax > 0.0f) {
+        for (int step = 0; step <= 28; step++) {
+            float d = amax * (0.12f + 0.01f * (float)step);
+            pq2_codes(x, w, d, c);
+            d = pk_f16_to_f32(pk_f32_to_f16(pq2_refit(x, w, c)));
+            if (!(d > 0.0f)) continue;
+            const float e = pq2_codes(x, w, d, c);
+            if (e < best_e) {
+                best_e = e;
+                best_d = d;
+                memcpy(best, c, sizeof best);
+            }
+        }
+    }
+    store_f16(out, best_d);
+    memset(out + 2, 0, 8);
+    for (int j = 0; j < 32; j++) out[2 + j % 8] |= (uint8_t)(best[j] << (2 * (j / 8)));
+}
+
+void qt_quantize_weighted_pq2(const float *x, const float *importance, uint8_t *y, int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++) pq2_block(x + 32 * b, importance + 32 * b, y + 10 * b);
+}
+
+void qt_quantize_pq2(const float *x, uint8_t *y, int64_t n) {
+    static const float uniform[32] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                      1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int64_t b = 0; b < n / 32; b++) pq2_block(x + 32 * b, uniform, y + 10 * b);
 }
 
 int pk_quantize(int type, const float *src, void *dst, int64_t n) {

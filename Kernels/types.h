@@ -8,7 +8,8 @@
 // (and a case in GGMLType.swift when ggml has not defined the id).
 //
 // The table is static const in this header so that code specialized for one type (the SIMD
-// unpackers take &QT_TYPES[PK_Q4_0]) folds its fields to constants.
+// unpackers take &QT_TYPES[PK_Q4_0]) folds its fields to constants. Rows are indexed by slot
+// (QT_SLOT): ggml's ids, then Plinth's own.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -68,6 +69,8 @@ void qt_quantize_weighted_q4_1(const float *x, const float *importance, uint8_t 
 void qt_quantize_weighted_q5_0(const float *x, const float *importance, uint8_t *y, int64_t n);
 void qt_quantize_weighted_q5_1(const float *x, const float *importance, uint8_t *y, int64_t n);
 void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t *y, int64_t n);
+void qt_quantize_pq2(const float *x, uint8_t *y, int64_t n);
+void qt_quantize_weighted_pq2(const float *x, const float *importance, uint8_t *y, int64_t n);
 // A legacy block's plain grid and codes (quantize.c), and a block of type `ty` packed from them.
 void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]);
 // The grid (f16 d and m) and codes minimizing the w-weighted squared error of a legacy block.
@@ -77,7 +80,11 @@ void qt_pack_block(const struct qt_type_s *ty, float d, float m, const uint8_t q
 
 #define QT_GEOMETRY(n, e, b) .name = n, .elements = e, .bytes = b
 
-static const qt_type QT_TYPES[PK_TYPE_COUNT] = {
+// Rows are indexed by slot: ggml's ids as they are, Plinth's after them.
+#define QT_SLOT(type) ((type) < PK_TYPE_COUNT ? (type) : PK_TYPE_COUNT + ((type) - PK_PLINTH_TYPES))
+#define QT_SLOT_COUNT QT_SLOT(PK_PLINTH_TYPE_END)
+
+static const qt_type QT_TYPES[QT_SLOT_COUNT] = {
     [PK_F32] = {QT_GEOMETRY("F32", 1, 4), .to_float = qt_f32_to_float, .quantize = qt_quantize_f32},
     [PK_F16] = {QT_GEOMETRY("F16", 1, 2), .to_float = qt_f16_to_float, .quantize = qt_quantize_f16},
     [PK_BF16] = {QT_GEOMETRY("BF16", 1, 2), .to_float = qt_bf16_to_float, .quantize = qt_quantize_bf16},
@@ -123,14 +130,20 @@ static const qt_type QT_TYPES[PK_TYPE_COUNT] = {
     [39] = {QT_GEOMETRY("MXFP4", 32, 17)},
     [40] = {QT_GEOMETRY("NVFP4", 64, 36)},
     [41] = {QT_GEOMETRY("Q1_0", 128, 18)},
+    // Plinth's formats.
+    [QT_SLOT(PK_PQ2)] = {QT_GEOMETRY("PQ2", 32, 10), .unpack = blk_pq2, .quantize = qt_quantize_pq2, .quantize_weighted = qt_quantize_weighted_pq2, .tile = {32, 3, 0, ACT_Q8_0}},
 };
 
 #undef QT_GEOMETRY
 
-// The row of type id `type`, or NULL when ggml never defined it.
+// The row of a type id known to have one (for code specialized to a type).
+#define QT_ROW(type) (&QT_TYPES[QT_SLOT(type)])
+
+// The row of type id `type`, or NULL when neither ggml nor Plinth defined it.
 BLK_INLINE const qt_type *qt_type_of(int type) {
-    if (type < 0 || type >= PK_TYPE_COUNT || !QT_TYPES[type].name) return NULL;
-    return &QT_TYPES[type];
+    const int ggml = type >= 0 && type < PK_TYPE_COUNT, plinth = type >= PK_PLINTH_TYPES && type < PK_PLINTH_TYPE_END;
+    if (!(ggml || plinth) || !QT_TYPES[QT_SLOT(type)].name) return NULL;
+    return &QT_TYPES[QT_SLOT(type)];
 }
 
 // A legacy block's code width: 8 (Q8_0's whole bytes), 5 (with fifth bits) or 4; and its bias

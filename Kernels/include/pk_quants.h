@@ -15,6 +15,12 @@ typedef enum pk_type {
     PK_Q2_K = 10, PK_Q3_K = 11, PK_Q4_K = 12, PK_Q5_K = 13, PK_Q6_K = 14, PK_Q8_K = 15,
     PK_BF16 = 30,
     PK_TYPE_COUNT = 42, // one past the largest id ggml has defined
+    // Plinth's own formats take ids far past ggml's, so that other engines refuse a file that
+    // uses one as an unknown type instead of misreading it (the file also names them under
+    // `plinth.quantization.types`).
+    PK_PLINTH_TYPES = 1024,
+    PK_PQ2 = 1024, // 2-bit, 32-weight blocks: any row length that is a multiple of 32
+    PK_PLINTH_TYPE_END = 1025,
 } pk_type;
 
 // A type as the table describes it.

@@ -108,8 +108,9 @@ struct DequantizeTests {
     @Test("Every supported type has fixtures, and only those types are supported")
     func coverage() throws {
         let manifest = try DequantManifest.load()
-        #expect(GGMLType.supportedTypes.map(\.name).sorted() == Self.fixtureTypes.map(\.name).sorted())
-        for type in GGMLType.supportedTypes {
+        // Plinth's own formats have no gguf-py reference: plinthFormatsDequantizeAsDefined checks them.
+        #expect(GGMLType.supportedTypes.filter { !$0.isPlinthFormat }.map(\.name).sorted() == Self.fixtureTypes.map(\.name).sorted())
+        for type in GGMLType.supportedTypes where !type.isPlinthFormat {
             let cases = Set(manifest.fixtures.filter { $0.type == type.name }.map(\.case))
             #expect(cases == ["random", "edge"], "\(type.name) fixtures: \(cases.sorted())")
         }
@@ -228,18 +229,39 @@ struct DequantizeTests {
         // The kernels' table has a row for exactly the ids ggml defined (GGMLType's cases), and
         // reads exactly the types its dequantizers implement.
         var info = pk_type_info()
-        for id in -1...Int32(PK_TYPE_COUNT.rawValue) {
+        let plinthIDs = Int32(PK_PLINTH_TYPES.rawValue)...Int32(PK_PLINTH_TYPE_END.rawValue)
+        for id in Array(-1...Int32(PK_TYPE_COUNT.rawValue)) + Array(plinthIDs) + [Int32(PK_PLINTH_TYPES.rawValue) - 1] {
             let known = pk_type_info_of(id, &info) == 0
-            #expect(known == (id >= 0 && GGMLType(rawValue: UInt32(id)) != nil), "ggml type \(id)")
+            #expect(known == (id >= 0 && GGMLType(rawValue: UInt32(id)) != nil), "type \(id)")
         }
         #expect(GGMLType.supportedTypes == [.f32, .f16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q8_1,
-                                            .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K, .bf16])
+                                            .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K, .bf16, .pq2])
+        #expect(GGMLType.allCases.filter(\.isPlinthFormat) == [.pq2])
         #expect(GGMLType(rawValue: 4) == nil)  // Q4_2, gone before GGUF
         #expect(throws: TensorFormatError.unknownType(4)) { try GGMLType(id: 4) }
         #expect(TensorFormatError.unknownType(99).localizedDescription.contains("99"))
         #expect(try GGMLType(id: 12) == .q4_K)
         #expect(GGMLType(name: "q4_k") == .q4_K)
         #expect(GGMLType(name: "Q9_9") == nil)
+    }
+
+    /// PQ2 (Plinth's 2-bit format): x = d * (2q - 3), weight j's code in bits 2(j/8) of byte j%8.
+    @Test func plinthFormatsDequantizeAsDefined() throws {
+        #expect(GGMLType.pq2.name == "PQ2" && GGMLType.pq2.blockElements == 32 && GGMLType.pq2.blockBytes == 10)
+        var rng = SplitMix64(seed: 2)
+        var blocks = [UInt8]()
+        var expected = [Float]()
+        for b in 0..<5 {
+            let d: Float = b == 4 ? 0 : Float(rng.below(2000) + 1) / 1000 * (b % 2 == 0 ? 1 : -1)
+            let codes = (0..<32).map { _ in UInt8(rng.below(4)) }
+            let bits = Float16(d).bitPattern
+            blocks += [UInt8(bits & 0xff), UInt8(bits >> 8)]
+            blocks += (0..<8).map { i in codes[i] | codes[i + 8] << 2 | codes[i + 16] << 4 | codes[i + 24] << 6 }
+            expected += codes.map { Float(Float16(d)) * Float(2 * Int($0) - 3) }
+        }
+        var got = [Float](repeating: .nan, count: expected.count)
+        try blocks.withUnsafeBytes { try GGMLType.pq2.dequantize($0.baseAddress!, count: got.count, into: &got) }
+        #expect(got == expected)
     }
 
     @Test("Row and tensor byte sizes")

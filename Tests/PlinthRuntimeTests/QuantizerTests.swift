@@ -93,6 +93,61 @@ struct QuantizerTests {
         #expect(e1.reduce(0, +) < 0.9 * e0.reduce(0, +), "\(name): \(e1.reduce(0, +)) vs \(e0.reduce(0, +))")
     }
 
+    /// PQ2 searches its scale: on every block its squared error is within 1% of the best over a
+    /// fine sweep of scales with nearest codes (computed here independently), and well under the
+    /// error of the scale that puts the outer level on the largest value. Weighted by importance,
+    /// the weighted error drops.
+    @Test func pq2FindsNearlyTheBestScale() throws {
+        var rng = SplitMix64(seed: 9)
+        // Roughly normal weights: the sum of four uniforms.
+        let n = 32 * 64
+        let x = (0..<n).map { _ in (0..<4).map { _ in Float(rng.below(20001) - 10000) / 10000 }.reduce(0, +) * 0.02 }
+        let q = try #require(Self.quantize(x, .pq2))
+        var back = [Float](repeating: 0, count: n)
+        try q.withUnsafeBytes { try GGMLType.pq2.dequantize($0.baseAddress!, count: n, into: &back) }
+        func error(_ block: ArraySlice<Float>, _ d: Float, _ w: ArraySlice<Float>? = nil) -> Double {
+            let d = Float(Float16(d))
+            var sum = 0.0
+            for i in block.indices {
+                // The nearest of the four levels d * (2c - 3).
+                let level: Float = d == 0 ? 0 : ((block[i] / d + 3) / 2).rounded(.toNearestOrAwayFromZero)
+                let c = Int(min(3, max(0, level)))
+                let r = Double(block[i] - d * Float(2 * c - 3))
+                sum += Double(w?[i] ?? 1) * r * r
+            }
+            return sum
+        }
+        var total = 0.0, naive = 0.0
+        for b in 0..<(n / 32) {
+            let range = (32 * b)..<(32 * b + 32)
+            let block = x[range]
+            let got = range.reduce(0.0) { $0 + Double(x[$1] - back[$1]) * Double(x[$1] - back[$1]) }
+            let amax = block.map(abs).max()!
+            let best = stride(from: Float(0.10), through: 0.45, by: 0.0025).map { error(block, amax * $0) }.min()!
+            #expect(got <= best * 1.01 + 1e-12, "block \(b): \(got) vs the sweep's \(best)")
+            total += got
+            naive += error(block, amax / 3)
+        }
+        #expect(total < 0.8 * naive, "\(total) vs \(naive) with the outer level on the largest value")
+
+        let importance = (0..<n).map { _ in Float(rng.below(1000) + 1) / 100 * (rng.below(8) == 0 ? 50 : 1) }
+        var weighted = [UInt8](repeating: 0, count: q.count)
+        #expect(x.withUnsafeBufferPointer { xs in importance.withUnsafeBufferPointer { w in
+            weighted.withUnsafeMutableBytes { pk_quantize_weighted(Int32(GGMLType.pq2.rawValue), xs.baseAddress, $0.baseAddress, Int64(n), w.baseAddress) }
+        } } == 0)
+        var wback = [Float](repeating: 0, count: n)
+        try weighted.withUnsafeBytes { try GGMLType.pq2.dequantize($0.baseAddress!, count: n, into: &wback) }
+        func weightedError(_ y: [Float]) -> Double {
+            var sum = 0.0
+            for i in 0..<n {
+                let r = Double(x[i] - y[i])
+                sum += Double(importance[i]) * r * r
+            }
+            return sum
+        }
+        #expect(weightedError(wback) < 0.9 * weightedError(back), "\(weightedError(wback)) vs \(weightedError(back))")
+    }
+
     /// GPTQ on activations that span few directions: its error on them is a fraction of rounding
     /// to nearest's (the errors go where the activations are not). The same construction and
     /// result as GPTQ's reference algorithm in numpy (10x on these shapes).
@@ -222,6 +277,17 @@ struct QuantizerTests {
         let expected = try #require(Self.quantize(Self.values(192), .q8_0))
         #expect(Array(UnsafeRawBufferPointer(start: q.data(of: qe), count: qe.byteCount)) == expected)
         #expect(!FileManager.default.fileExists(atPath: out.path + ".partial"))
+        #expect(q.metadata[Quantizer.plinthTypesKey] == nil)
+
+        // A file in Plinth's own format names it, and reads back in it.
+        let plinthPlan = try Quantizer.plan(file, target: .pq2, pure: true)
+        try Quantizer.write(file, plan: plinthPlan, target: .pq2, to: out)
+        let p = try GGUFFile(url: out)
+        #expect(p.metadata[Quantizer.plinthTypesKey] == .array([.string("PQ2")]))
+        #expect(p.metadata["general.file_type"] == nil)
+        let pe = try #require(p.tensor(named: "token_embd.weight"))
+        #expect(pe.type == .pq2)
+        #expect(Array(UnsafeRawBufferPointer(start: p.data(of: pe), count: pe.byteCount)) == Self.quantize(Self.values(192), .pq2))
     }
 
     static let metadata: [(key: String, value: GGUFValue)] = [

@@ -106,6 +106,10 @@ public enum Quantizer {
         metadata.removeAll { $0.key == "general.quantization_version" || $0.key == "general.file_type" }
         metadata.append((key: "general.quantization_version", value: .uint32(2)))
         if let ftype = fileType(target) { metadata.append((key: "general.file_type", value: .uint32(ftype))) }
+        // Plinth's own formats, named so that a reader can say which format it lacks.
+        metadata.removeAll { $0.key == plinthTypesKey }
+        let plinthTypes = Set(plan.map(\.type).filter(\.isPlinthFormat)).map(\.name).sorted()
+        if !plinthTypes.isEmpty { metadata.append((key: plinthTypesKey, value: .array(plinthTypes.map(GGUFValue.string)))) }
         if let importance {
             metadata.removeAll { $0.key.hasPrefix("quantize.imatrix.") }
             if let importanceFile { metadata.append((key: "quantize.imatrix.file", value: .string(importanceFile))) }
@@ -126,6 +130,9 @@ public enum Quantizer {
         }
         try GGUFWriter(metadata: metadata, tensors: tensors).write(to: url)
     }
+
+    /// The metadata key listing the Plinth formats a file's tensors use.
+    public static let plinthTypesKey = "plinth.quantization.types"
 
     /// The types GPTQ writes.
     public static let gptqTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0]

@@ -58,6 +58,12 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
     case mxfp4 = 39
     case nvfp4 = 40
     case q1_0 = 41
+    /// Plinth's 2-bit format (2.5 bits/weight, 32-weight blocks, so any row that is a multiple of
+    /// 32). Its id is far past ggml's, so other engines refuse a file that uses it.
+    case pq2 = 1024
+
+    /// Whether the format is Plinth's own, not ggml's.
+    public var isPlinthFormat: Bool { rawValue >= UInt32(PK_PLINTH_TYPES.rawValue) }
 
     /// The kernels' row for this type (`Kernels/types.h`): every case has one.
     private var info: pk_type_info {
