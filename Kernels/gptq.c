@@ -4,7 +4,8 @@
 // H = X^T X + damp I: after quantizing column i, row r's remaining columns j > i move by
 // -(w[r,i] - q[r,i]) / U[i,i] * U[i,j]. Columns are taken a block (32 weights) at a time; each
 // block's grid (scale, minimum) is fitted to the block's current weights when it is reached, and
-// its errors reach the later columns in one matrix product.
+// its errors reach the later columns in one matrix product. A type's row says how to fit, round
+// and pack its blocks (qt_grid).
 #include "pk_quants.h"
 #include "types.h"
 
@@ -41,8 +42,8 @@ static int inverse_cholesky(const float *h, int64_t k, float damp, float *u) {
 
 int pk_gptq(int type, float *w, int64_t m, int64_t k, const float *h, float damp, void *dst) {
     const qt_type *ty = qt_type_of(type);
-    if (!ty || !ty->fields.qs || !ty->quantize || k % 32 != 0 || m < 1) return -1; // legacy blocks only
-    const int bits = qt_legacy_bits(ty), offset = ty->tile.offsets;
+    if (!ty || !ty->grid || ty->elements != 32 || k % 32 != 0 || m < 1) return -1;
+    const qt_grid *g = ty->grid;
     float *u = malloc((size_t)(k * k) * sizeof(float));
     float *err = malloc((size_t)(m * 32) * sizeof(float));
     float *grid = malloc((size_t)m * 2 * sizeof(float));
@@ -56,25 +57,16 @@ int pk_gptq(int type, float *w, int64_t m, int64_t k, const float *h, float damp
     for (int64_t j = 0; j < k; j++)
         if (h[j * k + j] == 0.0f)
             for (int64_t r = 0; r < m; r++) w[r * k + j] = 0.0f;
-    const int top = (1 << bits) - 1, bias = qt_legacy_bias(ty);
     for (int64_t c0 = 0; c0 < k; c0 += 32) {
         // Each row's grid for the block: the one nearest the block's current weights, each
         // weighted by its column's activation energy (the Hessian's diagonal).
-        for (int64_t r = 0; r < m; r++) {
-            float d, mn;
-            uint8_t q[32];
-            qt_weighted_grid(w + r * k + c0, diag + c0, bits, offset, &d, &mn, q);
-            grid[2 * r] = d;
-            grid[2 * r + 1] = mn;
-        }
+        for (int64_t r = 0; r < m; r++) g->fit(ty, w + r * k + c0, diag + c0, grid + 2 * r);
         for (int64_t i = c0; i < c0 + 32; i++) {
             const float pivot = u[i * k + i];
             for (int64_t r = 0; r < m; r++) {
-                const float d = grid[2 * r], mn = grid[2 * r + 1], x = w[r * k + i];
-                int v = d != 0.0f ? (int)nearbyintf((x - mn) / d) + bias : bias;
-                v = v < 0 ? 0 : v > top ? top : v;
-                codes[r * k + i] = (uint8_t)v;
-                const float e = (x - (d * (float)(v - bias) + mn)) / pivot;
+                float value;
+                codes[r * k + i] = (uint8_t)g->nearest(ty, w[r * k + i], grid + 2 * r, &value);
+                const float e = (w[r * k + i] - value) / pivot;
                 err[r * 32 + (i - c0)] = e;
                 for (int64_t j = i + 1; j < c0 + 32; j++) w[r * k + j] -= e * u[i * k + j];
             }
@@ -85,7 +77,7 @@ int pk_gptq(int type, float *w, int64_t m, int64_t k, const float *h, float damp
                         u + c0 * k + c0 + 32, (blasint)k, 1.0f, w + c0 + 32, (blasint)k);
         for (int64_t r = 0; r < m; r++) {
             uint8_t *out = (uint8_t *)dst + (size_t)r * (size_t)(k / 32) * ty->bytes + (size_t)(c0 / 32) * ty->bytes;
-            qt_pack_block(ty, grid[2 * r], grid[2 * r + 1], codes + r * k + c0, out);
+            g->pack(ty, grid + 2 * r, codes + r * k + c0, out);
         }
     }
     free(u), free(err), free(grid), free(diag), free(codes);

@@ -274,12 +274,11 @@ static float pq2_refit(const float *x, const float *w, const uint8_t c[32]) {
     return den > 0.0f ? num / den : 0.0f;
 }
 
-static void pq2_block(const float *x, const float *w, uint8_t *out) {
+static float pq2_fit_scale(const float *x, const float *w) {
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
-    uint8_t best[32], c[32];
+    uint8_t c[32];
     float best_d = 0.0f, best_e = INFINITY;
-    memset(best, 1, sizeof best);
     if (amax > 0.0f) {
         for (int step = 0; step <= 28; step++) {
             float d = amax * (0.12f + 0.01f * (float)step);
@@ -290,14 +289,59 @@ static void pq2_block(const float *x, const float *w, uint8_t *out) {
             if (e < best_e) {
                 best_e = e;
                 best_d = d;
-                memcpy(best, c, sizeof best);
             }
         }
     }
-    store_f16(out, best_d);
-    memset(out + 2, 0, 8);
-    for (int j = 0; j < 32; j++) out[2 + j % 8] |= (uint8_t)(best[j] << (2 * (j / 8)));
+    return best_d;
 }
+
+static void pq2_pack(const qt_type *ty, const float p[2], const uint8_t q[32], uint8_t *out) {
+    (void)ty;
+    store_f16(out, p[0]);
+    memset(out + 2, 0, 8);
+    for (int j = 0; j < 32; j++) out[2 + j % 8] |= (uint8_t)(q[j] << (2 * (j / 8)));
+}
+
+static void pq2_block(const float *x, const float *w, uint8_t *out) {
+    const float p[2] = {pq2_fit_scale(x, w), 0.0f};
+    uint8_t c[32];
+    pq2_codes(x, w, p[0], c);
+    pq2_pack(NULL, p, c, out);
+}
+
+static void pq2_fit(const qt_type *ty, const float *x, const float *w, float p[2]) {
+    (void)ty;
+    p[0] = pq2_fit_scale(x, w);
+    p[1] = 0.0f;
+}
+
+static int pq2_nearest(const qt_type *ty, float x, const float p[2], float *value) {
+    (void)ty;
+    int v = p[0] != 0.0f ? (int)floorf((x / p[0] + 3.0f) * 0.5f + 0.5f) : 1;
+    v = v < 0 ? 0 : v > 3 ? 3 : v;
+    *value = p[0] * (float)(2 * v - 3);
+    return v;
+}
+
+const qt_grid qt_pq2_grid_ops = {pq2_fit, pq2_nearest, pq2_pack};
+
+// Legacy blocks under GPTQ: the weighted grid search, codes q + bias clamped to the width.
+static void legacy_fit(const qt_type *ty, const float *x, const float *w, float p[2]) {
+    uint8_t q[32];
+    qt_weighted_grid(x, w, qt_legacy_bits(ty), ty->tile.offsets, &p[0], &p[1], q);
+}
+
+static int legacy_nearest(const qt_type *ty, float x, const float p[2], float *value) {
+    const int bias = qt_legacy_bias(ty), top = (1 << qt_legacy_bits(ty)) - 1;
+    int v = p[0] != 0.0f ? (int)nearbyintf((x - p[1]) / p[0]) + bias : bias;
+    v = v < 0 ? 0 : v > top ? top : v;
+    *value = p[0] * (float)(v - bias) + p[1];
+    return v;
+}
+
+static void legacy_pack(const qt_type *ty, const float p[2], const uint8_t q[32], uint8_t *out) { qt_pack_block(ty, p[0], p[1], q, out); }
+
+const qt_grid qt_legacy_grid_ops = {legacy_fit, legacy_nearest, legacy_pack};
 
 void qt_quantize_weighted_pq2(const float *x, const float *importance, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 32; b++) pq2_block(x + 32 * b, importance + 32 * b, y + 10 * b);

@@ -36,6 +36,19 @@ typedef struct {
     int window;       // blocks per read of unpacked rows (a whole number of 16-byte chunks)
 } qt_legacy;
 
+struct qt_type_s;
+
+// How GPTQ writes a 32-weight block format: the grid (p[0] scale, p[1] minimum) fitted to a
+// block's weights x under importance w, the code nearest x on a grid (and its value there),
+// and a block packed from its grid and codes.
+typedef struct {
+    void (*fit)(const struct qt_type_s *ty, const float *x, const float *w, float p[2]);
+    int (*nearest)(const struct qt_type_s *ty, float x, const float p[2], float *value);
+    void (*pack)(const struct qt_type_s *ty, const float p[2], const uint8_t q[32], uint8_t *out);
+} qt_grid;
+
+extern const qt_grid qt_legacy_grid_ops, qt_pq2_grid_ops;
+
 typedef void (*qt_to_float_fn)(const uint8_t *src, float *dst, int64_t n);
 typedef void (*blk_unpack_fn)(const uint8_t *block, int8_t *q, float *sc, float *of);
 typedef void (*qt_quantize_fn)(const float *src, uint8_t *dst, int64_t n);
@@ -51,6 +64,7 @@ typedef struct qt_type_s {
     qt_quantize_weighted_fn quantize_weighted; // the same, minimizing importance-weighted error
     qt_format tile;
     qt_legacy fields;
+    const qt_grid *grid;      // types GPTQ writes (gptq.c)
 } qt_type;
 
 void qt_f32_to_float(const uint8_t *src, float *dst, int64_t n);
@@ -88,11 +102,11 @@ static const qt_type QT_TYPES[QT_SLOT_COUNT] = {
     [PK_F32] = {QT_GEOMETRY("F32", 1, 4), .to_float = qt_f32_to_float, .quantize = qt_quantize_f32},
     [PK_F16] = {QT_GEOMETRY("F16", 1, 2), .to_float = qt_f16_to_float, .quantize = qt_quantize_f16},
     [PK_BF16] = {QT_GEOMETRY("BF16", 1, 2), .to_float = qt_bf16_to_float, .quantize = qt_quantize_bf16},
-    [PK_Q4_0] = {QT_GEOMETRY("Q4_0", 32, 18), .unpack = blk_q4_0, .quantize = qt_quantize_q4_0, .quantize_weighted = qt_quantize_weighted_q4_0, .tile = {32, 8, 0, ACT_Q8_0}, .fields = {2, 0, 16, 2, 8}},
-    [PK_Q4_1] = {QT_GEOMETRY("Q4_1", 32, 20), .unpack = blk_q4_1, .quantize = qt_quantize_q4_1, .quantize_weighted = qt_quantize_weighted_q4_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 0, 16, 1, 4}},
-    [PK_Q5_0] = {QT_GEOMETRY("Q5_0", 32, 22), .unpack = blk_q5_0, .quantize = qt_quantize_q5_0, .quantize_weighted = qt_quantize_weighted_q5_0, .tile = {32, 16, 0, ACT_Q8_0}, .fields = {2, 4, 16, 2, 8}},
-    [PK_Q5_1] = {QT_GEOMETRY("Q5_1", 32, 24), .unpack = blk_q5_1, .quantize = qt_quantize_q5_1, .quantize_weighted = qt_quantize_weighted_q5_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 4, 16, 1, 2}},
-    [PK_Q8_0] = {QT_GEOMETRY("Q8_0", 32, 34), .unpack = blk_q8_0, .quantize = qt_quantize_q8_0, .quantize_weighted = qt_quantize_weighted_q8_0, .tile = {32, 128, 0, ACT_Q8_0}, .fields = {2, 0, 32, 2, 8}},
+    [PK_Q4_0] = {QT_GEOMETRY("Q4_0", 32, 18), .unpack = blk_q4_0, .quantize = qt_quantize_q4_0, .quantize_weighted = qt_quantize_weighted_q4_0, .tile = {32, 8, 0, ACT_Q8_0}, .fields = {2, 0, 16, 2, 8}, .grid = &qt_legacy_grid_ops},
+    [PK_Q4_1] = {QT_GEOMETRY("Q4_1", 32, 20), .unpack = blk_q4_1, .quantize = qt_quantize_q4_1, .quantize_weighted = qt_quantize_weighted_q4_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 0, 16, 1, 4}, .grid = &qt_legacy_grid_ops},
+    [PK_Q5_0] = {QT_GEOMETRY("Q5_0", 32, 22), .unpack = blk_q5_0, .quantize = qt_quantize_q5_0, .quantize_weighted = qt_quantize_weighted_q5_0, .tile = {32, 16, 0, ACT_Q8_0}, .fields = {2, 4, 16, 2, 8}, .grid = &qt_legacy_grid_ops},
+    [PK_Q5_1] = {QT_GEOMETRY("Q5_1", 32, 24), .unpack = blk_q5_1, .quantize = qt_quantize_q5_1, .quantize_weighted = qt_quantize_weighted_q5_1, .tile = {32, 0, 1, ACT_Q8_1}, .fields = {4, 4, 16, 1, 2}, .grid = &qt_legacy_grid_ops},
+    [PK_Q8_0] = {QT_GEOMETRY("Q8_0", 32, 34), .unpack = blk_q8_0, .quantize = qt_quantize_q8_0, .quantize_weighted = qt_quantize_weighted_q8_0, .tile = {32, 128, 0, ACT_Q8_0}, .fields = {2, 0, 32, 2, 8}, .grid = &qt_legacy_grid_ops},
     // ggml's block_q8_1 is two f16 (d, s) then 32 int8 (gguf-py's table says 40, from when d
     // and s were f32). An activation format: read, never multiplied.
     [PK_Q8_1] = {QT_GEOMETRY("Q8_1", 32, 36), .unpack = blk_q8_1},
@@ -131,7 +145,7 @@ static const qt_type QT_TYPES[QT_SLOT_COUNT] = {
     [40] = {QT_GEOMETRY("NVFP4", 64, 36)},
     [41] = {QT_GEOMETRY("Q1_0", 128, 18)},
     // Plinth's formats.
-    [QT_SLOT(PK_PQ2)] = {QT_GEOMETRY("PQ2", 32, 10), .unpack = blk_pq2, .quantize = qt_quantize_pq2, .quantize_weighted = qt_quantize_weighted_pq2, .tile = {32, 3, 0, ACT_Q8_0}},
+    [QT_SLOT(PK_PQ2)] = {QT_GEOMETRY("PQ2", 32, 10), .unpack = blk_pq2, .quantize = qt_quantize_pq2, .quantize_weighted = qt_quantize_weighted_pq2, .tile = {32, 3, 0, ACT_Q8_0}, .grid = &qt_pq2_grid_ops},
 };
 
 #undef QT_GEOMETRY

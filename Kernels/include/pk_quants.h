@@ -51,7 +51,7 @@ int pk_quantize(int type, const float *src, void *dst, int64_t n);
 int pk_quantize_weighted(int type, const float *src, void *dst, int64_t n, const float *importance);
 
 // GPTQ: quantizes the m x k matrix `w` (row-major, floats; changed in place) to `dst` (m rows of
-// `type`: Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0), spreading each column's rounding error over the
+// `type`: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or PQ2), spreading each column's rounding error over the
 // later columns through the inverse of `h` = X^T X (k x k, the calibration activations' sums;
 // `damp` times its mean diagonal is added). Returns 0, or -1 for another type, k not whole
 // blocks, or a Hessian that stays singular.

@@ -151,7 +151,7 @@ struct QuantizerTests {
     /// GPTQ on activations that span few directions: its error on them is a fraction of rounding
     /// to nearest's (the errors go where the activations are not). The same construction and
     /// result as GPTQ's reference algorithm in numpy (10x on these shapes).
-    @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q8_0"])
+    @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q8_0", "PQ2"])
     func gptqPutsTheErrorWhereTheActivationsAreNot(name: String) throws {
         let type = try #require(GGMLType(name: name))
         let (m, k, n, rank) = (32, 128, 600, 6)

@@ -135,7 +135,7 @@ public enum Quantizer {
     public static let plinthTypesKey = "plinth.quantization.types"
 
     /// The types GPTQ writes.
-    public static let gptqTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0]
+    public static let gptqTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .pq2]
 
     /// One matrix by GPTQ: dequantized whole, then quantized column block by column block.
     static func gptq(_ source: UnsafeRawPointer, from t: GGUFTensorInfo, to type: GGMLType, hessian: UnsafePointer<Float>,
