@@ -62,6 +62,7 @@ let package = Package(
         // The model manifest (Models/models.json), compiled in, and the catalog read from it.
         .target(
             name: "PlinthModels",
+            dependencies: ["PlinthJSON"],
             path: "Models",
             resources: [.embedInCode("models.json")]
         ),
