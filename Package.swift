@@ -127,7 +127,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PlinthRuntimeTests",
-            dependencies: ["PlinthRuntime", "PlinthKernels", "PlinthJinja"],
+            dependencies: ["PlinthRuntime", "PlinthKernels", "PlinthJinja", "PlinthModels", "PlinthJSON"],
             path: "Tests/PlinthRuntimeTests",
             resources: [.copy("Fixtures")]
         ),

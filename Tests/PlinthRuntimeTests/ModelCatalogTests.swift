@@ -1,4 +1,6 @@
 import Foundation
+import PlinthJSON
+@testable import PlinthModels
 import PlinthRuntime
 import Testing
 
@@ -30,6 +32,15 @@ struct ModelCatalogTests {
         #expect(manifest.models == ModelCatalog.entries)
         #expect(manifest.default == ModelCatalog.defaultModelName)
         #expect(manifest.models.count >= 2)
+    }
+
+    @Test func aManifestMissingAFieldSaysWhich() throws {
+        let good = try JSONValue(parsing: #"{"default": "a", "models": [{"name": "a", "aliases": [], "architecture": "llama", "description": "", "file": "a.gguf", "size": 1, "sha256": "00", "parts": [{"wheel": "w", "path": "p"}]}]}"#)
+        #expect(try ModelCatalog.read(good).models.map(\.name) == ["a"])
+        let noFile = try JSONValue(parsing: #"{"default": "a", "models": [{"name": "a", "aliases": [], "architecture": "llama", "description": "", "size": 1, "sha256": "00", "parts": []}]}"#)
+        let e = #expect(throws: ModelCatalog.ManifestError.self) { try ModelCatalog.read(noFile) }
+        #expect(e?.description == "a: file is not a string")
+        #expect(throws: ModelCatalog.ManifestError.self) { try ModelCatalog.read(.object([("default", "a")])) }
     }
 
     @Test func catalogEntriesAreWellFormed() {
