@@ -75,7 +75,8 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
 
     private enum Scalar {
         case none
-        case string(String.UnicodeScalarView, Escape, isKey: Bool)
+        /// The string's UTF-8 so far (escapes decoded), validated when it closes.
+        case string([UInt8], Escape, isKey: Bool)
         case number([UInt8])
         case literal(word: [UInt8], matched: Int, value: JSONScalar)
     }
@@ -88,8 +89,6 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
     private var root: Node?
     /// Bytes read so far.
     public private(set) var offset = 0
-    /// UTF-8 arrives a byte at a time; a scalar is added when its last byte is in.
-    private var pendingUTF8: [UInt8] = []
 
     public init(builder: Builder, options: JSONReaderOptions = .init()) {
         self.builder = builder
@@ -111,9 +110,47 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
 
     /// Reads the next piece of the text.
     public mutating func append(_ bytes: some Sequence<UInt8>) throws(JSONSyntaxError) {
+        // Contiguous bytes (arrays, Data, native strings' UTF-8) are read through a buffer, which
+        // callers in other modules reach without a generic iterator per byte.
+        var failure: JSONSyntaxError?
+        let contiguous: Bool? = bytes.withContiguousStorageIfAvailable { buffer in
+            do throws(JSONSyntaxError) { try append(buffer: buffer) } catch { failure = error }
+            return true
+        }
+        if let failure { throw failure }
+        if contiguous == true { return }
         for byte in bytes {
             try read(byte)
             offset += 1
+        }
+    }
+
+    private mutating func append(buffer: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) {
+        var i = 0
+        while i < buffer.count {
+            // Runs that need no decision are taken whole: whitespace between values, and a
+            // string's bytes up to its next quote, backslash or control character.
+            switch scalar {
+            case .none where Self.isWhitespace(buffer[i]):
+                i += 1
+                offset += 1
+                continue
+            case .string(var s, .none, let isKey):
+                var j = i
+                while j < buffer.count, buffer[j] >= 0x20, buffer[j] != 0x22, buffer[j] != 0x5C { j += 1 }
+                if j > i {
+                    scalar = .none  // keeps `s` uniquely referenced while it grows
+                    s.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[i..<j]))
+                    scalar = .string(s, .none, isKey: isKey)
+                    offset += j - i
+                    i = j
+                    continue
+                }
+            default: break
+            }
+            try read(buffer[i])
+            offset += 1
+            i += 1
         }
     }
 
@@ -134,7 +171,8 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         if let root { return root }
         var child: Node?
         switch scalar {
-        case .string(let s, _, isKey: false): child = builder.scalar(.string(String(s)), complete: false)
+        case .string(let s, _, isKey: false):
+            child = builder.scalar(.string(String(decoding: s[..<Self.wholeScalars(s)], as: UTF8.self)), complete: false)
         case .number(let bytes):
             if let prefix = JSONNumberSyntax.longestNumberPrefix(bytes) {
                 child = builder.scalar(.number(prefix), complete: false)
@@ -214,7 +252,7 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         case .keyOrClose, .key:
             if expect == .keyOrClose && b == UInt8(ascii: "}") { return try closeContainer() }
             guard b == UInt8(ascii: "\"") else { throw error("Expected a property name in object") }
-            scalar = .string(String.UnicodeScalarView(), .none, isKey: true)
+            scalar = .string([], .none, isKey: true)
         case .colon:
             guard b == UInt8(ascii: ":") else { throw error("Expected ':' after property name") }
             expect = .value
@@ -246,7 +284,7 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
                 stack.append(.array([]))
                 expect = .valueOrClose
             }
-        case UInt8(ascii: "\""): scalar = .string(String.UnicodeScalarView(), .none, isKey: false)
+        case UInt8(ascii: "\""): scalar = .string([], .none, isKey: false)
         case UInt8(ascii: "t"): scalar = .literal(word: Array("true".utf8), matched: 1, value: .bool(true))
         case UInt8(ascii: "f"): scalar = .literal(word: Array("false".utf8), matched: 1, value: .bool(false))
         case UInt8(ascii: "n"): scalar = .literal(word: Array("null".utf8), matched: 1, value: .null)
@@ -260,25 +298,20 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
     }
 
     /// Reads one byte of a string; returns the string when this byte closed it.
-    private mutating func readString(_ b: UInt8, _ s: inout String.UnicodeScalarView, _ escape: Escape,
+    private mutating func readString(_ b: UInt8, _ s: inout [UInt8], _ escape: Escape,
                                      isKey: Bool) throws(JSONSyntaxError) -> String? {
         var next = Escape.none
         switch escape {
         case .none:
             if b == UInt8(ascii: "\"") {
-                guard pendingUTF8.isEmpty else { throw error("Invalid UTF-8 in string") }
-                return String(s)
+                guard let string = String(validating: s, as: UTF8.self) else { throw error("Invalid UTF-8 in string") }
+                return string
             }
             if b < 0x20 { throw error("Control character in string") }
-            if b == UInt8(ascii: "\\") {
-                guard pendingUTF8.isEmpty else { throw error("Invalid UTF-8 in string") }
-                next = .backslash
-            } else {
-                try appendByte(b, to: &s)
-            }
+            if b == UInt8(ascii: "\\") { next = .backslash } else { s.append(b) }
         case .backslash:
             switch (b, Self.escaped(b)) {
-            case (_, let c?): s.append(c)
+            case (_, let c?): s.append(UInt8(c.value))
             case (UInt8(ascii: "u"), nil): next = .hex(digits: 0, value: 0, high: nil)
             default: throw error("Invalid escape '\\\(Character(Unicode.Scalar(b)))'")
             }
@@ -294,12 +327,12 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
                       let scalar = Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00)) else {
                     throw error("Invalid surrogate pair in string")
                 }
-                s.append(scalar)
+                Self.append(scalar, to: &s)
             } else if (0xD800...0xDBFF).contains(unit) {
                 next = .low(high: unit, sawBackslash: false)
             } else {
                 guard let scalar = Unicode.Scalar(unit) else { throw error("Unpaired surrogate in string") }
-                s.append(scalar)
+                Self.append(scalar, to: &s)
             }
         case .low(let high, let sawBackslash):
             let expected = sawBackslash ? UInt8(ascii: "u") : UInt8(ascii: "\\")
@@ -334,20 +367,18 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         }
     }
 
-    private mutating func appendByte(_ b: UInt8, to s: inout String.UnicodeScalarView) throws(JSONSyntaxError) {
-        if b < 0x80 && pendingUTF8.isEmpty {
-            s.append(Unicode.Scalar(b))
-            return
-        }
-        pendingUTF8.append(b)
-        let lead = pendingUTF8[0]
-        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
-        guard pendingUTF8.count >= length else { return }
-        guard let scalars = String(validating: pendingUTF8, as: UTF8.self)?.unicodeScalars else {
-            throw error("Invalid UTF-8 in string")
-        }
-        s.append(contentsOf: scalars)
-        pendingUTF8.removeAll(keepingCapacity: true)
+    private static func append(_ scalar: Unicode.Scalar, to s: inout [UInt8]) {
+        UTF8.encode(scalar) { s.append($0) }
+    }
+
+    /// The length of the bytes' prefix that ends on a whole scalar: a sequence still arriving is
+    /// left out of a snapshot.
+    private static func wholeScalars(_ s: [UInt8]) -> Int {
+        var i = s.count
+        while i > 0, s.count - i < 4, s[i - 1] & 0xC0 == 0x80 { i -= 1 }
+        guard i > 0 else { return s.count }
+        let lead = s[i - 1], need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return s.count - (i - 1) < need ? i - 1 : s.count
     }
 
     private mutating func setKey(_ key: String) {

@@ -113,12 +113,21 @@ public enum JSONValue: Sendable, Hashable {
     /// Parses a whole JSON document (RFC 8259; a repeated member name keeps its first place and
     /// its last value).
     public init(parsing text: String, options: JSONReaderOptions = .init()) throws(JSONSyntaxError) {
-        self = try JSONReader.parse(text.utf8, builder: JSONValueBuilder(), options: options)
+        try self.init(parsing: Array(text.utf8), options: options)
     }
 
     /// Parses a whole JSON document from UTF-8 bytes.
     public init(parsing bytes: some Sequence<UInt8>, options: JSONReaderOptions = .init()) throws(JSONSyntaxError) {
-        self = try JSONReader.parse(bytes, builder: JSONValueBuilder(), options: options)
+        try self.init(parsing: Array(bytes), options: options)
+    }
+
+    /// Parses a whole JSON document from UTF-8 bytes. Every parse comes here, so the reader is
+    /// compiled for this one builder and buffer type, whatever module calls.
+    public init(parsing bytes: [UInt8], options: JSONReaderOptions = .init()) throws(JSONSyntaxError) {
+        let parsed = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(JSONSyntaxError) in try JSONReader.parse(buffer, builder: JSONValueBuilder(), options: options) }
+        }
+        self = try parsed.get()
     }
 
     /// The text of the value in `format`.
