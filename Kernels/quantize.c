@@ -120,12 +120,14 @@ static float weighted_error(const float *x, const float *w, const uint8_t *q, in
     return e;
 }
 
-// Codes of x on the grid d * (q - bias) + m, clamped to [0, top].
+// The code of x on the grid d * (q - bias) + m, clamped to [0, top] (bias when d is zero).
+static int legacy_code(float x, float d, float m, int bias, int top) {
+    const int v = d != 0.0f ? (int)nearbyintf((x - m) / d) + bias : bias;
+    return v < 0 ? 0 : v > top ? top : v;
+}
+
 static void round_codes(const float *x, float d, float m, int bias, int top, uint8_t q[32]) {
-    for (int j = 0; j < 32; j++) {
-        int v = (int)nearbyintf((x[j] - m) / d) + bias;
-        q[j] = (uint8_t)(v < 0 ? 0 : v > top ? top : v);
-    }
+    for (int j = 0; j < 32; j++) q[j] = (uint8_t)legacy_code(x[j], d, m, bias, top);
 }
 
 // The grid (d, and m for offset formats) that fits codes q best by weighted least squares, as
@@ -251,12 +253,17 @@ void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t 
 // fractions of the largest magnitude, the nearest codes, then d refitted to those codes by
 // weighted least squares and the codes taken again; the f16-rounded d with the least
 // w-weighted squared error wins.
+// The code of the level d * (2c - 3) nearest x, given id = 1/d (0 when d is zero).
+static int pq2_code(float x, float id) {
+    const int v = (int)floorf((x * id + 3.0f) * 0.5f + 0.5f);
+    return v < 0 ? 0 : v > 3 ? 3 : v;
+}
+
 static float pq2_codes(const float *x, const float *w, float d, uint8_t c[32]) {
     float e = 0.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int j = 0; j < 32; j++) {
-        int v = (int)floorf((x[j] * id + 3.0f) * 0.5f + 0.5f);
-        v = v < 0 ? 0 : v > 3 ? 3 : v;
+        const int v = pq2_code(x[j], id);
         c[j] = (uint8_t)v;
         const float r = x[j] - d * (float)(2 * v - 3);
         e += w[j] * r * r;
@@ -317,8 +324,7 @@ static void pq2_fit(const qt_type *ty, const float *x, const float *w, float p[2
 
 static int pq2_nearest(const qt_type *ty, float x, const float p[2], float *value) {
     (void)ty;
-    int v = p[0] != 0.0f ? (int)floorf((x / p[0] + 3.0f) * 0.5f + 0.5f) : 1;
-    v = v < 0 ? 0 : v > 3 ? 3 : v;
+    const int v = pq2_code(x, p[0] != 0.0f ? 1.0f / p[0] : 0.0f);
     *value = p[0] * (float)(2 * v - 3);
     return v;
 }
@@ -333,8 +339,7 @@ static void legacy_fit(const qt_type *ty, const float *x, const float *w, float 
 
 static int legacy_nearest(const qt_type *ty, float x, const float p[2], float *value) {
     const int bias = qt_legacy_bias(ty), top = (1 << qt_legacy_bits(ty)) - 1;
-    int v = p[0] != 0.0f ? (int)nearbyintf((x - p[1]) / p[0]) + bias : bias;
-    v = v < 0 ? 0 : v > top ? top : v;
+    const int v = legacy_code(x, p[0], p[1], bias, top);
     *value = p[0] * (float)(v - bias) + p[1];
     return v;
 }

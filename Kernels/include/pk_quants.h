@@ -31,6 +31,7 @@ typedef struct pk_type_info {
     int can_dequantize;      // pk_dequantize reads it
     int can_multiply;        // pk_matmul multiplies it
     int can_quantize;        // pk_quantize writes it
+    int can_gptq;            // pk_gptq writes it
 } pk_type_info;
 
 // Fills `info` for ggml's type id `type`. Returns 0, or -1 when ggml has never defined the id.
@@ -51,7 +52,7 @@ int pk_quantize(int type, const float *src, void *dst, int64_t n);
 int pk_quantize_weighted(int type, const float *src, void *dst, int64_t n, const float *importance);
 
 // GPTQ: quantizes the m x k matrix `w` (row-major, floats; changed in place) to `dst` (m rows of
-// `type`: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 or PQ2), spreading each column's rounding error over the
+// `type`: one whose info says can_gptq), spreading each column's rounding error over the
 // later columns through the inverse of `h` = X^T X (k x k, the calibration activations' sums;
 // `damp` times its mean diagonal is added). Returns 0, or -1 for another type, k not whole
 // blocks, or a Hessian that stays singular.

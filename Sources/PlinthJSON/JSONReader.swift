@@ -185,7 +185,10 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
                 if let child { elements.append(child) }
                 child = builder.array(elements, complete: false)
             case .object(var members, let index, let key):
-                if let key, let child { Self.set(key, child, in: &members, index) }
+                if let key, let child {
+                    var index = index  // the frame itself stays as it is
+                    Self.set(key, child, in: &members, &index)
+                }
                 child = builder.object(members, complete: false)
             }
         }
@@ -387,8 +390,15 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         expect = .colon
     }
 
-    private static func set(_ key: String, _ value: Node, in members: inout [(key: String, value: Node)], _ index: [String: Int]) {
-        if let i = index[key] { members[i].value = value } else { members.append((key, value)) }
+    /// A member's value: a repeated name keeps its first place and takes the last value.
+    private static func set(_ key: String, _ value: Node, in members: inout [(key: String, value: Node)],
+                            _ index: inout [String: Int]) {
+        if let i = index[key] {
+            members[i].value = value
+        } else {
+            index[key] = members.count
+            members.append((key, value))
+        }
     }
 
     private mutating func closeContainer() throws(JSONSyntaxError) {
@@ -412,12 +422,7 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
             stack.append(.array(elements))
         case .object(var members, var index, let key):
             guard let key else { throw error("A value without a property name") }
-            if let i = index[key] {
-                members[i].value = value
-            } else {
-                index[key] = members.count
-                members.append((key, value))
-            }
+            Self.set(key, value, in: &members, &index)
             stack.append(.object(members: members, index: index, key: nil))
         }
         expect = .commaOrClose

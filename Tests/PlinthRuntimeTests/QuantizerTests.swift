@@ -227,6 +227,7 @@ struct QuantizerTests {
         #expect(pk_quantize(Int32(GGMLType.q2_K.rawValue), &x, &out, 256) == -1)
         #expect(pk_quantize(Int32(GGMLType.q8_0.rawValue), &x, &out, 33) == -1)
         #expect(!Quantizer.canWrite(.q2_K) && Quantizer.canWrite(.q8_0))
+        #expect(Quantizer.gptqTypes == [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .pq2])
         let file = try Self.tinyModel()
         #expect(throws: QuantizeError.unsupportedType("Q2_K")) { try Quantizer.plan(file, target: .q2_K) }
         #expect(throws: QuantizeError.badPattern("ffn_(")) { try Quantizer.plan(file, target: .q8_0, overrides: [("ffn_(", .q4_0)]) }

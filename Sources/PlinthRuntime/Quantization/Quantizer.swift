@@ -64,9 +64,11 @@ public enum Quantizer {
     }
 
     /// Whether the quantizer writes `type`.
-    public static func canWrite(_ type: GGMLType) -> Bool {
+    public static func canWrite(_ type: GGMLType) -> Bool { info(type)?.can_quantize ?? 0 != 0 }
+
+    private static func info(_ type: GGMLType) -> pk_type_info? {
         var info = pk_type_info()
-        return pk_type_info_of(Int32(bitPattern: type.rawValue), &info) == 0 && info.can_quantize != 0
+        return pk_type_info_of(Int32(bitPattern: type.rawValue), &info) == 0 ? info : nil
     }
 
     /// llama.cpp's `general.file_type` for a model mostly of `type`.
@@ -134,8 +136,8 @@ public enum Quantizer {
     /// The metadata key listing the Plinth formats a file's tensors use.
     public static let plinthTypesKey = "plinth.quantization.types"
 
-    /// The types GPTQ writes.
-    public static let gptqTypes: Set<GGMLType> = [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .pq2]
+    /// The types GPTQ writes: those whose row in the kernels' type table has a block grid.
+    public static let gptqTypes = Set(GGMLType.allCases.filter { info($0)?.can_gptq ?? 0 != 0 })
 
     /// One matrix by GPTQ: dequantized whole, then quantized column block by column block.
     static func gptq(_ source: UnsafeRawPointer, from t: GGUFTensorInfo, to type: GGMLType, hessian: UnsafePointer<Float>,
