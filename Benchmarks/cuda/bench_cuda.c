@@ -45,7 +45,7 @@ static const shape shapes[] = {
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 static const int types[] = {PK_Q4_0, PK_Q4_1, PK_Q5_0, PK_Q5_1, PK_Q8_0, PK_Q2_K, PK_Q3_K, PK_Q4_K,
-                            PK_Q5_K, PK_Q6_K, PK_F16, PK_BF16, PK_F32};
+                            PK_Q5_K, PK_Q6_K, PK_PQ2, PK_F16, PK_BF16, PK_F32};
 #define NTYPES ((int)(sizeof types / sizeof types[0]))
 
 // A weight matrix replicated `copies` times (device), to rotate through.
@@ -139,6 +139,42 @@ static void bench_gemv(int quick) {
 }
 
 // ---- crossover and GEMM --------------------------------------------------------------------------
+
+// The GEMV's rows per lane group (R rows share each load of x): graph-replayed µs per call at
+// n = 1 for R = 1, 2, 4 and at n = 2 for R = 1, 2, beside what the policy picks.
+static void bench_gemv_rows(void) {
+    static const int rtypes[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_PQ2};
+    printf("GEMV rows per lane group (graph us per call; policy: R by $PLINTH_CUDA_GEMV_MIN_WARPS)\n");
+    printf("%-5s %-14s %9s %9s %9s %9s | %9s %9s %9s\n", "type", "shape", "n1 R=1", "R=2", "R=4", "policy", "n2 R=1", "R=2", "policy");
+    pkc_ptr x = dev_alloc(c, (size_t)2 * 4864 * 4), y = dev_alloc(c, (size_t)2 * 151936 * 4);
+    float *hx = malloc((size_t)2 * 4864 * 4);
+    fill_normal(hx, 2 * 4864, 1.0f);
+    CHECK(c, pkc_upload(c, x, hx, (size_t)2 * 4864 * 4));
+    const int64_t saved = pkc_set_gemm_min_rows(c, INT64_MAX);
+    for (int ti = 0; ti < (int)(sizeof rtypes / sizeof rtypes[0]); ti++)
+        for (int si = 0; si < NSHAPES; si++) {
+            const shape *s = &shapes[si];
+            const int type = rtypes[ti];
+            if (s->k % block_elements(type) != 0 || (s->m > 10000 && type != PK_Q8_0)) continue;
+            weights w = make_weights(type, s->m, s->k, (size_t)512 << 20);
+            static const int cfg[7][2] = {{1, 1}, {1, 2}, {1, 4}, {1, 0}, {2, 1}, {2, 2}, {2, 0}};
+            double us[7];
+            for (int i = 0; i < 7; i++) {
+                const int old = pkc_set_gemv_rows_per_group(c, cfg[i][1]);
+                us[i] = time_matmul_graph(type, &w, s->m, s->k, x, cfg[i][0], y);
+                pkc_set_gemv_rows_per_group(c, old);
+            }
+            printf("%-5s %-14s %9.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f\n", type_name(type), s->name, us[0], us[1], us[2],
+                   us[3], us[4], us[5], us[6]);
+            fflush(stdout);
+            pkc_free(c, w.base);
+        }
+    pkc_set_gemm_min_rows(c, saved);
+    pkc_free(c, x);
+    pkc_free(c, y);
+    free(hx);
+    printf("\n");
+}
 
 static void bench_crossover(void) {
     static const int64_t ns[] = {1, 2, 3, 4, 6, 8, 12, 16, 32, 64};
@@ -306,6 +342,7 @@ int main(int argc, char **argv) {
     }
     const char *only = getenv("PKC_BENCH");
     if (!only || strstr(only, "copy")) bench_copy();
+    if (!only || strstr(only, "rows")) bench_gemv_rows();
     if (!only || strstr(only, "gemv")) bench_gemv(quick);
     if (!only || strstr(only, "cross")) bench_crossover();
     if (!only || strstr(only, "gemm")) bench_gemm();

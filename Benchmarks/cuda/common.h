@@ -71,7 +71,7 @@ static void random_weights(int type, uint8_t *w, int64_t m, int64_t k) {
     for (int64_t b = 0; b < blocks; b++) {
         uint8_t *p = w + (size_t)b * bb;
         switch (type) {
-        case PK_Q4_0: case PK_Q5_0: case PK_Q8_0:
+        case PK_Q4_0: case PK_Q5_0: case PK_Q8_0: case PK_PQ2:
             put_f16(p, rng_uniform(0.001f, 0.01f) * (rng_u64() & 1 ? 1.0f : -1.0f));
             break;
         case PK_Q4_1: case PK_Q5_1:
@@ -92,7 +92,7 @@ static const char *type_name(int type) {
     case PK_F32: return "F32"; case PK_F16: return "F16"; case PK_BF16: return "BF16";
     case PK_Q4_0: return "Q4_0"; case PK_Q4_1: return "Q4_1"; case PK_Q5_0: return "Q5_0"; case PK_Q5_1: return "Q5_1";
     case PK_Q8_0: return "Q8_0"; case PK_Q2_K: return "Q2_K"; case PK_Q3_K: return "Q3_K"; case PK_Q4_K: return "Q4_K";
-    case PK_Q5_K: return "Q5_K"; case PK_Q6_K: return "Q6_K"; default: return "?";
+    case PK_Q5_K: return "Q5_K"; case PK_Q6_K: return "Q6_K"; case PK_PQ2: return "PQ2"; default: return "?";
     }
 }
 

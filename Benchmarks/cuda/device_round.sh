@@ -6,23 +6,29 @@
 #   bash Benchmarks/cuda/device_round.sh stash DIR     copy DIR's files to /tmp/pd/stash
 #   bash Benchmarks/cuda/device_round.sh setup         unpack plinth, its libraries and the kernel tests;
 #                                                      with llama-src.tar.xz stashed, start llama.cpp's
-#                                                      CUDA build in the background (about 4 minutes)
+#                                                      CUDA build in the background; with lb.tar.xz, unpack it
 #   bash Benchmarks/cuda/device_round.sh kernels       PlinthCUDA's kernel tests (devbin/test_cuda)
-#   bash Benchmarks/cuda/device_round.sh llamabin      unpack llama.cpp binaries an earlier round built
+#   bash Benchmarks/cuda/device_round.sh llamabin      unpack llama.cpp binaries built earlier (lb.tar.xz)
 #   bash Benchmarks/cuda/device_round.sh models        assemble the models (smol.part-* -> smollm2.gguf,
 #                                                      sha256-checked; qwen-rep.gguf.xz -> qwen-rep.gguf)
 #   bash Benchmarks/cuda/device_round.sh plinth        plinth: bench (single, batched 64) per model,
 #                                                      greedy CPU vs CUDA, guided output, the clause workload
-#   bash Benchmarks/cuda/device_round.sh eval          the clause workload on CUDA at 16 and 64 sessions
+#   bash Benchmarks/cuda/device_round.sh eval          plinth eval (600 clauses) on CUDA and CPU; the clause
+#                                                      workload on CUDA at 16 and 64 sessions
 #   bash Benchmarks/cuda/device_round.sh llama         llama-bench and llama-batched-bench (CUDA) per model
 #
-# Made here by Benchmarks/cuda/make_devround.sh. Logs and JSON go to $OUT.
+# Made here by Benchmarks/cuda/make_devround.sh. Logs and JSON: $OUT/round.tar.xz.
 set -u
 W=/tmp/pd
 mkdir -p "$W/stash" "$W/bin/lib" "$W/home"
-OUT="${OUT:-$W/out}"
+# Everything a stage writes stays in $W/out (the device tool empties $OUT before each call);
+# each stage ends by packing it into $OUT/round.tar.xz (one file, under the tool's file limits).
+RET="${OUT:-}"
+OUT="$W/out"
 mkdir -p "$OUT"
 LOG="$OUT/round.log"
+pack() { [ -n "$RET" ] && [ "$RET" != "$OUT" ] && tar cf - -C "$W" out | xz -T4 -6 >"$RET/round.tar.xz"; }
+trap pack EXIT
 export PLINTH_HOME="$W/home"
 export LD_LIBRARY_PATH="$W/bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 P="$W/bin/plinth"
@@ -39,6 +45,7 @@ setup)
     for f in "$W"/stash/lib/*.xz; do xz -dc "$f" >"$W/bin/lib/$(basename "$f" .xz)"; done
     ldd "$P" | tee -a "$LOG"
     [ -f "$W/stash/devbin.tar.xz" ] && tar xJf "$W/stash/devbin.tar.xz" -C "$W"
+    [ -f "$W/stash/lb.tar.xz" ] && exec bash "$0" llamabin
     [ -f "$W/stash/llama-src.tar.xz" ] || exit 0
     mkdir -p "$W/llama" && tar xJf "$W/stash/llama-src.tar.xz" -C "$W/llama"
     export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
@@ -127,6 +134,28 @@ except Exception as e:
 EOF
     fi ;;
 eval)
+    # plinth eval over the 600 policy clauses (Benchmarks/eval; the 2-core CPU figure is in
+    # Benchmarks/README.md): CUDA at --parallel 16, 64 and 128, and the device's CPU (16 threads)
+    # at 16 for the outputs' comparison.
+    ev() { # NAME BACKEND PARALLEL
+        say "plinth eval $1: --backend $2 --parallel $3"
+        PLINTH_BACKEND=$2 "$P" eval -m "$W/smollm2.gguf" --schema Benchmarks/eval/policy_clauses.schema.json \
+            --instructions-file Benchmarks/eval/policy_instructions.txt --input Benchmarks/eval/policy_clauses.jsonl \
+            --output "$W/eval-$1.jsonl" --restart --quiet --parallel "$3" --max-tokens 96 --label targetGroup \
+            --label effectDirection --summary "$OUT/eval-$1.json" 2>>"$LOG" || say "exit $?"
+        python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: v for k, v in s.items() if not isinstance(v, (list, dict))})" \
+            "$OUT/eval-$1.json" 2>&1 | tee -a "$LOG"
+    }
+    for n in 16 64 128; do ev cuda-$n cuda $n; done
+    ev cpu-16 cpu 16
+    python3 - "$W/eval-cuda-64.jsonl" "$W/eval-cpu-16.jsonl" <<'EOF2' 2>&1 | tee -a "$LOG"
+import json, sys
+a, b = ([json.loads(l).get("value") for l in open(p)] for p in sys.argv[1:3])
+same = sum(x == y for x, y in zip(a, b))
+print(f"plinth eval values, CUDA (64) vs CPU (16): {same} of {len(a)} identical")
+diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+for i in diff[:10]: print(f"  record {i}: cuda {a[i]}\n             cpu  {b[i]}")
+EOF2
     # The clause workload at several concurrencies on CUDA (EVAL_CONCURRENCY, default "16 64").
     for n in ${EVAL_CONCURRENCY:-16 64}; do
         say "clause workload on CUDA, $n concurrent sessions"

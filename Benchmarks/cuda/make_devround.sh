@@ -1,22 +1,25 @@
 #!/bin/sh
-# Fills .devcarry/c1 ... c4 (git-ignored) for Benchmarks/cuda/device_round.sh: each folder is one
-# `device` call's carry, under the tool's 64 MiB with the working tree (~16 MB).
+# Fills .devcarry/c1 ... c3 (git-ignored) for Benchmarks/cuda/device_round.sh: each folder is one
+# `device` call's carry, under the tool's 64 MiB with the working tree (~17 MB).
 #
-#   sh Benchmarks/cuda/make_devround.sh [LLAMA_SRC_OR_BINS]
+#   sh Benchmarks/cuda/make_devround.sh [LLAMA]
 #
 #   c1  plinth.xz (static, stripped), lib/*.xz (its libraries beyond glibc/libstdc++),
-#       devbin.tar.xz (test_cuda, bench_cuda), smol.part-1
+#       devbin.tar.xz (test_cuda, bench_cuda), LLAMA, smol.part-1
 #   c2  smol.part-2                    SmolLM2 Q4_1 (the catalog file), xz'd and split
 #   c3  smol.part-3, qwen-rep.gguf.xz  Qwen2.5-Coder-0.5B's shape and types: layers 0 and 4 (ffn_down
 #                                      Q6_K/attn_v Q8_0 and Q4_K/Q5_0, as the real model mixes them)
 #                                      alternating 24 deep, token_embd/output rows repeating their
 #                                      first 2048 (the same bytes read per token; xz finds the repeats)
-#   c4  llama-src.tar.xz (llama.cpp's source from the llama-cpp-python sdist, trimmed) or
-#       lb.tar.xz (its build/bin from an earlier round: `tar cf - llama-bench llama-batched-bench *.so*`)
+#   LLAMA: llama-src.tar.xz (llama.cpp's source from the llama-cpp-python sdist, trimmed: see
+#   Benchmarks/cuda/README.md) or lb.tar.xz (its build/bin from an earlier round:
+#   `tar cf - llama-bench llama-batched-bench *.so*`). In c1, so that llama.cpp's CUDA build runs
+#   in the background while plinth's stages run.
 #
 # Calls, one after another within the machine's 30 s warm window:
-#   c1: stash .devcarry/c1 && setup && kernels      c2: stash .devcarry/c2
-#   c3: stash .devcarry/c3 && models && plinth      c4: stash .devcarry/c4 && (llamabin | setup) && llama
+#   c1: stash .devcarry/c1 && setup && kernels      (setup starts llama.cpp's build, or unpacks lb.tar.xz)
+#   c2: stash .devcarry/c2
+#   c3: stash .devcarry/c3 && models && plinth      then: eval && llama
 # Needs: the static build (swift build -c release --static-swift-stdlib --scratch-path .build-static
 # --product plinth), both catalog models fetched, xz.
 set -eu
@@ -24,7 +27,7 @@ cd "$(dirname "$0")/../.."
 D=.devcarry
 T=${TMPDIR:-/tmp}/plinth-devround
 rm -rf "$D" "$T"
-mkdir -p "$D/c1/lib" "$D/c2" "$D/c3" "$D/c4" "$T"
+mkdir -p "$D/c1/lib" "$D/c2" "$D/c3" "$T"
 cp .build-static/release/plinth "$T/plinth" && strip "$T/plinth"
 xz -T2 -6 -c "$T/plinth" >"$D/c1/plinth.xz"
 for lib in $(ldd "$T/plinth" | awk '/=>/ {print $3}'); do
@@ -35,6 +38,7 @@ for lib in $(ldd "$T/plinth" | awk '/=>/ {print $3}'); do
 done
 sh Benchmarks/cuda/build.sh "$T/devbin" >/dev/null
 tar cf - -C "$T" devbin | xz -T2 -6 >"$D/c1/devbin.tar.xz"
+if [ -n "${1:-}" ]; then cp "$1" "$D/c1/"; fi
 
 PLINTH=.build-static/release/plinth
 xz -T1 -9 -c "$($PLINTH models path smollm2)" >"$T/smol.xz"
@@ -52,6 +56,5 @@ head -c "$first" "$T/smol.xz" >"$D/c1/smol.part-1"
 tail -c +$((first + 1)) "$T/smol.xz" | head -c "$room" >"$D/c2/smol.part-2"
 tail -c +$((first + room + 1)) "$T/smol.xz" >"$D/c3/smol.part-3"
 
-if [ -n "${1:-}" ]; then cp "$1" "$D/c4/"; fi
 du -sb "$D"/c*
 echo "tree $tree bytes; each call carries at most $((67108864 - tree)) bytes"

@@ -71,7 +71,7 @@ static float *download_floats(pkc_context *c, pkc_ptr src, int64_t count) {
 // ---- dequantize / get_rows ---------------------------------------------------------------------
 
 static const int all_types[] = {PK_F32, PK_F16, PK_BF16, PK_Q4_0, PK_Q4_1, PK_Q5_0, PK_Q5_1, PK_Q8_0,
-                                PK_Q2_K, PK_Q3_K, PK_Q4_K, PK_Q5_K, PK_Q6_K};
+                                PK_Q2_K, PK_Q3_K, PK_Q4_K, PK_Q5_K, PK_Q6_K, PK_PQ2};
 #define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
 
 static int is_k_quant(int type) { return type >= PK_Q2_K && type <= PK_Q6_K; }
@@ -134,6 +134,7 @@ static const shape shapes[] = {
 
 // The worst errors over a set of calls of one (type, shape, path).
 typedef struct { double gpu, cpu, diff; int64_t unwritten; } mm_err;
+#define MM_PASSES 4
 
 static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t *ns, int count, int check_cpu,
                         mm_err *errs) {
@@ -153,12 +154,17 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
         pk_dequantize(type, w + refrow[i] * rb, tmp, k);
         for (int64_t j = 0; j < k; j++) wd[i * k + j] = tmp[j];
     }
-    memset(errs, 0, 2 * sizeof *errs);
-    for (int gemm = 0; gemm < 2; gemm++) {
-    mm_err *e = &errs[gemm];
+    // Passes: the GEMV path (rows per lane group by the policy), the GEMM path, then the GEMV's
+    // row-blocked variants forced (R = 2 at n <= 2, R = 4 at n = 1).
+    memset(errs, 0, MM_PASSES * sizeof *errs);
+    for (int pass = 0; pass < MM_PASSES; pass++) {
+    mm_err *e = &errs[pass];
+    const int gemm = pass == 1, force_r = pass == 2 ? 2 : pass == 3 ? 4 : 0;
     const int64_t saved = pkc_set_gemm_min_rows(c, gemm ? 1 : INT64_MAX);
+    const int saved_r = pkc_set_gemv_rows_per_group(c, force_r);
     for (int ci = 0; ci < count; ci++) {
         const int64_t n = ns[ci];
+        if (force_r && n > 4 / force_r) continue;
         const int64_t ldx = k + (ci % 2 ? 8 : 0), ldy = m + (ci % 2 ? 3 : 0); // strided every other call
         float *x = host_floats(n * ldx);
         fill_normal(x, n * ldx, 1.0f);
@@ -208,6 +214,7 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
         free(x); free(y); free(ycpu);
     }
     pkc_set_gemm_min_rows(c, saved);
+    pkc_set_gemv_rows_per_group(c, saved_r);
     }
     CHECK(c, pkc_free(c, dw));
     free(w); free(wd); free(tmp); free(refrow);
@@ -271,18 +278,21 @@ static void test_matmul(pkc_context *c) {
             if (big && !big_shape_type(type)) continue;
             const int64_t *ns = big ? ns_big : ns_small;
             const int count = big ? 3 : 12;
-            mm_err e[2];
+            mm_err e[MM_PASSES];
             // The CPU comparison on the smaller shapes (the CPU kernel does all rows: slow for vocabularies).
             const int check_cpu = !big;
             matmul_case(c, type, s, ns, count, check_cpu, e);
-            for (int gemm = 0; gemm < 2; gemm++) {
-                const double tol = gemm ? 2e-3 : 2e-5;
-                const int ok = e[gemm].unwritten == 0 && e[gemm].gpu <= tol && (!check_cpu || e[gemm].diff <= 2e-2);
+            static const char *const pass_names[MM_PASSES] = {"gemv", "gemm", "gemv r2", "gemv r4"};
+            static const char *const pass_ns[2][MM_PASSES] = {{"1..9,13,16,64", "1..9,13,16,64", "1,2", "1"},
+                                                              {"1,4,64", "1,4,64", "1", "1"}};
+            for (int pass = 0; pass < MM_PASSES; pass++) {
+                const double tol = pass == 1 ? 2e-3 : 2e-5;
+                const int ok = e[pass].unwritten == 0 && e[pass].gpu <= tol && (!check_cpu || e[pass].diff <= 2e-2);
                 char cpu[96] = "";
-                if (check_cpu) snprintf(cpu, sizeof cpu, "; cpu %.1e, |gpu-cpu| %.1e (tol 2e-2)", e[gemm].cpu, e[gemm].diff);
+                if (check_cpu) snprintf(cpu, sizeof cpu, "; cpu %.1e, |gpu-cpu| %.1e (tol 2e-2)", e[pass].cpu, e[pass].diff);
                 report(ok, "matmul %-4s %-13s %6lldx%-4lld n=%s %s: max |y-ref|/sum|wx| %.2e (tol %.0e)%s%s",
-                       type_name(type), s->name, (long long)s->m, (long long)s->k, big ? "1,4,64" : "1..9,13,16,64",
-                       gemm ? "gemm" : "gemv", e[gemm].gpu, tol, cpu, e[gemm].unwritten ? " UNWRITTEN OUTPUTS" : "");
+                       type_name(type), s->name, (long long)s->m, (long long)s->k, pass_ns[big][pass],
+                       pass_names[pass], e[pass].gpu, tol, cpu, e[pass].unwritten ? " UNWRITTEN OUTPUTS" : "");
             }
         }
     }

@@ -130,7 +130,7 @@ static const fmt_info fmts[] = {
     {0, "f32", 16, 64},     {1, "f16", 16, 32},     {30, "bf16", 16, 32},   {2, "q4_0", 32, 18},
     {3, "q4_1", 32, 20},    {6, "q5_0", 32, 22},    {7, "q5_1", 32, 24},    {8, "q8_0", 32, 34},
     {10, "q2_k", 256, 84},  {11, "q3_k", 256, 110}, {12, "q4_k", 256, 144}, {13, "q5_k", 256, 176},
-    {14, "q6_k", 256, 210},
+    {14, "q6_k", 256, 210}, {1024, "pq2", 32, 10},
 };
 #define NFMT ((int)(sizeof fmts / sizeof fmts[0]))
 #define GEMV_MAX_ROWS 8
@@ -164,11 +164,14 @@ struct pkc_context {
     CUmodule module;
     cublasHandle_t blas;
     CUevent ev0, ev1;
-    CUfunction gemv[NFMT][GEMV_MAX_ROWS], dq32[NFMT], dq16[NFMT], rows[NFMT];
+    // gemv_r: the row-blocked variants, [0] N = 1 R = 2, [1] N = 1 R = 4, [2] N = 2 R = 2.
+    CUfunction gemv[NFMT][GEMV_MAX_ROWS], gemv_r[NFMT][3], dq32[NFMT], dq16[NFMT], rows[NFMT];
     CUfunction rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     size_t cap_w, cap_x, cap_a;
     int64_t gemm_min_rows;
+    int64_t gemv_min_warps; // gemv_rows_per_group
+    int gemv_force_r;       // $PLINTH_CUDA_GEMV_R (0: the policy)
     int capturing;
     pkc_device_info info;
     char err[2048];
@@ -545,8 +548,13 @@ static int get_functions(pkc_context *c) {
     int st;
     for (int i = 0; i < NFMT; i++) {
         for (int n = 1; n <= GEMV_MAX_ROWS; n++) {
-            snprintf(name, sizeof name, "pkc_gemv_%s_%d", fmts[i].name, n);
+            snprintf(name, sizeof name, "pkc_gemv_%s_%d_r1", fmts[i].name, n);
             if ((st = get_function(c, &c->gemv[i][n - 1], name))) return st;
+        }
+        static const int variants[3][2] = {{1, 2}, {1, 4}, {2, 2}};
+        for (int v = 0; v < 3; v++) {
+            snprintf(name, sizeof name, "pkc_gemv_%s_%d_r%d", fmts[i].name, variants[v][0], variants[v][1]);
+            if ((st = get_function(c, &c->gemv_r[i][v], name))) return st;
         }
         snprintf(name, sizeof name, "pkc_dequant_f32_%s", fmts[i].name);
         if ((st = get_function(c, &c->dq32[i], name))) return st;
@@ -575,6 +583,7 @@ static int get_functions(pkc_context *c) {
 // shapes (one launch of its widest kernel); from 9 rows it would take two launches and the GEMM
 // path wins everywhere.
 #define DEFAULT_GEMM_MIN_ROWS 9
+#define DEFAULT_GEMV_MIN_WARPS 1024
 #define BLAS_WORKSPACE (32u << 20)
 
 static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
@@ -631,6 +640,9 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->gemm_min_rows = DEFAULT_GEMM_MIN_ROWS;
     const char *env = getenv("PLINTH_CUDA_GEMM_MIN_ROWS");
     if (env && atoll(env) > 0) c->gemm_min_rows = atoll(env);
+    c->gemv_min_warps = DEFAULT_GEMV_MIN_WARPS;
+    if ((env = getenv("PLINTH_CUDA_GEMV_MIN_WARPS")) && atoll(env) > 0) c->gemv_min_warps = atoll(env);
+    if ((env = getenv("PLINTH_CUDA_GEMV_R"))) c->gemv_force_r = atoi(env);
     return PKC_OK;
 }
 
@@ -925,6 +937,13 @@ int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_
     return launch(c, c->rows[i], "get_rows", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
 }
 
+int pkc_set_gemv_rows_per_group(pkc_context *c, int rows) {
+    if (!c) return 0;
+    const int old = c->gemv_force_r;
+    c->gemv_force_r = rows < 0 ? 0 : rows;
+    return old;
+}
+
 int64_t pkc_set_gemm_min_rows(pkc_context *c, int64_t rows) {
     if (!c) return 0;
     const int64_t old = c->gemm_min_rows;
@@ -983,6 +1002,8 @@ int pkc_matmul_add(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pk
     return matmul(c, type, w, m, k, x, ldx, n, y, ldy, 1);
 }
 
+static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n);
+
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                   pkc_ptr y, int64_t ldy, int add) {
     ENTER(c);
@@ -999,15 +1020,33 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     // that each lane still gets a few units (and a warp several rows).
     const int64_t units = k / 16;
     int lanes_log2 = units >= 64 ? 5 : units >= 32 ? 4 : 3;
-    const int64_t rows_per_block = (int64_t)GEMV_WARPS << (5 - lanes_log2);
     for (int64_t t0 = 0; t0 < n; t0 += GEMV_MAX_ROWS) {
         const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
+        const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
+        const CUfunction f = r == 1 ? c->gemv[fi][rows - 1] : c->gemv_r[fi][rows == 2 ? 2 : r == 2 ? 0 : 1];
+        const int64_t rows_per_block = ((int64_t)GEMV_WARPS << (5 - lanes_log2)) * r;
         CUdeviceptr xt = x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
         void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ldx, &yt, &ldy, &lanes_log2, &add};
-        const int st = launch(c, c->gemv[fi][rows - 1], "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
+        const int st = launch(c, f, "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
         if (st) return st;
     }
     return PKC_OK;
+}
+
+// Rows of W per lane group for a GEMV launch over `n` rows of x: variants exist for R = 2 and 4
+// at n = 1 and R = 2 at n = 2. R rows share each load of x (whose f32 reads bound the GEMV on
+// L1), but make R times fewer groups, so the largest R that still leaves gemv_min_warps warps.
+static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n) {
+    const int max_r = n == 1 ? 4 : n == 2 ? 2 : 1;
+    if (c->gemv_force_r > 0) {
+        const int r = c->gemv_force_r >= 4 ? 4 : c->gemv_force_r >= 2 ? 2 : 1;
+        return r < max_r ? r : max_r;
+    }
+    for (int r = max_r; r > 1; r /= 2) {
+        const int64_t warps = ((m + r - 1) / r) >> (5 - lanes_log2);
+        if (warps >= c->gemv_min_warps) return r;
+    }
+    return 1;
 }
 
 // ---- elementwise -------------------------------------------------------------------------------

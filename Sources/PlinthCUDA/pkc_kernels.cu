@@ -21,7 +21,7 @@ __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;"
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
 
-// Blocks of 18, 22, 34, 110 and 210 bytes are only 2-byte aligned: read them 16 bits at a time.
+// Blocks of 10, 18, 22, 34, 110 and 210 bytes are only 2-byte aligned: read them 16 bits at a time.
 __device__ __forceinline__ u32 ld16(const u8 *p) { return *(const u16 *)p; }
 __device__ __forceinline__ u32 ld32a(const u8 *p) { return *(const u32 *)p; }                     // 4-aligned
 __device__ __forceinline__ u32 ld32u(const u8 *p) { return ld16(p) | (ld16(p + 2) << 16); }        // 2-aligned
@@ -129,6 +129,30 @@ template <> struct Fmt<8> { // Q8_0: d, qs[32]:i8; unit u holds weights 16u..16u
             const u32 w = ld32u(p + 4 * j) ^ 0x80808080u; // signed bytes to unsigned (+128)
 #pragma unroll
             for (int i = 0; i < 4; i++) q[4 * j + i] = byte_f(w, i, 128.0f);
+        }
+        const float d = f16at(b);
+#pragma unroll
+        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+    }
+};
+
+// PQ2 (Plinth's 2-bit type, id 1024): d, qs[8]; x = d * (2c - 3), weight j's code c in bits
+// 2(j/8) of byte j%8. Unit u holds weights 16u..16u+15: bit pairs 2u and 2u+1 of the 8 bytes.
+template <> struct Fmt<1024> {
+    enum { BE = 32, BB = 10, UPB = 2, OFF = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return (u << 4) + (g << 2); }
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        const u32 lo = ld32u(b + 2), hi = ld32u(b + 6);
+        const int s = 4 * u;
+        // 2c per byte (c in bits s..s+1, then s+2..s+3), read as 2c - 3.
+        const u32 a0 = ((lo >> s) & 0x03030303u) << 1, a1 = ((hi >> s) & 0x03030303u) << 1;
+        const u32 b0 = ((lo >> (s + 2)) & 0x03030303u) << 1, b1 = ((hi >> (s + 2)) & 0x03030303u) << 1;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            q[j] = byte_f(a0, j, 3.0f);
+            q[4 + j] = byte_f(a1, j, 3.0f);
+            q[8 + j] = byte_f(b0, j, 3.0f);
+            q[12 + j] = byte_f(b1, j, 3.0f);
         }
         const float d = f16at(b);
 #pragma unroll
@@ -344,18 +368,21 @@ __device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 
 }
 
 // ---- GEMV: y[t][r] = W[r] . x[t] for t < N ------------------------------------------------------
-// A row is handled by a group of `lanes` lanes (8, 16 or 32, chosen by the host so that each lane
-// gets several units even for short rows: a warp holds 32/lanes rows). Each lane takes units
-// sub, sub + lanes, ...; two at a time, both loaded before either is used, so that more bytes are
-// in flight per lane. Per group of 4 it forms sc * (q . x) + of * sum(x): scale and offset applied
-// once per group. Measured (ncu, H100): on large matrices this is bound by L1 (98%), mostly the
-// f32 x reads (4 bytes per weight, scattered over 8 lines per instruction), not by DRAM (25%).
+// A group of `lanes` lanes (8, 16 or 32, chosen by the host so that each lane gets several units
+// even for short rows: a warp holds 32/lanes groups) handles R consecutive rows. Each lane takes
+// units sub, sub + lanes, ...; with R = 1 two at a time, both loaded before either is used, so
+// that more bytes are in flight per lane; with R > 1 the unit of all R rows, which then share
+// each load of x. Per group of 4 it forms sc * (q . x) + of * sum(x): scale and offset applied
+// once per group. Measured (ncu, H100, R = 1): on large matrices this is bound by L1 (98%),
+// mostly the f32 x reads (4 bytes per weight, scattered over 8 lines per instruction), not by
+// DRAM (25%): R rows per x load divide that traffic by R, at the price of R times fewer groups
+// (so the host uses R > 1 only where the matrix has rows to spare).
 
 #define GEMV_WARPS 4
 
-template <int T, int N>
-__device__ __forceinline__ void gemv_accumulate(int u, const float *q, const float *sc, const float *of, const float *x,
-                                                i64 ldx, float *acc) {
+template <int T, int N, int R>
+__device__ __forceinline__ void gemv_accumulate(int u, const float (*q)[16], const float (*sc)[4], const float (*of)[4],
+                                                const float *x, i64 ldx, float (*acc)[R]) {
     typedef Fmt<T> F;
     const int blk = u / F::UPB, sub = u % F::UPB;
     const int xo = blk * F::BE;
@@ -365,53 +392,68 @@ __device__ __forceinline__ void gemv_accumulate(int u, const float *q, const flo
 #pragma unroll
         for (int t = 0; t < N; t++) {
             const float4 xv = *(const float4 *)(x + t * ldx + o);
-            float s = q[4 * g] * xv.x;
-            s = fmaf(q[4 * g + 1], xv.y, s);
-            s = fmaf(q[4 * g + 2], xv.z, s);
-            s = fmaf(q[4 * g + 3], xv.w, s);
-            if (F::OFF) {
-                const float sx = (xv.x + xv.y) + (xv.z + xv.w);
-                acc[t] = fmaf(of[g], sx, fmaf(sc[g], s, acc[t]));
-            } else {
-                acc[t] = fmaf(sc[g], s, acc[t]);
+            const float sx = F::OFF ? (xv.x + xv.y) + (xv.z + xv.w) : 0.0f;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                float s = q[r][4 * g] * xv.x;
+                s = fmaf(q[r][4 * g + 1], xv.y, s);
+                s = fmaf(q[r][4 * g + 2], xv.z, s);
+                s = fmaf(q[r][4 * g + 3], xv.w, s);
+                acc[t][r] = F::OFF ? fmaf(of[r][g], sx, fmaf(sc[r][g], s, acc[t][r])) : fmaf(sc[r][g], s, acc[t][r]);
             }
         }
     }
 }
 
-template <int T, int N>
+template <int T, int N, int R>
 __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y,
                                           i64 ldy, int lanes_log2, int add) {
     typedef Fmt<T> F;
     const int lanes = 1 << lanes_log2;
     const int lane = threadIdx.x & 31, sub = lane & (lanes - 1);
-    const int row = ((blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) << (5 - lanes_log2)) + (lane >> lanes_log2);
-    const bool live = row < m; // no early return: the whole warp takes part in the shuffles
-    const u8 *wr = w + (i64)(live ? row : 0) * row_bytes;
-    const int units = live ? k / 16 : 0;
-    float acc[N];
+    const int row0 = (((blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) << (5 - lanes_log2)) + (lane >> lanes_log2)) * R;
+    // No early return: the whole warp takes part in the shuffles. Rows past m read row 0.
+    const int units = row0 < m ? k / 16 : 0;
+    const u8 *wr[R];
 #pragma unroll
-    for (int t = 0; t < N; t++) acc[t] = 0.0f;
+    for (int r = 0; r < R; r++) wr[r] = w + (i64)(row0 + r < m ? row0 + r : 0) * row_bytes;
+    float acc[N][R];
+#pragma unroll
+    for (int t = 0; t < N; t++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[t][r] = 0.0f;
     int u = sub;
-    for (; u + lanes < units; u += 2 * lanes) {
-        float q0[16], sc0[4], of0[4], q1[16], sc1[4], of1[4];
-        const int u1 = u + lanes;
-        F::unit(wr + (i64)(u / F::UPB) * F::BB, u % F::UPB, q0, sc0, of0);
-        F::unit(wr + (i64)(u1 / F::UPB) * F::BB, u1 % F::UPB, q1, sc1, of1);
-        gemv_accumulate<T, N>(u, q0, sc0, of0, x, ldx, acc);
-        gemv_accumulate<T, N>(u1, q1, sc1, of1, x, ldx, acc);
+    if constexpr (R == 1) {
+        for (; u + lanes < units; u += 2 * lanes) {
+            float q[2][16], sc[2][4], of[2][4];
+            const int u1 = u + lanes;
+            F::unit(wr[0] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[0], sc[0], of[0]);
+            F::unit(wr[0] + (i64)(u1 / F::UPB) * F::BB, u1 % F::UPB, q[1], sc[1], of[1]);
+            gemv_accumulate<T, N, R>(u, q, sc, of, x, ldx, acc);
+            gemv_accumulate<T, N, R>(u1, q + 1, sc + 1, of + 1, x, ldx, acc);
+        }
     }
-    if (u < units) {
-        float q0[16], sc0[4], of0[4];
-        F::unit(wr + (i64)(u / F::UPB) * F::BB, u % F::UPB, q0, sc0, of0);
-        gemv_accumulate<T, N>(u, q0, sc0, of0, x, ldx, acc);
+    for (; u < units; u += lanes) {
+        float q[R][16], sc[R][4], of[R][4];
+#pragma unroll
+        for (int r = 0; r < R; r++) F::unit(wr[r] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[r], sc[r], of[r]);
+        gemv_accumulate<T, N, R>(u, q, sc, of, x, ldx, acc);
     }
 #pragma unroll
     for (int t = 0; t < N; t++)
-        for (int o = lanes >> 1; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
-    if (sub == 0 && live) {
 #pragma unroll
-        for (int t = 0; t < N; t++) y[t * ldy + row] = add ? y[t * ldy + row] + acc[t] : acc[t];
+        for (int r = 0; r < R; r++)
+            for (int o = lanes >> 1; o > 0; o >>= 1) acc[t][r] += __shfl_xor_sync(0xffffffffu, acc[t][r], o);
+    if (sub == 0) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            if (row0 + r >= m) break;
+#pragma unroll
+            for (int t = 0; t < N; t++) {
+                float *yp = y + t * ldy + row0 + r;
+                *yp = add ? *yp + acc[t][r] : acc[t][r];
+            }
+        }
     }
 }
 
@@ -782,14 +824,16 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
                                                    i64 n, float *dst, i64 ldd) {                             \
         dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, ids, n_rows);                                   \
     }                                                                                                        \
-    GEMV_N(T, NAME, 1) GEMV_N(T, NAME, 2) GEMV_N(T, NAME, 3) GEMV_N(T, NAME, 4)                             \
-    GEMV_N(T, NAME, 5) GEMV_N(T, NAME, 6) GEMV_N(T, NAME, 7) GEMV_N(T, NAME, 8)
+    GEMV_N(T, NAME, 1, 1) GEMV_N(T, NAME, 2, 1) GEMV_N(T, NAME, 3, 1) GEMV_N(T, NAME, 4, 1)                 \
+    GEMV_N(T, NAME, 5, 1) GEMV_N(T, NAME, 6, 1) GEMV_N(T, NAME, 7, 1) GEMV_N(T, NAME, 8, 1)                 \
+    GEMV_N(T, NAME, 1, 2) GEMV_N(T, NAME, 1, 4) GEMV_N(T, NAME, 2, 2)
 
-#define GEMV_N(T, NAME, N)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_gemv_##NAME##_##N(                     \
+// pkc_gemv_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c: gemv_rows_per_group).
+#define GEMV_N(T, NAME, N, R)                                                                                \
+    extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_gemv_##NAME##_##N##_r##R(              \
         const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y, i64 ldy, int lanes_log2,   \
         int add) {                                                                                           \
-        gemv_body<T, N>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                                \
+        gemv_body<T, N, R>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                             \
     }
 
 FORMAT_KERNELS(0, f32)
@@ -805,3 +849,4 @@ FORMAT_KERNELS(11, q3_k)
 FORMAT_KERNELS(12, q4_k)
 FORMAT_KERNELS(13, q5_k)
 FORMAT_KERNELS(14, q6_k)
+FORMAT_KERNELS(1024, pq2)

@@ -13,12 +13,12 @@ struct ReferenceGenerationTests {
 
     /// Runs every fixture prompt as one ragged batch (a slot per prompt), then decodes greedily
     /// with all sequences in the same steps.
-    static func run(model: URL, fixtureName: String) throws -> Outcome {
+    static func run(model: URL, fixtureName: String, backend: Backend = .cpu) throws -> Outcome {
         let fx = try GenerationFixture.load(fixtureName)
         let transformer = try Transformer(url: model)
         let n = fx.cases.count
         let maxLen = fx.cases.map { $0.prompt_ids.count + $0.generated.count }.max()!
-        let ctx = try InferenceContext(transformer: transformer, contextLength: maxLen + 1, slots: n, maxBatch: 256)
+        let ctx = try InferenceContext(transformer: transformer, contextLength: maxLen + 1, slots: n, maxBatch: 256, backend: backend)
         var outcome = Outcome()
 
         var prefill = Batch()
@@ -75,15 +75,15 @@ struct ReferenceGenerationTests {
     /// 1e-3, logits within 1e-2 of the range) cannot hold on these int8-activation models:
     /// llama.cpp misses them against itself (batch vs token-by-token prefill of the same prompt).
     /// So the test prints those figures and asserts agreement at llama.cpp's own level.
-    static func check(_ name: String, _ fixture: String) throws {
+    static func check(_ name: String, _ fixture: String, backend: Backend = .cpu) throws {
         let url = try #require(TestModels.path(name))
         let fx = try GenerationFixture.load(fixture)
-        let o = try run(model: url, fixtureName: fixture)
+        let o = try run(model: url, fixtureName: fixture, backend: backend)
         let total = o.identical + o.divergences.count
         let selfIdentical = fx.cases.filter { $0.llama_self.generated == $0.generated }.count
         let selfWorst = fx.cases.map(\.llama_self.logit_error).max() ?? 0
         let strictMargins = o.divergences.filter { $0.margin < 1e-3 }.count
-        print("[\(name)] Plinth vs llama.cpp: \(o.identical)/\(total) identical greedy sequences; "
+        print("[\(name), \(backend)] Plinth vs llama.cpp: \(o.identical)/\(total) identical greedy sequences; "
             + "\(strictMargins)/\(o.divergences.count) divergences at top-2 margin < 1e-3; "
             + "worst last-position logit error \(o.worstLogitError) of the range")
         print("[\(name)] llama.cpp vs itself (token-by-token prefill): \(selfIdentical)/\(total) identical; "
@@ -119,11 +119,11 @@ struct ReferenceGenerationTests {
         let fx = try GenerationFixture.load("smollm2")
         let transformer = try Transformer(url: try #require(TestModels.path(TestModels.smolLM2)))
         let a = fx.cases[0].prompt_ids, b = fx.cases[1].prompt_ids
-        let solo = try InferenceContext(transformer: transformer, contextLength: 256, slots: 1)
+        let solo = try InferenceContext(transformer: transformer, contextLength: 256, slots: 1, backend: .cpu)
         try solo.forward(.sequence(a))
         let soloLogits = Array(solo.logits(0))
         // The same prompt fed token by token gives the same last logits as one prefill.
-        let stepwise = try InferenceContext(transformer: transformer, contextLength: 256, slots: 1)
+        let stepwise = try InferenceContext(transformer: transformer, contextLength: 256, slots: 1, backend: .cpu)
         for (i, t) in a.enumerated() {
             var one = Batch()
             one.add(t, position: i, logits: i == a.count - 1)
@@ -131,7 +131,7 @@ struct ReferenceGenerationTests {
         }
         #expect(Array(stepwise.logits(0)) == soloLogits)
         // And sharing a step with another sequence changes nothing.
-        let shared = try InferenceContext(transformer: transformer, contextLength: 256, slots: 2)
+        let shared = try InferenceContext(transformer: transformer, contextLength: 256, slots: 2, backend: .cpu)
         var batch = Batch()
         for (i, t) in b.enumerated() { batch.add(t, position: i, slot: 1, logits: false) }
         for (i, t) in a.enumerated() { batch.add(t, position: i, slot: 0, logits: i == a.count - 1) }

@@ -252,7 +252,7 @@ final class CUDAForward {
     /// The reason CUDA could not be opened in this process, once it failed (not retried).
     private static let openFailure = Mutex<String?>(nil)
 
-    private static func open() throws -> OpaquePointer {
+    static func open() throws -> OpaquePointer {
         if let why = openFailure.withLock({ $0 }) { throw BackendError.cudaUnavailable(why) }
         let dir = Backend.cudaCacheDirectory.path
         var handle: OpaquePointer?
@@ -486,6 +486,20 @@ final class CUDAForward {
 }
 
 extension Backend {
+    /// Why the CUDA backend cannot run here (no driver, no device, a missing library, kernels
+    /// that do not compile), or nil when a context opens on device 0. Probed once per process;
+    /// on a GPU the probe loads the kernels (compiled at first use, then from the cache).
+    public static let cudaUnavailableReason: String? = {
+        do {
+            pkc_close(try CUDAForward.open())
+            return nil
+        } catch BackendError.cudaUnavailable(let why) {
+            return why
+        } catch {
+            return error.localizedDescription
+        }
+    }()
+
     /// Whether the step would run on a GPU: ``cuda``, or ``auto`` with a CUDA device present (a
     /// cheap probe of the driver; opening it may still fail, and then ``auto`` runs on the CPU).
     var expectsGPU: Bool {

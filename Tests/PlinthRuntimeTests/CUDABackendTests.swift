@@ -1,0 +1,108 @@
+import Foundation
+import PlinthRuntime
+import Testing
+
+/// The CUDA backend against the CPU backend and against llama.cpp. Where no GPU can be used (CI)
+/// the GPU tests are reported as skipped with the reason, and the fallback test runs instead.
+/// The kernels' own tests against the CPU kernels are `Benchmarks/cuda/test_cuda.c`.
+@Suite(.serialized)
+struct CUDABackendTests {
+    static let unavailable = Backend.cudaUnavailableReason
+    static let smolLM2 = TestModels.path(TestModels.smolLM2)
+    static var noGPU: Comment { Comment(rawValue: "no usable CUDA GPU: \(unavailable ?? "")") }
+
+    @Test("Without a GPU, the cuda backend is a typed error and auto runs on the CPU",
+          .enabled(if: unavailable != nil, "a CUDA GPU is present"),
+          .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func fallback() throws {
+        let transformer = try Transformer(url: try #require(Self.smolLM2))
+        let error = #expect(throws: BackendError.self) {
+            _ = try InferenceContext(transformer: transformer, contextLength: 64, backend: .cuda)
+        }
+        guard case .cudaUnavailable(let why)? = error else {
+            Issue.record("expected cudaUnavailable, got \(String(describing: error))")
+            return
+        }
+        #expect(why == Self.unavailable)
+        let auto = try InferenceContext(transformer: transformer, contextLength: 64, backend: .auto)
+        #expect(auto.backend == .cpu)
+        #expect(auto.deviceName == nil)
+        #expect(!auto.choosesTokens)
+    }
+
+    @Test("On a GPU, auto picks CUDA", .enabled(if: unavailable == nil, noGPU), .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func autoPicksCUDA() throws {
+        let transformer = try Transformer(url: try #require(Self.smolLM2))
+        let ctx = try InferenceContext(transformer: transformer, contextLength: 64, backend: .auto)
+        #expect(ctx.backend == .cuda)
+        #expect(ctx.deviceName != nil)
+    }
+
+    @Test("SmolLM2 on CUDA matches llama.cpp as the CPU does", .enabled(if: unavailable == nil, noGPU),
+          .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func smolLM2Reference() throws { try ReferenceGenerationTests.check(TestModels.smolLM2, "smollm2", backend: .cuda) }
+
+    @Test("Qwen2.5-Coder on CUDA matches llama.cpp as the CPU does", .enabled(if: unavailable == nil, noGPU),
+          .enabled(if: TestModels.path(TestModels.qwen25Coder) != nil, "Qwen2.5-Coder not fetched"))
+    func qwen25Reference() throws { try ReferenceGenerationTests.check(TestModels.qwen25Coder, "qwen25", backend: .cuda) }
+
+    /// Prefill logits of every fixture prompt on both backends, and the device's masked argmax
+    /// against the CPU's choice over the same allowed tokens.
+    @Test("CUDA and CPU logits agree; masked argmax on the device picks the CPU's token",
+          .enabled(if: unavailable == nil, noGPU), .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func cpuAgreement() throws {
+        let fx = try GenerationFixture.load("smollm2")
+        let transformer = try Transformer(url: try #require(Self.smolLM2))
+        let n = fx.cases.count
+        var prefill = Batch()
+        for (s, c) in fx.cases.enumerated() {
+            for (i, t) in c.prompt_ids.enumerated() { prefill.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
+        }
+        let cpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: n, backend: .cpu)
+        let gpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: n, backend: .cuda)
+        try cpu.forward(prefill)
+        try gpu.forward(prefill)
+        let selfWorst = fx.cases.map(\.llama_self.logit_error).max() ?? 0
+        var worst: Float = 0
+        var cpuLogits: [[Float]] = []
+        for s in 0..<n {
+            let a = Array(cpu.logits(s)), b = Array(gpu.logits(s))
+            let range = a.max()! - a.min()!
+            var d: Float = 0
+            for i in 0..<a.count { d = max(d, abs(a[i] - b[i])) }
+            worst = max(worst, d / range)
+            cpuLogits.append(a)
+        }
+        print("[cuda] worst CPU-CUDA prefill logit difference: \(worst) of the range (llama.cpp's own noise: \(selfWorst))")
+        #expect(worst <= max(1e-2, 2 * selfWorst))
+
+        // One decode step per sequence with the device choosing: every other token allowed.
+        let vocab = transformer.config.vocabularySize
+        let allowed = [UInt32](repeating: 0x5555_5555, count: (vocab + 31) / 32)  // even token ids
+        var step = Batch()
+        for (s, c) in fx.cases.enumerated() {
+            let next = cpuLogits[s].withUnsafeBufferPointer { Sampler.argmax($0) }
+            step.add(next, position: c.prompt_ids.count, slot: s, logits: true, use: .argmax(allowed: allowed))
+        }
+        try cpu.forward(step)
+        try gpu.forward(step)
+        var agree = 0
+        for s in 0..<n {
+            let row = Array(cpu.logits(s))
+            var best = -1, second = -1
+            for i in stride(from: 0, to: vocab, by: 2) {
+                if best < 0 || row[i] > row[best] { second = best; best = i } else if second < 0 || row[i] > row[second] { second = i }
+            }
+            let chosen = try #require(gpu.chosenToken(s))
+            #expect(chosen % 2 == 0, "the device chose token \(chosen), which the mask forbids")
+            let range = row.max()! - row.min()!
+            if Int(chosen) == best {
+                agree += 1
+            } else {
+                #expect(row[best] - row[Int(chosen)] <= 2 * max(1e-2, selfWorst) * range,
+                        "sequence \(s): the device chose \(chosen) where the CPU's best allowed token is \(best) by a wide margin")
+            }
+        }
+        print("[cuda] masked argmax: \(agree) of \(n) rows chose the CPU's token")
+    }
+}
