@@ -15,6 +15,7 @@
 #                                                      greedy CPU vs CUDA, guided output, the clause workload
 #   bash Benchmarks/cuda/device_round.sh eval          plinth eval (600 clauses) on CUDA and CPU; the clause
 #                                                      workload on CUDA at 16 and 64 sessions
+#   bash Benchmarks/cuda/device_round.sh profile       ncu: kernel durations of decode steps per model
 #   bash Benchmarks/cuda/device_round.sh llama         llama-bench and llama-batched-bench (CUDA) per model
 #
 # Made here by Benchmarks/cuda/make_devround.sh. Logs and JSON: $OUT/round.tar.xz.
@@ -134,25 +135,28 @@ except Exception as e:
 EOF
     fi ;;
 eval)
-    # plinth eval over the 600 policy clauses (Benchmarks/eval; the 2-core CPU figure is in
-    # Benchmarks/README.md): CUDA at --parallel 16, 64 and 128, and the device's CPU (16 threads)
-    # at 16 for the outputs' comparison.
-    ev() { # NAME BACKEND PARALLEL
-        say "plinth eval $1: --backend $2 --parallel $3"
+    # plinth eval over policy clauses (Benchmarks/eval; the 2-core CPU figure, 600 clauses, is in
+    # Benchmarks/README.md): CUDA over 6,000 (the same generator; its first 600 are the 600-record
+    # file) at --parallel 64, 128 and 256, so that loading the model (in the timed run) is a small
+    # part; and the device's CPU (16 threads) over the 600 at 16, for the outputs' comparison.
+    python3 Benchmarks/eval/make_workload.py --records 6000 --out "$W/clauses6000.jsonl"
+    ev() { # NAME BACKEND PARALLEL INPUT
+        say "plinth eval $1: --backend $2 --parallel $3 --input $4"
         PLINTH_BACKEND=$2 "$P" eval -m "$W/smollm2.gguf" --schema Benchmarks/eval/policy_clauses.schema.json \
-            --instructions-file Benchmarks/eval/policy_instructions.txt --input Benchmarks/eval/policy_clauses.jsonl \
-            --output "$W/eval-$1.jsonl" --restart --quiet --parallel "$3" --max-tokens 96 --label targetGroup \
+            --instructions-file Benchmarks/eval/policy_instructions.txt --input "$4" \
+            --output "$OUT/eval-$1.jsonl" --restart --quiet --parallel "$3" --max-tokens 96 --label targetGroup \
             --label effectDirection --summary "$OUT/eval-$1.json" 2>>"$LOG" || say "exit $?"
         python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: v for k, v in s.items() if not isinstance(v, (list, dict))})" \
             "$OUT/eval-$1.json" 2>&1 | tee -a "$LOG"
     }
-    for n in 16 64 128; do ev cuda-$n cuda $n; done
-    ev cpu-16 cpu 16
-    python3 - "$W/eval-cuda-64.jsonl" "$W/eval-cpu-16.jsonl" <<'EOF2' 2>&1 | tee -a "$LOG"
+    for n in ${EVAL_PARALLEL:-64 128 256}; do ev cuda-$n cuda $n "$W/clauses6000.jsonl"; done
+    ev cpu-16 cpu 16 Benchmarks/eval/policy_clauses.jsonl
+    python3 - "$OUT/eval-cuda-128.jsonl" "$OUT/eval-cpu-16.jsonl" <<'EOF2' 2>&1 | tee -a "$LOG"
 import json, sys
 a, b = ([json.loads(l).get("value") for l in open(p)] for p in sys.argv[1:3])
+a = a[:len(b)]
 same = sum(x == y for x, y in zip(a, b))
-print(f"plinth eval values, CUDA (64) vs CPU (16): {same} of {len(a)} identical")
+print(f"plinth eval values, CUDA (128) vs CPU (16), first {len(b)} records: {same} identical")
 diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
 for i in diff[:10]: print(f"  record {i}: cuda {a[i]}\n             cpu  {b[i]}")
 EOF2
@@ -166,6 +170,29 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})
 EOF
+    done ;;
+profile)
+    # Kernel durations of decode steps (ncu, one launch at a time, no graphs): where a token's
+    # time goes, per kernel name, for each model; skips the load and the prompt.
+    for m in $(models); do
+        say "ncu: decode kernels of $m"
+        PLINTH_CUDA_GRAPHS=0 timeout 240 ncu --metrics gpu__time_duration.sum --csv --launch-skip 3000 --launch-count 900 \
+            "$P" bench -m "$W/$m.gguf" --backend cuda -p 16 -n 64 -r 1 --no-warmup >"$OUT/ncu-$m.csv" 2>>"$LOG" || say "exit $?"
+        python3 - "$OUT/ncu-$m.csv" <<'EOF2' 2>&1 | tee -a "$LOG"
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = rows[0]; k = head.index("Kernel Name"); v = head.index("Metric Value"); u = head.index("Metric Unit")
+t = collections.defaultdict(float); n = collections.Counter()
+for r in rows[1:]:
+    try: x = float(r[v].replace(",", ""))
+    except ValueError: continue
+    x *= {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r[u], 1.0)
+    t[r[k]] += x; n[r[k]] += 1
+total = sum(t.values())
+print(f"  {sum(n.values())} kernels, {total:.0f} us")
+for name, x in sorted(t.items(), key=lambda p: -p[1])[:25]:
+    print(f"  {x:9.1f} us {100 * x / total:5.1f}%  {n[name]:5d} x {x / n[name]:7.2f} us  {name}")
+EOF2
     done ;;
 llama)
     for i in $(seq 1 100); do grep -q BUILD-OK "$W/llama-build.log" && break; grep -qi "error" "$W/llama-build.log" && break; sleep 5; done

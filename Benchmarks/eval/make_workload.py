@@ -6,7 +6,9 @@ an effect (expands, restricts or neutral) and a benefit, with a seeded generator
 the same on every run. The labels (targetGroup, effectDirection) are what the clause was composed
 from: `plinth eval --label targetGroup --label effectDirection` scores the model against them.
 
-    python3 Benchmarks/eval/make_workload.py [--records 600] [--seed 7]
+    python3 Benchmarks/eval/make_workload.py [--records 600] [--seed 7] [--out PATH]
+
+With --out only the records are written, to PATH (the first 600 of a seed are its 600-record file).
 """
 import argparse
 import json
@@ -76,9 +78,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=600)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--out", help="write only the records, here")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    with open(os.path.join(HERE, "policy_clauses.jsonl"), "w") as f:
+    with open(args.out or os.path.join(HERE, "policy_clauses.jsonl"), "w") as f:
         for i in range(args.records):
             group = rng.choice(sorted(GROUPS))
             direction = rng.choice(sorted(EFFECTS))
@@ -89,6 +92,8 @@ def main():
             if proxy:
                 record["proxy"] = proxy
             f.write(json.dumps(record) + "\n")
+    if args.out:
+        return
     with open(os.path.join(HERE, "policy_clauses.schema.json"), "w") as f:
         json.dump(schema(), f, indent=2)
         f.write("\n")
