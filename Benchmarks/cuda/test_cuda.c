@@ -648,6 +648,57 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     free(q); free(out); free(qc); free(oc); free(keys); free(vals); free(scratch); free(sc); free(acc);
 }
 
+// pkc_qkv_rope_store against pkc_add_bias + pkc_rope + pkc_store_kv on the same rows: the rows
+// (q, k, v) and both caches bit for bit.
+static void test_qkv_rope_store(pkc_context *c) {
+    struct { int qh, kvh, hd, rd, neox, bias; const char *name; } cases[] = {
+        {9, 3, 64, 64, 0, 0, "smol (normal, no bias)"}, {14, 2, 64, 64, 1, 1, "qwen (neox, bias)"},
+        {4, 2, 128, 32, 0, 1, "partial rope 32 of 128 (normal, bias)"}, {4, 1, 128, 64, 1, 0, "partial 64 of 128 (neox)"}};
+    const int64_t n = 6, slots_n = 3, positions = 16;
+    int32_t pos[6] = {0, 1, 2, 7, 15, 3}, slot[6] = {0, 0, 0, 1, 2, 2};
+    pkc_ptr dpos = dev_upload(c, pos, sizeof pos), dslot = dev_upload(c, slot, sizeof slot);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int qh = cases[ci].qh, kvh = cases[ci].kvh, hd = cases[ci].hd, rd = cases[ci].rd;
+        const int64_t kvd = (int64_t)kvh * hd, width = (int64_t)(qh + 2 * kvh) * hd, stride = width + 8;
+        const int64_t cache_halves = slots_n * positions * kvd;
+        float *x = host_floats(n * stride), *bias = host_floats(width);
+        fill_normal(x, n * stride, 2.0f);
+        fill_normal(bias, width, 0.5f);
+        pkc_ptr table = dev_alloc(c, (size_t)(n * rd) * 4), db = dev_upload(c, bias, (size_t)width * 4);
+        CHECK(c, pkc_rope_table(c, dpos, n, rd, 10000.0f, table));
+        pkc_ptr xa = dev_upload(c, x, (size_t)(n * stride) * 4), xb = dev_upload(c, x, (size_t)(n * stride) * 4);
+        pkc_kv ca = {dev_alloc(c, (size_t)cache_halves * 2), dev_alloc(c, (size_t)cache_halves * 2), positions * kvd, kvd};
+        pkc_kv cb = {dev_alloc(c, (size_t)cache_halves * 2), dev_alloc(c, (size_t)cache_halves * 2), positions * kvd, kvd};
+        for (int i = 0; i < 2; i++) {
+            CHECK(c, pkc_memset(c, i ? cb.k : ca.k, 0x11, (size_t)cache_halves * 2));
+            CHECK(c, pkc_memset(c, i ? cb.v : ca.v, 0x11, (size_t)cache_halves * 2));
+        }
+        if (cases[ci].bias) CHECK(c, pkc_add_bias(c, xa, stride, db, n, width));
+        CHECK(c, pkc_rope(c, xa, n, stride, qh + kvh, hd, rd, table, cases[ci].neox));
+        CHECK(c, pkc_store_kv(c, &ca, xa + (pkc_ptr)(qh * hd) * 4, stride, xa + (pkc_ptr)((qh + kvh) * hd) * 4, stride, n, dslot, dpos));
+        CHECK(c, pkc_qkv_rope_store(c, &cb, xb, n, stride, qh, kvh, hd, rd, table, cases[ci].neox, cases[ci].bias ? db : 0,
+                                    dslot, dpos));
+        float *ya = download_floats(c, xa, n * stride), *yb = download_floats(c, xb, n * stride);
+        int64_t bad = 0;
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < width; i++) bad += !same_bits(ya[t * stride + i], yb[t * stride + i]);
+        uint16_t *ka = malloc((size_t)cache_halves * 2), *kb = malloc((size_t)cache_halves * 2);
+        int64_t badc = 0;
+        for (int i = 0; i < 2; i++) {
+            CHECK(c, pkc_download(c, ka, i ? ca.v : ca.k, (size_t)cache_halves * 2));
+            CHECK(c, pkc_download(c, kb, i ? cb.v : cb.k, (size_t)cache_halves * 2));
+            for (int64_t j = 0; j < cache_halves; j++) badc += ka[j] != kb[j];
+        }
+        report(bad == 0 && badc == 0, "qkv_rope_store %s: %lld row values and %lld cache halves differ from add_bias + rope + store_kv (tol exact)",
+               cases[ci].name, (long long)bad, (long long)badc);
+        pkc_ptr frees[] = {table, db, xa, xb, ca.k, ca.v, cb.k, cb.v};
+        for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++) CHECK(c, pkc_free(c, frees[i]));
+        free(x); free(bias); free(ya); free(yb); free(ka); free(kb);
+    }
+    CHECK(c, pkc_free(c, dpos));
+    CHECK(c, pkc_free(c, dslot));
+}
+
 static void test_attention(pkc_context *c) {
     struct { int n_head, n_kv_head, head_dim; const char *name; } models[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {8, 2, 128, "hd128"}};
     for (int mi = 0; mi < 3; mi++) {
@@ -783,7 +834,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, download_rows, store_kv, attention, copy_prefix, graph, errors, kernel cache): no usable GPU\n");
+               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return 0;
     }
@@ -802,6 +853,7 @@ int main(int argc, char **argv) {
     test_rope(c);
     test_swiglu_add(c);
     test_argmax_rows(c);
+    test_qkv_rope_store(c);
     test_attention(c);
     test_graph(c);
     test_errors(c);

@@ -138,6 +138,7 @@ static const fmt_info fmts[] = {
 #define ATT_MAXG 8
 #define ATT_TILE 128
 #define ATT_THREADS 128
+#define RMS_ROWS 4 // rows (warps) per block of pkc_rms_norm
 
 static int fmt_index(int type) {
     for (int i = 0; i < NFMT; i++)
@@ -166,8 +167,9 @@ struct pkc_context {
     CUevent ev0, ev1;
     // gemv_r: the row-blocked variants, [0] N = 1 R = 2, [1] N = 1 R = 4, [2] N = 2 R = 2.
     CUfunction gemv[NFMT][GEMV_MAX_ROWS], gemv_r[NFMT][3], dq32[NFMT], dq16[NFMT], rows[NFMT];
-    CUfunction rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, attn[ATT_MAXG], attn_combine;
+    CUfunction rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
+    CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
     size_t cap_w, cap_x, cap_a;
     int64_t gemm_min_rows;
     int64_t gemv_min_warps; // gemv_rows_per_group
@@ -570,7 +572,7 @@ static int get_functions(pkc_context *c) {
     struct { CUfunction *f; const char *name; } named[] = {
         {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
         {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->add_bias, "pkc_add_bias"},
-        {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->store_kv, "pkc_store_kv"},
+        {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if ((st = get_function(c, named[i].f, named[i].name))) return st;
@@ -583,8 +585,11 @@ static int get_functions(pkc_context *c) {
 // shapes (one launch of its widest kernel); from 9 rows it would take two launches and the GEMM
 // path wins everywhere.
 #define DEFAULT_GEMM_MIN_ROWS 9
-#define DEFAULT_GEMV_MIN_WARPS 1024
+#define DEFAULT_GEMV_MIN_WARPS 2048
 #define BLAS_WORKSPACE (32u << 20)
+// pkc_argmax: rows per launch (its scratch) and blocks per row at most.
+#define ARGMAX_ROWS 1024
+#define ARGMAX_MAX_BLOCKS 64
 
 static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     int st = load_driver(c);
@@ -637,6 +642,9 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
         if ((s = c->cb.SetWorkspace(c->blas, (void *)(uintptr_t)c->blas_ws, BLAS_WORKSPACE)) != 0)
             return fail(c, PKC_ERR_CUBLAS, "cublasSetWorkspace failed (status %d)", s);
     }
+    CU(c, c->cu.MemAlloc(&c->argmax_part, (size_t)ARGMAX_ROWS * ARGMAX_MAX_BLOCKS * 12), "cuMemAlloc (argmax)");
+    CU(c, c->cu.MemAlloc(&c->argmax_count, (size_t)ARGMAX_ROWS * 4), "cuMemAlloc (argmax)");
+    CU(c, c->cu.MemsetD8Async(c->argmax_count, 0, (size_t)ARGMAX_ROWS * 4, c->stream), "cuMemsetD8Async (argmax)");
     c->gemm_min_rows = DEFAULT_GEMM_MIN_ROWS;
     const char *env = getenv("PLINTH_CUDA_GEMM_MIN_ROWS");
     if (env && atoll(env) > 0) c->gemm_min_rows = atoll(env);
@@ -693,7 +701,7 @@ void pkc_close(pkc_context *c) {
         c->cu.CtxSetCurrent(c->cuctx);
         if (c->stream) c->cu.StreamSynchronize(c->stream);
         if (c->blas) c->cb.Destroy(c->blas);
-        CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws};
+        CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws, c->argmax_part, c->argmax_count};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) c->cu.MemFree(bufs[i]);
         if (c->module) c->cu.ModuleUnload(c->module);
@@ -1042,11 +1050,12 @@ static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, 
         const int r = c->gemv_force_r >= 4 ? 4 : c->gemv_force_r >= 2 ? 2 : 1;
         return r < max_r ? r : max_r;
     }
-    for (int r = max_r; r > 1; r /= 2) {
-        const int64_t warps = ((m + r - 1) / r) >> (5 - lanes_log2);
-        if (warps >= c->gemv_min_warps) return r;
-    }
-    return 1;
+    // Measured on an H100 (Benchmarks/cuda/README.md): R = 4 never beat R = 2 by more than
+    // noise; R = 2 wins on wide matrices (the Q8_0 vocabulary products 97 -> 70 us) and at two
+    // rows of x from ~1000 warps, and loses on short ones (896 rows).
+    if (max_r == 1) return 1;
+    const int64_t warps = ((m + 1) / 2) >> (5 - lanes_log2);
+    return warps >= c->gemv_min_warps / n ? 2 : 1;
 }
 
 // ---- elementwise -------------------------------------------------------------------------------
@@ -1055,9 +1064,10 @@ int pkc_rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, i
                  float eps) {
     ENTER(c);
     if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
-    int kk = (int)k;
-    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps};
-    return launch(c, c->rms, "rms_norm", (uint64_t)n, 1, 256, 0, args);
+    if (n > 0x7fffffff) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
+    int nn = (int)n, kk = (int)k;
+    void *args[] = {&x, &ldx, &w, &y, &ldy, &nn, &kk, &eps};
+    return launch(c, c->rms, "rms_norm", blocks_for(n, RMS_ROWS), 1, RMS_ROWS * 32, 0, args);
 }
 
 int pkc_rope_table(pkc_context *c, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table) {
@@ -1116,8 +1126,17 @@ int pkc_argmax_masked(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t 
     if (n < 0 || width <= 0 || width > 0x7fffffff || ld < width || (masks && (mask_words <= 0 || !mask_rows)))
         return fail(c, PKC_ERR_INVALID, "pkc_argmax: bad sizes");
     int ww = (int)width;
-    void *args[] = {&x, &ld, &ww, &masks, &mask_words, &mask_rows, &ids};
-    return launch(c, c->argmax, "argmax", (uint64_t)n, 1, 1024, 0, args);
+    // Blocks of 256 threads over ~4096 entries each: a row's choice spread over up to 64 blocks.
+    const int64_t nb = (width + 4095) / 4096 < ARGMAX_MAX_BLOCKS ? (width + 4095) / 4096 : ARGMAX_MAX_BLOCKS;
+    for (int64_t t0 = 0; t0 < n; t0 += ARGMAX_ROWS) {
+        const unsigned rows = (unsigned)(n - t0 < ARGMAX_ROWS ? n - t0 : ARGMAX_ROWS);
+        CUdeviceptr xt = x + (uint64_t)(t0 * ld) * 4, idt = ids + (uint64_t)t0 * 4;
+        CUdeviceptr mrt = mask_rows ? mask_rows + (uint64_t)t0 * 4 : 0;
+        void *args[] = {&xt, &ld, &ww, &masks, &mask_words, &mrt, &idt, &c->argmax_part, &c->argmax_count};
+        const int st = launch(c, c->argmax, "argmax", (uint64_t)(nb < 1 ? 1 : nb), rows, 256, 0, args);
+        if (st) return st;
+    }
+    return PKC_OK;
 }
 
 // ---- KV cache and attention --------------------------------------------------------------------
@@ -1141,6 +1160,25 @@ int pkc_store_kv(pkc_context *c, const pkc_kv *cache, pkc_ptr k, int64_t ldk, pk
     int kvd = (int)cache->kv_dim, nn = (int)n;
     void *args[] = {&kc, &vc, &ss, &kvd, &k, &ldk, &v, &ldv, &nn, &slots, &positions};
     return launch(c, c->store_kv, "store_kv", blocks_for(n * cache->kv_dim, 256), 1, 256, 0, args);
+}
+
+int pkc_qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                       int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
+                       pkc_ptr positions) {
+    ENTER(c);
+    int st = check_kv(c, "pkc_qkv_rope_store", cache);
+    if (st) return st;
+    if (n < 0 || n > 0x7fffffff || q_heads <= 0 || kv_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0 ||
+        rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim || (int64_t)kv_heads * head_dim != cache->kv_dim ||
+        stride < (int64_t)(q_heads + 2 * kv_heads) * head_dim)
+        return fail(c, PKC_ERR_INVALID, "pkc_qkv_rope_store: bad sizes");
+    int nn = (int)n, pairs = rope_dims / 2;
+    CUdeviceptr kc = cache->k, vc = cache->v;
+    int64_t ss = cache->slot_stride;
+    void *args[] = {&qkv, &nn, &stride, &q_heads, &kv_heads, &head_dim, &pairs, &table, &neox, &bias, &kc, &vc, &ss,
+                    &slots, &positions};
+    return launch(c, c->qkv_rope_store, "qkv_rope_store", blocks_for(n * (q_heads + 2 * kv_heads) * (head_dim / 2), 256), 1,
+                  256, 0, args);
 }
 
 int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,

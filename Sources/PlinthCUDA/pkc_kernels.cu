@@ -459,27 +459,23 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
 
 // ---- elementwise ------------------------------------------------------------------------------
 
-// RMSNorm: one block per row; the sum of squares in double, as the CPU kernel accumulates it.
-extern "C" __global__ void pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy, int k, float eps) {
-    __shared__ double part[32];
-    const float *xr = x + blockIdx.x * ldx;
-    float *yr = y + blockIdx.x * ldy;
+// RMSNorm: a warp per row (blocks of RMS_ROWS warps), the sum of squares in double, as the CPU
+// kernel accumulates it. A warp needs no barrier: one block per row with two __syncthreads took
+// a fifth of a SmolLM2 decode step (ncu), more than any product but the GEMVs.
+#define RMS_ROWS 4
+extern "C" __global__ void __launch_bounds__(RMS_ROWS * 32) pkc_rms_norm(const float *x, i64 ldx, const float *w,
+                                                                          float *y, i64 ldy, int n, int k, float eps) {
+    const int row = blockIdx.x * RMS_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= n) return;
+    const float *xr = x + row * ldx;
+    float *yr = y + row * ldy;
     double s = 0.0;
-    for (int i = threadIdx.x; i < k; i += blockDim.x) s += (double)__fmul_rn(xr[i], xr[i]);
+    for (int i = lane; i < k; i += 32) s += (double)__fmul_rn(xr[i], xr[i]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        double v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (threadIdx.x == 0) part[0] = v;
-    }
-    __syncthreads();
-    const float mean = (float)(part[0] / (double)k);
+    const float mean = (float)(s / (double)k);
     const float scale = 1.0f / sqrtf(mean + eps);
-    for (int i = threadIdx.x; i < k; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
+    for (int i = lane; i < k; i += 32) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
 }
 
 // The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
@@ -542,6 +538,43 @@ extern "C" __global__ void pkc_add(float *y, const float *x, i64 count) {
     if (idx < count) y[idx] = __fadd_rn(y[idx], x[idx]);
 }
 
+// A layer's q | k | v rows after their product, in one launch: the bias added (when given, one
+// vector over the whole row), q's and k's heads rotated, k and v rounded into the cache; the
+// same arithmetic as pkc_add_bias, pkc_rope and pkc_store_kv one after another. One thread per
+// pair of a head: (q heads + kv heads) rotate, the v heads only store.
+extern "C" __global__ void pkc_qkv_rope_store(float *x, int n, i64 stride, int q_heads, int kv_heads, int head_dim,
+                                              int pairs, const float *table, int neox, const float *bias, u16 *kc,
+                                              u16 *vc, i64 slot_stride, const int *slots, const int *positions) {
+    const int half = head_dim >> 1, heads = q_heads + 2 * kv_heads;
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * heads * half) return;
+    const int i = (int)(idx % half);
+    const i64 th = idx / half;
+    const int h = (int)(th % heads);
+    const int t = (int)(th / heads);
+    float *v = x + t * stride + (i64)h * head_dim;
+    const float *b = bias ? bias + (i64)h * head_dim : nullptr;
+    // Rotated pairs (i < pairs) as pkc_rope takes them; the rest of the head two by two.
+    const bool rot = h < q_heads + kv_heads && i < pairs;
+    const int ia = !rot ? 2 * i : neox ? i : 2 * i, ib = !rot ? 2 * i + 1 : neox ? i + pairs : 2 * i + 1;
+    float x0 = v[ia], x1 = v[ib];
+    if (b) { x0 = __fadd_rn(x0, b[ia]); x1 = __fadd_rn(x1, b[ib]); }
+    if (rot) {
+        const float c = table[(i64)t * 2 * pairs + 2 * i], s = table[(i64)t * 2 * pairs + 2 * i + 1];
+        const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+        x1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        x0 = r0;
+    }
+    v[ia] = x0;
+    v[ib] = x1;
+    if (h < q_heads) return;
+    const int kvd = kv_heads * head_dim;
+    const int kh = h - q_heads < kv_heads ? h - q_heads : h - q_heads - kv_heads;
+    u16 *cache = h - q_heads < kv_heads ? kc : vc;
+    const i64 o = (i64)slots[t] * slot_stride + (i64)positions[t] * kvd + (i64)kh * head_dim;
+    cache[o + ia] = f2h(x0);
+    cache[o + ib] = f2h(x1);
+}
 extern "C" __global__ void pkc_add_bias(float *y, i64 ldy, const float *bias, int n, int m) {
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * m) return;
@@ -563,54 +596,84 @@ extern "C" __global__ void pkc_to_f16(const float *x, i64 ldx, u16 *y, int n, in
 // word i / 32 of mask row mask_rows[t] allows token i): the greedy choice of the CPU sampler over
 // the allowed tokens visited in order: the first allowed token unless a later one is strictly
 // greater (so a NaN first one stays, and among equals the lowest wins); 0 when none is allowed.
-extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const unsigned *masks, i64 mask_words,
-                                      const int *mask_rows, int *ids) {
+// Greedy choice over a row, optionally limited to a token mask: (best value, its lowest index,
+// the first allowed index) merged across lanes; NaN never wins.
+struct ArgBest {
+    float v;
+    int i, first;
+};
+__device__ __forceinline__ void arg_take(ArgBest &a, float v, int i, int f) {
+    if (v > a.v || (v == a.v && i < a.i)) { a.v = v; a.i = i; }
+    a.first = min(a.first, f);
+}
+__device__ __forceinline__ void arg_warp(ArgBest &a) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        arg_take(a, __shfl_xor_sync(0xffffffffu, a.v, o), __shfl_xor_sync(0xffffffffu, a.i, o),
+                 __shfl_xor_sync(0xffffffffu, a.first, o));
+}
+// The whole block's merge, in lane 0 of warp 0 (blockDim.x a multiple of 32, at most 1024).
+__device__ __forceinline__ ArgBest arg_block(ArgBest a) {
     __shared__ float bv[32];
     __shared__ int bi[32], bf[32];
-    const float *row = x + blockIdx.x * ld;
-    const int mrow = masks ? mask_rows[blockIdx.x] : -1;
-    const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
-    const int words = mask ? (int)min((i64)width, mask_words * 32) : width;
-    float best = -PKC_INF;
-    int idx = 0x7fffffff, first = 0x7fffffff;
-    for (int i = threadIdx.x; i < words; i += blockDim.x) {
-        if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
-        if (first == 0x7fffffff) first = i;
-        const float v = row[i];
-        // i rises per thread: a later equal never replaces; -infinity counts once something is allowed
-        if (v == v && (idx == 0x7fffffff || v > best)) { best = v; idx = i; }
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-        const int of = __shfl_xor_sync(0xffffffffu, first, o);
-        if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
-        first = min(first, of);
-    }
-    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x >> 5] = best; bi[threadIdx.x >> 5] = idx; bf[threadIdx.x >> 5] = first; }
+    arg_warp(a);
+    if ((threadIdx.x & 31) == 0) { bv[threadIdx.x >> 5] = a.v; bi[threadIdx.x >> 5] = a.i; bf[threadIdx.x >> 5] = a.first; }
     __syncthreads();
     if (threadIdx.x < 32) {
         const bool live = threadIdx.x < (blockDim.x >> 5);
-        best = live ? bv[threadIdx.x] : -PKC_INF;
-        idx = live ? bi[threadIdx.x] : 0x7fffffff;
-        first = live ? bf[threadIdx.x] : 0x7fffffff;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, best, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-            const int of = __shfl_xor_sync(0xffffffffu, first, o);
-            if (ov > best || (ov == best && oi < idx)) { best = ov; idx = oi; }
-            first = min(first, of);
-        }
-        if (threadIdx.x == 0) {
-            int out;
-            if (!mask) out = (idx == 0x7fffffff || best == -PKC_INF) ? 0 : idx;
-            else if (first == 0x7fffffff) out = 0;
-            else if (row[first] != row[first] || idx == 0x7fffffff) out = first;
-            else out = idx;
-            ids[blockIdx.x] = out;
-        }
+        a.v = live ? bv[threadIdx.x] : -PKC_INF;
+        a.i = live ? bi[threadIdx.x] : 0x7fffffff;
+        a.first = live ? bf[threadIdx.x] : 0x7fffffff;
+        arg_warp(a);
+    }
+    return a;
+}
+
+// Rows of `width` split over gridDim.x blocks each (blockIdx.y: the row): every block merges its
+// part into part[row][block]; the last block of a row to finish merges the parts and writes
+// ids[row], then zeroes the row's counter for the next launch (graphs replay it). A single
+// block over a 152k vocabulary took ~4% of a Qwen2.5 decode step.
+extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const unsigned *masks, i64 mask_words,
+                                      const int *mask_rows, int *ids, ArgBest *part, unsigned *counters) {
+    __shared__ bool last;
+    const int r = blockIdx.y, nb = gridDim.x;
+    const float *row = x + r * ld;
+    const int mrow = masks ? mask_rows[r] : -1;
+    const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
+    const int words = mask ? (int)min((i64)width, mask_words * 32) : width;
+    const int chunk = ((words + nb - 1) / nb + 31) & ~31;
+    const int lo = blockIdx.x * chunk, hi = min(words, lo + chunk);
+    ArgBest a = {-PKC_INF, 0x7fffffff, 0x7fffffff};
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
+        if (a.first == 0x7fffffff) a.first = i;
+        const float v = row[i];
+        // i rises per thread: a later equal never replaces; -infinity counts once something is allowed
+        if (v == v && (a.i == 0x7fffffff || v > a.v)) { a.v = v; a.i = i; }
+    }
+    a = arg_block(a);
+    if (threadIdx.x == 0) {
+        part[(i64)r * nb + blockIdx.x] = a;
+        __threadfence();
+        last = atomicAdd(&counters[r], 1u) == (unsigned)nb - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    a = {-PKC_INF, 0x7fffffff, 0x7fffffff};
+    for (int b = threadIdx.x; b < nb; b += blockDim.x) {
+        const volatile ArgBest *p = part + (i64)r * nb + b;
+        arg_take(a, p->v, p->i, p->first);
+    }
+    a = arg_block(a);
+    if (threadIdx.x == 0) {
+        int out;
+        if (!mask) out = (a.i == 0x7fffffff || a.v == -PKC_INF) ? 0 : a.i;
+        else if (a.first == 0x7fffffff) out = 0;
+        else if (row[a.first] != row[a.first] || a.i == 0x7fffffff) out = a.first;
+        else out = a.i;
+        ids[r] = out;
+        counters[r] = 0;
     }
 }
 

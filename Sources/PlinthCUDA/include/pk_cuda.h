@@ -139,8 +139,8 @@ int pkc_matmul_add(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, 
 // previous value.
 int64_t pkc_set_gemm_min_rows(pkc_context *ctx, int64_t rows);
 // Rows of W per lane group in the GEMV path: 1, 2 or 4 (as far as a variant exists for the
-// launch's rows of x: 4 at one row, 2 at two), or 0 for the policy (the largest R that leaves
-// $PLINTH_CUDA_GEMV_MIN_WARPS warps, default 1024). $PLINTH_CUDA_GEMV_R sets it at open.
+// launch's rows of x: 4 at one row, 2 at two), or 0 for the policy (R = 2 where that leaves
+// $PLINTH_CUDA_GEMV_MIN_WARPS / n warps, default 2048, else 1). $PLINTH_CUDA_GEMV_R sets it at open.
 // Returns the previous value.
 int pkc_set_gemv_rows_per_group(pkc_context *ctx, int rows);
 
@@ -189,6 +189,14 @@ typedef struct pkc_kv {
 // t at (slots[t], positions[t]) (int32, device).
 int pkc_store_kv(pkc_context *ctx, const pkc_kv *cache, pkc_ptr k, int64_t ldk, pkc_ptr v, int64_t ldv, int64_t n,
                  pkc_ptr slots, pkc_ptr positions);
+
+// pkc_add_bias (when bias is not 0: q_heads + 2 kv_heads heads of head_dim floats), pkc_rope of
+// the q and k heads and pkc_store_kv of k and v, in one launch and with the same results: n rows
+// (stride `stride` floats) of q | k | v, head after head; k and v row t go to (slots[t],
+// positions[t]).
+int pkc_qkv_rope_store(pkc_context *ctx, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                       int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
+                       pkc_ptr positions);
 
 // Causal attention for a ragged batch of n query rows: row t (q row stride ldq floats, n_head
 // heads of head_dim) attends to positions [0, kv_len[t]) of slot slots[t] (int32, device), kv

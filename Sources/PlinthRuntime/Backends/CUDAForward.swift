@@ -395,16 +395,19 @@ final class CUDAForward {
         for (l, lw) in layers.enumerated() {
             try check(pkc_rms_norm(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps), "rms_norm")
             try matmul(lw.qkv, h, e, n, qkv, qkvStride)
-            for b in lw.qkvBias {
-                try check(pkc_add_bias(ctx, qkv + pkc_ptr(b.column) * fl, Int64(qkvStride), b.ptr, Int64(n), Int64(b.count)), "bias")
-            }
-            // q's heads and k's heads, side by side in the row, take the same rotation.
-            try check(pkc_rope(ctx, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount + c.kvHeadCount), Int32(c.headDim),
-                               Int32(c.ropeDims), ropeTable, neox), "rope")
             let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
             var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
-            let k = qkv + pkc_ptr(qDim) * fl, v = qkv + pkc_ptr(qDim + kvDim) * fl
-            try check(pkc_store_kv(ctx, &cache, k, Int64(qkvStride), v, Int64(qkvStride), Int64(n), slots, positions), "store_kv")
+            // Bias, rotation of q's and k's heads and the cache store in one launch; biases that
+            // are not one vector over the whole row go first on their own.
+            let wholeBias = lw.qkvBias.count == 1 && lw.qkvBias[0].column == 0 && lw.qkvBias[0].count == qkvStride
+            if !wholeBias {
+                for b in lw.qkvBias {
+                    try check(pkc_add_bias(ctx, qkv + pkc_ptr(b.column) * fl, Int64(qkvStride), b.ptr, Int64(n), Int64(b.count)), "bias")
+                }
+            }
+            try check(pkc_qkv_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
+                                         Int32(c.headDim), Int32(c.ropeDims), ropeTable, neox, wholeBias ? lw.qkvBias[0].ptr : 0,
+                                         slots, positions), "qkv_rope_store")
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
             try matmulAdd(lw.wo, attn, qDim, n, x, e)
