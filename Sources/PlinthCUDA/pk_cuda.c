@@ -138,7 +138,6 @@ static const fmt_info fmts[] = {
 #define ATT_MAXG 8
 #define ATT_TILE 128
 #define ATT_THREADS 128
-#define RMS_ROWS 4 // rows (warps) per block of pkc_rms_norm
 
 static int fmt_index(int type) {
     for (int i = 0; i < NFMT; i++)
@@ -1064,10 +1063,9 @@ int pkc_rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, i
                  float eps) {
     ENTER(c);
     if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
-    if (n > 0x7fffffff) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
-    int nn = (int)n, kk = (int)k;
-    void *args[] = {&x, &ldx, &w, &y, &ldy, &nn, &kk, &eps};
-    return launch(c, c->rms, "rms_norm", blocks_for(n, RMS_ROWS), 1, RMS_ROWS * 32, 0, args);
+    int kk = (int)k;
+    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps};
+    return launch(c, c->rms, "rms_norm", (uint64_t)n, 1, 256, 0, args);
 }
 
 int pkc_rope_table(pkc_context *c, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table) {

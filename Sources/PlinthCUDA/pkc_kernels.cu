@@ -459,23 +459,27 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
 
 // ---- elementwise ------------------------------------------------------------------------------
 
-// RMSNorm: a warp per row (blocks of RMS_ROWS warps), the sum of squares in double, as the CPU
-// kernel accumulates it. A warp needs no barrier: one block per row with two __syncthreads took
-// a fifth of a SmolLM2 decode step (ncu), more than any product but the GEMVs.
-#define RMS_ROWS 4
-extern "C" __global__ void __launch_bounds__(RMS_ROWS * 32) pkc_rms_norm(const float *x, i64 ldx, const float *w,
-                                                                          float *y, i64 ldy, int n, int k, float eps) {
-    const int row = blockIdx.x * RMS_ROWS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (row >= n) return;
-    const float *xr = x + row * ldx;
-    float *yr = y + row * ldy;
+// RMSNorm: one block per row; the sum of squares in double, as the CPU kernel accumulates it.
+extern "C" __global__ void pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy, int k, float eps) {
+    __shared__ double part[32];
+    const float *xr = x + blockIdx.x * ldx;
+    float *yr = y + blockIdx.x * ldy;
     double s = 0.0;
-    for (int i = lane; i < k; i += 32) s += (double)__fmul_rn(xr[i], xr[i]);
+    for (int i = threadIdx.x; i < k; i += blockDim.x) s += (double)__fmul_rn(xr[i], xr[i]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    const float mean = (float)(s / (double)k);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        double v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) part[0] = v;
+    }
+    __syncthreads();
+    const float mean = (float)(part[0] / (double)k);
     const float scale = 1.0f / sqrtf(mean + eps);
-    for (int i = lane; i < k; i += 32) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
+    for (int i = threadIdx.x; i < k; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
 }
 
 // The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
