@@ -10,6 +10,9 @@
 #include <string.h>
 
 #pragma STDC FP_CONTRACT OFF
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off") // GCC ignores the STDC pragma
+#endif
 
 static void store_f16(uint8_t *p, float v) {
     const uint16_t h = pk_f32_to_f16(v);

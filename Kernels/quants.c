@@ -146,7 +146,7 @@ int pk_type_info_of(int type, pk_type_info *info) {
     const qt_type *ty = qt_type_of(type);
     if (!ty) return -1;
     *info = (pk_type_info){ty->name, ty->elements, ty->bytes, ty->to_float || ty->unpack, ty->to_float || ty->tile.sub,
-                           ty->quantize != NULL, ty->grid != NULL};
+                           ty->quantize != NULL, ty->grid != NULL, ty->quantize_weighted != NULL};
     return 0;
 }
 

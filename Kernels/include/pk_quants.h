@@ -32,6 +32,7 @@ typedef struct pk_type_info {
     int can_multiply;        // pk_matmul multiplies it
     int can_quantize;        // pk_quantize writes it
     int can_gptq;            // pk_gptq writes it
+    int can_weight;          // pk_quantize_weighted uses the importance (else it rounds to nearest)
 } pk_type_info;
 
 // Fills `info` for ggml's type id `type`. Returns 0, or -1 when ggml has never defined the id.

@@ -34,6 +34,26 @@ struct QuantizerTests {
         }
     }
 
+    /// The k-quants (Q2_K to Q6_K) write what llama-quantize wrote for rows of SmolLM2's weights
+    /// (Fixtures/quantize/make_kquant_reference.py).
+    @Test func kQuantizersWriteLlamaQuantizesBytes() throws {
+        let ref: Reference = try TestModels.fixture("quantize/kquant_reference.json")
+        #expect(ref.types.keys.sorted() == ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"])
+        #expect(ref.input.count == ref.rows * ref.columns && ref.columns % 256 == 0)
+        for (name, expected) in ref.types.sorted(by: { $0.key < $1.key }) {
+            let type = try #require(GGMLType(name: name))
+            #expect(Quantizer.canWrite(type), "\(name)")
+            let got = try #require(Self.quantize(ref.input, type), "\(name)")
+            let want = Array(expected.utf8)
+            let have = Array(Self.hex(got).utf8)
+            #expect(have.count == want.count, "\(name)")
+            // The first differing block, if any, named rather than two 7 KB strings printed.
+            let block = type.blockBytes * 2
+            let first = have.indices.first { $0 < want.count && have[$0] != want[$0] }.map { $0 / block }
+            #expect(first == nil, "\(name): block \(first ?? -1) differs from llama-quantize's")
+        }
+    }
+
     /// Dequantizing what was quantized lands within half a quantization step of every input (a
     /// whole step for the symmetric formats' clamped top code), plus the scales' f16 rounding.
     @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "F16", "BF16", "F32"])
@@ -224,14 +244,15 @@ struct QuantizerTests {
 
     @Test func unwritableTypesAndBadPatternsAreRefused() throws {
         var x = [Float](repeating: 1, count: 256), out = [UInt8](repeating: 0, count: 256)
-        #expect(pk_quantize(Int32(GGMLType.q2_K.rawValue), &x, &out, 256) == -1)
+        #expect(pk_quantize(Int32(GGMLType.iq4_NL.rawValue), &x, &out, 256) == -1)
         #expect(pk_quantize(Int32(GGMLType.q8_0.rawValue), &x, &out, 33) == -1)
-        #expect(!Quantizer.canWrite(.q2_K) && Quantizer.canWrite(.q8_0))
+        #expect(pk_quantize(Int32(GGMLType.q4_K.rawValue), &x, &out, 128) == -1)
+        #expect(!Quantizer.canWrite(.iq4_NL) && Quantizer.canWrite(.q8_0) && Quantizer.canWrite(.q2_K))
         #expect(Quantizer.gptqTypes == [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .pq2])
         let file = try Self.tinyModel()
-        #expect(throws: QuantizeError.unsupportedType("Q2_K")) { try Quantizer.plan(file, target: .q2_K) }
+        #expect(throws: QuantizeError.unsupportedType("IQ4_NL")) { try Quantizer.plan(file, target: .iq4_NL) }
         #expect(throws: QuantizeError.badPattern("ffn_(")) { try Quantizer.plan(file, target: .q8_0, overrides: [("ffn_(", .q4_0)]) }
-        #expect(QuantizeError.unsupportedType("Q2_K").localizedDescription.contains("Q8_0"))
+        #expect(QuantizeError.unsupportedType("IQ4_NL").localizedDescription.contains("Q6_K"))
     }
 
     /// Matrices take the target or a matching override; rows that are not whole blocks fall back
@@ -248,10 +269,18 @@ struct QuantizerTests {
         #expect(types["blk.0.odd.weight"] == .f16)
         #expect(plan.first { $0.tensor.name == "blk.0.odd.weight" }?.note?.contains("48") == true)
         #expect(try Quantizer.plan(file, target: .f32).allSatisfy { $0.type == .f32 })
-        // llama-quantize's mix: the tied output projection is Q8_0.
+        // llama-quantize's mix: the tied output projection is Q6_K, Q8_0 where its rows are not
+        // whole 256-blocks (these are 64 wide).
         let mixed = try Quantizer.plan(file, target: .q4_0)
         #expect(mixed.first { $0.tensor.name == "token_embd.weight" }?.type == .q8_0)
         #expect(mixed.first { $0.tensor.name == "blk.1.attn_q.weight" }?.type == .q4_0)
+        // k-quants need whole 256-blocks: llama-quantize's fallbacks, each said in its note.
+        for (target, fallback) in [(GGMLType.q2_K, GGMLType.q4_0), (.q3_K, .q4_0), (.q4_K, .q5_0), (.q5_K, .q5_1), (.q6_K, .q8_0)] {
+            let k = try Quantizer.plan(file, target: target, pure: true)
+            let q = try #require(k.first { $0.tensor.name == "blk.1.attn_q.weight" })
+            #expect(q.type == fallback && q.note?.contains("256") == true, "\(target.name)")
+        }
+        #expect(Quantizer.fallback(.q4_0) == .f16)
     }
 
     /// The writer's file reads back with the same metadata, in order, and the same tensors; the

@@ -15,14 +15,18 @@ public enum Quantizer {
 
     /// Which type each tensor gets. Matrices (tensors named `*weight` with two or more dimensions)
     /// get `target`, or the first override whose pattern (a regular expression) matches their
-    /// name; a matrix whose rows are not whole blocks of that type gets F16, said in its note.
+    /// name. A matrix whose rows are not whole blocks of that type gets llama-quantize's
+    /// fallback (Q2_K and Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0; F16 otherwise), said
+    /// in its note.
     /// Vectors keep their type (F32 in every model), unless the target is F32.
     ///
-    /// Unless `pure`, llama-quantize's mix for the legacy types applies too: the output projection
-    /// (the token embedding when the model ties them) gets Q8_0 (llama.cpp's Q6_K where rows are
-    /// whole 256-blocks, which Plinth does not write yet), and with an importance matrix the
-    /// `ffn_down` of the first eighth of the blocks gets Q4_1 for Q4_0 and Q5_1 for Q5_0.
-    /// The steps are in the order llama-quantize writes tensors.
+    /// Unless `pure`, llama-quantize's mix applies too: the output projection (the token
+    /// embedding when the model ties them) gets Q6_K (Q8_0 where rows are not whole 256-blocks, and
+    /// for a Q8_0 target),
+    /// and for the legacy types with an importance matrix the `ffn_down` of the first eighth of
+    /// the blocks gets Q4_1 for Q4_0 and Q5_1 for Q5_0. (llama-quantize's k-quant mixes, which
+    /// also raise some attention and feed-forward matrices, are not reproduced: `pure` with a
+    /// k-quant is its `--pure`.) The steps are in the order llama-quantize writes tensors.
     public static func plan(_ file: GGUFFile, target: GGMLType, overrides: [(pattern: String, type: GGMLType)] = [],
                             pure: Bool = false, withImportance: Bool = false) throws -> [Step] {
         let expressions = try overrides.map { o in
@@ -44,14 +48,19 @@ public enum Quantizer {
             var note: String? = nil
             if mixed && wanted == target {
                 if t.name == output {
-                    wanted = .q8_0
-                    if t.rowLength % 256 == 0 { note = "the output projection: Q8_0 (llama.cpp writes Q6_K, which Plinth does not yet)" }
+                    if target != .q8_0 { wanted = .q6_K }
                 } else if withImportance, t.name.hasSuffix(".ffn_down.weight"), layer(t.name) < layers / 8 {
                     if target == .q4_0 { wanted = .q4_1 } else if target == .q5_0 { wanted = .q5_1 }
                 }
             }
             if t.rowLength % wanted.blockElements != 0 {
-                return Step(tensor: t, type: .f16, note: "rows of \(t.rowLength) are not whole \(wanted.name) blocks of \(wanted.blockElements): F16")
+                let fallback = Self.fallback(wanted)
+                let why = "rows of \(t.rowLength) are not whole \(wanted.name) blocks of \(wanted.blockElements): \(fallback.name)"
+                // Q8_0 for the output projection is llama-quantize's choice, not worth a note.
+                return Step(tensor: t, type: fallback, note: mixed && t.name == output && wanted == .q6_K ? nil : why)
+            }
+            if withImportance, wanted.isQuantized, info(wanted)?.can_weight ?? 0 == 0 {
+                note = "no importance-weighted \(wanted.name) quantizer yet: rounded to nearest"
             }
             return Step(tensor: t, type: wanted, note: note)
         }
@@ -61,6 +70,17 @@ public enum Quantizer {
             throw QuantizeError.unreadableType(tensor: unreadable.tensor.name, type: unreadable.tensor.type.name)
         }
         return steps
+    }
+
+    /// What llama-quantize writes for a matrix whose rows are not whole blocks of `type`.
+    static func fallback(_ type: GGMLType) -> GGMLType {
+        switch type {
+        case .q2_K, .q3_K: .q4_0
+        case .q4_K: .q5_0
+        case .q5_K: .q5_1
+        case .q6_K: .q8_0
+        default: .f16
+        }
     }
 
     /// Whether the quantizer writes `type`.
@@ -81,6 +101,11 @@ public enum Quantizer {
         case .q8_0: 7
         case .q5_0: 8
         case .q5_1: 9
+        case .q2_K: 10
+        case .q3_K: 11  // Q3_K_S
+        case .q4_K: 14  // Q4_K_S
+        case .q5_K: 16  // Q5_K_S
+        case .q6_K: 18
         case .bf16: 32
         default: nil
         }

@@ -1,0 +1,404 @@
+// Reference quantizers of the k-quants (256-weight super-blocks): Q2_K, Q3_K, Q4_K, Q5_K and
+// Q6_K, bit for bit what ggml's reference rounding writes without an
+// importance matrix (the same search, the same float expressions in the same order), so that a
+// file from `plinth quantize` is the one llama-quantize writes. Layouts: blocks.h.
+#include "pk_quants.h"
+#include "types.h"
+
+#include <math.h>
+#include <string.h>
+
+#pragma STDC FP_CONTRACT OFF
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off") // GCC ignores the STDC pragma
+#endif
+
+// Below this a group is all zeros (ggml's GROUP_MAX_EPS).
+#define K_EPS 1e-15f
+
+static void put_f16(uint8_t *p, float v) {
+    const uint16_t h = pk_f32_to_f16(v);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+
+static float get_f16(const uint8_t *p) { return pk_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+// Round half to even through the float mantissa (|v| < 2^22), as ggml rounds codes.
+static int round_even(float v) {
+    const float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+// Symmetric codes in [-nmax, nmax) for n values, weighted by x^2: the scale from the largest
+// magnitude, then 18 nearby scales, keeping the codes of the best least-squares fit. L gets
+// code + nmax; returns the fitted scale.
+static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) { amax = ax; max = x[i]; }
+    }
+    if (amax < K_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = -nmax / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const int l = clampi(round_even(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)(l + nmax);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -(nmax + 0.1f * is) / max;
+        sumlx = suml2 = 0.0f;
+        for (int i = 0; i < n; i++) {
+            const int l = clampi(round_even(iscale * x[i]), -nmax, nmax - 1);
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * l;
+            suml2 += w * l * l;
+        }
+        if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + clampi(round_even(iscale * x[i]), -nmax, nmax - 1));
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+// Codes in [0, nmax] for x = scale * code - min (min >= 0 returned in *neg_min): the range's
+// grid, then nstep + 1 stretched grids, each refitted (scale and min by weighted least squares),
+// keeping the one of least weighted squared error (absolute error with `mad`). Returns the scale.
+static float offset_codes(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min, uint8_t *aux,
+                          float rmin, float rdelta, int nstep, int mad) {
+    float min = x[0], max = x[0];
+    float sum_w = w[0], sum_x = sum_w * x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (min > 0.0f) min = 0.0f;
+    if (max == min) {
+        memset(L, 0, (size_t)n);
+        *neg_min = -min;
+        return 0.0f;
+    }
+    float iscale = nmax / (max - min);
+    float scale = 1 / iscale;
+    float best_error = 0.0f;
+    for (int i = 0; i < n; i++) {
+        L[i] = (uint8_t)clampi(round_even(iscale * (x[i] - min)), 0, nmax);
+        float diff = scale * L[i] + min - x[i];
+        diff = mad ? fabsf(diff) : diff * diff;
+        best_error += w[i] * diff;
+    }
+    for (int is = 0; is <= nstep; is++) {
+        iscale = (rmin + rdelta * is + nmax) / (max - min);
+        float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+        for (int i = 0; i < n; i++) {
+            const int l = clampi(round_even(iscale * (x[i] - min)), 0, nmax);
+            aux[i] = (uint8_t)l;
+            sum_l += w[i] * l;
+            sum_l2 += w[i] * l * l;
+            sum_xl += w[i] * l * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0.0f) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0.0f) {
+                this_min = 0.0f;
+                this_scale = sum_xl / sum_l2;
+            }
+            float error = 0.0f;
+            for (int i = 0; i < n; i++) {
+                float diff = this_scale * aux[i] + this_min - x[i];
+                diff = mad ? fabsf(diff) : diff * diff;
+                error += w[i] * diff;
+            }
+            if (error < best_error) {
+                memcpy(L, aux, (size_t)n);
+                best_error = error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    *neg_min = -min;
+    return scale;
+}
+
+// Q4_K / Q5_K: eight groups of 32 with 6-bit scales and mins under f16 d and dmin. `nmax` 15 or
+// 31; fills the header (d, dmin, the 12 packed scale bytes) and L (the codes of 256 weights).
+static void k_groups(const float *x, int nmax, uint8_t *block, uint8_t L[256]) {
+    float scales[8], mins[8], w[32];
+    uint8_t aux[32];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        const float *xg = x + 32 * j;
+        float sum_x2 = 0.0f;
+        for (int l = 0; l < 32; l++) sum_x2 += xg[l] * xg[l];
+        const float av_x = sqrtf(sum_x2 / 32);
+        for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xg[l]);
+        scales[j] = offset_codes(32, nmax, xg, w, L + 32 * j, &mins[j], aux, nmax == 15 ? -1.0f : -0.5f, 0.1f, nmax == 15 ? 20 : 15, 0);
+        if (scales[j] > max_scale) max_scale = scales[j];
+        if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    uint8_t *sc = block + 4;
+    memset(sc, 0, 12);
+    for (int j = 0; j < 8; j++) {
+        uint8_t ls = (uint8_t)round_even(inv_scale * scales[j]), lm = (uint8_t)round_even(inv_min * mins[j]);
+        ls = ls < 63 ? ls : 63;
+        lm = lm < 63 ? lm : 63;
+        if (j < 4) {
+            sc[j] = ls;
+            sc[j + 4] = lm;
+        } else {
+            sc[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+            sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
+            sc[j] |= (uint8_t)((lm >> 4) << 6);
+        }
+    }
+    put_f16(block, max_scale / 63.0f);
+    put_f16(block + 2, max_min / 63.0f);
+    const float d0 = get_f16(block), m0 = get_f16(block + 2);
+    for (int j = 0; j < 8; j++) {
+        // The 6-bit scale and min of group j (blocks.h: the packed layout).
+        const int s = j < 4 ? sc[j] & 63 : (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
+        const int m = j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+        const float d = d0 * s;
+        if (d == 0.0f) continue;
+        const float dm = m0 * m;
+        for (int i = 0; i < 32; i++) L[32 * j + i] = (uint8_t)clampi(round_even((x[32 * j + i] + dm) / d), 0, nmax);
+    }
+}
+
+void qt_quantize_q4_K(const float *x, uint8_t *y, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++, x += 256, y += 144) {
+        uint8_t L[256];
+        k_groups(x, 15, y, L);
+        // Low nibbles: weights 64c..64c+31, high: 64c+32..64c+63.
+        uint8_t *q = y + 16;
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) q[32 * c + l] = (uint8_t)(L[64 * c + l] | (L[64 * c + l + 32] << 4));
+    }
+}
+
+void qt_quantize_q5_K(const float *x, uint8_t *y, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++, x += 256, y += 176) {
+        uint8_t L[256];
+        k_groups(x, 31, y, L);
+        // Bit 4 of weight 64c + l in bit 2c of qh[l], of 64c + 32 + l in bit 2c + 1.
+        uint8_t *qh = y + 16, *ql = y + 48;
+        memset(qh, 0, 32);
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                const int a = L[64 * c + l], b2 = L[64 * c + 32 + l];
+                qh[l] |= (uint8_t)(((a >> 4) << (2 * c)) | ((b2 >> 4) << (2 * c + 1)));
+                ql[32 * c + l] = (uint8_t)((a & 0xF) | ((b2 & 0xF) << 4));
+            }
+    }
+}
+
+void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++, x += 256, y += 210) {
+        int8_t L[256];
+        float scales[16], max_scale = 0.0f, max_abs = 0.0f;
+        for (int g = 0; g < 16; g++) {
+            scales[g] = symmetric_codes(16, 32, x + 16 * g, L + 16 * g);
+            if (fabsf(scales[g]) > max_abs) {
+                max_abs = fabsf(scales[g]);
+                max_scale = scales[g];
+            }
+        }
+        if (max_abs < K_EPS) {
+            memset(y, 0, 210);
+            continue;
+        }
+        const float iscale = -128.0f / max_scale;
+        put_f16(y + 208, 1 / iscale);
+        int8_t *sc = (int8_t *)(y + 192);
+        for (int g = 0; g < 16; g++) {
+            const int s = round_even(iscale * scales[g]);
+            sc[g] = (int8_t)(s < 127 ? s : 127);
+        }
+        const float d0 = get_f16(y + 208);
+        for (int g = 0; g < 16; g++) {
+            const float d = d0 * sc[g];
+            if (d == 0.0f) continue;
+            for (int i = 0; i < 16; i++) L[16 * g + i] = (int8_t)(clampi(round_even(x[16 * g + i] / d), -32, 31) + 32);
+        }
+        // Per half of 128: ql[l] holds weights l (low) and l + 64 (high nibble), ql[l + 32]
+        // weights l + 32 and l + 96; qh[l] the top two bits of l, l + 32, l + 64, l + 96.
+        uint8_t *ql = y, *qh = y + 128;
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32) {
+            const int8_t *Lh = L + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                ql[l] = (uint8_t)((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
+                ql[l + 32] = (uint8_t)((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
+                qh[l] = (uint8_t)((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) | ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+// Q2_K: sixteen groups of 16 with 4-bit scales and mins (a byte each: scale low, min high) under
+// f16 d and dmin; codes 0..3 fitted by absolute error weighted by |x|. Layout: scales[16],
+// qs[64] (weights 128h + 32p + l in bits 2p of byte 32h + l), d, dmin.
+void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++, x += 256, y += 84) {
+        uint8_t L[256], aux[16];
+        float w[16], scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+            scales[j] = offset_codes(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], aux, -0.5f, 0.1f, 15, 1);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        uint8_t *sc = y;
+        if (max_scale > 0) {
+            const float iscale = 15.0f / max_scale;
+            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)round_even(iscale * scales[j]);
+            put_f16(y + 80, max_scale / 15.0f);
+        } else {
+            memset(sc, 0, 16);
+            put_f16(y + 80, 0.0f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.0f / max_min;
+            for (int j = 0; j < 16; j++) sc[j] |= (uint8_t)(round_even(iscale * mins[j]) << 4);
+            put_f16(y + 82, max_min / 15.0f);
+        } else {
+            put_f16(y + 82, 0.0f);
+        }
+        const float d0 = get_f16(y + 80), m0 = get_f16(y + 82);
+        for (int j = 0; j < 16; j++) {
+            const float d = d0 * (sc[j] & 0xF);
+            if (d == 0.0f) continue;
+            const float dm = m0 * (sc[j] >> 4);
+            for (int i = 0; i < 16; i++) L[16 * j + i] = (uint8_t)clampi(round_even((x[16 * j + i] + dm) / d), 0, 3);
+        }
+        uint8_t *qs = y + 16;
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *Lh = L + 128 * h;
+                qs[32 * h + l] = (uint8_t)(Lh[l] | (Lh[l + 32] << 2) | (Lh[l + 64] << 4) | (Lh[l + 96] << 6));
+            }
+    }
+}
+
+// Q3_K's group fit: symmetric codes in [-nmax, nmax) weighted by x^2, from the largest
+// magnitude's grid, then up to five passes moving single codes where that improves the
+// least-squares fit. L gets code + nmax; returns the fitted scale.
+static float refined_codes(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0.0f, amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) { amax = ax; max = x[i]; }
+    }
+    if (amax < K_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    const float iscale = -nmax / max;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const int l = clampi(round_even(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)l;
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    for (int pass = 0; pass < 5; pass++) {
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+            const float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * L[i];
+            if (slx > 0) {
+                float sl2 = suml2 - w * L[i] * L[i];
+                const int l = clampi(round_even(x[i] * sl2 / slx), -nmax, nmax - 1);
+                if (l != L[i]) {
+                    slx += w * x[i] * l;
+                    sl2 += w * l * l;
+                    if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (int8_t)l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed++;
+                    }
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    for (int i = 0; i < n; i++) L[i] = (int8_t)(L[i] + nmax);
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// Q3_K: sixteen groups of 16 with signed 6-bit scales under an f16 d; codes -4..3. Layout:
+// hmask[32] (bit 2 of weight j in bit j/32 of byte j%32), qs[64] (the low two bits as Q2_K),
+// scales[12] (low nibbles in bytes 0..7, high two bits in 8..11), d.
+void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++, x += 256, y += 110) {
+        int8_t L[256];
+        float scales[16], max_scale = 0.0f, amax = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            scales[j] = refined_codes(16, 4, x + 16 * j, L + 16 * j);
+            if (fabsf(scales[j]) > amax) {
+                amax = fabsf(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+        uint8_t *sc = y + 96;
+        memset(sc, 0, 12);
+        if (max_scale != 0.0f) {
+            const float iscale = -32.0f / max_scale;
+            for (int j = 0; j < 16; j++) {
+                int l = (int8_t)round_even(iscale * scales[j]);
+                l = clampi(l, -32, 31) + 32;
+                if (j < 8) sc[j] = (uint8_t)(l & 0xF);
+                else sc[j - 8] |= (uint8_t)((l & 0xF) << 4);
+                sc[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+            }
+            put_f16(y + 108, 1 / iscale);
+        } else {
+            put_f16(y + 108, 0.0f);
+        }
+        const float d0 = get_f16(y + 108);
+        for (int j = 0; j < 16; j++) {
+            const int lo = j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4;
+            const int s = (lo | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+            const float d = d0 * s;
+            if (d == 0.0f) continue;
+            for (int i = 0; i < 16; i++) L[16 * j + i] = (int8_t)(clampi(round_even(x[16 * j + i] / d), -4, 3) + 4);
+        }
+        uint8_t *hmask = y, *qs = y + 32;
+        memset(hmask, 0, 32);
+        for (int j = 0; j < 256; j++) {
+            if (L[j] > 3) {
+                hmask[j % 32] |= (uint8_t)(1 << (j / 32));
+                L[j] -= 4;
+            }
+        }
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                const int8_t *Lh = L + 128 * h;
+                qs[32 * h + l] = (uint8_t)(Lh[l] | (Lh[l + 32] << 2) | (Lh[l + 64] << 4) | (Lh[l + 96] << 6));
+            }
+    }
+}
