@@ -34,16 +34,23 @@ static int round_even(float v) {
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-// Symmetric codes in [-nmax, nmax) for n values, weighted by x^2: the scale from the largest
-// magnitude, then 18 nearby scales, keeping the codes of the best least-squares fit. L gets
-// code + nmax; returns the fitted scale.
-static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) {
+// The value of largest magnitude (the first such, sign kept), or 0 when every magnitude is
+// below K_EPS (an all-zero group).
+static float largest(int n, const float *x) {
     float max = 0.0f, amax = 0.0f;
     for (int i = 0; i < n; i++) {
         const float ax = fabsf(x[i]);
         if (ax > amax) { amax = ax; max = x[i]; }
     }
-    if (amax < K_EPS) {
+    return amax < K_EPS ? 0.0f : max;
+}
+
+// Symmetric codes in [-nmax, nmax) for n values, weighted by x^2: the scale from the largest
+// magnitude, then 18 nearby scales, keeping the codes of the best least-squares fit. L gets
+// code + nmax; returns the fitted scale.
+static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) {
+    const float max = largest(n, x);
+    if (max == 0.0f) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }
@@ -306,12 +313,8 @@ void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n) {
 // magnitude's grid, then up to five passes moving single codes where that improves the
 // least-squares fit. L gets code + nmax; returns the fitted scale.
 static float refined_codes(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0.0f, amax = 0.0f;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) { amax = ax; max = x[i]; }
-    }
-    if (amax < K_EPS) {
+    const float max = largest(n, x);
+    if (max == 0.0f) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }

@@ -100,6 +100,22 @@ static double time_matmul_graph(int type, const weights *w, int64_t m, int64_t k
     return ms[2] * 1e3 / (4 * 64);
 }
 
+// Inputs and outputs for products of up to `rows` rows at every shape here: x normal (widest
+// k 4864), y as wide as the widest m (151936).
+typedef struct { pkc_ptr x, y; } products;
+static products products_io(int64_t rows) {
+    products io = {dev_alloc(c, (size_t)rows * 4864 * 4), dev_alloc(c, (size_t)rows * 151936 * 4)};
+    float *hx = malloc((size_t)rows * 4864 * 4);
+    fill_normal(hx, rows * 4864, 1.0f);
+    CHECK(c, pkc_upload(c, io.x, hx, (size_t)rows * 4864 * 4));
+    free(hx);
+    return io;
+}
+static void products_free(products io) {
+    pkc_free(c, io.x);
+    pkc_free(c, io.y);
+}
+
 static int applies(int type, const shape *s, int quick) {
     if (s->k % block_elements(type) != 0) return 0;
     if (quick && s->m > 10000 && type != PK_Q8_0 && type != PK_Q4_1) return 0;
@@ -109,10 +125,8 @@ static int applies(int type, const shape *s, int quick) {
 static void bench_gemv(int quick) {
     printf("GEMV (n = 1 row; GB/s = weight bytes / time; %% of the copy ceiling)\n");
     printf("%-5s %-14s %8s %9s %9s %7s %11s %9s %7s\n", "type", "shape", "MB", "us", "GB/s", "ceil%", "graph us", "GB/s", "ceil%");
-    pkc_ptr x = dev_alloc(c, (size_t)64 * 4864 * 4), y = dev_alloc(c, (size_t)64 * 151936 * 4);
-    float *hx = malloc((size_t)64 * 4864 * 4);
-    fill_normal(hx, 64 * 4864, 1.0f);
-    CHECK(c, pkc_upload(c, x, hx, (size_t)64 * 4864 * 4));
+    const products io = products_io(64);
+    const pkc_ptr x = io.x, y = io.y;
     const int64_t saved = pkc_set_gemm_min_rows(c, INT64_MAX);
     for (int ti = 0; ti < NTYPES; ti++)
         for (int si = 0; si < NSHAPES; si++) {
@@ -132,9 +146,7 @@ static void bench_gemv(int quick) {
             pkc_free(c, w.base);
         }
     pkc_set_gemm_min_rows(c, saved);
-    pkc_free(c, x);
-    pkc_free(c, y);
-    free(hx);
+    products_free(io);
     printf("\n");
 }
 
@@ -146,10 +158,8 @@ static void bench_gemv_rows(void) {
     static const int rtypes[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_PQ2};
     printf("GEMV rows per lane group (graph us per call; policy: R by $PLINTH_CUDA_GEMV_MIN_WARPS)\n");
     printf("%-5s %-14s %9s %9s %9s %9s | %9s %9s %9s\n", "type", "shape", "n1 R=1", "R=2", "R=4", "policy", "n2 R=1", "R=2", "policy");
-    pkc_ptr x = dev_alloc(c, (size_t)2 * 4864 * 4), y = dev_alloc(c, (size_t)2 * 151936 * 4);
-    float *hx = malloc((size_t)2 * 4864 * 4);
-    fill_normal(hx, 2 * 4864, 1.0f);
-    CHECK(c, pkc_upload(c, x, hx, (size_t)2 * 4864 * 4));
+    const products io = products_io(2);
+    const pkc_ptr x = io.x, y = io.y;
     const int64_t saved = pkc_set_gemm_min_rows(c, INT64_MAX);
     for (int ti = 0; ti < (int)(sizeof rtypes / sizeof rtypes[0]); ti++)
         for (int si = 0; si < NSHAPES; si++) {
@@ -170,9 +180,7 @@ static void bench_gemv_rows(void) {
             pkc_free(c, w.base);
         }
     pkc_set_gemm_min_rows(c, saved);
-    pkc_free(c, x);
-    pkc_free(c, y);
-    free(hx);
+    products_free(io);
     printf("\n");
 }
 
@@ -186,10 +194,8 @@ static void bench_crossover(void) {
     printf("%-5s %-14s", "type", "shape");
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) printf(" %11lld", (long long)ns[i]);
     printf("   first n where GEMM wins\n");
-    pkc_ptr x = dev_alloc(c, (size_t)64 * 4864 * 4), y = dev_alloc(c, (size_t)64 * 151936 * 4);
-    float *hx = malloc((size_t)64 * 4864 * 4);
-    fill_normal(hx, 64 * 4864, 1.0f);
-    CHECK(c, pkc_upload(c, x, hx, (size_t)64 * 4864 * 4));
+    const products io = products_io(64);
+    const pkc_ptr x = io.x, y = io.y;
     CHECK(c, pkc_reserve(c, 151936, 896, 512));
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const shape *s = &cases[ci].s;
@@ -212,9 +218,7 @@ static void bench_crossover(void) {
         pkc_free(c, w.base);
     }
     pkc_set_gemm_min_rows(c, 8);
-    pkc_free(c, x);
-    pkc_free(c, y);
-    free(hx);
+    products_free(io);
     printf("(each cell: gemv/gemm)\n\n");
 }
 
@@ -225,10 +229,8 @@ static void bench_gemm(void) {
         {PK_Q4_K, {"qwen ffn_down", 896, 4864}}, {PK_Q8_0, {"qwen output", 151936, 896}}, {PK_F16, {"qwen output", 151936, 896}},
         {PK_Q4_1, {"smol output", 49152, 576}}};
     printf("GEMM path (dequantize W to f16 + cuBLAS f16 in / f32 accumulate and out): TFLOP/s (2mnk / time), us\n");
-    pkc_ptr x = dev_alloc(c, (size_t)2048 * 4864 * 4), y = dev_alloc(c, (size_t)2048 * 151936 * 4);
-    float *hx = malloc((size_t)2048 * 4864 * 4);
-    fill_normal(hx, 2048 * 4864, 1.0f);
-    CHECK(c, pkc_upload(c, x, hx, (size_t)2048 * 4864 * 4));
+    const products io = products_io(2048);
+    const pkc_ptr x = io.x, y = io.y;
     CHECK(c, pkc_reserve(c, 151936, 4864, 2048));
     pkc_set_gemm_min_rows(c, 1);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -244,9 +246,7 @@ static void bench_gemm(void) {
         pkc_free(c, w.base);
     }
     pkc_set_gemm_min_rows(c, 8);
-    pkc_free(c, x);
-    pkc_free(c, y);
-    free(hx);
+    products_free(io);
     printf("\n");
 }
 
