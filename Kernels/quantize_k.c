@@ -148,6 +148,21 @@ static float offset_codes(int n, int nmax, const float *x, const float *w, uint8
     return scale;
 }
 
+// Fits the sixteen groups of 16 of a super-block with `fit` (codes in [-nmax, nmax)), their
+// scales into `scales`; returns the scale of largest magnitude (the first such, sign kept).
+static float fit_groups(const float *x, int nmax, float (*fit)(int, int, const float *, int8_t *), int8_t L[256],
+                        float scales[16]) {
+    float max_scale = 0.0f, max_abs = 0.0f;
+    for (int g = 0; g < 16; g++) {
+        scales[g] = fit(16, nmax, x + 16 * g, L + 16 * g);
+        if (fabsf(scales[g]) > max_abs) {
+            max_abs = fabsf(scales[g]);
+            max_scale = scales[g];
+        }
+    }
+    return max_scale;
+}
+
 // Q4_K / Q5_K: eight groups of 32 with 6-bit scales and mins under f16 d and dmin. `nmax` 15 or
 // 31; fills the header (d, dmin, the 12 packed scale bytes) and L (the codes of 256 weights).
 static void k_groups(const float *x, int nmax, uint8_t *block, uint8_t L[256]) {
@@ -225,15 +240,9 @@ void qt_quantize_q5_K(const float *x, uint8_t *y, int64_t n) {
 void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 210) {
         int8_t L[256];
-        float scales[16], max_scale = 0.0f, max_abs = 0.0f;
-        for (int g = 0; g < 16; g++) {
-            scales[g] = symmetric_codes(16, 32, x + 16 * g, L + 16 * g);
-            if (fabsf(scales[g]) > max_abs) {
-                max_abs = fabsf(scales[g]);
-                max_scale = scales[g];
-            }
-        }
-        if (max_abs < K_EPS) {
+        float scales[16];
+        const float max_scale = fit_groups(x, 32, symmetric_codes, L, scales);
+        if (fabsf(max_scale) < K_EPS) {
             memset(y, 0, 210);
             continue;
         }
@@ -359,14 +368,8 @@ static float refined_codes(int n, int nmax, const float *x, int8_t *L) {
 void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 110) {
         int8_t L[256];
-        float scales[16], max_scale = 0.0f, amax = 0.0f;
-        for (int j = 0; j < 16; j++) {
-            scales[j] = refined_codes(16, 4, x + 16 * j, L + 16 * j);
-            if (fabsf(scales[j]) > amax) {
-                amax = fabsf(scales[j]);
-                max_scale = scales[j];
-            }
-        }
+        float scales[16];
+        const float max_scale = fit_groups(x, 4, refined_codes, L, scales);
         uint8_t *sc = y + 96;
         memset(sc, 0, 12);
         if (max_scale != 0.0f) {
