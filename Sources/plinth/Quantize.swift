@@ -10,13 +10,15 @@ struct Quantize: ParsableCommand {
             Matrices (tensors named *weight with two or more dimensions) are dequantized and \
             quantized to --type by round-to-nearest, with the bytes llama-quantize writes without an \
             importance matrix (with --imatrix, each block's scale minimizes the error the \
-            activations see); a matrix already in that type is copied. As in llama-quantize, the \
-            output projection is Q8_0 and, with --imatrix, the first eighth of the ffn_down \
-            matrices of Q4_0/Q5_0 are Q4_1/Q5_1, unless --pure. Vectors keep their type \
-            (F32), unless --type is F32: then every tensor is F32, the dequantization that fidelity \
-            is measured against. A matrix whose rows are not whole blocks of the type becomes F16, \
-            and the plan says so. Metadata and tensor order are the input's; general.file_type \
-            names the new type.
+            activations see); a matrix already in that type is copied. As in llama-quantize, unless \
+            --pure: the output projection is Q6_K (Q8_0 where its rows are not whole 256-blocks); \
+            a k-quant mix raises attn_v, ffn_down and attn_output by its rules; with --imatrix the \
+            first eighth of the ffn_down matrices of Q4_0/Q5_0 are Q4_1/Q5_1. Vectors keep their \
+            type (F32), unless --type is F32: then every tensor is F32, the dequantization that \
+            fidelity is measured against. A matrix whose rows are not whole blocks of its type gets \
+            llama-quantize's fallback (Q4_0 for Q2_K/Q3_K, Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for \
+            Q6_K, else F16), and the plan says so. Metadata and tensor order are the input's; \
+            general.file_type names the new type.
             """
     )
 
@@ -25,10 +27,10 @@ struct Quantize: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: "The GGUF file to write.")
     var output: String
 
-    @Option(help: "The type for the matrices: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1 or Q4_0.")
+    @Option(help: "The type for the matrices: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, PQ2, or a k-quant mix as llama-quantize names them: Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K (Q5_K, Q4_K, Q3_K: the _M mixes).")
     var type: String
 
-    @Flag(help: "Every matrix in --type: no Q8_0 output projection, no ffn_down guard (llama-quantize --pure).")
+    @Flag(help: "Every matrix in --type: no output projection rule, no mix, no ffn_down guard (llama-quantize --pure).")
     var pure = false
 
     @Option(help: "An importance matrix (plinth imatrix or llama-imatrix, GGUF format): each matrix it covers is quantized to minimize the error its activations see.")
@@ -70,7 +72,8 @@ struct Quantize: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            guard let target = GGMLType(name: type) else { throw CLIError("--type: no type named '\(type)'") }
+            let mix = QuantizationMix(name: type)
+            guard let target = mix?.base ?? GGMLType(name: type) else { throw CLIError("--type: no type or mix named '\(type)'") }
             let overrides = try keep.map { spec -> (pattern: String, type: GGMLType) in
                 guard let eq = spec.lastIndex(of: "="), let t = GGMLType(name: String(spec[spec.index(after: eq)...])) else {
                     throw CLIError("--keep '\(spec)': expected PATTERN=TYPE with a type name after the last '='")
@@ -83,22 +86,22 @@ struct Quantize: ParsableCommand {
                 throw CLIError("the output is the input file; write to another path")
             }
             let file = try GGUFFile(url: input)
-            let plan = try Quantizer.plan(file, target: target, overrides: overrides, pure: pure, withImportance: imatrix != nil)
+            let plan = try Quantizer.plan(file, target: target, mix: mix, overrides: overrides, pure: pure, withImportance: imatrix != nil)
             for step in plan where step.note != nil { Diagnostics.note("\(step.tensor.name): \(step.note!)") }
             let started = Date()
             let importance = try imatrix.map { try ImportanceMatrix(url: URL(fileURLWithPath: $0)) }
             if let importance { Diagnostics.note("\(imatrix!): \(importance.entries.count) matrices over \(importance.chunkCount) chunks") }
             let hessians = method == "gptq" ? try calibrate(input) : nil
-            try Quantizer.write(file, plan: plan, target: target, to: out, importance: importance, importanceFile: imatrix,
+            try Quantizer.write(file, plan: plan, target: target, mix: mix, to: out, importance: importance, importanceFile: imatrix,
                                 hessians: hessians)
             let inBytes = plan.reduce(0) { $0 + $1.tensor.byteCount }
             let outBytes = plan.reduce(0) { $0 + ($1.type.tensorBytes(elements: $1.tensor.elementCount, rowLength: $1.tensor.rowLength) ?? 0) }
             var counts: [String: Int] = [:]
             for step in plan { counts[step.type.name, default: 0] += 1 }
-            let mix = counts.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            let types = counts.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             let sizes = String(format: "%.1f MiB -> %.1f MiB in %.1f s", Double(inBytes) / 1_048_576, Double(outBytes) / 1_048_576,
                                Date().timeIntervalSince(started))
-            print("\(out.path): \(plan.count) tensors (\(mix)), \(sizes)")
+            print("\(out.path): \(plan.count) tensors (\(types)), \(sizes)")
         }
     }
 }

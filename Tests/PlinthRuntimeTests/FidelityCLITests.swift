@@ -19,6 +19,7 @@ struct FidelityCLITests {
         }
         var f32_sha256: String
         var pure_sha256: [String: String]
+        var mix_sha256: [String: String]
         var perplexity: Perplexity
     }
 
@@ -53,6 +54,15 @@ struct FidelityCLITests {
             let r = try CLITests.run(["quantize", "-m", f32.path, "-o", out.path, "--type", type, "--pure"])
             #expect(r.status == 0, "\(type): \(r.stderr)")
             #expect(try SHA256.hash(fileAt: out) == sha, "\(type) differs from llama-quantize --pure")
+            try? FileManager.default.removeItem(at: out)
+        }
+        // llama-quantize's k-quant mixes (more bits for some attn_v, ffn_down and attn_output).
+        #expect(ref.mix_sha256.count == QuantizationMix.allCases.count)
+        for (mix, sha) in ref.mix_sha256.sorted(by: { $0.key < $1.key }) {
+            let out = dir.appendingPathComponent("\(mix).gguf")
+            let r = try CLITests.run(["quantize", "-m", f32.path, "-o", out.path, "--type", mix])
+            #expect(r.status == 0, "\(mix): \(r.stderr)")
+            #expect(try SHA256.hash(fileAt: out) == sha, "\(mix) differs from llama-quantize's")
             try? FileManager.default.removeItem(at: out)
         }
 

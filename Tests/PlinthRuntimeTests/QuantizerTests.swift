@@ -283,6 +283,26 @@ struct QuantizerTests {
         #expect(Quantizer.fallback(.q4_0) == .f16)
     }
 
+    /// llama-quantize's mix rules by layer: Q4_K_M raises attn_v and ffn_down to Q6_K in the first
+    /// and last eighth and every third layer between; Q2_K raises attn_v by the grouped-query
+    /// ratio; names resolve as llama-quantize resolves them.
+    @Test func mixesRaiseTheRightMatrices() throws {
+        #expect(QuantizationMix(name: "q4_k") == .q4_K_M && QuantizationMix(name: "Q3_K_L") == .q3_K_L)
+        #expect(QuantizationMix(name: "Q4_0") == nil && QuantizationMix.q5_K_S.base == .q5_K)
+        func types(_ mix: QuantizationMix, _ kind: String, ratio: Int = 1) -> [GGMLType?] {
+            (0..<16).map { mix.type(for: kind, layer: $0, layers: 16, groupedQueryRatio: ratio) }
+        }
+        // 16 layers: the first two, the last two, and layers 4, 7, 10, 13.
+        let raised = Set([0, 1, 4, 7, 10, 13, 14, 15])
+        #expect(types(.q4_K_M, "ffn_down") == (0..<16).map { raised.contains($0) ? .q6_K : nil })
+        #expect(types(.q4_K_M, "attn_v") == types(.q5_K_M, "attn_v"))
+        #expect(types(.q4_K_M, "attn_q").allSatisfy { $0 == nil })
+        #expect(types(.q4_K_S, "attn_v") == (0..<16).map { $0 < 4 ? .q5_K : nil })
+        #expect(types(.q2_K, "attn_v", ratio: 7).allSatisfy { $0 == .q4_K } && types(.q2_K, "attn_v", ratio: 3).allSatisfy { $0 == .q3_K })
+        #expect(types(.q3_K_M, "ffn_down") == (0..<16).map { $0 < 1 ? .q5_K : .q4_K })
+        #expect(Quantizer.kind(of: "blk.12.attn_v.weight") == "attn_v" && Quantizer.kind(of: "output.weight") == nil)
+    }
+
     /// The writer's file reads back with the same metadata, in order, and the same tensors; the
     /// quantized copy's tensors are the quantizer's bytes.
     @Test func writtenFilesReadBack() throws {

@@ -1,6 +1,93 @@
 import Foundation
 import PlinthKernels
 
+/// llama-quantize's named k-quant mixes (its file types): a base k-quant for most matrices and
+/// more bits where its rules put them (attn_v, ffn_down and attn_output by layer). `Q4_K` and the
+/// other base names alone mean what llama-quantize makes them mean (Q4_K_M, Q3_K_M, Q5_K_M).
+public enum QuantizationMix: String, Sendable, CaseIterable {
+    case q2_K = "Q2_K", q3_K_S = "Q3_K_S", q3_K_M = "Q3_K_M", q3_K_L = "Q3_K_L", q4_K_S = "Q4_K_S", q4_K_M = "Q4_K_M"
+    case q5_K_S = "Q5_K_S", q5_K_M = "Q5_K_M", q6_K = "Q6_K"
+
+    /// The mix a name means: a mix's own name, or a k-quant type's (Q3_K, Q4_K and Q5_K are
+    /// their _M mixes, as in llama-quantize).
+    public init?(name: String) {
+        let upper = name.uppercased()
+        if let m = QuantizationMix.allCases.first(where: { $0.rawValue.uppercased() == upper }) {
+            self = m
+            return
+        }
+        switch upper {
+        case "Q3_K": self = .q3_K_M
+        case "Q4_K": self = .q4_K_M
+        case "Q5_K": self = .q5_K_M
+        default: return nil
+        }
+    }
+
+    /// The type of the matrices no rule raises.
+    public var base: GGMLType {
+        switch self {
+        case .q2_K: .q2_K
+        case .q3_K_S, .q3_K_M, .q3_K_L: .q3_K
+        case .q4_K_S, .q4_K_M: .q4_K
+        case .q5_K_S, .q5_K_M: .q5_K
+        case .q6_K: .q6_K
+        }
+    }
+
+    /// llama.cpp's `general.file_type`.
+    var fileType: UInt32 {
+        switch self {
+        case .q2_K: 10
+        case .q3_K_S: 11
+        case .q3_K_M: 12
+        case .q3_K_L: 13
+        case .q4_K_S: 14
+        case .q4_K_M: 15
+        case .q5_K_S: 16
+        case .q5_K_M: 17
+        case .q6_K: 18
+        }
+    }
+
+    /// The type of one matrix by llama-quantize's rules for a dense model: `layer` of `layers`,
+    /// `kind` the matrix's role; nil where the base type stays. `groupedQueryRatio` is the
+    /// model's query heads per kv head.
+    func type(for kind: String, layer: Int, layers: Int, groupedQueryRatio: Int) -> GGMLType? {
+        // Layers of the first and last eighth, and every third between.
+        let moreBits = layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2
+        switch kind {
+        case "attn_v":
+            switch self {
+            case .q2_K: return groupedQueryRatio >= 4 ? .q4_K : .q3_K
+            case .q3_K_M: return layer < 2 ? .q5_K : .q4_K
+            case .q3_K_L: return .q5_K
+            case .q4_K_M, .q5_K_M: return moreBits ? .q6_K : nil
+            case .q4_K_S: return layer < 4 ? .q5_K : nil
+            default: return nil
+            }
+        case "ffn_down":
+            switch self {
+            case .q2_K: return .q3_K
+            case .q3_K_M: return layer < layers / 16 ? .q5_K : .q4_K
+            case .q3_K_L: return .q5_K
+            case .q4_K_M, .q5_K_M: return moreBits ? .q6_K : nil
+            case .q4_K_S: return layer < layers / 8 ? .q5_K : nil
+            default: return nil
+            }
+        case "attn_output":
+            switch self {
+            case .q2_K: return .q3_K
+            case .q3_K_M: return .q4_K
+            case .q3_K_L: return .q5_K
+            default: return nil
+            }
+        default:
+            return nil
+        }
+    }
+}
+
 /// Rewrites a GGUF model with its matrices in another type, keeping the metadata and tensor
 /// order llama.cpp expects: what `llama-quantize --allow-requantize` does without an importance
 /// matrix (round to nearest, the same bytes for the same floats).
@@ -27,8 +114,13 @@ public enum Quantizer {
     /// the blocks gets Q4_1 for Q4_0 and Q5_1 for Q5_0. (llama-quantize's k-quant mixes, which
     /// also raise some attention and feed-forward matrices, are not reproduced: `pure` with a
     /// k-quant is its `--pure`.) The steps are in the order llama-quantize writes tensors.
-    public static func plan(_ file: GGUFFile, target: GGMLType, overrides: [(pattern: String, type: GGMLType)] = [],
+    ///
+    /// With a `mix` (its base is the target), llama-quantize's rules for that mix raise some
+    /// attention and feed-forward matrices too, unless `pure`.
+    public static func plan(_ file: GGUFFile, target: GGMLType, mix: QuantizationMix? = nil,
+                            overrides: [(pattern: String, type: GGMLType)] = [],
                             pure: Bool = false, withImportance: Bool = false) throws -> [Step] {
+        let target = mix?.base ?? target
         let expressions = try overrides.map { o in
             do { return (try NSRegularExpression(pattern: o.pattern), o.type) } catch { throw QuantizeError.badPattern(o.pattern) }
         }
@@ -40,6 +132,7 @@ public enum Quantizer {
         let layers = (file.tensors.map { layer($0.name) }.max() ?? -1) + 1
         let output = file.tensor(named: "output.weight") != nil ? "output.weight" : "token_embd.weight"
         let mixed = !pure && target.isQuantized
+        let ratio = Self.groupedQueryRatio(file)
         var steps = file.tensors.map { t in
             let matrix = t.dimensions.count >= 2 && t.name.hasSuffix("weight")
             guard matrix else { return Step(tensor: t, type: target == .f32 ? .f32 : t.type) }
@@ -49,6 +142,9 @@ public enum Quantizer {
             if mixed && wanted == target {
                 if t.name == output {
                     if target != .q8_0 { wanted = .q6_K }
+                } else if let mix, let kind = Self.kind(of: t.name),
+                          let raised = mix.type(for: kind, layer: layer(t.name), layers: layers, groupedQueryRatio: ratio) {
+                    wanted = raised
                 } else if withImportance, t.name.hasSuffix(".ffn_down.weight"), layer(t.name) < layers / 8 {
                     if target == .q4_0 { wanted = .q4_1 } else if target == .q5_0 { wanted = .q5_1 }
                 }
@@ -70,6 +166,29 @@ public enum Quantizer {
             throw QuantizeError.unreadableType(tensor: unreadable.tensor.name, type: unreadable.tensor.type.name)
         }
         return steps
+    }
+
+    /// A block matrix's role ("attn_v" for "blk.3.attn_v.weight"), or nil outside the blocks.
+    static func kind(of name: String) -> String? {
+        let parts = name.split(separator: ".")
+        guard parts.count == 4, parts[0] == "blk", parts[3] == "weight" else { return nil }
+        return String(parts[2])
+    }
+
+    /// Query heads per kv head, from the metadata (`ARCH.attention.head_count` / `_kv`); 1 when absent.
+    static func groupedQueryRatio(_ file: GGUFFile) -> Int {
+        guard case .string(let arch)? = file.metadata["general.architecture"] else { return 1 }
+        func int(_ key: String) -> Int? {
+            switch file.metadata["\(arch).\(key)"] {
+            case .uint32(let v)?: Int(v)
+            case .int32(let v)?: Int(v)
+            case .uint64(let v)?: Int(v)
+            case .int64(let v)?: Int(v)
+            default: nil
+            }
+        }
+        guard let heads = int("attention.head_count"), let kv = int("attention.head_count_kv"), kv > 0 else { return 1 }
+        return heads / kv
     }
 
     /// What llama-quantize writes for a matrix whose rows are not whole blocks of `type`.
@@ -119,7 +238,7 @@ public enum Quantizer {
     /// With `hessians` (calibration activations' X^T X per matrix), the matrices they cover are
     /// quantized by GPTQ instead (``gptqTypes``), which spreads each column's rounding error over
     /// the columns after it.
-    public static func write(_ file: GGUFFile, plan: [Step], target: GGMLType, to url: URL,
+    public static func write(_ file: GGUFFile, plan: [Step], target: GGMLType, mix: QuantizationMix? = nil, to url: URL,
                              importance: ImportanceMatrix? = nil, importanceFile: String? = nil,
                              hessians: Hessians? = nil) throws {
         for step in plan {
@@ -132,7 +251,7 @@ public enum Quantizer {
         var metadata = file.keys.compactMap { key in file.metadata[key].map { (key: key, value: $0) } }
         metadata.removeAll { $0.key == "general.quantization_version" || $0.key == "general.file_type" }
         metadata.append((key: "general.quantization_version", value: .uint32(2)))
-        if let ftype = fileType(target) { metadata.append((key: "general.file_type", value: .uint32(ftype))) }
+        if let ftype = mix?.fileType ?? fileType(target) { metadata.append((key: "general.file_type", value: .uint32(ftype))) }
         // Plinth's own formats, named so that a reader can say which format it lacks.
         metadata.removeAll { $0.key == plinthTypesKey }
         let plinthTypes = Set(plan.map(\.type).filter(\.isPlinthFormat)).map(\.name).sorted()
