@@ -45,10 +45,10 @@ static float largest(int n, const float *x) {
     return amax < K_EPS ? 0.0f : max;
 }
 
-// Symmetric codes in [-nmax, nmax) for n values, weighted by x^2: the scale from the largest
-// magnitude, then 18 nearby scales, keeping the codes of the best least-squares fit. L gets
-// code + nmax; returns the fitted scale.
-static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) {
+// Symmetric codes in [-nmax, nmax) for n values, weighted by `qw` (x^2 when NULL): the scale
+// from the largest magnitude, then 18 nearby scales, keeping the codes of the best
+// least-squares fit. L gets code + nmax; returns the fitted scale.
+static float symmetric_codes_weighted(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     const float max = largest(n, x);
     if (max == 0.0f) {
         memset(L, 0, (size_t)n);
@@ -59,7 +59,7 @@ static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) {
     for (int i = 0; i < n; i++) {
         const int l = clampi(round_even(iscale * x[i]), -nmax, nmax - 1);
         L[i] = (int8_t)(l + nmax);
-        const float w = x[i] * x[i];
+        const float w = qw ? qw[i] : x[i] * x[i];
         sumlx += w * x[i] * l;
         suml2 += w * l * l;
     }
@@ -71,7 +71,7 @@ static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) {
         sumlx = suml2 = 0.0f;
         for (int i = 0; i < n; i++) {
             const int l = clampi(round_even(iscale * x[i]), -nmax, nmax - 1);
-            const float w = x[i] * x[i];
+            const float w = qw ? qw[i] : x[i] * x[i];
             sumlx += w * x[i] * l;
             suml2 += w * l * l;
         }
@@ -83,6 +83,8 @@ static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) {
     }
     return scale;
 }
+
+static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) { return symmetric_codes_weighted(n, nmax, x, L, NULL); }
 
 // Codes in [0, nmax] for x = scale * code - min (min >= 0 returned in *neg_min): the range's
 // grid, then nstep + 1 stretched grids, each refitted (scale and min by weighted least squares),
@@ -148,13 +150,15 @@ static float offset_codes(int n, int nmax, const float *x, const float *w, uint8
     return scale;
 }
 
-// Fits the sixteen groups of 16 of a super-block with `fit` (codes in [-nmax, nmax)), their
-// scales into `scales`; returns the scale of largest magnitude (the first such, sign kept).
+// Fits the sixteen groups of 16 of a super-block with `fit` (codes in [-nmax, nmax)), or with
+// the importance-weighted symmetric fit when `importance` is given (Q6_K's), their scales into
+// `scales`; returns the scale of largest magnitude (the first such, sign kept).
 static float fit_groups(const float *x, int nmax, float (*fit)(int, int, const float *, int8_t *), int8_t L[256],
-                        float scales[16]) {
+                        float scales[16], const float *importance) {
     float max_scale = 0.0f, max_abs = 0.0f;
     for (int g = 0; g < 16; g++) {
-        scales[g] = fit(16, nmax, x + 16 * g, L + 16 * g);
+        scales[g] = importance ? symmetric_codes_weighted(16, nmax, x + 16 * g, L + 16 * g, importance + 16 * g)
+                               : fit(16, nmax, x + 16 * g, L + 16 * g);
         if (fabsf(scales[g]) > max_abs) {
             max_abs = fabsf(scales[g]);
             max_scale = scales[g];
@@ -237,11 +241,13 @@ void qt_quantize_q5_K(const float *x, uint8_t *y, int64_t n) {
     }
 }
 
-void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n) {
+// Q6_K; with an importance per column (llama-quantize's --imatrix) the groups' fits weigh
+// each weight by it instead of x^2.
+static void q6_K_rows(const float *x, const float *importance, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 210) {
         int8_t L[256];
         float scales[16];
-        const float max_scale = fit_groups(x, 32, symmetric_codes, L, scales);
+        const float max_scale = fit_groups(x, 32, symmetric_codes, L, scales, importance ? importance + 256 * b : NULL);
         if (fabsf(max_scale) < K_EPS) {
             memset(y, 0, 210);
             continue;
@@ -271,6 +277,12 @@ void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n) {
             }
         }
     }
+}
+
+void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n) { q6_K_rows(x, NULL, y, n); }
+
+void qt_quantize_weighted_q6_K(const float *x, const float *importance, uint8_t *y, int64_t n) {
+    q6_K_rows(x, importance, y, n);
 }
 
 // Q2_K: sixteen groups of 16 with 4-bit scales and mins (a byte each: scale low, min high) under
@@ -369,7 +381,7 @@ void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 110) {
         int8_t L[256];
         float scales[16];
-        const float max_scale = fit_groups(x, 4, refined_codes, L, scales);
+        const float max_scale = fit_groups(x, 4, refined_codes, L, scales, NULL);
         uint8_t *sc = y + 96;
         memset(sc, 0, 12);
         if (max_scale != 0.0f) {

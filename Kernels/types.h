@@ -89,6 +89,7 @@ void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n);
 void qt_quantize_q4_K(const float *x, uint8_t *y, int64_t n);
 void qt_quantize_q5_K(const float *x, uint8_t *y, int64_t n);
 void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n);
+void qt_quantize_weighted_q6_K(const float *x, const float *importance, uint8_t *y, int64_t n);
 void qt_quantize_weighted_pq2(const float *x, const float *importance, uint8_t *y, int64_t n);
 // A legacy block's plain grid and codes (quantize.c), and a block of type `ty` packed from them.
 void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]);
@@ -119,7 +120,7 @@ static const qt_type QT_TYPES[QT_SLOT_COUNT] = {
     [PK_Q3_K] = {QT_GEOMETRY("Q3_K", 256, 110), .unpack = blk_q3_K, .quantize = qt_quantize_q3_K, .tile = {16, 4, 0, ACT_Q8_K}},
     [PK_Q4_K] = {QT_GEOMETRY("Q4_K", 256, 144), .unpack = blk_q4_K, .quantize = qt_quantize_q4_K, .tile = {32, 0, 1, ACT_Q8_K}},
     [PK_Q5_K] = {QT_GEOMETRY("Q5_K", 256, 176), .unpack = blk_q5_K, .quantize = qt_quantize_q5_K, .tile = {32, 0, 1, ACT_Q8_K}},
-    [PK_Q6_K] = {QT_GEOMETRY("Q6_K", 256, 210), .unpack = blk_q6_K, .quantize = qt_quantize_q6_K, .tile = {16, 32, 0, ACT_Q8_K}},
+    [PK_Q6_K] = {QT_GEOMETRY("Q6_K", 256, 210), .unpack = blk_q6_K, .quantize = qt_quantize_q6_K, .quantize_weighted = qt_quantize_weighted_q6_K, .tile = {16, 32, 0, ACT_Q8_K}},
     [PK_Q8_K] = {QT_GEOMETRY("Q8_K", 256, 292), .unpack = blk_q8_K},
     // Defined by ggml, not read by Plinth: geometry only, so that a file using one is measured
     // and named in an error rather than rejected as unknown.

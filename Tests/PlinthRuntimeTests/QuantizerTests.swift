@@ -6,10 +6,17 @@ import Testing
 /// The quantizers, the GGUF writer and the quantization plan.
 struct QuantizerTests {
     struct Reference: Decodable {
+        struct Weighted: Decodable {
+            var type: String
+            var importance: [Float]
+            var bytes: String
+        }
         var rows: Int
         var columns: Int
         var input: [Float]
         var types: [String: String]
+        /// Rows quantized with an importance per weight (llama-quantize --imatrix).
+        var weighted: Weighted?
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -52,6 +59,20 @@ struct QuantizerTests {
             let first = have.indices.first { $0 < want.count && have[$0] != want[$0] }.map { $0 / block }
             #expect(first == nil, "\(name): block \(first ?? -1) differs from llama-quantize's")
         }
+        // Q6_K with llama-quantize's --imatrix: each group's fit weighted by the importance.
+        let w = try #require(ref.weighted)
+        let type = try #require(GGMLType(name: w.type))
+        let rowBytes = try #require(type.rowBytes(ref.columns))
+        var got = [UInt8](repeating: 0, count: rowBytes * ref.rows)
+        for r in 0..<ref.rows {
+            let span = (r * ref.columns)..<((r + 1) * ref.columns)
+            let x = Array(ref.input[span]), importance = Array(w.importance[span])
+            let rc = got.withUnsafeMutableBytes { out in
+                pk_quantize_weighted(Int32(type.rawValue), x, out.baseAddress! + r * rowBytes, Int64(ref.columns), importance)
+            }
+            #expect(rc == 0)
+        }
+        #expect(Self.hex(got) == w.bytes, "\(w.type) with importance differs from llama-quantize --imatrix")
     }
 
     /// Dequantizing what was quantized lands within half a quantization step of every input (a
