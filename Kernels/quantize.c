@@ -14,18 +14,12 @@
 #pragma GCC optimize("fp-contract=off") // GCC ignores the STDC pragma
 #endif
 
-static void store_f16(uint8_t *p, float v) {
-    const uint16_t h = pk_f32_to_f16(v);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
-
 void qt_quantize_f32(const float *x, uint8_t *y, int64_t n) {
     if (n > 0) memcpy(y, x, (size_t)n * sizeof(float));
 }
 
 void qt_quantize_f16(const float *x, uint8_t *y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) store_f16(y + 2 * i, x[i]);
+    for (int64_t i = 0; i < n; i++) qt_store_f16(y + 2 * i, x[i]);
 }
 
 // Round to nearest even on the top 16 bits; a NaN stays a (quiet) NaN.
@@ -78,10 +72,10 @@ void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, ui
 // Writes one legacy block: head (d, or d and m), the fifth bits (five-bit formats), the nibbles
 // (weight j low, weight j+16 high).
 static void pack_legacy(int bits, int offset, float d, float m, const uint8_t q[32], uint8_t *b) {
-    store_f16(b, d);
+    qt_store_f16(b, d);
     uint8_t *p = b + 2;
     if (offset) {
-        store_f16(p, m);
+        qt_store_f16(p, m);
         p += 2;
     }
     if (bits == 5) {
@@ -95,7 +89,7 @@ static void pack_legacy(int bits, int offset, float d, float m, const uint8_t q[
 
 void qt_pack_block(const qt_type *ty, float d, float m, const uint8_t q[32], uint8_t *out) {
     if (qt_legacy_bits(ty) == 8) {
-        store_f16(out, d);
+        qt_store_f16(out, d);
         for (int j = 0; j < 32; j++) out[2 + j] = (uint8_t)(int8_t)(q[j] - 128);
         return;
     }
@@ -215,7 +209,7 @@ void qt_quantize_q8_0(const float *x, uint8_t *y, int64_t n) {
         float amax = 0.0f;
         for (int j = 0; j < 32; j++) amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax;
         const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        store_f16(out, d);
+        qt_store_f16(out, d);
         for (int j = 0; j < 32; j++) out[2 + j] = (uint8_t)(int8_t)roundf(xb[j] * id);
     }
 }
@@ -242,7 +236,7 @@ void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t 
         qt_quantize_q8_0(xb, out, 32);
         uint8_t plain[32];
         for (int j = 0; j < 32; j++) plain[j] = (uint8_t)((int8_t)out[2 + j] + 128);
-        const float plain_d = pk_f16_to_f32((uint16_t)(out[0] | out[1] << 8));
+        const float plain_d = blk_f16(out);
         float d, m;
         uint8_t q[32];
         qt_weighted_grid(xb, w, 8, 0, &d, &m, q);
@@ -307,7 +301,7 @@ static float pq2_fit_scale(const float *x, const float *w) {
 
 static void pq2_pack(const qt_type *ty, const float p[2], const uint8_t q[32], uint8_t *out) {
     (void)ty;
-    store_f16(out, p[0]);
+    qt_store_f16(out, p[0]);
     memset(out + 2, 0, 8);
     for (int j = 0; j < 32; j++) out[2 + j % 8] |= (uint8_t)(q[j] << (2 * (j / 8)));
 }

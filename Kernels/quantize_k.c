@@ -16,14 +16,6 @@
 // Below this a group is all zeros (ggml's GROUP_MAX_EPS).
 #define K_EPS 1e-15f
 
-static void put_f16(uint8_t *p, float v) {
-    const uint16_t h = pk_f32_to_f16(v);
-    p[0] = (uint8_t)h;
-    p[1] = (uint8_t)(h >> 8);
-}
-
-static float get_f16(const uint8_t *p) { return pk_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
-
 // Round half to even through the float mantissa (|v| < 2^22), as ggml rounds codes.
 static int round_even(float v) {
     const float t = v + 12582912.0f;
@@ -48,7 +40,7 @@ static float largest(int n, const float *x) {
 // Symmetric codes in [-nmax, nmax) for n values, weighted by `qw` (x^2 when NULL): the scale
 // from the largest magnitude, then 18 nearby scales, keeping the codes of the best
 // least-squares fit. L gets code + nmax; returns the fitted scale.
-static float symmetric_codes_weighted(int n, int nmax, const float *x, int8_t *L, const float *qw) {
+static float symmetric_codes(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     const float max = largest(n, x);
     if (max == 0.0f) {
         memset(L, 0, (size_t)n);
@@ -83,8 +75,6 @@ static float symmetric_codes_weighted(int n, int nmax, const float *x, int8_t *L
     }
     return scale;
 }
-
-static float symmetric_codes(int n, int nmax, const float *x, int8_t *L) { return symmetric_codes_weighted(n, nmax, x, L, NULL); }
 
 // Codes in [0, nmax] for x = scale * code - min (min >= 0 returned in *neg_min): the range's
 // grid, then nstep + 1 stretched grids, each refitted (scale and min by weighted least squares),
@@ -150,15 +140,17 @@ static float offset_codes(int n, int nmax, const float *x, const float *w, uint8
     return scale;
 }
 
-// Fits the sixteen groups of 16 of a super-block with `fit` (codes in [-nmax, nmax)), or with
-// the importance-weighted symmetric fit when `importance` is given (Q6_K's), their scales into
-// `scales`; returns the scale of largest magnitude (the first such, sign kept).
-static float fit_groups(const float *x, int nmax, float (*fit)(int, int, const float *, int8_t *), int8_t L[256],
-                        float scales[16], const float *importance) {
+// A group's fit: codes in [-nmax, nmax) into L (plus nmax), weighted by qw where the fit
+// takes weights (NULL: its own); returns the group's scale.
+typedef float (*group_fit)(int n, int nmax, const float *x, int8_t *L, const float *qw);
+
+// Fits the sixteen groups of 16 of a super-block, their scales into `scales`, each weighted by
+// its part of `importance` when given; returns the scale of largest magnitude (the first such,
+// sign kept).
+static float fit_groups(const float *x, int nmax, group_fit fit, int8_t L[256], float scales[16], const float *importance) {
     float max_scale = 0.0f, max_abs = 0.0f;
     for (int g = 0; g < 16; g++) {
-        scales[g] = importance ? symmetric_codes_weighted(16, nmax, x + 16 * g, L + 16 * g, importance + 16 * g)
-                               : fit(16, nmax, x + 16 * g, L + 16 * g);
+        scales[g] = fit(16, nmax, x + 16 * g, L + 16 * g, importance ? importance + 16 * g : NULL);
         if (fabsf(scales[g]) > max_abs) {
             max_abs = fabsf(scales[g]);
             max_scale = scales[g];
@@ -200,13 +192,12 @@ static void k_groups(const float *x, int nmax, uint8_t *block, uint8_t L[256]) {
             sc[j] |= (uint8_t)((lm >> 4) << 6);
         }
     }
-    put_f16(block, max_scale / 63.0f);
-    put_f16(block + 2, max_min / 63.0f);
-    const float d0 = get_f16(block), m0 = get_f16(block + 2);
+    qt_store_f16(block, max_scale / 63.0f);
+    qt_store_f16(block + 2, max_min / 63.0f);
+    const float d0 = blk_f16(block), m0 = blk_f16(block + 2);
     for (int j = 0; j < 8; j++) {
-        // The 6-bit scale and min of group j (blocks.h: the packed layout).
-        const int s = j < 4 ? sc[j] & 63 : (sc[j + 4] & 0xF) | ((sc[j - 4] >> 6) << 4);
-        const int m = j < 4 ? sc[j + 4] & 63 : (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+        int s, m;
+        blk_scale_min_k4(sc, j, &s, &m);
         const float d = d0 * s;
         if (d == 0.0f) continue;
         const float dm = m0 * m;
@@ -253,13 +244,13 @@ static void q6_K_rows(const float *x, const float *importance, uint8_t *y, int64
             continue;
         }
         const float iscale = -128.0f / max_scale;
-        put_f16(y + 208, 1 / iscale);
+        qt_store_f16(y + 208, 1 / iscale);
         int8_t *sc = (int8_t *)(y + 192);
         for (int g = 0; g < 16; g++) {
             const int s = round_even(iscale * scales[g]);
             sc[g] = (int8_t)(s < 127 ? s : 127);
         }
-        const float d0 = get_f16(y + 208);
+        const float d0 = blk_f16(y + 208);
         for (int g = 0; g < 16; g++) {
             const float d = d0 * sc[g];
             if (d == 0.0f) continue;
@@ -285,9 +276,18 @@ void qt_quantize_weighted_q6_K(const float *x, const float *importance, uint8_t 
     q6_K_rows(x, importance, y, n);
 }
 
+// Q2_K's and Q3_K's low two bits: weight 128h + 32p + l (codes 0..3) in bits 2p of byte 32h + l.
+static void pack_planes(const uint8_t L[256], uint8_t qs[64]) {
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t *Lh = L + 128 * h;
+            qs[32 * h + l] = (uint8_t)(Lh[l] | (Lh[l + 32] << 2) | (Lh[l + 64] << 4) | (Lh[l + 96] << 6));
+        }
+}
+
 // Q2_K: sixteen groups of 16 with 4-bit scales and mins (a byte each: scale low, min high) under
 // f16 d and dmin; codes 0..3 fitted by absolute error weighted by |x|. Layout: scales[16],
-// qs[64] (weights 128h + 32p + l in bits 2p of byte 32h + l), d, dmin.
+// qs[64] (pack_planes), d, dmin.
 void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 84) {
         uint8_t L[256], aux[16];
@@ -302,38 +302,35 @@ void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n) {
         if (max_scale > 0) {
             const float iscale = 15.0f / max_scale;
             for (int j = 0; j < 16; j++) sc[j] = (uint8_t)round_even(iscale * scales[j]);
-            put_f16(y + 80, max_scale / 15.0f);
+            qt_store_f16(y + 80, max_scale / 15.0f);
         } else {
             memset(sc, 0, 16);
-            put_f16(y + 80, 0.0f);
+            qt_store_f16(y + 80, 0.0f);
         }
         if (max_min > 0) {
             const float iscale = 15.0f / max_min;
             for (int j = 0; j < 16; j++) sc[j] |= (uint8_t)(round_even(iscale * mins[j]) << 4);
-            put_f16(y + 82, max_min / 15.0f);
+            qt_store_f16(y + 82, max_min / 15.0f);
         } else {
-            put_f16(y + 82, 0.0f);
+            qt_store_f16(y + 82, 0.0f);
         }
-        const float d0 = get_f16(y + 80), m0 = get_f16(y + 82);
+        const float d0 = blk_f16(y + 80), m0 = blk_f16(y + 82);
         for (int j = 0; j < 16; j++) {
             const float d = d0 * (sc[j] & 0xF);
             if (d == 0.0f) continue;
             const float dm = m0 * (sc[j] >> 4);
             for (int i = 0; i < 16; i++) L[16 * j + i] = (uint8_t)clampi(round_even((x[16 * j + i] + dm) / d), 0, 3);
         }
-        uint8_t *qs = y + 16;
-        for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 32; l++) {
-                const uint8_t *Lh = L + 128 * h;
-                qs[32 * h + l] = (uint8_t)(Lh[l] | (Lh[l + 32] << 2) | (Lh[l + 64] << 4) | (Lh[l + 96] << 6));
-            }
+        pack_planes(L, y + 16);
     }
 }
 
 // Q3_K's group fit: symmetric codes in [-nmax, nmax) weighted by x^2, from the largest
 // magnitude's grid, then up to five passes moving single codes where that improves the
-// least-squares fit. L gets code + nmax; returns the fitted scale.
-static float refined_codes(int n, int nmax, const float *x, int8_t *L) {
+// least-squares fit. L gets code + nmax; returns the fitted scale. (Reference rounding only:
+// Q3_K has no importance-weighted quantizer, so qw is always NULL.)
+static float refined_codes(int n, int nmax, const float *x, int8_t *L, const float *qw) {
+    (void)qw;
     const float max = largest(n, x);
     if (max == 0.0f) {
         memset(L, 0, (size_t)n);
@@ -393,11 +390,11 @@ void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) {
                 else sc[j - 8] |= (uint8_t)((l & 0xF) << 4);
                 sc[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
             }
-            put_f16(y + 108, 1 / iscale);
+            qt_store_f16(y + 108, 1 / iscale);
         } else {
-            put_f16(y + 108, 0.0f);
+            qt_store_f16(y + 108, 0.0f);
         }
-        const float d0 = get_f16(y + 108);
+        const float d0 = blk_f16(y + 108);
         for (int j = 0; j < 16; j++) {
             const int lo = j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4;
             const int s = (lo | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
@@ -413,10 +410,6 @@ void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) {
                 L[j] -= 4;
             }
         }
-        for (int h = 0; h < 2; h++)
-            for (int l = 0; l < 32; l++) {
-                const int8_t *Lh = L + 128 * h;
-                qs[32 * h + l] = (uint8_t)(Lh[l] | (Lh[l + 32] << 2) | (Lh[l + 64] << 4) | (Lh[l + 96] << 6));
-            }
+        pack_planes((const uint8_t *)L, qs);
     }
 }

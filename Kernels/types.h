@@ -70,33 +70,27 @@ typedef struct qt_type_s {
 void qt_f32_to_float(const uint8_t *src, float *dst, int64_t n);
 void qt_f16_to_float(const uint8_t *src, float *dst, int64_t n);
 void qt_bf16_to_float(const uint8_t *src, float *dst, int64_t n);
-void qt_quantize_f32(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_f16(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_bf16(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q4_0(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q4_1(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q5_0(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q5_1(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q8_0(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_weighted_q4_0(const float *x, const float *importance, uint8_t *y, int64_t n);
-void qt_quantize_weighted_q4_1(const float *x, const float *importance, uint8_t *y, int64_t n);
-void qt_quantize_weighted_q5_0(const float *x, const float *importance, uint8_t *y, int64_t n);
-void qt_quantize_weighted_q5_1(const float *x, const float *importance, uint8_t *y, int64_t n);
-void qt_quantize_weighted_q8_0(const float *x, const float *importance, uint8_t *y, int64_t n);
-void qt_quantize_pq2(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q4_K(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q5_K(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n);
-void qt_quantize_weighted_q6_K(const float *x, const float *importance, uint8_t *y, int64_t n);
-void qt_quantize_weighted_pq2(const float *x, const float *importance, uint8_t *y, int64_t n);
+// Each type's `quantize` (round to nearest) and, where it has one, `quantize_weighted`.
+#define QT_QUANTIZER(name) void qt_quantize_##name(const float *x, uint8_t *y, int64_t n)
+#define QT_WEIGHTED(name) void qt_quantize_weighted_##name(const float *x, const float *importance, uint8_t *y, int64_t n)
+QT_QUANTIZER(f32); QT_QUANTIZER(f16); QT_QUANTIZER(bf16);
+QT_QUANTIZER(q4_0); QT_QUANTIZER(q4_1); QT_QUANTIZER(q5_0); QT_QUANTIZER(q5_1); QT_QUANTIZER(q8_0); QT_QUANTIZER(pq2);
+QT_WEIGHTED(q4_0); QT_WEIGHTED(q4_1); QT_WEIGHTED(q5_0); QT_WEIGHTED(q5_1); QT_WEIGHTED(q8_0); QT_WEIGHTED(pq2);
+QT_QUANTIZER(q2_K); QT_QUANTIZER(q3_K); QT_QUANTIZER(q4_K); QT_QUANTIZER(q5_K); QT_QUANTIZER(q6_K);
+QT_WEIGHTED(q6_K);
 // A legacy block's plain grid and codes (quantize.c), and a block of type `ty` packed from them.
 void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]);
 // The grid (f16 d and m) and codes minimizing the w-weighted squared error of a legacy block.
 void qt_weighted_grid(const float *x, const float *w, int bits, int offset, float *d, float *m, uint8_t q[32]);
 struct qt_type_s;
 void qt_pack_block(const struct qt_type_s *ty, float d, float m, const uint8_t q[32], uint8_t *out);
+
+// An f16 written little-endian at p (the quantizers' scales).
+static inline void qt_store_f16(uint8_t *p, float v) {
+    const uint16_t h = pk_f32_to_f16(v);
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
 
 #define QT_GEOMETRY(n, e, b) .name = n, .elements = e, .bytes = b
 

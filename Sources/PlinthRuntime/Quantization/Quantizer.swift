@@ -107,16 +107,12 @@ public enum Quantizer {
     /// in its note.
     /// Vectors keep their type (F32 in every model), unless the target is F32.
     ///
-    /// Unless `pure`, llama-quantize's mix applies too: the output projection (the token
-    /// embedding when the model ties them) gets Q6_K (Q8_0 where rows are not whole 256-blocks, and
-    /// for a Q8_0 target),
-    /// and for the legacy types with an importance matrix the `ffn_down` of the first eighth of
-    /// the blocks gets Q4_1 for Q4_0 and Q5_1 for Q5_0. (llama-quantize's k-quant mixes, which
-    /// also raise some attention and feed-forward matrices, are not reproduced: `pure` with a
-    /// k-quant is its `--pure`.) The steps are in the order llama-quantize writes tensors.
-    ///
-    /// With a `mix` (its base is the target), llama-quantize's rules for that mix raise some
-    /// attention and feed-forward matrices too, unless `pure`.
+    /// Unless `pure`, llama-quantize's rules apply too: the output projection (the token
+    /// embedding when the model ties them) gets Q6_K (Q8_0 where rows are not whole 256-blocks,
+    /// and for a Q8_0 target); a `mix` (whose base then is the target) raises attn_v, ffn_down
+    /// and attn_output by its rules; and for the legacy types with an importance matrix the
+    /// `ffn_down` of the first eighth of the blocks gets Q4_1 for Q4_0 and Q5_1 for Q5_0.
+    /// The steps are in the order llama-quantize writes tensors.
     public static func plan(_ file: GGUFFile, target: GGMLType, mix: QuantizationMix? = nil,
                             overrides: [(pattern: String, type: GGMLType)] = [],
                             pure: Bool = false, withImportance: Bool = false) throws -> [Step] {
@@ -177,17 +173,9 @@ public enum Quantizer {
 
     /// Query heads per kv head, from the metadata (`ARCH.attention.head_count` / `_kv`); 1 when absent.
     static func groupedQueryRatio(_ file: GGUFFile) -> Int {
-        guard case .string(let arch)? = file.metadata["general.architecture"] else { return 1 }
-        func int(_ key: String) -> Int? {
-            switch file.metadata["\(arch).\(key)"] {
-            case .uint32(let v)?: Int(v)
-            case .int32(let v)?: Int(v)
-            case .uint64(let v)?: Int(v)
-            case .int64(let v)?: Int(v)
-            default: nil
-            }
-        }
-        guard let heads = int("attention.head_count"), let kv = int("attention.head_count_kv"), kv > 0 else { return 1 }
+        guard let arch = try? file.string("general.architecture"),
+              let heads = try? file.int("\(arch).attention.head_count"),
+              let kv = try? file.int("\(arch).attention.head_count_kv"), kv > 0 else { return 1 }
         return heads / kv
     }
 
@@ -220,11 +208,8 @@ public enum Quantizer {
         case .q8_0: 7
         case .q5_0: 8
         case .q5_1: 9
-        case .q2_K: 10
-        case .q3_K: 11  // Q3_K_S
-        case .q4_K: 14  // Q4_K_S
-        case .q5_K: 16  // Q5_K_S
-        case .q6_K: 18
+        // A k-quant alone is its first mix (Q2_K, Q3_K_S, Q4_K_S, Q5_K_S, Q6_K).
+        case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: QuantizationMix.allCases.first { $0.base == type }?.fileType
         case .bf16: 32
         default: nil
         }
