@@ -153,11 +153,11 @@ static void bench_gemv(int quick) {
 // ---- crossover and GEMM --------------------------------------------------------------------------
 
 // The GEMV's rows per lane group (R rows share each load of x): graph-replayed µs per call at
-// n = 1 for R = 1, 2, 4 and at n = 2 for R = 1, 2, beside what the policy picks.
+// n = 1 and 2 for R = 1 and 2, beside what the policy picks.
 static void bench_gemv_rows(void) {
     static const int rtypes[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_PQ2};
     printf("GEMV rows per lane group (graph us per call; policy: R by $PLINTH_CUDA_GEMV_MIN_WARPS)\n");
-    printf("%-5s %-14s %9s %9s %9s %9s | %9s %9s %9s\n", "type", "shape", "n1 R=1", "R=2", "R=4", "policy", "n2 R=1", "R=2", "policy");
+    printf("%-5s %-14s %9s %9s %9s | %9s %9s %9s\n", "type", "shape", "n1 R=1", "R=2", "policy", "n2 R=1", "R=2", "policy");
     const products io = products_io(2);
     const pkc_ptr x = io.x, y = io.y;
     const int64_t saved = pkc_set_gemm_min_rows(c, INT64_MAX);
@@ -167,15 +167,15 @@ static void bench_gemv_rows(void) {
             const int type = rtypes[ti];
             if (s->k % block_elements(type) != 0 || (s->m > 10000 && type != PK_Q8_0)) continue;
             weights w = make_weights(type, s->m, s->k, (size_t)512 << 20);
-            static const int cfg[7][2] = {{1, 1}, {1, 2}, {1, 4}, {1, 0}, {2, 1}, {2, 2}, {2, 0}};
-            double us[7];
-            for (int i = 0; i < 7; i++) {
+            static const int cfg[6][2] = {{1, 1}, {1, 2}, {1, 0}, {2, 1}, {2, 2}, {2, 0}};
+            double us[6];
+            for (int i = 0; i < 6; i++) {
                 const int old = pkc_set_gemv_rows_per_group(c, cfg[i][1]);
                 us[i] = time_matmul_graph(type, &w, s->m, s->k, x, cfg[i][0], y);
                 pkc_set_gemv_rows_per_group(c, old);
             }
-            printf("%-5s %-14s %9.2f %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f\n", type_name(type), s->name, us[0], us[1], us[2],
-                   us[3], us[4], us[5], us[6]);
+            printf("%-5s %-14s %9.2f %9.2f %9.2f | %9.2f %9.2f %9.2f\n", type_name(type), s->name, us[0], us[1], us[2],
+                   us[3], us[4], us[5]);
             fflush(stdout);
             pkc_free(c, w.base);
         }

@@ -164,8 +164,8 @@ struct pkc_context {
     CUmodule module;
     cublasHandle_t blas;
     CUevent ev0, ev1;
-    // gemv_r: the row-blocked variants, [0] N = 1 R = 2, [1] N = 1 R = 4, [2] N = 2 R = 2.
-    CUfunction gemv[NFMT][GEMV_MAX_ROWS], gemv_r[NFMT][3], dq32[NFMT], dq16[NFMT], rows[NFMT];
+    // gemv_r[n - 1]: the variant of two rows of W per lane group at n rows of x (n = 1, 2).
+    CUfunction gemv[NFMT][GEMV_MAX_ROWS], gemv_r[NFMT][2], dq32[NFMT], dq16[NFMT], rows[NFMT];
     CUfunction rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -552,10 +552,9 @@ static int get_functions(pkc_context *c) {
             snprintf(name, sizeof name, "pkc_gemv_%s_%d_r1", fmts[i].name, n);
             if ((st = get_function(c, &c->gemv[i][n - 1], name))) return st;
         }
-        static const int variants[3][2] = {{1, 2}, {1, 4}, {2, 2}};
-        for (int v = 0; v < 3; v++) {
-            snprintf(name, sizeof name, "pkc_gemv_%s_%d_r%d", fmts[i].name, variants[v][0], variants[v][1]);
-            if ((st = get_function(c, &c->gemv_r[i][v], name))) return st;
+        for (int n = 1; n <= 2; n++) {
+            snprintf(name, sizeof name, "pkc_gemv_%s_%d_r2", fmts[i].name, n);
+            if ((st = get_function(c, &c->gemv_r[i][n - 1], name))) return st;
         }
         snprintf(name, sizeof name, "pkc_dequant_f32_%s", fmts[i].name);
         if ((st = get_function(c, &c->dq32[i], name))) return st;
@@ -1030,7 +1029,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     for (int64_t t0 = 0; t0 < n; t0 += GEMV_MAX_ROWS) {
         const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
         const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
-        const CUfunction f = r == 1 ? c->gemv[fi][rows - 1] : c->gemv_r[fi][rows == 2 ? 2 : r == 2 ? 0 : 1];
+        const CUfunction f = r == 1 ? c->gemv[fi][rows - 1] : c->gemv_r[fi][rows - 1];
         const int64_t rows_per_block = ((int64_t)GEMV_WARPS << (5 - lanes_log2)) * r;
         CUdeviceptr xt = x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
         void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ldx, &yt, &ldy, &lanes_log2, &add};
@@ -1040,19 +1039,14 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     return PKC_OK;
 }
 
-// Rows of W per lane group for a GEMV launch over `n` rows of x: variants exist for R = 2 and 4
-// at n = 1 and R = 2 at n = 2. R rows share each load of x (whose f32 reads bound the GEMV on
-// L1), but make R times fewer groups, so the largest R that still leaves gemv_min_warps warps.
+// Rows of W per lane group (1 or 2; 2 exists at n <= 2 rows of x) for a GEMV launch. Two rows
+// share each load of x (whose f32 reads bound the GEMV on L1) but make half the groups.
+// Measured on an H100 (Benchmarks/cuda/README.md): R = 2 wins on wide matrices (the Q8_0
+// vocabulary products 97 -> 70 us) and at two rows of x from ~1000 warps, and loses on short
+// ones (896 rows); R = 4 never beat it by more than noise, so there is none.
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n) {
-    const int max_r = n == 1 ? 4 : n == 2 ? 2 : 1;
-    if (c->gemv_force_r > 0) {
-        const int r = c->gemv_force_r >= 4 ? 4 : c->gemv_force_r >= 2 ? 2 : 1;
-        return r < max_r ? r : max_r;
-    }
-    // Measured on an H100 (Benchmarks/cuda/README.md): R = 4 never beat R = 2 by more than
-    // noise; R = 2 wins on wide matrices (the Q8_0 vocabulary products 97 -> 70 us) and at two
-    // rows of x from ~1000 warps, and loses on short ones (896 rows).
-    if (max_r == 1) return 1;
+    if (n > 2) return 1;
+    if (c->gemv_force_r > 0) return c->gemv_force_r >= 2 ? 2 : 1;
     const int64_t warps = ((m + 1) / 2) >> (5 - lanes_log2);
     return warps >= c->gemv_min_warps / n ? 2 : 1;
 }
@@ -1131,7 +1125,7 @@ int pkc_argmax_masked(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t 
         CUdeviceptr xt = x + (uint64_t)(t0 * ld) * 4, idt = ids + (uint64_t)t0 * 4;
         CUdeviceptr mrt = mask_rows ? mask_rows + (uint64_t)t0 * 4 : 0;
         void *args[] = {&xt, &ld, &ww, &masks, &mask_words, &mrt, &idt, &c->argmax_part, &c->argmax_count};
-        const int st = launch(c, c->argmax, "argmax", (uint64_t)(nb < 1 ? 1 : nb), rows, 256, 0, args);
+        const int st = launch(c, c->argmax, "argmax", (uint64_t)nb, rows, 256, 0, args);
         if (st) return st;
     }
     return PKC_OK;

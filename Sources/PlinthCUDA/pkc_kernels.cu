@@ -893,7 +893,7 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
     }                                                                                                        \
     GEMV_N(T, NAME, 1, 1) GEMV_N(T, NAME, 2, 1) GEMV_N(T, NAME, 3, 1) GEMV_N(T, NAME, 4, 1)                 \
     GEMV_N(T, NAME, 5, 1) GEMV_N(T, NAME, 6, 1) GEMV_N(T, NAME, 7, 1) GEMV_N(T, NAME, 8, 1)                 \
-    GEMV_N(T, NAME, 1, 2) GEMV_N(T, NAME, 1, 4) GEMV_N(T, NAME, 2, 2)
+    GEMV_N(T, NAME, 1, 2) GEMV_N(T, NAME, 2, 2)
 
 // pkc_gemv_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c: gemv_rows_per_group).
 #define GEMV_N(T, NAME, N, R)                                                                                \

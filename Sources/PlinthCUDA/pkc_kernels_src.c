@@ -897,7 +897,7 @@ const char pkc_kernels_source[] =
     "    }                                                                                                        \\\n"
     "    GEMV_N(T, NAME, 1, 1) GEMV_N(T, NAME, 2, 1) GEMV_N(T, NAME, 3, 1) GEMV_N(T, NAME, 4, 1)                 \\\n"
     "    GEMV_N(T, NAME, 5, 1) GEMV_N(T, NAME, 6, 1) GEMV_N(T, NAME, 7, 1) GEMV_N(T, NAME, 8, 1)                 \\\n"
-    "    GEMV_N(T, NAME, 1, 2) GEMV_N(T, NAME, 1, 4) GEMV_N(T, NAME, 2, 2)\n"
+    "    GEMV_N(T, NAME, 1, 2) GEMV_N(T, NAME, 2, 2)\n"
     "\n"
     "// pkc_gemv_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c: gemv_rows_per_group).\n"
     "#define GEMV_N(T, NAME, N, R)                                                                                \\\n"

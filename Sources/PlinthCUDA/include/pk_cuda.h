@@ -138,8 +138,8 @@ int pkc_matmul_add(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, 
 // $PLINTH_CUDA_GEMM_MIN_ROWS). Returns the
 // previous value.
 int64_t pkc_set_gemm_min_rows(pkc_context *ctx, int64_t rows);
-// Rows of W per lane group in the GEMV path: 1, 2 or 4 (as far as a variant exists for the
-// launch's rows of x: 4 at one row, 2 at two), or 0 for the policy (R = 2 where that leaves
+// Rows of W per lane group in the GEMV path: 1 or 2 (2 where the launch has at most two rows
+// of x), or 0 for the policy (R = 2 where that leaves
 // $PLINTH_CUDA_GEMV_MIN_WARPS / n warps, default 2048, else 1). $PLINTH_CUDA_GEMV_R sets it at open.
 // Returns the previous value.
 int pkc_set_gemv_rows_per_group(pkc_context *ctx, int rows);
