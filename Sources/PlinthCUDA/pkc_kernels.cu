@@ -48,16 +48,21 @@ template <int T> struct Fmt;
 // nibbles 16+8u.. .
 __device__ __forceinline__ int legacy_base(int u, int g) { return ((g >> 1) << 4) + (u << 3) + ((g & 1) << 2); }
 
+// The 16 quants of four words of byte-sized codes, word after word, each less `bias`.
+__device__ __forceinline__ void bytes16(u32 w0, u32 w1, u32 w2, u32 w3, float bias, float *q) {
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        q[j] = byte_f(w0, j, bias);
+        q[4 + j] = byte_f(w1, j, bias);
+        q[8 + j] = byte_f(w2, j, bias);
+        q[12 + j] = byte_f(w3, j, bias);
+    }
+}
+
 // The 16 quants of two words of nibble bytes: low nibbles first (weights 0..7), then high.
 __device__ __forceinline__ void nibbles8(u32 lo, u32 hi, float bias, float *q) {
     const u32 l0 = lo & 0x0f0f0f0fu, l1 = hi & 0x0f0f0f0fu, h0 = (lo >> 4) & 0x0f0f0f0fu, h1 = (hi >> 4) & 0x0f0f0f0fu;
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        q[j] = byte_f(l0, j, bias);
-        q[4 + j] = byte_f(l1, j, bias);
-        q[8 + j] = byte_f(h0, j, bias);
-        q[12 + j] = byte_f(h1, j, bias);
-    }
+    bytes16(l0, l1, h0, h1, bias, q);
 }
 
 // Bits b..b+3 of qh, each moved to bit 4 of its byte.
@@ -70,13 +75,7 @@ __device__ __forceinline__ u32 spread4(u32 qh, int b) {
 __device__ __forceinline__ void nibbles8_high(u32 lo, u32 hi, u32 qh, int u, float bias, float *q) {
     const u32 l0 = (lo & 0x0f0f0f0fu) | spread4(qh, 8 * u), l1 = (hi & 0x0f0f0f0fu) | spread4(qh, 8 * u + 4);
     const u32 h0 = ((lo >> 4) & 0x0f0f0f0fu) | spread4(qh, 16 + 8 * u), h1 = ((hi >> 4) & 0x0f0f0f0fu) | spread4(qh, 20 + 8 * u);
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        q[j] = byte_f(l0, j, bias);
-        q[4 + j] = byte_f(l1, j, bias);
-        q[8 + j] = byte_f(h0, j, bias);
-        q[12 + j] = byte_f(h1, j, bias);
-    }
+    bytes16(l0, l1, h0, h1, bias, q);
 }
 
 template <> struct Fmt<2> { // Q4_0: d, qs[16]; x = d * (q - 8)
@@ -147,13 +146,7 @@ template <> struct Fmt<1024> {
         // 2c per byte (c in bits s..s+1, then s+2..s+3), read as 2c - 3.
         const u32 a0 = ((lo >> s) & 0x03030303u) << 1, a1 = ((hi >> s) & 0x03030303u) << 1;
         const u32 b0 = ((lo >> (s + 2)) & 0x03030303u) << 1, b1 = ((hi >> (s + 2)) & 0x03030303u) << 1;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            q[j] = byte_f(a0, j, 3.0f);
-            q[4 + j] = byte_f(a1, j, 3.0f);
-            q[8 + j] = byte_f(b0, j, 3.0f);
-            q[12 + j] = byte_f(b1, j, 3.0f);
-        }
+        bytes16(a0, a1, b0, b1, 3.0f, q);
         const float d = f16at(b);
 #pragma unroll
         for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
@@ -253,13 +246,7 @@ template <> struct Fmt<13> { // Q5_K: d, dmin, scales[12], qh[32], qs[128]
         const u32 a1 = (hi & 0x0f0f0f0fu) | (((h1 >> (2 * c)) & 0x01010101u) << 4);
         const u32 b0 = ((lo >> 4) & 0x0f0f0f0fu) | (((h0 >> (2 * c + 1)) & 0x01010101u) << 4);
         const u32 b1 = ((hi >> 4) & 0x0f0f0f0fu) | (((h1 >> (2 * c + 1)) & 0x01010101u) << 4);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            q[j] = byte_f(a0, j, 0.0f);
-            q[4 + j] = byte_f(a1, j, 0.0f);
-            q[8 + j] = byte_f(b0, j, 0.0f);
-            q[12 + j] = byte_f(b1, j, 0.0f);
-        }
+        bytes16(a0, a1, b0, b1, 0.0f, q);
         k4_scales(b, c, sc, of);
     }
 };
