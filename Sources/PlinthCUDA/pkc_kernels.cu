@@ -48,6 +48,12 @@ template <int T> struct Fmt;
 // nibbles 16+8u.. .
 __device__ __forceinline__ int legacy_base(int u, int g) { return ((g >> 1) << 4) + (u << 3) + ((g & 1) << 2); }
 
+// A unit under one scale and offset: all four groups get them (legacy blocks, PQ2, plain floats).
+__device__ __forceinline__ void one_scale(float d, float m, float *sc, float *of) {
+#pragma unroll
+    for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = m; }
+}
+
 // The 16 quants of four words of byte-sized codes, word after word, each less `bias`.
 __device__ __forceinline__ void bytes16(u32 w0, u32 w1, u32 w2, u32 w3, float bias, float *q) {
 #pragma unroll
@@ -84,8 +90,7 @@ template <> struct Fmt<2> { // Q4_0: d, qs[16]; x = d * (q - 8)
     static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
         nibbles8(ld32u(b + 2 + 8 * u), ld32u(b + 6 + 8 * u), 8.0f, q);
         const float d = f16at(b);
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+        one_scale(d, 0.0f, sc, of);
     }
 };
 template <> struct Fmt<3> { // Q4_1: d, m, qs[16]; x = d * q + m
@@ -94,8 +99,7 @@ template <> struct Fmt<3> { // Q4_1: d, m, qs[16]; x = d * q + m
     static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
         nibbles8(ld32a(b + 4 + 8 * u), ld32a(b + 8 + 8 * u), 0.0f, q);
         const float d = f16at(b), m = f16at(b + 2);
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = m; }
+        one_scale(d, m, sc, of);
     }
 };
 template <> struct Fmt<6> { // Q5_0: d, qh:u32, qs[16]; x = d * (q - 16)
@@ -104,8 +108,7 @@ template <> struct Fmt<6> { // Q5_0: d, qh:u32, qs[16]; x = d * (q - 16)
     static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
         nibbles8_high(ld32u(b + 6 + 8 * u), ld32u(b + 10 + 8 * u), ld32u(b + 2), u, 16.0f, q);
         const float d = f16at(b);
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+        one_scale(d, 0.0f, sc, of);
     }
 };
 template <> struct Fmt<7> { // Q5_1: d, m, qh:u32, qs[16]; x = d * q + m
@@ -114,8 +117,7 @@ template <> struct Fmt<7> { // Q5_1: d, m, qh:u32, qs[16]; x = d * q + m
     static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
         nibbles8_high(ld32a(b + 8 + 8 * u), ld32a(b + 12 + 8 * u), ld32a(b + 4), u, 0.0f, q);
         const float d = f16at(b), m = f16at(b + 2);
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = m; }
+        one_scale(d, m, sc, of);
     }
 };
 template <> struct Fmt<8> { // Q8_0: d, qs[32]:i8; unit u holds weights 16u..16u+15
@@ -130,8 +132,7 @@ template <> struct Fmt<8> { // Q8_0: d, qs[32]:i8; unit u holds weights 16u..16u
             for (int i = 0; i < 4; i++) q[4 * j + i] = byte_f(w, i, 128.0f);
         }
         const float d = f16at(b);
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+        one_scale(d, 0.0f, sc, of);
     }
 };
 
@@ -148,8 +149,7 @@ template <> struct Fmt<1024> {
         const u32 b0 = ((lo >> (s + 2)) & 0x03030303u) << 1, b1 = ((hi >> (s + 2)) & 0x03030303u) << 1;
         bytes16(a0, a1, b0, b1, 3.0f, q);
         const float d = f16at(b);
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = d; of[g] = 0.0f; }
+        one_scale(d, 0.0f, sc, of);
     }
 };
 
@@ -292,8 +292,7 @@ template <> struct Fmt<1> { // F16
         const u32 w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
 #pragma unroll
         for (int j = 0; j < 8; j++) { q[2 * j] = h2f((u16)(w[j] & 0xffff)); q[2 * j + 1] = h2f((u16)(w[j] >> 16)); }
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = 1.0f; of[g] = 0.0f; }
+        one_scale(1.0f, 0.0f, sc, of);
     }
 };
 template <> struct Fmt<30> { // BF16
@@ -304,8 +303,7 @@ template <> struct Fmt<30> { // BF16
         const u32 w[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
 #pragma unroll
         for (int j = 0; j < 8; j++) { q[2 * j] = bf2f((u16)(w[j] & 0xffff)); q[2 * j + 1] = bf2f((u16)(w[j] >> 16)); }
-#pragma unroll
-        for (int g = 0; g < 4; g++) { sc[g] = 1.0f; of[g] = 0.0f; }
+        one_scale(1.0f, 0.0f, sc, of);
     }
 };
 
