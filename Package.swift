@@ -68,7 +68,7 @@ let package = Package(
         ),
         .target(
             name: "PlinthRuntime",
-            dependencies: ["PlinthKernels", "PlinthCUDA", "PlinthJinja", "PlinthModels", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["PlinthKernels", "PlinthCUDA", "PlinthJSON", "PlinthJinja", "PlinthModels", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/PlinthRuntime"
         ),
         // Constrained decoding: schema / JSON Schema / regex -> token masks. Knows token bytes only.

@@ -5,3 +5,4 @@
 #include "pk_pool.h"
 #include "pk_matmul.h"
 #include "pk_ops.h"
+#include "pk_lora.h"

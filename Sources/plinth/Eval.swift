@@ -124,6 +124,12 @@ struct EvalRun: AsyncParsableCommand {
             }
             let instructionText = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? session.instructions
             let url = try session.modelOptions.url()
+            let adapterURL = try session.adapterOptions.url()
+            // Read now, so a bad adapter fails before any output is touched (the model caches it).
+            let adapterID = try adapterURL.map { a -> String in
+                let lora = try LoRAAdapter(contentsOf: a, for: Transformer(url: url))
+                return "\(lora.name) sha256:\(lora.fingerprint)"
+            }
             let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
             guard FileManager.default.isReadableFile(atPath: input) else { throw CLIError("cannot read the input file \(input)") }
@@ -136,7 +142,7 @@ struct EvalRun: AsyncParsableCommand {
                 instructionsSHA256: EvalRunInfo.sha256(instructionText ?? ""), promptTemplate: promptTemplate,
                 field: field, idField: idField, labels: label, maxTokens: options.maximumResponseTokens ?? Self.defaultMaxTokens,
                 sampling: Self.describe(options),
-                includeSchemaInPrompt: !noSchemaInPrompt, shard: shard)
+                includeSchemaInPrompt: !noSchemaInPrompt, shard: shard, adapter: adapterID)
             var previous: Double = 0
             if !restart, FileManager.default.fileExists(atPath: output) {
                 guard let existing = try EvalRunInfo.read(for: output) else {
@@ -156,7 +162,7 @@ struct EvalRun: AsyncParsableCommand {
             if resumedAt > 0 && !quiet { Diagnostics.note("continuing \(output) after input line \(resumedAt) (\(out.records) records done)") }
 
             let total = try Self.countRecords(input, shard: shardSpec)
-            let model = LocalLanguageModel(url: url)
+            let model = LocalLanguageModel(name: url.path, adapter: adapterURL)
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
                                            options: options,
                                            parallel: parallel, includeSchemaInPrompt: !noSchemaInPrompt)

@@ -70,6 +70,8 @@ struct EvalRunInfo: Codable, Equatable {
     var includeSchemaInPrompt: Bool
     /// "K/N", or nil for the whole input.
     var shard: String?
+    /// The adapter's name and SHA-256, or nil for the base model.
+    var adapter: String? = nil
     /// Set when every record of the run (or shard) is in the output.
     var finished = false
     /// Wall time of the runs that wrote the output, resumed ones added up.
@@ -89,6 +91,7 @@ struct EvalRunInfo: Codable, Equatable {
         if sampling != other.sampling { out.append("sampling") }
         if includeSchemaInPrompt != other.includeSchemaInPrompt { out.append("schema in prompt") }
         if shard != other.shard { out.append("shard") }
+        if adapter != other.adapter { out.append("adapter") }
         return out
     }
 

@@ -9,6 +9,7 @@ struct Generate: ParsableCommand {
     )
 
     @OptionGroup var modelOptions: ModelOptions
+    @OptionGroup var adapterOptions: AdapterOptions
 
     @Option(name: [.short, .long], help: "The prompt text.")
     var prompt: String?
@@ -80,6 +81,7 @@ struct Generate: ParsableCommand {
         try reportingErrors {
             let text = try promptText()
             let model = try modelOptions.load()
+            let adapter = try adapterOptions.load(for: model)
             let useChat = chat || system != nil
             let tokens: [Int32]
             if useChat {
@@ -102,7 +104,7 @@ struct Generate: ParsableCommand {
             if !quiet && seed != self.seed && !sampling.isGreedy { Diagnostics.note("seed: \(seed)") }
             guard maxTokens > 0 else { return }
             let result = try scheduler.run(GenerationRequest(prompt: tokens, sampling: sampling, maxTokens: maxTokens,
-                                                             stopSequences: stop)) { event in
+                                                             stopSequences: stop, adapter: adapter)) { event in
                 if case .text(let piece, _) = event { FileHandle.standardOutput.write(Data(piece.utf8)) }
             }
             FileHandle.standardOutput.write(Data("\n".utf8))

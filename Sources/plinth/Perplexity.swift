@@ -23,6 +23,7 @@ struct Perplexity: ParsableCommand {
     )
 
     @OptionGroup var modelOptions: ModelOptions
+    @OptionGroup var adapterOptions: AdapterOptions
 
     @Option(name: [.short, .customLong("file")], help: "The text to score (UTF-8).")
     var file: String?
@@ -80,6 +81,7 @@ struct Perplexity: ParsableCommand {
     /// Perplexity of the text, writing the base file when one is named.
     private func score(_ model: Model, text url: URL) throws {
         let inference = try inference(model, context: context)
+        let adapter = try adapterOptions.load(for: model).map { try inference.attach($0) } ?? 0
         let run = try ChunkedEvaluation(file: url, tokenizer: model.tokenizer, context: context, chunkLimit: chunks)
         let vocabulary = model.config.vocabularySize
         let writer = try base.map {
@@ -94,7 +96,7 @@ struct Perplexity: ParsableCommand {
         let started = Date()
         for g in stride(from: 0, to: run.chunkCount, by: perStep) {
             let group = g..<min(g + perStep, run.chunkCount)
-            try run.run(group, on: inference) { c, p, logits in
+            try run.run(group, on: inference, adapter: adapter) { c, p, logits in
                 let next = run.next(chunk: c, position: p)
                 if writer == nil {
                     tally.add(logits: logits, token: next)
@@ -130,6 +132,7 @@ struct Perplexity: ParsableCommand {
         let run = ChunkedEvaluation(chunks: Array(header.tokens.prefix(count * header.context)), context: header.context,
                                     bos: ChunkedEvaluation.bos(of: model.tokenizer))
         let inference = try inference(model, context: header.context)
+        let adapter = try adapterOptions.load(for: model).map { try inference.attach($0) } ?? 0
         let words = LogProbabilityFile.recordWords(vocabularySize: header.vocabularySize)
         var tally = DivergenceTally()
         Diagnostics.note("computing over \(count) chunks, n_ctx=\(header.context), batch_size=\(batchSize)")
@@ -139,7 +142,7 @@ struct Perplexity: ParsableCommand {
             let group = g..<min(g + perStep, count)
             var records: [UInt16] = []
             for _ in group { records += try reader.nextChunk() }
-            try run.run(group, on: inference) { c, p, logits in
+            try run.run(group, on: inference, adapter: adapter) { c, p, logits in
                 let at = ((c - g) * run.scoredPerChunk + p - run.first) * words
                 records.withUnsafeBufferPointer {
                     tally.add(logits: logits, base: UnsafeBufferPointer(rebasing: $0[at..<at + words]), token: run.next(chunk: c, position: p))

@@ -8,7 +8,7 @@ struct PlinthCommand: AsyncParsableCommand {
         commandName: "plinth",
         abstract: "Run open-weight language models in-process on the CPU.",
         discussion: "Models are GGUF files. Give -m a catalog name (see `plinth models list`) or a path to any GGUF file. Catalog models are cached under $PLINTH_HOME (default ~/.cache/plinth). PLINTH_THREADS sets how many threads the kernels use.",
-        subcommands: [Generate.self, Respond.self, Chat.self, Eval.self, Serve.self, Tokenize.self, Perplexity.self, Imatrix.self, Quantize.self, Models.self, Bench.self, SessionBench.self, ConcurrencyBench.self]
+        subcommands: [Generate.self, Respond.self, Chat.self, Eval.self, Serve.self, Tokenize.self, Perplexity.self, Imatrix.self, Quantize.self, Models.self, Adapters.self, Bench.self, SessionBench.self, ConcurrencyBench.self]
     )
 
     static func main() async {
@@ -115,5 +115,21 @@ struct ModelOptions: ParsableArguments {
 
     func load() throws -> Model {
         try Model(url: url())
+    }
+}
+
+/// `--adapter`: a LoRA adapter for the model, applied unmerged.
+struct AdapterOptions: ParsableArguments {
+    @Option(help: "A LoRA adapter: a PEFT folder, a llama.cpp GGUF LoRA file, or the name of one in $PLINTH_HOME/adapters or the package's Adapters/.")
+    var adapter: String?
+
+    /// The adapter's file or folder, when one is given.
+    func url() throws -> URL? {
+        try adapter.map { try AdapterStore.default.resolve($0) }
+    }
+
+    /// The adapter read for `model`, when one is given.
+    func load(for model: Model) throws -> LoRAAdapter? {
+        try url().map { try LoRAAdapter(contentsOf: $0, for: model.transformer) }
     }
 }

@@ -6,6 +6,7 @@ import PlinthRuntime
 /// Options of the commands that talk to a model through `LanguageModelSession`.
 struct SessionOptions: ParsableArguments {
     @OptionGroup var modelOptions: ModelOptions
+    @OptionGroup var adapterOptions: AdapterOptions
 
     @Option(help: "Instructions for the model (its system message).")
     var instructions: String?
@@ -55,7 +56,7 @@ struct SessionOptions: ParsableArguments {
     }
 
     func localModel() throws -> LocalLanguageModel {
-        LocalLanguageModel(url: try modelOptions.url())
+        LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url())
     }
 
     func session(_ model: LocalLanguageModel) -> LanguageModelSession {

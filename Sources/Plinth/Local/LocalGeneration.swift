@@ -88,8 +88,9 @@ enum LocalGeneration {
     }
 
     /// Generates the next turn of the request into the channel.
-    static func respond(to request: LanguageModelExecutorGenerationRequest, instance: LocalModelInstance,
+    static func respond(to request: LanguageModelExecutorGenerationRequest, instance: LocalModelInstance, adapter: URL? = nil,
                         streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
+        let lora = try adapter.map { try instance.adapter(at: $0) }
         if let m = request.generationOptions.maximumResponseTokens, m < 1 {
             throw LocalLanguageModelError.invalidGenerationOptions("maximumResponseTokens must be at least 1, not \(m)")
         }
@@ -114,7 +115,7 @@ enum LocalGeneration {
             constraint = { @Sendable in TurnConstraint(tokenizer: tokenizer, grammar: responseGrammar, tools: calling) }
         }
         let events = instance.scheduler.stream(GenerationRequest(prompt: prompt, sampling: parameters, maxTokens: limit,
-                                                                 constraint: constraint))
+                                                                 constraint: constraint, adapter: lora))
         var outcome: GenerationSummary?
         do {
             for try await event in events {
@@ -159,13 +160,14 @@ enum LocalGeneration {
     }
 
     /// Loads the instructions of a transcript into a KV slot, so the first request starts warm.
-    static func prewarm(transcript: Transcript, instance: LocalModelInstance) async {
+    static func prewarm(transcript: Transcript, instance: LocalModelInstance, adapter: URL? = nil) async {
         let instructions = Transcript(entries: transcript.prefix { if case .instructions = $0 { true } else { false } })
         guard !instructions.isEmpty,
               let tokens = try? TranscriptRenderer.tokens(for: instructions, model: instance.model, addGenerationPrompt: false)
         else { return }
         // A request that generates nothing: the scheduler only prefills what its cache lacks.
-        let events = instance.scheduler.stream(GenerationRequest(prompt: tokens, maxTokens: 0))
+        let lora = adapter.flatMap { try? instance.adapter(at: $0) }
+        let events = instance.scheduler.stream(GenerationRequest(prompt: tokens, maxTokens: 0, adapter: lora))
         do { for try await _ in events {} } catch {}
     }
 

@@ -20,6 +20,9 @@ internal import PlinthRuntime
 public struct LocalLanguageModel: Sendable, Hashable {
     /// The catalog name or the file path this model was created with.
     public let name: String
+    /// The LoRA adapter every response runs with (a PEFT folder or a GGUF LoRA file), if any.
+    /// It is applied unmerged: sessions with different adapters on one model share its steps.
+    public let adapter: URL?
     let home: URL
 
     /// The default model, SmolLM2-135M-Instruct.
@@ -35,9 +38,18 @@ public struct LocalLanguageModel: Sendable, Hashable {
         self.init(name: url.path, store: ModelStore())
     }
 
-    init(name: String, store: ModelStore) {
+    /// Creates a model from a catalog name or GGUF path, specialized by the LoRA adapter at
+    /// `adapter` (a PEFT folder with `adapter_config.json` and `adapter_model.safetensors`, or
+    /// a llama.cpp GGUF LoRA file). The adapter is read, and checked against the model, on
+    /// first use: a mismatched one makes responses throw ``LocalLanguageModelError/adapterFailed(adapter:reason:)``.
+    public init(name: String, adapter: URL?) {
+        self.init(name: name, store: ModelStore(), adapter: adapter)
+    }
+
+    init(name: String, store: ModelStore, adapter: URL? = nil) {
         self.name = name
         self.home = store.home
+        self.adapter = adapter
     }
 
     /// The file of the model, or the error that says why there is none.
@@ -126,7 +138,7 @@ public struct LocalLanguageModelExecutor: LanguageModelExecutor {
     public func prewarm(model: LocalLanguageModel, transcript: Transcript) {
         Task.detached(priority: .utility) {
             guard let instance = try? model.instance() else { return }
-            await LocalGeneration.prewarm(transcript: transcript, instance: instance)
+            await LocalGeneration.prewarm(transcript: transcript, instance: instance, adapter: model.adapter)
         }
     }
 
@@ -136,6 +148,6 @@ public struct LocalLanguageModelExecutor: LanguageModelExecutor {
     ///   ``LanguageModelError/contextSizeExceeded(_:)`` when the request can't fit the context.
     nonisolated(nonsending) public func respond(to request: LanguageModelExecutorGenerationRequest, model: LocalLanguageModel,
                                                 streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
-        try await LocalGeneration.respond(to: request, instance: model.instance(), streamingInto: channel)
+        try await LocalGeneration.respond(to: request, instance: model.instance(), adapter: model.adapter, streamingInto: channel)
     }
 }

@@ -17,6 +17,8 @@ public enum LocalLanguageModelError: LocalizedError, Sendable, Equatable {
     case schemaNotEnforceable(schema: String, reason: String)
     /// The runtime failed during a forward step.
     case inferenceFailed(String)
+    /// The adapter can't be read, or doesn't fit the model.
+    case adapterFailed(adapter: String, reason: String)
 
     public var errorDescription: String? {
         switch self {
@@ -27,6 +29,7 @@ public enum LocalLanguageModelError: LocalizedError, Sendable, Equatable {
         case .invalidGenerationOptions(let why): "Invalid generation options: \(why)"
         case .schemaNotEnforceable(let schema, let reason): "The schema '\(schema)' can't be enforced while decoding: \(reason)"
         case .inferenceFailed(let why): "The model failed while generating: \(why)"
+        case .adapterFailed(let adapter, let reason): "The adapter \(adapter) can't be used: \(reason)"
         }
     }
 }

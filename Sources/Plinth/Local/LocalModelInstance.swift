@@ -13,6 +13,8 @@ final class LocalModelInstance: Sendable {
     let scheduler: Scheduler
     /// Built on first guided request: tens of thousands of tokens make a trie worth keeping.
     private let grammarCompiler = Mutex<GrammarCompiler?>(nil)
+    /// Adapters read for this model, by resolved path: read once, shared by every request.
+    private let adapters = Mutex<[String: LoRAAdapter]>([:])
     /// The tokens that can start a tool call, found once (a pass over the vocabulary).
     private let markerTokens = Mutex<(opening: Set<Int32>, separator: Set<Int32>)?>(nil)
 
@@ -54,6 +56,21 @@ final class LocalModelInstance: Sendable {
                 gpuSizing: Self.gpuSizing))
         } catch {
             throw LocalLanguageModelError.loadFailed(file: url.path, reason: error.localizedDescription)
+        }
+    }
+
+    /// The adapter at `url` (a PEFT folder or a GGUF LoRA file), read for this model on first use.
+    func adapter(at url: URL) throws -> LoRAAdapter {
+        let key = url.standardizedFileURL.resolvingSymlinksInPath().path
+        return try adapters.withLock { table in
+            if let loaded = table[key] { return loaded }
+            do {
+                let loaded = try LoRAAdapter(contentsOf: URL(fileURLWithPath: key), for: model.transformer)
+                table[key] = loaded
+                return loaded
+            } catch {
+                throw LocalLanguageModelError.adapterFailed(adapter: url.path, reason: error.localizedDescription)
+            }
         }
     }
 

@@ -5,7 +5,7 @@ internal import PlinthRuntime
 /// the engine installed unless something else is.
 struct LocalSystemLanguageModelEngine: SystemLanguageModelEngine {
     private func model(for system: SystemLanguageModel) -> LocalLanguageModel {
-        LocalLanguageModel(name: ModelCatalog.defaultModelName, store: system.store)
+        LocalLanguageModel(name: ModelCatalog.defaultModelName, store: system.store, adapter: system.adapterURL)
     }
 
     func availability(for model: SystemLanguageModel) -> SystemLanguageModel.Availability {
@@ -28,19 +28,20 @@ struct LocalSystemLanguageModelEngine: SystemLanguageModelEngine {
         let local = self.model(for: model)
         Task.detached(priority: .utility) {
             guard let instance = try? local.instance() else { return }
-            await LocalGeneration.prewarm(transcript: transcript, instance: instance)
+            await LocalGeneration.prewarm(transcript: transcript, instance: instance, adapter: local.adapter)
         }
     }
 
     func respond(to request: LanguageModelExecutorGenerationRequest, model: SystemLanguageModel,
                  streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
         let instance: LocalModelInstance
+        let local = self.model(for: model)
         do {
-            instance = try self.model(for: model).instance()
+            instance = try local.instance()
         } catch let error as LocalLanguageModelError {
             throw SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: error.errorDescription ?? "\(error)"))
         }
-        try await LocalGeneration.respond(to: request, instance: instance, streamingInto: channel)
+        try await LocalGeneration.respond(to: request, instance: instance, adapter: local.adapter, streamingInto: channel)
     }
 
     func tokenCount(for transcript: Transcript, model: SystemLanguageModel) async throws -> Int {

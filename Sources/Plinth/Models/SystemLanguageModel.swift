@@ -29,11 +29,14 @@ public final class SystemLanguageModel: Sendable {
     let useCase: UseCase
     let guardrails: Guardrails
     let store: ModelStore
+    /// The adapter given to ``init(adapter:guardrails:)``.
+    let adapter: Adapter?
 
-    init(useCase: UseCase, guardrails: Guardrails, store: ModelStore) {
+    init(useCase: UseCase, guardrails: Guardrails, store: ModelStore, adapter: Adapter? = nil) {
         self.useCase = useCase
         self.guardrails = guardrails
         self.store = store
+        self.adapter = adapter
     }
 
     /// The base version of the model.
@@ -219,7 +222,7 @@ extension SystemLanguageModel: LanguageModel {
 
     /// The configuration of the executor for this model's use case and guardrails.
     public var executorConfiguration: Executor.Configuration {
-        Executor.Configuration(useCase: useCase, guardrails: guardrails)
+        Executor.Configuration(useCase: useCase, guardrails: guardrails, adapter: adapter)
     }
 
     /// The executor that runs the system language model.
@@ -230,6 +233,7 @@ extension SystemLanguageModel: LanguageModel {
         public struct Configuration: Hashable & Sendable {
             let useCase: UseCase
             let guardrails: Guardrails
+            let adapter: Adapter?
         }
 
         let configuration: Configuration

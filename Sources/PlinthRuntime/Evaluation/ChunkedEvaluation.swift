@@ -48,8 +48,9 @@ public struct ChunkedEvaluation: Sendable {
     public func next(chunk: Int, position: Int) -> Int32 { tokens[chunk * context + position + 1] }
 
     /// Runs chunks `range` on `inference`, up to its slot count at a time in one step each, and
-    /// hands every scored position's logits to `score(chunk, position, logits)` in order.
-    public func run(_ range: Range<Int>? = nil, on inference: InferenceContext,
+    /// hands every scored position's logits to `score(chunk, position, logits)` in order. Rows
+    /// run with the attached adapter `adapter` (0: the base model).
+    public func run(_ range: Range<Int>? = nil, on inference: InferenceContext, adapter: Int = 0,
                     score: (Int, Int, UnsafeBufferPointer<Float>) throws -> Void) throws {
         let range = range ?? 0..<chunkCount
         precondition(inference.contextLength >= context, "the context holds fewer positions than a chunk")
@@ -61,7 +62,7 @@ public struct ChunkedEvaluation: Sendable {
                 inference.reset(slot: slot)
                 for p in 0..<context {
                     let token = p == 0 ? (bos ?? tokens[c * context]) : tokens[c * context + p]
-                    batch.add(token, position: p, slot: slot, logits: p >= first && p < context - 1)
+                    batch.add(token, position: p, slot: slot, logits: p >= first && p < context - 1, adapter: adapter)
                 }
             }
             try inference.forward(batch)

@@ -11,23 +11,28 @@ public struct Batch: Sendable, Equatable {
     public var wantsLogits: [Bool] = []
     /// How each row that wants logits will use them (``LogitsUse/full`` for the others).
     public var uses: [LogitsUse] = []
+    /// The adapter each row runs with: an id from ``InferenceContext/attach(_:)``, or 0 for the
+    /// base model. A sequence keeps one adapter: its cache holds what that adapter computed.
+    public var adapters: [Int] = []
 
     public init() {}
 
     public var count: Int { tokens.count }
 
-    public mutating func add(_ token: Int32, position: Int, slot: Int = 0, logits: Bool = false, use: LogitsUse = .full) {
+    public mutating func add(_ token: Int32, position: Int, slot: Int = 0, logits: Bool = false, use: LogitsUse = .full,
+                             adapter: Int = 0) {
         tokens.append(token)
         positions.append(Int32(position))
         slots.append(slot)
         wantsLogits.append(logits)
         uses.append(use)
+        adapters.append(adapter)
     }
 
     /// A batch of one sequence's tokens from `start`, asking for the last token's logits.
-    public static func sequence(_ tokens: [Int32], startingAt start: Int = 0, slot: Int = 0) -> Batch {
+    public static func sequence(_ tokens: [Int32], startingAt start: Int = 0, slot: Int = 0, adapter: Int = 0) -> Batch {
         var b = Batch()
-        for (i, t) in tokens.enumerated() { b.add(t, position: start + i, slot: slot, logits: i == tokens.count - 1) }
+        for (i, t) in tokens.enumerated() { b.add(t, position: start + i, slot: slot, logits: i == tokens.count - 1, adapter: adapter) }
         return b
     }
 }

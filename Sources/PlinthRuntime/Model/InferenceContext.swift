@@ -46,6 +46,11 @@ public final class InferenceContext {
     /// rows on a GPU), or -1 where the row's logits are in host memory.
     private var chosen: [Int32] = []
 
+    /// Adapters attached with ``attach(_:)``, by id.
+    private var adapters: [Int: AttachedAdapter] = [:]
+    private var nextAdapterID = 1
+    private let loraScratch = LoRAScratch()
+
     /// Whether the backend picks ``LogitsUse/argmax(allowed:)`` rows' tokens itself (then only
     /// ``chosenToken(_:)`` answers for them). On the CPU every row's logits are in host memory
     /// and the caller chooses, so it need not prepare masks ahead of the step.
@@ -171,6 +176,38 @@ public final class InferenceContext {
         slotLengths[target] = count
     }
 
+    /// Makes `adapter` available to the rows of later steps, unmerged: its low-rank products
+    /// are added to the base model's for the rows whose ``Batch/adapters`` name the returned id,
+    /// so sequences with different adapters (or none) share one step. Attaching an adapter
+    /// already attached returns its id.
+    ///
+    /// - Throws: ``AdapterError`` when the adapter was read for another model, or the backend
+    ///   cannot apply adapters unmerged (the CUDA backend, for now).
+    public func attach(_ adapter: LoRAAdapter) throws(AdapterError) -> Int {
+        if let (id, _) = adapters.first(where: { $0.value.adapter === adapter }) { return id }
+        guard device == nil else {
+            throw .unsupportedBackend("the CUDA backend does not apply adapters unmerged yet; merge the adapter or run on the CPU")
+        }
+        for (target, pair) in adapter.pairs {
+            let shape = target.shape(in: config)
+            guard pair.rows == shape.rows, pair.columns == shape.columns, target.layerIndex.map({ $0 < config.layerCount }) ?? true else {
+                throw .shapeMismatch(tensor: target.tensorName, adapter: [pair.rows, pair.columns], model: [shape.rows, shape.columns])
+            }
+        }
+        let id = nextAdapterID
+        nextAdapterID += 1
+        adapters[id] = AttachedAdapter(adapter, layerCount: config.layerCount)
+        return id
+    }
+
+    /// Forgets an attached adapter. Slots whose caches it computed should be reset by the caller.
+    public func detach(_ id: Int) {
+        adapters[id] = nil
+    }
+
+    /// The adapter attached as `id`.
+    public func adapter(_ id: Int) -> LoRAAdapter? { adapters[id]?.adapter }
+
     /// The token the backend chose for the `index`-th row that asked for logits in the last step,
     /// when that row's use was ``LogitsUse/argmax(allowed:)`` and the backend chooses
     /// (``choosesTokens``); nil when the row's logits are in host memory (``logits(_:)``).
@@ -192,8 +229,8 @@ public final class InferenceContext {
     public func forward(_ batch: Batch) throws {
         guard batch.count > 0 else { throw ModelError.emptyBatch }
         guard batch.positions.count == batch.count, batch.slots.count == batch.count, batch.wantsLogits.count == batch.count,
-              batch.uses.count == batch.count else {
-            throw ModelError.malformedBatch("tokens, positions, slots and logits flags differ in length")
+              batch.uses.count == batch.count, batch.adapters.count == batch.count else {
+            throw ModelError.malformedBatch("tokens, positions, slots, logits flags and adapters differ in length")
         }
         try validate(batch)
         let wanted = batch.wantsLogits.filter { $0 }.count
@@ -233,6 +270,8 @@ public final class InferenceContext {
                 }
             }
             guard Int(p) < contextLength else { throw ModelError.contextOverflow(slot: s, needed: Int(p) + 1, capacity: contextLength) }
+            let a = batch.adapters[i]
+            guard a == 0 || adapters[a] != nil else { throw ModelError.malformedBatch("row \(i) names adapter \(a), which is not attached") }
             next[s] = p + 1
         }
     }
@@ -271,9 +310,27 @@ public final class InferenceContext {
         for r in 0..<n { pk_add(y + r * width, bias, Int64(width)) }
     }
 
+    /// The rows of `rows` (indices into the step's rows, in order) grouped by their adapter.
+    private func adapterRows(_ batch: Batch, _ rows: [Int]) -> AdapterRows {
+        var groups = AdapterRows()
+        guard !adapters.isEmpty else { return groups }
+        var at: [Int: Int] = [:]
+        for (r, i) in rows.enumerated() where batch.adapters[i] != 0 {
+            let id = batch.adapters[i]
+            if let g = at[id] {
+                groups.groups[g].rows.append(Int32(r))
+            } else {
+                at[id] = groups.groups.count
+                groups.groups.append((adapters[id]!, [Int32(r)]))
+            }
+        }
+        return groups
+    }
+
     private func step(_ batch: Batch, _ range: Range<Int>) {
         let c = config, e = c.embeddingLength, n = range.count
         let w = transformer.weights
+        let lora = adapterRows(batch, Array(range))
         for (r, i) in range.enumerated() {
             let te = w.tokenEmbedding, token = Int(batch.tokens[i])
             var row = te.row(token)
@@ -282,6 +339,9 @@ public final class InferenceContext {
                 row = UnsafeRawPointer(embeddingRow)
             }
             _ = pk_dequantize(Int32(te.type.rawValue), row, x + r * e, Int64(e))
+            if batch.adapters[i] != 0, let p = adapters[batch.adapters[i]]?.adapter.pairs[.tokenEmbedding] {
+                p.addDelta(row: token, to: x + r * e)
+            }
             rowPositions[r] = batch.positions[i]
             kvLen[r] = batch.positions[i] + 1
         }
@@ -292,6 +352,10 @@ public final class InferenceContext {
         for (l, lw) in w.layers.enumerated() {
             pk_rms_norm(pool, x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
             matmul(h, n, (lw.wq, q), (lw.wk, k), (lw.wv, v))
+            if !lora.isEmpty {
+                lora.apply([({ $0.layers[l][.attnQ] }, q, qDim), ({ $0.layers[l][.attnK] }, k, kvDim), ({ $0.layers[l][.attnV] }, v, kvDim)],
+                           input: h, width: e, scratch: loraScratch, pool: pool)
+            }
             addBias(lw.bq, q, rows: n, width: qDim)
             addBias(lw.bk, k, rows: n, width: kvDim)
             addBias(lw.bv, v, rows: n, width: kvDim)
@@ -310,18 +374,31 @@ public final class InferenceContext {
             pk_attention(pool, q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
                          kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
             matmul(attn, n, (lw.wo, tmp))
+            if !lora.isEmpty {
+                lora.apply([({ $0.layers[l][.attnOutput] }, tmp, e)], input: attn, width: qDim, scratch: loraScratch, pool: pool)
+            }
             pk_add(x, tmp, Int64(n * e))
             pk_rms_norm(pool, x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
             matmul(h, n, (lw.wGate, gate), (lw.wUp, up))
-            pk_swiglu(pool, gate, up, Int64(n), Int64(c.feedForwardLength))
+            let ff = c.feedForwardLength
+            if !lora.isEmpty {
+                lora.apply([({ $0.layers[l][.ffnGate] }, gate, ff), ({ $0.layers[l][.ffnUp] }, up, ff)],
+                           input: h, width: e, scratch: loraScratch, pool: pool)
+            }
+            pk_swiglu(pool, gate, up, Int64(n), Int64(ff))
             matmul(gate, n, (lw.wDown, tmp))
+            if !lora.isEmpty {
+                lora.apply([({ $0.layers[l][.ffnDown] }, tmp, e)], input: gate, width: ff, scratch: loraScratch, pool: pool)
+            }
             pk_add(x, tmp, Int64(n * e))
         }
         // Only the rows that asked for logits go through the output projection.
         var m = 0
+        var logitRows: [Int] = []
         for (r, i) in range.enumerated() where batch.wantsLogits[i] {
             (h + m * e).update(from: x + r * e, count: e)
             m += 1
+            if !lora.isEmpty { logitRows.append(i) }
         }
         guard m > 0 else { return }
         pk_rms_norm(pool, h, w.outputNorm.data.assumingMemoryBound(to: Float.self), h, Int64(m), Int64(e), eps)
@@ -330,6 +407,10 @@ public final class InferenceContext {
             let chunk = min(m - done, maxBatch)
             matmul(h + done * e, chunk, (w.output, logitsBuffer + (logitRowCount + done) * c.vocabularySize))
             done += chunk
+        }
+        if !lora.isEmpty {
+            adapterRows(batch, logitRows).apply([({ $0.pairs[.output] }, logitsBuffer + logitRowCount * c.vocabularySize, c.vocabularySize)],
+                                                input: h, width: e, scratch: loraScratch, pool: pool)
         }
         logitRowCount += m
     }

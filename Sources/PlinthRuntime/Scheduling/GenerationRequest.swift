@@ -29,10 +29,16 @@ public struct GenerationRequest: Sendable {
     /// When set, each generated token's log-probability is reported (a ``GenerationEvent/logprob(_:)``
     /// before its text) with this many of the most likely alternatives.
     public var logprobs: Int?
+    /// The adapter the sequence runs with, unmerged (nil: the base model). Sequences with
+    /// different adapters share the scheduler's steps; prefixes are shared only between
+    /// sequences of the same adapter.
+    public var adapter: LoRAAdapter?
 
     public init(prompt: [Int32], sampling: SamplingParameters = .greedy, maxTokens: Int? = nil,
-                stopSequences: [String] = [], constraint: (@Sendable () throws -> any Constraint)? = nil, logprobs: Int? = nil) {
+                stopSequences: [String] = [], constraint: (@Sendable () throws -> any Constraint)? = nil, logprobs: Int? = nil,
+                adapter: LoRAAdapter? = nil) {
         self.prompt = prompt
+        self.adapter = adapter
         self.sampling = sampling
         self.maxTokens = maxTokens
         self.stopSequences = stopSequences

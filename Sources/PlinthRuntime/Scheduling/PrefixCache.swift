@@ -19,6 +19,8 @@ struct PrefixCache {
         var tokens: [Int32] = []
         /// The sequence running in the slot.
         var owner: UInt64?
+        /// The adapter (a context's id, 0: none) that computed the slot's keys and values.
+        var adapter = 0
         var lastUse: UInt64 = 0
     }
 
@@ -37,9 +39,10 @@ struct PrefixCache {
 
     /// The slot sharing the longest prefix with `tokens` (running sequences' planned tokens
     /// from `planned`), preferring prefixes already computed, then the most recently used.
-    func bestMatch(for tokens: [Int32], planned: (UInt64) -> (tokens: ArraySlice<Int32>, computed: Int)?) -> Match? {
+    /// Only slots computed with the same `adapter` qualify: another adapter's keys and values differ.
+    func bestMatch(for tokens: [Int32], adapter: Int = 0, planned: (UInt64) -> (tokens: ArraySlice<Int32>, computed: Int)?) -> Match? {
         var best: (match: Match, ready: Bool, use: UInt64)?
-        for (i, slot) in slots.enumerated() {
+        for (i, slot) in slots.enumerated() where slot.adapter == adapter {
             let candidate: ArraySlice<Int32>
             var ready = true
             if let owner = slot.owner {
@@ -74,8 +77,9 @@ struct PrefixCache {
         return pick
     }
 
-    mutating func claim(_ slot: Int, for owner: UInt64) {
+    mutating func claim(_ slot: Int, for owner: UInt64, adapter: Int = 0) {
         slots[slot].owner = owner
+        slots[slot].adapter = adapter
         slots[slot].tokens = []
         clock += 1
         slots[slot].lastUse = clock

@@ -4,6 +4,8 @@ import Foundation
 final class ActiveSequence {
     let job: SchedulerInbox.Job
     let slot: Int
+    /// The context's id of the sequence's adapter (0: none).
+    let adapter: Int
     var decoder: SequenceDecoder
     /// Positions of `decoder.history` whose keys and values the slot holds.
     var computed: Int
@@ -17,9 +19,10 @@ final class ActiveSequence {
     var prefillEnd: UInt64 = 0
     var firstToken: UInt64 = 0
 
-    init(job: SchedulerInbox.Job, slot: Int, decoder: SequenceDecoder, admitted: UInt64) {
+    init(job: SchedulerInbox.Job, slot: Int, adapter: Int, decoder: SequenceDecoder, admitted: UInt64) {
         self.job = job
         self.slot = slot
+        self.adapter = adapter
         self.decoder = decoder
         self.admitted = admitted
         computed = 0
@@ -126,6 +129,14 @@ final class SchedulerCore: @unchecked Sendable {
                 continue
             }
             let limit = request.maxTokens ?? Int.max
+            let adapter: Int
+            do {
+                adapter = try request.adapter.map { try context.attach($0) } ?? 0
+            } catch {
+                popQueue()
+                job.handler(.failed(error))
+                continue
+            }
             var decoder: SequenceDecoder
             do {
                 decoder = SequenceDecoder(tokenizer: model.tokenizer, prompt: request.prompt, sampling: request.sampling,
@@ -150,7 +161,7 @@ final class SchedulerCore: @unchecked Sendable {
             let tokens = decoder.history
             // The last token must go through the model for its logits, unless nothing is sampled.
             let reusable = limit > 0 && early == nil ? tokens.count - 1 : tokens.count
-            var match = cache.bestMatch(for: tokens) { owner in
+            var match = cache.bestMatch(for: tokens, adapter: adapter) { owner in
                 self.running.first { $0.id == owner }.map { ($0.decoder.history[...], $0.computed) }
             }
             if let m = match, m.shared > reusable { match?.shared = reusable }
@@ -165,8 +176,8 @@ final class SchedulerCore: @unchecked Sendable {
                 return  // every slot is running: wait for one
             }
             popQueue()
-            let seq = ActiveSequence(job: job, slot: slot, decoder: decoder, admitted: now())
-            cache.claim(slot, for: job.id)
+            let seq = ActiveSequence(job: job, slot: slot, adapter: adapter, decoder: decoder, admitted: now())
+            cache.claim(slot, for: job.id, adapter: adapter)
             running.append(seq)
             if let m = match {
                 if m.slot == slot {
@@ -250,7 +261,7 @@ final class SchedulerCore: @unchecked Sendable {
             // A backend that picks greedy tokens itself gets the masks now, not the logits later.
             let use = logits && context.choosesTokens ? seq.decoder.logitsUse() : .full
             for p in seq.computed..<end {
-                batch.add(history[p], position: p, slot: seq.slot, logits: logits && p == end - 1, use: use)
+                batch.add(history[p], position: p, slot: seq.slot, logits: logits && p == end - 1, use: use, adapter: seq.adapter)
             }
             fed.append((seq, count, logits))
             budget -= count

@@ -1,0 +1,51 @@
+// Low-rank adapter (LoRA) products added to the output of a weight matrix, for the rows of a
+// batch whose sequences use the adapter: y[row] += scale * (x[row] * A^T) * B^T.
+#pragma once
+#include <stdint.h>
+#include "pk_pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// One adapter's pair on one matrix, for `n` rows of the batch. A is rank x k and bt (B
+// transposed) rank x m, both row-major f32. The rows' inputs are rows [x0, x0 + n) of the
+// gathered input (see pk_lora_apply); their outputs are rows rows[0..n) of y (stride ldy).
+typedef struct {
+    const float *a, *bt;
+    int64_t rank, m;
+    float scale;
+    float *y;
+    int64_t ldy;
+    const int32_t *rows;
+    int64_t n, x0;
+} pk_lora_op;
+
+// Floats of scratch pk_lora_apply needs: the sum over ops of rank times rows.
+int64_t pk_lora_scratch_floats(const pk_lora_op *ops, int nops);
+
+// Adds every op's low-rank product to its rows of y. `x` holds the inputs gathered by op row
+// groups (row x0 + i of width k is the input of the op's i-th row). Ops may share x rows (one
+// adapter's q, k and v) and must not write the same y elements. Returns 0, or -1 on bad
+// arguments. Every element is summed in one fixed order, whatever the thread count, the batch
+// around the row or the instruction set: a row's result depends on that row alone.
+int pk_lora_apply(pk_pool *pool, const pk_lora_op *ops, int nops, const float *x, int64_t k, float *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Merges a pair into a matrix: the `rows` x k matrix `w` of type `in_type` plus
+// scale * B * A (bt: B transposed, rank x rows; a: rank x k), written to `out` as `out_type`
+// (quantized to nearest). Rows are split between the pool's threads. Returns 0, or -1 when a
+// type cannot be read or written, k is not whole blocks of both types, or memory runs out.
+int pk_lora_merge(pk_pool *pool, int in_type, const void *w, int out_type, void *out, int64_t rows, int64_t k,
+                  const float *a, const float *bt, int64_t rank, float scale);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,133 @@
+import Foundation
+import PlinthKernels
+
+/// An adapter's pairs copied into memory the kernels read for as long as a context uses it.
+final class AttachedAdapter {
+    struct Pair {
+        var rank: Int, rows: Int, columns: Int
+        var scale: Float
+        var a: UnsafeMutablePointer<Float>
+        var bt: UnsafeMutablePointer<Float>
+    }
+
+    let adapter: LoRAAdapter
+    let pairs: [AdapterTarget: Pair]
+    /// The pairs of each layer's matrices, for the step's inner loop.
+    let layers: [[AdapterTarget.Matrix: Pair]]
+
+    init(_ adapter: LoRAAdapter, layerCount: Int) {
+        self.adapter = adapter
+        var pairs: [AdapterTarget: Pair] = [:]
+        var layers = [[AdapterTarget.Matrix: Pair]](repeating: [:], count: layerCount)
+        for (target, p) in adapter.pairs {
+            let a = UnsafeMutablePointer<Float>.allocate(capacity: p.a.count)
+            a.initialize(from: p.a, count: p.a.count)
+            let bt = UnsafeMutablePointer<Float>.allocate(capacity: p.bt.count)
+            bt.initialize(from: p.bt, count: p.bt.count)
+            let pair = Pair(rank: p.rank, rows: p.rows, columns: p.columns, scale: p.scale, a: a, bt: bt)
+            pairs[target] = pair
+            if case .layer(let i, let m) = target, i < layerCount { layers[i][m] = pair }
+        }
+        self.pairs = pairs
+        self.layers = layers
+    }
+
+    deinit {
+        for p in pairs.values {
+            p.a.deallocate()
+            p.bt.deallocate()
+        }
+    }
+}
+
+/// The rows of one step that run each adapter, and the buffers that apply them.
+struct AdapterRows {
+    /// Each adapter used by the step's rows, with those rows (indices into the step's rows).
+    var groups: [(adapter: AttachedAdapter, rows: [Int32])] = []
+
+    var isEmpty: Bool { groups.isEmpty }
+}
+
+/// Scratch for the low-rank products: gathered inputs and the rank-wide intermediates. Grown
+/// when a step needs more, which happens in the first steps only.
+final class LoRAScratch {
+    private(set) var input: UnsafeMutablePointer<Float>
+    private(set) var inputCapacity: Int
+    private(set) var middle: UnsafeMutablePointer<Float>
+    private(set) var middleCapacity: Int
+    private(set) var rowIndex: UnsafeMutablePointer<Int32>
+    private(set) var rowCapacity: Int
+
+    init() {
+        (inputCapacity, middleCapacity, rowCapacity) = (0, 0, 0)
+        input = .allocate(capacity: 1)
+        middle = .allocate(capacity: 1)
+        rowIndex = .allocate(capacity: 1)
+    }
+
+    func reserve(input n: Int, middle t: Int, rows r: Int) {
+        if n > inputCapacity {
+            input.deallocate()
+            input = .allocate(capacity: n)
+            inputCapacity = n
+        }
+        if t > middleCapacity {
+            middle.deallocate()
+            middle = .allocate(capacity: t)
+            middleCapacity = t
+        }
+        if r > rowCapacity {
+            rowIndex.deallocate()
+            rowIndex = .allocate(capacity: r)
+            rowCapacity = r
+        }
+    }
+
+    deinit {
+        input.deallocate()
+        middle.deallocate()
+        rowIndex.deallocate()
+    }
+}
+
+extension AdapterRows {
+    /// Adds each group's low-rank products for `targets` (the outputs of one matrix product,
+    /// `y` rows of stride `ldy`) to its rows: one call to the kernels for all adapters and
+    /// targets that share the input `x` (rows of width `k`).
+    func apply(_ targets: [(pair: (AttachedAdapter) -> AttachedAdapter.Pair?, y: UnsafeMutablePointer<Float>, ldy: Int)],
+               input x: UnsafePointer<Float>, width k: Int, scratch: LoRAScratch, pool: OpaquePointer) {
+        var ops: [pk_lora_op] = []
+        var totalRows = 0, middle = 0
+        for g in groups {
+            let used = targets.compactMap { $0.pair(g.adapter) }
+            guard !used.isEmpty else { continue }
+            totalRows += g.rows.count
+            middle += used.reduce(0) { $0 + $1.rank } * g.rows.count
+        }
+        guard totalRows > 0 else { return }
+        scratch.reserve(input: totalRows * k, middle: middle, rows: totalRows)
+        var x0 = 0
+        for g in groups {
+            let used = targets.compactMap { t in t.pair(g.adapter).map { (pair: $0, y: t.y, ldy: t.ldy) } }
+            guard !used.isEmpty else { continue }
+            let rows = scratch.rowIndex + x0
+            for (i, r) in g.rows.enumerated() {
+                rows[i] = r
+                (scratch.input + (x0 + i) * k).update(from: x + Int(r) * k, count: k)
+            }
+            for u in used {
+                ops.append(pk_lora_op(a: u.pair.a, bt: u.pair.bt, rank: Int64(u.pair.rank), m: Int64(u.pair.rows), scale: u.pair.scale,
+                                      y: u.y, ldy: Int64(u.ldy), rows: rows, n: Int64(g.rows.count), x0: Int64(x0)))
+            }
+            x0 += g.rows.count
+        }
+        // The kernel takes at most 256 products a call.
+        for start in stride(from: 0, to: ops.count, by: 256) {
+            let end = min(start + 256, ops.count)
+            let rc = ops[start..<end].withUnsafeBufferPointer {
+                pk_lora_apply(pool, $0.baseAddress, Int32($0.count), scratch.input, Int64(k), scratch.middle)
+            }
+            precondition(rc == 0, "pk_lora_apply rejected \(end - start) products; attach() should have refused the adapter")
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import PlinthJSON
+
+/// PEFT's LoRA format: `adapter_config.json` (rank, alpha, targets, options) beside
+/// `adapter_model.safetensors`, whose tensors are named by module path
+/// (`base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight`), A as `[r, in]` and B as
+/// `[out, r]` (embeddings: `lora_embedding_A` `[r, vocab]`, `lora_embedding_B` `[hidden, r]`).
+extension LoRAAdapter {
+    /// Hugging Face module names of llama and qwen2 models.
+    static let peftModules: [String: AdapterTarget.Matrix] = [
+        "q_proj": .attnQ, "k_proj": .attnK, "v_proj": .attnV, "o_proj": .attnOutput,
+        "gate_proj": .ffnGate, "up_proj": .ffnUp, "down_proj": .ffnDown,
+    ]
+
+    struct PEFTConfig {
+        var rank: Int
+        var alpha: Double
+        var rsLoRA: Bool
+        var rankPattern: [(String, Int)]
+        var alphaPattern: [(String, Double)]
+        var baseModel: String?
+
+        init(_ json: JSONValue) throws(AdapterError) {
+            guard json.objectMembers != nil else { throw .badConfig("adapter_config.json is \(json.typeName), not an object") }
+            if let type = json["peft_type"]?.stringValue, type.uppercased() != "LORA" {
+                throw .unsupported("PEFT type \(type) (only LORA adapters are read)")
+            }
+            guard let r = json["r"]?.integerValue, r > 0, r <= LoRAAdapter.maximumRank else {
+                throw .badConfig("adapter_config.json has no valid rank \"r\" (1...\(LoRAAdapter.maximumRank))")
+            }
+            rank = r
+            alpha = json["lora_alpha"]?.doubleValue ?? Double(r)
+            rsLoRA = json["use_rslora"]?.boolValue ?? false
+            if json["use_dora"]?.boolValue == true { throw .unsupported("DoRA (use_dora: true)") }
+            if json["fan_in_fan_out"]?.boolValue == true { throw .unsupported("fan_in_fan_out: true (GPT-2 style Conv1D weights)") }
+            if let bias = json["bias"]?.stringValue, bias != "none" { throw .unsupported("trained biases (bias: \"\(bias)\")") }
+            if json["lora_bias"]?.boolValue == true { throw .unsupported("a bias on B (lora_bias: true)") }
+            if let t = json["alora_invocation_tokens"], t != .null { throw .unsupported("activated LoRA (alora_invocation_tokens)") }
+            func pattern<T>(_ key: String, _ read: (JSONValue) -> T?) throws(AdapterError) -> [(String, T)] {
+                guard let v = json[key], v != .null else { return [] }
+                guard let members = v.objectMembers else { throw .badConfig("\(key) is \(v.typeName), not an object") }
+                var out: [(String, T)] = []
+                for (k, x) in members {
+                    guard let t = read(x) else { throw .badConfig("\(key)[\"\(k)\"] is \(x.typeName), not a number") }
+                    out.append((k, t))
+                }
+                return out
+            }
+            rankPattern = try pattern("rank_pattern") { $0.integerValue }
+            alphaPattern = try pattern("alpha_pattern") { $0.doubleValue }
+            baseModel = json["base_model_name_or_path"]?.stringValue
+        }
+
+        /// PEFT's scaling for the module at `path` (e.g. `model.layers.3.self_attn.q_proj`) whose
+        /// tensors have rank `rank`: alpha / r, or alpha / √r with rsLoRA, patterns applied.
+        func scale(path: String, rank: Int) -> Float {
+            func matches(_ p: String) -> Bool {
+                if path == p || path.hasSuffix("." + p) { return true }
+                guard let re = try? NSRegularExpression(pattern: "^(?:.*\\.)?(?:\(p))$") else { return false }
+                return re.firstMatch(in: path, range: NSRange(path.startIndex..., in: path)) != nil
+            }
+            let r = Double(rankPattern.first { matches($0.0) }?.1 ?? rank)
+            let a = alphaPattern.first { matches($0.0) }?.1 ?? alpha
+            return Float(rsLoRA ? a / r.squareRoot() : a / r)
+        }
+    }
+
+    static func loadPEFT(folder: URL, config: ModelConfig, weights: URL? = nil) throws(AdapterError) -> Loaded {
+        let configURL = folder.appendingPathComponent("adapter_config.json")
+        let weightsURL = weights ?? folder.appendingPathComponent("adapter_model.safetensors")
+        guard FileManager.default.fileExists(atPath: configURL.path) else {
+            throw .notAnAdapter(folder.path, "no adapter_config.json (a PEFT adapter folder holds adapter_config.json and adapter_model.safetensors)")
+        }
+        guard FileManager.default.fileExists(atPath: weightsURL.path) else {
+            let pickle = FileManager.default.fileExists(atPath: folder.appendingPathComponent("adapter_model.bin").path)
+            throw .notAnAdapter(folder.path, pickle ? "only adapter_model.bin (PyTorch pickle) is there; save the adapter with safetensors"
+                                                    : "no adapter_model.safetensors")
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue(parsing: Array(try Data(contentsOf: configURL)))
+        } catch let e as JSONSyntaxError {
+            throw .badConfig("adapter_config.json is not JSON: \(e)")
+        } catch {
+            throw .cannotRead(configURL.path, error.localizedDescription)
+        }
+        let peft = try PEFTConfig(json)
+        let file: SafetensorsFile
+        do { file = try SafetensorsFile(url: weightsURL) } catch { throw .safetensors(weightsURL.lastPathComponent, error) }
+
+        // Halves by target, with the module path PEFT's patterns match.
+        var halves: [AdapterTarget: (path: String, a: Half?, b: Half?)] = [:]
+        for t in file.tensors {
+            let parts = t.name.split(separator: ".").map(String.init)
+            guard let at = parts.firstIndex(where: { ["lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B"].contains($0) }), at > 0 else {
+                if t.name.contains("modules_to_save") {
+                    throw .unsupportedTensor(tensor: t.name, why: "a full replacement module (modules_to_save), which Plinth does not apply")
+                }
+                throw .unsupportedTensor(tensor: t.name, why: "not a LoRA A or B tensor")
+            }
+            let module = parts[at - 1]
+            // The module's path in the model, as PEFT's patterns see it (without PEFT's wrapper).
+            var path = Array(parts[..<at])
+            if path.starts(with: ["base_model", "model"]) { path.removeFirst(2) }
+            let target: AdapterTarget
+            if module == "embed_tokens" {
+                target = .tokenEmbedding
+            } else if module == "lm_head" {
+                target = .output
+            } else if let m = peftModules[module], let li = parts.firstIndex(of: "layers"), li + 1 < parts.count, let layer = Int(parts[li + 1]) {
+                target = .layer(layer, m)
+            } else {
+                throw .unknownTarget(tensor: t.name, why: "module '\(module)' is not one of llama's or qwen2's (\(peftModules.keys.sorted().joined(separator: ", ")), embed_tokens, lm_head)")
+            }
+            guard t.shape.count == 2 else { throw .badTensor(tensor: t.name, why: "has \(t.shape.count) dimensions, not 2") }
+            let values: [Float]
+            do { values = try file.floats(t) } catch { throw .safetensors(weightsURL.lastPathComponent, error) }
+            let half = Half(values: values, rows: t.shape[0], columns: t.shape[1], source: t.name)
+            var entry = halves[target] ?? (path.joined(separator: "."), nil, nil)
+            let isA = parts[at].hasSuffix("A")
+            if (isA ? entry.a : entry.b) != nil { throw .badTensor(tensor: t.name, why: "a second \(isA ? "A" : "B") for \(target.tensorName)") }
+            if isA { entry.a = half } else { entry.b = half }
+            halves[target] = entry
+        }
+        guard !halves.isEmpty else { throw .notAnAdapter(weightsURL.path, "it holds no LoRA tensors") }
+        var pairs: [AdapterTarget: LoRAPair] = [:]
+        for (target, h) in halves {
+            guard var a = h.a, var b = h.b else {
+                throw .badTensor(tensor: (h.a ?? h.b)!.source, why: "its \(h.a == nil ? "A" : "B") half is missing")
+            }
+            if target == .tokenEmbedding {
+                // ΔE[token] = B · A[:, token]: in ΔW = B'·A' terms (rows are tokens), B' = Aᵀ, A' = Bᵀ.
+                (a, b) = (transposed(b), transposed(a))
+            } else if case .layer(_, let m) = target, !config.architecture.neoxRoPE, m == .attnQ || m == .attnK {
+                b = ggufRowOrder(b, heads: m == .attnQ ? config.headCount : config.kvHeadCount)
+            }
+            pairs[target] = try pair(target, a: a, b: b) { peft.scale(path: h.path, rank: $0) }
+        }
+        return Loaded(format: .peft, pairs: pairs, baseModelName: baseName(fromPEFT: peft.baseModel),
+                      fingerprint: try fingerprint(of: [configURL, weightsURL]))
+    }
+}

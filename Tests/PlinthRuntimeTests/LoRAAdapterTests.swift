@@ -1,0 +1,271 @@
+import Foundation
+import PlinthJSON
+import Synchronization
+import Testing
+
+@testable import PlinthRuntime
+
+/// The LoRA fixture (Fixtures/lora, made by make_lora_reference.py): a random rank-2 adapter on
+/// every matrix of SmolLM2, as PEFT and as llama.cpp's GGUF LoRA, and the float32 logits of
+/// transformers + PEFT on the same dequantized base.
+enum LoRAFixture {
+    static var folder: URL { TestModels.fixtures.appendingPathComponent("lora") }
+    static var peft: URL { folder.appendingPathComponent("peft-r2") }
+    static var gguf: URL { folder.appendingPathComponent("lora-r2.f16.gguf") }
+
+    struct Prompt { var ids: [Int32], baseTop: [Int32], loraTop: [Int32] }
+
+    static func reference() throws -> JSONValue {
+        try JSONValue(parsing: Array(Data(contentsOf: folder.appendingPathComponent("reference.json"))))
+    }
+
+    static func prompts() throws -> [Prompt] {
+        func ints(_ v: JSONValue?) -> [Int32] { (v?.arrayValue ?? []).compactMap { $0.integerValue.map(Int32.init) } }
+        return try #require(try reference()["prompts"]?.arrayValue).map { p in
+            Prompt(ids: ints(p["ids"]), baseTop: ints(p["base_argmax"]), loraTop: ints(p["lora_argmax"]))
+        }
+    }
+
+    /// llama.cpp's top-1 agreement with the float reference over every position (base, adapted).
+    static func llamaAgreement() throws -> (base: Double, lora: Double) {
+        let s = try #require(try reference()["summary"])
+        return (try #require(s["llama_argmax_agree_base"]?.doubleValue), try #require(s["llama_argmax_agree_lora"]?.doubleValue))
+    }
+
+    static func logits(_ kind: String, _ k: Int) throws -> [Float] {
+        let data = try Data(contentsOf: folder.appendingPathComponent("\(kind)_logits_\(k).bin"))
+        return data.withUnsafeBytes { b in (0..<(b.count / 4)).map { Float(bitPattern: UInt32(littleEndian: b.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self))) } }
+    }
+}
+
+/// Last-position logits of `ids` through `context` (slot 0), with `adapter` (0: none).
+private func lastLogits(_ context: InferenceContext, _ ids: [Int32], adapter: Int) throws -> [Float] {
+    context.reset(slot: 0)
+    try context.forward(.sequence(ids, adapter: adapter))
+    return Array(context.logits(0))
+}
+
+private func maxAbs(_ a: [Float], _ b: [Float]) -> Float { zip(a, b).reduce(0) { max($0, abs($1.0 - $1.1)) } }
+
+private func cosine(_ a: [Float], _ b: [Float]) -> Double {
+    var ab = 0.0, aa = 0.0, bb = 0.0
+    for (x, y) in zip(a, b) { ab += Double(x) * Double(y); aa += Double(x) * Double(x); bb += Double(y) * Double(y) }
+    return ab / max((aa * bb).squareRoot(), 1e-30)
+}
+
+@Suite("LoRA adapters on SmolLM2", .serialized)
+struct LoRAAdapterTests {
+    static let model: Transformer? = TestModels.path("smollm2").flatMap { try? Transformer(url: $0) }
+
+    @Test func peftAndGGUFFormsAreTheSameAdapter() throws {
+        let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
+        let peft = try LoRAAdapter(contentsOf: LoRAFixture.peft, for: model)
+        let gguf = try LoRAAdapter(contentsOf: LoRAFixture.gguf, for: model)
+        #expect(peft.format == .peft && gguf.format == .gguf)
+        #expect(peft.pairs.count == 7 * 30)
+        #expect(Set(peft.pairs.keys) == Set(gguf.pairs.keys))
+        #expect(peft.baseModelName == "SmolLM2-135M-Instruct")
+        for (target, p) in peft.pairs {
+            let g = try #require(gguf.pairs[target])
+            #expect(p.rank == 2 && g.rank == 2 && p.scale == 2 && g.scale == 2, "\(target)")
+            // Both hold the same f16 values; PEFT's q/k rows reordered to llama's GGUF order.
+            #expect(p.a == g.a && p.bt == g.bt, "\(target)")
+        }
+    }
+
+    /// The target: Plinth's logits with the adapter are as close to the float reference
+    /// (transformers + PEFT on the dequantized base) as its base logits are to the base's: the
+    /// last position's logits within 1.25× the base's worst error relative to the logits' range,
+    /// and the top token at every position agreeing as often as llama.cpp's with the same adapter
+    /// (the referee, DESIGN.md principle 4), and within 5 points of the base's own agreement.
+    @Test(arguments: ["peft", "gguf"])
+    func logitsMatchTheFloatReference(form: String) throws {
+        let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
+        let adapter = try LoRAAdapter(contentsOf: form == "peft" ? LoRAFixture.peft : LoRAFixture.gguf, for: model)
+        let context = try InferenceContext(transformer: model, contextLength: 128, slots: 1, maxBatch: 64, backend: .cpu)
+        let id = try context.attach(adapter)
+        var baseError = 0.0, loraError = 0.0, worstCosine = 1.0
+        var agree = (base: 0, lora: 0, positions: 0)
+        for (k, p) in try LoRAFixture.prompts().enumerated() {
+            // Every position's top token, and the last position's logits.
+            func run(_ adapter: Int) throws -> (top: [Int32], last: [Float]) {
+                context.reset(slot: 0)
+                var b = Batch()
+                for (i, t) in p.ids.enumerated() { b.add(t, position: i, logits: true, adapter: adapter) }
+                try context.forward(b)
+                return ((0..<p.ids.count).map { Sampler.argmax(context.logits($0)) }, Array(context.logits(p.ids.count - 1)))
+            }
+            let (baseTop, base) = try run(0), (loraTop, lora) = try run(id)
+            let refBase = try LoRAFixture.logits("base", k), refLora = try LoRAFixture.logits("lora", k)
+            func range(_ v: [Float]) -> Double { Double(v.max()! - v.min()!) }
+            baseError = max(baseError, Double(maxAbs(base, refBase)) / range(refBase))
+            loraError = max(loraError, Double(maxAbs(lora, refLora)) / range(refLora))
+            // The adapter's effect itself: Plinth's change of the logits against the reference's.
+            let ours = zip(lora, base).map { $0 - $1 }, theirs = zip(refLora, refBase).map { $0 - $1 }
+            worstCosine = min(worstCosine, cosine(ours, theirs))
+            agree.base += zip(baseTop, p.baseTop).filter { $0 == $1 }.count
+            agree.lora += zip(loraTop, p.loraTop).filter { $0 == $1 }.count
+            agree.positions += p.ids.count
+        }
+        let baseAgreement = Double(agree.base) / Double(agree.positions), loraAgreement = Double(agree.lora) / Double(agree.positions)
+        let llama = try LoRAFixture.llamaAgreement()
+        print("LoRA \(form) vs float reference: last logits' max error / range: base \(baseError), adapted \(loraError); "
+              + "top-1 agreement: base \(baseAgreement), adapted \(loraAgreement) (llama.cpp: \(llama.base), \(llama.lora)); "
+              + "cosine of the adapter's effect ≥ \(worstCosine)")
+        #expect(loraError <= baseError * 1.25, "the adapted logits stray further from their reference than the base's")
+        #expect(loraAgreement >= llama.lora && loraAgreement >= baseAgreement - 0.05)
+        #expect(worstCosine > 0.9)
+    }
+
+    /// Rows with and without adapters in one step give each row what it gets alone.
+    @Test func mixedBatchesAreBatchInvariant() throws {
+        let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
+        let peft = try LoRAAdapter(contentsOf: LoRAFixture.peft, for: model)
+        let context = try InferenceContext(transformer: model, contextLength: 128, slots: 4, maxBatch: 256, backend: .cpu)
+        let id = try context.attach(peft)
+        #expect(try context.attach(peft) == id)
+        let prompts = try LoRAFixture.prompts()
+        let plan: [(prompt: Int, adapter: Int)] = [(0, id), (0, 0), (1, id), (2, 0)]
+        var alone: [[Float]] = []
+        for p in plan { alone.append(try lastLogits(context, prompts[p.prompt].ids, adapter: p.adapter)) }
+        var batch = Batch()
+        for (slot, p) in plan.enumerated() {
+            context.reset(slot: slot)
+            let ids = prompts[p.prompt].ids
+            for (i, t) in ids.enumerated() { batch.add(t, position: i, slot: slot, logits: i == ids.count - 1, adapter: p.adapter) }
+        }
+        try context.forward(batch)
+        for r in plan.indices { #expect(Array(context.logits(r)) == alone[r], "row \(r)") }
+        #expect(alone[0] != alone[1], "the adapter changes the logits")
+        // A row naming an adapter that is not attached is refused.
+        let e = caughtError(ModelError.self) { try context.forward(.sequence([1, 2], slot: 0, adapter: id + 7)) }
+        #expect(e != nil)
+    }
+
+    /// Merged models against the float reference, one per way of storing the changed matrices.
+    /// ``LoRAMerge/Precision/automatic`` (Q8_0 here) must keep the adapter's effect as well as
+    /// running it unmerged does; requantizing into Q4_1 is measured and printed, not required.
+    @Test func mergedModelsKeepTheAdaptersEffect() throws {
+        let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
+        let adapter = try LoRAAdapter(contentsOf: LoRAFixture.peft, for: model)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-merge-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let prompts = try LoRAFixture.prompts()
+        let reference = try (0..<prompts.count).map { try LoRAFixture.logits("lora", $0) }
+        func error(_ t: Transformer, adapter: LoRAAdapter? = nil) throws -> Double {
+            let context = try InferenceContext(transformer: t, contextLength: 128, slots: 1, maxBatch: 64, backend: .cpu)
+            let id = try adapter.map { try context.attach($0) } ?? 0
+            var worst = 0.0
+            for (k, p) in prompts.enumerated() {
+                let ours = try lastLogits(context, p.ids, adapter: id)
+                worst = max(worst, Double(maxAbs(ours, reference[k])) / Double(reference[k].max()! - reference[k].min()!))
+            }
+            return worst
+        }
+        let unmerged = try error(model, adapter: adapter)
+        var errors: [LoRAMerge.Precision: Double] = [:]
+        for precision in [LoRAMerge.Precision.automatic, .f16, .base] {
+            let url = dir.appendingPathComponent("merged-\(precision.rawValue).gguf")
+            let start = ContinuousClock.now
+            try LoRAMerge.write(model: model, adapter: adapter, to: url, precision: precision)
+            let took = ContinuousClock.now - start
+            let merged = try Transformer(url: url, packing: WeightPackingOptions(enabled: false, directory: dir))
+            #expect(try merged.file.string(LoRAMerge.adapterFingerprintKey) == adapter.fingerprint)
+            let q = try #require(merged.file.tensor(named: "blk.0.attn_q.weight"))
+            #expect(q.type == LoRAMerge.type(for: .q4_1, precision: precision))
+            errors[precision] = try error(merged)
+            print("merged (\(precision.rawValue), \(q.type.name)) in \(took): last logits' max error / range \(errors[precision]!) (unmerged \(unmerged))")
+        }
+        #expect(errors[.automatic]! <= unmerged * 1.25)
+        #expect(errors[.f16]! <= unmerged * 1.25)
+    }
+
+    /// Requests with and without an adapter share a scheduler; each gets what it gets alone, and
+    /// a prefix computed under one adapter is never reused under another.
+    @Test func schedulerRunsAdaptersPerRequest() throws {
+        let url = try #require(TestModels.path("smollm2"), "SmolLM2 is not fetched (plinth models fetch smollm2)")
+        let model = try Model(url: url)
+        let adapter = try LoRAAdapter(contentsOf: LoRAFixture.peft, for: model.transformer)
+        let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 256, slots: 6, maxRunning: 4, backend: .cpu))
+        let prompt = try LoRAFixture.prompts()[1].ids
+        @Sendable func run(_ adapter: LoRAAdapter?) throws -> [Int32] {
+            try scheduler.run(GenerationRequest(prompt: prompt, maxTokens: 12, adapter: adapter)).tokens
+        }
+        let alone = (base: try run(nil), lora: try run(adapter))
+        #expect(alone.base != alone.lora, "the adapter changes the greedy continuation")
+        // Together, interleaved, after both prefixes are cached.
+        let results = Mutex<[Int: [Int32]]>([:])
+        DispatchQueue.concurrentPerform(iterations: 6) { i in
+            let tokens = try? run(i % 2 == 0 ? nil : adapter)
+            results.withLock { $0[i] = tokens }
+        }
+        for i in 0..<6 { #expect(results.withLock { $0[i] } == (i % 2 == 0 ? alone.base : alone.lora), "request \(i)") }
+    }
+
+    // MARK: Bad adapters
+
+    private func peftFolder(config: String, tensors: [(name: String, shape: [Int])]) throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-lora-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Data(config.utf8).write(to: dir.appendingPathComponent("adapter_config.json"))
+        var header: [String] = [], data: [UInt8] = []
+        for t in tensors {
+            let n = t.shape.reduce(1, *)
+            header.append(#""\#(t.name)":{"dtype":"F32","shape":[\#(t.shape.map(String.init).joined(separator: ","))],"data_offsets":[\#(data.count),\#(data.count + 4 * n)]}"#)
+            for i in 0..<n { withUnsafeBytes(of: (Float(i % 7) * 0.01).bitPattern.littleEndian) { data += $0 } }
+        }
+        try Data(safetensorsBytes(header: "{" + header.joined(separator: ",") + "}", data: data))
+            .write(to: dir.appendingPathComponent("adapter_model.safetensors"))
+        return dir
+    }
+
+    private static let config = #"{"peft_type":"LORA","r":2,"lora_alpha":4,"base_model_name_or_path":"HuggingFaceTB/SmolLM2-135M-Instruct"}"#
+    private static let q = "base_model.model.model.layers.0.self_attn.q_proj"
+
+    @Test func badAdaptersGiveTypedErrors() throws {
+        let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
+        func error(_ url: URL) -> AdapterError? {
+            defer { try? FileManager.default.removeItem(at: url) }
+            return caughtError(AdapterError.self) { _ = try LoRAAdapter(contentsOf: url, for: model) }
+        }
+        let good = [(Self.q + ".lora_A.weight", [2, 576]), (Self.q + ".lora_B.weight", [576, 2])]
+        // The good folder loads: the cases below each break one thing.
+        let ok = try peftFolder(config: Self.config, tensors: good)
+        #expect(try LoRAAdapter(contentsOf: ok, for: model).pairs.count == 1)
+        try? FileManager.default.removeItem(at: ok)
+
+        if case .shapeMismatch(let t, _, _) = error(try peftFolder(config: Self.config, tensors: [(Self.q + ".lora_A.weight", [2, 896]), (Self.q + ".lora_B.weight", [896, 2])])) {
+            #expect(t == "blk.0.attn_q.weight")
+        } else { Issue.record("a Qwen-sized pair should not fit SmolLM2") }
+        if case .rankMismatch = error(try peftFolder(config: Self.config, tensors: [(Self.q + ".lora_A.weight", [2, 576]), (Self.q + ".lora_B.weight", [576, 4])])) {} else {
+            Issue.record("ranks that disagree")
+        }
+        if case .badTensor(let t, _) = error(try peftFolder(config: Self.config, tensors: [(Self.q + ".lora_A.weight", [2, 576])])) {
+            #expect(t.hasSuffix("lora_A.weight"))
+        } else { Issue.record("a missing B half") }
+        if case .unknownTarget = error(try peftFolder(config: Self.config, tensors: [("base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight", [2, 576]), ("base_model.model.model.layers.0.self_attn.qkv_proj.lora_B.weight", [576, 2])])) {} else {
+            Issue.record("a module llama does not have")
+        }
+        if case .unknownTarget = error(try peftFolder(config: Self.config, tensors: [("base_model.model.model.layers.31.self_attn.q_proj.lora_A.weight", [2, 576]), ("base_model.model.model.layers.31.self_attn.q_proj.lora_B.weight", [576, 2])])) {} else {
+            Issue.record("a layer past the model's")
+        }
+        if case .unsupported = error(try peftFolder(config: #"{"r":2,"lora_alpha":4,"use_dora":true}"#, tensors: good)) {} else { Issue.record("DoRA") }
+        if case .badConfig = error(try peftFolder(config: #"{"lora_alpha":4}"#, tensors: good)) {} else { Issue.record("no rank") }
+        if case .badConfig = error(try peftFolder(config: "{r: 2", tensors: good)) {} else { Issue.record("config not JSON") }
+        if case .baseModelMismatch = error(try peftFolder(config: #"{"r":2,"lora_alpha":4,"base_model_name_or_path":"meta-llama/Llama-3.2-1B"}"#, tensors: good)) {} else {
+            Issue.record("another base model")
+        }
+        if case .unsupportedTensor = error(try peftFolder(config: Self.config, tensors: good + [("base_model.model.lm_head.modules_to_save.default.weight", [2, 2])])) {} else {
+            Issue.record("modules_to_save")
+        }
+        // A damaged safetensors file, and a model file given as an adapter.
+        let broken = try peftFolder(config: Self.config, tensors: good)
+        try Data([1, 2, 3]).write(to: broken.appendingPathComponent("adapter_model.safetensors"))
+        if case .safetensors = error(broken) {} else { Issue.record("a damaged safetensors file") }
+        let notAdapter = caughtError(AdapterError.self) { _ = try LoRAAdapter(contentsOf: model.file.url, for: model) }
+        if case .notAnAdapter = notAdapter {} else { Issue.record("a model file is not an adapter: \(String(describing: notAdapter))") }
+        let missing = caughtError(AdapterError.self) { _ = try LoRAAdapter(contentsOf: URL(fileURLWithPath: "/nonexistent/adapter"), for: model) }
+        #expect(missing?.errorDescription?.contains("/nonexistent/adapter") == true)
+    }
+}
