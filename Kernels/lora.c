@@ -1,11 +1,16 @@
-// LoRA products for hot-swapped adapters. They are small (rank <= 64) beside the base matrix
-// product: first T = X * A^T for every op (split by rank rows between the threads), then
-// y += scale * T * B^T (split by output columns). Plain loops rather than BLAS, so that a row's
+// LoRA products for hot-swapped adapters. They are small beside the base matrix product: for
+// each row of each op, t = A x then y += scale * B t, all in one pass over the pool (a step
+// calls this four times a layer, so barriers cost more than the arithmetic). Plain loops rather
+// than BLAS, so that a row's
 // result never depends on how many rows share the call (batch invariance); the lanes below are
-// independent sums, which compilers vectorize without reassociating anything.
+// independent sums, which compilers vectorize without reassociating anything. Every product is
+// a fused multiply-add (fmaf, exactly rounded on every ISA). The pair's weights are F16: the
+// products read half the bytes, and a step with several adapters is bound by reading them.
 #include "pk_lora.h"
 #include "isa.h"
+#include "pk_quants.h"
 
+#include <math.h>
 #include <stddef.h>
 
 #pragma STDC FP_CONTRACT OFF
@@ -21,102 +26,164 @@ typedef struct {
     int nops;
     const float *x;
     int64_t k;
-    float *t;  // per op: n x rank, at t_offset[op]
-    const int64_t *t_offset;
 } lora_args;
 
 typedef void (*lora_fn)(void *, int, int);
 
-static inline __attribute__((always_inline)) float dot(const float *x, const float *a, int64_t k) {
+static inline __attribute__((always_inline)) float dot(const float *x, const uint16_t *a, int64_t k) {
     float acc[LORA_LANES] = {0};
     int64_t i = 0;
     for (; i + LORA_LANES <= k; i += LORA_LANES)
-        for (int l = 0; l < LORA_LANES; l++) acc[l] += x[i + l] * a[i + l];
-    for (int l = 0; i + l < k; l++) acc[l] += x[i + l] * a[i + l];
+        for (int l = 0; l < LORA_LANES; l++) acc[l] = fmaf(x[i + l], pk_f16_to_f32(a[i + l]), acc[l]);
+    for (int l = 0; i + l < k; l++) acc[l] = fmaf(x[i + l], pk_f16_to_f32(a[i + l]), acc[l]);
     for (int w = LORA_LANES / 2; w > 0; w /= 2)
         for (int l = 0; l < w; l++) acc[l] += acc[l + w];
     return acc[0];
 }
 
-// Thread ith's share of the units (op rank rows, or op output columns), op by op.
-#define FOR_SHARE(a, units, ...)                                                        \
-    do {                                                                                \
-        int64_t total_ = 0;                                                             \
-        for (int i_ = 0; i_ < (a)->nops; i_++) total_ += (a)->ops[i_].units;            \
-        int64_t lo_ = total_ * ith / nth, hi_ = total_ * (ith + 1) / nth, base_ = 0;    \
-        for (int op_i = 0; op_i < (a)->nops && base_ < hi_; op_i++) {                   \
-            const pk_lora_op *op = &(a)->ops[op_i];                                     \
-            int64_t u0 = lo_ > base_ ? lo_ - base_ : 0;                                 \
-            int64_t u1 = hi_ - base_ < op->units ? hi_ - base_ : op->units;             \
-            if (u1 > u0) { __VA_ARGS__ }                                                   \
-            base_ += op->units;                                                         \
-        }                                                                               \
-    } while (0)
-
-static inline __attribute__((always_inline)) void down_body(const lora_args *a, int ith, int nth) {
-    FOR_SHARE(a, rank, {
-        float *t = a->t + a->t_offset[op_i];
-        for (int64_t i = 0; i < op->n; i++)
-            for (int64_t j = u0; j < u1; j++)
-                t[i * op->rank + j] = dot(a->x + (op->x0 + i) * a->k, op->a + j * a->k, a->k);
-    });
+// One row of one op, whole: t = A x (rank values), then y[row] += scale * B t, by column chunks.
+static inline __attribute__((always_inline)) void row_body(const lora_args *a, const pk_lora_op *op, int64_t i) {
+    float t[PK_LORA_MAX_RANK], s[LORA_COLUMNS];
+    const float *x = a->x + (op->x0 + i) * a->k;
+    for (int64_t r = 0; r < op->rank; r++) t[r] = dot(x, op->a + r * a->k, a->k);
+    float *y = op->y + (int64_t)op->rows[i] * op->ldy;
+    for (int64_t c = 0; c < op->m; c += LORA_COLUMNS) {
+        int64_t w = op->m - c < LORA_COLUMNS ? op->m - c : LORA_COLUMNS;
+        for (int64_t j = 0; j < w; j++) s[j] = 0;
+        for (int64_t r = 0; r < op->rank; r++) {
+            const float tr = t[r];
+            const uint16_t *b = op->bt + r * op->m + c;
+            for (int64_t j = 0; j < w; j++) s[j] = fmaf(tr, pk_f16_to_f32(b[j]), s[j]);
+        }
+        for (int64_t j = 0; j < w; j++) y[c + j] = fmaf(op->scale, s[j], y[c + j]);
+    }
 }
 
-static inline __attribute__((always_inline)) void up_body(const lora_args *a, int ith, int nth) {
-    float s[LORA_COLUMNS];
-    FOR_SHARE(a, m, {
-        const float *t = a->t + a->t_offset[op_i];
-        for (int64_t c = u0; c < u1; c += LORA_COLUMNS) {
-            int64_t w = u1 - c < LORA_COLUMNS ? u1 - c : LORA_COLUMNS;
-            for (int64_t i = 0; i < op->n; i++) {
-                for (int64_t j = 0; j < w; j++) s[j] = 0;
-                for (int64_t r = 0; r < op->rank; r++) {
-                    const float tr = t[i * op->rank + r], *b = op->bt + r * op->m + c;
-                    for (int64_t j = 0; j < w; j++) s[j] += tr * b[j];
-                }
-                float *y = op->y + (int64_t)op->rows[i] * op->ldy + c;
-                for (int64_t j = 0; j < w; j++) y[j] += op->scale * s[j];
+typedef void (*rows_fn)(const lora_args *, const pk_lora_op *, int64_t first, int count);
+
+// Thread ith's share of all (op, row) items, handed to `rows` up to `block` rows of one op at a
+// time; each item is computed by one thread, start to end, so one pass over the pool does all.
+static inline __attribute__((always_inline)) void share_rows(const lora_args *a, int ith, int nth, int block, rows_fn rows) {
+    int64_t total = 0;
+    for (int i = 0; i < a->nops; i++) total += a->ops[i].n;
+    int64_t lo = total * ith / nth, hi = total * (ith + 1) / nth, base = 0;
+    for (int o = 0; o < a->nops && base < hi; o++) {
+        const pk_lora_op *op = &a->ops[o];
+        int64_t i0 = lo > base ? lo - base : 0, i1 = hi - base < op->n ? hi - base : op->n;
+        for (int64_t i = i0; i < i1; i += block) rows(a, op, i, i1 - i < block ? (int)(i1 - i) : block);
+        base += op->n;
+    }
+}
+
+static inline __attribute__((always_inline)) void rows_generic(const lora_args *a, const pk_lora_op *op, int64_t first, int count) {
+    for (int q = 0; q < count; q++) row_body(a, op, first + q);
+}
+
+static inline __attribute__((always_inline)) void apply_body(const lora_args *a, int ith, int nth) {
+    share_rows(a, ith, nth, 1, rows_generic);
+}
+
+static void apply_scalar(void *ctx, int ith, int nth) { apply_body(ctx, ith, nth); }
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx2,fma"))) static void apply_avx2(void *ctx, int ith, int nth) { apply_body(ctx, ith, nth); }
+
+// The same sums as row_body, in the same order (16 lanes, then halves folded), with the lanes
+// and the output columns held in registers.
+// Sixteen f16 weights widened (exactly) to floats.
+__attribute__((target("avx512f,fma"))) static inline __m512 load_f16(const uint16_t *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+// The sixteen lanes folded in halves (lane l gets lane l + w, w = 8, 4, 2, 1), as dot() folds.
+__attribute__((target("avx512f,fma"))) static inline float fold16(__m512 v) {
+    float lanes[16];
+    _mm512_storeu_ps(lanes, v);
+    for (int w = 8; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) lanes[l] += lanes[l + w];
+    return lanes[0];
+}
+
+__attribute__((target("avx512f,fma"))) static float dot_avx512(const float *x, const uint16_t *a, int64_t k) {
+    __m512 acc = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), load_f16(a + i), acc);
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc);
+    for (int l = 0; i + l < k; l++) lanes[l] = fmaf(x[i + l], pk_f16_to_f32(a[i + l]), lanes[l]);
+    for (int w = 8; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) lanes[l] += lanes[l + w];
+    return lanes[0];
+}
+
+// Up to four rows of one op together (rows i0 .. i0 + nr): each weight vector is loaded and
+// widened once for all of them. Every output is still its own chain in dot()'s and row_body's
+// order, so the rows come out exactly as one at a time.
+__attribute__((target("avx512f,fma"))) static void rows_avx512(const lora_args *a, const pk_lora_op *op, int64_t i0, int nr) {
+    static _Thread_local float t[4][PK_LORA_MAX_RANK];
+    const float *x[4];
+    for (int q = 0; q < nr; q++) x[q] = a->x + (op->x0 + i0 + q) * a->k;
+    if (a->k % 16 == 0) {
+        for (int64_t r = 0; r < op->rank; r++) {
+            const uint16_t *ar = op->a + r * a->k;
+            __m512 c[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            for (int64_t j = 0; j < a->k; j += 16) {
+                const __m512 av = load_f16(ar + j);
+                for (int q = 0; q < nr; q++) c[q] = _mm512_fmadd_ps(_mm512_loadu_ps(x[q] + j), av, c[q]);
+            }
+            for (int q = 0; q < nr; q++) t[q][r] = fold16(c[q]);
+        }
+    } else {
+        for (int q = 0; q < nr; q++)
+            for (int64_t r = 0; r < op->rank; r++) t[q][r] = dot_avx512(x[q], op->a + r * a->k, a->k);
+    }
+    float *y[4];
+    for (int q = 0; q < nr; q++) y[q] = op->y + (int64_t)op->rows[i0 + q] * op->ldy;
+    const __m512 scale = _mm512_set1_ps(op->scale);
+    int64_t c = 0;
+    for (; c + 32 <= op->m; c += 32) {
+        __m512 s[4][2];
+        for (int q = 0; q < 4; q++) s[q][0] = s[q][1] = _mm512_setzero_ps();
+        for (int64_t r = 0; r < op->rank; r++) {
+            const uint16_t *b = op->bt + r * op->m + c;
+            const __m512 b0 = load_f16(b), b1 = load_f16(b + 16);
+            for (int q = 0; q < nr; q++) {
+                const __m512 tr = _mm512_set1_ps(t[q][r]);
+                s[q][0] = _mm512_fmadd_ps(tr, b0, s[q][0]);
+                s[q][1] = _mm512_fmadd_ps(tr, b1, s[q][1]);
             }
         }
-    });
+        for (int q = 0; q < nr; q++) {
+            _mm512_storeu_ps(y[q] + c, _mm512_fmadd_ps(scale, s[q][0], _mm512_loadu_ps(y[q] + c)));
+            _mm512_storeu_ps(y[q] + c + 16, _mm512_fmadd_ps(scale, s[q][1], _mm512_loadu_ps(y[q] + c + 16)));
+        }
+    }
+    for (; c < op->m; c++)
+        for (int q = 0; q < nr; q++) {
+            float sum = 0;
+            for (int64_t r = 0; r < op->rank; r++) sum = fmaf(t[q][r], pk_f16_to_f32(op->bt[r * op->m + c]), sum);
+            y[q][c] = fmaf(op->scale, sum, y[q][c]);
+        }
 }
 
-static void down_scalar(void *ctx, int ith, int nth) { down_body(ctx, ith, nth); }
-static void up_scalar(void *ctx, int ith, int nth) { up_body(ctx, ith, nth); }
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) static void down_avx2(void *ctx, int ith, int nth) { down_body(ctx, ith, nth); }
-__attribute__((target("avx2"))) static void up_avx2(void *ctx, int ith, int nth) { up_body(ctx, ith, nth); }
-__attribute__((target("avx512f,avx2"))) static void down_avx512(void *ctx, int ith, int nth) { down_body(ctx, ith, nth); }
-__attribute__((target("avx512f,avx2"))) static void up_avx512(void *ctx, int ith, int nth) { up_body(ctx, ith, nth); }
+__attribute__((target("avx512f,fma"))) static void apply_avx512(void *ctx, int ith, int nth) {
+    share_rows(ctx, ith, nth, 4, rows_avx512);
+}
 #endif
 
-int64_t pk_lora_scratch_floats(const pk_lora_op *ops, int nops) {
-    int64_t n = 0;
-    for (int i = 0; i < nops; i++) n += ops[i].n * ops[i].rank;
-    return n;
-}
-
-int pk_lora_apply(pk_pool *pool, const pk_lora_op *ops, int nops, const float *x, int64_t k, float *scratch) {
+int pk_lora_apply(pk_pool *pool, const pk_lora_op *ops, int nops, const float *x, int64_t k) {
     if (nops <= 0) return 0;
-    if (nops > 256 || !ops || !x || !scratch || k <= 0) return -1;
-    int64_t t_offset[256], at = 0;
+    if (!ops || !x || k <= 0) return -1;
     for (int i = 0; i < nops; i++) {
         const pk_lora_op *op = &ops[i];
-        if (op->rank <= 0 || op->m <= 0 || op->n < 0 || op->x0 < 0 || !op->a || !op->bt || !op->y || (op->n > 0 && !op->rows))
+        if (op->rank <= 0 || op->rank > PK_LORA_MAX_RANK || op->m <= 0 || op->n < 0 || op->x0 < 0 || !op->a || !op->bt || !op->y ||
+            (op->n > 0 && !op->rows))
             return -1;
-        t_offset[i] = at;
-        at += op->n * op->rank;
     }
-    lora_args args = {ops, nops, x, k, scratch, t_offset};
-    lora_fn down = ISA_PICK(lora_fn, down_scalar, down_avx2, down_avx512);
-    lora_fn up = ISA_PICK(lora_fn, up_scalar, up_avx2, up_avx512);
-    if (pool) {
-        pk_pool_run(pool, down, &args);
-        pk_pool_run(pool, up, &args);
-    } else {
-        down(&args, 0, 1);
-        up(&args, 0, 1);
-    }
+    lora_args args = {ops, nops, x, k};
+    lora_fn apply = ISA_PICK(lora_fn, apply_scalar, apply_avx2, apply_avx512);
+    if (pool) pk_pool_run(pool, apply, &args); else apply(&args, 0, 1);
     return 0;
 }
 

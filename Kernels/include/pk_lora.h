@@ -4,15 +4,18 @@
 #include <stdint.h>
 #include "pk_pool.h"
 
+// The largest rank pk_lora_apply takes.
+#define PK_LORA_MAX_RANK 1024
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 // One adapter's pair on one matrix, for `n` rows of the batch. A is rank x k and bt (B
-// transposed) rank x m, both row-major f32. The rows' inputs are rows [x0, x0 + n) of the
+// transposed) rank x m, both row-major IEEE half. The rows' inputs are rows [x0, x0 + n) of the
 // gathered input (see pk_lora_apply); their outputs are rows rows[0..n) of y (stride ldy).
 typedef struct {
-    const float *a, *bt;
+    const uint16_t *a, *bt;
     int64_t rank, m;
     float scale;
     float *y;
@@ -21,15 +24,13 @@ typedef struct {
     int64_t n, x0;
 } pk_lora_op;
 
-// Floats of scratch pk_lora_apply needs: the sum over ops of rank times rows.
-int64_t pk_lora_scratch_floats(const pk_lora_op *ops, int nops);
-
 // Adds every op's low-rank product to its rows of y. `x` holds the inputs gathered by op row
 // groups (row x0 + i of width k is the input of the op's i-th row). Ops may share x rows (one
 // adapter's q, k and v) and must not write the same y elements. Returns 0, or -1 on bad
-// arguments. Every element is summed in one fixed order, whatever the thread count, the batch
-// around the row or the instruction set: a row's result depends on that row alone.
-int pk_lora_apply(pk_pool *pool, const pk_lora_op *ops, int nops, const float *x, int64_t k, float *scratch);
+// arguments (a rank above PK_LORA_MAX_RANK among them). Every element is summed in one fixed
+// order, whatever the thread count, the batch around the row or the instruction set: a row's
+// result depends on that row alone.
+int pk_lora_apply(pk_pool *pool, const pk_lora_op *ops, int nops, const float *x, int64_t k);
 
 #ifdef __cplusplus
 }

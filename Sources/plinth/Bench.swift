@@ -48,6 +48,9 @@ struct Bench: ParsableCommand {
     @Option(help: "Where the step runs: auto, cpu or cuda (default: PLINTH_BACKEND, else auto).")
     var backend: String?
 
+    @Option(name: .customLong("adapter"), help: "A LoRA adapter run unmerged (repeat for several: with --parallel, sequence i runs adapter i mod their count).")
+    var adapters: [String] = []
+
     @Flag(inversion: .prefixedNo, help: "Run each test once unmeasured before the repetitions.")
     var warmup = true
 
@@ -90,7 +93,9 @@ struct Bench: ParsableCommand {
             let context = try InferenceContext(transformer: transformer, contextLength: max(1, needed),
                                                slots: parallel ?? 1, threads: threads, backend: backend)
             var rng = RandomSource(seed: seed)
-            let runner = BenchRunner(context: context, vocabularySize: config.vocabularySize)
+            let ids = try adapters.map { try context.attach(LoRAAdapter(contentsOf: AdapterStore.default.resolve($0), for: transformer)) }
+            if !ids.isEmpty && parallel == nil { throw ValidationError("--adapter needs --parallel") }
+            let runner = BenchRunner(context: context, vocabularySize: config.vocabularySize, adapters: ids)
             var results: [BenchResult] = []
             if let parallel {
                 results = try runner.batched(sequences: parallel, prompt: promptTokens, gen: genTokens,
@@ -180,6 +185,10 @@ struct BenchResult {
 struct BenchRunner {
     let context: InferenceContext
     let vocabularySize: Int
+    /// Attached adapters, sequence i of a batched test running adapters[i % count].
+    var adapters: [Int] = []
+
+    private func adapter(_ sequence: Int) -> Int { adapters.isEmpty ? 0 : adapters[sequence % adapters.count] }
 
     private func randomTokens(_ n: Int, _ rng: inout RandomSource) -> [Int32] {
         (0..<n).map { _ in Int32(truncatingIfNeeded: rng.next() % UInt64(vocabularySize)) }
@@ -229,13 +238,13 @@ struct BenchRunner {
             for s in 0..<sequences {
                 let tokens = randomTokens(prompt, &rng)
                 for (i, t) in tokens.enumerated() {
-                    batch.add(t, position: i, slot: s, logits: i == prompt - 1, use: .argmax(allowed: nil))
+                    batch.add(t, position: i, slot: s, logits: i == prompt - 1, use: .argmax(allowed: nil), adapter: adapter(s))
                 }
             }
             let t0 = DispatchTime.now().uptimeNanoseconds
             try benchPhaseBatchedPrompt(context, batch)
             let t1 = DispatchTime.now().uptimeNanoseconds
-            try benchPhaseBatchedGeneration(context, sequences, prompt, gen)
+            try benchPhaseBatchedGeneration(context, sequences, prompt, gen, adapters: (0..<sequences).map(adapter))
             let t2 = DispatchTime.now().uptimeNanoseconds
             pp.append(Double(sequences * prompt) * 1e9 / Double(max(t1 - t0, 1)))
             if gen > 0 { tg.append(Double(sequences * gen) * 1e9 / Double(max(t2 - t1, 1))) }
@@ -294,9 +303,11 @@ func greedyToken(_ context: InferenceContext, _ row: Int) -> Int32 {
 
 /// `steps` decode steps for `sequences` slots that each hold `start` tokens and have logits.
 @inline(never)
-func benchPhaseBatchedGeneration(_ context: InferenceContext, _ sequences: Int, _ start: Int, _ steps: Int) throws {
+func benchPhaseBatchedGeneration(_ context: InferenceContext, _ sequences: Int, _ start: Int, _ steps: Int, adapters: [Int] = []) throws {
     var batch = Batch()
-    for s in 0..<sequences { batch.add(0, position: start, slot: s, logits: true, use: .argmax(allowed: nil)) }
+    for s in 0..<sequences {
+        batch.add(0, position: start, slot: s, logits: true, use: .argmax(allowed: nil), adapter: adapters.isEmpty ? 0 : adapters[s])
+    }
     for step in 0..<steps {
         for s in 0..<sequences {
             batch.tokens[s] = greedyToken(context, s)

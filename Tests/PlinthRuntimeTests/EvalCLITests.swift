@@ -192,4 +192,33 @@ struct EvalCLITests {
         #expect(refused.status != 0 && refused.stderr.contains("not made by plinth eval"))
         #expect(Self.contents(foreign) == "precious\n")
     }
+    /// `--adapter` runs every record with the adapter (the LoRA fixture), which changes the
+    /// values; the run description names it, so resuming with another adapter is refused; a bad
+    /// adapter fails before the output is touched.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func adaptersChangeTheValuesAndAreRecorded() throws {
+        let reference = try #require(Self.reference)
+        let adapter = Self.repository.appendingPathComponent("Tests/PlinthRuntimeTests/Fixtures/lora/peft-r2").path
+        let out = Self.path("adapter.jsonl")
+        let run = try CLI.runWithModel(Self.arguments(output: out, ["--shard", "0/2", "--adapter", adapter]))
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let info = Self.contents(out + ".run.json")
+        #expect(info.contains("peft-r2 sha256:"))
+        func values(_ text: String) -> [Int: String] {
+            var out: [Int: String] = [:]
+            for line in text.split(separator: "\n") {
+                guard let r = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let n = r["line"] as? Int else { continue }
+                out[n] = r["value"].map { "\($0)" } ?? "error"
+            }
+            return out
+        }
+        let adapted = values(Self.contents(out)), base = values(reference.output)
+        #expect(!adapted.isEmpty && adapted.count < base.count)
+        #expect(adapted.contains { base[$0.key] != $0.value }, "the adapter should change some values")
+        let other = try CLI.runWithModel(Self.arguments(output: out, ["--shard", "0/2"]))
+        #expect(other.status != 0 && other.stderr.contains("different adapter"), "stderr: \(other.stderr)")
+        let bad = try CLI.runWithModel(Self.arguments(output: Self.path("bad-adapter.jsonl"), ["--adapter", "/nonexistent/lora"]))
+        #expect(bad.status != 0 && bad.stderr.contains("/nonexistent/lora"), "stderr: \(bad.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: Self.path("bad-adapter.jsonl")))
+    }
 }

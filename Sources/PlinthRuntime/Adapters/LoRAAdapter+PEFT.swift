@@ -89,7 +89,8 @@ extension LoRAAdapter {
         do { file = try SafetensorsFile(url: weightsURL) } catch { throw .safetensors(weightsURL.lastPathComponent, error) }
 
         // Halves by target, with the module path PEFT's patterns match.
-        var halves: [AdapterTarget: (path: String, a: Half?, b: Half?)] = [:]
+        var halves = HalfTable()
+        var paths: [AdapterTarget: String] = [:]
         for t in file.tensors {
             let parts = t.name.split(separator: ".").map(String.init)
             guard let at = parts.firstIndex(where: { ["lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B"].contains($0) }), at > 0 else {
@@ -116,25 +117,20 @@ extension LoRAAdapter {
             let values: [Float]
             do { values = try file.floats(t) } catch { throw .safetensors(weightsURL.lastPathComponent, error) }
             let half = Half(values: values, rows: t.shape[0], columns: t.shape[1], source: t.name)
-            var entry = halves[target] ?? (path.joined(separator: "."), nil, nil)
-            let isA = parts[at].hasSuffix("A")
-            if (isA ? entry.a : entry.b) != nil { throw .badTensor(tensor: t.name, why: "a second \(isA ? "A" : "B") for \(target.tensorName)") }
-            if isA { entry.a = half } else { entry.b = half }
-            halves[target] = entry
+            try halves.add(half, isA: parts[at].hasSuffix("A"), to: target)
+            paths[target] = path.joined(separator: ".")
         }
         guard !halves.isEmpty else { throw .notAnAdapter(weightsURL.path, "it holds no LoRA tensors") }
         var pairs: [AdapterTarget: LoRAPair] = [:]
-        for (target, h) in halves {
-            guard var a = h.a, var b = h.b else {
-                throw .badTensor(tensor: (h.a ?? h.b)!.source, why: "its \(h.a == nil ? "A" : "B") half is missing")
-            }
+        for (target, a, b) in try halves.complete() {
+            var (a, b) = (a, b)
             if target == .tokenEmbedding {
                 // ΔE[token] = B · A[:, token]: in ΔW = B'·A' terms (rows are tokens), B' = Aᵀ, A' = Bᵀ.
                 (a, b) = (transposed(b), transposed(a))
             } else if case .layer(_, let m) = target, !config.architecture.neoxRoPE, m == .attnQ || m == .attnK {
                 b = ggufRowOrder(b, heads: m == .attnQ ? config.headCount : config.kvHeadCount)
             }
-            pairs[target] = try pair(target, a: a, b: b) { peft.scale(path: h.path, rank: $0) }
+            pairs[target] = try pair(target, a: a, b: b) { peft.scale(path: paths[target] ?? "", rank: $0) }
         }
         return Loaded(format: .peft, pairs: pairs, baseModelName: baseName(fromPEFT: peft.baseModel),
                       fingerprint: try fingerprint(of: [configURL, weightsURL]))

@@ -1,5 +1,6 @@
 import Foundation
 import PlinthJSON
+import PlinthKernels
 
 /// A matrix of a llama or qwen2 model that an adapter can change.
 public enum AdapterTarget: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -8,9 +9,10 @@ public enum AdapterTarget: Hashable, Sendable, Comparable, CustomStringConvertib
         case attnQ = "attn_q", attnK = "attn_k", attnV = "attn_v", attnOutput = "attn_output"
         case ffnGate = "ffn_gate", ffnUp = "ffn_up", ffnDown = "ffn_down"
 
-        public static func < (a: Matrix, b: Matrix) -> Bool {
-            allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
-        }
+        /// The matrix's place in ``allCases``.
+        public var index: Int { Self.allCases.firstIndex(of: self)! }
+
+        public static func < (a: Matrix, b: Matrix) -> Bool { a.index < b.index }
     }
 
     case tokenEmbedding
@@ -120,7 +122,7 @@ public final class LoRAAdapter: Sendable {
     public let fingerprint: String
 
     /// The largest rank read.
-    public static let maximumRank = 1024
+    public static let maximumRank = Int(PK_LORA_MAX_RANK)
 
     /// Reads the adapter at `url` (a PEFT folder, its `adapter_model.safetensors`, or a GGUF
     /// LoRA file) for `model`.
@@ -171,6 +173,34 @@ public final class LoRAAdapter: Sendable {
         var values: [Float]
         var rows: Int, columns: Int
         var source: String
+    }
+
+    /// The A and B halves read so far, by target.
+    struct HalfTable {
+        private var entries: [AdapterTarget: (a: Half?, b: Half?)] = [:]
+
+        var isEmpty: Bool { entries.isEmpty }
+
+        mutating func add(_ half: Half, isA: Bool, to target: AdapterTarget) throws(AdapterError) {
+            var e = entries[target] ?? (nil, nil)
+            if (isA ? e.a : e.b) != nil {
+                throw .badTensor(tensor: half.source, why: "a second \(isA ? "A" : "B") half for \(target.tensorName)")
+            }
+            if isA { e.a = half } else { e.b = half }
+            entries[target] = e
+        }
+
+        /// Each target's two halves; a target with only one is an error naming it.
+        func complete() throws(AdapterError) -> [(target: AdapterTarget, a: Half, b: Half)] {
+            var out: [(target: AdapterTarget, a: Half, b: Half)] = []
+            for (target, e) in entries {
+                guard let a = e.a, let b = e.b else {
+                    throw .badTensor(tensor: (e.a ?? e.b)!.source, why: "its \(e.a == nil ? "A" : "B") half is missing")
+                }
+                out.append((target, a, b))
+            }
+            return out
+        }
     }
 
     /// `A` (rank × inputs) and `B` (outputs × rank) joined into a pair, after checking they agree.

@@ -353,7 +353,7 @@ public final class InferenceContext {
             pk_rms_norm(pool, x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
             matmul(h, n, (lw.wq, q), (lw.wk, k), (lw.wv, v))
             if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][.attnQ] }, q, qDim), ({ $0.layers[l][.attnK] }, k, kvDim), ({ $0.layers[l][.attnV] }, v, kvDim)],
+                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.attnQ.index] }, q, qDim), ({ $0.layers[l][AdapterTarget.Matrix.attnK.index] }, k, kvDim), ({ $0.layers[l][AdapterTarget.Matrix.attnV.index] }, v, kvDim)],
                            input: h, width: e, scratch: loraScratch, pool: pool)
             }
             addBias(lw.bq, q, rows: n, width: qDim)
@@ -375,20 +375,20 @@ public final class InferenceContext {
                          kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
             matmul(attn, n, (lw.wo, tmp))
             if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][.attnOutput] }, tmp, e)], input: attn, width: qDim, scratch: loraScratch, pool: pool)
+                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.attnOutput.index] }, tmp, e)], input: attn, width: qDim, scratch: loraScratch, pool: pool)
             }
             pk_add(x, tmp, Int64(n * e))
             pk_rms_norm(pool, x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
             matmul(h, n, (lw.wGate, gate), (lw.wUp, up))
             let ff = c.feedForwardLength
             if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][.ffnGate] }, gate, ff), ({ $0.layers[l][.ffnUp] }, up, ff)],
+                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnGate.index] }, gate, ff), ({ $0.layers[l][AdapterTarget.Matrix.ffnUp.index] }, up, ff)],
                            input: h, width: e, scratch: loraScratch, pool: pool)
             }
             pk_swiglu(pool, gate, up, Int64(n), Int64(ff))
             matmul(gate, n, (lw.wDown, tmp))
             if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][.ffnDown] }, tmp, e)], input: gate, width: ff, scratch: loraScratch, pool: pool)
+                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnDown.index] }, tmp, e)], input: gate, width: ff, scratch: loraScratch, pool: pool)
             }
             pk_add(x, tmp, Int64(n * e))
         }
