@@ -1,0 +1,62 @@
+import Foundation
+import FoundationModels
+@testable import Plinth
+import PlinthRuntime
+import Testing
+
+/// Apple's adapter API over Plinth's LoRA adapters, with the random rank-2 fixture adapter of
+/// the runtime's tests.
+@Suite("SystemLanguageModel.Adapter", .serialized)
+struct AdapterTests {
+    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("PlinthRuntimeTests/Fixtures/lora")
+
+    @Test func adaptersFromFilesRoundTrip() async throws {
+        let peft = try SystemLanguageModel.Adapter(fileURL: Self.fixture.appendingPathComponent("peft-r2"))
+        let gguf = try SystemLanguageModel.Adapter(fileURL: Self.fixture.appendingPathComponent("lora-r2.f16.gguf"))
+        #expect(peft.name == "peft-r2" && gguf.name == "lora-r2.f16")
+        #expect(peft != gguf)
+        let model = SystemLanguageModel(adapter: peft)
+        #expect(model.adapterURL == peft.url)
+        #expect(model.executorConfiguration != SystemLanguageModel.default.executorConfiguration)
+        #expect(model.executorConfiguration != SystemLanguageModel(adapter: gguf).executorConfiguration)
+        #expect(peft.creatorDefinedMetadata.isEmpty)
+        guard SystemLanguageModel.default.isAvailable else { return }
+        try await peft.compile()
+        try await gguf.compile()
+        // The adapter changes what the model says, greedily.
+        let base = LanguageModelSession(model: SystemLanguageModel.default)
+        let adapted = LanguageModelSession(model: model)
+        let prompt = "Name three colors."
+        let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 12)
+        let a = try await base.respond(to: prompt, options: options).content
+        let b = try await adapted.respond(to: prompt, options: options).content
+        #expect(a != b)
+    }
+
+    @Test func badAdaptersThrowAssetErrors() async throws {
+        #expect(throws: SystemLanguageModel.Adapter.AssetError.self) {
+            try SystemLanguageModel.Adapter(fileURL: URL(fileURLWithPath: "/nonexistent/adapter"))
+        }
+        // A model file is not an adapter.
+        let notAdapter = Self.fixture.appendingPathComponent("reference.json")
+        #expect(throws: SystemLanguageModel.Adapter.AssetError.self) { try SystemLanguageModel.Adapter(fileURL: notAdapter) }
+        for name in ["", "a/b", ".."] {
+            do {
+                _ = try SystemLanguageModel.Adapter(name: name)
+                Issue.record("'\(name)' should be refused")
+            } catch SystemLanguageModel.Adapter.AssetError.invalidAdapterName(let c) {
+                #expect(!c.debugDescription.isEmpty)
+            }
+        }
+        do {
+            _ = try SystemLanguageModel.Adapter(name: "no-such-adapter-anywhere")
+            Issue.record("a missing adapter should not be found")
+        } catch SystemLanguageModel.Adapter.AssetError.compatibleAdapterNotFound(let c) {
+            #expect(c.debugDescription.contains("no-such-adapter-anywhere"))
+        }
+        #expect(SystemLanguageModel.Adapter.compatibleAdapterIdentifiers(name: "no-such-adapter-anywhere").isEmpty)
+        let error = SystemLanguageModel.Adapter.AssetError.invalidAsset(.init(debugDescription: "x"))
+        #expect(error.errorDescription?.contains("x") == true && error.recoverySuggestion != nil)
+    }
+}
