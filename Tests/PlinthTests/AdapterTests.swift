@@ -4,8 +4,8 @@ import FoundationModels
 import PlinthRuntime
 import Testing
 
-/// Apple's adapter API over Plinth's LoRA adapters, with the random rank-2 fixture adapter of
-/// the runtime's tests.
+/// Apple's adapter API over Plinth's LoRA adapters: the random rank-2 fixture adapter of the
+/// runtime's tests, and the content-tagging adapter Plinth ships.
 @Suite("SystemLanguageModel.Adapter", .serialized)
 struct AdapterTests {
     static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -58,5 +58,16 @@ struct AdapterTests {
         #expect(SystemLanguageModel.Adapter.compatibleAdapterIdentifiers(name: "no-such-adapter-anywhere").isEmpty)
         let error = SystemLanguageModel.Adapter.AssetError.invalidAsset(.init(debugDescription: "x"))
         #expect(error.errorDescription?.contains("x") == true && error.recoverySuggestion != nil)
+    }
+
+    /// `.contentTagging` runs the content-tagging adapter Plinth ships in `Adapters/`.
+    @Test func contentTaggingUsesTheShippedAdapter() throws {
+        let shipped = try #require(try? AdapterStore.default.resolve("content-tagger"), "Adapters/content-tagger is missing")
+        let tagging = SystemLanguageModel(useCase: .contentTagging)
+        #expect(tagging.adapterURL == shipped)
+        #expect(SystemLanguageModel.default.adapterURL == nil)
+        let byName = try SystemLanguageModel.Adapter(name: "content-tagger")
+        #expect(byName.url == shipped)
+        #expect(SystemLanguageModel.Adapter.compatibleAdapterIdentifiers(name: "content-tagger") == ["content-tagger"])
     }
 }

@@ -136,7 +136,9 @@ public final class LoRAAdapter: Sendable {
         let loaded: Loaded
         if isDirectory.boolValue {
             loaded = try Self.loadPEFT(folder: url, config: model.config)
-            name = url.standardizedFileURL.lastPathComponent
+            // A `peft/` folder is named for the folder that holds it (see AdapterStore).
+            let folder = url.standardizedFileURL
+            name = (folder.lastPathComponent == "peft" ? folder.deletingLastPathComponent() : folder).lastPathComponent
         } else if url.pathExtension.lowercased() == "safetensors" {
             loaded = try Self.loadPEFT(folder: url.deletingLastPathComponent(), config: model.config, weights: url)
             name = url.deletingLastPathComponent().standardizedFileURL.lastPathComponent
