@@ -97,7 +97,11 @@ def run_respond(a, records):
     preds, t0 = [], time.time()
     with open(a.out, "w") as out:
         for i, r in enumerate(records):
-            p = subprocess.run(["nice", "-n", "19"] + base + ["--", r["text"]], capture_output=True, text=True)
+            for attempt in range(6):  # the binary may be mid-rebuild ("Text file busy", 126/127): wait, retry
+                p = subprocess.run(["nice", "-n", "19"] + base + ["--", r["text"]], capture_output=True, text=True)
+                if p.returncode == 0 or not (p.returncode in (126, 127) or "Text file busy" in p.stderr):
+                    break
+                time.sleep(10)
             try:
                 value = json.loads(p.stdout) if p.returncode == 0 else None
             except json.JSONDecodeError:
