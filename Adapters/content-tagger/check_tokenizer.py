@@ -19,7 +19,7 @@ import time
 
 import common
 
-PLINTH = "/work/main/.build/release/plinth"
+PLINTH = common.PLINTH
 
 
 def plinth_ids(text, tries=5):

@@ -16,7 +16,11 @@ import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL_DIR = os.path.expanduser("~/.cache/plinth/models/SmolLM2-135M-Instruct")
+MODEL_DIR = os.path.join(os.environ.get("PLINTH_HOME", os.path.expanduser("~/.cache/plinth")), "models/SmolLM2-135M-Instruct")
+# The plinth CLI built in this repository ($PLINTH overrides), and llama.cpp's sources
+# ($LLAMA_CPP_SRC: a llama.cpp checkout or the llama-cpp-python sdist's vendor/llama.cpp).
+PLINTH = os.environ.get("PLINTH", os.path.join(HERE, "..", "..", ".build", "release", "plinth"))
+LLAMA_CPP_SRC = os.environ.get("LLAMA_CPP_SRC", os.path.join(HERE, "..", "..", "..", "llama.cpp"))
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 SCHEMA_PREAMBLE = "Respond with JSON that matches this schema: "

@@ -33,7 +33,7 @@ import time
 
 import common
 
-PLINTH = "/work/main/.build/release/plinth"
+PLINTH = common.PLINTH
 
 
 def read_jsonl(path):

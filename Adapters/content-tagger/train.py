@@ -42,7 +42,7 @@ from safetensors.torch import load_file, save_file
 
 import common
 
-CONVERTER = "/work/llama.cpp/src-0.3.36/convert_lora_to_gguf.py"
+CONVERTER = os.path.join(common.LLAMA_CPP_SRC, "convert_lora_to_gguf.py")
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 

@@ -21,10 +21,10 @@ What it writes, next to this script:
 Needs:
   - a venv with torch (CPU), transformers, peft, safetensors, numpy, sentencepiece and llama.cpp's
     gguf-py, e.g.
-        python3 -m venv /work/pyenv-lora
-        /work/pyenv-lora/bin/pip install /opt/wheels/torch-*+cpu-*.whl
-        /work/pyenv-lora/bin/pip install transformers peft safetensors numpy sentencepiece
-        /work/pyenv-lora/bin/pip install /work/llama.cpp/src-0.3.36/gguf-py
+        python3 -m venv .venv-lora
+        .venv-lora/bin/pip install "$TORCH_WHEEL"          # a CPU build of torch
+        .venv-lora/bin/pip install transformers peft safetensors numpy sentencepiece
+        .venv-lora/bin/pip install "$LLAMA_CPP_SRC/gguf-py"
   - the base model SmolLM2-135M-Instruct.Q4_1.gguf (default: Plinth's cache);
   - llama.cpp sources (for convert_lora_to_gguf.py and llama.h) and, for the llama.cpp referee,
     a CPU build of them with static libs (build/src/libllama.a, build/ggml/src/libggml*.a) and g++;
@@ -32,9 +32,10 @@ Needs:
 No network access is needed (the Hugging Face hub is forced offline).
 
 Run (from the repository root, on a shared machine under nice):
-    nice -n 19 /work/pyenv-lora/bin/python Tests/PlinthRuntimeTests/Fixtures/lora/make_lora_reference.py \
+    nice -n 19 .venv-lora/bin/python Tests/PlinthRuntimeTests/Fixtures/lora/make_lora_reference.py \
         [--model PATH.gguf] [--plinth .build/release/plinth] \
-        [--llama-src /work/llama.cpp/src-0.3.36] [--llama-build /work/llama.cpp/build] [--skip-llama]
+        [--llama-src $LLAMA_CPP_SRC] [--llama-build $LLAMA_CPP_SRC/build] [--skip-llama]
+(--llama-src and --llama-build default to $LLAMA_CPP_SRC and $LLAMA_CPP_BUILD.)
 """
 from __future__ import annotations
 
@@ -170,8 +171,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, default=Path.home() / ".cache/plinth/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf")
     ap.add_argument("--plinth", type=Path, default=REPO / ".build/release/plinth")
-    ap.add_argument("--llama-src", type=Path, default=Path("/work/llama.cpp/src-0.3.36"))
-    ap.add_argument("--llama-build", type=Path, default=Path("/work/llama.cpp/build"))
+    ap.add_argument("--llama-src", type=Path, default=Path(os.environ.get("LLAMA_CPP_SRC", "../llama.cpp")))
+    ap.add_argument("--llama-build", type=Path, default=Path(os.environ.get("LLAMA_CPP_BUILD", "../llama.cpp/build")))
     ap.add_argument("--skip-llama", action="store_true", help="skip the llama.cpp referee logits")
     args = ap.parse_args()
 
