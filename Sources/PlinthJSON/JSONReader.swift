@@ -307,7 +307,7 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         switch escape {
         case .none:
             if b == UInt8(ascii: "\"") {
-                guard let string = String(validating: s, as: UTF8.self) else { throw error("Invalid UTF-8 in string") }
+                guard let string = String(strictUTF8: s) else { throw error("Invalid UTF-8 in string") }
                 return string
             }
             if b < 0x20 { throw error("Control character in string") }

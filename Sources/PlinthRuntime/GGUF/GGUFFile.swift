@@ -1,4 +1,5 @@
 import Foundation
+import PlinthJSON
 
 /// A parsed, validated, memory-mapped GGUF file: metadata, tensor directory and tensor bytes.
 ///
@@ -256,7 +257,7 @@ struct ByteReader {
         guard len <= UInt64(remaining) else { throw .truncated(offset: start, reading: what()) }
         let n = Int(len)
         let slice = UnsafeRawBufferPointer(rebasing: buf[offset..<offset + n])
-        guard let s = String(validating: slice, as: UTF8.self) else { throw .invalidUTF8(offset: offset, reading: what()) }
+        guard let s = String(strictUTF8: slice) else { throw .invalidUTF8(offset: offset, reading: what()) }
         offset += n
         return s
     }
