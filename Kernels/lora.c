@@ -44,7 +44,7 @@ static inline __attribute__((always_inline)) float dot(const float *x, const uin
 // One row of one op, whole: t = A x (rank values), then y[row] += scale * B t, by column chunks.
 static inline __attribute__((always_inline)) void row_body(const lora_args *a, const pk_lora_op *op, int64_t i) {
     float t[PK_LORA_MAX_RANK], s[LORA_COLUMNS];
-    const float *x = a->x + (op->x0 + i) * a->k;
+    const float *x = a->x + (int64_t)op->rows[i] * a->k;
     for (int64_t r = 0; r < op->rank; r++) t[r] = dot(x, op->a + r * a->k, a->k);
     float *y = op->y + (int64_t)op->rows[i] * op->ldy;
     for (int64_t c = 0; c < op->m; c += LORA_COLUMNS) {
@@ -97,12 +97,11 @@ __attribute__((target("avx512f,fma"))) static inline __m512 load_f16(const uint1
 }
 
 // The sixteen lanes folded in halves (lane l gets lane l + w, w = 8, 4, 2, 1), as dot() folds.
-__attribute__((target("avx512f,fma"))) static inline float fold16(__m512 v) {
-    float lanes[16];
-    _mm512_storeu_ps(lanes, v);
-    for (int w = 8; w > 0; w /= 2)
-        for (int l = 0; l < w; l++) lanes[l] += lanes[l + w];
-    return lanes[0];
+__attribute__((target("avx512f,avx512dq,fma"))) static inline float fold16(__m512 v) {
+    const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 }
 
 __attribute__((target("avx512f,fma"))) static float dot_avx512(const float *x, const uint16_t *a, int64_t k) {
@@ -117,48 +116,78 @@ __attribute__((target("avx512f,fma"))) static float dot_avx512(const float *x, c
     return lanes[0];
 }
 
+#define LORA_T512 __attribute__((target("avx512f,avx512dq,fma"))) static inline __attribute__((always_inline))
+
+// t[q][r], r in [r0, r0 + nk): nk (1 or 2) rows of A against nr inputs, k a multiple of 16.
+LORA_T512 void a_rows_avx512(const pk_lora_op *op, const float *const *x, int64_t k, int64_t r0, const int nk, const int nr,
+                             float t[4][PK_LORA_MAX_RANK]) {
+    __m512 c[2][4];
+    for (int h = 0; h < nk; h++)
+        for (int q = 0; q < nr; q++) c[h][q] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < k; j += 16) {
+        __m512 av[2];
+        for (int h = 0; h < nk; h++) av[h] = load_f16(op->a + (r0 + h) * k + j);
+        for (int q = 0; q < nr; q++) {
+            const __m512 xv = _mm512_loadu_ps(x[q] + j);
+            for (int h = 0; h < nk; h++) c[h][q] = _mm512_fmadd_ps(xv, av[h], c[h][q]);
+        }
+    }
+    for (int h = 0; h < nk; h++)
+        for (int q = 0; q < nr; q++) t[q][r0 + h] = fold16(c[h][q]);
+}
+
+// Columns c .. c + 16 nv of y[q] += scale * (t[q] . B), for nr rows at once.
+LORA_T512 void b_cols_avx512(const pk_lora_op *op, float t[4][PK_LORA_MAX_RANK], float *const *y, int64_t c, const int nv,
+                             const int nr) {
+    __m512 s[4][4];
+    for (int q = 0; q < nr; q++)
+        for (int v = 0; v < nv; v++) s[q][v] = _mm512_setzero_ps();
+    for (int64_t r = 0; r < op->rank; r++) {
+        const uint16_t *b = op->bt + r * op->m + c;
+        if (nv == 4) { // the next chunk's two lines of this rank row: B^T rows are strided by m
+            _mm_prefetch((const char *)(b + 64), _MM_HINT_T0);
+            _mm_prefetch((const char *)(b + 96), _MM_HINT_T0);
+        }
+        __m512 bv[4];
+        for (int v = 0; v < nv; v++) bv[v] = load_f16(b + 16 * v);
+        for (int q = 0; q < nr; q++) {
+            const __m512 tr = _mm512_set1_ps(t[q][r]);
+            for (int v = 0; v < nv; v++) s[q][v] = _mm512_fmadd_ps(tr, bv[v], s[q][v]);
+        }
+    }
+    const __m512 scale = _mm512_set1_ps(op->scale);
+    for (int q = 0; q < nr; q++)
+        for (int v = 0; v < nv; v++)
+            _mm512_storeu_ps(y[q] + c + 16 * v, _mm512_fmadd_ps(scale, s[q][v], _mm512_loadu_ps(y[q] + c + 16 * v)));
+}
+
 // Up to four rows of one op together (rows i0 .. i0 + nr): each weight vector is loaded and
-// widened once for all of them. Every output is still its own chain in dot()'s and row_body's
-// order, so the rows come out exactly as one at a time.
-__attribute__((target("avx512f,fma"))) static void rows_avx512(const lora_args *a, const pk_lora_op *op, int64_t i0, int nr) {
+// widened once for all of them, and A's rows go two at a time so they share the loads of x.
+// Every output is still its own chain in dot()'s and row_body's order, so the rows come out
+// exactly as one at a time. nr is a constant in each caller below, so the loops over rows unroll
+// and the accumulators stay in registers (with a variable count they lived on the stack, a
+// store and a reload around every FMA).
+LORA_T512 void rows_avx512_n(const lora_args *a, const pk_lora_op *op, int64_t i0, const int nr) {
     static _Thread_local float t[4][PK_LORA_MAX_RANK];
     const float *x[4];
-    for (int q = 0; q < nr; q++) x[q] = a->x + (op->x0 + i0 + q) * a->k;
+    for (int q = 0; q < nr; q++) x[q] = a->x + (int64_t)op->rows[i0 + q] * a->k;
+    for (int64_t r = 0; r < op->rank; r++) { // B^T's first chunk, fetched while A runs
+        _mm_prefetch((const char *)(op->bt + r * op->m), _MM_HINT_T0);
+        _mm_prefetch((const char *)(op->bt + r * op->m + 32), _MM_HINT_T0);
+    }
     if (a->k % 16 == 0) {
-        for (int64_t r = 0; r < op->rank; r++) {
-            const uint16_t *ar = op->a + r * a->k;
-            __m512 c[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-            for (int64_t j = 0; j < a->k; j += 16) {
-                const __m512 av = load_f16(ar + j);
-                for (int q = 0; q < nr; q++) c[q] = _mm512_fmadd_ps(_mm512_loadu_ps(x[q] + j), av, c[q]);
-            }
-            for (int q = 0; q < nr; q++) t[q][r] = fold16(c[q]);
-        }
+        int64_t r = 0;
+        for (; r + 2 <= op->rank; r += 2) a_rows_avx512(op, x, a->k, r, 2, nr, t);
+        if (r < op->rank) a_rows_avx512(op, x, a->k, r, 1, nr, t);
     } else {
         for (int q = 0; q < nr; q++)
             for (int64_t r = 0; r < op->rank; r++) t[q][r] = dot_avx512(x[q], op->a + r * a->k, a->k);
     }
     float *y[4];
     for (int q = 0; q < nr; q++) y[q] = op->y + (int64_t)op->rows[i0 + q] * op->ldy;
-    const __m512 scale = _mm512_set1_ps(op->scale);
     int64_t c = 0;
-    for (; c + 32 <= op->m; c += 32) {
-        __m512 s[4][2];
-        for (int q = 0; q < 4; q++) s[q][0] = s[q][1] = _mm512_setzero_ps();
-        for (int64_t r = 0; r < op->rank; r++) {
-            const uint16_t *b = op->bt + r * op->m + c;
-            const __m512 b0 = load_f16(b), b1 = load_f16(b + 16);
-            for (int q = 0; q < nr; q++) {
-                const __m512 tr = _mm512_set1_ps(t[q][r]);
-                s[q][0] = _mm512_fmadd_ps(tr, b0, s[q][0]);
-                s[q][1] = _mm512_fmadd_ps(tr, b1, s[q][1]);
-            }
-        }
-        for (int q = 0; q < nr; q++) {
-            _mm512_storeu_ps(y[q] + c, _mm512_fmadd_ps(scale, s[q][0], _mm512_loadu_ps(y[q] + c)));
-            _mm512_storeu_ps(y[q] + c + 16, _mm512_fmadd_ps(scale, s[q][1], _mm512_loadu_ps(y[q] + c + 16)));
-        }
-    }
+    for (; c + 64 <= op->m; c += 64) b_cols_avx512(op, t, y, c, 4, nr);
+    for (; c + 16 <= op->m; c += 16) b_cols_avx512(op, t, y, c, 1, nr);
     for (; c < op->m; c++)
         for (int q = 0; q < nr; q++) {
             float sum = 0;
@@ -167,7 +196,16 @@ __attribute__((target("avx512f,fma"))) static void rows_avx512(const lora_args *
         }
 }
 
-__attribute__((target("avx512f,fma"))) static void apply_avx512(void *ctx, int ith, int nth) {
+__attribute__((target("avx512f,avx512dq,fma"))) static void rows_avx512(const lora_args *a, const pk_lora_op *op, int64_t i0, int nr) {
+    switch (nr) {
+    case 4: rows_avx512_n(a, op, i0, 4); break;
+    case 3: rows_avx512_n(a, op, i0, 3); break;
+    case 2: rows_avx512_n(a, op, i0, 2); break;
+    default: rows_avx512_n(a, op, i0, 1); break;
+    }
+}
+
+__attribute__((target("avx512f,avx512dq,fma"))) static void apply_avx512(void *ctx, int ith, int nth) {
     share_rows(ctx, ith, nth, 4, rows_avx512);
 }
 #endif
@@ -177,7 +215,7 @@ int pk_lora_apply(pk_pool *pool, const pk_lora_op *ops, int nops, const float *x
     if (!ops || !x || k <= 0) return -1;
     for (int i = 0; i < nops; i++) {
         const pk_lora_op *op = &ops[i];
-        if (op->rank <= 0 || op->rank > PK_LORA_MAX_RANK || op->m <= 0 || op->n < 0 || op->x0 < 0 || !op->a || !op->bt || !op->y ||
+        if (op->rank <= 0 || op->rank > PK_LORA_MAX_RANK || op->m <= 0 || op->n < 0 || !op->a || !op->bt || !op->y ||
             (op->n > 0 && !op->rows))
             return -1;
     }

@@ -12,8 +12,8 @@ extern "C" {
 #endif
 
 // One adapter's pair on one matrix, for `n` rows of the batch. A is rank x k and bt (B
-// transposed) rank x m, both row-major IEEE half. The rows' inputs are rows [x0, x0 + n) of the
-// gathered input (see pk_lora_apply); their outputs are rows rows[0..n) of y (stride ldy).
+// transposed) rank x m, both row-major IEEE half. Row rows[i] of x is the input of the op's
+// i-th row, and row rows[i] of y (stride ldy) its output.
 typedef struct {
     const uint16_t *a, *bt;
     int64_t rank, m;
@@ -21,12 +21,12 @@ typedef struct {
     float *y;
     int64_t ldy;
     const int32_t *rows;
-    int64_t n, x0;
+    int64_t n;
 } pk_lora_op;
 
-// Adds every op's low-rank product to its rows of y. `x` holds the inputs gathered by op row
-// groups (row x0 + i of width k is the input of the op's i-th row). Ops may share x rows (one
-// adapter's q, k and v) and must not write the same y elements. Returns 0, or -1 on bad
+// Adds every op's low-rank product to its rows of y. `x` holds the batch's inputs, rows of
+// width k. Ops may share x rows (one adapter's q, k and v) and must not write the same y
+// elements. Returns 0, or -1 on bad
 // arguments (a rank above PK_LORA_MAX_RANK among them). Every element is summed in one fixed
 // order, whatever the thread count, the batch around the row or the instruction set: a row's
 // result depends on that row alone.

@@ -50,37 +50,25 @@ struct AdapterRows {
     var isEmpty: Bool { groups.isEmpty }
 }
 
-/// Scratch for the low-rank products: the gathered inputs and row lists. Grown when a step
-/// needs more, which happens in the first steps only.
+/// Scratch for the low-rank products: the groups' row lists, which the kernel reads while it
+/// runs. Grown when a step needs more, which happens in the first steps only.
 final class LoRAScratch {
-    private(set) var input: UnsafeMutablePointer<Float>
-    private(set) var inputCapacity: Int
     private(set) var rowIndex: UnsafeMutablePointer<Int32>
     private(set) var rowCapacity: Int
 
     init() {
-        (inputCapacity, rowCapacity) = (0, 0)
-        input = .allocate(capacity: 1)
+        rowCapacity = 0
         rowIndex = .allocate(capacity: 1)
     }
 
-    func reserve(input n: Int, rows r: Int) {
-        if n > inputCapacity {
-            input.deallocate()
-            input = .allocate(capacity: n)
-            inputCapacity = n
-        }
-        if r > rowCapacity {
-            rowIndex.deallocate()
-            rowIndex = .allocate(capacity: r)
-            rowCapacity = r
-        }
+    func reserve(rows r: Int) {
+        guard r > rowCapacity else { return }
+        rowIndex.deallocate()
+        rowIndex = .allocate(capacity: r)
+        rowCapacity = r
     }
 
-    deinit {
-        input.deallocate()
-        rowIndex.deallocate()
-    }
+    deinit { rowIndex.deallocate() }
 }
 
 extension AdapterRows {
@@ -91,25 +79,21 @@ extension AdapterRows {
                input x: UnsafePointer<Float>, width k: Int, scratch: LoRAScratch, pool: OpaquePointer) {
         var ops: [pk_lora_op] = []
         ops.reserveCapacity(groups.count * targets.count)
-        let totalRows = groups.reduce(0) { $0 + $1.rows.count }
-        scratch.reserve(input: totalRows * k, rows: totalRows)
-        var x0 = 0
+        scratch.reserve(rows: groups.reduce(0) { $0 + $1.rows.count })
+        var first = 0
         for g in groups {
             let used = targets.compactMap { t in t.pair(g.adapter).map { (pair: $0, y: t.y, ldy: t.ldy) } }
             guard !used.isEmpty else { continue }
-            let rows = scratch.rowIndex + x0
-            for (i, r) in g.rows.enumerated() {
-                rows[i] = r
-                (scratch.input + (x0 + i) * k).update(from: x + Int(r) * k, count: k)
-            }
+            let rows = scratch.rowIndex + first
+            for (i, r) in g.rows.enumerated() { rows[i] = r }
             for u in used {
                 ops.append(pk_lora_op(a: u.pair.a, bt: u.pair.bt, rank: Int64(u.pair.rank), m: Int64(u.pair.rows), scale: u.pair.scale,
-                                      y: u.y, ldy: Int64(u.ldy), rows: rows, n: Int64(g.rows.count), x0: Int64(x0)))
+                                      y: u.y, ldy: Int64(u.ldy), rows: rows, n: Int64(g.rows.count)))
             }
-            x0 += g.rows.count
+            first += g.rows.count
         }
         guard !ops.isEmpty else { return }
-        let rc = pk_lora_apply(pool, ops, Int32(ops.count), scratch.input, Int64(k))
+        let rc = pk_lora_apply(pool, ops, Int32(ops.count), x, Int64(k))
         precondition(rc == 0, "pk_lora_apply rejected \(ops.count) products; attach() should have refused the adapter")
     }
 }
