@@ -12,10 +12,12 @@ extern "C" {
 #endif
 
 // One adapter's pair on one matrix, for `n` rows of the batch. A is rank x k and bt (B
-// transposed) rank x m, both row-major IEEE half. Row rows[i] of x is the input of the op's
-// i-th row, and row rows[i] of y (stride ldy) its output.
+// transposed) rank x m, both row-major int8, each row r scaled by a_scale[r] / bt_scale[r]
+// (pk_lora_quantize_rows). Row rows[i] of x is the input of the op's i-th row, and row rows[i]
+// of y (stride ldy) its output.
 typedef struct {
-    const uint16_t *a, *bt;
+    const int8_t *a, *bt;
+    const float *a_scale, *bt_scale;
     int64_t rank, m;
     float scale;
     float *y;
@@ -31,6 +33,10 @@ typedef struct {
 // order, whatever the thread count, the batch around the row or the instruction set: a row's
 // result depends on that row alone.
 int pk_lora_apply(pk_pool *pool, const pk_lora_op *ops, int nops, const float *x, int64_t k);
+
+// Int8 rows for pk_lora_op: each of the `rows` rows of x (width `cols`) as round(x / s) with
+// s = max |x| / 127 (0 for a zero row), s written to scale[row].
+void pk_lora_quantize_rows(const float *x, int64_t rows, int64_t cols, int8_t *q, float *scale);
 
 #ifdef __cplusplus
 }
