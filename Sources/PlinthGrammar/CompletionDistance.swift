@@ -90,14 +90,19 @@ extension MatcherCore {
     }
 
     /// Whether `token` is allowed and leaves a configuration that completes within
-    /// `remaining - 1` bytes. An end-of-sequence token fits whenever it is allowed. When the
-    /// output can no longer be completed within `remaining` at all (a budget too small from the
-    /// start), every allowed token fits: the budget has nothing left to steer.
+    /// `remaining - 1` bytes. An end-of-sequence token fits whenever it is allowed.
+    ///
+    /// The distance counts bytes, and a token may carry several, so a budget can be shorter than
+    /// the distance and still hold the value in tokens (a schema whose shortest value is 1,500
+    /// bytes of keys, in a 512-token budget). While that is so, a token fits when it brings the
+    /// end closer: nothing that only lengthens a string or an array, so every token spent goes
+    /// toward the end. Some byte always does, so some token fits.
     mutating func fits(_ token: Int32, remaining: Int) -> Bool {
         if vocabulary.endOfSequence.contains(token) { return isComplete() }
         let before = completionDistance()
         guard accept(token) else { return false }
         defer { rollback(1) }
-        return before > remaining || completionDistance() <= remaining - 1
+        let after = completionDistance()
+        return before > remaining ? after < before : after <= remaining - 1
     }
 }

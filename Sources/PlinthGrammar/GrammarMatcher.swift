@@ -82,8 +82,8 @@ public final class GrammarMatcher {
     /// tokens left: `remaining` counts the tokens the output may still add, this one included.
     /// A decoder that only takes tokens that fit, from a start whose
     /// ``minimumCompletionBytes`` is within its budget, always ends with a complete value.
-    /// End-of-sequence tokens fit whenever the output is complete; when the output can no
-    /// longer be completed within `remaining`, every allowed token fits.
+    /// End-of-sequence tokens fit whenever the output is complete; while the shortest completion
+    /// is longer in bytes than `remaining`, a token fits when it shortens the completion.
     public func fits(_ token: Int32, remaining: Int) -> Bool { core.fits(token, remaining: remaining) }
 
     /// Writes the allowed-token bitmask with only the tokens that ``fits(_:remaining:)``: the

@@ -88,21 +88,68 @@ import Testing
         }
     }
 
-    /// Inside a string at exactly its budget, only tokens toward the end fit; a budget below the
-    /// shortest completion cannot be met, and then nothing is refused (the decoder runs into its
-    /// limit as it would without a budget) rather than everything.
-    @Test func anImpossibleBudgetRefusesNothing() throws {
+    /// Inside a string at exactly its budget, only tokens toward the end fit; below the
+    /// shortest completion in bytes, only tokens that shorten it fit (a string may close, not
+    /// grow), and some always does.
+    @Test func aBudgetShorterThanTheBytesStillSteers() throws {
         let m = try TestVocab.grammar(Self.schemas[5]).makeMatcher()
         for b in #"{"user_id":"ab"#.utf8 { #expect(m.accept(Int32(b))) }
         let d = m.minimumCompletionBytes
         var plain = [UInt32](repeating: 0, count: TestVocab.vocabulary.maskWordCount)
         plain.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0) }
-        var tight = plain, impossible = plain
+        var tight = plain, short = plain
         tight.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0, remaining: d) }
-        impossible.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0, remaining: d - 1) }
+        short.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0, remaining: d - 1) }
         let abc = Int32(TestVocab.tokens.firstIndex(of: Array("abc".utf8))!)
-        #expect(TestVocab.isAllowed(plain, abc) && !TestVocab.isAllowed(tight, abc))
-        #expect(TestVocab.isAllowed(tight, Int32(UInt8(ascii: "\""))))
-        #expect(impossible == plain)
+        let quote = Int32(UInt8(ascii: "\""))
+        #expect(TestVocab.isAllowed(plain, abc) && !TestVocab.isAllowed(tight, abc) && !TestVocab.isAllowed(short, abc))
+        #expect(TestVocab.isAllowed(tight, quote) && TestVocab.isAllowed(short, quote))
+        for t in 0..<Int32(TestVocab.tokens.count) where TestVocab.isAllowed(short, t) {
+            #expect(m.accept(t))
+            #expect(m.minimumCompletionBytes < d, "token \(t) does not shorten the completion")
+            _ = m.rollback(1)
+        }
+    }
+
+    /// With budgets shorter in tokens than the shortest value in bytes, the runaway decoder still
+    /// ends with a complete value, spending at most one token per byte of the shortest value; one
+    /// that prefers long tokens fits `{"a":""}` (8 bytes) in 4.
+    @Test(arguments: 0..<schemas.count)
+    func budgetsBelowTheBytesEndComplete(schema: Int) throws {
+        let g = try TestVocab.grammar(Self.schemas[schema])
+        let preferred = ["abc", "12", "alpha", "ab", "a", "0", "["].compactMap { text in
+            TestVocab.tokens.firstIndex(of: Array(text.utf8)).map(Int32.init)
+        }
+        let start = g.makeMatcher().minimumCompletionBytes
+        for budget in Set([1, start / 2, start - 1]) where budget > 0 {
+            for longest in [false, true] {
+                let m = g.makeMatcher()
+                var used = 0
+                while !m.isTerminated && used <= start {
+                    let remaining = budget - used
+                    var mask = [UInt32](repeating: 0, count: TestVocab.vocabulary.maskWordCount)
+                    mask.withUnsafeMutableBufferPointer { m.fillAllowedTokens($0, remaining: remaining) }
+                    let allowed = (0..<Int32(TestVocab.tokens.count)).filter { TestVocab.isAllowed(mask, $0) }
+                    #expect(!allowed.isEmpty, "budget \(budget): nothing fits after \(used) tokens")
+                    guard !allowed.isEmpty else { break }
+                    let others = allowed.filter { $0 != TestVocab.eos }
+                    let token = preferred.first(where: allowed.contains)
+                        ?? (longest ? others.max { TestVocab.tokens[Int($0)].count < TestVocab.tokens[Int($1)].count } : others.first)
+                        ?? TestVocab.eos
+                    #expect(m.accept(token))
+                    if token != TestVocab.eos { used += 1 }
+                }
+                #expect(m.isComplete && used <= max(start, budget), "budget \(budget) used \(used) of \(start)")
+            }
+        }
+        if schema == 0 {
+            let m = g.makeMatcher()
+            for text in ["{\"", "a", "\":\"", "\"}"] {
+                let t = Int32(TestVocab.tokens.firstIndex(of: Array(text.utf8))!)
+                #expect(m.fits(t, remaining: 4 - m.acceptedTokenCount), "\(text)")
+                #expect(m.accept(t))
+            }
+            #expect(m.isComplete)
+        }
     }
 }

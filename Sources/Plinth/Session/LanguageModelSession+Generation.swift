@@ -227,8 +227,14 @@ extension LanguageModelSession {
                             debugDescription: "The response isn't JSON: \(text)", underlyingError: error))
                     }
                     guard content.isComplete else {
+                        // The decoder steers every value to its end within the budget; one whose
+                        // shortest valid value is longer than that budget still runs out.
+                        let used = turn.sessionUsage.output.totalTokenCount
+                        let budget = options.maximumResponseTokens.flatMap { used >= $0 ? $0 : nil }
                         throw GenerationError.decodingFailure(.init(
-                            debugDescription: "The response ended before its JSON value was complete: \(text)"))
+                            debugDescription: "The response ended before its JSON value was complete"
+                                + (budget.map { " (its \($0)-token budget, maximumResponseTokens, ran out: the schema's shortest value may not fit in it)" } ?? "")
+                                + ": \(text)"))
                     }
                     content.id = streamID
                     segments = [.structure(.init(source: schema.name, content: content))]

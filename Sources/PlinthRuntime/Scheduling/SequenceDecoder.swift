@@ -90,7 +90,7 @@ struct SequenceDecoder {
         let left = remaining
         guard !constraint.fits(first, remaining: left) else { return try take(first, emit) }
         // The choice would leave the output unable to end in time: choose as if the mask held
-        // only the tokens that fit (the constraint says every token fits when none can).
+        // only the tokens that fit (some always does: a byte toward the end).
         budgetRefusals += 1
         let p = sampler.parameters
         if p.isGreedy && p.repetitionPenalty == 1 {
