@@ -17,7 +17,8 @@ struct ChatCompletion: Sendable {
     /// Renders, compiles and submits the request; throws an ``APIError`` for anything wrong with it.
     init(body: Data, host: ModelHost, settings: ServerSettings, metrics: Metrics) async throws {
         let request = try ChatRequest(body: body)
-        let (modelID, model) = try host.model(named: request.model)
+        let selection = try host.model(named: request.model)
+        let (modelID, model) = (selection.id, selection.model)
         let (tools, required) = request.callableTools
         let prompt: [Int32]
         do {
@@ -52,7 +53,7 @@ struct ChatCompletion: Sendable {
         let p = request.parameters
         let requests = (0..<p.n).map { i in
             GenerationRequest(prompt: prompt, sampling: p.sampling(forChoice: i), maxTokens: limit, stopSequences: p.stop,
-                              constraint: constraint, logprobs: p.logprobs)
+                              constraint: constraint, logprobs: p.logprobs, adapter: selection.adapter)
         }
         self.request = request
         self.modelID = modelID

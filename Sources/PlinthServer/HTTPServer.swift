@@ -38,15 +38,15 @@ public final class HTTPServer: Sendable {
         router.get("/health") { _, _ in self.health() }
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(models: self.host.loaded))))
+                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(models: self.host.loaded.map { ($0.id, $0.model) }))))
         }
         router.get("/v1/models") { _, _ in Self.json(self.modelList()) }
         router.get("/v1/models/{id}") { _, context in
             let id = context.parameters.get("id") ?? ""
-            guard let entry = self.host.entries.first(where: { $0.id.lowercased() == id.lowercased() }) else {
+            guard let found = self.modelList(all: true).first(where: { $0["id"]?.stringValue?.lowercased() == id.lowercased() }) else {
                 return Self.error(APIError.modelNotFound(id, served: self.host.entries.map(\.id)))
             }
-            return Self.json(self.modelJSON(entry, loaded: Self.loadedByID(self.host)))
+            return Self.json(found)
         }
         router.post("/v1/chat/completions") { request, _ in
             await self.generate(request) { body in
@@ -122,24 +122,33 @@ public final class HTTPServer: Sendable {
     }
 
     private func modelList() -> JSONValue {
-        let loaded = Self.loadedByID(host)
-        return .object([("object", .string("list")), ("data", .array(host.entries.map { modelJSON($0, loaded: loaded) }))])
+        .object([("object", .string("list")), ("data", .array(modelList(all: true)))])
     }
 
-    private static func loadedByID(_ host: ModelHost) -> [String: ServedModel] {
-        Dictionary(host.loaded.map { ($0.id, $0.model) }, uniquingKeysWith: { a, _ in a })
-    }
-
-    /// A model as `/v1/models` lists it; a loaded one also gives its file and context length.
-    private func modelJSON(_ entry: ModelHost.Entry, loaded: [String: ServedModel]) -> JSONValue {
-        var pairs: [(String, JSONValue)] = [("id", .string(entry.id)), ("object", .string("model")),
-                                             ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth"))]
-        if let model = loaded[entry.id] {
-            pairs.append(("file", .string(model.url.path)))
-            pairs.append(("context_length", OpenAIWire.int(model.contextLength)))
+    /// Every model as `/v1/models` lists it: each served model (a loaded one also gives its file
+    /// and context length), then each of its adapters as `MODEL:ADAPTER`, with `parent` naming
+    /// the model.
+    private func modelList(all: Bool) -> [JSONValue] {
+        let loaded = Dictionary(host.loaded.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var list: [JSONValue] = []
+        for entry in host.entries {
+            var pairs: [(String, JSONValue)] = [("id", .string(entry.id)), ("object", .string("model")),
+                                                 ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth"))]
+            let model = loaded[entry.id]
+            if let model {
+                pairs.append(("file", .string(model.model.url.path)))
+                pairs.append(("context_length", OpenAIWire.int(model.model.contextLength)))
+            }
+            pairs.append(("ready", .bool(model != nil)))
+            list.append(.object(pairs))
+            for served in model?.adapters ?? [] {
+                list.append(.object([("id", .string("\(entry.id):\(served.name)")), ("object", .string("model")),
+                                     ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth")),
+                                     ("parent", .string(entry.id)), ("adapter", .string(served.adapter.url.path)),
+                                     ("ready", .bool(true))]))
+            }
         }
-        pairs.append(("ready", .bool(loaded[entry.id] != nil)))
-        return .object(pairs)
+        return list
     }
 
     static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok) -> Response {

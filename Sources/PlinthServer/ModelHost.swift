@@ -24,11 +24,16 @@ public struct ServerSettings: Sendable {
     public var requestTimeout: Double?
     /// Seconds a response schema or tool set may take to compile.
     public var schemaTimeLimit: Double
+    /// LoRA adapters (names in the adapter directories, or paths) that requests may name as
+    /// `MODEL:ADAPTER`, each served unmerged with every model it fits. Clients name only these:
+    /// never a path.
+    public var adapters: [String]
 
     public init(models: [String], host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, parallel: Int = 16,
                 maxQueue: Int = 256, contextLength: Int? = nil, maxBodyBytes: Int = 8 << 20, requestTimeout: Double? = 600,
-                schemaTimeLimit: Double = 10) {
+                schemaTimeLimit: Double = 10, adapters: [String] = []) {
         self.models = models
+        self.adapters = adapters
         self.host = host
         self.port = port
         self.apiKey = apiKey
@@ -46,8 +51,22 @@ public struct ServerSettings: Sendable {
 final class ModelHost: Sendable {
     enum State: Sendable {
         case loading
-        case ready(ServedModel)
+        case ready(ServedModel, adapters: [ServedAdapter])
         case failed(String)
+    }
+
+    /// An adapter requests name as `MODEL:NAME`.
+    struct ServedAdapter: Sendable {
+        var name: String
+        var adapter: LoRAAdapter
+    }
+
+    /// What a request's `model` selects.
+    struct Selection {
+        /// The name responses carry: the model's id, then `:ADAPTER` when one is named.
+        var id: String
+        var model: ServedModel
+        var adapter: LoRAAdapter?
     }
 
     struct Entry: Sendable {
@@ -82,7 +101,7 @@ final class ModelHost: Sendable {
                 let model = try ServedModel(url: url, contextLength: settings.contextLength, parallel: settings.parallel,
                                             maxQueued: settings.maxQueue)
                 log("loaded \(entries[i].id) from \(url.path): context \(model.contextLength), \(settings.parallel) sequences at once, backend \(model.scheduler.backend)")
-                state = .ready(model)
+                state = .ready(model, adapters: Self.adapters(settings.adapters, for: model, id: entries[i].id, log: log))
             } catch {
                 log("cannot load \(given): \(error.localizedDescription)")
                 state = .failed(error.localizedDescription)
@@ -91,27 +110,61 @@ final class ModelHost: Sendable {
         }
     }
 
-    /// The model a request names. `ADAPTER` suffixes (`name:adapter`) are refused until adapters exist.
-    func model(named name: String) throws -> (id: String, model: ServedModel) {
-        let key = name.lowercased()
-        guard let i = entries.firstIndex(where: { $0.names.contains(key) }) else {
-            if let colon = key.firstIndex(of: ":"), entries.contains(where: { $0.names.contains(String(key[..<colon])) }) {
-                throw APIError.invalid("model", "`\(name)` asks for an adapter; this server serves no adapters.", code: "model_not_found")
+    /// The adapters among `specs` that fit `model`; one that does not is left out with a log line
+    /// (a server may serve models an adapter was not trained for).
+    private static func adapters(_ specs: [String], for model: ServedModel, id: String, log: (String) -> Void) -> [ServedAdapter] {
+        var served: [ServedAdapter] = []
+        for spec in specs {
+            // A name is served as given; a path by its file or folder name.
+            let name = spec.contains("/") || spec.hasSuffix(".gguf") ? URL(fileURLWithPath: spec).deletingPathExtension().lastPathComponent : spec
+            guard !served.contains(where: { $0.name.lowercased() == name.lowercased() }) else {
+                log("adapter \(spec) not served with \(id): another adapter is already named \(name)")
+                continue
             }
-            throw APIError.modelNotFound(name, served: entries.map(\.id))
+            do {
+                let adapter = try model.adapter(at: try AdapterStore.default.resolve(spec))
+                served.append(ServedAdapter(name: name, adapter: adapter))
+                log("adapter \(name) served with \(id) as \(id):\(name) (rank \(adapter.pairs.values.map(\.rank).max() ?? 0), \(adapter.pairs.count) matrices)")
+            } catch {
+                log("adapter \(spec) not served with \(id): \(error.localizedDescription)")
+            }
         }
+        return served
+    }
+
+    /// The model a request names: a served model, or `MODEL:ADAPTER` for one of the adapters it
+    /// serves.
+    func model(named name: String) throws -> Selection {
+        let key = name.lowercased()
+        if let i = entries.firstIndex(where: { $0.names.contains(key) }) {
+            return Selection(id: entries[i].id, model: try ready(i).model, adapter: nil)
+        }
+        guard let colon = name.firstIndex(of: ":"),
+              let i = entries.firstIndex(where: { $0.names.contains(name[..<colon].lowercased()) })
+        else { throw APIError.modelNotFound(name, served: entries.map(\.id)) }
+        let (model, adapters) = try ready(i)
+        let wanted = name[name.index(after: colon)...].lowercased()
+        guard let served = adapters.first(where: { $0.name.lowercased() == wanted }) else {
+            throw APIError(404, "invalid_request_error", code: "model_not_found", param: "model",
+                           "The model `\(name)` does not exist on this server: `\(entries[i].id)` is served "
+                               + (adapters.isEmpty ? "with no adapters." : "with the adapters \(adapters.map(\.name).joined(separator: ", "))."))
+        }
+        return Selection(id: "\(entries[i].id):\(served.name)", model: model, adapter: served.adapter)
+    }
+
+    private func ready(_ i: Int) throws -> (model: ServedModel, adapters: [ServedAdapter]) {
         switch states.withLock({ $0[i] }) {
         case .loading: throw APIError.loading(entries[i].id)
         case .failed(let why): throw APIError(503, "server_error", code: "model_unavailable", "The model `\(entries[i].id)` failed to load: \(why)")
-        case .ready(let model): return (entries[i].id, model)
+        case .ready(let model, let adapters): return (model, adapters)
         }
     }
 
-    /// Every loaded model with its id.
-    var loaded: [(id: String, model: ServedModel)] {
+    /// Every loaded model with its id and adapters.
+    var loaded: [(id: String, model: ServedModel, adapters: [ServedAdapter])] {
         let s = states.withLock { $0 }
         return zip(entries, s).compactMap { entry, state in
-            if case .ready(let m) = state { return (entry.id, m) }
+            if case .ready(let m, let adapters) = state { return (entry.id, m, adapters) }
             return nil
         }
     }

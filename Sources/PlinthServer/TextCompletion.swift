@@ -16,7 +16,8 @@ struct TextCompletion: Sendable {
 
     init(body: Data, host: ModelHost, settings: ServerSettings, metrics: Metrics) throws {
         let r = try RequestReader(body: body)
-        let (modelID, model) = try host.model(named: try r.requiredString("model"))
+        let selection = try host.model(named: try r.requiredString("model"))
+        let (modelID, model) = (selection.id, selection.model)
         var p = try GenerationParameters(r, maxTokenKeys: ["max_tokens"])
         if r.raw("max_tokens") == nil { p.maxTokens = 16 }  // OpenAI's default for this endpoint
         p.logprobs = try r.integer("logprobs", in: 0...20)
@@ -62,7 +63,8 @@ struct TextCompletion: Sendable {
         for prompt in prompts {
             for _ in 0..<p.n {
                 requests.append(GenerationRequest(prompt: prompt.tokens, sampling: p.sampling(forChoice: requests.count),
-                                                  maxTokens: p.maxTokens, stopSequences: p.stop, logprobs: p.logprobs))
+                                                  maxTokens: p.maxTokens, stopSequences: p.stop, logprobs: p.logprobs,
+                                                  adapter: selection.adapter))
                 echo.append(echoes ? prompt.text : "")
             }
         }

@@ -10,7 +10,9 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics \
             (Prometheus). Every request on a model joins its shared batched steps. A client selects a model by its \
-            catalog name, alias or file name in `model`. SIGTERM or SIGINT finishes the requests in flight, then exits.
+            catalog name, alias or file name in `model`, and one of the --adapter LoRA adapters as `MODEL:ADAPTER` \
+            (run unmerged: requests with different adapters share the model's steps). SIGTERM or SIGINT finishes the \
+            requests in flight, then exits.
             """)
 
     @Option(name: [.short, .customLong("model")], help: "A catalog model or GGUF path to serve (repeat for several; the first is the default).")
@@ -46,6 +48,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a response schema or a tool set may take to compile.")
     var schemaTimeLimit = 10.0
 
+    @Option(name: .customLong("adapter"),
+            help: "A LoRA adapter (a name in the adapter directories, or a path) clients may name as MODEL:ADAPTER (repeat for several).")
+    var adapters: [String] = []
+
     func validate() throws {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
@@ -70,9 +76,12 @@ struct Serve: AsyncParsableCommand {
         for name in models where ModelCatalog.entry(named: name) == nil && !FileManager.default.fileExists(atPath: name) {
             throw ValidationError("no such model: \(name) (a catalog name, see `plinth models list`, or a GGUF path)")
         }
+        for adapter in adapters {
+            do { _ = try AdapterStore.default.resolve(adapter) } catch { throw ValidationError("--adapter \(adapter): \(error.localizedDescription)") }
+        }
         let settings = ServerSettings(models: models, host: host, port: port, apiKey: key, parallel: parallel, maxQueue: maxQueue,
                                       contextLength: ctx, maxBodyBytes: maxBody, requestTimeout: timeout > 0 ? timeout : nil,
-                                      schemaTimeLimit: schemaTimeLimit)
+                                      schemaTimeLimit: schemaTimeLimit, adapters: adapters)
         let host = host
         try await HTTPServer(settings: settings).run { port in
             // Tests and scripts read this line to find the port.

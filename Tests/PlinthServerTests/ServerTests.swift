@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Plinth
 import PlinthGrammar
+import PlinthRuntime
 import Testing
 @testable import PlinthServer
 
@@ -101,6 +102,40 @@ struct ServerTests {
         let stopped = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"1, 2, 3, 4,","temperature":0,"max_tokens":40,"stop":[" 7"]}"#)
         let rest = try #require(stopped.json.at("choices", 0, "text")?.stringValue)
         #expect(!rest.contains(" 7") && stopped.json.at("choices", 0, "finish_reason")?.stringValue == "stop")
+    }
+
+    /// Requests name an adapter as `MODEL:ADAPTER`: each gets what a session with that adapter
+    /// gets while a request with no adapter runs beside it, `/v1/models` lists the adapter, and
+    /// an adapter the server does not serve is a 404 that names the ones it does.
+    @Test func requestsNameTheirAdapters() async throws {
+        let url = try #require(try? AdapterStore.default.resolve("content-tagger"), "Adapters/content-tagger is missing")
+        let server = try await TestServer(ServerSettings(models: ["smollm2"], adapters: ["content-tagger"]))
+        defer { server.stop() }
+        let prompt = "Tag this: The mayor of Springfield opened a new library on Monday."
+        func body(_ model: String) -> String {
+            #"{"model":"\#(model)","temperature":0,"max_tokens":40,"messages":[{"role":"user","content":"\#(prompt)"}]}"#
+        }
+        async let taggedReply = server.post(Self.chat, body("smollm2:content-tagger"))
+        async let plainReply = server.post(Self.chat, body("smollm2"))
+        let (tagged, plain) = try await (taggedReply, plainReply)
+        #expect(tagged.status == 200 && plain.status == 200, "\(tagged.text) \(plain.text)")
+        #expect(tagged.json.at("model")?.stringValue == "\(TestServer.smolLM2):content-tagger")
+        let taggedText = try #require(tagged.json.at("choices", 0, "message", "content")?.stringValue)
+        let plainText = try #require(plain.json.at("choices", 0, "message", "content")?.stringValue)
+        let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 40)
+        let session = LanguageModelSession(model: LocalLanguageModel(name: "smollm2", adapter: url))
+        #expect(taggedText == (try await session.respond(to: prompt, options: options)).content)
+        #expect(taggedText != plainText, "the adapter changes the answer")
+
+        let models = try await server.get("/v1/models")
+        let ids = (models.json.at("data")?.arrayValue ?? []).compactMap { $0.at("id")?.stringValue }
+        #expect(ids == [TestServer.smolLM2, "\(TestServer.smolLM2):content-tagger"])
+        let one = try await server.get("/v1/models/\(TestServer.smolLM2):content-tagger")
+        #expect(one.status == 200 && one.json.at("parent")?.stringValue == TestServer.smolLM2)
+
+        let unknown = try await server.post(Self.chat, body("smollm2:no-such-adapter"))
+        #expect(unknown.status == 404 && unknown.json.at("error", "code")?.stringValue == "model_not_found")
+        #expect(unknown.json.at("error", "message")?.stringValue?.contains("content-tagger") == true, "\(unknown.text)")
     }
 
     @Test func badRequestsGetOpenAIErrors() async throws {
@@ -264,7 +299,9 @@ struct ModelHostTests {
             #expect { try host.model(named: name) } throws: { ($0 as? APIError)?.status == 503 }
         }
         #expect { try host.model(named: "llama") } throws: { ($0 as? APIError)?.status == 404 }
-        #expect { try host.model(named: "smollm2:lora") } throws: { ($0 as? APIError)?.param == "model" }
+        // An adapter of a loading model waits for the model, like the model itself.
+        #expect { try host.model(named: "smollm2:lora") } throws: { ($0 as? APIError)?.status == 503 }
+        #expect { try host.model(named: "llama:lora") } throws: { ($0 as? APIError)?.status == 404 }
         #expect(host.status.map(\.state) == ["loading", "loading"])
     }
 }

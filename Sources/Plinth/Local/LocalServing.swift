@@ -22,6 +22,9 @@ package final class ServedModel: Sendable {
                                           maxQueued: maxQueued)
     }
 
+    /// The adapter at `url`, read for this model once (later calls share it).
+    package func adapter(at url: URL) throws -> LoRAAdapter { try instance.adapter(at: url) }
+
     /// The prompt of a conversation, ending with the header of the assistant's turn; `tools` are
     /// described as the template (or the Plinth tool format) describes them.
     package func promptTokens(for transcript: Transcript, tools: [Transcript.ToolDefinition]) throws -> [Int32] {
