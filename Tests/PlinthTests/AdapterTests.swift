@@ -34,6 +34,25 @@ struct AdapterTests {
         #expect(a != b)
     }
 
+    /// An adapter for the default model is compatible; one that names another base model, and a
+    /// file that is no adapter, are not.
+    @Test func compatibilityIsCheckedAgainstTheModel() throws {
+        guard SystemLanguageModel.default.isAvailable else { return }
+        let peft = Self.fixture.appendingPathComponent("peft-r2")
+        #expect(SystemLanguageModel.Adapter.isCompatible(peft))
+        #expect(SystemLanguageModel.Adapter.isCompatible(Self.fixture.appendingPathComponent("lora-r2.f16.gguf")))
+        #expect(!SystemLanguageModel.Adapter.isCompatible(Self.fixture.appendingPathComponent("reference.json")))
+        #expect(!SystemLanguageModel.Adapter.isCompatible(URL(fileURLWithPath: "/nonexistent/adapter")))
+        let other = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-other-base-\(UUID().uuidString)")
+        try FileManager.default.copyItem(at: peft, to: other)
+        defer { try? FileManager.default.removeItem(at: other) }
+        let config = other.appendingPathComponent("adapter_config.json")
+        let text = try String(contentsOf: config, encoding: .utf8)
+        try text.replacingOccurrences(of: "HuggingFaceTB/SmolLM2-135M-Instruct", with: "meta-llama/Llama-3.2-1B")
+            .write(to: config, atomically: true, encoding: .utf8)
+        #expect(!SystemLanguageModel.Adapter.isCompatible(other))
+    }
+
     @Test func badAdaptersThrowAssetErrors() async throws {
         #expect(throws: SystemLanguageModel.Adapter.AssetError.self) {
             try SystemLanguageModel.Adapter(fileURL: URL(fileURLWithPath: "/nonexistent/adapter"))

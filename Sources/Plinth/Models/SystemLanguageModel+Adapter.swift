@@ -99,6 +99,17 @@ extension SystemLanguageModel {
             return [name]
         }
 
+        /// Whether the adapter at `fileURL` (a PEFT folder or a GGUF LoRA file) fits the default
+        /// model: it reads, and its architecture, named base model and shapes are the model's.
+        /// False when the model isn't downloaded. Apple's `isCompatible(_:)` asks this of a
+        /// Background Assets pack, which Linux has no counterpart of; this asks it of the file.
+        public static func isCompatible(_ fileURL: URL) -> Bool {
+            guard let url = try? AdapterStore(directories: []).resolve(fileURL.path), (try? checkFormat(url)) != nil,
+                  let instance = try? LocalLanguageModel.default.instance()
+            else { return false }
+            return (try? instance.adapter(at: url)) != nil
+        }
+
         /// Removes the adapters in `$PLINTH_HOME/adapters` that no longer fit the default model
         /// (their shapes or base model differ). Adapters elsewhere are left alone.
         public static func removeObsoleteAdapters() throws {
