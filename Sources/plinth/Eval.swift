@@ -125,11 +125,9 @@ struct EvalRun: AsyncParsableCommand {
             let instructionText = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? session.instructions
             let url = try session.modelOptions.url()
             let adapterURL = try session.adapterOptions.url()
-            // Read now, so a bad adapter fails before any output is touched (the model caches it).
-            let adapterID = try adapterURL.map { a -> String in
-                let lora = try LoRAAdapter(contentsOf: a, for: Transformer(url: url))
-                return "\(lora.name) sha256:\(lora.fingerprint)"
-            }
+            let model = LocalLanguageModel(name: url.path, adapter: adapterURL)
+            // Read now, so a bad adapter fails before any output is touched (the model keeps it).
+            let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" }
             let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
             guard FileManager.default.isReadableFile(atPath: input) else { throw CLIError("cannot read the input file \(input)") }
@@ -162,7 +160,6 @@ struct EvalRun: AsyncParsableCommand {
             if resumedAt > 0 && !quiet { Diagnostics.note("continuing \(output) after input line \(resumedAt) (\(out.records) records done)") }
 
             let total = try Self.countRecords(input, shard: shardSpec)
-            let model = LocalLanguageModel(name: url.path, adapter: adapterURL)
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
                                            options: options,
                                            parallel: parallel, includeSchemaInPrompt: !noSchemaInPrompt)

@@ -1,5 +1,5 @@
 import Foundation
-internal import PlinthRuntime
+package import PlinthRuntime
 
 /// An open-weight model that Plinth runs on this machine, in-process, from a GGUF file.
 ///
@@ -100,6 +100,16 @@ public struct LocalLanguageModel: Sendable, Hashable {
     /// The loaded model, shared process-wide.
     func instance() throws -> LocalModelInstance {
         try LocalModelRegistry.instance(for: resolvedURL())
+    }
+
+    /// The adapter, read and checked against the loaded model now rather than at the first
+    /// response (the model keeps it for its sessions); nil without one.
+    ///
+    /// - Throws: ``LocalLanguageModelError/adapterFailed(adapter:reason:)`` for an adapter that
+    ///   doesn't fit, or the error that says why the model can't load.
+    package func loadedAdapter() throws -> LoRAAdapter? {
+        guard let adapter else { return nil }
+        return try instance().adapter(at: adapter)
     }
 }
 
