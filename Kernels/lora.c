@@ -1,15 +1,14 @@
 // LoRA products for hot-swapped adapters. They are small beside the base matrix product: for
 // each row of each op, t = A x then y += scale * B t, all in one pass over the pool (a step
 // calls this four times a layer, so barriers cost more than the arithmetic). Plain loops rather
-// than BLAS, so that a row's
-// result never depends on how many rows share the call (batch invariance); the lanes below are
-// independent sums, which compilers vectorize without reassociating anything. Every product is
+// than BLAS, so that a row's result never depends on how many rows share the call (batch
+// invariance); the lanes below are independent sums, which compilers vectorize without
+// reassociating anything. Every product is
 // a fused multiply-add (fmaf, exactly rounded on every ISA). The pair's weights are int8 with a
 // scale per row: a step with several adapters is bound by reading their weights from memory
 // (they do not stay in cache beside the base model's), and int8 reads half of F16's bytes.
 #include "pk_lora.h"
 #include "isa.h"
-#include "pk_quants.h"
 
 #include <math.h>
 #include <stddef.h>
