@@ -10,6 +10,7 @@
 #include "pk_lora.h"
 #include "isa.h"
 
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 
@@ -269,6 +270,9 @@ void pk_lora_quantize_rows(const float *x, int64_t rows, int64_t cols, int8_t *q
         const float *row = x + r * cols;
         float m = 0;
         for (int64_t j = 0; j < cols; j++) m = fmaxf(m, fabsf(row[j]));
+        // A row too small for its reciprocal to be finite, or one that is not finite (readers
+        // refuse those), is stored as zeros.
+        if (!(m >= 127 * FLT_MIN) || !isfinite(m)) m = 0;
         float best = m / 127, bestErr = INFINITY;
         for (int i = 0; i < 16 && m > 0; i++) {
             const float s = m / 127 * (1 - i / 64.0f), inv = 1 / s;
@@ -283,7 +287,8 @@ void pk_lora_quantize_rows(const float *x, int64_t rows, int64_t cols, int8_t *q
         }
         const float inv = m > 0 ? 1 / best : 0;
         for (int64_t j = 0; j < cols; j++) {
-            const float v = nearbyintf(row[j] * inv);
+            float v = nearbyintf(row[j] * inv);
+            if (v != v) v = 0; // NaN
             q[r * cols + j] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
         }
         scale[r] = m > 0 ? best : 0;

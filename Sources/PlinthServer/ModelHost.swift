@@ -139,9 +139,16 @@ final class ModelHost: Sendable {
         if let i = entries.firstIndex(where: { $0.names.contains(key) }) {
             return Selection(id: entries[i].id, model: try ready(i).model, adapter: nil)
         }
-        guard let colon = name.firstIndex(of: ":"),
-              let i = entries.firstIndex(where: { $0.names.contains(name[..<colon].lowercased()) })
-        else { throw APIError.modelNotFound(name, served: entries.map(\.id)) }
+        // The model's part is the longest prefix before a colon that names a model (a file name
+        // may hold colons too).
+        var split: (colon: String.Index, entry: Int)?
+        for colon in name.indices.reversed() where name[colon] == ":" {
+            if let i = entries.firstIndex(where: { $0.names.contains(name[..<colon].lowercased()) }) {
+                split = (colon, i)
+                break
+            }
+        }
+        guard let (colon, i) = split else { throw APIError.modelNotFound(name, served: entries.map(\.id)) }
         let (model, adapters) = try ready(i)
         let wanted = name[name.index(after: colon)...].lowercased()
         guard let served = adapters.first(where: { $0.name.lowercased() == wanted }) else {

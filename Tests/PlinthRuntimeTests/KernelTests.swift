@@ -405,4 +405,79 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
             #expect(values == expectedV, "threads \(threads)")
         }
     }
+
+    /// LoRA products: every instruction set and thread count gives the scalar path's bits, on
+    /// widths that leave partial vectors and rank pairs (k 17 and 100, outputs 33 and 100, odd
+    /// ranks) and row blocks of 1, 3 and 4 + 1; a row computed alone equals the same row in a
+    /// block; and the result is the float product of the dequantized int8 weights.
+    @Test func loraProductsAreExactAcrossISAsAndBlocks() throws {
+        var rng = SplitMix64(seed: 4242)
+        func random(_ n: Int) -> [Float] { (0..<n).map { _ in Float(Int(rng.next() % 2001) - 1000) / 1000 } }
+        let n = 6
+        for k in [17, 100, 576] {
+            let x = random(n * k)
+            // (rank, outputs, rows): distinct outputs per op, so no two ops write the same element.
+            let shapes: [(rank: Int, m: Int, rows: [Int32])] = [(5, 33, [0, 2, 4, 5, 1]), (3, 100, [3]), (16, 64, [1, 2, 3])]
+            /// An op's weights in memory the kernel may hold pointers into for the whole test.
+            struct Op {
+                var a: UnsafeMutableBufferPointer<Int8>, sa: UnsafeMutableBufferPointer<Float>
+                var bt: UnsafeMutableBufferPointer<Int8>, sb: UnsafeMutableBufferPointer<Float>
+                var rank: Int, m: Int, rows: [Int32], y0: [Float]
+            }
+            var ops: [Op] = []
+            defer { for op in ops { op.a.deallocate(); op.sa.deallocate(); op.bt.deallocate(); op.sb.deallocate() } }
+            for s in shapes {
+                let af = random(s.rank * k), bf = random(s.rank * s.m)
+                let op = Op(a: .allocate(capacity: af.count), sa: .allocate(capacity: s.rank), bt: .allocate(capacity: bf.count),
+                            sb: .allocate(capacity: s.rank), rank: s.rank, m: s.m, rows: s.rows, y0: random(n * s.m))
+                pk_lora_quantize_rows(af, Int64(s.rank), Int64(k), op.a.baseAddress, op.sa.baseAddress)
+                pk_lora_quantize_rows(bf, Int64(s.rank), Int64(s.m), op.bt.baseAddress, op.sb.baseAddress)
+                ops.append(op)
+            }
+            /// Each op's y after one call over `selected` (op, rows) pairs.
+            func run(_ selected: [(op: Int, rows: [Int32])], threads: Int) -> [[Float]] {
+                let ys = ops.map { op in UnsafeMutableBufferPointer<Float>.allocate(capacity: op.y0.count) }
+                let rowLists = selected.map { UnsafeMutableBufferPointer<Int32>.allocate(capacity: $0.rows.count) }
+                defer { ys.forEach { $0.deallocate() }; rowLists.forEach { $0.deallocate() } }
+                for (y, op) in zip(ys, ops) { _ = y.initialize(from: op.y0) }
+                let pool = threads > 1 ? pk_pool_create(Int32(threads)) : nil
+                defer { if let pool { pk_pool_destroy(pool) } }
+                var list: [pk_lora_op] = []
+                for ((o, rows), r) in zip(selected, rowLists) {
+                    _ = r.initialize(from: rows)
+                    let op = ops[o]
+                    list.append(pk_lora_op(a: op.a.baseAddress, bt: op.bt.baseAddress, a_scale: op.sa.baseAddress, bt_scale: op.sb.baseAddress,
+                                           rank: Int64(op.rank), m: Int64(op.m), scale: 0.75, y: ys[o].baseAddress, ldy: Int64(op.m),
+                                           rows: r.baseAddress, n: Int64(rows.count)))
+                }
+                #expect(pk_lora_apply(pool, list, Int32(list.count), x, Int64(k)) == 0)
+                return ys.map { Array($0) }
+            }
+            let all = ops.indices.map { ($0, ops[$0].rows) }
+            let reference = withISA(Int32(PK_ISA_SCALAR)) { run(all, threads: 1) }
+            for isa in availableISAs() {
+                for threads in [1, 2, 3] {
+                    #expect(withISA(isa) { run(all, threads: threads) } == reference, "k \(k) isa \(isa) threads \(threads)")
+                }
+                // Row 2 of op 0 alone, against the same row in its block of four.
+                let alone = withISA(isa) { run([(0, [2])], threads: 1) }[0]
+                #expect(Array(alone[2 * ops[0].m..<3 * ops[0].m]) == Array(reference[0][2 * ops[0].m..<3 * ops[0].m]), "k \(k) isa \(isa)")
+            }
+            // The float product of the dequantized weights, to float rounding.
+            for (o, op) in ops.enumerated() {
+                for row in op.rows.map(Int.init) {
+                    for c in 0..<op.m {
+                        var sum = 0.0
+                        for r in 0..<op.rank {
+                            var t = 0.0
+                            for j in 0..<k { t += Double(x[row * k + j]) * Double(op.a[r * k + j]) * Double(op.sa[r]) }
+                            sum += t * Double(op.sb[r]) * Double(op.bt[r * op.m + c])
+                        }
+                        let expected = Double(op.y0[row * op.m + c]) + 0.75 * sum
+                        #expect(abs(Double(reference[o][row * op.m + c]) - expected) <= 1e-4 * max(1, abs(expected)), "k \(k) op \(o) row \(row) col \(c)")
+                    }
+                }
+            }
+        }
+    }
 }

@@ -272,6 +272,16 @@ struct LoRAAdapterTests {
         if case .unsupportedTensor = error(try peftFolder(config: Self.config, tensors: good + [("base_model.model.lm_head.modules_to_save.default.weight", [2, 2])])) {} else {
             Issue.record("modules_to_save")
         }
+        // A weight that is not a finite number (the first float of the data: NaN).
+        let nan = try peftFolder(config: Self.config, tensors: good)
+        let file = nan.appendingPathComponent("adapter_model.safetensors")
+        var bytes = [UInt8](try Data(contentsOf: file))
+        let start = 8 + Int(bytes[0..<8].enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) })
+        withUnsafeBytes(of: Float.nan.bitPattern.littleEndian) { for (i, b) in $0.enumerated() { bytes[start + i] = b } }
+        try Data(bytes).write(to: file)
+        if case .badTensor(let t, let why) = error(nan) {
+            #expect(t.hasSuffix("lora_A.weight") && why.contains("finite"), "\(t): \(why)")
+        } else { Issue.record("a NaN weight") }
         // A damaged safetensors file, and a model file given as an adapter.
         let broken = try peftFolder(config: Self.config, tensors: good)
         try Data([1, 2, 3]).write(to: broken.appendingPathComponent("adapter_model.safetensors"))

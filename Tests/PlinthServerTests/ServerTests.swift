@@ -302,6 +302,9 @@ struct ModelHostTests {
         // An adapter of a loading model waits for the model, like the model itself.
         #expect { try host.model(named: "smollm2:lora") } throws: { ($0 as? APIError)?.status == 503 }
         #expect { try host.model(named: "llama:lora") } throws: { ($0 as? APIError)?.status == 404 }
+        // A model whose name holds a colon still takes an adapter after it.
+        let colon = ModelHost(models: ["/models/My:Model.gguf"])
+        #expect { try colon.model(named: "my:model:lora") } throws: { ($0 as? APIError)?.status == 503 }
         #expect(host.status.map(\.state) == ["loading", "loading"])
     }
 }

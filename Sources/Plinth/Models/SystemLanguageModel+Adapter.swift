@@ -107,7 +107,9 @@ extension SystemLanguageModel {
             guard let url = try? AdapterStore(directories: []).resolve(fileURL.path), (try? checkFormat(url)) != nil,
                   let instance = try? LocalLanguageModel.default.instance()
             else { return false }
-            return (try? instance.adapter(at: url)) != nil
+            // Read apart from the model's adapter cache: a check should neither keep the adapter
+            // in memory nor see an older file at the same path.
+            return (try? LoRAAdapter(contentsOf: url, for: instance.model.transformer)) != nil
         }
 
         /// Removes the adapters in `$PLINTH_HOME/adapters` that no longer fit the default model

@@ -211,6 +211,11 @@ public final class LoRAAdapter: Sendable {
             throw .rankMismatch(tensor: target.tensorName, a: a.rows, b: b.columns)
         }
         guard a.rows > 0, a.rows <= maximumRank else { throw .badTensor(tensor: a.source, why: "rank \(a.rows) is outside 1...\(maximumRank)") }
+        for half in [a, b] {
+            if let i = half.values.firstIndex(where: { !$0.isFinite }) {
+                throw .badTensor(tensor: half.source, why: "weight \(i) is \(half.values[i]), not a finite number")
+            }
+        }
         let rank = a.rows
         var bt = [Float](repeating: 0, count: rank * b.rows)
         for o in 0..<b.rows { for r in 0..<rank { bt[r * b.rows + o] = b.values[o * rank + r] } }
