@@ -115,14 +115,14 @@ final class ModelHost: Sendable {
     private static func adapters(_ specs: [String], for model: ServedModel, id: String, log: (String) -> Void) -> [ServedAdapter] {
         var served: [ServedAdapter] = []
         for spec in specs {
-            // A name is served as given; a path by its file or folder name.
-            let name = spec.contains("/") || spec.hasSuffix(".gguf") ? URL(fileURLWithPath: spec).deletingPathExtension().lastPathComponent : spec
-            guard !served.contains(where: { $0.name.lowercased() == name.lowercased() }) else {
-                log("adapter \(spec) not served with \(id): another adapter is already named \(name)")
-                continue
-            }
             do {
                 let adapter = try model.adapter(at: try AdapterStore.default.resolve(spec))
+                // Served by its name (a folder's or file's: a name given is the one it resolves to).
+                let name = adapter.name
+                guard !served.contains(where: { $0.name.lowercased() == name.lowercased() }) else {
+                    log("adapter \(spec) not served with \(id): another adapter is already named \(name)")
+                    continue
+                }
                 served.append(ServedAdapter(name: name, adapter: adapter))
                 log("adapter \(name) served with \(id) as \(id):\(name) (rank \(adapter.pairs.values.map(\.rank).max() ?? 0), \(adapter.pairs.count) matrices)")
             } catch {

@@ -28,10 +28,8 @@ struct Adapters: ParsableCommand {
 
         func run() throws {
             try reportingErrors {
-                let url = try AdapterStore.default.resolve(adapter)
-                let model = try modelOptions.load()
-                let lora = try LoRAAdapter(contentsOf: url, for: model.transformer)
-                print("\(lora.name): \(lora.format.rawValue) at \(url.path)")
+                let lora = try LoRAAdapter(named: adapter, for: try modelOptions.load().transformer)
+                print("\(lora.name): \(lora.format.rawValue) at \(lora.url.path)")
                 print("  base model: \(lora.baseModelName ?? "not named"); sha256 \(lora.fingerprint)")
                 let ranks = Set(lora.pairs.values.map(\.rank)).sorted(), scales = Set(lora.pairs.values.map(\.scale)).sorted()
                 print("  \(lora.pairs.count) matrices, rank \(ranks.map(String.init).joined(separator: "/")), scale \(scales.map { "\($0)" }.joined(separator: "/"))")
@@ -60,13 +58,7 @@ struct Adapters: ParsableCommand {
         @Option(name: [.short, .customLong("output")], help: "The merged model file to write.")
         var output: String
         @Option(help: "How changed matrices are stored: automatic, base, Q8_0 or F16.")
-        var precision: String = "automatic"
-
-        func validate() throws {
-            guard LoRAMerge.Precision(rawValue: precision) ?? LoRAMerge.Precision(rawValue: precision.uppercased()) != nil else {
-                throw ValidationError("--precision must be one of \(LoRAMerge.Precision.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
+        var precision: LoRAMerge.Precision = .automatic
 
         func run() throws {
             try reportingErrors {
@@ -76,13 +68,20 @@ struct Adapters: ParsableCommand {
                     throw CLIError("the output would overwrite the model; choose another -o")
                 }
                 let model = try modelOptions.load()
-                let lora = try LoRAAdapter(contentsOf: try AdapterStore.default.resolve(adapter), for: model.transformer)
-                let p = LoRAMerge.Precision(rawValue: precision) ?? LoRAMerge.Precision(rawValue: precision.uppercased())!
+                let lora = try LoRAAdapter(named: adapter, for: model.transformer)
                 let start = ContinuousClock.now
-                try LoRAMerge.write(model: model.transformer, adapter: lora, to: out, precision: p)
+                try LoRAMerge.write(model: model.transformer, adapter: lora, to: out, precision: precision)
                 let took = ContinuousClock.now - start
                 Diagnostics.note("merged \(lora.name) (\(lora.pairs.count) matrices) into \(input.lastPathComponent) in \(took): \(out.path)")
             }
         }
+    }
+}
+
+/// `--precision` names a way of storing merged matrices, in any case (`q8_0` or `Q8_0`).
+extension LoRAMerge.Precision: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let p = Self.allCases.first(where: { $0.rawValue.lowercased() == argument.lowercased() }) else { return nil }
+        self = p
     }
 }

@@ -93,7 +93,7 @@ struct Bench: ParsableCommand {
             let context = try InferenceContext(transformer: transformer, contextLength: max(1, needed),
                                                slots: parallel ?? 1, threads: threads, backend: backend)
             var rng = RandomSource(seed: seed)
-            let ids = try adapters.map { try context.attach(LoRAAdapter(contentsOf: AdapterStore.default.resolve($0), for: transformer)) }
+            let ids = try adapters.map { try context.attach(LoRAAdapter(named: $0, for: transformer)) }
             if !ids.isEmpty && parallel == nil { throw ValidationError("--adapter needs --parallel") }
             let runner = BenchRunner(context: context, vocabularySize: config.vocabularySize, adapters: ids)
             var results: [BenchResult] = []

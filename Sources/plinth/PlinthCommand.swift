@@ -130,6 +130,6 @@ struct AdapterOptions: ParsableArguments {
 
     /// The adapter read for `model`, when one is given.
     func load(for model: Model) throws -> LoRAAdapter? {
-        try url().map { try LoRAAdapter(contentsOf: $0, for: model.transformer) }
+        try adapter.map { try LoRAAdapter(named: $0, for: model.transformer) }
     }
 }

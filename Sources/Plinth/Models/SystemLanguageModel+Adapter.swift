@@ -33,7 +33,7 @@ extension SystemLanguageModel {
             do { url = try store.resolve(fileURL.path) } catch {
                 throw AssetError.invalidAsset(.init(debugDescription: error.localizedDescription))
             }
-            try self.init(resolved: url, name: Self.displayName(of: url))
+            try self.init(resolved: url, name: LoRAAdapter.name(of: url))
         }
 
         /// Creates an adapter from the name of one in Plinth's adapter directories.
@@ -170,12 +170,6 @@ extension SystemLanguageModel {
         }
 
         // MARK: Reading
-
-        /// The name people know the adapter by: a `peft/` folder is named for its parent.
-        private static func displayName(of url: URL) -> String {
-            let base = url.lastPathComponent == "peft" ? url.deletingLastPathComponent() : url
-            return base.deletingPathExtension().lastPathComponent
-        }
 
         /// Checks the files are an adapter (a PEFT config with its safetensors, or a GGUF whose
         /// `general.type` is adapter), without the model.

@@ -30,7 +30,9 @@ final class AttachedAdapter {
             pk_lora_quantize_rows(values, Int64(rows), Int64(width), q, s)
             return (q, s)
         }
-        for (target, p) in adapter.pairs {
+        // The embedding's pair is applied row by row from the adapter's own floats (one row per
+        // token), not by the kernels.
+        for (target, p) in adapter.pairs where target != .tokenEmbedding {
             let (a, aScale) = quantized(p.a, width: p.columns)
             let (bt, btScale) = quantized(p.bt, width: p.rows)
             let pair = Pair(rank: p.rank, rows: p.rows, columns: p.columns, scale: p.scale, a: a, aScale: aScale, bt: bt, btScale: btScale)

@@ -30,12 +30,6 @@ public enum AdapterTarget: Hashable, Sendable, Comparable, CustomStringConvertib
 
     public var description: String { tensorName }
 
-    /// The block the matrix is in, for a block's matrix.
-    public var layerIndex: Int? {
-        if case .layer(let i, _) = self { return i }
-        return nil
-    }
-
     /// The target a GGUF tensor name means, if any.
     init?(tensorName name: String) {
         switch name {
@@ -136,31 +130,49 @@ public final class LoRAAdapter: Sendable {
         let loaded: Loaded
         if isDirectory.boolValue {
             loaded = try Self.loadPEFT(folder: url, config: model.config)
-            // A `peft/` folder is named for the folder that holds it (see AdapterStore).
-            let folder = url.standardizedFileURL
-            name = (folder.lastPathComponent == "peft" ? folder.deletingLastPathComponent() : folder).lastPathComponent
         } else if url.pathExtension.lowercased() == "safetensors" {
             loaded = try Self.loadPEFT(folder: url.deletingLastPathComponent(), config: model.config, weights: url)
-            name = url.deletingLastPathComponent().standardizedFileURL.lastPathComponent
         } else {
             loaded = try Self.loadGGUF(url, config: model.config)
-            name = url.deletingPathExtension().lastPathComponent
         }
+        name = Self.name(of: url)
         self.url = url
         format = loaded.format
         baseModelName = loaded.baseModelName
         fingerprint = loaded.fingerprint
         pairs = loaded.pairs
         try Self.checkIdentity(loaded.baseModelName, model: model.file)
+        try checkShapes(in: model.config)
+    }
+
+    /// Reads the adapter `nameOrPath` names (a path, or a name in ``AdapterStore/default``) for `model`.
+    public convenience init(named nameOrPath: String, for model: Transformer) throws(AdapterError) {
+        try self.init(contentsOf: AdapterStore.default.resolve(nameOrPath), for: model)
+    }
+
+    /// Fails unless every matrix the adapter changes exists in `config`'s model with the pair's
+    /// shape: checked on reading, and again wherever an adapter meets a model (attaching,
+    /// merging), since it may have been read for another.
+    func checkShapes(in config: ModelConfig) throws(AdapterError) {
         for (target, pair) in pairs {
-            if case .layer(let i, _) = target, i >= model.config.layerCount {
-                throw .unknownTarget(tensor: target.tensorName, why: "the model has \(model.config.layerCount) layers")
+            if case .layer(let i, _) = target, i >= config.layerCount {
+                throw .unknownTarget(tensor: target.tensorName, why: "the model has \(config.layerCount) layers")
             }
-            let shape = target.shape(in: model.config)
+            let shape = target.shape(in: config)
             guard pair.rows == shape.rows, pair.columns == shape.columns else {
                 throw .shapeMismatch(tensor: target.tensorName, adapter: [pair.rows, pair.columns], model: [shape.rows, shape.columns])
             }
         }
+    }
+
+    /// The name people know the adapter at `url` by: a PEFT folder's name (a `peft/` folder is
+    /// named for the folder holding it, and `adapter_model.safetensors` for its folder), or a
+    /// GGUF file's name without `.gguf`.
+    public static func name(of url: URL) -> String {
+        var u = url.standardizedFileURL
+        if u.pathExtension.lowercased() == "safetensors" { u = u.deletingLastPathComponent() }
+        if u.lastPathComponent == "peft" { u = u.deletingLastPathComponent() }
+        return u.pathExtension.lowercased() == "gguf" ? u.deletingPathExtension().lastPathComponent : u.lastPathComponent
     }
 
     struct Loaded {

@@ -47,12 +47,7 @@ public enum LoRAMerge {
     public static func write(model: Transformer, adapter: LoRAAdapter, to url: URL, precision: Precision = .automatic,
                              threads: Int? = nil) throws {
         let file = model.file
-        for (target, pair) in adapter.pairs {
-            let shape = target.shape(in: model.config)
-            guard pair.rows == shape.rows, pair.columns == shape.columns else {
-                throw AdapterError.shapeMismatch(tensor: target.tensorName, adapter: [pair.rows, pair.columns], model: [shape.rows, shape.columns])
-            }
-        }
+        try adapter.checkShapes(in: model.config)
         guard let pool = pk_pool_create(Int32(threads ?? defaultThreadCount())) else { throw ModelError.outOfMemory("the thread pool") }
         defer { pk_pool_destroy(pool) }
         nonisolated(unsafe) let shared = pool

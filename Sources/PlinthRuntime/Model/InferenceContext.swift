@@ -188,12 +188,7 @@ public final class InferenceContext {
         guard device == nil else {
             throw .unsupportedBackend("the CUDA backend does not apply adapters unmerged yet; merge the adapter or run on the CPU")
         }
-        for (target, pair) in adapter.pairs {
-            let shape = target.shape(in: config)
-            guard pair.rows == shape.rows, pair.columns == shape.columns, target.layerIndex.map({ $0 < config.layerCount }) ?? true else {
-                throw .shapeMismatch(tensor: target.tensorName, adapter: [pair.rows, pair.columns], model: [shape.rows, shape.columns])
-            }
-        }
+        try adapter.checkShapes(in: config)
         let id = nextAdapterID
         nextAdapterID += 1
         adapters[id] = AttachedAdapter(adapter, layerCount: config.layerCount)

@@ -130,11 +130,8 @@ int main(int argc, char ** argv) {
 
 
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def llama_permute(w: np.ndarray, n_head: int) -> np.ndarray:
