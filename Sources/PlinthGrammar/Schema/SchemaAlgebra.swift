@@ -1,0 +1,380 @@
+/// Operations on typed schemas: following references, intersection (`allOf`), which
+/// `oneOf` alternatives are provably exclusive, whether a literal value satisfies a schema, and
+/// which unenforced keywords are vacuous.
+final class SchemaAlgebra {
+    let parser: SchemaParser
+    let options: GrammarOptions
+    /// Keywords lenient mode let through, as JSON pointers.
+    var ignored: [String] = []
+    private var depth = 0
+
+    init(parser: SchemaParser, options: GrammarOptions) {
+        self.parser = parser
+        self.options = options
+    }
+
+    /// A keyword the decoder can't enforce here: an error, or in lenient mode a note.
+    func unenforceable(_ keyword: String, _ ptr: String) throws(GrammarError) {
+        if options.lenient { ignored.append(ptr); return }
+        throw .unsupportedKeyword(keyword: keyword, pointer: ptr)
+    }
+
+    // MARK: References
+
+    /// A subschema as a node, following a chain of references; nil for `false`.
+    func inline(_ s: Schema, _ ptr: String) throws(GrammarError) -> SchemaNode? {
+        var cur = s
+        for _ in 0..<32 {
+            switch cur {
+            case .any: return SchemaNode()
+            case .never: return nil
+            case .ref(let p): cur = try parser.schema(at: p)
+            case .node(let n): return n
+            }
+        }
+        throw .leftRecursion(pointer: ptr)
+    }
+
+    /// A subschema as a node with its `allOf` (references included) intersected in; nil when
+    /// it admits nothing (`false` among the conjuncts).
+    func flattened(_ s: Schema, _ ptr: String) throws(GrammarError) -> SchemaNode? {
+        guard let n = try inline(s, ptr) else { return nil }
+        return try resolvingAllOf(n, ptr)
+    }
+
+    /// The node with its conjuncts intersected in, left to right (a conjunct's own `allOf` joins
+    /// the queue); nil when one of them is `false`.
+    func resolvingAllOf(_ node: SchemaNode, _ ptr: String) throws(GrammarError) -> SchemaNode? {
+        var n = node
+        var rounds = 0
+        while !n.allOf.isEmpty {
+            rounds += 1
+            if rounds > 64 { throw .leftRecursion(pointer: ptr) }
+            let conjuncts = n.allOf
+            n.allOf = []
+            for (i, c) in conjuncts.enumerated() {
+                guard let cn = try inline(c, ptr + "/allOf/\(i)") else { return nil }
+                n = try intersect(n, cn, pointer: ptr + "/allOf/\(i)")
+            }
+        }
+        return n
+    }
+
+    /// What the disjointness proofs look at: the flattened node where flattening succeeds, the
+    /// node itself where it does not (an error there is the compiler's to report, not this
+    /// approximation's); nil for `false`.
+    private func shape(_ s: Schema) -> SchemaNode? {
+        let noted = ignored.count
+        defer { ignored.removeLast(ignored.count - noted) }
+        do { return try flattened(s, "#") } catch {
+            do { return try inline(s, "#") } catch { return SchemaNode() }
+        }
+    }
+
+    // MARK: Intersection
+
+    /// A schema both `a` and `b` describe. Subschemas that meet (a property both declare, items
+    /// at one position) become `allOf` pairs, resolved when they are compiled.
+    func intersect(_ a: SchemaNode, _ b: SchemaNode, pointer ptr: String) throws(GrammarError) -> SchemaNode {
+        depth += 1
+        defer { depth -= 1 }
+        if depth > 64 { throw .leftRecursion(pointer: ptr) }
+        var out = a
+        if let y = b.types { out.types = a.types.map { $0.meet(y) } ?? y }
+        if let y = b.literals { out.literals = a.literals.map { $0.filter { y.contains($0) } } ?? y }
+        out.allOf = a.allOf + b.allOf
+        if let y = b.anyOf { out.anyOf = try a.anyOf.map { x throws(GrammarError) in x == y ? x : try product(x, y, ptr) } ?? y }
+        if let y = b.oneOf { out.oneOf = try a.oneOf.map { x throws(GrammarError) in x == y ? x : try product(x, y, ptr) } ?? y }
+        out.string = try intersect(a.string, b.string, ptr)
+        out.number = try intersect(a.number, b.number, ptr)
+        out.array = intersect(a.array, b.array)
+        out.object = try intersect(a.object, b.object, ptr)
+        for k in b.unenforced {
+            guard let mine = a.unenforced.first(where: { $0.name == k.name }) else { out.unenforced.append(k); continue }
+            if mine.value != k.value { try unenforceable(k.name, ptr + "/" + k.name) }
+        }
+        return out
+    }
+
+    /// The pairwise conjunctions of two lists of alternatives.
+    func product(_ a: [Schema], _ b: [Schema], _ ptr: String) throws(GrammarError) -> [Schema] {
+        guard a.count * b.count <= 256 else { throw .budgetExceeded("allOf over unions with more than 256 combinations at \(ptr)") }
+        var out: [Schema] = []
+        for x in a { for y in b { out.append(conjunction(x, y)) } }
+        return out
+    }
+
+    /// `allOf: [x, y]`, resolved when compiled.
+    func conjunction(_ x: Schema, _ y: Schema) -> Schema {
+        var n = SchemaNode()
+        n.allOf = [x, y]
+        return .node(n)
+    }
+
+    private func intersect(_ a: StringFacet, _ b: StringFacet, _ ptr: String) throws(GrammarError) -> StringFacet {
+        var out = a
+        if let y = b.minLength { out.minLength = max(a.minLength ?? y, y) }
+        if let y = b.maxLength { out.maxLength = min(a.maxLength ?? y, y) }
+        if a.patterns != b.patterns { out.patterns = a.patterns + b.patterns }
+        if let y = b.format {
+            if let x = a.format, x != y { throw .unsupportedKeyword(keyword: "format", pointer: ptr) }
+            out.format = y
+        }
+        return out
+    }
+
+    private func intersect(_ a: NumberFacet, _ b: NumberFacet, _ ptr: String) throws(GrammarError) -> NumberFacet {
+        var out = a
+        out.lower = NumberFacet.tighter(a.lower, b.lower, lower: true)
+        out.upper = NumberFacet.tighter(a.upper, b.upper, lower: false)
+        if let y = b.multipleOf, let x = a.multipleOf, x != y {
+            guard let xi = x.intValue, let yi = y.intValue else { throw .unsupportedKeyword(keyword: "multipleOf", pointer: ptr) }
+            func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+            out.multipleOf = DecimalNumber(integer: xi / gcd(xi, yi) * yi)
+        } else if let y = b.multipleOf {
+            out.multipleOf = y
+        }
+        return out
+    }
+
+    /// Positions intersect one by one: `items` applies after its own schema's prefix only.
+    private func intersect(_ a: ArrayFacet, _ b: ArrayFacet) -> ArrayFacet {
+        var out = a
+        if a.isPositional && b.isPositional {
+            let ra = a.items ?? .any, rb = b.items ?? .any
+            out.prefixItems = (0..<max(a.prefixItems.count, b.prefixItems.count)).map { i in
+                conjunction(i < a.prefixItems.count ? a.prefixItems[i] : ra, i < b.prefixItems.count ? b.prefixItems[i] : rb)
+            }
+            out.items = conjunction(ra, rb)
+            out.itemsIsAdditional = false
+        } else if b.isPositional {
+            out.prefixItems = b.prefixItems
+            out.items = b.items
+            out.itemsIsAdditional = b.itemsIsAdditional
+            out.isPositional = true
+        }
+        if let y = b.minItems { out.minItems = max(a.minItems ?? y, y) }
+        if let y = b.maxItems { out.maxItems = min(a.maxItems ?? y, y) }
+        return out
+    }
+
+    /// Each side's additional properties constrain the other's declared ones.
+    private func intersect(_ a: ObjectFacet, _ b: ObjectFacet, _ ptr: String) throws(GrammarError) -> ObjectFacet {
+        var out = a
+        // Which keys a side's patternProperties govern isn't expressible in the merged
+        // properties, so patterns merge only with a side that says nothing about properties.
+        func saysProperties(_ f: ObjectFacet) -> Bool { f.properties != nil || f.additionalProperties != nil || f.patternProperties != nil }
+        if a.patternProperties != nil || b.patternProperties != nil, saysProperties(a) && saysProperties(b) {
+            throw .unsupportedKeyword(keyword: "patternProperties", pointer: ptr)
+        }
+        if let p = b.patternProperties { out.patternProperties = p }
+        if a.properties != nil || b.properties != nil || a.additionalProperties != nil || b.additionalProperties != nil {
+            let apA = a.additionalProperties ?? .any, apB = b.additionalProperties ?? .any
+            let pa = a.properties ?? [], pb = b.properties ?? []
+            var props: [ObjectFacet.Property] = []
+            for p in pa {
+                if let w = b.property(p.name) { props.append(.init(name: p.name, schema: conjunction(p.schema, w))) }
+                else { props.append(apB == .any ? p : .init(name: p.name, schema: conjunction(p.schema, apB))) }
+            }
+            for p in pb where a.property(p.name) == nil {
+                props.append(apA == .any ? p : .init(name: p.name, schema: conjunction(p.schema, apA)))
+            }
+            out.properties = props.isEmpty ? nil : props
+            if a.additionalProperties != nil || b.additionalProperties != nil {
+                out.additionalProperties = apA == .any ? apB : apB == .any ? apA : conjunction(apA, apB)
+            }
+        }
+        if let y = b.required { out.required = (a.required ?? []) + y.filter { !(a.required ?? []).contains($0) } }
+        if let y = b.minProperties { out.minProperties = max(a.minProperties ?? y, y) }
+        if let y = b.maxProperties { out.maxProperties = min(a.maxProperties ?? y, y) }
+        if out.order == nil { out.order = b.order }
+        return out
+    }
+
+    // MARK: Unenforced keywords
+
+    /// Refuses the node's unenforced keywords, except where their value makes them vacuous.
+    func checkUnenforced(_ n: SchemaNode, _ ptr: String) throws(GrammarError) {
+        for k in n.unenforced where !isVacuous(k, in: n) { try unenforceable(k.name, ptr + "/" + k.name) }
+    }
+
+    func isVacuous(_ k: SchemaNode.Keyword, in n: SchemaNode) -> Bool {
+        let present = Set(n.unenforced.map(\.name))
+        switch k.name {
+        case "uniqueItems": return k.value == .bool(false) || (n.array.maxItems ?? 2) <= 1
+        case "then", "else": return !present.contains("if")
+        case "if": return !present.contains("then") && !present.contains("else")
+        case "dependentRequired", "dependencies":
+            // Vacuous when every dependency is already required, or its property can't occur.
+            guard let deps = k.value.objectMembers else { return false }
+            let required = Set(n.object.required ?? [])
+            return deps.allSatisfy { dep in
+                guard let list = dep.value.arrayValue else { return false }
+                return list.allSatisfy { $0.stringValue.map(required.contains) ?? false } || !propertyPossible(n, dep.key)
+            }
+        default: return false
+        }
+    }
+
+    func propertyPossible(_ n: SchemaNode, _ name: String) -> Bool {
+        if n.object.property(name) != nil || n.object.patternProperties != nil { return true }
+        guard let ap = n.object.additionalProperties else { return options.additionalPropertiesByDefault }
+        return ap != .never
+    }
+
+    // MARK: oneOf exclusivity
+
+    /// The types a schema can produce (from above), with `integer` inside `number`.
+    func possibleTypes(_ s: Schema) -> JSONTypes {
+        guard let n = shape(s) else { return [] }
+        if let l = n.literals { return l.reduce(into: JSONTypes()) { $0.formUnion(JSONTypes(of: $1)) } }
+        if let alts = n.anyOf ?? n.oneOf {
+            var r: JSONTypes = []
+            for a in alts { r.formUnion(possibleTypes(a)) }
+            if let t = n.types { r.formIntersection(t.withIntegers) }
+            return r
+        }
+        return (n.types ?? JSONTypes.all).withIntegers
+    }
+
+    /// The const/enum values each required property is restricted to.
+    func discriminators(_ s: Schema) -> [String: [JSONValue]] {
+        guard let n = shape(s), let props = n.object.properties else { return [:] }
+        let required = Set(n.object.required ?? [])
+        var out: [String: [JSONValue]] = [:]
+        for p in props where required.contains(p.name) {
+            if let l = shape(p.schema)?.literals { out[p.name] = l }
+        }
+        return out
+    }
+
+    /// Whether no value can satisfy two of `alts` at once (so `oneOf` is `anyOf`).
+    func provablyDisjoint(_ alts: [Schema]) -> Bool {
+        var types: [JSONTypes] = [], discs: [[String: [JSONValue]]] = [], lits: [[JSONValue]?] = []
+        for a in alts {
+            types.append(possibleTypes(a))
+            discs.append(discriminators(a))
+            lits.append(shape(a).map(\.literals) ?? [])
+        }
+        for i in 0..<alts.count {
+            for j in (i + 1)..<alts.count {
+                let common = types[i].intersection(types[j])
+                if common.isEmpty { continue }
+                if let x = lits[i], let y = lits[j], !x.contains(where: { y.contains($0) }) { continue }
+                if common.isSubset(of: .object) {
+                    let shared = Set(discs[i].keys).intersection(discs[j].keys)
+                    if shared.contains(where: { k in !discs[i][k]!.contains(where: { discs[j][k]!.contains($0) }) }) { continue }
+                }
+                return false
+            }
+        }
+        return true
+    }
+
+    // MARK: Generation order
+
+    /// The node the decoder generates `value` under: `s` with its conjuncts intersected in and,
+    /// of an `anyOf`/`oneOf`, the first alternative `value` fits merged with its siblings (as
+    /// the compiler merges them). nil where `s` admits nothing or can't be flattened.
+    func generated(_ s: Schema, for value: JSONValue, depth: Int = 0) -> SchemaNode? {
+        guard depth < 16, let n = try? flattened(s, "#") else { return nil }
+        var alternatives = n.anyOf ?? n.oneOf
+        if let x = n.anyOf, let y = n.oneOf { alternatives = try? product(x, y, "#") }
+        guard let alternatives else { return n }
+        var siblings = n
+        siblings.anyOf = nil; siblings.oneOf = nil
+        for alt in alternatives {
+            guard let an = try? inline(alt, "#") else { continue }
+            let merged = siblings.hasAssertions ? (try? intersect(siblings, an, pointer: "#")).map(Schema.node) ?? alt : alt
+            // A keyword the check can't decide counts as fitting.
+            if (try? admits(value, merged, "#")) ?? true { return generated(merged, for: value, depth: depth + 1) }
+        }
+        return siblings
+    }
+
+    // MARK: Literal values
+
+    /// Whether a value satisfies a schema (for `enum`/`const` values checked against their
+    /// sibling keywords, so that only values the whole schema accepts become literals).
+    func admits(_ v: JSONValue, _ s: Schema, _ ptr: String) throws(GrammarError) -> Bool {
+        guard let n = try inline(s, ptr) else { return false }
+        return try admits(v, n, ptr)
+    }
+
+    func admits(_ v: JSONValue, _ n: SchemaNode, _ ptr: String) throws(GrammarError) -> Bool {
+        if let t = n.types, !t.admits(JSONTypes(of: v)) { return false }
+        if let l = n.literals, !l.contains(v) { return false }
+        for c in n.allOf where !(try admits(v, c, ptr)) { return false }
+        if let alts = n.anyOf {
+            var any = false
+            for a in alts where try admits(v, a, ptr) { any = true; break }
+            if !any { return false }
+        }
+        if let alts = n.oneOf {
+            var count = 0
+            for a in alts where try admits(v, a, ptr) { count += 1 }
+            if count != 1 { return false }
+        }
+        for k in n.unenforced where !isVacuous(k, in: n) {
+            if options.lenient { continue }
+            throw .unsupportedKeyword(keyword: k.name, pointer: ptr + "/" + k.name)
+        }
+        switch v {
+        case .string(let s): return try admits(s, n.string, ptr)
+        case .number(let t):
+            guard let x = DecimalNumber(t) else { return true }
+            return try admits(x, n.number, ptr)
+        case .array(let items): return try admits(items, n.array, ptr)
+        case .object(let members): return try admits(members, n.object, ptr)
+        default: return true
+        }
+    }
+
+    private func admits(_ s: String, _ f: StringFacet, _ ptr: String) throws(GrammarError) -> Bool {
+        let count = s.unicodeScalars.count
+        if count < (f.minLength ?? 0) || count > (f.maxLength ?? Int.max) { return false }
+        for p in f.patterns where !(try StringAutomata.matches(s, pattern: p)) { return false }
+        if let name = f.format {
+            guard let re = SchemaFormats.pattern(name) else { throw .unsupportedKeyword(keyword: "format", pointer: ptr) }
+            if !(try StringAutomata.matches(s, pattern: re, fullMatch: true)) { return false }
+        }
+        return true
+    }
+
+    private func admits(_ x: DecimalNumber, _ f: NumberFacet, _ ptr: String) throws(GrammarError) -> Bool {
+        if let b = f.lower, b.exclusive ? !(b.value < x) : x < b.value { return false }
+        if let b = f.upper, b.exclusive ? !(x < b.value) : b.value < x { return false }
+        if let m = f.multipleOf {
+            guard let xi = x.intValue, let mi = m.intValue, mi > 0 else { throw .unsupportedKeyword(keyword: "multipleOf", pointer: ptr) }
+            if xi % mi != 0 { return false }
+        }
+        return true
+    }
+
+    private func admits(_ items: [JSONValue], _ f: ArrayFacet, _ ptr: String) throws(GrammarError) -> Bool {
+        if items.count < (f.minItems ?? 0) || items.count > (f.maxItems ?? Int.max) { return false }
+        for (x, s) in zip(items, f.prefixItems) where !(try admits(x, s, ptr)) { return false }
+        if let rest = f.items {
+            for x in items.dropFirst(f.prefixItems.count) where !(try admits(x, rest, ptr)) { return false }
+        }
+        return true
+    }
+
+    private func admits(_ members: [(key: String, value: JSONValue)], _ f: ObjectFacet, _ ptr: String) throws(GrammarError) -> Bool {
+        if members.count < (f.minProperties ?? 0) || members.count > (f.maxProperties ?? Int.max) { return false }
+        for name in f.required ?? [] where !members.contains(where: { $0.key == name }) { return false }
+        for (k, v) in members {
+            var governed = false
+            if let s = f.property(k) {
+                governed = true
+                if !(try admits(v, s, ptr)) { return false }
+            }
+            for p in f.patternProperties ?? [] where try StringAutomata.matches(k, pattern: p.name) {
+                governed = true
+                if !(try admits(v, p.schema, ptr)) { return false }
+            }
+            if !governed, let ap = f.additionalProperties, !(try admits(v, ap, ptr)) { return false }
+        }
+        return true
+    }
+}

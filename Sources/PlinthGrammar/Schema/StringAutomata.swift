@@ -1,0 +1,95 @@
+/// Automata over JSON strings (quotes included): any string, strings matching a pattern, and
+/// strings of a bounded length.
+enum StringAutomata {
+    /// JSON strings (quotes included) whose content matches `pattern`: JSON Schema's search
+    /// semantics, or the whole content when `fullMatch` (formats).
+    static func pattern(_ pattern: String, fullMatch: Bool, budget: Int) throws(GrammarError) -> DFA {
+        var n = NFA()
+        let s = n.add(), open = n.add(), e = n.add()
+        n.range(s, 0x22, 0x22, open)
+        let end = try RegexBuilder.contentNFA(pattern, fullMatch: fullMatch, nfa: &n, from: open)
+        n.range(end, 0x22, 0x22, e)
+        return try DFA.determinize(n, start: s, accepting: [e], budget: budget)
+    }
+
+    /// Whether `text` matches `pattern` (search semantics unless `fullMatch`).
+    static func matches(_ text: String, pattern: String, fullMatch: Bool = false) throws(GrammarError) -> Bool {
+        try StringAutomata.pattern(pattern, fullMatch: fullMatch, budget: 100_000).accepts(Array(JSONWriter.quoted(text).utf8))
+    }
+
+    /// `"` any JSON string content `"` (state 1: between characters). Built once.
+    static let plainString: DFA = {
+        var n = NFA()
+        let s = n.add(), open = n.add(), e = n.add()
+        n.range(s, 0x22, 0x22, open)
+        RegexBuilder.addChars(.all, &n, from: open, to: open)
+        n.range(open, 0x22, 0x22, e)
+        let d = try! DFA.determinize(n, start: s, accepting: [e], budget: 10_000)
+        precondition(d.next(0, 0x22) == 1 && d.next(1, 0x41) == 1, "the open state must be state 1")
+        return d
+    }()
+
+    /// JSON strings of `minL...maxL` characters, built directly from the plain string automaton
+    /// with a character counter (a regex repetition of `maxL` characters determinizes slowly).
+    static func length(_ minL: Int, _ maxL: Int?) -> DFA {
+        /// (plain state, count) pairs, interned through a dense table.
+        struct Builder {
+            let plain = StringAutomata.plainString
+            let width: Int
+            var out = DFA()
+            var index: [Int32]
+            var work: [(Int32, Int)] = []
+            init(cap: Int) {
+                width = cap + 2
+                index = [Int32](repeating: -1, count: StringAutomata.plainString.count * (cap + 2))
+            }
+            mutating func intern(_ s: Int32, _ k: Int) -> Int32 {
+                let key = Int(s) * width + k
+                if index[key] >= 0 { return index[key] }
+                let i = out.add(accepting: plain.accepting[Int(s)])
+                index[key] = i
+                work.append((s, k))
+                return i
+            }
+        }
+        let plain = plainString
+        let cap = maxL ?? minL // unbounded: counts above minL are all alike
+        var b = Builder(cap: cap)
+        _ = b.intern(0, 0)
+        var cursor = 0
+        var edges: [ByteEdge] = []
+        while cursor < b.work.count {
+            let (s, k) = b.work[cursor]
+            cursor += 1
+            edges.removeAll(keepingCapacity: true)
+            for e in plain.trans[Int(s)] {
+                var nk = k
+                if s == 1 {
+                    if e.lo <= 0x22 && 0x22 <= e.hi {
+                        // The closing quote: split it off the range, allowed only from minL on.
+                        if e.lo < 0x22 { edges.append(ByteEdge(lo: e.lo, hi: 0x21, to: -2)) }
+                        if k >= minL { edges.append(ByteEdge(lo: 0x22, hi: 0x22, to: b.intern(e.to, k))) }
+                        if e.hi > 0x22 { edges.append(ByteEdge(lo: 0x23, hi: e.hi, to: -2)) }
+                        continue
+                    }
+                    if let m = maxL, k >= m { continue }
+                    nk = maxL == nil ? min(k + 1, cap) : k + 1
+                }
+                edges.append(ByteEdge(lo: e.lo, hi: e.hi, to: b.intern(e.to, nk)))
+            }
+            // Resolve split-off pieces of the quote range (a character start).
+            var kept = 0
+            for e in edges {
+                guard e.to == -2 else { edges[kept] = e; kept += 1; continue }
+                if let m = maxL, k >= m { continue }
+                let nk = maxL == nil ? min(k + 1, cap) : k + 1
+                edges[kept] = ByteEdge(lo: e.lo, hi: e.hi, to: b.intern(plain.next(1, e.lo), nk))
+                kept += 1
+            }
+            edges.removeLast(edges.count - kept)
+            edges.sort { $0.lo < $1.lo }
+            b.out.trans[cursor - 1] = edges
+        }
+        return b.out
+    }
+}
