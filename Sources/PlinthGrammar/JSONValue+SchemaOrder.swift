@@ -8,7 +8,7 @@ extension JSONValue {
     public func reordered(forSchema schema: JSONValue) -> JSONValue {
         let parser = SchemaParser(schema)
         guard let root = try? parser.root() else { return self }
-        return reordered(root, SchemaAlgebra(parser: parser, options: GrammarOptions(lenient: true)), depth: 0)
+        return reordered(root, SchemaAlgebra(parser: parser, options: GrammarOptions(lenient: true, additionalPropertiesByDefault: true)), depth: 0)
     }
 
     private func reordered(_ schema: Schema, _ algebra: SchemaAlgebra, depth: Int) -> JSONValue {

@@ -181,7 +181,8 @@ struct SchemaAlgebraTests {
     }
 
     @Test func exclusiveAlternatives() throws {
-        let a = try algebra()
+        // JSON Schema's own default: properties not declared are allowed.
+        let a = try algebra("{}", GrammarOptions(additionalPropertiesByDefault: true))
         func disjoint(_ alts: String) throws -> Bool {
             a.provablyDisjoint(try node(##"{"oneOf":"## + alts + "}").oneOf!)
         }
@@ -194,6 +195,19 @@ struct SchemaAlgebraTests {
         // A discriminator reached through allOf counts too; without `type` a string satisfies both.
         #expect(try disjoint(##"[{"allOf":[{"type":"object","properties":{"k":{"type":"string"}}},{"properties":{"k":{"const":"a"}},"required":["k"]}]},{"type":"object","properties":{"k":{"const":"b"}},"required":["k"]}]"##))
         #expect(try !disjoint(##"[{"allOf":[{"properties":{"k":{"type":"string"}}},{"properties":{"k":{"const":"a"}},"required":["k"]}]},{"properties":{"k":{"const":"b"}},"required":["k"]}]"##))
+        // A key one side requires and the other forbids (additionalProperties false).
+        #expect(try disjoint(##"[{"type":"object","required":["a"]},{"type":"object","properties":{"b":{}},"additionalProperties":false}]"##))
+        #expect(try !disjoint(##"[{"type":"object","required":["a"]},{"type":"object","properties":{"b":{}}}]"##))
+        // Plinth's default closes objects, so there the second side can't have "a".
+        #expect(try algebra().provablyDisjoint(node(##"{"oneOf":[{"type":"object","required":["a"]},{"type":"object","properties":{"b":{}}}]}"##).oneOf!))
+        // ... or whose values can't meet: patterns with no common string, number ranges apart.
+        #expect(try disjoint(##"[{"type":"object","properties":{"s":{"type":"string","pattern":"^ok$"}},"required":["s"]},{"type":"object","properties":{"s":{"type":"string","pattern":"^fail$"}},"required":["s"]}]"##))
+        #expect(try !disjoint(##"[{"type":"string","pattern":"ok"},{"type":"string","pattern":"fail"}]"##))
+        #expect(try disjoint(##"[{"type":"integer","maximum":3},{"type":"number","exclusiveMinimum":3}]"##))
+        #expect(try !disjoint(##"[{"type":"integer","maximum":3},{"type":"number","minimum":3}]"##))
+        // A literal the other side's keywords reject.
+        #expect(try disjoint(##"[{"enum":["x","yy"]},{"type":"string","minLength":3}]"##))
+        #expect(try !disjoint(##"[{"enum":["x","yyy"]},{"type":"string","minLength":3}]"##))
     }
 
     @Test func literalValuesAreCheckedAgainstTheirSiblings() throws {
@@ -244,7 +258,7 @@ struct SchemaFormatsTests {
         ("ipv4", ["0.0.0.0", "255.255.255.255"], ["256.0.0.1", "1.2.3", "01.2.3.4"]),
         ("hostname", ["example.com", "a-b.c"], ["-a.com", "a_b.com", String(repeating: "a", count: 64) + ".com"]),
         ("uri", ["https://example.com/a?b=c#d", "urn:isbn:0451450523"], ["//example.com", "exa mple:x", "1http://x"]),
-        ("duration", ["P1Y2M3DT4H5M6.5S", "P4W", "PT0S"], ["1Y", "P1H", "P1.5Y"]),
+        ("duration", ["P1Y2M3DT4H5M6S", "P4W", "PT0S", "P1M"], ["1Y", "P1H", "P1.5Y", "PT0.5S", "P", "P1Y2W", "PT"]),
     ]
 
     @Test(arguments: cases.map(\.format))
@@ -257,6 +271,30 @@ struct SchemaFormatsTests {
 
     @Test func unknownFormatsHaveNoExpression() {
         #expect(SchemaFormats.pattern("zip-code") == nil)
-        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "hostname", "uri", "duration"])
+        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "ipv6", "hostname", "uri", "uri-reference", "duration", "host-name", "ip-address"])
+    }
+}
+
+extension SchemaFormatsTests {
+    /// The official suite's optional format tests, for every format the decoder enforces: a
+    /// string the suite calls valid must match, an invalid one must not.
+    @Test(.enabled(if: SchemaTestSuiteTests.suiteRoot != nil, "../shared/json-schema-test-suite is not beside this repository"))
+    func officialFormatTests() throws {
+        let dir = SchemaTestSuiteTests.suiteRoot!.appendingPathComponent("draft2020-12/optional/format")
+        var report: [String] = []
+        for name in SchemaFormats.patterns.keys.sorted() {
+            let file = dir.appendingPathComponent(name + ".json")
+            guard FileManager.default.fileExists(atPath: file.path) else { continue }
+            let re = SchemaFormats.pattern(name)!
+            var agree = 0, disagree: [String] = []
+            for group in try JSONValue(parsing: Data(contentsOf: file)).arrayValue ?? [] {
+                for t in group["tests"]?.arrayValue ?? [] {
+                    guard case .string(let s)? = t["data"], case .bool(let valid)? = t["valid"] else { continue }
+                    if try StringAutomata.matches(s, pattern: re, fullMatch: true) == valid { agree += 1 } else { disagree.append("\(valid ? "rejects" : "accepts") \(s.debugDescription)") }
+                }
+            }
+            report.append("\(name): \(agree)/\(agree + disagree.count)" + (disagree.isEmpty ? "" : " — " + disagree.joined(separator: ", ")))
+        }
+        print("JSON-Schema-Test-Suite optional formats:\n" + report.joined(separator: "\n"))
     }
 }

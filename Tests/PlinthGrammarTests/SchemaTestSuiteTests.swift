@@ -12,6 +12,10 @@ struct SchemaTestSuiteTests {
         var acceptedValid = 0, rejectedValid = 0, rejectedInvalid = 0, falseAcceptance = 0
         var compileErrors = 0, compiledSchemas = 0
         var falseAcceptances: [String] = []
+        var rejectedValids: [String] = []
+        /// Per keyword (the suite's file): instances decided as the suite says, and all instances.
+        var perKeyword: [(keyword: String, agree: Int, total: Int)] = []
+        var table: String { perKeyword.map { "\($0.keyword) \($0.agree)/\($0.total)" }.joined(separator: ", ") }
         var description: String {
             "compiled \(compiledSchemas) schemas, compile errors \(compileErrors); accepted-valid \(acceptedValid), "
                 + "rejected-valid \(rejectedValid), rejected-invalid \(rejectedInvalid), false acceptance \(falseAcceptance)"
@@ -27,9 +31,13 @@ struct SchemaTestSuiteTests {
         let options = GrammarOptions(additionalPropertiesByDefault: true, stateBudget: 100_000, timeLimit: 5)
         for file in try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() where file.hasSuffix(".json") {
             let groups = try JSONValue(parsing: Data(contentsOf: dir.appendingPathComponent(file)))
+            let before = counts.acceptedValid + counts.rejectedInvalid
+            var total = 0
+            defer { counts.perKeyword.append((String(file.dropLast(5)), counts.acceptedValid + counts.rejectedInvalid - before, total)) }
             for group in groups.arrayValue ?? [] {
                 guard let schema = group["schema"], let tests = group["tests"]?.arrayValue else { continue }
                 let grammar: CompiledGrammar
+                total += tests.count
                 do {
                     grammar = try compiler.compile(schema: schema, options: options)
                     counts.compiledSchemas += 1
@@ -43,7 +51,9 @@ struct SchemaTestSuiteTests {
                     let ok = TestVocab.accepts(grammar, text)
                     switch (valid, ok) {
                     case (true, true): counts.acceptedValid += 1
-                    case (true, false): counts.rejectedValid += 1
+                    case (true, false):
+                        counts.rejectedValid += 1
+                        counts.rejectedValids.append("\(file): \(group["description"]?.stringValue ?? "") / \(t["description"]?.stringValue ?? "")")
                     case (false, false): counts.rejectedInvalid += 1
                     case (false, true):
                         counts.falseAcceptance += 1
@@ -58,7 +68,7 @@ struct SchemaTestSuiteTests {
     @Test("draft2020-12", .enabled(if: suiteRoot != nil, "../shared/json-schema-test-suite is not beside this repository (a user's clone has no ../shared)"))
     func draft2020() throws {
         let c = try Self.run(draft: "draft2020-12")
-        print("JSON-Schema-Test-Suite draft2020-12: \(c)")
+        print("JSON-Schema-Test-Suite draft2020-12: \(c)\nper keyword: \(c.table)\nvalid rejected: \(c.rejectedValids.joined(separator: "; "))")
         #expect(c.falseAcceptance == 0, "false acceptances: \(c.falseAcceptances.joined(separator: "\n"))")
         #expect(c.acceptedValid > 300)
     }
@@ -66,7 +76,7 @@ struct SchemaTestSuiteTests {
     @Test("draft7", .enabled(if: suiteRoot != nil, "../shared/json-schema-test-suite is not beside this repository (a user's clone has no ../shared)"))
     func draft7() throws {
         let c = try Self.run(draft: "draft7")
-        print("JSON-Schema-Test-Suite draft7: \(c)")
+        print("JSON-Schema-Test-Suite draft7: \(c)\nper keyword: \(c.table)\nvalid rejected: \(c.rejectedValids.joined(separator: "; "))")
         #expect(c.falseAcceptance == 0, "false acceptances: \(c.falseAcceptances.joined(separator: "\n"))")
         #expect(c.acceptedValid > 300)
     }

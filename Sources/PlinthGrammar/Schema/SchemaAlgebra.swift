@@ -43,9 +43,10 @@ final class SchemaAlgebra {
     }
 
     /// The node with its conjuncts intersected in, left to right (a conjunct's own `allOf` joins
-    /// the queue); nil when one of them is `false`.
+    /// the queue, and so do the rewrites of ``rewritingUnenforced(_:_:)``); nil when one of them
+    /// is `false`.
     func resolvingAllOf(_ node: SchemaNode, _ ptr: String) throws(GrammarError) -> SchemaNode? {
-        var n = node
+        var n = try rewritingUnenforced(node, ptr) ?? node
         var rounds = 0
         while !n.allOf.isEmpty {
             rounds += 1
@@ -56,6 +57,7 @@ final class SchemaAlgebra {
                 guard let cn = try inline(c, ptr + "/allOf/\(i)") else { return nil }
                 n = try intersect(n, cn, pointer: ptr + "/allOf/\(i)")
             }
+            n = try rewritingUnenforced(n, ptr) ?? n
         }
         return n
     }
@@ -198,6 +200,64 @@ final class SchemaAlgebra {
         for k in n.unenforced where !isVacuous(k, in: n) { try unenforceable(k.name, ptr + "/" + k.name) }
     }
 
+    /// The node with the unenforced keywords that have an exact equivalent among the enforced
+    /// ones rewritten as conjuncts; nil when there are none. A dependency (`dependentRequired`,
+    /// `dependentSchemas`, draft-07 `dependencies`) is "the property is absent, or present with
+    /// what it needs"; `not` of `required` is "an object without one of them", `not` of `type`
+    /// the other types.
+    func rewritingUnenforced(_ n: SchemaNode, _ ptr: String) throws(GrammarError) -> SchemaNode? {
+        var out = n
+        out.unenforced = []
+        for k in n.unenforced {
+            if let conjuncts = try equivalent(k, in: n, ptr + "/" + k.name) { out.allOf += conjuncts } else { out.unenforced.append(k) }
+        }
+        return out.unenforced == n.unenforced ? nil : out
+    }
+
+    private func equivalent(_ k: SchemaNode.Keyword, in n: SchemaNode, _ ptr: String) throws(GrammarError) -> [Schema]? {
+        func without(_ name: String) -> Schema {
+            var x = SchemaNode()
+            x.object.properties = [.init(name: name, schema: .never)]
+            return .node(x)
+        }
+        switch k.name {
+        case "dependentRequired", "dependentSchemas", "dependencies":
+            guard !isVacuous(k, in: n), let deps = k.value.objectMembers else { return nil }
+            var out: [Schema] = []
+            for (name, dep) in deps {
+                var present = SchemaNode()
+                present.object.required = [name]
+                if let list = dep.arrayValue {
+                    guard k.name != "dependentSchemas", list.allSatisfy({ $0.stringValue != nil }) else { return nil }
+                    present.object.required! += list.compactMap(\.stringValue).filter { $0 != name }
+                } else {
+                    guard k.name != "dependentRequired" else { return nil }
+                    present.allOf = [try parser.parse(dep, ptr + "/" + escapePointer(name))]
+                }
+                var either = SchemaNode()
+                either.anyOf = [without(name), .node(present)]
+                out.append(.node(either))
+            }
+            return out
+        case "not":
+            guard case .node(let m) = try parser.parse(k.value, ptr) else { return nil }
+            var x = SchemaNode()
+            if let required = m.object.required, !required.isEmpty, m == SchemaNode(object: ObjectFacet(required: required)) {
+                // `required` holds for every non-object, so its negation only for objects.
+                x.types = .object
+                x.anyOf = required.map(without)
+                return [.node(x)]
+            }
+            if let t = m.types, m == SchemaNode(types: t), !t.contains(.integer) { // integers can't be taken out of numbers
+                x.types = JSONTypes.all.subtracting(t)
+                return [.node(x)]
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+
     func isVacuous(_ k: SchemaNode.Keyword, in n: SchemaNode) -> Bool {
         let present = Set(n.unenforced.map(\.name))
         switch k.name {
@@ -224,51 +284,80 @@ final class SchemaAlgebra {
 
     // MARK: oneOf exclusivity
 
-    /// The types a schema can produce (from above), with `integer` inside `number`.
-    func possibleTypes(_ s: Schema) -> JSONTypes {
-        guard let n = shape(s) else { return [] }
+    /// The types a node can produce (from above), with `integer` inside `number`.
+    func possibleTypes(_ n: SchemaNode) -> JSONTypes {
         if let l = n.literals { return l.reduce(into: JSONTypes()) { $0.formUnion(JSONTypes(of: $1)) } }
+        var r = (n.types ?? JSONTypes.all).withIntegers
         if let alts = n.anyOf ?? n.oneOf {
-            var r: JSONTypes = []
-            for a in alts { r.formUnion(possibleTypes(a)) }
-            if let t = n.types { r.formIntersection(t.withIntegers) }
-            return r
+            r.formIntersection(alts.reduce(into: JSONTypes()) { t, a in t.formUnion(shape(a).map(possibleTypes) ?? []) })
         }
-        return (n.types ?? JSONTypes.all).withIntegers
+        return r
     }
 
-    /// The const/enum values each required property is restricted to.
-    func discriminators(_ s: Schema) -> [String: [JSONValue]] {
-        guard let n = shape(s), let props = n.object.properties else { return [:] }
-        let required = Set(n.object.required ?? [])
-        var out: [String: [JSONValue]] = [:]
-        for p in props where required.contains(p.name) {
-            if let l = shape(p.schema)?.literals { out[p.name] = l }
-        }
-        return out
-    }
-
-    /// Whether no value can satisfy two of `alts` at once (so `oneOf` is `anyOf`).
+    /// Whether no two of `alts` admit a common value (so `oneOf` is `anyOf`).
     func provablyDisjoint(_ alts: [Schema]) -> Bool {
-        var types: [JSONTypes] = [], discs: [[String: [JSONValue]]] = [], lits: [[JSONValue]?] = []
-        for a in alts {
-            types.append(possibleTypes(a))
-            discs.append(discriminators(a))
-            lits.append(shape(a).map(\.literals) ?? [])
-        }
-        for i in 0..<alts.count {
-            for j in (i + 1)..<alts.count {
-                let common = types[i].intersection(types[j])
-                if common.isEmpty { continue }
-                if let x = lits[i], let y = lits[j], !x.contains(where: { y.contains($0) }) { continue }
-                if common.isSubset(of: .object) {
-                    let shared = Set(discs[i].keys).intersection(discs[j].keys)
-                    if shared.contains(where: { k in !discs[i][k]!.contains(where: { discs[j][k]!.contains($0) }) }) { continue }
-                }
-                return false
-            }
+        let nodes = alts.map(shape)
+        for i in nodes.indices {
+            for j in nodes.indices where j > i && !disjoint(nodes[i], nodes[j], depth: 0) { return false }
         }
         return true
+    }
+
+    /// Whether no value satisfies both nodes (nil: `false`). Sound, not complete: `false`
+    /// where no proof is found.
+    func disjoint(_ x: SchemaNode?, _ y: SchemaNode?, depth: Int) -> Bool {
+        guard let a = x, let b = y else { return true }
+        guard depth < 8 else { return false }
+        let common = possibleTypes(a).intersection(possibleTypes(b))
+        if common.isEmpty { return true }
+        // A finite side: none of its values satisfies the other (an undecidable check counts as satisfied).
+        for (l, other) in [(a.literals, b), (b.literals, a)] {
+            if let l, !l.contains(where: { (try? admits($0, other, "#")) ?? true }) { return true }
+        }
+        if common.isSubset(of: [.number, .integer]) && (below(a.number.upper, b.number.lower) || below(b.number.upper, a.number.lower)) { return true }
+        if common == .string && stringsDisjoint(a.string, b.string) { return true }
+        if common == .object {
+            // A key one side requires that the other can't have, or whose values can't meet.
+            for (p, q) in [(a, b), (b, a)] {
+                for k in p.object.required ?? [] {
+                    if !propertyPossible(q, k) { return true }
+                    if let sp = p.object.property(k), let sq = q.object.property(k), disjoint(shape(sp), shape(sq), depth: depth + 1) { return true }
+                }
+            }
+        }
+        return false
+    }
+
+    /// Whether every number under `upper` is below every number over `lower`.
+    private func below(_ upper: NumberFacet.Bound?, _ lower: NumberFacet.Bound?) -> Bool {
+        guard let u = upper, let l = lower else { return false }
+        return u.value < l.value || (u.value == l.value && (u.exclusive || l.exclusive))
+    }
+
+    /// Whether the strings two facets allow can't meet (their automata's product is empty).
+    private func stringsDisjoint(_ a: StringFacet, _ b: StringFacet) -> Bool {
+        let budget = 20_000
+        func automaton(_ f: StringFacet) throws(GrammarError) -> DFA? {
+            var parts: [DFA] = []
+            for p in f.patterns { parts.append(try StringAutomata.pattern(p, fullMatch: false, budget: budget)) }
+            if let name = f.format {
+                guard let re = SchemaFormats.pattern(name) else { return nil }
+                parts.append(try StringAutomata.pattern(re, fullMatch: true, budget: budget))
+            }
+            if f.minLength != nil || f.maxLength != nil {
+                guard max(f.minLength ?? 0, f.maxLength ?? 0) <= 256 else { return nil }
+                parts.append(StringAutomata.length(max(f.minLength ?? 0, 0), f.maxLength))
+            }
+            guard var acc = parts.first else { return StringAutomata.plainString }
+            for d in parts.dropFirst() { acc = try DFA.product(acc, d, intersect: true, budget: budget) }
+            return acc
+        }
+        do {
+            guard let x = try automaton(a), let y = try automaton(b) else { return false }
+            return try DFA.product(x, y, intersect: true, budget: budget).isEmptyLanguage
+        } catch {
+            return false
+        }
     }
 
     // MARK: Generation order
@@ -315,6 +404,7 @@ final class SchemaAlgebra {
             for a in alts where try admits(v, a, ptr) { count += 1 }
             if count != 1 { return false }
         }
+        if let r = try rewritingUnenforced(n, ptr) { return try admits(v, r, ptr) }
         for k in n.unenforced where !isVacuous(k, in: n) {
             if options.lenient { continue }
             throw .unsupportedKeyword(keyword: k.name, pointer: ptr + "/" + k.name)

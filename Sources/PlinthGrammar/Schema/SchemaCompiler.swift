@@ -42,6 +42,7 @@ final class SchemaCompiler {
             guard let n = try algebra.resolvingAllOf(node, ptr) else { return emptyRule() }
             return try rule(n, ptr)
         }
+        if let rewritten = try algebra.rewritingUnenforced(node, ptr) { return try rule(rewritten, ptr) }
         if let a = node.anyOf, let o = node.oneOf {
             // Both: exactly one oneOf branch (checked exclusive) and some anyOf branch.
             if !algebra.provablyDisjoint(o) { try algebra.unenforceable("oneOf", ptr + "/oneOf") }

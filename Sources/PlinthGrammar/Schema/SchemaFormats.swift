@@ -1,27 +1,78 @@
+import Foundation
+
 /// The `format`s the decoder enforces, each as an exact regular expression over the whole
-/// string (matched with ``StringAutomata/matches(_:pattern:fullMatch:)``'s full-match mode).
+/// string (matched with ``StringAutomata/matches(_:pattern:fullMatch:)``'s full-match mode),
+/// written from the grammar of the RFC that defines it.
 enum SchemaFormats {
     /// The expression for a format name, or nil for a format the decoder does not know.
     static func pattern(_ name: String) -> String? { patterns[name] }
 
     static let patterns: [String: String] = {
-        // Calendar-exact (RFC 3339 full-date): day ranges per month, 29 February only in
-        // Gregorian leap years (divisible by 4, centuries only when divisible by 400).
+        // RFC 3339 full-date, calendar-exact: day ranges per month, 29 February only in Gregorian
+        // leap years (divisible by 4, centuries only when divisible by 400).
         let leap = "([0-9]{2}(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)"
         let date = "([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))|\(leap)-02-29)"
-        let time = "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+        // RFC 3339 time; a leap second (60) only where the time is 23:59 in UTC: each local
+        // minute with the one positive and one negative offset that take it there.
+        let offset = "([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+        func clock(_ minutes: Int) -> String { String(format: "%02d:%02d", minutes / 60, minutes % 60) }
+        let leapSecond = "(" + (0..<24).map { hour in
+            String(format: "%02d:(", hour) + (0..<60).map { minute in
+                let local = hour * 60 + minute
+                return String(format: "%02d", minute) + ":60(\\.[0-9]+)?(\\+\(clock((local + 1) % 1440))|-\(clock(1439 - local))\(local == 1439 ? "|[Zz]" : ""))"
+            }.joined(separator: "|") + ")"
+        }.joined(separator: "|") + ")"
+        let time = "(([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?\(offset)|\(leapSecond))"
+        // RFC 3339 appendix A: units in order, weeks alone, no fractions.
+        let n = "[0-9]+"
+        let durTime = "T(\(n)H(\(n)M(\(n)S)?)?|\(n)M(\(n)S)?|\(n)S)"
+        let durDate = "(\(n)D|\(n)M(\(n)D)?|\(n)Y(\(n)M(\(n)D)?)?)(\(durTime))?"
+        let duration = "P(\(durDate)|\(durTime)|\(n)W)"
         let octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+        let ipv4 = "\(octet)\\.\(octet)\\.\(octet)\\.\(octet)"
         let hex = "[0-9a-fA-F]"
+        // RFC 3986 IPv6address: eight 16-bit pieces, one run of zero pieces shortened to "::",
+        // the last two pieces possibly an IPv4 address.
+        let h16 = "\(hex){1,4}", ls32 = "(\(h16):\(h16)|\(ipv4))"
+        func before(_ k: Int) -> String { k < 0 ? "" : "((\(h16):){0,\(k)}\(h16))?" }
+        let ipv6 = "(" + [
+            "(\(h16):){6}\(ls32)", "::(\(h16):){5}\(ls32)", "\(before(0))::(\(h16):){4}\(ls32)",
+            "\(before(1))::(\(h16):){3}\(ls32)", "\(before(2))::(\(h16):){2}\(ls32)", "\(before(3))::\(h16):\(ls32)",
+            "\(before(4))::\(ls32)", "\(before(5))::\(h16)", "\(before(6))::",
+        ].joined(separator: "|") + ")"
+        let label = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+        let hostname = "\(label)(\\.\(label))*"
+        // RFC 3986 URI and relative reference.
+        let unreserved = "A-Za-z0-9._~\\-", subDelims = "!$&'()*+,;=", pct = "%\(hex){2}"
+        let pchar = "([\(unreserved)\(subDelims):@]|\(pct))"
+        let segment = "\(pchar)*", segmentNZ = "\(pchar)+"
+        let segmentNZNC = "([\(unreserved)\(subDelims)@]|\(pct))+"
+        let ipLiteral = "\\[(\(ipv6)|v\(hex)+\\.[\(unreserved)\(subDelims):]+)\\]"
+        let host = "(\(ipLiteral)|\(ipv4)|([\(unreserved)\(subDelims)]|\(pct))*)"
+        let authority = "(([\(unreserved)\(subDelims):]|\(pct))*@)?\(host)(:[0-9]*)?"
+        let absolute = "/(\(segmentNZ)(/\(segment))*)?"
+        let rest = "(\\?(\(pchar)|[/?])*)?(#(\(pchar)|[/?])*)?"
+        let uri = "[A-Za-z][A-Za-z0-9+.-]*:(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZ)(/\(segment))*)?" + rest
+        let relative = "(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZNC)(/\(segment))*)?" + rest
+        // RFC 5321 mailbox: a dot-string or quoted local part; a domain or an address literal.
+        let atext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+        let local = "(\(atext)+(\\.\(atext)+)*|\"([ !#-\\[\\]-~]|\\\\[ -~])*\")"
+        let email = "\(local)@(\(hostname)|\\[(\(ipv4)|IPv6:\(ipv6))\\])"
         return [
             "date": date,
             "time": time,
             "date-time": date + "[Tt]" + time,
+            "duration": duration,
             "uuid": "\(hex){8}-\(hex){4}-\(hex){4}-\(hex){4}-\(hex){12}",
-            "email": "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*",
-            "ipv4": "\(octet)\\.\(octet)\\.\(octet)\\.\(octet)",
-            "hostname": "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*",
-            "uri": "[A-Za-z][A-Za-z0-9+.-]*:[^\\s\"<>\\\\^`{|}]*",
-            "duration": "P(([0-9]+Y)?([0-9]+M)?([0-9]+W)?([0-9]+D)?(T([0-9]+H)?([0-9]+M)?([0-9]+(\\.[0-9]+)?S)?)?)",
+            "email": email,
+            "ipv4": ipv4,
+            "ipv6": ipv6,
+            "hostname": hostname,
+            "uri": uri,
+            "uri-reference": "(\(uri)|\(relative))",
+            // Draft-03's names.
+            "host-name": hostname,
+            "ip-address": ipv4,
         ]
     }()
 }
