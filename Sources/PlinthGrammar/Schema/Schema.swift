@@ -96,6 +96,8 @@ struct StringFacet: Equatable, Sendable {
     var maxLength: Int?
     var patterns: [String] = []
     var format: String?
+    /// Strings not allowed (from `not` of `const`/`enum`); each has one spelling in the grammar.
+    var excluded: [String] = []
 }
 
 /// The tightest lower and upper bounds, and `multipleOf`.

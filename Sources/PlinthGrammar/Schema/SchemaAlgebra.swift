@@ -122,6 +122,7 @@ final class SchemaAlgebra {
             if let x = a.format, x != y { throw .unsupportedKeyword(keyword: "format", pointer: ptr) }
             out.format = y
         }
+        out.excluded = a.excluded + b.excluded.filter { !a.excluded.contains($0) }
         return out
     }
 
@@ -204,7 +205,8 @@ final class SchemaAlgebra {
     /// ones rewritten as conjuncts; nil when there are none. A dependency (`dependentRequired`,
     /// `dependentSchemas`, draft-07 `dependencies`) is "the property is absent, or present with
     /// what it needs"; `not` of `required` is "an object without one of them", `not` of `type`
-    /// the other types.
+    /// the other types; `if`/`then`/`else` is "(if and then) or (not if and else)" where the
+    /// condition has a ``negation(_:_:)``.
     func rewritingUnenforced(_ n: SchemaNode, _ ptr: String) throws(GrammarError) -> SchemaNode? {
         var out = n
         out.unenforced = []
@@ -240,22 +242,82 @@ final class SchemaAlgebra {
             }
             return out
         case "not":
-            guard case .node(let m) = try parser.parse(k.value, ptr) else { return nil }
-            var x = SchemaNode()
-            if let required = m.object.required, !required.isEmpty, m == SchemaNode(object: ObjectFacet(required: required)) {
-                // `required` holds for every non-object, so its negation only for objects.
-                x.types = .object
-                x.anyOf = required.map(without)
-                return [.node(x)]
+            return try negation(try parser.parse(k.value, ptr), ptr).map { [$0] }
+        case "if":
+            // The condition's value decides the branch: (if and then) or (not if and else).
+            guard !isVacuous(k, in: n), let cond = Optional(try parser.parse(k.value, ptr)), let notCond = try negation(cond, ptr) else { return nil }
+            func branch(_ name: String) throws(GrammarError) -> Schema {
+                guard let v = n.unenforced.first(where: { $0.name == name })?.value else { return .any }
+                return try parser.parse(v, String(ptr.dropLast(2)) + name)
             }
-            if let t = m.types, m == SchemaNode(types: t), !t.contains(.integer) { // integers can't be taken out of numbers
-                x.types = JSONTypes.all.subtracting(t)
-                return [.node(x)]
-            }
-            return nil
+            var either = SchemaNode()
+            either.anyOf = [conjunction(cond, try branch("then")), conjunction(notCond, try branch("else"))]
+            return [.node(either)]
+        case "then", "else":
+            // Part of the `if` rewrite when there is one.
+            guard let cond = n.unenforced.first(where: { $0.name == "if" }), !isVacuous(cond, in: n) else { return nil }
+            return try negation(try parser.parse(cond.value, String(ptr.dropLast(k.name.count)) + "if"), ptr) == nil ? nil : []
         default:
             return nil
         }
+    }
+
+    /// A schema for exactly the values `s` does not admit, where the enforced keywords can say
+    /// it: `not` of types (but not `integer` alone), of `const`/`enum` over strings, null and
+    /// both booleans, of `required`, and of `properties` whose schemas have negations; nil
+    /// otherwise. `not (A and B)` is `(not A) or (not B)`.
+    func negation(_ s: Schema, _ ptr: String) throws(GrammarError) -> Schema? {
+        guard let m = try flattened(s, ptr) else { return .any }
+        guard m.anyOf == nil, m.oneOf == nil, m.unenforced.isEmpty else { return nil }
+        var parts: [Schema] = []
+        var rest = m
+        func objects(_ build: (inout SchemaNode) -> Void) -> Schema {
+            var x = SchemaNode()
+            x.types = .object
+            build(&x)
+            return .node(x)
+        }
+        if let t = m.types {
+            if t.contains(.integer) { return nil } // the non-integer numbers have no keyword
+            var x = SchemaNode()
+            x.types = JSONTypes.all.subtracting(t)
+            parts.append(.node(x))
+            rest.types = nil
+        }
+        if let values = m.literals {
+            var x = SchemaNode()
+            var types = JSONTypes.all
+            for v in values {
+                switch v {
+                case .string(let str): x.string.excluded.append(str)
+                case .null: types.remove(.null)
+                case .bool: if values.contains(.bool(true)) && values.contains(.bool(false)) { types.remove(.boolean) } else { return nil }
+                default: return nil
+                }
+            }
+            x.types = types
+            parts.append(.node(x))
+            rest.literals = nil
+        }
+        if let required = m.object.required, !required.isEmpty {
+            // `required` holds for every non-object, so its negation only for objects.
+            parts.append(objects { x in x.anyOf = required.map { name in objects { $0.object.properties = [.init(name: name, schema: .never)] } } })
+            rest.object.required = nil
+        }
+        for p in m.object.properties ?? [] {
+            guard let np = try negation(p.schema, ptr + "/properties/" + escapePointer(p.name)) else { return nil }
+            parts.append(objects { x in
+                x.object.required = [p.name]
+                x.object.properties = [.init(name: p.name, schema: np)]
+            })
+        }
+        rest.object.properties = nil
+        guard !rest.hasAssertions else { return nil }
+        if parts.isEmpty { return .never }
+        if parts.count == 1 { return parts[0] }
+        var x = SchemaNode()
+        x.anyOf = parts
+        return .node(x)
     }
 
     func isVacuous(_ k: SchemaNode.Keyword, in n: SchemaNode) -> Bool {
@@ -421,6 +483,7 @@ final class SchemaAlgebra {
     }
 
     private func admits(_ s: String, _ f: StringFacet, _ ptr: String) throws(GrammarError) -> Bool {
+        if f.excluded.contains(s) { return false }
         let count = s.unicodeScalars.count
         if count < (f.minLength ?? 0) || count > (f.maxLength ?? Int.max) { return false }
         for p in f.patterns where !(try StringAutomata.matches(s, pattern: p)) { return false }

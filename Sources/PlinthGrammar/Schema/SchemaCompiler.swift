@@ -419,8 +419,9 @@ final class SchemaCompiler {
         if let name = f.format {
             if let re = SchemaFormats.pattern(name) { fullPatterns.append(re) } else { try algebra.unenforceable("format", ptr + "/format") }
         }
-        if patterns.isEmpty && fullPatterns.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
+        if patterns.isEmpty && fullPatterns.isEmpty && f.excluded.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
         let patternKey = "re:" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
+            + (f.excluded.isEmpty ? "" : "\u{1}not:" + f.excluded.joined(separator: "\u{0}"))
         let budget = options.stateBudget
         func patternDFA() throws(GrammarError) -> DFA {
             var acc: DFA? = nil
@@ -428,7 +429,10 @@ final class SchemaCompiler {
                 let part = try StringAutomata.pattern(p, fullMatch: full, budget: budget)
                 acc = try acc.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
             }
-            return acc!
+            // Each string has one spelling in these automata, so leaving it out is exact.
+            let strings = acc ?? StringAutomata.plainString
+            let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(strings.accepts)
+            return excluded.isEmpty ? strings : DFA.strings(of: strings.trimmed(), except: excluded)
         }
         if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }
         // Length bounds: a character counter in the states. The pattern's automaton is shared
