@@ -156,6 +156,30 @@ struct SchemaGrammarTests {
         }
     }
 
+    @Test func keywordsRewrittenExactly() throws {
+        let open = GrammarOptions(additionalPropertiesByDefault: true)
+        // A dependency: the property absent, or present with what it needs.
+        try check(#"{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"dependentRequired":{"a":["b"]}}"#,
+                  valid: ["{}", #"{"b":1}"#, #"{"a":1,"b":2}"#], invalid: [#"{"a":1}"#])
+        try check(#"{"type":"object","dependentSchemas":{"a":{"required":["c"]}}}"#,
+                  valid: ["{}", #"{"b":1}"#, #"{"a":1,"c":2}"#], invalid: [#"{"a":1}"#, #"{"a":1,"b":2}"#], options: open)
+        // not: of a type, of string literals (by their one spelling), of required, of a property's value.
+        try check(#"{"not":{"type":["object","array","number"]}}"#, valid: [#""s""#, "null", "true"], invalid: ["1", "[]", "{}"])
+        try check(#"{"type":"string","not":{"enum":["a","b"]}}"#, valid: [#""c""#, #""ab""#, #""""#], invalid: [#""a""#, #""b""#])
+        try check(#"{"type":"object","not":{"required":["x"]}}"#, valid: ["{}", #"{"y":1}"#], invalid: [#"{"x":1}"#], options: open)
+        try check(#"{"not":{"properties":{"k":{"const":"a"}}}}"#, valid: [#"{"k":"b"}"#, #"{"k":1}"#], invalid: ["{}", #"{"k":"a"}"#, "1"], options: open)
+        // if/then/else decided by a key's constant.
+        let conditional = #"{"type":"object","properties":{"kind":{"enum":["a","b"]},"x":{"type":"integer"},"y":{"type":"string"}},"#
+            + #""required":["kind"],"if":{"properties":{"kind":{"const":"a"}}},"then":{"required":["x"]},"else":{"required":["y"]}}"#
+        try check(conditional, valid: [#"{"kind":"a","x":1}"#, #"{"kind":"b","y":"s"}"#, #"{"kind":"a","x":1,"y":"s"}"#],
+                  invalid: [#"{"kind":"a","y":"s"}"#, #"{"kind":"b","x":1}"#])
+        // What has no exact rewrite stays a named refusal.
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) { try TestVocab.grammar(#"{"not":{"type":"integer"}}"#) }
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "if", pointer: "#/if")) {
+            try TestVocab.grammar(#"{"if":{"minimum":3},"then":{"multipleOf":2}}"#)
+        }
+    }
+
     @Test func flexibleWhitespace() throws {
         try check(#"{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},"required":["a"]}"#,
                   valid: ["{ \"a\" : [ 1 , 2 ] }", "{\"a\":[1]}", "{\n  \"a\": []\n}"], invalid: ["{\"a\":[1]}   "],
