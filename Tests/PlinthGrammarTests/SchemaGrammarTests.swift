@@ -43,9 +43,14 @@ struct SchemaGrammarTests {
         // A required name that only a pattern covers; a pattern whose schema is false.
         try check(#"{"type":"object","required":["x_k"],"patternProperties":{"^x_":{"type":"string"},"^no":false},"additionalProperties":{"type":"null"}}"#,
                   valid: [#"{"x_k":"v"}"#, #"{"x_k":"v","y":null}"#], invalid: [#"{}"#, #"{"x_k":1}"#, #"{"x_k":"v","no":null}"#, #"{"x_k":"v","y":1}"#])
-        // allOf can't merge patterns into another side's properties: a named error, not a wrong grammar.
+        // allOf merges patterns and properties; both sides' keys keep their schemas.
+        try check(#"{"allOf":[{"type":"object","patternProperties":{"^n[0-9]":{"type":"integer"}}},{"properties":{"name":{"type":"string"}}}]}"#,
+                  valid: [#"{"name":"a"}"#, #"{"n1":2}"#, #"{"x":true}"#], invalid: [#"{"n1":"s"}"#, #"{"name":2}"#],
+                  options: GrammarOptions(additionalPropertiesByDefault: true))
+        // A side's explicit additionalProperties over the other side's patterns isn't expressible:
+        // a named error, not a wrong grammar.
         do {
-            _ = try TestVocab.grammar(#"{"allOf":[{"patternProperties":{"a":{}}},{"properties":{"b":{}}}]}"#)
+            _ = try TestVocab.grammar(#"{"allOf":[{"patternProperties":{"a":{}}},{"properties":{"b":{}},"additionalProperties":false}]}"#)
             Issue.record("expected an unsupported-keyword error")
         } catch GrammarError.unsupportedKeyword(let keyword, _) {
             #expect(keyword == "patternProperties")
@@ -151,6 +156,10 @@ struct SchemaGrammarTests {
 
     @Test func oneOfMustBeExclusive() throws {
         try check(#"{"oneOf":[{"type":"string"},{"type":"integer"}]}"#, valid: [#""a""#, "1"], invalid: ["true"])
+        // Overlapping alternatives with negations: each one without the others.
+        try check(#"{"type":"object","properties":{"a":{},"b":{}},"oneOf":[{"required":["a"]},{"required":["b"]}]}"#,
+                  valid: [#"{"a":1}"#, #"{"b":2}"#], invalid: [#"{"a":1,"b":2}"#, "{}"])
+        try check(#"{"oneOf":[{"type":"string"},{"enum":["x",null]}]}"#, valid: [#""y""#, "null"], invalid: [#""x""#, "2"])
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "oneOf", pointer: "#/oneOf")) {
             try TestVocab.grammar(#"{"oneOf":[{"type":"number"},{"type":"integer"}]}"#)
         }

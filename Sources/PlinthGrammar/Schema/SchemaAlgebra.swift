@@ -91,9 +91,14 @@ final class SchemaAlgebra {
         out.number = try intersect(a.number, b.number, ptr)
         out.array = intersect(a.array, b.array)
         out.object = try intersect(a.object, b.object, ptr)
-        for k in b.unenforced {
-            guard let mine = a.unenforced.first(where: { $0.name == k.name }) else { out.unenforced.append(k); continue }
-            if mine.value != k.value { try unenforceable(k.name, ptr + "/" + k.name) }
+        // Both sides' keywords hold (each is rewritten or refused on its own), except that an
+        // `if` pairs with its own `then`/`else`.
+        for k in b.unenforced where !a.unenforced.contains(k) {
+            if ["if", "then", "else"].contains(k.name) && a.unenforced.contains(where: { $0.name == k.name }) {
+                try unenforceable(k.name, ptr + "/" + k.name)
+                continue
+            }
+            out.unenforced.append(k)
         }
         return out
     }
@@ -164,13 +169,17 @@ final class SchemaAlgebra {
     /// Each side's additional properties constrain the other's declared ones.
     private func intersect(_ a: ObjectFacet, _ b: ObjectFacet, _ ptr: String) throws(GrammarError) -> ObjectFacet {
         var out = a
-        // Which keys a side's patternProperties govern isn't expressible in the merged
-        // properties, so patterns merge only with a side that says nothing about properties.
+        // Patterns of both sides apply together. A side's explicit additionalProperties would
+        // also govern the keys only the other side's patterns match (and its own patterns decide
+        // which of the other side's properties it governs): that difference of key sets isn't
+        // expressible in the merged properties.
         func saysProperties(_ f: ObjectFacet) -> Bool { f.properties != nil || f.additionalProperties != nil || f.patternProperties != nil }
-        if a.patternProperties != nil || b.patternProperties != nil, saysProperties(a) && saysProperties(b) {
-            throw .unsupportedKeyword(keyword: "patternProperties", pointer: ptr)
+        func conflicts(_ x: ObjectFacet, _ y: ObjectFacet) -> Bool {
+            guard let ap = x.additionalProperties, ap != .any else { return false }
+            return (x.patternProperties != nil && saysProperties(y)) || y.patternProperties != nil
         }
-        if let p = b.patternProperties { out.patternProperties = p }
+        if conflicts(a, b) || conflicts(b, a) { throw .unsupportedKeyword(keyword: "patternProperties", pointer: ptr) }
+        if let p = b.patternProperties { out.patternProperties = (a.patternProperties ?? []) + p }
         if a.properties != nil || b.properties != nil || a.additionalProperties != nil || b.additionalProperties != nil {
             let apA = a.additionalProperties ?? .any, apB = b.additionalProperties ?? .any
             let pa = a.properties ?? [], pb = b.properties ?? []
@@ -354,6 +363,26 @@ final class SchemaAlgebra {
             r.formIntersection(alts.reduce(into: JSONTypes()) { t, a in t.formUnion(shape(a).map(possibleTypes) ?? []) })
         }
         return r
+    }
+
+    /// `oneOf` as alternatives that exclude each other: each one and the negations of the others
+    /// (at most 64 combinations of their parts each); nil where a negation doesn't exist.
+    func exclusive(_ alts: [Schema], _ ptr: String) -> [Schema]? {
+        var negations: [Schema] = []
+        for (i, a) in alts.enumerated() {
+            guard let n = (try? negation(a, ptr + "/oneOf/\(i)")) ?? nil else { return nil }
+            negations.append(n)
+        }
+        func parts(_ s: Schema) -> Int { if case .node(let n) = s { return n.anyOf?.count ?? 1 } else { return 1 } }
+        var out: [Schema] = []
+        for i in alts.indices {
+            let others = negations.indices.filter { $0 != i }.map { negations[$0] }
+            guard others.reduce(1, { $0 * parts($1) }) <= 64 else { return nil }
+            var x = SchemaNode()
+            x.allOf = [alts[i]] + others
+            out.append(.node(x))
+        }
+        return out
     }
 
     /// Whether no two of `alts` admit a common value (so `oneOf` is `anyOf`).

@@ -67,6 +67,13 @@ final class SchemaCompiler {
                 }
             }
             if key == "oneOf" && branches.count > 1 && !algebra.provablyDisjoint(branches.map(\.0)) {
+                // Exactly one: each alternative with the others' negations, where they exist.
+                if let exclusive = algebra.exclusive(alts, ptr) {
+                    var n = node
+                    n.oneOf = nil
+                    n.anyOf = exclusive
+                    return try rule(n, ptr)
+                }
                 try algebra.unenforceable("oneOf", ptr + "/oneOf")
             }
             var rules: [Int32] = []
