@@ -1,9 +1,10 @@
 /// A JSON Schema in typed form: what the decoder enforces, keyword by keyword.
 ///
-/// ``SchemaParser`` reads a document into it, ``SchemaNode/intersect(_:_:pointer:options:)``
-/// and the other operations in `SchemaAlgebra.swift` rewrite it, and ``SchemaCompiler`` turns
-/// it into grammar rules. A keyword belongs to one facet (strings, numbers, arrays, objects),
-/// which holds its field, and its parse and intersection sit beside the facet's others.
+/// ``SchemaParser`` reads a document into it, ``SchemaAlgebra`` rewrites it (intersection,
+/// negation, exclusivity) and ``SchemaCompiler`` turns it into grammar rules. A keyword is a
+/// field of one facet (strings, numbers, arrays, objects): adding one is that field, its case in
+/// ``SchemaParser/node(_:_:)``, its line in the facet's intersection and admission check, and
+/// its use in the facet's rule.
 indirect enum Schema: Equatable, Sendable {
     /// `true`: any JSON value.
     case any
