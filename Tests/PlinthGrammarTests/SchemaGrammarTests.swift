@@ -182,6 +182,13 @@ struct SchemaGrammarTests {
             + #""required":["kind"],"if":{"properties":{"kind":{"const":"a"}}},"then":{"required":["x"]},"else":{"required":["y"]}}"#
         try check(conditional, valid: [#"{"kind":"a","x":1}"#, #"{"kind":"b","y":"s"}"#, #"{"kind":"a","x":1,"y":"s"}"#],
                   invalid: [#"{"kind":"a","y":"s"}"#, #"{"kind":"b","x":1}"#])
+        // propertyNames: every key, declared or not, as a string.
+        try check(#"{"type":"object","properties":{"ok":{},"BAD":{}},"propertyNames":{"pattern":"^[a-z]+$","maxLength":3}}"#,
+                  valid: ["{}", #"{"ok":1}"#, #"{"abc":2}"#], invalid: [#"{"BAD":1}"#, #"{"abcd":1}"#, #"{"a1":1}"#], options: open)
+        try check(#"{"type":"object","propertyNames":{"enum":["x","y"]}}"#, valid: [#"{"x":1,"y":2}"#], invalid: [#"{"z":1}"#], options: open)
+        #expect(throws: GrammarError.emptyLanguage(pointer: "#")) {
+            try TestVocab.grammar(#"{"type":"object","required":["Q"],"propertyNames":{"pattern":"^[a-z]+$"}}"#, open)
+        }
         // What has no exact rewrite stays a named refusal.
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) { try TestVocab.grammar(#"{"not":{"type":"integer"}}"#) }
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "if", pointer: "#/if")) {

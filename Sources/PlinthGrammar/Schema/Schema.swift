@@ -146,6 +146,8 @@ struct ObjectFacet: Equatable, Sendable {
     var patternProperties: [Property]?
     var minProperties: Int?
     var maxProperties: Int?
+    /// The schema every key (as a string) must satisfy.
+    var propertyNames: Schema?
     /// `x-order`: the order to generate declared properties in (an annotation).
     var order: [String]?
 

@@ -197,6 +197,7 @@ final class SchemaAlgebra {
             }
         }
         if let y = b.required { out.required = (a.required ?? []) + y.filter { !(a.required ?? []).contains($0) } }
+        if let y = b.propertyNames { out.propertyNames = a.propertyNames.map { conjunction($0, y) } ?? y }
         if let y = b.minProperties { out.minProperties = max(a.minProperties ?? y, y) }
         if let y = b.maxProperties { out.maxProperties = min(a.maxProperties ?? y, y) }
         if out.order == nil { out.order = b.order }
@@ -546,6 +547,7 @@ final class SchemaAlgebra {
         if members.count < (f.minProperties ?? 0) || members.count > (f.maxProperties ?? Int.max) { return false }
         for name in f.required ?? [] where !members.contains(where: { $0.key == name }) { return false }
         for (k, v) in members {
+            if let names = f.propertyNames, !(try admits(.string(k), names, ptr)) { return false }
             var governed = false
             if let s = f.property(k) {
                 governed = true

@@ -220,6 +220,12 @@ final class SchemaCompiler {
             let key = Array(JSONWriter.quoted(name).utf8)
             return patterns.indices.filter { patternDFAs[$0].accepts(key) }.map { patterns[$0].schema }
         }
+        // propertyNames: the keys as strings, an automaton every key must be in.
+        let names = try f.propertyNames.map { s throws(GrammarError) in try keyAutomaton(s, ptr + "/propertyNames") }
+        if let names {
+            for i in props.indices where !names.dfa.accepts(Array(JSONWriter.quoted(props[i].key).utf8)) { props[i].value = .never }
+            for name in requiredOrder where !names.dfa.accepts(Array(JSONWriter.quoted(name).utf8)) { return emptyRule() }
+        }
         for i in props.indices {
             let extra = patternSchemas(props[i].key)
             if !extra.isEmpty && props[i].value != .never { props[i].value = Schema.allOf([props[i].value] + extra) }
@@ -243,12 +249,12 @@ final class SchemaCompiler {
         }
         // Members after the declared ones: (key automaton, value rule) pairs.
         var extras: [(key: Int32, value: Int32)] = []
-        let names = props.map(\.key)
-        let namesKey = "key-except:" + names.joined(separator: "\u{0}")
+        let declared = props.map(\.key)
+        let namesKey = "key-except:" + declared.joined(separator: "\u{0}") + (names.map { "\u{1}names:" + $0.key } ?? "")
         func undeclaredKeys() throws(GrammarError) -> DFA {
-            let str = StringAutomata.plainString
-            if names.isEmpty { return str }
-            return DFA.strings(of: str, except: names.map { Array(JSONWriter.quoted($0).utf8) })
+            let str = names?.dfa ?? StringAutomata.plainString
+            let kept = declared.map { Array(JSONWriter.quoted($0).utf8) }.filter(str.accepts)
+            return kept.isEmpty ? str : DFA.strings(of: str, except: kept)
         }
         if patterns.isEmpty {
             if ap != .never {
@@ -355,6 +361,34 @@ final class SchemaCompiler {
         return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
     }
 
+    /// The keys `propertyNames` allows, as a trim automaton of JSON strings, and its leaf key.
+    func keyAutomaton(_ s: Schema, _ ptr: String) throws(GrammarError) -> (dfa: DFA, key: String) {
+        guard let n = try algebra.flattened(s, ptr) else { return (StringAutomata.noStrings, "none") }
+        guard n.anyOf == nil, n.oneOf == nil, n.unenforced.isEmpty, n.types?.contains(.string) ?? true else {
+            if n.types.map({ !$0.contains(.string) }) ?? false { return (StringAutomata.noStrings, "none") }
+            try algebra.unenforceable("propertyNames", ptr)
+            return (StringAutomata.plainString, "")
+        }
+        var f = n.string
+        if let values = n.literals {
+            // A finite set: the string values the rest of the schema admits, as exclusions' complement.
+            var kept: [String] = []
+            for v in values { if case .string(let s) = v, try algebra.admits(v, n, ptr) { kept.append(s) } }
+            let lits = DFA.literals(kept.map { Array(JSONWriter.quoted($0).utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+            return (lits, "lits:" + kept.sorted().joined(separator: "\u{0}"))
+        }
+        f.excluded.sort()
+        let key = "\(f)"
+        let shared = try GrammarBuilder.sharedLeaf("names:" + key) { () throws(GrammarError) -> DFA in
+            var dfa = try stringAutomaton(f, ptr)
+            if f.minLength != nil || f.maxLength != nil {
+                dfa = try DFA.product(dfa, StringAutomata.length(max(f.minLength ?? 0, 0), f.maxLength), intersect: true, budget: options.stateBudget)
+            }
+            return dfa.trimmed()
+        }
+        return (shared.dfa, key)
+    }
+
     // MARK: Arrays
 
     func arrayRule(_ f: ArrayFacet, _ ptr: String) throws(GrammarError) -> Int32 {
@@ -430,17 +464,9 @@ final class SchemaCompiler {
         let patternKey = "re:" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
             + (f.excluded.isEmpty ? "" : "\u{1}not:" + f.excluded.joined(separator: "\u{0}"))
         let budget = options.stateBudget
-        func patternDFA() throws(GrammarError) -> DFA {
-            var acc: DFA? = nil
-            for (p, full) in patterns.map({ ($0, false) }) + fullPatterns.map({ ($0, true) }) {
-                let part = try StringAutomata.pattern(p, fullMatch: full, budget: budget)
-                acc = try acc.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
-            }
-            // Each string has one spelling in these automata, so leaving it out is exact.
-            let strings = acc ?? StringAutomata.plainString
-            let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(strings.accepts)
-            return excluded.isEmpty ? strings : DFA.strings(of: strings.trimmed(), except: excluded)
-        }
+        var known = f
+        if fullPatterns.isEmpty { known.format = nil } // lenient mode let an unknown one through
+        func patternDFA() throws(GrammarError) -> DFA { try stringAutomaton(known, ptr) }
         if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }
         // Length bounds: a character counter in the states. The pattern's automaton is shared
         // by every bound it is combined with.
@@ -449,6 +475,24 @@ final class SchemaCompiler {
             if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
             return try DFA.product(pattern.dfa, StringAutomata.length(minL, maxL), intersect: true, budget: budget)
         }
+    }
+
+    /// Strings matching a facet's patterns and format, less its excluded strings (lengths apart).
+    func stringAutomaton(_ f: StringFacet, _ ptr: String) throws(GrammarError) -> DFA {
+        let budget = options.stateBudget
+        var parts = f.patterns.map { ($0, false) }
+        if let name = f.format {
+            if let re = SchemaFormats.pattern(name) { parts.append((re, true)) } else { try algebra.unenforceable("format", ptr + "/format") }
+        }
+        var acc: DFA? = nil
+        for (p, full) in parts {
+            let part = try StringAutomata.pattern(p, fullMatch: full, budget: budget)
+            acc = try acc.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
+        }
+        // Each string has one spelling in these automata, so leaving it out is exact.
+        let strings = acc ?? StringAutomata.plainString
+        let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(strings.accepts)
+        return excluded.isEmpty ? strings : DFA.strings(of: strings.trimmed(), except: excluded)
     }
 
     // MARK: Numbers

@@ -22,7 +22,7 @@ final class SchemaParser {
     ]
     /// Assertions the decoder does not enforce (``SchemaNode/unenforced``).
     static let unenforced: Set<String> = [
-        "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies", "propertyNames",
+        "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
         "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "uniqueItems",
         "$dynamicRef", "$recursiveRef",
     ]
@@ -141,6 +141,7 @@ final class SchemaParser {
                 var names: [String] = []
                 for x in xs { if let s = x.stringValue, !names.contains(s) { names.append(s) } }
                 n.object.required = names
+            case "propertyNames": n.object.propertyNames = try parse(v, kptr)
             case "minProperties": n.object.minProperties = v.integerValue
             case "maxProperties":
                 n.object.maxProperties = v.integerValue

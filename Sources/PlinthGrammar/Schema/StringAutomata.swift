@@ -17,6 +17,13 @@ enum StringAutomata {
         try StringAutomata.pattern(pattern, fullMatch: fullMatch, budget: 100_000).accepts(Array(JSONWriter.quoted(text).utf8))
     }
 
+    /// No string at all.
+    static let noStrings: DFA = {
+        var d = DFA()
+        d.add()
+        return d
+    }()
+
     /// `"` any JSON string content `"` (state 1: between characters). Built once.
     static let plainString: DFA = {
         var n = NFA()
