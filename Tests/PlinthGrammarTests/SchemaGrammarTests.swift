@@ -189,6 +189,14 @@ struct SchemaGrammarTests {
         #expect(throws: GrammarError.emptyLanguage(pointer: "#")) {
             try TestVocab.grammar(#"{"type":"object","required":["Q"],"propertyNames":{"pattern":"^[a-z]+$"}}"#, open)
         }
+        // uniqueItems over a finite set of values: the values used so far are in the states.
+        try check(#"{"type":"array","items":{"enum":["a","b","c"]},"uniqueItems":true,"minItems":2}"#,
+                  valid: [#"["a","b"]"#, #"["c","a","b"]"#], invalid: [#"["a","a"]"#, #"["a"]"#, #"["a","b","a"]"#])
+        try check(#"{"type":"array","items":{"type":["boolean","null"]},"uniqueItems":true}"#,
+                  valid: ["[]", "[true,null,false]"], invalid: ["[true,true]", "[null,false,null]"])
+        try check(#"{"type":"array","uniqueItems":true,"maxItems":1}"#, valid: ["[]", "[1]"], invalid: ["[1,2]"])
+        try check(#"{"type":"array","prefixItems":[{"type":"boolean"},{"const":0}],"items":{"enum":[0,true,"x"]},"uniqueItems":true}"#,
+                  valid: ["[true,0]", #"[false,0,true,"x"]"#, "[false]"], invalid: ["[true,0,true]", "[0]", "[false,0,0]"])
         // What has no exact rewrite stays a named refusal.
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) { try TestVocab.grammar(#"{"not":{"type":"integer"}}"#) }
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "if", pointer: "#/if")) {

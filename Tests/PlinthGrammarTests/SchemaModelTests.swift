@@ -91,7 +91,7 @@ struct SchemaParserTests {
 
     @Test func unenforcedKeywordsAreKeptForTheCompiler() throws {
         let n = try node(##"{"type":"array","uniqueItems":true,"not":{"type":"null"}}"##)
-        #expect(n.unenforced.map(\.name) == ["uniqueItems", "not"])
+        #expect(n.unenforced.map(\.name) == ["not"] && n.array.uniqueItems)
     }
 
     @Test func malformedKeywordsNameTheirPointer() {
@@ -235,9 +235,6 @@ struct SchemaAlgebraTests {
             let n = try node(text)
             return n.unenforced.allSatisfy { a.isVacuous($0, in: n) }
         }
-        #expect(try vacuous(##"{"uniqueItems":false}"##))
-        #expect(try vacuous(##"{"uniqueItems":true,"maxItems":1}"##))
-        #expect(try !vacuous(##"{"uniqueItems":true}"##))
         #expect(try vacuous(##"{"then":{"type":"null"}}"##))
         #expect(try !vacuous(##"{"if":{"type":"null"},"then":false}"##))
         #expect(try vacuous(##"{"required":["a","b"],"dependentRequired":{"a":["b"]}}"##))

@@ -132,6 +132,7 @@ struct ArrayFacet: Equatable, Sendable {
     var isPositional = false
     var minItems: Int?
     var maxItems: Int?
+    var uniqueItems = false
 }
 
 /// Declared, pattern and additional properties, `required`, and the count bounds.

@@ -163,6 +163,7 @@ final class SchemaAlgebra {
         }
         if let y = b.minItems { out.minItems = max(a.minItems ?? y, y) }
         if let y = b.maxItems { out.maxItems = min(a.maxItems ?? y, y) }
+        out.uniqueItems = a.uniqueItems || b.uniqueItems
         return out
     }
 
@@ -333,7 +334,6 @@ final class SchemaAlgebra {
     func isVacuous(_ k: SchemaNode.Keyword, in n: SchemaNode) -> Bool {
         let present = Set(n.unenforced.map(\.name))
         switch k.name {
-        case "uniqueItems": return k.value == .bool(false) || (n.array.maxItems ?? 2) <= 1
         case "then", "else": return !present.contains("if")
         case "if": return !present.contains("then") && !present.contains("else")
         case "dependentRequired", "dependencies":
@@ -536,6 +536,7 @@ final class SchemaAlgebra {
 
     private func admits(_ items: [JSONValue], _ f: ArrayFacet, _ ptr: String) throws(GrammarError) -> Bool {
         if items.count < (f.minItems ?? 0) || items.count > (f.maxItems ?? Int.max) { return false }
+        if f.uniqueItems, items.indices.contains(where: { i in items[..<i].contains(items[i]) }) { return false }
         for (x, s) in zip(items, f.prefixItems) where !(try admits(x, s, ptr)) { return false }
         if let rest = f.items {
             for x in items.dropFirst(f.prefixItems.count) where !(try admits(x, rest, ptr)) { return false }

@@ -392,6 +392,7 @@ final class SchemaCompiler {
     // MARK: Arrays
 
     func arrayRule(_ f: ArrayFacet, _ ptr: String) throws(GrammarError) -> Int32 {
+        if f.uniqueItems && (f.maxItems ?? 2) > 1 { return try uniqueArrayRule(f, ptr) }
         let prefix = f.prefixItems
         let rest = f.items ?? .any
         let restPtr = ptr + (f.itemsIsAdditional ? "/additionalItems" : "/items")
@@ -438,6 +439,69 @@ final class SchemaCompiler {
             Q.append(next)
         }
         return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
+    }
+
+    /// Arrays of distinct items, each position drawing from a finite set: which values came
+    /// already is in the states (a subset of at most 10 values; its size is the position).
+    func uniqueArrayRule(_ f: ArrayFacet, _ ptr: String) throws(GrammarError) -> Int32 {
+        // Per position (the last entry: every later one), the values allowed there.
+        var positions: [[JSONValue]] = []
+        for (i, s) in (f.prefixItems + [f.items ?? .any]).enumerated() {
+            let sptr = i < f.prefixItems.count ? ptr + "/prefixItems/\(i)" : ptr + "/items"
+            guard let vs = try finiteValues(s, sptr) else { positions = []; break }
+            positions.append(vs)
+        }
+        var values: [JSONValue] = []
+        for vs in positions { for v in vs where !values.contains(v) { values.append(v) } }
+        guard !positions.isEmpty, values.count <= 10 else {
+            try algebra.unenforceable("uniqueItems", ptr + "/uniqueItems")
+            var plain = f
+            plain.uniqueItems = false
+            return try arrayRule(plain, ptr)
+        }
+        let allowed = positions.map { vs in vs.map { v in values.firstIndex(of: v)! } }
+        let minItems = max(f.minItems ?? 0, 0), maxItems = min(f.maxItems ?? values.count, values.count)
+        if maxItems < minItems { return emptyRule() }
+        var itemRules: [Int32] = []
+        for v in values { itemRules.append(try literalLeaf([v], ptr)) }
+        var nfa = NFA()
+        let start = nfa.add(), accept = nfa.add()
+        let open = ws(&nfa, nfa.literal(start, [0x5B]))
+        var state = [Int32](repeating: -1, count: 1 << values.count)
+        state[0] = open
+        let elementLabel = b.label(.element(0))
+        var callLabels: [Int32: Int32] = [:]
+        for set in 0..<(1 << values.count) where state[set] >= 0 {
+            let used = set.nonzeroBitCount
+            if used >= minItems { nfa.range(state[set], 0x5D, 0x5D, accept) }
+            guard used < maxItems else { continue }
+            let before = set == 0 ? state[set] : ws(&nfa, nfa.literal(state[set], [0x2C]))
+            for i in allowed[min(used, allowed.count - 1)] where set & (1 << i) == 0 {
+                let r = itemRules[i]
+                let next = set | (1 << i)
+                if state[next] < 0 { state[next] = nfa.add() }
+                let ret = nfa.add()
+                nfa.call(before, r, ret)
+                callLabels[ret] = elementLabel
+                nfa.epsilon(ws(&nfa, ret), state[next])
+            }
+        }
+        return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
+    }
+
+    /// The values a schema admits when they are finitely many: its literals, or booleans and
+    /// null; nil otherwise.
+    func finiteValues(_ s: Schema, _ ptr: String) throws(GrammarError) -> [JSONValue]? {
+        guard let n = try algebra.flattened(s, ptr) else { return [] }
+        guard n.anyOf == nil, n.oneOf == nil else { return nil }
+        var candidates: [JSONValue]
+        if let l = n.literals { candidates = l } else {
+            guard let t = n.types, t.isSubset(of: [.boolean, .null]) else { return nil }
+            candidates = (t.contains(.boolean) ? [.bool(false), .bool(true)] : []) + (t.contains(.null) ? [.null] : [])
+        }
+        var out: [JSONValue] = []
+        for v in candidates where !out.contains(v) { if try algebra.admits(v, n, ptr) { out.append(v) } }
+        return out
     }
 
     // MARK: Strings
@@ -533,6 +597,11 @@ final class SchemaCompiler {
             for v in values where try algebra.admits(v, siblings, ptr) { kept.append(v) }
             values = kept
         }
+        return try literalLeaf(values, ptr)
+    }
+
+    /// The values' texts (a number also in the other spellings a serializer may produce).
+    func literalLeaf(_ values: [JSONValue], _ ptr: String) throws(GrammarError) -> Int32 {
         var texts = Set<[UInt8]>()
         for v in values {
             texts.insert(Array(v.compactText.utf8))

@@ -23,7 +23,7 @@ final class SchemaParser {
     /// Assertions the decoder does not enforce (``SchemaNode/unenforced``).
     static let unenforced: Set<String> = [
         "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-        "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains", "uniqueItems",
+        "unevaluatedProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
         "$dynamicRef", "$recursiveRef",
     ]
 
@@ -132,6 +132,7 @@ final class SchemaParser {
             case "additionalItems": additionalItems = try parse(v, kptr)
             case "minItems": n.array.minItems = v.integerValue
             case "maxItems": n.array.maxItems = v.integerValue
+            case "uniqueItems": n.array.uniqueItems = v == .bool(true)
             // Objects
             case "properties": n.object.properties = try namedSubschemas(v, kptr)
             case "patternProperties": n.object.patternProperties = try namedSubschemas(v, kptr)
