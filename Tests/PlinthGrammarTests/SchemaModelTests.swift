@@ -268,7 +268,7 @@ struct SchemaFormatsTests {
 
     @Test func unknownFormatsHaveNoExpression() {
         #expect(SchemaFormats.pattern("zip-code") == nil)
-        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "ipv6", "hostname", "uri", "uri-reference", "duration", "host-name", "ip-address"])
+        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "ipv6", "hostname", "uri", "uri-reference", "iri", "iri-reference", "duration", "host-name", "ip-address"])
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The `format`s the decoder enforces, each as an exact regular expression over the whole
 /// string (matched with ``StringAutomata/matches(_:pattern:fullMatch:)``'s full-match mode),
 /// written from the grammar of the RFC that defines it.
@@ -35,18 +37,27 @@ enum SchemaFormats {
         ].joined(separator: "|") + ")"
         let label = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
         let hostname = "\(label)(\\.\(label))*"
-        // RFC 3986 URI and relative reference.
-        let unreserved = "A-Za-z0-9._~\\-", subDelims = "!$&'()*+,;=", pct = "%\(hex){2}"
-        let pchar = "([\(unreserved)\(subDelims):@]|\(pct))"
-        let segment = "\(pchar)*", segmentNZ = "\(pchar)+"
-        let segmentNZNC = "([\(unreserved)\(subDelims)@]|\(pct))+"
-        let ipLiteral = "\\[(\(ipv6)|v\(hex)+\\.[\(unreserved)\(subDelims):]+)\\]"
-        let host = "(\(ipLiteral)|\(ipv4)|([\(unreserved)\(subDelims)]|\(pct))*)"
-        let authority = "(([\(unreserved)\(subDelims):]|\(pct))*@)?\(host)(:[0-9]*)?"
-        let absolute = "/(\(segmentNZ)(/\(segment))*)?"
-        let rest = "(\\?(\(pchar)|[/?])*)?(#(\(pchar)|[/?])*)?"
-        let uri = "[A-Za-z][A-Za-z0-9+.-]*:(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZ)(/\(segment))*)?" + rest
-        let relative = "(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZNC)(/\(segment))*)?" + rest
+        // RFC 3986 URI and relative reference; RFC 3987's IRIs add non-ASCII characters
+        // (`ucschar`) where URIs allow unreserved ones, and private-use ones in the query.
+        let ascii = "A-Za-z0-9._~\\-", subDelims = "!$&'()*+,;=", pct = "%\(hex){2}"
+        let ipLiteral = "\\[(\(ipv6)|[vV]\(hex)+\\.[\(ascii)\(subDelims):]+)\\]"
+        func references(_ unreserved: String, query extra: String) -> (absolute: String, relative: String) {
+            let pchar = "([\(unreserved)\(subDelims):@]|\(pct))"
+            let segment = "\(pchar)*", segmentNZ = "\(pchar)+"
+            let segmentNZNC = "([\(unreserved)\(subDelims)@]|\(pct))+"
+            let host = "(\(ipLiteral)|\(ipv4)|([\(unreserved)\(subDelims)]|\(pct))*)"
+            let authority = "(([\(unreserved)\(subDelims):]|\(pct))*@)?\(host)(:[0-9]*)?"
+            let absolute = "/(\(segmentNZ)(/\(segment))*)?"
+            let rest = "(\\?(\(pchar)|[/?\(extra)])*)?(#(\(pchar)|[/?])*)?"
+            return ("[A-Za-z][A-Za-z0-9+.-]*:(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZ)(/\(segment))*)?" + rest,
+                    "(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZNC)(/\(segment))*)?" + rest)
+        }
+        let (uri, relative) = references(ascii, query: "")
+        let ucschar = "\\u{A0}-\\u{D7FF}\\u{F900}-\\u{FDCF}\\u{FDF0}-\\u{FFEF}" + (1...13).map { p in
+            String(format: "\\u{%X0000}-\\u{%XFFFD}", p, p)
+        }.joined() + "\\u{E1000}-\\u{EFFFD}"
+        let iprivate = "\\u{E000}-\\u{F8FF}\\u{F0000}-\\u{FFFFD}\\u{100000}-\\u{10FFFD}"
+        let (iri, irelative) = references(ascii + ucschar, query: iprivate)
         // RFC 5321 mailbox: a dot-string or quoted local part; a domain (labels not bounded to
         // 63 characters, which would multiply a length-bounded email's states by 63) or an IPv4
         // address literal (IPv6 literals are left out for the same reason).
@@ -66,6 +77,8 @@ enum SchemaFormats {
             "hostname": hostname,
             "uri": uri,
             "uri-reference": "(\(uri)|\(relative))",
+            "iri": iri,
+            "iri-reference": "(\(iri)|\(irelative))",
             // Draft-03's names.
             "host-name": hostname,
             "ip-address": ipv4,
