@@ -210,6 +210,40 @@ struct SchemaAlgebraTests {
         #expect(try !disjoint(##"[{"enum":["x","yyy"]},{"type":"string","minLength":3}]"##))
     }
 
+    @Test func negationsAdmitExactlyTheOtherValues() throws {
+        let a = try algebra("{}", GrammarOptions(additionalPropertiesByDefault: true))
+        let schemas = [
+            #"{}"#, #"{"type":["string","null"]}"#, #"{"enum":["a","b",null]}"#, #"{"enum":[true,false]}"#,
+            #"{"required":["k"]}"#, #"{"type":"object","required":["k","m"]}"#,
+            #"{"properties":{"k":{"const":"x"}}}"#, #"{"properties":{"k":{"type":"string"},"m":{"enum":["y"]}},"required":["k"]}"#,
+        ]
+        let values = [#"null"#, #"true"#, #"false"#, #"1"#, #""a""#, #""b""#, #""c""#, #"[]"#, #"{}"#, #"{"k":"x"}"#, #"{"k":"z"}"#,
+                      #"{"k":1}"#, #"{"k":"x","m":"y"}"#, #"{"k":"x","m":"n"}"#, #"{"m":"y"}"#].map { try! JSONValue(parsing: $0) }
+        for text in schemas {
+            let s = Schema.node(try node(text))
+            let not = try #require(try a.negation(s, "#"), "\(text) has a negation")
+            for v in values {
+                #expect(try a.admits(v, s, "#") != a.admits(v, not, "#"), "\(text) and its negation on \(v.compactText)")
+            }
+        }
+        // What no keyword can say has no negation.
+        for text in [#"{"type":"integer"}"#, #"{"const":1}"#, #"{"const":true}"#, #"{"minLength":2}"#, #"{"additionalProperties":false}"#] {
+            #expect(try a.negation(.node(try node(text)), "#") == nil, "\(text)")
+        }
+    }
+
+    @Test func overlappingAlternativesBecomeExclusive() throws {
+        let a = try algebra("{}", GrammarOptions(additionalPropertiesByDefault: true))
+        let alts = try node(##"{"oneOf":[{"required":["a"]},{"required":["b"]},{"type":"string"}]}"##).oneOf!
+        let exclusive = try #require(a.exclusive(alts, "#"))
+        for text in [#"{"a":1}"#, #"{"b":1}"#, #"{"a":1,"b":2}"#, #"{}"#, #""s""#, "3"] {
+            let v = try JSONValue(parsing: text)
+            let holding = try alts.filter { try a.admits(v, $0, "#") }.count
+            let branches = try exclusive.filter { try a.admits(v, $0, "#") }.count
+            #expect(branches == (holding == 1 ? 1 : 0), "\(text)")
+        }
+    }
+
     @Test func literalValuesAreCheckedAgainstTheirSiblings() throws {
         let a = try algebra()
         let n = try node(##"{"type":"object","properties":{"n":{"type":"integer","minimum":2}},"required":["n"],"additionalProperties":{"type":"string"}}"##)
