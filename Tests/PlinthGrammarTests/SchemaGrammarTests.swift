@@ -197,6 +197,14 @@ struct SchemaGrammarTests {
         try check(#"{"type":"array","uniqueItems":true,"maxItems":1}"#, valid: ["[]", "[1]"], invalid: ["[1,2]"])
         try check(#"{"type":"array","prefixItems":[{"type":"boolean"},{"const":0}],"items":{"enum":[0,true,"x"]},"uniqueItems":true}"#,
                   valid: ["[true,0]", #"[false,0,true,"x"]"#, "[false]"], invalid: ["[true,0,true]", "[0]", "[false,0,0]"])
+        // Alternatives that could declare a key don't prove a branch forbids it (closed objects):
+        // {"a":1} satisfies both branches here, so this oneOf can't be an anyOf.
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "oneOf", pointer: "#/oneOf")) {
+            try TestVocab.grammar(#"{"oneOf":[{"type":"object","required":["a"],"properties":{"a":{}}},{"type":"object","anyOf":[{"properties":{"a":{}}}]}]}"#)
+        }
+        // Strings that Swift finds canonically equal are two strings to JSON.
+        try check(#"{"type":"string","allOf":[{"not":{"const":"é"}},{"not":{"const":"é"}}]}"#,
+                  valid: [#""e""#], invalid: ["\"\u{e9}\"", "\"e\u{301}\""])
         // What has no exact rewrite stays a named refusal.
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) { try TestVocab.grammar(#"{"not":{"type":"integer"}}"#) }
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "if", pointer: "#/if")) {

@@ -127,7 +127,7 @@ final class SchemaAlgebra {
             if let x = a.format, x != y { throw .unsupportedKeyword(keyword: "format", pointer: ptr) }
             out.format = y
         }
-        out.excluded = a.excluded + b.excluded.filter { !a.excluded.contains($0) }
+        out.excluded = a.excluded + b.excluded.filter { x in !a.excluded.contains { $0.unicodeScalars.elementsEqual(x.unicodeScalars) } }
         return out
     }
 
@@ -348,7 +348,10 @@ final class SchemaAlgebra {
         }
     }
 
+    /// Whether an object of `n` may have the property (true where the node's conjuncts or
+    /// alternatives, not merged yet, could declare it).
     func propertyPossible(_ n: SchemaNode, _ name: String) -> Bool {
+        if !n.allOf.isEmpty || n.anyOf != nil || n.oneOf != nil { return true }
         if n.object.property(name) != nil || n.object.patternProperties != nil { return true }
         guard let ap = n.object.additionalProperties else { return options.additionalPropertiesByDefault }
         return ap != .never
@@ -513,7 +516,7 @@ final class SchemaAlgebra {
     }
 
     private func admits(_ s: String, _ f: StringFacet, _ ptr: String) throws(GrammarError) -> Bool {
-        if f.excluded.contains(s) { return false }
+        if f.excluded.contains(where: { $0.unicodeScalars.elementsEqual(s.unicodeScalars) }) { return false }
         let count = s.unicodeScalars.count
         if count < (f.minLength ?? 0) || count > (f.maxLength ?? Int.max) { return false }
         for p in f.patterns where !(try StringAutomata.matches(s, pattern: p)) { return false }
