@@ -6,7 +6,6 @@ final class SchemaAlgebra {
     let options: GrammarOptions
     /// Keywords lenient mode let through, as JSON pointers.
     var ignored: [String] = []
-    private var depth = 0
 
     init(parser: SchemaParser, options: GrammarOptions) {
         self.parser = parser
@@ -78,9 +77,6 @@ final class SchemaAlgebra {
     /// A schema both `a` and `b` describe. Subschemas that meet (a property both declare, items
     /// at one position) become `allOf` pairs, resolved when they are compiled.
     func intersect(_ a: SchemaNode, _ b: SchemaNode, pointer ptr: String) throws(GrammarError) -> SchemaNode {
-        depth += 1
-        defer { depth -= 1 }
-        if depth > 64 { throw .leftRecursion(pointer: ptr) }
         var out = a
         if let y = b.types { out.types = a.types.map { $0.meet(y) } ?? y }
         if let y = b.literals { out.literals = a.literals.map { $0.filter { y.contains($0) } } ?? y }
@@ -431,24 +427,12 @@ final class SchemaAlgebra {
 
     /// Whether the strings two facets allow can't meet (their automata's product is empty).
     private func stringsDisjoint(_ a: StringFacet, _ b: StringFacet) -> Bool {
+        // A proof, not a requirement: small automata only.
         let budget = 20_000
-        func automaton(_ f: StringFacet) throws(GrammarError) -> DFA? {
-            var parts: [DFA] = []
-            for p in f.patterns { parts.append(try StringAutomata.pattern(p, fullMatch: false, budget: budget)) }
-            if let name = f.format {
-                guard let re = SchemaFormats.pattern(name) else { return nil }
-                parts.append(try StringAutomata.pattern(re, fullMatch: true, budget: budget))
-            }
-            if f.minLength != nil || f.maxLength != nil {
-                guard max(f.minLength ?? 0, f.maxLength ?? 0) <= 256 else { return nil }
-                parts.append(StringAutomata.length(max(f.minLength ?? 0, 0), f.maxLength))
-            }
-            guard var acc = parts.first else { return StringAutomata.plainString }
-            for d in parts.dropFirst() { acc = try DFA.product(acc, d, intersect: true, budget: budget) }
-            return acc
-        }
+        guard [a, b].allSatisfy({ max($0.minLength ?? 0, $0.maxLength ?? 0) <= 256 }) else { return false }
         do {
-            guard let x = try automaton(a), let y = try automaton(b) else { return false }
+            guard let x = try StringAutomata.matching(a, lengths: true, budget: budget),
+                  let y = try StringAutomata.matching(b, lengths: true, budget: budget) else { return false }
             return try DFA.product(x, y, intersect: true, budget: budget).isEmptyLanguage
         } catch {
             return false

@@ -369,7 +369,6 @@ final class SchemaCompiler {
             try algebra.unenforceable("propertyNames", ptr)
             return (StringAutomata.plainString, "")
         }
-        var f = n.string
         if let values = n.literals {
             // A finite set: the string values the rest of the schema admits, as exclusions' complement.
             var kept: [String] = []
@@ -377,14 +376,12 @@ final class SchemaCompiler {
             let lits = DFA.literals(kept.map { Array(JSONWriter.quoted($0).utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
             return (lits, "lits:" + kept.sorted().joined(separator: "\u{0}"))
         }
+        var f = try knownFormat(n.string, ptr)
         f.excluded.sort()
         let key = "\(f)"
+        let budget = options.stateBudget
         let shared = try GrammarBuilder.sharedLeaf("names:" + key) { () throws(GrammarError) -> DFA in
-            var dfa = try stringAutomaton(f, ptr)
-            if f.minLength != nil || f.maxLength != nil {
-                dfa = try DFA.product(dfa, StringAutomata.length(max(f.minLength ?? 0, 0), f.maxLength), intersect: true, budget: options.stateBudget)
-            }
-            return dfa.trimmed()
+            try StringAutomata.matching(f, lengths: true, budget: budget)!.trimmed()
         }
         return (shared.dfa, key)
     }
@@ -515,22 +512,16 @@ final class SchemaCompiler {
         }
     }
 
-    func stringRule(_ f: StringFacet, _ ptr: String) throws(GrammarError) -> Int32 {
+    func stringRule(_ facet: StringFacet, _ ptr: String) throws(GrammarError) -> Int32 {
+        let f = try knownFormat(facet, ptr)
         let minL = max(f.minLength ?? 0, 0)
         let maxL = f.maxLength
         if let m = maxL, m < minL { return emptyRule() }
-        let patterns = f.patterns
-        var fullPatterns: [String] = []
-        if let name = f.format {
-            if let re = SchemaFormats.pattern(name) { fullPatterns.append(re) } else { try algebra.unenforceable("format", ptr + "/format") }
-        }
-        if patterns.isEmpty && fullPatterns.isEmpty && f.excluded.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
-        let patternKey = "re:" + patterns.joined(separator: "\u{0}") + "\u{1}" + fullPatterns.joined(separator: "\u{0}")
+        if f.patterns.isEmpty && f.format == nil && f.excluded.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
+        let patternKey = "re:" + f.patterns.joined(separator: "\u{0}") + "\u{1}" + (f.format.flatMap(SchemaFormats.pattern) ?? "")
             + (f.excluded.isEmpty ? "" : "\u{1}not:" + f.excluded.joined(separator: "\u{0}"))
         let budget = options.stateBudget
-        var known = f
-        if fullPatterns.isEmpty { known.format = nil } // lenient mode let an unknown one through
-        func patternDFA() throws(GrammarError) -> DFA { try stringAutomaton(known, ptr) }
+        func patternDFA() throws(GrammarError) -> DFA { try StringAutomata.matching(f, lengths: false, budget: budget)! }
         if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }
         // Length bounds: a character counter in the states. The pattern's automaton is shared
         // by every bound it is combined with.
@@ -541,22 +532,14 @@ final class SchemaCompiler {
         }
     }
 
-    /// Strings matching a facet's patterns and format, less its excluded strings (lengths apart).
-    func stringAutomaton(_ f: StringFacet, _ ptr: String) throws(GrammarError) -> DFA {
-        let budget = options.stateBudget
-        var parts = f.patterns.map { ($0, false) }
-        if let name = f.format {
-            if let re = SchemaFormats.pattern(name) { parts.append((re, true)) } else { try algebra.unenforceable("format", ptr + "/format") }
-        }
-        var acc: DFA? = nil
-        for (p, full) in parts {
-            let part = try StringAutomata.pattern(p, fullMatch: full, budget: budget)
-            acc = try acc.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
-        }
-        // Each string has one spelling in these automata, so leaving it out is exact.
-        let strings = acc ?? StringAutomata.plainString
-        let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(strings.accepts)
-        return excluded.isEmpty ? strings : DFA.strings(of: strings.trimmed(), except: excluded)
+    /// The facet without a format the decoder doesn't know, once that is reported (an error,
+    /// or in lenient mode a note).
+    func knownFormat(_ f: StringFacet, _ ptr: String) throws(GrammarError) -> StringFacet {
+        guard let name = f.format, SchemaFormats.pattern(name) == nil else { return f }
+        try algebra.unenforceable("format", ptr + "/format")
+        var known = f
+        known.format = nil
+        return known
     }
 
     // MARK: Numbers

@@ -17,6 +17,31 @@ enum StringAutomata {
         try StringAutomata.pattern(pattern, fullMatch: fullMatch, budget: 100_000).accepts(Array(JSONWriter.quoted(text).utf8))
     }
 
+    /// Strings a facet allows: its patterns (search semantics), its format (the whole string),
+    /// less its excluded strings (each has one spelling in these automata, so leaving it out is
+    /// exact), and with `lengths` its length bounds; nil when the format is unknown.
+    static func matching(_ f: StringFacet, lengths: Bool, budget: Int) throws(GrammarError) -> DFA? {
+        var parts = f.patterns.map { ($0, false) }
+        if let name = f.format {
+            guard let re = SchemaFormats.pattern(name) else { return nil }
+            parts.append((re, true))
+        }
+        var strings: DFA? = nil
+        for (p, full) in parts {
+            let part = try pattern(p, fullMatch: full, budget: budget)
+            strings = try strings.map { a throws(GrammarError) in try DFA.product(a, part, intersect: true, budget: budget) } ?? part
+        }
+        var out = strings ?? plainString
+        let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(out.accepts)
+        if !excluded.isEmpty { out = DFA.strings(of: out.trimmed(), except: excluded) }
+        if lengths && (f.minLength != nil || f.maxLength != nil) {
+            let minL = max(f.minLength ?? 0, 0)
+            if (f.maxLength ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
+            out = try DFA.product(out, length(minL, f.maxLength), intersect: true, budget: budget)
+        }
+        return out
+    }
+
     /// No string at all.
     static let noStrings: DFA = {
         var d = DFA()
