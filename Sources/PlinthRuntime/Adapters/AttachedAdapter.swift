@@ -53,33 +53,31 @@ final class AttachedAdapter {
     }
 }
 
-/// The rows of one step that run each adapter, and the buffers that apply them.
+/// The rows of one step that run each adapter.
 struct AdapterRows {
-    /// Each adapter used by the step's rows, with those rows (indices into the step's rows).
-    var groups: [(adapter: AttachedAdapter, rows: [Int32])] = []
+    /// Each adapter used by the step's rows, with where its rows lie in `rows`.
+    var groups: [(adapter: AttachedAdapter, start: Int, count: Int)] = []
+    /// The groups' rows (indices into the step's rows), one group after another: the list the
+    /// kernels read, built once per step.
+    var rows: [Int32] = []
 
     var isEmpty: Bool { groups.isEmpty }
-}
 
-/// Scratch for the low-rank products: the groups' row lists, which the kernel reads while it
-/// runs. Grown when a step needs more, which happens in the first steps only.
-final class LoRAScratch {
-    private(set) var rowIndex: UnsafeMutablePointer<Int32>
-    private(set) var rowCapacity: Int
-
-    init() {
-        rowCapacity = 0
-        rowIndex = .allocate(capacity: 1)
+    /// Groups `rows` (indices into the step's rows, in order) by adapter id; id 0 is none.
+    init(ids: [Int], adapters: [Int: AttachedAdapter]) {
+        var lists: [(adapter: AttachedAdapter, rows: [Int32])] = []
+        var at: [Int: Int] = [:]
+        for (r, id) in ids.enumerated() where id != 0 {
+            if let g = at[id] { lists[g].rows.append(Int32(r)) } else {
+                at[id] = lists.count
+                lists.append((adapters[id]!, [Int32(r)]))
+            }
+        }
+        for l in lists {
+            groups.append((l.adapter, rows.count, l.rows.count))
+            rows += l.rows
+        }
     }
-
-    func reserve(rows r: Int) {
-        guard r > rowCapacity else { return }
-        rowIndex.deallocate()
-        rowIndex = .allocate(capacity: r)
-        rowCapacity = r
-    }
-
-    deinit { rowIndex.deallocate() }
 }
 
 extension AdapterRows {
@@ -87,25 +85,21 @@ extension AdapterRows {
     /// `y` rows of stride `ldy`) to its rows: one call to the kernels for all adapters and
     /// targets that share the input `x` (rows of width `k`).
     func apply(_ targets: [(pair: (AttachedAdapter) -> AttachedAdapter.Pair?, y: UnsafeMutablePointer<Float>, ldy: Int)],
-               input x: UnsafePointer<Float>, width k: Int, scratch: LoRAScratch, pool: OpaquePointer) {
-        var ops: [pk_lora_op] = []
-        ops.reserveCapacity(groups.count * targets.count)
-        scratch.reserve(rows: groups.reduce(0) { $0 + $1.rows.count })
-        var first = 0
-        for g in groups {
-            let used = targets.compactMap { t in t.pair(g.adapter).map { (pair: $0, y: t.y, ldy: t.ldy) } }
-            guard !used.isEmpty else { continue }
-            let rows = scratch.rowIndex + first
-            for (i, r) in g.rows.enumerated() { rows[i] = r }
-            for u in used {
-                ops.append(pk_lora_op(a: u.pair.a, bt: u.pair.bt, a_scale: u.pair.aScale, bt_scale: u.pair.btScale,
-                                      rank: Int64(u.pair.rank), m: Int64(u.pair.rows), scale: u.pair.scale,
-                                      y: u.y, ldy: Int64(u.ldy), rows: rows, n: Int64(g.rows.count)))
+               input x: UnsafePointer<Float>, width k: Int, pool: OpaquePointer) {
+        rows.withUnsafeBufferPointer { all in
+            var ops: [pk_lora_op] = []
+            ops.reserveCapacity(groups.count * targets.count)
+            for g in groups {
+                for t in targets {
+                    guard let p = t.pair(g.adapter) else { continue }
+                    ops.append(pk_lora_op(a: p.a, bt: p.bt, a_scale: p.aScale, bt_scale: p.btScale, rank: Int64(p.rank),
+                                          m: Int64(p.rows), scale: p.scale, y: t.y, ldy: Int64(t.ldy),
+                                          rows: all.baseAddress! + g.start, n: Int64(g.count)))
+                }
             }
-            first += g.rows.count
+            guard !ops.isEmpty else { return }
+            let rc = pk_lora_apply(pool, ops, Int32(ops.count), x, Int64(k))
+            precondition(rc == 0, "pk_lora_apply rejected \(ops.count) products; attach() should have refused the adapter")
         }
-        guard !ops.isEmpty else { return }
-        let rc = pk_lora_apply(pool, ops, Int32(ops.count), x, Int64(k))
-        precondition(rc == 0, "pk_lora_apply rejected \(ops.count) products; attach() should have refused the adapter")
     }
 }

@@ -49,7 +49,6 @@ public final class InferenceContext {
     /// Adapters attached with ``attach(_:)``, by id.
     private var adapters: [Int: AttachedAdapter] = [:]
     private var nextAdapterID = 1
-    private let loraScratch = LoRAScratch()
 
     /// Whether the backend picks ``LogitsUse/argmax(allowed:)`` rows' tokens itself (then only
     /// ``chosenToken(_:)`` answers for them). On the CPU every row's logits are in host memory
@@ -307,19 +306,8 @@ public final class InferenceContext {
 
     /// The rows of `rows` (indices into the step's rows, in order) grouped by their adapter.
     private func adapterRows(_ batch: Batch, _ rows: [Int]) -> AdapterRows {
-        var groups = AdapterRows()
-        guard !adapters.isEmpty else { return groups }
-        var at: [Int: Int] = [:]
-        for (r, i) in rows.enumerated() where batch.adapters[i] != 0 {
-            let id = batch.adapters[i]
-            if let g = at[id] {
-                groups.groups[g].rows.append(Int32(r))
-            } else {
-                at[id] = groups.groups.count
-                groups.groups.append((adapters[id]!, [Int32(r)]))
-            }
-        }
-        return groups
+        guard !adapters.isEmpty else { return AdapterRows(ids: [], adapters: [:]) }
+        return AdapterRows(ids: rows.map { batch.adapters[$0] }, adapters: adapters)
     }
 
     private func step(_ batch: Batch, _ range: Range<Int>) {
@@ -349,7 +337,7 @@ public final class InferenceContext {
             matmul(h, n, (lw.wq, q), (lw.wk, k), (lw.wv, v))
             if !lora.isEmpty {
                 lora.apply([({ $0.layers[l][AdapterTarget.Matrix.attnQ.index] }, q, qDim), ({ $0.layers[l][AdapterTarget.Matrix.attnK.index] }, k, kvDim), ({ $0.layers[l][AdapterTarget.Matrix.attnV.index] }, v, kvDim)],
-                           input: h, width: e, scratch: loraScratch, pool: pool)
+                           input: h, width: e, pool: pool)
             }
             addBias(lw.bq, q, rows: n, width: qDim)
             addBias(lw.bk, k, rows: n, width: kvDim)
@@ -370,7 +358,7 @@ public final class InferenceContext {
                          kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
             matmul(attn, n, (lw.wo, tmp))
             if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.attnOutput.index] }, tmp, e)], input: attn, width: qDim, scratch: loraScratch, pool: pool)
+                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.attnOutput.index] }, tmp, e)], input: attn, width: qDim, pool: pool)
             }
             pk_add(x, tmp, Int64(n * e))
             pk_rms_norm(pool, x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
@@ -378,12 +366,12 @@ public final class InferenceContext {
             let ff = c.feedForwardLength
             if !lora.isEmpty {
                 lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnGate.index] }, gate, ff), ({ $0.layers[l][AdapterTarget.Matrix.ffnUp.index] }, up, ff)],
-                           input: h, width: e, scratch: loraScratch, pool: pool)
+                           input: h, width: e, pool: pool)
             }
             pk_swiglu(pool, gate, up, Int64(n), Int64(ff))
             matmul(gate, n, (lw.wDown, tmp))
             if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnDown.index] }, tmp, e)], input: gate, width: ff, scratch: loraScratch, pool: pool)
+                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnDown.index] }, tmp, e)], input: gate, width: ff, pool: pool)
             }
             pk_add(x, tmp, Int64(n * e))
         }
@@ -405,7 +393,7 @@ public final class InferenceContext {
         }
         if !lora.isEmpty {
             adapterRows(batch, logitRows).apply([({ $0.pairs[.output] }, logitsBuffer + logitRowCount * c.vocabularySize, c.vocabularySize)],
-                                                input: h, width: e, scratch: loraScratch, pool: pool)
+                                                input: h, width: e, pool: pool)
         }
         logitRowCount += m
     }
