@@ -43,7 +43,7 @@ public final class HTTPServer: Sendable {
         router.get("/v1/models") { _, _ in Self.json(self.modelList()) }
         router.get("/v1/models/{id}") { _, context in
             let id = context.parameters.get("id") ?? ""
-            guard let found = self.modelList(all: true).first(where: { $0["id"]?.stringValue?.lowercased() == id.lowercased() }) else {
+            guard let found = self.modelEntries().first(where: { $0["id"]?.stringValue?.lowercased() == id.lowercased() }) else {
                 return Self.error(APIError.modelNotFound(id, served: self.host.entries.map(\.id)))
             }
             return Self.json(found)
@@ -122,18 +122,20 @@ public final class HTTPServer: Sendable {
     }
 
     private func modelList() -> JSONValue {
-        .object([("object", .string("list")), ("data", .array(modelList(all: true)))])
+        .object([("object", .string("list")), ("data", .array(modelEntries()))])
     }
 
     /// Every model as `/v1/models` lists it: each served model (a loaded one also gives its file
     /// and context length), then each of its adapters as `MODEL:ADAPTER`, with `parent` naming
     /// the model.
-    private func modelList(all: Bool) -> [JSONValue] {
+    private func modelEntries() -> [JSONValue] {
         let loaded = Dictionary(host.loaded.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var list: [JSONValue] = []
         for entry in host.entries {
-            var pairs: [(String, JSONValue)] = [("id", .string(entry.id)), ("object", .string("model")),
-                                                 ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth"))]
+            func base(_ id: String) -> [(String, JSONValue)] {
+                [("id", .string(id)), ("object", .string("model")), ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth"))]
+            }
+            var pairs = base(entry.id)
             let model = loaded[entry.id]
             if let model {
                 pairs.append(("file", .string(model.model.url.path)))
@@ -142,10 +144,8 @@ public final class HTTPServer: Sendable {
             pairs.append(("ready", .bool(model != nil)))
             list.append(.object(pairs))
             for served in model?.adapters ?? [] {
-                list.append(.object([("id", .string("\(entry.id):\(served.name)")), ("object", .string("model")),
-                                     ("created", OpenAIWire.int(entry.created)), ("owned_by", .string("plinth")),
-                                     ("parent", .string(entry.id)), ("adapter", .string(served.adapter.url.path)),
-                                     ("ready", .bool(true))]))
+                list.append(.object(base("\(entry.id):\(served.name)") + [("parent", .string(entry.id)),
+                                     ("adapter", .string(served.adapter.url.path)), ("ready", .bool(true))]))
             }
         }
         return list
