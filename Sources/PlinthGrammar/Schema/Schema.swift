@@ -20,11 +20,18 @@ indirect enum Schema: Equatable, Sendable {
     static func allOf(_ schemas: [Schema]) -> Schema {
         let kept = schemas.filter { $0 != .any }
         if kept.isEmpty { return .any }
-        if kept.count == 1 { return kept[0] }
+        return kept.count == 1 ? kept[0] : .build { $0.allOf = kept }
+    }
+
+    /// A node set up by `setUp` from an empty one.
+    static func build(_ setUp: (inout SchemaNode) -> Void) -> Schema {
         var n = SchemaNode()
-        n.allOf = kept
+        setUp(&n)
         return .node(n)
     }
+
+    /// `anyOf: alternatives`.
+    static func anyOf(_ alternatives: [Schema]) -> Schema { .build { $0.anyOf = alternatives } }
 }
 
 /// The JSON types a schema allows (`number` includes `integer`).

@@ -108,11 +108,7 @@ final class SchemaAlgebra {
     }
 
     /// `allOf: [x, y]`, resolved when compiled.
-    func conjunction(_ x: Schema, _ y: Schema) -> Schema {
-        var n = SchemaNode()
-        n.allOf = [x, y]
-        return .node(n)
-    }
+    func conjunction(_ x: Schema, _ y: Schema) -> Schema { .build { $0.allOf = [x, y] } }
 
     private func intersect(_ a: StringFacet, _ b: StringFacet, _ ptr: String) throws(GrammarError) -> StringFacet {
         var out = a
@@ -224,11 +220,7 @@ final class SchemaAlgebra {
     }
 
     private func equivalent(_ k: SchemaNode.Keyword, in n: SchemaNode, _ ptr: String) throws(GrammarError) -> [Schema]? {
-        func without(_ name: String) -> Schema {
-            var x = SchemaNode()
-            x.object.properties = [.init(name: name, schema: .never)]
-            return .node(x)
-        }
+        func without(_ name: String) -> Schema { .build { $0.object.properties = [.init(name: name, schema: .never)] } }
         switch k.name {
         case "dependentRequired", "dependentSchemas", "dependencies":
             guard !isVacuous(k, in: n), let deps = k.value.objectMembers else { return nil }
@@ -243,9 +235,7 @@ final class SchemaAlgebra {
                     guard k.name != "dependentRequired" else { return nil }
                     present.allOf = [try parser.parse(dep, ptr + "/" + escapePointer(name))]
                 }
-                var either = SchemaNode()
-                either.anyOf = [without(name), .node(present)]
-                out.append(.node(either))
+                out.append(.anyOf([without(name), .node(present)]))
             }
             return out
         case "not":
@@ -257,9 +247,8 @@ final class SchemaAlgebra {
                 guard let v = n.unenforced.first(where: { $0.name == name })?.value else { return .any }
                 return try parser.parse(v, String(ptr.dropLast(2)) + name)
             }
-            var either = SchemaNode()
-            either.anyOf = [conjunction(cond, try branch("then")), conjunction(notCond, try branch("else"))]
-            return [.node(either)]
+            let then = try branch("then"), otherwise = try branch("else")
+            return [.anyOf([conjunction(cond, then), conjunction(notCond, otherwise)])]
         case "then", "else":
             // Part of the `if` rewrite when there is one.
             guard let cond = n.unenforced.first(where: { $0.name == "if" }), !isVacuous(cond, in: n) else { return nil }
@@ -278,17 +267,10 @@ final class SchemaAlgebra {
         guard m.anyOf == nil, m.oneOf == nil, m.unenforced.isEmpty else { return nil }
         var parts: [Schema] = []
         var rest = m
-        func objects(_ build: (inout SchemaNode) -> Void) -> Schema {
-            var x = SchemaNode()
-            x.types = .object
-            build(&x)
-            return .node(x)
-        }
+        func objects(_ setUp: (inout SchemaNode) -> Void) -> Schema { .build { $0.types = .object; setUp(&$0) } }
         if let t = m.types {
             if t.contains(.integer) { return nil } // the non-integer numbers have no keyword
-            var x = SchemaNode()
-            x.types = JSONTypes.all.subtracting(t)
-            parts.append(.node(x))
+            parts.append(.build { $0.types = JSONTypes.all.subtracting(t) })
             rest.types = nil
         }
         if let values = m.literals {
@@ -320,11 +302,7 @@ final class SchemaAlgebra {
         }
         rest.object.properties = nil
         guard !rest.hasAssertions else { return nil }
-        if parts.isEmpty { return .never }
-        if parts.count == 1 { return parts[0] }
-        var x = SchemaNode()
-        x.anyOf = parts
-        return .node(x)
+        return parts.isEmpty ? .never : parts.count == 1 ? parts[0] : .anyOf(parts)
     }
 
     func isVacuous(_ k: SchemaNode.Keyword, in n: SchemaNode) -> Bool {
@@ -378,9 +356,7 @@ final class SchemaAlgebra {
         for i in alts.indices {
             let others = negations.indices.filter { $0 != i }.map { negations[$0] }
             guard others.reduce(1, { $0 * parts($1) }) <= 64 else { return nil }
-            var x = SchemaNode()
-            x.allOf = [alts[i]] + others
-            out.append(.node(x))
+            out.append(.build { $0.allOf = [alts[i]] + others })
         }
         return out
     }
@@ -473,19 +449,16 @@ final class SchemaAlgebra {
         if let t = n.types, !t.admits(JSONTypes(of: v)) { return false }
         if let l = n.literals, !l.contains(v) { return false }
         for c in n.allOf where !(try admits(v, c, ptr)) { return false }
-        if let alts = n.anyOf {
-            var any = false
-            for a in alts where try admits(v, a, ptr) { any = true; break }
-            if !any { return false }
-        }
-        if let alts = n.oneOf {
+        /// How many of `alts` admit the value, counted up to `limit`.
+        func admitting(_ alts: [Schema], upTo limit: Int) throws(GrammarError) -> Int {
             var count = 0
-            for a in alts where try admits(v, a, ptr) { count += 1 }
-            if count != 1 { return false }
+            for a in alts where count < limit { if try admits(v, a, ptr) { count += 1 } }
+            return count
         }
+        if let alts = n.anyOf, try admitting(alts, upTo: 1) == 0 { return false }
+        if let alts = n.oneOf, try admitting(alts, upTo: 2) != 1 { return false }
         if let r = try rewritingUnenforced(n, ptr) { return try admits(v, r, ptr) }
-        for k in n.unenforced where !isVacuous(k, in: n) {
-            if options.lenient { continue }
+        if !options.lenient, let k = n.unenforced.first(where: { !isVacuous($0, in: n) }) {
             throw .unsupportedKeyword(keyword: k.name, pointer: ptr + "/" + k.name)
         }
         switch v {

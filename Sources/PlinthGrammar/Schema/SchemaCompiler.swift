@@ -129,40 +129,41 @@ final class SchemaCompiler {
         return end
     }
 
+    /// `bytes` then optional whitespace; the state after both.
+    func token(_ nfa: inout NFA, _ from: Int32, _ bytes: [UInt8]) -> Int32 { ws(&nfa, nfa.literal(from, bytes)) }
+
+    /// A call of `rule` (its return labelled `label`) then optional whitespace; the state after both.
+    func call(_ nfa: inout NFA, _ from: Int32, _ rule: Int32, _ labels: inout [Int32: Int32], _ label: Int32?) -> Int32 {
+        let ret = nfa.add()
+        nfa.call(from, rule, ret)
+        if let label { labels[ret] = label }
+        return ws(&nfa, ret)
+    }
+
     /// Any JSON value.
     func anyValue() throws(GrammarError) -> Int32 {
         if let r = anyValueRule { return r }
         let v = b.reserve(pointer: "#")
         anyValueRule = v
         let str = try stringLeaf(minLength: 0, maxLength: nil)
-        // Object
+        var labels: [Int32: Int32] = [:]
+        // Object: `{`, then members (key, `:`, value) separated by commas, then `}`.
         var o = NFA()
-        let os = o.add(), oe = o.add()
-        var s = ws(&o, o.literal(os, [0x7B]))
-        o.range(s, 0x7D, 0x7D, oe)
-        let loop = o.add()
-        let k = o.add(); o.call(s, str, k)
-        var t = ws(&o, k); t = ws(&o, o.literal(t, [0x3A]))
-        let val = o.add(); o.call(t, v, val)
-        s = ws(&o, val)
-        o.epsilon(s, loop)
+        let os = o.add(), oe = o.add(), open = token(&o, os, [0x7B]), loop = o.add()
+        o.range(open, 0x7D, 0x7D, oe)
         o.range(loop, 0x7D, 0x7D, oe)
-        var c = ws(&o, o.literal(loop, [0x2C]))
-        let k2 = o.add(); o.call(c, str, k2)
-        t = ws(&o, k2); t = ws(&o, o.literal(t, [0x3A]))
-        let val2 = o.add(); o.call(t, v, val2)
-        o.epsilon(ws(&o, val2), loop)
+        for from in [open, token(&o, loop, [0x2C])] {
+            o.epsilon(call(&o, token(&o, call(&o, from, str, &labels, nil), [0x3A]), v, &labels, nil), loop)
+        }
         let objRule = try b.rule(o, start: os, accept: oe, pointer: "#")
-        // Array
+        // Array: `[`, then values separated by commas, then `]`.
         var a = NFA()
-        let as_ = a.add(), ae = a.add()
-        let open = ws(&a, a.literal(as_, [0x5B]))
-        a.range(open, 0x5D, 0x5D, ae)
-        let item = a.add(); a.call(open, v, item)
+        let as_ = a.add(), ae = a.add(), aopen = token(&a, as_, [0x5B]), item = a.add()
+        a.range(aopen, 0x5D, 0x5D, ae)
+        a.call(aopen, v, item)
         let aloop = ws(&a, item)
         a.range(aloop, 0x5D, 0x5D, ae)
-        c = ws(&a, a.literal(aloop, [0x2C]))
-        a.call(c, v, item)
+        a.call(token(&a, aloop, [0x2C]), v, item)
         let arrRule = try b.rule(a, start: as_, accept: ae, pointer: "#")
         let num = try numberLeaf(integer: false, NumberFacet(), "#")
         let lits = try wordsLeaf(["true", "false", "null"], "#")
@@ -295,7 +296,7 @@ final class SchemaCompiler {
                          _ extras: [(key: Int32, value: Int32)], _ f: ObjectFacet, _ ptr: String) throws(GrammarError) -> Int32 {
         var nfa = NFA()
         let start = nfa.add(), accept = nfa.add()
-        let open = ws(&nfa, nfa.literal(start, [0x7B]))
+        let open = token(&nfa, start, [0x7B])
         var callLabels: [Int32: Int32] = [:]
         // K[i]: before the key of property i, or of a later one when i is optional (K[n]: an
         // extra key); A[i]: after a member, with property i next. Whether a member came before
@@ -338,24 +339,18 @@ final class SchemaCompiler {
             let next = up(c)
             for i in 0...n {
                 if optionalFrom[i] && c >= minP { nfa.range(A[c][i], 0x7D, 0x7D, accept) }
-                if keyFrom[i] && next != nil { nfa.epsilon(ws(&nfa, nfa.literal(A[c][i], [0x2C])), K[c][i]) }
+                if keyFrom[i] && next != nil { nfa.epsilon(token(&nfa, A[c][i], [0x2C]), K[c][i]) }
                 guard i < n else { continue }
                 if !required.contains(props[i].key) { nfa.epsilon(K[c][i], K[c][i + 1]) }
                 guard let vr = valueRules[i], let next else { continue }
-                let s = ws(&nfa, nfa.literal(ws(&nfa, nfa.literal(K[c][i], keys[i])), [0x3A]))
-                let ret = nfa.add()
-                nfa.call(s, vr, ret)
-                callLabels[ret] = b.label(.property(props[i].key))
-                nfa.epsilon(ws(&nfa, ret), A[next][i + 1])
+                let s = token(&nfa, token(&nfa, K[c][i], keys[i]), [0x3A])
+                nfa.epsilon(call(&nfa, s, vr, &callLabels, b.label(.property(props[i].key))), A[next][i + 1])
             }
             // Extra properties come after the declared ones.
             guard let next else { continue }
             for (kr, ar) in extras {
-                let k = nfa.add(); nfa.call(K[c][n], kr, k)
-                let s = ws(&nfa, nfa.literal(ws(&nfa, k), [0x3A]))
-                let ret = nfa.add(); nfa.call(s, ar, ret)
-                callLabels[ret] = b.label(.additionalProperty)
-                nfa.epsilon(ws(&nfa, ret), A[next][n])
+                let s = token(&nfa, call(&nfa, K[c][n], kr, &callLabels, nil), [0x3A])
+                nfa.epsilon(call(&nfa, s, ar, &callLabels, b.label(.additionalProperty)), A[next][n])
             }
         }
         return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
@@ -408,7 +403,7 @@ final class SchemaCompiler {
         let restRule: Int32? = (maxItems ?? Int.max) > prefix.count ? try rule(rest, restPtr) : nil
         var nfa = NFA()
         let start = nfa.add(), accept = nfa.add()
-        let open = ws(&nfa, nfa.literal(start, [0x5B]))
+        let open = token(&nfa, start, [0x5B])
         let elementLabel = b.label(.element(0))
         var callLabels: [Int32: Int32] = [:]
         // Q(k): k items emitted.
@@ -421,19 +416,13 @@ final class SchemaCompiler {
                 if maxItems == nil {
                     // Loop: more items of the rest schema.
                     guard let rr = restRule else { break }
-                    let s = ws(&nfa, nfa.literal(q, [0x2C]))
-                    let ret = nfa.add(); nfa.call(s, rr, ret); callLabels[ret] = elementLabel
-                    nfa.epsilon(ws(&nfa, ret), q)
+                    nfa.epsilon(call(&nfa, token(&nfa, q, [0x2C]), rr, &callLabels, elementLabel), q)
                 }
                 break
             }
             let itemRule = k < itemRules.count ? itemRules[k] : restRule
             guard let ir = itemRule else { break }
-            var s = q
-            if k > 0 { s = ws(&nfa, nfa.literal(s, [0x2C])) }
-            let ret = nfa.add(); nfa.call(s, ir, ret); callLabels[ret] = elementLabel
-            let next = ws(&nfa, ret)
-            Q.append(next)
+            Q.append(call(&nfa, k > 0 ? token(&nfa, q, [0x2C]) : q, ir, &callLabels, elementLabel))
         }
         return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
     }
@@ -463,7 +452,7 @@ final class SchemaCompiler {
         for v in values { itemRules.append(try literalLeaf([v], ptr)) }
         var nfa = NFA()
         let start = nfa.add(), accept = nfa.add()
-        let open = ws(&nfa, nfa.literal(start, [0x5B]))
+        let open = token(&nfa, start, [0x5B])
         var state = [Int32](repeating: -1, count: 1 << values.count)
         state[0] = open
         let elementLabel = b.label(.element(0))
@@ -472,15 +461,11 @@ final class SchemaCompiler {
             let used = set.nonzeroBitCount
             if used >= minItems { nfa.range(state[set], 0x5D, 0x5D, accept) }
             guard used < maxItems else { continue }
-            let before = set == 0 ? state[set] : ws(&nfa, nfa.literal(state[set], [0x2C]))
+            let before = set == 0 ? state[set] : token(&nfa, state[set], [0x2C])
             for i in allowed[min(used, allowed.count - 1)] where set & (1 << i) == 0 {
-                let r = itemRules[i]
                 let next = set | (1 << i)
                 if state[next] < 0 { state[next] = nfa.add() }
-                let ret = nfa.add()
-                nfa.call(before, r, ret)
-                callLabels[ret] = elementLabel
-                nfa.epsilon(ws(&nfa, ret), state[next])
+                nfa.epsilon(call(&nfa, before, itemRules[i], &callLabels, elementLabel), state[next])
             }
         }
         return try b.rule(nfa, start: start, accept: accept, pointer: ptr, callLabels: callLabels)
@@ -561,8 +546,10 @@ final class SchemaCompiler {
             if let m = mult {
                 let k = max(-m.exponent, 0)
                 var a = 0
-                for dgt in m.digits { a = a * 10 + Int(dgt); if a > 100_000 { throw GrammarError.budgetExceeded("multipleOf \(m) needs too many states") } }
-                for _ in 0..<max(m.exponent, 0) { a *= 10; if a > 100_000 { throw GrammarError.budgetExceeded("multipleOf \(m) needs too many states") } }
+                for dgt in m.digits + Array(repeating: 0, count: max(m.exponent, 0)) {
+                    a = a * 10 + Int(dgt)
+                    if a > 100_000 { throw GrammarError.budgetExceeded("multipleOf \(m) needs too many states") }
+                }
                 acc = try DFA.product(acc, try NumberAutomata.multipleOf(a: a, fractionDigits: k, budget: budget), intersect: true, budget: budget)
             }
             return acc

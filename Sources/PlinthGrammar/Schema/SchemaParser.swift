@@ -172,18 +172,12 @@ final class SchemaParser {
     }
 
     private func types(_ v: JSONValue, _ ptr: String) throws(GrammarError) -> JSONTypes {
-        var names: [String] = []
-        switch v {
-        case .string(let s): names = [s]
-        case .array(let xs):
-            for x in xs {
-                guard let s = x.stringValue else { throw .invalidSchema(reason: "type entries must be strings", pointer: ptr) }
-                names.append(s)
-            }
-        default: throw .invalidSchema(reason: "type must be a string or an array", pointer: ptr)
+        guard let entries = v.stringValue.map({ [JSONValue.string($0)] }) ?? v.arrayValue else {
+            throw .invalidSchema(reason: "type must be a string or an array", pointer: ptr)
         }
         var t: JSONTypes = []
-        for name in names {
+        for x in entries {
+            guard let name = x.stringValue else { throw .invalidSchema(reason: "type entries must be strings", pointer: ptr) }
             guard let one = JSONTypes.names[name] else { throw .invalidSchema(reason: "unknown type '\(name)'", pointer: ptr) }
             t.insert(one)
         }
