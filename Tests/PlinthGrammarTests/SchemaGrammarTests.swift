@@ -198,13 +198,24 @@ struct SchemaGrammarTests {
         try check(#"{"type":"array","prefixItems":[{"type":"boolean"},{"const":0}],"items":{"enum":[0,true,"x"]},"uniqueItems":true}"#,
                   valid: ["[true,0]", #"[false,0,true,"x"]"#, "[false]"], invalid: ["[true,0,true]", "[0]", "[false,0,0]"])
         // Alternatives that could declare a key don't prove a branch forbids it (closed objects):
-        // {"a":1} satisfies both branches here, so this oneOf can't be an anyOf.
-        #expect(throws: GrammarError.unsupportedKeyword(keyword: "oneOf", pointer: "#/oneOf")) {
-            try TestVocab.grammar(#"{"oneOf":[{"type":"object","required":["a"],"properties":{"a":{}}},{"type":"object","anyOf":[{"properties":{"a":{}}}]}]}"#)
-        }
+        // {"a":1} satisfies both branches here, so this oneOf is not an anyOf; made exclusive, it
+        // is the objects without "a".
+        try check(#"{"oneOf":[{"type":"object","required":["a"],"properties":{"a":{}}},{"type":"object","anyOf":[{"properties":{"a":{}}}]}]}"#,
+                  valid: ["{}"], invalid: [#"{"a":1}"#])
         // Strings that Swift finds canonically equal are two strings to JSON.
         try check(#"{"type":"string","allOf":[{"not":{"const":"é"}},{"not":{"const":"é"}}]}"#,
                   valid: [#""e""#], invalid: ["\"\u{e9}\"", "\"e\u{301}\""])
+        // oneOf of overlapping string facets: strings matching exactly one (non-strings match both).
+        try check(#"{"oneOf":[{"pattern":"APPROVER"},{"pattern":"SIGNER"}]}"#,
+                  valid: [#""APPROVER""#, #""a SIGNER""#], invalid: [#""APPROVER SIGNER""#, #""x""#, "1", "null"])
+        try check(#"{"type":"string","not":{"minLength":2,"pattern":"^a"}}"#, valid: [#""a""#, #""ba""#, #""""#], invalid: [#""ab""#, #""abc""#])
+        // not of anyOf: neither alternative.
+        try check(#"{"type":"object","not":{"anyOf":[{"required":["a"]},{"required":["b"]}]}}"#,
+                  valid: ["{}", #"{"c":1}"#], invalid: [#"{"a":1}"#, #"{"b":1}"#], options: open)
+        // A recursive schema's negation would not end: refused, by name.
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) {
+            try TestVocab.grammar(##"{"not":{"properties":{"a":{"$ref":"#"}}}}"##)
+        }
         // What has no exact rewrite stays a named refusal.
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) { try TestVocab.grammar(#"{"not":{"type":"integer"}}"#) }
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "if", pointer: "#/if")) {

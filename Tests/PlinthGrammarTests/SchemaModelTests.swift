@@ -216,8 +216,11 @@ struct SchemaAlgebraTests {
             #"{}"#, #"{"type":["string","null"]}"#, #"{"enum":["a","b",null]}"#, #"{"enum":[true,false]}"#,
             #"{"required":["k"]}"#, #"{"type":"object","required":["k","m"]}"#,
             #"{"properties":{"k":{"const":"x"}}}"#, #"{"properties":{"k":{"type":"string"},"m":{"enum":["y"]}},"required":["k"]}"#,
+            #"{"minLength":2}"#, #"{"type":"string","pattern":"^a","maxLength":1}"#, #"{"format":"ipv4","not":{"const":"1.2.3.4"}}"#,
+            #"{"anyOf":[{"type":"string","maxLength":1},{"required":["k"]}]}"#, #"{"properties":{"k":{"minLength":2}}}"#,
         ]
-        let values = [#"null"#, #"true"#, #"false"#, #"1"#, #""a""#, #""b""#, #""c""#, #"[]"#, #"{}"#, #"{"k":"x"}"#, #"{"k":"z"}"#,
+        let values = [#"null"#, #"true"#, #"false"#, #"1"#, #""a""#, #""b""#, #""c""#, #""ab""#, #""ba""#, #""1.2.3.4""#, #""1.2.3.5""#,
+                      #"[]"#, #"{}"#, #"{"k":"x"}"#, #"{"k":"z"}"#, #"{"k":"zz"}"#,
                       #"{"k":1}"#, #"{"k":"x","m":"y"}"#, #"{"k":"x","m":"n"}"#, #"{"m":"y"}"#].map { try! JSONValue(parsing: $0) }
         for text in schemas {
             let s = Schema.node(try node(text))
@@ -227,7 +230,8 @@ struct SchemaAlgebraTests {
             }
         }
         // What no keyword can say has no negation.
-        for text in [#"{"type":"integer"}"#, #"{"const":1}"#, #"{"const":true}"#, #"{"minLength":2}"#, #"{"additionalProperties":false}"#] {
+        for text in [#"{"type":"integer"}"#, #"{"const":1}"#, #"{"const":true}"#, #"{"format":"zip-code"}"#, #"{"additionalProperties":false}"#,
+                     #"{"oneOf":[{"required":["a"]},{"required":["b"]}]}"#, #"{"anyOf":[{"required":["a"]},{"type":"integer"}]}"#] {
             #expect(try a.negation(.node(try node(text)), "#") == nil, "\(text)")
         }
     }
@@ -290,6 +294,9 @@ struct SchemaFormatsTests {
         ("hostname", ["example.com", "a-b.c"], ["-a.com", "a_b.com", String(repeating: "a", count: 64) + ".com"]),
         ("uri", ["https://example.com/a?b=c#d", "urn:isbn:0451450523"], ["//example.com", "exa mple:x", "1http://x"]),
         ("duration", ["P1Y2M3DT4H5M6S", "P4W", "PT0S", "P1M"], ["1Y", "P1H", "P1.5Y", "PT0.5S", "P", "P1Y2W", "PT"]),
+        ("url", ["https://example.com/stripe-webhook", "HTTP://user@[::1]:8080/a?b#c", "ftp://host"],
+         ["https://", "mailto:a@b.c", "https://exa mple.com", "example.com/a", "file:///etc"]),
+        ("cidr", ["10.0.0.0/16", "0.0.0.0/0", "2001:db8::/32", "::/128"], ["10.0.0.0", "10.0.0.0/33", "2001:db8::/129", "256.0.0.0/8", "10.0.0.0/016"]),
     ]
 
     @Test(arguments: cases.map(\.format))
@@ -302,7 +309,7 @@ struct SchemaFormatsTests {
 
     @Test func unknownFormatsHaveNoExpression() {
         #expect(SchemaFormats.pattern("zip-code") == nil)
-        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "ipv6", "hostname", "uri", "uri-reference", "iri", "iri-reference", "duration", "host-name", "ip-address"])
+        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "ipv6", "hostname", "uri", "uri-reference", "iri", "iri-reference", "duration", "host-name", "ip-address", "url", "cidr"])
     }
 }
 

@@ -106,6 +106,8 @@ struct StringFacet: Equatable, Sendable {
     var format: String?
     /// Strings not allowed (from `not` of `const`/`enum`); each has one spelling in the grammar.
     var excluded: [String] = []
+    /// Facets no string may satisfy (from `not` of string keywords).
+    var negated: [StringFacet] = []
 }
 
 /// The tightest lower and upper bounds, and `multipleOf`.

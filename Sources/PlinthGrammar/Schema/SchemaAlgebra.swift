@@ -6,6 +6,8 @@ final class SchemaAlgebra {
     let options: GrammarOptions
     /// Keywords lenient mode let through, as JSON pointers.
     var ignored: [String] = []
+    /// How many ``negation(_:_:)`` calls are under way (a recursive schema's negation would not end).
+    private var negationDepth = 0
 
     init(parser: SchemaParser, options: GrammarOptions) {
         self.parser = parser
@@ -120,6 +122,7 @@ final class SchemaAlgebra {
             out.format = y
         }
         out.excluded = a.excluded + b.excluded.filter { x in !a.excluded.contains { $0.unicodeScalars.elementsEqual(x.unicodeScalars) } }
+        out.negated = a.negated + b.negated.filter { !a.negated.contains($0) }
         return out
     }
 
@@ -260,13 +263,34 @@ final class SchemaAlgebra {
 
     /// A schema for exactly the values `s` does not admit, where the enforced keywords can say
     /// it: `not` of types (but not `integer` alone), of `const`/`enum` over strings, null and
-    /// both booleans, of `required`, and of `properties` whose schemas have negations; nil
-    /// otherwise. `not (A and B)` is `(not A) or (not B)`.
+    /// both booleans, of string facets (strings matching none of them), of `required`, and of
+    /// `properties` and `anyOf` whose schemas have negations; nil otherwise (and for negations
+    /// nested more than 16 deep, as a recursive schema's would be). `not (A and B)` is
+    /// `(not A) or (not B)`, and `not (A or B)` is `(not A) and (not B)`.
     func negation(_ s: Schema, _ ptr: String) throws(GrammarError) -> Schema? {
+        negationDepth += 1
+        defer { negationDepth -= 1 }
+        guard negationDepth <= 16 else { return nil }
         guard let m = try flattened(s, ptr) else { return .any }
-        guard m.anyOf == nil, m.oneOf == nil, m.unenforced.isEmpty else { return nil }
+        guard m.oneOf == nil, m.unenforced.isEmpty else { return nil }
         var parts: [Schema] = []
         var rest = m
+        if let alts = m.anyOf {
+            var negations: [Schema] = []
+            for (i, a) in alts.enumerated() {
+                guard let na = try negation(a, ptr + "/anyOf/\(i)") else { return nil }
+                negations.append(na)
+            }
+            parts.append(.build { $0.allOf = negations })
+            rest.anyOf = nil
+        }
+        if rest.string != StringFacet() {
+            // A format the decoder doesn't know has no negation either.
+            guard rest.string.format.map({ SchemaFormats.pattern($0) != nil }) ?? true else { return nil }
+            let f = rest.string
+            parts.append(.build { $0.types = .string; $0.string.negated = [f] })
+            rest.string = StringFacet()
+        }
         func objects(_ setUp: (inout SchemaNode) -> Void) -> Schema { .build { $0.types = .object; setUp(&$0) } }
         if let t = m.types {
             if t.contains(.integer) { return nil } // the non-integer numbers have no keyword
@@ -474,6 +498,7 @@ final class SchemaAlgebra {
 
     private func admits(_ s: String, _ f: StringFacet, _ ptr: String) throws(GrammarError) -> Bool {
         if f.excluded.contains(where: { $0.unicodeScalars.elementsEqual(s.unicodeScalars) }) { return false }
+        for g in f.negated where try admits(s, g, ptr) { return false }
         let count = s.unicodeScalars.count
         if count < (f.minLength ?? 0) || count > (f.maxLength ?? Int.max) { return false }
         for p in f.patterns where !(try StringAutomata.matches(s, pattern: p)) { return false }

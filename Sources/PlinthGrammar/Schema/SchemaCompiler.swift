@@ -502,9 +502,9 @@ final class SchemaCompiler {
         let minL = max(f.minLength ?? 0, 0)
         let maxL = f.maxLength
         if let m = maxL, m < minL { return emptyRule() }
-        if f.patterns.isEmpty && f.format == nil && f.excluded.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
+        if f.patterns.isEmpty && f.format == nil && f.excluded.isEmpty && f.negated.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
         let patternKey = "re:" + f.patterns.joined(separator: "\u{0}") + "\u{1}" + (f.format.flatMap(SchemaFormats.pattern) ?? "")
-            + (f.excluded.isEmpty ? "" : "\u{1}not:" + f.excluded.joined(separator: "\u{0}"))
+            + (f.excluded.isEmpty ? "" : "\u{1}not:" + f.excluded.joined(separator: "\u{0}")) + (f.negated.isEmpty ? "" : "\u{1}neg:\(f.negated)")
         let budget = options.stateBudget
         func patternDFA() throws(GrammarError) -> DFA { try StringAutomata.matching(f, lengths: false, budget: budget)! }
         if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }

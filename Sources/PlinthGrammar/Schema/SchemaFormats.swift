@@ -41,23 +41,26 @@ enum SchemaFormats {
         // (`ucschar`) where URIs allow unreserved ones, and private-use ones in the query.
         let ascii = "A-Za-z0-9._~\\-", subDelims = "!$&'()*+,;=", pct = "%\(hex){2}"
         let ipLiteral = "\\[(\(ipv6)|[vV]\(hex)+\\.[\(ascii)\(subDelims):]+)\\]"
-        func references(_ unreserved: String, query extra: String) -> (absolute: String, relative: String) {
+        func references(_ unreserved: String, query extra: String) -> (absolute: String, relative: String, web: String) {
             let pchar = "([\(unreserved)\(subDelims):@]|\(pct))"
             let segment = "\(pchar)*", segmentNZ = "\(pchar)+"
             let segmentNZNC = "([\(unreserved)\(subDelims)@]|\(pct))+"
-            let host = "(\(ipLiteral)|\(ipv4)|([\(unreserved)\(subDelims)]|\(pct))*)"
-            let authority = "(([\(unreserved)\(subDelims):]|\(pct))*@)?\(host)(:[0-9]*)?"
+            let regName = "([\(unreserved)\(subDelims)]|\(pct))"
+            let userinfo = "(([\(unreserved)\(subDelims):]|\(pct))*@)?"
+            let authority = "\(userinfo)(\(ipLiteral)|\(ipv4)|\(regName)*)(:[0-9]*)?"
             let absolute = "/(\(segmentNZ)(/\(segment))*)?"
             let rest = "(\\?(\(pchar)|[/?\(extra)])*)?(#(\(pchar)|[/?])*)?"
+            // A web address: an http(s) or ftp URI with a host that isn't empty.
+            let web = "([Hh][Tt][Tt][Pp][Ss]?|[Ff][Tt][Pp])://\(userinfo)(\(ipLiteral)|\(regName)+)(:[0-9]*)?(/\(segment))*" + rest
             return ("[A-Za-z][A-Za-z0-9+.-]*:(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZ)(/\(segment))*)?" + rest,
-                    "(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZNC)(/\(segment))*)?" + rest)
+                    "(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZNC)(/\(segment))*)?" + rest, web)
         }
-        let (uri, relative) = references(ascii, query: "")
+        let (uri, relative, url) = references(ascii, query: "")
         let ucschar = "\\u{A0}-\\u{D7FF}\\u{F900}-\\u{FDCF}\\u{FDF0}-\\u{FFEF}" + (1...13).map { p in
             String(format: "\\u{%X0000}-\\u{%XFFFD}", p, p)
         }.joined() + "\\u{E1000}-\\u{EFFFD}"
         let iprivate = "\\u{E000}-\\u{F8FF}\\u{F0000}-\\u{FFFFD}\\u{100000}-\\u{10FFFD}"
-        let (iri, irelative) = references(ascii + ucschar, query: iprivate)
+        let (iri, irelative, _) = references(ascii + ucschar, query: iprivate)
         // RFC 5321 mailbox: a dot-string or quoted local part; a domain (labels not bounded to
         // 63 characters, which would multiply a length-bounded email's states by 63) or an IPv4
         // address literal (IPv6 literals are left out for the same reason).
@@ -79,6 +82,10 @@ enum SchemaFormats {
             "uri-reference": "(\(uri)|\(relative))",
             "iri": iri,
             "iri-reference": "(\(iri)|\(irelative))",
+            // Not in the specification, common elsewhere: a web URL (ajv-formats' `url` is
+            // http(s) and ftp); an IPv4 or IPv6 network in CIDR notation (RFC 4632, RFC 4291).
+            "url": url,
+            "cidr": "(\(ipv4)/(3[0-2]|[12]?[0-9])|\(ipv6)/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))",
             // Draft-03's names.
             "host-name": hostname,
             "ip-address": ipv4,

@@ -19,7 +19,8 @@ enum StringAutomata {
 
     /// Strings a facet allows: its patterns (search semantics), its format (the whole string),
     /// less its excluded strings (each has one spelling in these automata, so leaving it out is
-    /// exact), and with `lengths` its length bounds; nil when the format is unknown.
+    /// exact) and the strings of its negated facets, and with `lengths` its length bounds; nil
+    /// when a format is unknown.
     static func matching(_ f: StringFacet, lengths: Bool, budget: Int) throws(GrammarError) -> DFA? {
         var parts = f.patterns.map { ($0, false) }
         if let name = f.format {
@@ -34,6 +35,10 @@ enum StringAutomata {
         var out = strings ?? plainString
         let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(out.accepts)
         if !excluded.isEmpty { out = DFA.strings(of: out.trimmed(), except: excluded) }
+        for g in f.negated {
+            guard let not = try matching(g, lengths: true, budget: budget) else { return nil }
+            out = try DFA.product(out, not, intersect: false, budget: budget)
+        }
         if lengths && (f.minLength != nil || f.maxLength != nil) {
             let minL = max(f.minLength ?? 0, 0)
             if (f.maxLength ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
