@@ -35,6 +35,23 @@ final class MaskEntry: Sendable {
         }
     }
 
+    /// The non-zero words `nonZero` of `words`, as a mask without a frontier.
+    init(_ words: UnsafeBufferPointer<UInt32>, nonZero: [Int32]) {
+        inRest = false
+        frontierNodes = []
+        frontierStates = []
+        frontierCounts = []
+        if nonZero.count * 4 < words.count {
+            self.words = []
+            sparseIndex = nonZero
+            sparseWords = nonZero.map { words[Int($0)] }
+        } else {
+            self.words = Array(words)
+            sparseIndex = []
+            sparseWords = []
+        }
+    }
+
     /// ORs the mask into `out`.
     @inline(__always) func add(into out: UnsafeMutableBufferPointer<UInt32>) {
         if words.isEmpty {
@@ -60,6 +77,26 @@ public final class CompiledGrammar: Sendable {
     /// compiler ignored in lenient mode.
     public let ignoredKeywords: [String]
     let entries = Mutex<[UInt64: MaskEntry]>([:])
+    /// The tokens that leave a state's rule, by the stack they were walked against (its frames'
+    /// mask keys, top first): the same stacks recur, at every token inside a string value and
+    /// in every record of an evaluation. Bounded by the words held (2 MB); emptied when full.
+    let frontierMasks = Mutex<(entries: [StackKey: MaskEntry], words: Int)>(([:], 0))
+    static let frontierCapacityWords = 1 << 19
+
+    /// A stack's frames as mask keys, hashed once (a dictionary hashes its keys again on every
+    /// growth).
+    struct StackKey: Hashable {
+        let frames: [UInt64]
+        let hash: UInt64
+        init(_ frames: [UInt64]) {
+            self.frames = frames
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for f in frames { h = (h ^ f) &* 0x100_0000_01b3 }
+            hash = h
+        }
+        static func == (a: StackKey, b: StackKey) -> Bool { a.hash == b.hash && a.frames == b.frames }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    }
     let countClamp: Int32
     let returnIsElement: [Bool]
     /// Per rule: the shared mask cache of a leaf rule, or nil.
@@ -106,6 +143,17 @@ public final class CompiledGrammar: Sendable {
         let maxC = grammar.ruleMaxCount[r]
         let rem: Int32 = maxC < 0 ? countClamp + 1 : min(max(maxC - count, 0), countClamp)
         return (UInt64(UInt32(state)) | UInt64(need) << 32 | UInt64(rem) << 48, need, rem > countClamp ? -1 : rem)
+    }
+
+    func frontierMask(_ stack: StackKey) -> MaskEntry? { frontierMasks.withLock { $0.entries[stack] } }
+
+    func storeFrontierMask(_ stack: StackKey, _ m: MaskEntry) {
+        frontierMasks.withLock { c in
+            let size = m.words.count + m.sparseWords.count + stack.frames.count
+            if c.words + size > Self.frontierCapacityWords { c = ([:], 0) }
+            c.entries[stack] = m
+            c.words += size
+        }
     }
 
     /// The stack-independent mask of a state; for leaf rules its frontier states are local to

@@ -19,6 +19,10 @@ struct MatcherCore {
     var scratchTops: [Int32] = []
     var scratchClosed: [Int32] = []
     var scratchExits: [Int32] = []
+    var scratchKey: [UInt64] = []
+    var scratchTouched: [Int32] = []
+    /// A zeroed mask the frontier walks fill before their result is cached.
+    var scratchWords: [UInt32] = []
 
     init(_ compiled: CompiledGrammar) {
         grammar = compiled
@@ -27,6 +31,7 @@ struct MatcherCore {
         frames.reserveCapacity(1024)
         frames.append(Frame(state: g.ruleStart[Int(g.root)], count: 0, parent: -1))
         tops = [0]
+        scratchWords = [UInt32](repeating: 0, count: vocabulary.maskWordCount)
         levelStart = [Int](repeating: 0, count: vocabulary.maxTokenLength + 2)
         levelEnd = levelStart
     }
@@ -58,25 +63,46 @@ struct MatcherCore {
         truncateFrames(to: mark0)
     }
 
-    /// ORs into `words` the tokens allowed from lexical configuration `x`.
+    /// ORs into `words` the tokens allowed from lexical configuration `x`: the state's own
+    /// mask, and the tokens that leave its rule, which depend on the stack below. Those come
+    /// from walks of the trie against the stack, cached in the grammar by the stack's frames
+    /// (as mask keys, which is all the walks read).
     mutating func addMask(of x: Int32, into words: UnsafeMutableBufferPointer<UInt32>) {
         let f = frames[Int(x)]
         let e = grammar.entry(state: f.state, count: f.count)
-        let r = Int(g.ruleOf[Int(f.state)])
-        let base = grammar.leafCaches[r] != nil ? g.ruleStart[r] : 0
         e.add(into: words)
         if e.frontierNodes.isEmpty { return }
-        var set = scratchExits
-        scratchExits = []
-        defer { scratchExits = set }
-        let trie = e.inRest ? vocabulary.rest : vocabulary.all
-        for k in 0..<e.frontierNodes.count {
-            set.removeAll(keepingCapacity: true)
-            let mark = frames.count
-            exits(state: e.frontierStates[k] + base, count: f.count, parent: f.parent, into: &set)
-            if !set.isEmpty { walk(from: e.frontierNodes[k], set: set, into: words, trie: trie) }
-            truncateFrames(to: mark)
+        scratchKey.removeAll(keepingCapacity: true)
+        var y = x
+        while y >= 0 {
+            let fy = frames[Int(y)]
+            scratchKey.append(grammar.key(state: fy.state, count: fy.count).0)
+            y = fy.parent
         }
+        let key = CompiledGrammar.StackKey(scratchKey)
+        if let cached = grammar.frontierMask(key) { cached.add(into: words); return }
+        let r = Int(g.ruleOf[Int(f.state)])
+        let base = grammar.leafCaches[r] != nil ? g.ruleStart[r] : 0
+        var set = scratchExits, walked = scratchWords, touched = scratchTouched
+        scratchExits = []
+        scratchWords = []
+        scratchTouched = []
+        defer { scratchExits = set; scratchWords = walked; scratchTouched = touched }
+        touched.removeAll(keepingCapacity: true)
+        let trie = e.inRest ? vocabulary.rest : vocabulary.all
+        let result = walked.withUnsafeMutableBufferPointer { out in
+            for k in 0..<e.frontierNodes.count {
+                set.removeAll(keepingCapacity: true)
+                let mark = frames.count
+                exits(state: e.frontierStates[k] + base, count: f.count, parent: f.parent, into: &set)
+                if !set.isEmpty { walk(from: e.frontierNodes[k], set: set, into: out, touched: &touched, trie: trie) }
+                truncateFrames(to: mark)
+            }
+            defer { for i in touched { out[Int(i)] = 0 } }
+            return MaskEntry(UnsafeBufferPointer(out), nonZero: touched)
+        }
+        grammar.storeFrontierMask(key, result)
+        result.add(into: words)
     }
 
     // MARK: Accepting
@@ -293,9 +319,14 @@ struct MatcherCore {
         }
     }
 
-    /// Marks the tokens in the subtree below trie node `node` that configurations `set` accept.
-    mutating func walk(from node: Int32, set: [Int32], into words: UnsafeMutableBufferPointer<UInt32>, trie v: TokenTrie) {
+    /// Marks the tokens in the subtree below trie node `node` that configurations `set` accept,
+    /// listing in `touched` each word of `words` it makes non-zero.
+    mutating func walk(from node: Int32, set: [Int32], into words: UnsafeMutableBufferPointer<UInt32>, touched: inout [Int32], trie v: TokenTrie) {
         let base = Int(v.nodeDepth[Int(node)])
+        @inline(__always) func mark(_ t: Int32) {
+            if words[Int(t) >> 5] == 0 { touched.append(t >> 5) }
+            words[Int(t) >> 5] |= 1 << (UInt32(t) & 31)
+        }
         // The scratch sets are taken out of `self` for the walk: filling one through a method
         // that also reads `self` (the frames) would otherwise copy all of `self` per call.
         var next = scratchTops, closed = scratchClosed
@@ -319,8 +350,8 @@ struct MatcherCore {
             if next.isEmpty { i = Int(v.nodeEnd[i]); continue }
             let tok = v.nodeToken[i]
             if tok >= 0 {
-                words[Int(tok) >> 5] |= 1 << (UInt32(tok) & 31)
-                if v.hasDuplicates, let more = v.duplicateTokens[Int32(i)] { for m in more { words[Int(m) >> 5] |= 1 << (UInt32(m) & 31) } }
+                mark(tok)
+                if v.hasDuplicates, let more = v.duplicateTokens[Int32(i)] { for m in more { mark(m) } }
             }
             if Int(v.nodeEnd[i]) > i + 1 {
                 levelItems.removeLast(levelItems.count - levelEnd[d - 1])

@@ -2,14 +2,18 @@
 /// strings of a bounded length.
 enum StringAutomata {
     /// JSON strings (quotes included) whose content matches `pattern`: JSON Schema's search
-    /// semantics, or the whole content when `fullMatch` (formats).
+    /// semantics, or the whole content when `fullMatch` (formats). Trim, and built once per
+    /// process (the literal checks, disjointness proofs and leaves of a schema ask for the same
+    /// patterns again and again).
     static func pattern(_ pattern: String, fullMatch: Bool, budget: Int) throws(GrammarError) -> DFA {
-        var n = NFA()
-        let s = n.add(), open = n.add(), e = n.add()
-        n.range(s, 0x22, 0x22, open)
-        let end = try RegexBuilder.contentNFA(pattern, fullMatch: fullMatch, nfa: &n, from: open)
-        n.range(end, 0x22, 0x22, e)
-        return try DFA.determinize(n, start: s, accepting: [e], budget: budget)
+        try GrammarBuilder.sharedLeaf((fullMatch ? "pattern-full:" : "pattern:") + pattern) { () throws(GrammarError) -> DFA in
+            var n = NFA()
+            let s = n.add(), open = n.add(), e = n.add()
+            n.range(s, 0x22, 0x22, open)
+            let end = try RegexBuilder.contentNFA(pattern, fullMatch: fullMatch, nfa: &n, from: open)
+            n.range(end, 0x22, 0x22, e)
+            return try DFA.determinize(n, start: s, accepting: [e], budget: budget)
+        }.dfa
     }
 
     /// Whether `text` matches `pattern` (search semantics unless `fullMatch`).
