@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A byte range transition `lo...hi → to`.
 struct ByteEdge: Hashable {
     var lo: UInt8
@@ -204,6 +206,7 @@ struct DFA: Hashable {
     static func product(_ a: DFA, _ b: DFA, intersect: Bool, budget: Int) throws(GrammarError) -> DFA {
         let (aStart, aEdges) = a.flatEdges(), (bStart, bEdges) = b.flatEdges()
         var p = ProductStates(a, b, intersect: intersect, budget: budget)
+        defer { p.release() }
         _ = try p.intern(0, 0)
         var cursor = 0
         var edges: [ByteEdge] = []
@@ -240,7 +243,9 @@ struct DFA: Hashable {
 
     /// The states of a product: pairs interned through a dense table when it is small (a length
     /// counter times a pattern is thousands of pairs, each looked up several times), else a
-    /// dictionary. `b` = -1 (left `b` for good) is column `b.count`.
+    /// dictionary. `b` = -1 (left `b` for good) is column `b.count`. The table comes from a pool
+    /// and goes back with only its used slots reset: filling a fresh one cost more than the
+    /// product where few of its pairs are reachable.
     struct ProductStates {
         let a: DFA, b: DFA
         let intersect: Bool
@@ -259,8 +264,29 @@ struct DFA: Hashable {
             self.budget = budget
             width = b.count + 1
             dense = a.count * width <= 1 << 20
-            table = [Int32](repeating: -1, count: dense ? a.count * width : 0)
+            table = dense ? ProductStates.pooledTable(a.count * width) : []
         }
+
+        /// A table of at least `count` slots, all -1.
+        static func pooledTable(_ count: Int) -> [Int32] {
+            let pooled = pool.withLock { p -> [Int32]? in p.firstIndex { $0.count >= count }.map { p.remove(at: $0) } }
+            return pooled ?? [Int32](repeating: -1, count: max(count, 1 << 12))
+        }
+
+        /// Gives the table back with its used slots reset.
+        mutating func release() {
+            guard dense else { return }
+            for (x, y) in work { table[Int(x) * width + Int(y < 0 ? Int32(b.count) : y)] = -1 }
+            let t = table
+            table = []
+            ProductStates.pool.withLock { p in
+                if p.count < 4 { p.append(t) } else if let i = p.indices.min(by: { p[$0].count < p[$1].count }), p[i].count < t.count { p[i] = t }
+                p.sort { $0.count < $1.count }
+            }
+        }
+
+        /// Tables to reuse, smallest first (at most four: one per compiling thread is the need).
+        static let pool = Mutex<[[Int32]]>([])
 
         mutating func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
             let slot = Int(x) * width + Int(y < 0 ? Int32(b.count) : y)

@@ -208,6 +208,9 @@ struct SchemaGrammarTests {
         // oneOf of overlapping string facets: strings matching exactly one (non-strings match both).
         try check(#"{"oneOf":[{"pattern":"APPROVER"},{"pattern":"SIGNER"}]}"#,
                   valid: [#""APPROVER""#, #""a SIGNER""#], invalid: [#""APPROVER SIGNER""#, #""x""#, "1", "null"])
+        try check(#"{"type":"string","oneOf":[{"pattern":"^a"},{"pattern":"b$"},{"pattern":"c"},{"pattern":"d","maxLength":2}]}"#,
+                  valid: [#""a""#, #""xb""#, #""xcx""#, #""dd""#, #""xd""#],
+                  invalid: [#""ab""#, #""acb""#, #""cb""#, #""x""#, #""ad""#, #""ddd""#])
         try check(#"{"type":"string","not":{"minLength":2,"pattern":"^a"}}"#, valid: [#""a""#, #""ba""#, #""""#], invalid: [#""ab""#, #""abc""#])
         // not of anyOf: neither alternative.
         try check(#"{"type":"object","not":{"anyOf":[{"required":["a"]},{"required":["b"]}]}}"#,

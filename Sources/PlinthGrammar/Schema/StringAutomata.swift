@@ -39,7 +39,13 @@ enum StringAutomata {
         var out = strings ?? plainString
         let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(out.accepts)
         if !excluded.isEmpty { out = DFA.strings(of: out.trimmed(), except: excluded) }
-        for g in f.negated {
+        // Negated facets that are one pattern each become one pattern, their alternation: one
+        // automaton and one difference instead of one of each per facet.
+        let single = f.negated.filter { $0.patterns.count == 1 && $0 == StringFacet(patterns: $0.patterns) }
+        var negated = f.negated.filter { !single.contains($0) }
+        if single.count > 1 { negated.append(StringFacet(patterns: ["(" + single.map { $0.patterns[0] }.joined(separator: ")|(") + ")"])) }
+        else { negated += single }
+        for g in negated {
             guard let not = try matching(g, lengths: true, budget: budget) else { return nil }
             out = try DFA.product(out, not, intersect: false, budget: budget)
         }
