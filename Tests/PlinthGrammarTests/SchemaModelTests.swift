@@ -296,6 +296,9 @@ struct SchemaFormatsTests {
         ("duration", ["P1Y2M3DT4H5M6S", "P4W", "PT0S", "P1M"], ["1Y", "P1H", "P1.5Y", "PT0.5S", "P", "P1Y2W", "PT"]),
         ("url", ["https://example.com/stripe-webhook", "HTTP://user@[::1]:8080/a?b#c", "ftp://host"],
          ["https://", "mailto:a@b.c", "https://exa mple.com", "example.com/a", "file:///etc"]),
+        ("regex", ["", "^[a-z0-9_-]+$", "([abc])+\\s+$", "(?:a|b)*?c{2,5}", "x(?=y)", "\\bfoo\\b|\\d{3}-\\d{4}", "[^\\]x]", "a|", "((a)(b|(c)))"],
+         ["(", ")", "[", "a**", "*a", "[z-a]", "a{5,2}", "(?<n>x)", "\\1", "(?=a)*", "[]", "a]", "a{", "((((a))))"]),
+        ("byte", ["", "QQ==", "QUI=", "QUJD", "QUJDRA=="], ["Q", "QQ=", "QQ", "Q===", "QUJD\n", "Q-==", "QUJDRA"]),
         ("cidr", ["10.0.0.0/16", "0.0.0.0/0", "2001:db8::/32", "::/128"], ["10.0.0.0", "10.0.0.0/33", "2001:db8::/129", "256.0.0.0/8", "10.0.0.0/016"]),
     ]
 
@@ -309,7 +312,7 @@ struct SchemaFormatsTests {
 
     @Test func unknownFormatsHaveNoExpression() {
         #expect(SchemaFormats.pattern("zip-code") == nil)
-        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "ipv6", "hostname", "uri", "uri-reference", "iri", "iri-reference", "duration", "host-name", "ip-address", "url", "cidr"])
+        #expect(Set(SchemaFormats.patterns.keys) == ["date", "time", "date-time", "uuid", "email", "ipv4", "ipv6", "hostname", "uri", "uri-reference", "iri", "iri-reference", "duration", "host-name", "ip-address", "url", "cidr", "regex", "byte"])
     }
 }
 

@@ -68,7 +68,33 @@ enum SchemaFormats {
         let local = "(\(atext)+(\\.\(atext)+)*|\"([ !#-\\[\\]-~]|\\\\[ -~])*\")"
         let domainLabel = "[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?"
         let email = "\(local)@(\(domainLabel)(\\.\(domainLabel))*|\\[\(ipv4)\\])"
+        // ECMA-262 regular expressions, as a subset valid with and without the `u` flag and in
+        // Python's `re`, with groups nested at most three deep (nesting has no regular
+        // expression): no named groups, backreferences, `\c`, `\0`, property escapes or literal
+        // `]{}`; `{n,m}` with one-digit bounds in order; class ranges within digits, lower- or
+        // upper-case letters, in order; `^` and `|` in a class only escaped, and no `&` or `~` there
+        // (Python reserves doubled ones for set operations); lookaheads unquantified.
+        // Valid regexes outside it are refused.
+        let digitsAndLetters = ["0123456789", "abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"]
+        let ordered = digitsAndLetters.flatMap { run in run.indices.map { i in "\(run[i])-[\(run[i])-\(run.last!)]" } }
+        func escape(_ extra: String) -> String { #"\\([tnrvfdDwWsS]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|[\^$\\.*+?()\[\]{}|/"# + extra + "])" }
+        let classItem = "(" + ordered.joined(separator: "|") + #"|[^\]\\\[\-\^|&~]|"# + escape(#"\-"#) + ")"
+        let quantifier = #"([*+?]|\{([0-9]{1,4},?|"# + (0...9).map { "\($0),[\($0)-9]" }.joined(separator: "|") + #")\})\??"#
+        func alternatives(_ depth: Int) -> String {
+            var atom = #"[^\^$\\.*+?()\[\]{}|]|"# + escape("") + #"|\[\^?-?"# + classItem + #"+-?\]"#
+            var lookahead = ""
+            if depth > 0 {
+                let inner = alternatives(depth - 1)
+                atom += #"|\((\?:)?"# + inner + #"\)"#
+                lookahead = #"|\(\?[=!]"# + inner + #"\)"#
+            }
+            return #"(\^|\$|\||\\[bB]"# + lookahead + "|(" + atom + ")(" + quantifier + ")?)*"
+        }
+        let regex = alternatives(3)
         return [
+            "regex": regex,
+            // OpenAPI's `byte`: base64 (RFC 4648, standard alphabet, padded).
+            "byte": "([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?",
             "date": date,
             "time": time,
             "date-time": date + "[Tt]" + time,
