@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The state and algorithms of a ``GrammarMatcher`` as a value: the matcher holds one and
 /// calls into it, so that the hot loops (closures over the stack, trie walks) reach the frame
 /// arena and scratch arrays as a struct's, without the dynamic exclusivity check that every
@@ -19,10 +21,6 @@ struct MatcherCore {
     var scratchTops: [Int32] = []
     var scratchClosed: [Int32] = []
     var scratchExits: [Int32] = []
-    var scratchKey: [UInt64] = []
-    var scratchTouched: [Int32] = []
-    /// A zeroed mask the frontier walks fill before their result is cached.
-    var scratchWords: [UInt32] = []
 
     init(_ compiled: CompiledGrammar) {
         grammar = compiled
@@ -31,7 +29,6 @@ struct MatcherCore {
         frames.reserveCapacity(1024)
         frames.append(Frame(state: g.ruleStart[Int(g.root)], count: 0, parent: -1))
         tops = [0]
-        scratchWords = [UInt32](repeating: 0, count: vocabulary.maskWordCount)
         levelStart = [Int](repeating: 0, count: vocabulary.maxTokenLength + 2)
         levelEnd = levelStart
     }
@@ -72,7 +69,7 @@ struct MatcherCore {
         let e = grammar.entry(state: f.state, count: f.count)
         e.add(into: words)
         if e.frontierNodes.isEmpty { return }
-        scratchKey.removeAll(keepingCapacity: true)
+        var scratchKey: [UInt64] = []
         var y = x
         while y >= 0 {
             let fy = frames[Int(y)]
@@ -83,12 +80,9 @@ struct MatcherCore {
         if let cached = grammar.frontierMask(key) { cached.add(into: words); return }
         let r = Int(g.ruleOf[Int(f.state)])
         let base = grammar.leafCaches[r] != nil ? g.ruleStart[r] : 0
-        var set = scratchExits, walked = scratchWords, touched = scratchTouched
+        var set = scratchExits, walked = MatcherCore.zeroedMask(vocabulary.maskWordCount), touched: [Int32] = []
         scratchExits = []
-        scratchWords = []
-        scratchTouched = []
-        defer { scratchExits = set; scratchWords = walked; scratchTouched = touched }
-        touched.removeAll(keepingCapacity: true)
+        defer { scratchExits = set; MatcherCore.giveBack(walked) }
         let trie = e.inRest ? vocabulary.rest : vocabulary.all
         let result = walked.withUnsafeMutableBufferPointer { out in
             for k in 0..<e.frontierNodes.count {
@@ -103,6 +97,21 @@ struct MatcherCore {
         }
         grammar.storeFrontierMask(key, result)
         result.add(into: words)
+    }
+
+    /// Zeroed masks for the frontier walks, shared by all matchers (a mask is 19 KB for
+    /// Qwen2.5; allocating one per walk showed in the slowest masks). Not a stored field: with
+    /// more stored arrays in this struct, destroying a matcher crashed in release builds
+    /// (`BatchEvaluatorTests`, swift 6.3.1), though no code path used them.
+    static let zeroedMasks = Mutex<[[UInt32]]>([])
+
+    static func zeroedMask(_ count: Int) -> [UInt32] {
+        zeroedMasks.withLock { pool in pool.firstIndex { $0.count == count }.map { pool.remove(at: $0) } } ?? [UInt32](repeating: 0, count: count)
+    }
+
+    /// Returns a mask to the pool (all zero again).
+    static func giveBack(_ mask: [UInt32]) {
+        zeroedMasks.withLock { pool in if pool.count < 8 { pool.append(mask) } }
     }
 
     // MARK: Accepting
