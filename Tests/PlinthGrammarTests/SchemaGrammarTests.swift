@@ -215,6 +215,19 @@ struct SchemaGrammarTests {
         // not of anyOf: neither alternative.
         try check(#"{"type":"object","not":{"anyOf":[{"required":["a"]},{"required":["b"]}]}}"#,
                   valid: ["{}", #"{"c":1}"#], invalid: [#"{"a":1}"#, #"{"b":1}"#], options: open)
+        // Patterns with anchors or alternation are subtracted one by one (grouping them would change them).
+        try check(#"{"type":"string","allOf":[{"not":{"pattern":"^a|b"}},{"not":{"pattern":"c"}},{"not":{"pattern":"d"}}]}"#,
+                  valid: [#""x""#, #""xa""#], invalid: [#""ax""#, #""xb""#, #""c""#, #""d""#])
+        // A format negates only where its expression refuses no valid string: not so for time
+        // (leap seconds at other offsets), so {"not":{"format":"time"}} can't be enforced.
+        try check(#"{"type":"string","not":{"format":"date"}}"#, valid: [#""2024-02-30""#, #""x""#], invalid: [#""2024-02-29""#])
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) {
+            try TestVocab.grammar(#"{"type":"string","not":{"format":"time"}}"#)
+        }
+        // A condition that refers to itself has no negation, found once (not exponentially often).
+        #expect(throws: GrammarError.unsupportedKeyword(keyword: "if", pointer: "#/$defs/a/if")) {
+            try TestVocab.grammar(##"{"$defs":{"a":{"if":{"$ref":"#/$defs/a"},"then":{},"else":{}}},"$ref":"#/$defs/a"}"##)
+        }
         // A recursive schema's negation would not end: refused, by name.
         #expect(throws: GrammarError.unsupportedKeyword(keyword: "not", pointer: "#/not")) {
             try TestVocab.grammar(##"{"not":{"properties":{"a":{"$ref":"#"}}}}"##)

@@ -8,6 +8,8 @@ final class SchemaAlgebra {
     var ignored: [String] = []
     /// How many ``negation(_:_:)`` calls are under way (a recursive schema's negation would not end).
     private var negationDepth = 0
+    /// Negations of referenced schemas, by pointer (`.some(nil)`: none, or under way).
+    private var negationsByRef: [String: Schema?] = [:]
 
     init(parser: SchemaParser, options: GrammarOptions) {
         self.parser = parser
@@ -268,6 +270,19 @@ final class SchemaAlgebra {
     /// nested more than 16 deep, as a recursive schema's would be). `not (A and B)` is
     /// `(not A) or (not B)`, and `not (A or B)` is `(not A) and (not B)`.
     func negation(_ s: Schema, _ ptr: String) throws(GrammarError) -> Schema? {
+        // A reference's negation is computed once; one under way (a reference to itself) has
+        // none. Without this, a condition that refers to itself is negated exponentially often.
+        if case .ref(let target) = s {
+            if let known = negationsByRef[target] { return known }
+            negationsByRef[target] = .some(nil)
+            let n = try negationOfNode(s, ptr)
+            negationsByRef[target] = n
+            return n
+        }
+        return try negationOfNode(s, ptr)
+    }
+
+    private func negationOfNode(_ s: Schema, _ ptr: String) throws(GrammarError) -> Schema? {
         negationDepth += 1
         defer { negationDepth -= 1 }
         guard negationDepth <= 16 else { return nil }
@@ -285,8 +300,9 @@ final class SchemaAlgebra {
             rest.anyOf = nil
         }
         if rest.string != StringFacet() {
-            // A format the decoder doesn't know has no negation either.
-            guard rest.string.format.map({ SchemaFormats.pattern($0) != nil }) ?? true else { return nil }
+            // Only a format whose expression refuses no valid string has a negation (the
+            // complement of a stricter one would admit valid strings).
+            guard rest.string.format.map(SchemaFormats.admitsEveryValidString) ?? true else { return nil }
             let f = rest.string
             parts.append(.build { $0.types = .string; $0.string.negated = [f] })
             rest.string = StringFacet()

@@ -7,6 +7,14 @@ enum SchemaFormats {
     /// The expression for a format name, or nil for a format the decoder does not know.
     static func pattern(_ name: String) -> String? { patterns[name] }
 
+    /// Whether a known format's expression admits every string the format allows (so that its
+    /// complement holds only strings the format refuses). Not so for `time` and `date-time`
+    /// (leap seconds at other offsets), `email` (IPv6 literals), `regex` (a subset) and `url`
+    /// (http(s) and ftp only).
+    static func admitsEveryValidString(_ name: String) -> Bool {
+        pattern(name) != nil && !["time", "date-time", "email", "regex", "url"].contains(name)
+    }
+
     static let patterns: [String: String] = {
         // RFC 3339 full-date, calendar-exact: day ranges per month, 29 February only in Gregorian
         // leap years (divisible by 4, centuries only when divisible by 400).

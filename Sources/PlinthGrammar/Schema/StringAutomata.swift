@@ -39,9 +39,12 @@ enum StringAutomata {
         var out = strings ?? plainString
         let excluded = f.excluded.map { Array(JSONWriter.quoted($0).utf8) }.filter(out.accepts)
         if !excluded.isEmpty { out = DFA.strings(of: out.trimmed(), except: excluded) }
-        // Negated facets that are one pattern each become one pattern, their alternation: one
-        // automaton and one difference instead of one of each per facet.
-        let single = f.negated.filter { $0.patterns.count == 1 && $0 == StringFacet(patterns: $0.patterns) }
+        // Negated facets that are one plain pattern each (no anchors, alternation, groups,
+        // classes or escapes, which a surrounding group could change) become one pattern, their
+        // alternation: one automaton and one difference instead of one of each per facet.
+        let single = f.negated.filter {
+            $0.patterns.count == 1 && $0 == StringFacet(patterns: $0.patterns) && !$0.patterns[0].contains { "^$|()[]\\".contains($0) }
+        }
         var negated = f.negated.filter { !single.contains($0) }
         if single.count > 1 { negated.append(StringFacet(patterns: ["(" + single.map { $0.patterns[0] }.joined(separator: ")|(") + ")"])) }
         else { negated += single }
