@@ -116,18 +116,7 @@ struct SchemaFuzzTests {
             except decimal.DecimalException: out.append(None)  # beyond exact arithmetic: undecided
         print(json.dumps(out))
         """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", script]
-        let inPipe = Pipe(), outPipe = Pipe()
-        p.standardInput = inPipe
-        p.standardOutput = outPipe
-        try p.run()
-        // Written from another thread: the referee's output can fill its pipe before it has read all its input.
-        let writer = Thread { inPipe.fileHandleForWriting.write(input); try? inPipe.fileHandleForWriting.close() }
-        writer.start()
-        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        let out = try SoundnessTests.runPython(script, input: input)
         return (try JSONSerialization.jsonObject(with: out) as? [Any])?.map { $0 as? Bool }
     }
 

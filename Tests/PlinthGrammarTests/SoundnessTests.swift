@@ -75,6 +75,23 @@ struct SoundnessTests {
         #expect(cachedStacks > 0)
     }
 
+    /// Runs a python3 script with `input` on its standard input; its standard output.
+    static func runPython(_ script: String, input: Data) throws -> Data {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", script]
+        let inPipe = Pipe(), outPipe = Pipe()
+        p.standardInput = inPipe
+        p.standardOutput = outPipe
+        try p.run()
+        // Written from another thread: the script's output can fill its pipe before it has read all its input.
+        let writer = Thread { inPipe.fileHandleForWriting.write(input); try? inPipe.fileHandleForWriting.close() }
+        writer.start()
+        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return out
+    }
+
     static var pythonJSONSchema: Bool {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -108,17 +125,7 @@ struct SoundnessTests {
             if errs: bad.append((errs[0].message, p["instance"]))
         print(json.dumps(bad))
         """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", script]
-        let inPipe = Pipe(), outPipe = Pipe()
-        p.standardInput = inPipe
-        p.standardOutput = outPipe
-        try p.run()
-        inPipe.fileHandleForWriting.write(input)
-        try inPipe.fileHandleForWriting.close()
-        let out = outPipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        let out = try Self.runPython(script, input: input)
         let bad = (try JSONSerialization.jsonObject(with: out) as? [[String]]) ?? [["python failed"]]
         #expect(bad.isEmpty, "invalid outputs: \(bad.prefix(10))")
     }
