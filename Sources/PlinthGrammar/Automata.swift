@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A byte range transition `lo...hi → to`.
 struct ByteEdge: Hashable {
     var lo: UInt8
@@ -264,29 +262,19 @@ struct DFA: Hashable {
             self.budget = budget
             width = b.count + 1
             dense = a.count * width <= 1 << 20
-            table = dense ? ProductStates.pooledTable(a.count * width) : []
-        }
-
-        /// A table of at least `count` slots, all -1.
-        static func pooledTable(_ count: Int) -> [Int32] {
-            let pooled = pool.withLock { p -> [Int32]? in p.firstIndex { $0.count >= count }.map { p.remove(at: $0) } }
-            return pooled ?? [Int32](repeating: -1, count: max(count, 1 << 12))
+            table = dense ? ProductStates.tables.take(a.count * width) : []
         }
 
         /// Gives the table back with its used slots reset.
         mutating func release() {
             guard dense else { return }
             for (x, y) in work { table[Int(x) * width + Int(y < 0 ? Int32(b.count) : y)] = -1 }
-            let t = table
+            ProductStates.tables.giveBack(table)
             table = []
-            ProductStates.pool.withLock { p in
-                if p.count < 4 { p.append(t) } else if let i = p.indices.min(by: { p[$0].count < p[$1].count }), p[i].count < t.count { p[i] = t }
-                p.sort { $0.count < $1.count }
-            }
         }
 
-        /// Tables to reuse, smallest first (at most four: one per compiling thread is the need).
-        static let pool = Mutex<[[Int32]]>([])
+        /// Tables to reuse (one per compiling thread is the need).
+        static let tables = ArrayPool<Int32>(clean: -1, limit: 4)
 
         mutating func intern(_ x: Int32, _ y: Int32) throws(GrammarError) -> Int32 {
             let slot = Int(x) * width + Int(y < 0 ? Int32(b.count) : y)

@@ -149,7 +149,7 @@ public final class CompiledGrammar: Sendable {
 
     func storeFrontierMask(_ stack: StackKey, _ m: MaskEntry) {
         frontierMasks.withLock { c in
-            let size = m.words.count + m.sparseWords.count + stack.frames.count
+            let size = m.words.count + m.sparseIndex.count + m.sparseWords.count + stack.frames.count
             if c.words + size > Self.frontierCapacityWords { c = ([:], 0) }
             c.entries[stack] = m
             c.words += size

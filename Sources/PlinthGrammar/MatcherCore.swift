@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The state and algorithms of a ``GrammarMatcher`` as a value: the matcher holds one and
 /// calls into it, so that the hot loops (closures over the stack, trie walks) reach the frame
 /// arena and scratch arrays as a struct's, without the dynamic exclusivity check that every
@@ -80,9 +78,10 @@ struct MatcherCore {
         if let cached = grammar.frontierMask(key) { cached.add(into: words); return }
         let r = Int(g.ruleOf[Int(f.state)])
         let base = grammar.leafCaches[r] != nil ? g.ruleStart[r] : 0
-        var set = scratchExits, walked = MatcherCore.zeroedMask(vocabulary.maskWordCount), touched: [Int32] = []
+        let wordCount = vocabulary.maskWordCount
+        var set = scratchExits, walked = MatcherCore.zeroedMasks.take(wordCount), touched: [Int32] = []
         scratchExits = []
-        defer { scratchExits = set; MatcherCore.giveBack(walked) }
+        defer { scratchExits = set; MatcherCore.zeroedMasks.giveBack(walked) }
         let trie = e.inRest ? vocabulary.rest : vocabulary.all
         let result = walked.withUnsafeMutableBufferPointer { out in
             for k in 0..<e.frontierNodes.count {
@@ -93,7 +92,7 @@ struct MatcherCore {
                 truncateFrames(to: mark)
             }
             defer { for i in touched { out[Int(i)] = 0 } }
-            return MaskEntry(UnsafeBufferPointer(out), nonZero: touched)
+            return MaskEntry(UnsafeBufferPointer(rebasing: out[..<wordCount]), nonZero: touched)
         }
         grammar.storeFrontierMask(key, result)
         result.add(into: words)
@@ -103,16 +102,7 @@ struct MatcherCore {
     /// Qwen2.5; allocating one per walk showed in the slowest masks). Not a stored field: with
     /// more stored arrays in this struct, destroying a matcher crashed in release builds
     /// (`BatchEvaluatorTests`, swift 6.3.1), though no code path used them.
-    static let zeroedMasks = Mutex<[[UInt32]]>([])
-
-    static func zeroedMask(_ count: Int) -> [UInt32] {
-        zeroedMasks.withLock { pool in pool.firstIndex { $0.count == count }.map { pool.remove(at: $0) } } ?? [UInt32](repeating: 0, count: count)
-    }
-
-    /// Returns a mask to the pool (all zero again).
-    static func giveBack(_ mask: [UInt32]) {
-        zeroedMasks.withLock { pool in if pool.count < 8 { pool.append(mask) } }
-    }
+    static let zeroedMasks = ArrayPool<UInt32>(clean: 0, limit: 8)
 
     // MARK: Accepting
 

@@ -108,6 +108,15 @@ struct StringFacet: Equatable, Sendable {
     var excluded: [String] = []
     /// Facets no string may satisfy (from `not` of string keywords).
     var negated: [StringFacet] = []
+
+    /// The facet as the key of the shared leaf automaton that enforces it (its length bounds
+    /// only with `lengths`; a format by its expression).
+    func leafKey(lengths: Bool) -> String {
+        "re:" + patterns.joined(separator: "\u{0}") + "\u{1}" + (format.map { SchemaFormats.pattern($0) ?? "?" + $0 } ?? "")
+            + (excluded.isEmpty ? "" : "\u{1}not:" + excluded.sorted().joined(separator: "\u{0}"))
+            + negated.map { "\u{1}neg:(" + $0.leafKey(lengths: true) + ")" }.joined()
+            + (lengths ? "\u{1}len:\(minLength ?? 0):\(maxLength ?? -1)" : "")
+    }
 }
 
 /// The tightest lower and upper bounds, and `multipleOf`.

@@ -371,9 +371,8 @@ final class SchemaCompiler {
             let lits = DFA.literals(kept.map { Array(JSONWriter.quoted($0).utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
             return (lits, "lits:" + kept.sorted().joined(separator: "\u{0}"))
         }
-        var f = try knownFormat(n.string, ptr)
-        f.excluded.sort()
-        let key = "\(f)"
+        let f = try knownFormat(n.string, ptr)
+        let key = f.leafKey(lengths: true)
         let budget = options.stateBudget
         let shared = try GrammarBuilder.sharedLeaf("names:" + key) { () throws(GrammarError) -> DFA in
             try StringAutomata.matching(f, lengths: true, budget: budget)!.trimmed()
@@ -503,17 +502,15 @@ final class SchemaCompiler {
         let maxL = f.maxLength
         if let m = maxL, m < minL { return emptyRule() }
         if f.patterns.isEmpty && f.format == nil && f.excluded.isEmpty && f.negated.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
-        let patternKey = "re:" + f.patterns.joined(separator: "\u{0}") + "\u{1}" + (f.format.flatMap(SchemaFormats.pattern) ?? "")
-            + (f.excluded.isEmpty ? "" : "\u{1}not:" + f.excluded.joined(separator: "\u{0}")) + (f.negated.isEmpty ? "" : "\u{1}neg:\(f.negated)")
+        let patternKey = f.leafKey(lengths: false)
         let budget = options.stateBudget
         func patternDFA() throws(GrammarError) -> DFA { try StringAutomata.matching(f, lengths: false, budget: budget)! }
         if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }
         // Length bounds: a character counter in the states. The pattern's automaton is shared
         // by every bound it is combined with.
         let pattern = try GrammarBuilder.sharedLeaf(patternKey, patternDFA)
-        return try b.leaf("len:\(minL):\(maxL ?? -1):" + patternKey, pointer: ptr) { () throws(GrammarError) -> DFA in
-            if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
-            return try DFA.product(pattern.dfa, StringAutomata.length(minL, maxL), intersect: true, budget: budget)
+        return try b.leaf(f.leafKey(lengths: true), pointer: ptr) { () throws(GrammarError) -> DFA in
+            try StringAutomata.bounded(pattern.dfa, minL, maxL, budget: budget)
         }
     }
 

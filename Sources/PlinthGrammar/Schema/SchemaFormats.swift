@@ -50,18 +50,17 @@ enum SchemaFormats {
         let ascii = "A-Za-z0-9._~\\-", subDelims = "!$&'()*+,;=", pct = "%\(hex){2}"
         let ipLiteral = "\\[(\(ipv6)|[vV]\(hex)+\\.[\(ascii)\(subDelims):]+)\\]"
         func references(_ unreserved: String, query extra: String) -> (absolute: String, relative: String, web: String) {
-            let pchar = "([\(unreserved)\(subDelims):@]|\(pct))"
-            let segment = "\(pchar)*", segmentNZ = "\(pchar)+"
-            let segmentNZNC = "([\(unreserved)\(subDelims)@]|\(pct))+"
-            let regName = "([\(unreserved)\(subDelims)]|\(pct))"
-            let userinfo = "(([\(unreserved)\(subDelims):]|\(pct))*@)?"
-            let authority = "\(userinfo)(\(ipLiteral)|\(ipv4)|\(regName)*)(:[0-9]*)?"
-            let absolute = "/(\(segmentNZ)(/\(segment))*)?"
+            /// One unreserved character, sub-delimiter, `more`, or percent-encoded octet.
+            func char(_ more: String) -> String { "([\(unreserved)\(subDelims)\(more)]|\(pct))" }
+            let pchar = char(":@"), segments = "(/\(pchar)*)*", segmentNZ = "\(pchar)+"
+            let userinfo = "(\(char(":"))*@)?", port = "(:[0-9]*)?"
+            let authority = "\(userinfo)(\(ipLiteral)|\(ipv4)|\(char(""))*)\(port)"
+            let absolute = "/(\(segmentNZ)\(segments))?"
             let rest = "(\\?(\(pchar)|[/?\(extra)])*)?(#(\(pchar)|[/?])*)?"
             // A web address: an http(s) or ftp URI with a host that isn't empty.
-            let web = "([Hh][Tt][Tt][Pp][Ss]?|[Ff][Tt][Pp])://\(userinfo)(\(ipLiteral)|\(regName)+)(:[0-9]*)?(/\(segment))*" + rest
-            return ("[A-Za-z][A-Za-z0-9+.-]*:(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZ)(/\(segment))*)?" + rest,
-                    "(//\(authority)(/\(segment))*|\(absolute)|\(segmentNZNC)(/\(segment))*)?" + rest, web)
+            let web = "([Hh][Tt][Tt][Pp][Ss]?|[Ff][Tt][Pp])://\(userinfo)(\(ipLiteral)|\(char(""))+)\(port)\(segments)" + rest
+            return ("[A-Za-z][A-Za-z0-9+.-]*:(//\(authority)\(segments)|\(absolute)|\(segmentNZ)\(segments))?" + rest,
+                    "(//\(authority)\(segments)|\(absolute)|\(char("@"))+\(segments))?" + rest, web)
         }
         let (uri, relative, url) = references(ascii, query: "")
         let ucschar = "\\u{A0}-\\u{D7FF}\\u{F900}-\\u{FDCF}\\u{FDF0}-\\u{FFEF}" + (1...13).map { p in

@@ -42,22 +42,27 @@ enum StringAutomata {
         // Negated facets that are one plain pattern each (no anchors, alternation, groups,
         // classes or escapes, which a surrounding group could change) become one pattern, their
         // alternation: one automaton and one difference instead of one of each per facet.
-        let single = f.negated.filter {
-            $0.patterns.count == 1 && $0 == StringFacet(patterns: $0.patterns) && !$0.patterns[0].contains { "^$|()[]\\".contains($0) }
+        var negated: [StringFacet] = [], plain: [String] = []
+        for g in f.negated {
+            if g.patterns.count == 1 && g == StringFacet(patterns: g.patterns) && !g.patterns[0].contains(where: { "^$|()[]\\".contains($0) }) {
+                plain.append(g.patterns[0])
+            } else {
+                negated.append(g)
+            }
         }
-        var negated = f.negated.filter { !single.contains($0) }
-        if single.count > 1 { negated.append(StringFacet(patterns: ["(" + single.map { $0.patterns[0] }.joined(separator: ")|(") + ")"])) }
-        else { negated += single }
+        if !plain.isEmpty { negated.append(StringFacet(patterns: [plain.count == 1 ? plain[0] : "(" + plain.joined(separator: ")|(") + ")"])) }
         for g in negated {
             guard let not = try matching(g, lengths: true, budget: budget) else { return nil }
             out = try DFA.product(out, not, intersect: false, budget: budget)
         }
-        if lengths && (f.minLength != nil || f.maxLength != nil) {
-            let minL = max(f.minLength ?? 0, 0)
-            if (f.maxLength ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
-            out = try DFA.product(out, length(minL, f.maxLength), intersect: true, budget: budget)
-        }
+        if lengths && (f.minLength != nil || f.maxLength != nil) { out = try bounded(out, max(f.minLength ?? 0, 0), f.maxLength, budget: budget) }
         return out
+    }
+
+    /// The strings of `strings` of `minL...maxL` characters: the product with a character counter.
+    static func bounded(_ strings: DFA, _ minL: Int, _ maxL: Int?, budget: Int) throws(GrammarError) -> DFA {
+        if (maxL ?? minL) > 5000 { throw .budgetExceeded("string length bounds above 5000 combined with a pattern") }
+        return try DFA.product(strings, length(minL, maxL), intersect: true, budget: budget)
     }
 
     /// No string at all.
