@@ -125,7 +125,10 @@ public final class CompiledGrammar: Sendable {
             if l >= 0, case .element = grammar.labels[Int(l)] { el[s] = true }
         }
         returnIsElement = el
-        leafCaches = zip(grammar.leafDFA, grammar.leafKeys).map { dfa, key in dfa.map { vocabulary.leafCache(for: $0, key: key) } }
+        // A counted pattern's masks depend on its bounds too: shared by its key alone.
+        leafCaches = grammar.leafDFA.indices.map { r in
+            grammar.leafDFA[r].map { vocabulary.leafCache(for: $0, key: grammar.leafKeys[r], byKeyOnly: grammar.ruleCountBase[r] >= 0) }
+        }
     }
 
     /// Number of automaton states (a measure of grammar size).
@@ -139,6 +142,13 @@ public final class CompiledGrammar: Sendable {
     @inline(__always) func key(state: Int32, count: Int32) -> (UInt64, need: Int32, remaining: Int32) {
         let r = Int(grammar.ruleOf[Int(state)])
         guard grammar.ruleIsCounted[r] else { return (UInt64(UInt32(state)) | UInt64(countClamp + 1) << 48, 0, -1) }
+        if grammar.ruleCountBase[r] >= 0 {
+            // A counted pattern: whether a state can still finish depends on the exact count
+            // (up to its table's last column).
+            let c = min(count, grammar.ruleCountWidth[r] - 1)
+            let maxC = grammar.ruleMaxCount[r]
+            return (UInt64(UInt32(state)) | UInt64(c) << 32 | 1 << 63, max(grammar.ruleMinCount[r] - c, 0), maxC < 0 ? -1 : max(maxC - c, 0))
+        }
         let need = min(max(grammar.ruleMinCount[r] - count, 0), countClamp)
         let maxC = grammar.ruleMaxCount[r]
         let rem: Int32 = maxC < 0 ? countClamp + 1 : min(max(maxC - count, 0), countClamp)
@@ -165,27 +175,31 @@ public final class CompiledGrammar: Sendable {
             let (k0, need, rem) = key(state: state, count: count)
             let k = (k0 & ~0xFFFF_FFFF) | UInt64(UInt32(state - base))
             if let e = shared.entries.withLock({ $0[k] }) { return e }
-            let e = computeEntry(state: state, minCount: need, maxCount: rem, base: base)
+            let e = computeEntry(state: state, count: count, minCount: need, maxCount: rem, base: base)
             shared.entries.withLock { $0[k] = e }
             return e
         }
         let (k, need, rem) = key(state: state, count: count)
         if let e = entries.withLock({ $0[k] }) { return e }
-        let e = computeEntry(state: state, minCount: need, maxCount: rem, base: 0)
+        let e = computeEntry(state: state, count: count, minCount: need, maxCount: rem, base: 0)
         entries.withLock { $0[k] = e }
         return e
     }
 
     /// Walks the trie inside the rule of `state` (counts relative: start at 0 with the given
-    /// bounds). For leaf states closed under the string slice, the slice is added whole and
-    /// only the other tokens are walked.
-    func computeEntry(state: Int32, minCount: Int32, maxCount: Int32, base: Int32) -> MaskEntry {
+    /// bounds; `count`, the frame's, for a counted pattern's table). For leaf states closed
+    /// under the string slice, the slice is added whole and only the other tokens are walked.
+    func computeEntry(state: Int32, count: Int32, minCount: Int32, maxCount: Int32, base: Int32) -> MaskEntry {
         let g = grammar, v = vocabulary
         let r = Int(g.ruleOf[Int(state)])
         var words: [UInt32]
         let trie: TokenTrie
         var inRest = false
-        if let leaf = leafCaches[r], leaf.sliceClosed[Int(state - base)] {
+        // A counted pattern's table can end a slice token's run early: those walk every token.
+        // (Not once an unbounded one has its minimum: every state can finish then.)
+        let table = g.ruleCountBase[r] >= 0 && !(maxCount < 0 && minCount == 0)
+        let count0 = table ? min(count, g.ruleCountWidth[r] - 1) : 0
+        if !table, let leaf = leafCaches[r], leaf.sliceClosed[Int(state - base)] {
             if maxCount < 0 { words = v.sliceAll } else { words = v.sliceUpTo[min(Int(maxCount), v.sliceUpTo.count - 1)] }
             trie = v.rest
             inRest = true
@@ -237,6 +251,7 @@ public final class CompiledGrammar: Sendable {
                         c += 1
                     }
                 }
+                if table && t >= 0, let need = g.countNeed(rule: r, state: t, count: count0 &+ c), need >= CountTable.unreachable { t = -1 }
                 if t < 0 { i = Int(nodeEnd[i]); continue }
                 st[d] = t
                 cn[d] = c

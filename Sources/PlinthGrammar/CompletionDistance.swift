@@ -47,9 +47,10 @@ struct CompletionDistance: Sendable {
                 }
                 for k in Int(g.callStart[s])..<Int(g.callStart[s + 1]) {
                     let r = Int(g.callRule[k])
-                    let callee = d[Int(g.ruleStart[r])], after = d[Int(g.callReturn[k])]
+                    let callee = g.countNeed(rule: r, state: g.ruleStart[r], count: 0) ?? (d[Int(g.ruleStart[r])] &+ g.ruleMinCount[r])
+                    let after = d[Int(g.callReturn[k])]
                     guard callee < inf, after < inf else { continue }
-                    let via = callee + g.ruleMinCount[r] + after
+                    let via = callee + after
                     if via < best { best = via }
                 }
                 if best < d[s] {
@@ -71,9 +72,13 @@ extension MatcherCore {
         while f >= 0 {
             let frame = frames[Int(f)]
             let s = Int(frame.state)
-            total += Int(distance.state[s])
             let r = Int(g.ruleOf[s])
-            if g.ruleIsCounted[r] { total += max(0, Int(g.ruleMinCount[r] - frame.count)) }
+            if let need = g.countNeed(rule: r, state: frame.state, count: frame.count) {
+                total += Int(need)
+            } else {
+                total += Int(distance.state[s])
+                if g.ruleIsCounted[r] { total += max(0, Int(g.ruleMinCount[r] - frame.count)) }
+            }
             f = frame.parent
         }
         return total

@@ -49,6 +49,11 @@ final class Grammar: Sendable {
     /// -1: unbounded; otherwise the maximum number of characters.
     let ruleMaxCount: [Int32]
     let ruleIsCounted: [Bool]
+    /// Counted patterns and formats (``CountTable``): each rule's table in `countNeed` from
+    /// `ruleCountBase` (-1 for other rules), `ruleCountWidth` counts to a state.
+    let countNeed: [Int32]
+    let ruleCountBase: [Int32]
+    let ruleCountWidth: [Int32]
     /// Whether a rule has no call edges (its frames only ever pop).
     let ruleIsLeaf: [Bool]
     let returnLabel: [Int32]
@@ -74,6 +79,7 @@ final class Grammar: Sendable {
             guard let shared = b.rules[r].shared else { continue }
             settled[r] = true
             if let c = b.rules[r].counted, c.min > c.max && c.max >= 0 { continue }
+            if let t = shared.counts, t.need(0, 0) >= CountTable.unreachable { continue }
             productive[r] = shared.dfa.accepting.contains(true)
         }
         var changed = true
@@ -162,6 +168,7 @@ final class Grammar: Sendable {
         var callStart = [Int32](repeating: 0, count: total + 1)
         var callRule: [Int32] = [], callReturn: [Int32] = []
         var ruleStart: [Int32] = [], minC: [Int32] = [], maxC: [Int32] = [], counted: [Bool] = [], leaf: [Bool] = []
+        var countNeed: [Int32] = [], countBase: [Int32] = [], countWidth: [Int32] = []
         var leafDFAs: [DFA?] = [], leafKeys: [String?] = []
         for (nr, r) in order.enumerated() {
             let d = dfas[Int(r)]!
@@ -218,7 +225,16 @@ final class Grammar: Sendable {
             leaf.append(isLeaf)
             leafDFAs.append(isLeaf ? d : nil)
             leafKeys.append(isLeaf ? rule.leafKey : nil)
-            if rule.counted != nil { isBoundary[base + 1] = true }
+            if let t = rule.shared?.counts {
+                countBase.append(Int32(countNeed.count))
+                countWidth.append(Int32(t.width))
+                countNeed += t.need
+                for (s, on) in t.boundary.enumerated() where on { isBoundary[base + s] = true }
+            } else {
+                countBase.append(-1)
+                countWidth.append(0)
+                if rule.counted != nil { isBoundary[base + 1] = true }
+            }
             for (s, l) in rule.returnLabels where Int(s) < d.count { returnLabel[base + Int(s)] = l }
         }
         callStart[total] = Int32(callRule.count)
@@ -238,6 +254,9 @@ final class Grammar: Sendable {
         self.ruleMinCount = minC
         self.ruleMaxCount = maxC
         self.ruleIsCounted = counted
+        self.countNeed = countNeed
+        self.ruleCountBase = countBase
+        self.ruleCountWidth = countWidth
         self.ruleIsLeaf = leaf
         self.returnLabel = returnLabel
         self.leafDFA = leafDFAs
@@ -279,6 +298,18 @@ final class Grammar: Sendable {
         var out: [Int32: Int32] = [:]
         for (s, o) in map.enumerated() where o >= 0 { if let l = labels[o] { out[Int32(s)] = l } }
         return out
+    }
+
+    /// For a rule counted against a ``CountTable``: the fewest bytes that finish it from
+    /// `state` with `count` characters read (``CountTable/unreachable`` when none can); nil for
+    /// other rules.
+    @inline(__always) func countNeed(rule r: Int, state: Int32, count: Int32) -> Int32? {
+        let base = Int(ruleCountBase[r])
+        if base < 0 { return nil }
+        let maxC = ruleMaxCount[r]
+        if maxC >= 0 && count > maxC { return CountTable.unreachable }
+        let w = Int(ruleCountWidth[r])
+        return countNeed[base + Int(state - ruleStart[r]) * w + min(Int(count), w - 1)]
     }
 
     @inline(__always) func step(_ s: Int32, _ byte: UInt8) -> Int32 {
@@ -352,7 +383,12 @@ final class GrammarBuilder {
     func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)? = nil, alreadyTrim: Bool = false,
               _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> Int32 {
         if let r = leafCache[key] { return r }
-        let shared = try GrammarBuilder.sharedLeaf(key, alreadyTrim: alreadyTrim, make)
+        return try leaf(key, pointer: pointer, counted: counted, try GrammarBuilder.sharedLeaf(key, alreadyTrim: alreadyTrim, make))
+    }
+
+    /// A rule for the shared leaf `shared`, named `key`.
+    func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)?, _ shared: SharedLeaf) throws(GrammarError) -> Int32 {
+        if let r = leafCache[key] { return r }
         let r = reserve(pointer: pointer)
         try define(r, shared.dfa, counted: counted, leafKey: key, shared: shared)
         leafCache[key] = r
@@ -362,9 +398,16 @@ final class GrammarBuilder {
     /// The shared leaf for `key`, made (and trimmed, so that grammars can take it as it is) on
     /// first use.
     static func sharedLeaf(_ key: String, alreadyTrim: Bool = false, _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> SharedLeaf {
+        try sharedLeaf(key, leaf: { () throws(GrammarError) -> SharedLeaf in
+            let made = try make()
+            return SharedLeaf(alreadyTrim ? made : made.trimmed())
+        })
+    }
+
+    /// The shared leaf for `key`, made on first use.
+    static func sharedLeaf(_ key: String, leaf make: () throws(GrammarError) -> SharedLeaf) throws(GrammarError) -> SharedLeaf {
         if let l = sharedLeaves.withLock({ $0[key] }) { return l }
-        let made = try make()
-        let shared = SharedLeaf(alreadyTrim ? made : made.trimmed())
+        let shared = try make()
         sharedLeaves.withLock { c in
             if c.count >= sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
             c[key] = shared

@@ -79,6 +79,10 @@ public final class GrammarCompiler: Sendable {
     /// Empties the cache.
     public func removeAllCachedGrammars() { cache.withLock { $0 = ([:], []) } }
 
+    /// Empties the process-wide leaf automata (formats, patterns, strings) that every compiler
+    /// shares, so that the next compilation builds them again: for cold-start measurements.
+    public static func removeAllSharedLeaves() { GrammarBuilder.sharedLeaves.withLock { $0.removeAll() } }
+
     func lookup(_ key: Key) -> CompiledGrammar? { cache.withLock { $0.entries[key] } }
 
     func store(_ key: Key, _ g: CompiledGrammar) -> CompiledGrammar {

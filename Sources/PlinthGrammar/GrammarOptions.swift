@@ -27,6 +27,9 @@ public struct GrammarOptions: Sendable, Hashable {
     /// a sampler can't run into an endless `1.0000…` or `2.9999…`. Off by default, so that
     /// validating existing JSON accepts every valid instance.
     public var generatedNumbers: Bool
+    /// Length-bounded patterns and formats as products with a character counter, instead of
+    /// counted in the frame against a ``CountTable``: the tests' referee for the tables.
+    var countsInStates = false
 
     public init(whitespace: Whitespace = .compact, lenient: Bool = false, additionalPropertiesByDefault: Bool = false,
                 stateBudget: Int = 250_000, timeLimit: Double? = 10, generatedNumbers: Bool = false) {

@@ -268,6 +268,8 @@ struct MatcherCore {
                 c += 1
             }
         }
+        // A counted pattern: only into a state that can still finish within the bounds.
+        if let need = g.countNeed(rule: Int(g.ruleOf[Int(t)]), state: t, count: c), need >= CountTable.unreachable { return -1 }
         return push(Frame(state: t, count: c, parent: f.parent))
     }
 

@@ -80,13 +80,23 @@ struct RuleTable: Sendable {
     }
 }
 
-/// A leaf automaton shared by every compilation in the process, with its laid-out table.
+/// A leaf automaton shared by every compilation in the process, with its laid-out table, and
+/// for strings counted in the frame, their count table.
 final class SharedLeaf: Sendable {
     let dfa: DFA
     let table: RuleTable
+    let counts: CountTable?
 
     init(_ dfa: DFA) {
         self.dfa = dfa
         table = RuleTable(dfa)
+        counts = nil
+    }
+
+    /// `strings` again, its characters counted against `counts`.
+    init(_ strings: SharedLeaf, counts: CountTable) {
+        dfa = strings.dfa
+        table = strings.table
+        self.counts = counts
     }
 }

@@ -265,9 +265,18 @@ final class LeafMaskCache: Sendable {
 
 extension TokenVocabulary {
     /// The shared mask cache of a leaf automaton. `key`, when given, names the automaton (the
-    /// same key always means the same automaton), so that it is hashed once per vocabulary.
-    func leafCache(for dfa: DFA, key: String? = nil) -> LeafMaskCache {
+    /// same key always means the same automaton), so that it is hashed once per vocabulary;
+    /// with `byKeyOnly` only rules of that key share the cache.
+    func leafCache(for dfa: DFA, key: String? = nil, byKeyOnly: Bool = false) -> LeafMaskCache {
         if let key, let x = leafCachesByKey.withLock({ $0[key] }) { return x }
+        if byKeyOnly, let key {
+            return leafCachesByKey.withLock { c in
+                if let x = c[key] { return x }
+                let x = LeafMaskCache(dfa)
+                c[key] = x
+                return x
+            }
+        }
         let x = leafCaches.withLock { c in
             let k = SampledAutomatonKey(dfa: dfa)
             if let x = c[k] { return x }

@@ -12,6 +12,9 @@ import Testing
         #"{"type":"object","properties":{"name":{"type":"string"},"tags":{"type":"array","items":{"enum":["alpha","beta"]}},"n":{"type":"number"}},"required":["name","tags"]}"#,
         #"{"anyOf":[{"type":"object","properties":{"x":{"type":"boolean"}},"required":["x"]},{"type":"array","items":{"type":"string","minLength":2}}]}"#,
         #"{"type":"object","properties":{"user_id":{"type":"string"},"nested":{"type":"object","properties":{"deep":{"type":"string","minLength":4}},"required":["deep"]}},"required":["user_id","nested"]}"#,
+        // Counted patterns and formats (their characters counted against a table).
+        #"{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+@x$","minLength":4,"maxLength":6},"mail":{"type":"string","format":"email","maxLength":10}},"required":["id","mail"]}"#,
+        #"{"type":"array","items":{"type":"string","pattern":"^(ab|abcd)$","minLength":3},"minItems":1}"#,
     ]
 
     @Test func shortestCompletionsAreCounted() throws {

@@ -1,10 +1,11 @@
 // `plinth-grammar-bench compile`: compile time alone (no walks, no export), for profiling the
 // schema compiler under `perf` or comparing compiler changes quickly.
 //
-//   plinth-grammar-bench compile [--models smol] [--only SUBSTRING] [--rounds N] [--list] [--corpus DIR]
+//   plinth-grammar-bench compile [--models smol] [--only SUBSTRING] [--rounds N] [--cold] [--list] [--corpus DIR]
 //
 // Round 1 compiles the corpus in order with cold shared leaves, as the main benchmark does; later
-// rounds empty the grammar cache only (leaves stay warm), which is what a server sees. Times are
+// rounds empty the grammar cache only (leaves stay warm), which is what a server sees, or with
+// `--cold` the shared leaves too (every round as round 1: for profiling cold compiles). Times are
 // the thread's CPU time, which other processes on a shared machine disturb far less than wall
 // time (the main benchmark reports wall time).
 import Foundation
@@ -16,7 +17,7 @@ func runCompileTiming(_ arguments: [String]) throws {
     var models = ["smol"]
     var only: String? = nil
     var rounds = 1
-    var list = false
+    var list = false, cold = false
     var args = arguments[...]
     while let a = args.popFirst() {
         switch a {
@@ -25,6 +26,7 @@ func runCompileTiming(_ arguments: [String]) throws {
         case "--only": only = args.popFirst()!
         case "--rounds": rounds = Int(args.popFirst()!)!
         case "--list": list = true
+        case "--cold": cold = true
         default: FileHandle.standardError.write("unknown argument \(a)\n".data(using: .utf8)!); exit(2)
         }
     }
@@ -35,11 +37,12 @@ func runCompileTiming(_ arguments: [String]) throws {
         let compiler = GrammarCompiler(vocabulary: loaded.vocabulary)
         for round in 1...rounds {
             compiler.removeAllCachedGrammars()
+            if cold { GrammarCompiler.removeAllSharedLeaves() }
             var times: [(String, Double, Int)] = []
             for file in corpus {
                 let c0 = threadCPUNanos()
                 guard let g = try? compiler.compile(schema: file.schema, options: options) else { continue }
-                times.append((file.name, Double(threadCPUNanos() - c0) / 1e6, g.stateCount))
+                times.append((file.name, Double(threadCPUNanos() - c0) / 1e6, g.stateCount)); if ProcessInfo.processInfo.environment["LEAFTRACE"] != nil { print("SCHEMA", file.name) }
             }
             let ms = times.map(\.1)
             print(String(format: "%@ round %d: %d compiled, p50 %.3f ms, p99 %.3f ms, total %.1f ms", model, round, ms.count,

@@ -506,12 +506,18 @@ final class SchemaCompiler {
         let budget = options.stateBudget
         func patternDFA() throws(GrammarError) -> DFA { try StringAutomata.matching(f, lengths: false, budget: budget)! }
         if minL == 0 && maxL == nil { return try b.leaf(patternKey, pointer: ptr, patternDFA) }
-        // Length bounds: a character counter in the states. The pattern's automaton is shared
-        // by every bound it is combined with.
+        // Length bounds: characters counted in the frame against a table, or where the pattern
+        // doesn't allow that, a counter in the states. The pattern's automaton is shared by
+        // every bound it is combined with.
+        let inStates = options.countsInStates
+        let key = f.leafKey(lengths: true) + (inStates ? "\u{1}in-states" : "")
+        if let r = b.leafCache[key] { return r }
         let pattern = try GrammarBuilder.sharedLeaf(patternKey, patternDFA)
-        return try b.leaf(f.leafKey(lengths: true), pointer: ptr) { () throws(GrammarError) -> DFA in
-            try StringAutomata.bounded(pattern.dfa, minL, maxL, budget: budget)
-        }
+        let leaf = try GrammarBuilder.sharedLeaf(key, leaf: { () throws(GrammarError) -> SharedLeaf in
+            if !inStates, let counts = CountTable(pattern.dfa, minCount: minL, maxCount: maxL, budget: budget) { return SharedLeaf(pattern, counts: counts) }
+            return SharedLeaf(try StringAutomata.bounded(pattern.dfa, minL, maxL, budget: budget).trimmed())
+        })
+        return try b.leaf(key, pointer: ptr, counted: leaf.counts == nil ? nil : (minL, maxL ?? -1), leaf)
     }
 
     /// The facet without a format the decoder doesn't know, once that is reported (an error,
