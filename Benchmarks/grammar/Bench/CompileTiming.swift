@@ -42,7 +42,7 @@ func runCompileTiming(_ arguments: [String]) throws {
             for file in corpus {
                 let c0 = threadCPUNanos()
                 guard let g = try? compiler.compile(schema: file.schema, options: options) else { continue }
-                times.append((file.name, Double(threadCPUNanos() - c0) / 1e6, g.stateCount)); if ProcessInfo.processInfo.environment["LEAFTRACE"] != nil { print("SCHEMA", file.name) }
+                times.append((file.name, Double(threadCPUNanos() - c0) / 1e6, g.stateCount))
             }
             let ms = times.map(\.1)
             print(String(format: "%@ round %d: %d compiled, p50 %.3f ms, p99 %.3f ms, total %.1f ms", model, round, ms.count,
