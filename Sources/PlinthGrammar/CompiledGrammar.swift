@@ -195,11 +195,13 @@ public final class CompiledGrammar: Sendable {
         var words: [UInt32]
         let trie: TokenTrie
         var inRest = false
-        // A counted pattern's table can end a slice token's run early: those walk every token.
-        // (Not once an unbounded one has its minimum: every state can finish then.)
+        // A counted pattern's table is checked on every step (not once an unbounded one has
+        // its minimum: every state can finish then). With a maximum, the table can end a slice
+        // token's run early, so those states walk every token; without one, a state closed
+        // under the slice can always read more characters and still finish.
         let table = g.ruleCountBase[r] >= 0 && !(maxCount < 0 && minCount == 0)
         let count0 = table ? min(count, g.ruleCountWidth[r] - 1) : 0
-        if !table, let leaf = leafCaches[r], leaf.sliceClosed[Int(state - base)] {
+        if g.ruleCountBase[r] < 0 || maxCount < 0, let leaf = leafCaches[r], leaf.sliceClosed[Int(state - base)] {
             if maxCount < 0 { words = v.sliceAll } else { words = v.sliceUpTo[min(Int(maxCount), v.sliceUpTo.count - 1)] }
             trie = v.rest
             inRest = true
@@ -215,7 +217,7 @@ public final class CompiledGrammar: Sendable {
         st[0] = state
         let n = trie.count
         let hasDup = trie.hasDuplicates
-        g.isBoundary.withUnsafeBufferPointer { isBoundary in
+        g.countFlags.withUnsafeBufferPointer { countFlags in
         g.isExit.withUnsafeBufferPointer { isExit in
         trie.nodeByte.withUnsafeBufferPointer { nodeByte in
         trie.nodeDepth.withUnsafeBufferPointer { nodeDepth in
@@ -242,7 +244,7 @@ public final class CompiledGrammar: Sendable {
                     t = b >= e.lo && b <= e.hi ? e.to : -1
                 }
                 var c = cn[d - 1]
-                if t >= 0 && counted && isBoundary[Int(ps)] {
+                if t >= 0 && counted && countFlags[Int(ps)] & Grammar.boundary != 0 {
                     if b == 0x22 {
                         if c < minCount { t = -1 }
                     } else if maxCount >= 0 && c >= maxCount {

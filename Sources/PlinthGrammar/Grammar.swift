@@ -43,8 +43,11 @@ final class Grammar: Sendable {
     let callReturn: [Int32]
     let ruleOf: [Int32]
     let ruleStart: [Int32]
-    /// For counted string rules: the state where a character starts or the closing quote comes.
-    let isBoundary: [Bool]
+    /// Per state: ``boundary`` in counted string rules where a character starts or the closing
+    /// quote comes, ``tabled`` in rules counted against a table (one load tells a step of any
+    /// other rule that counts don't concern it).
+    let countFlags: [UInt8]
+    static let boundary: UInt8 = 1, tabled: UInt8 = 2
     let ruleMinCount: [Int32]
     /// -1: unbounded; otherwise the maximum number of characters.
     let ruleMaxCount: [Int32]
@@ -163,7 +166,7 @@ final class Grammar: Sendable {
         var accepting = [Bool](repeating: false, count: total)
         var hasBytes = [Bool](repeating: false, count: total)
         var ruleOf = [Int32](repeating: 0, count: total)
-        var isBoundary = [Bool](repeating: false, count: total)
+        var countFlags = [UInt8](repeating: 0, count: total)
         var returnLabel = [Int32](repeating: -1, count: total)
         var callStart = [Int32](repeating: 0, count: total + 1)
         var callRule: [Int32] = [], callReturn: [Int32] = []
@@ -229,11 +232,11 @@ final class Grammar: Sendable {
                 countBase.append(Int32(countNeed.count))
                 countWidth.append(Int32(t.width))
                 countNeed += t.need
-                for (s, on) in t.boundary.enumerated() where on { isBoundary[base + s] = true }
+                for (s, on) in t.boundary.enumerated() { countFlags[base + s] = Grammar.tabled | (on ? Grammar.boundary : 0) }
             } else {
                 countBase.append(-1)
                 countWidth.append(0)
-                if rule.counted != nil { isBoundary[base + 1] = true }
+                if rule.counted != nil { countFlags[base + 1] = Grammar.boundary }
             }
             for (s, l) in rule.returnLabels where Int(s) < d.count { returnLabel[base + Int(s)] = l }
         }
@@ -250,7 +253,7 @@ final class Grammar: Sendable {
         self.callReturn = callReturn
         self.ruleOf = ruleOf
         self.ruleStart = ruleStart
-        self.isBoundary = isBoundary
+        self.countFlags = countFlags
         self.ruleMinCount = minC
         self.ruleMaxCount = maxC
         self.ruleIsCounted = counted

@@ -258,7 +258,9 @@ struct MatcherCore {
         let t = g.step(f.state, b)
         if t < 0 { return -1 }
         var c = f.count
-        if g.isBoundary[Int(f.state)] {
+        let flags = g.countFlags[Int(f.state)]
+        if flags == 0 { return push(Frame(state: t, count: c, parent: f.parent)) }
+        if flags & Grammar.boundary != 0 {
             let r = Int(g.ruleOf[Int(f.state)])
             if b == 0x22 {
                 if c < g.ruleMinCount[r] { return -1 }
@@ -269,7 +271,9 @@ struct MatcherCore {
             }
         }
         // A counted pattern: only into a state that can still finish within the bounds.
-        if let need = g.countNeed(rule: Int(g.ruleOf[Int(t)]), state: t, count: c), need >= CountTable.unreachable { return -1 }
+        if flags & Grammar.tabled != 0, let need = g.countNeed(rule: Int(g.ruleOf[Int(t)]), state: t, count: c), need >= CountTable.unreachable {
+            return -1
+        }
         return push(Frame(state: t, count: c, parent: f.parent))
     }
 
