@@ -47,10 +47,11 @@ struct CompletionDistance: Sendable {
                 }
                 for k in Int(g.callStart[s])..<Int(g.callStart[s + 1]) {
                     let r = Int(g.callRule[k])
-                    let callee = g.countNeed(rule: r, state: g.ruleStart[r], count: 0) ?? (d[Int(g.ruleStart[r])] &+ g.ruleMinCount[r])
+                    let start = g.countNeed(rule: r, state: g.ruleStart[r], count: 0) ?? d[Int(g.ruleStart[r])]
                     let after = d[Int(g.callReturn[k])]
-                    guard callee < inf, after < inf else { continue }
-                    let via = callee + after
+                    guard start < inf, after < inf else { continue }
+                    // (A counted pattern's table includes its missing characters.)
+                    let via = start + (g.ruleCountBase[r] >= 0 ? 0 : g.ruleMinCount[r]) + after
                     if via < best { best = via }
                 }
                 if best < d[s] {

@@ -33,7 +33,8 @@ struct CountTable: Sendable {
     init?(_ strings: DFA, minCount: Int, maxCount: Int?, budget: Int) {
         let n = strings.count
         let cap = maxCount ?? minCount
-        guard n * (cap + 1) <= budget, let boundary = CountTable.boundaries(strings),
+        // (Bounds come from the schema: up to 18 digits. Divided, so that the test can't overflow.)
+        guard cap < budget / max(n, 1), let boundary = CountTable.boundaries(strings),
               let order = CountTable.sameCountOrder(strings, boundary) else { return nil }
         width = cap + 1
         self.minCount = minCount

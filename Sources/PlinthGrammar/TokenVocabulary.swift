@@ -268,6 +268,9 @@ extension TokenVocabulary {
     /// same key always means the same automaton), so that it is hashed once per vocabulary;
     /// with `byKeyOnly` only rules of that key share the cache.
     func leafCache(for dfa: DFA, key: String? = nil, byKeyOnly: Bool = false) -> LeafMaskCache {
+        // Counted leaves in their own namespace: the same leaf key names a product automaton
+        // where the table did not fit a grammar's budget.
+        let key = byKeyOnly ? key.map { $0 + "\u{1}counted" } : key
         if let key, let x = leafCachesByKey.withLock({ $0[key] }) { return x }
         if byKeyOnly, let key {
             return leafCachesByKey.withLock { c in

@@ -18,6 +18,9 @@ import Testing
         #"{"type":"string","format":"ipv4","maxLength":9}"#,
         #"{"type":"object","properties":{"a":{"type":"string","pattern":"^a","minLength":2,"maxLength":3},"b":{"type":"string","format":"email","minLength":7}},"required":["a","b"]}"#,
         #"{"type":"array","items":{"type":"string","pattern":"^[a-c]+$","maxLength":2},"maxItems":3}"#,
+        // Unbounded above: states closed under the string slice take the slice shortcut.
+        #"{"type":"string","pattern":"a","minLength":3}"#,
+        #"{"type":"string","pattern":"^x.*$","minLength":5}"#,
     ]
 
     static func compile(_ schema: String, inStates: Bool) throws -> CompiledGrammar {
@@ -68,6 +71,15 @@ import Testing
         let escapes = try TestVocab.grammar(#"{"type":"string","pattern":"^[a\\n]+$","minLength":3,"maxLength":3}"#)
         #expect(TestVocab.accepts(escapes, #""a\na""#))
         #expect(!TestVocab.accepts(escapes, #""a\n""#))
+    }
+
+    /// Bounds too large for a table are refused by the state budget, not by a crash.
+    @Test func hugeBoundsAreRefused() throws {
+        for bound in ["minLength", "maxLength"] {
+            #expect(throws: GrammarError.self) {
+                try TestVocab.grammar(#"{"type":"string","pattern":"a",""# + "\"\(bound)\":999999999999999999}")
+            }
+        }
     }
 
     /// A byte that would leave too few characters for the rest of the pattern is refused at
