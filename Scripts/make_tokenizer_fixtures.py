@@ -7,7 +7,7 @@ keeps the ids, llama.cpp's detokenization where it differs from the input, the s
 ids and the end-of-generation set, and the piece bytes of a sample of tokens.
 
 Dev-time only: `pip install llama-cpp-python==0.3.36` builds llama.cpp from source.
-Usage: python3 Scripts/make_tokenizer_fixtures.py [smollm2|qwen25 ...]
+Usage: python3 Scripts/make_tokenizer_fixtures.py [smollm2|qwen25|gemma3 ...]
 Writes Tests/PlinthRuntimeTests/Fixtures/tokenizer/<name>.json.
 """
 import ctypes, json, os, random, sys
@@ -17,6 +17,24 @@ HOME = os.environ.get("PLINTH_HOME", os.path.expanduser("~/.cache/plinth"))
 MODELS = {
     "smollm2": f"{HOME}/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf",
     "qwen25": f"{HOME}/models/Qwen2.5-Coder-0.5B-Instruct/Qwen2.5-Coder-0.5B-Instruct.gguf",
+    "gemma3": f"{HOME}/models/Gemma-3-270M/gemma-3-270m-q4_k_m.gguf",
+}
+# Sampling stride of the token pieces kept (every non-normal token is kept too).
+PIECE_STRIDE = {"gemma3": 97}
+# Strings for one model only: its own special tokens and what its tokenizer treats specially.
+EXTRA = {
+    "gemma3": [
+        "<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n",
+        "<bos><start_of_turn>user\nhi<end_of_turn>",
+        "<start_of_turn>", "<end_of_turn>", "<start_of_turn", "start_of_turn>", "<eos>", "<pad>", "<mask>",
+        "<unused0><unused12> <unused99>", "[multimodal]", "<start_of_image><end_of_image>",
+        "<table><tr><td>cell</td></tr></table>", "<div class=\"x\">text</div><br/>", "<h1>Title</h1>\n<p>para</p>",
+        "a  b   c    d     e", "  leading spaces", "trailing spaces   ", "\t\ttabs\t", "\n\n\n\n\n\nnewlines",
+        "line\n\nparagraph\n\n\nmore", "▁already▁escaped▁", "▁", "▁▁ ▁",
+        "<0x41> is not a byte token in text", "\x00nul and \x7f del",
+        # the one token with a character before ▁ (`>▁</`): merges may cross a word boundary there
+        "<b> </b>", "x> </y", ">  </", "a > </ b", "<i> </i> <u> </u>",
+    ],
 }
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "PlinthRuntimeTests", "Fixtures", "tokenizer")
 
@@ -284,9 +302,9 @@ def generated(seed=20240601, count=160):
     return out
 
 
-def all_strings():
+def all_strings(name):
     seen, out = set(), []
-    for s in HAND + LONG + generated():
+    for s in HAND + EXTRA.get(name, []) + LONG + generated():
         if s not in seen:
             seen.add(s)
             out.append(s)
@@ -325,7 +343,7 @@ def make(name, path):
         return None if tok < 0 else int(tok)
 
     cases = []
-    strings = all_strings()
+    strings = all_strings(name)
     for i, s in enumerate(strings):
         data = s.encode("utf-8")
         for special in (False, True):
@@ -340,7 +358,7 @@ def make(name, path):
             cases.append({"text": s, "special": True, "add_special": True, "ids": ids})
 
     # piece bytes for a sample of tokens: all non-normal ones, and every 37th
-    sample = sorted(set(range(0, n_vocab, 37)) |
+    sample = sorted(set(range(0, n_vocab, PIECE_STRIDE.get(name, 37))) |
                     {t for t in range(n_vocab) if llama_cpp.llama_vocab_get_attr(vocab, t) != llama_cpp.LLAMA_TOKEN_ATTR_NORMAL}
                     | set(range(n_vocab - 5, n_vocab)))
     pieces = [{"id": t, "plain": piece(vocab, t, False).hex(), "special": piece(vocab, t, True).hex()}

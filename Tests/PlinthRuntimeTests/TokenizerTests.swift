@@ -249,8 +249,10 @@ struct TokenizerSyntheticTests {
     @Test("unsupported tokenizer and pre-tokenizer types are named in the error")
     func unsupportedTypes() throws {
         var c = Synthetic.configuration()
-        c.model = "llama"
-        #expect(throws: TokenizerError.unsupportedModel("llama")) { try Tokenizer(configuration: c) }
+        c.model = "t5"
+        #expect(throws: TokenizerError.unsupportedModel("t5")) { try Tokenizer(configuration: c) }
+        c.model = "llama"  // SentencePiece needs its scores
+        #expect(throws: TokenizerError.self) { try Tokenizer(configuration: c) }
         c = Synthetic.configuration(pre: "deepseek-coder")
         #expect(throws: TokenizerError.unsupportedPreTokenizer("deepseek-coder")) { try Tokenizer(configuration: c) }
         #expect(TokenizerError.unsupportedPreTokenizer("xyz").errorDescription!.contains("xyz"))
@@ -305,7 +307,12 @@ struct TokenizerSyntheticTests {
         }
         let tokens = GGUFValue.array(Synthetic.byteTokens.map { .string($0) })
         #expect(try open { _ in }.failure == .missingMetadata("tokenizer.ggml.model"))
-        #expect(try open { $0.add("tokenizer.ggml.model", .string("llama")) }.failure == .unsupportedModel("llama"))
+        #expect(try open { $0.add("tokenizer.ggml.model", .string("t5")) }.failure == .unsupportedModel("t5"))
+        // SentencePiece needs its scores.
+        #expect(try open {
+            $0.add("tokenizer.ggml.model", .string("llama"))
+            $0.add("tokenizer.ggml.tokens", tokens)
+        }.failure == .missingMetadata("tokenizer.ggml.scores"))
         #expect(try open { $0.add("tokenizer.ggml.model", .string("gpt2")) }.failure == .missingMetadata("tokenizer.ggml.tokens"))
         let wrongType = try open {
             $0.add("tokenizer.ggml.model", .string("gpt2"))
@@ -421,6 +428,7 @@ private struct TokenizerFixture: Decodable {
 private enum LoadedTokenizers {
     static let smolLM2 = load(TestModels.smolLM2)
     static let qwen25Coder = load(TestModels.qwen25Coder)
+    static let gemma3 = load(TestModels.gemma3)
 
     static func load(_ model: String) -> Result<Tokenizer, any Error> {
         Result {
@@ -430,7 +438,11 @@ private enum LoadedTokenizers {
     }
 
     static func get(_ model: String) throws -> Tokenizer {
-        try (model == TestModels.smolLM2 ? smolLM2 : qwen25Coder).get()
+        switch model {
+        case TestModels.smolLM2: try smolLM2.get()
+        case TestModels.gemma3: try gemma3.get()
+        default: try qwen25Coder.get()
+        }
     }
 }
 
@@ -483,10 +495,16 @@ struct TokenizerFixtureTests {
         try checkFixture(model: TestModels.qwen25Coder, fixture: "qwen25")
     }
 
+    @Test("Gemma 3 (SentencePiece): ids identical to llama.cpp", .enabled(if: TestModels.path(TestModels.gemma3) != nil, "model not fetched; run plinth models fetch gemma3"))
+    func gemmaIds() throws {
+        try checkFixture(model: TestModels.gemma3, fixture: "gemma3")
+    }
+
+    static let allFetched = [TestModels.smolLM2, TestModels.qwen25Coder, TestModels.gemma3].allSatisfy { TestModels.path($0) != nil }
+
     @Test("decode matches llama.cpp and round-trips the text",
-          .enabled(if: TestModels.path(TestModels.smolLM2) != nil && TestModels.path(TestModels.qwen25Coder) != nil,
-                   "models not fetched; run plinth models fetch"),
-          arguments: [(TestModels.smolLM2, "smollm2"), (TestModels.qwen25Coder, "qwen25")])
+          .enabled(if: allFetched, "models not fetched; run plinth models fetch --all"),
+          arguments: [(TestModels.smolLM2, "smollm2"), (TestModels.qwen25Coder, "qwen25"), (TestModels.gemma3, "gemma3")])
     func decodeRoundTrip(model: String, fixture name: String) throws {
         let fixture = try TokenizerFixture.load(name)
         let t = try LoadedTokenizers.get(model)
@@ -519,10 +537,10 @@ struct TokenizerFixtureTests {
     }
 
     @Test("token pieces and special ids match llama.cpp",
-          .enabled(if: TestModels.path(TestModels.smolLM2) != nil && TestModels.path(TestModels.qwen25Coder) != nil,
-                   "models not fetched; run plinth models fetch"),
-          arguments: [(TestModels.smolLM2, "smollm2"), (TestModels.qwen25Coder, "qwen25")])
-    func piecesAndSpecials(model: String, fixture name: String) throws {
+          .enabled(if: allFetched, "models not fetched; run plinth models fetch --all"),
+          arguments: [(TestModels.smolLM2, "smollm2", "<|im_end|>"), (TestModels.qwen25Coder, "qwen25", "<|im_end|>"),
+                      (TestModels.gemma3, "gemma3", "<end_of_turn>")])
+    func piecesAndSpecials(model: String, fixture name: String, endOfTurn: String) throws {
         let fixture = try TokenizerFixture.load(name)
         let t = try LoadedTokenizers.get(model)
         var bad: [String] = []
@@ -535,7 +553,7 @@ struct TokenizerFixtureTests {
         #expect(t.eosID == fixture.eos)
         // llama.cpp picks the end-of-turn token by hash-map order when the file does not name it
         // (SmolLM2: <|endoftext|>, Qwen: <|im_end|> with libstdc++); Plinth prefers <|im_end|>.
-        #expect(t.eotID == t.id(forText: "<|im_end|>"))
+        #expect(t.eotID == t.id(forText: endOfTurn))
         if let eot = fixture.eot { #expect(t.isEndOfGeneration(eot)) }
         #expect(t.paddingID == fixture.pad)
         #expect(t.addsBOS == fixture.add_bos)
@@ -550,7 +568,13 @@ struct TokenizerFixtureTests {
     @Test("TokenizerSpeed: encoding throughput (printed, not asserted)",
           .enabled(if: TestModels.path(TestModels.smolLM2) != nil, "model not fetched; run plinth models fetch"))
     func tokenizerSpeed() throws {
-        let t = try LoadedTokenizers.get(TestModels.smolLM2)
+        try measureSpeed(TestModels.smolLM2)
+        // SentencePiece: no pre-tokenizer, so no word cache; the merges run over the whole text.
+        if TestModels.path(TestModels.gemma3) != nil { try measureSpeed(TestModels.gemma3) }
+    }
+
+    func measureSpeed(_ model: String) throws {
+        let t = try LoadedTokenizers.get(model)
         #if DEBUG
         let text = englishLikeText(bytes: 256 << 10)  // debug builds are about 15 times slower
         #else
@@ -562,8 +586,8 @@ struct TokenizerFixtureTests {
         let elapsed = clock.measure { ids = t.encode(text, addSpecial: false) }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let mb = Double(text.utf8.count) / 1e6
-        print(String(format: "TokenizerSpeed: %.1f MB in %.3f s = %.1f MB/s, %d tokens (%.2f bytes/token)",
-                     mb, seconds, mb / seconds, ids.count, Double(text.utf8.count) / Double(ids.count)))
+        print(String(format: "TokenizerSpeed %@: %.1f MB in %.3f s = %.1f MB/s, %d tokens (%.2f bytes/token)",
+                     model, mb, seconds, mb / seconds, ids.count, Double(text.utf8.count) / Double(ids.count)))
         #expect(ids.count > text.utf8.count / 8)
         #expect(t.decode(ids) == text)
     }
@@ -614,3 +638,45 @@ extension Result {
     }
 }
 
+
+@Suite("Tokenizer: SentencePiece, synthetic vocabulary")
+struct SentencePieceTests {
+    static func tokenizer(addSpacePrefix: Bool = true) throws -> Tokenizer {
+        var tokens = ["<unk>", "<s>", "</s>"], types = [2, 3, 3], scores: [Float] = [0, 0, 0]
+        for b in 0..<256 {
+            tokens.append(String(format: "<0x%02X>", b)); types.append(6); scores.append(0)
+        }
+        for (t, s) in [("▁", -1), ("a", -2), ("b", -2), ("aa", -3), ("ab", -1.5), ("▁a", -1), ("▁ab", -0.5), ("c", -2)] as [(String, Float)] {
+            tokens.append(t); types.append(1); scores.append(s)
+        }
+        return try Tokenizer(configuration: .init(model: "llama", preTokenizer: "default", tokens: tokens, tokenTypes: types, merges: [],
+                                                  bosID: 1, eosID: 2, unknownID: 0, scores: scores, addSpacePrefix: addSpacePrefix))
+    }
+
+    func ids(_ t: Tokenizer, _ texts: [String]) -> [Int32] { texts.map { t.id(forText: $0)! } }
+
+    @Test func highestScoreMergesFirst() throws {
+        let t = try Self.tokenizer()
+        // ▁ab▁ab: ▁+a (-1) before a+b (-1.5), then ▁a+b (-0.5)
+        #expect(t.encode("ab ab", addSpecial: false) == ids(t, ["▁ab", "▁ab"]))
+        #expect(t.encode("ab ab") == [1] + ids(t, ["▁ab", "▁ab"]))
+        #expect(t.decode(t.encode("ab ab", addSpecial: false)) == "ab ab")
+    }
+
+    @Test func equalScoresMergeLeftmostFirst() throws {
+        let t = try Self.tokenizer(addSpacePrefix: false)
+        #expect(t.encode("aaa", addSpecial: false) == ids(t, ["aa", "a"]))
+    }
+
+    @Test func unknownCharactersFallBackToBytes() throws {
+        let t = try Self.tokenizer(addSpacePrefix: false)
+        #expect(t.encode("é", addSpecial: false) == ids(t, ["<0xC3>", "<0xA9>"]))
+        #expect(t.decode(t.encode("cé", addSpecial: false)) == "cé")
+        #expect(try Self.tokenizer().encode("é", addSpecial: false) == ids(t, ["▁", "<0xC3>", "<0xA9>"]))
+    }
+
+    @Test func scoresMustCoverTheVocabulary() throws {
+        let c = Tokenizer.Configuration(model: "llama", preTokenizer: "default", tokens: ["<unk>", "a"], merges: [], scores: [0])
+        #expect(throws: TokenizerError.self) { try Tokenizer(configuration: c) }
+    }
+}

@@ -29,6 +29,9 @@ struct PreTokenizer: Sendable {
     /// The default for `tokenizer.ggml.add_bos_token` when the file does not say.
     let defaultAddBOS: Bool
 
+    /// The name under which a SentencePiece tokenizer gets its settings.
+    static let sentencePiece = "(sentencepiece)"
+
     init(name: String) throws(TokenizerError) {
         self.name = name
         var scanner = Scanner.gpt2
@@ -62,6 +65,10 @@ struct PreTokenizer: Sendable {
             clean = false
         case "stablelm2", "megrez":
             scanner = .qwen2
+        case PreTokenizer.sentencePiece:
+            // Not a pre-tokenizer: SentencePiece's settings (no space clean-up, BOS by default).
+            clean = false
+            addBOS = true
         case "qwen35":
             scanner = .qwen35
             clean = false

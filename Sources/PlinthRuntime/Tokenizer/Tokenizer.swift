@@ -12,7 +12,9 @@ import Synchronization
 /// Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with the pre-tokenizers of the
 /// GPT-2 family (`gpt-2`, `mpt`, `olmo`, …), the StarCoder family (`smollm`, `starcoder`,
 /// `command-r`, …), the Llama 3 family (`llama3`, `llama-bpe`, `dbrx`, …), `qwen2` and its aliases,
-/// and `qwen35`. Other types throw ``TokenizerError/unsupportedPreTokenizer(_:)``.
+/// and `qwen35`; and SentencePiece BPE (`tokenizer.ggml.model = llama`: Gemma, Llama 2, Mistral),
+/// with its scores, `<0xXX>` byte fallback and `▁` for spaces. Other types throw
+/// ``TokenizerError/unsupportedModel(_:)`` or ``TokenizerError/unsupportedPreTokenizer(_:)``.
 public final class Tokenizer: Sendable {
     /// Everything a tokenizer is made from: the `tokenizer.ggml.*` metadata of a GGUF file, or a
     /// synthetic vocabulary in tests.
@@ -25,8 +27,13 @@ public final class Tokenizer: Sendable {
         public var tokens: [String]
         /// `tokenizer.ggml.token_type`; nil makes every token ``TokenType/normal``.
         public var tokenTypes: [Int]?
-        /// `tokenizer.ggml.merges`: `"left right"` rules, best first.
+        /// `tokenizer.ggml.merges`: `"left right"` rules, best first (byte-level BPE).
         public var merges: [String]
+        /// `tokenizer.ggml.scores`: each token's merge priority (SentencePiece).
+        public var scores: [Float]?
+        /// `tokenizer.ggml.add_space_prefix`: a space before the text and after each special token
+        /// (SentencePiece; nil means true, llama.cpp's default).
+        public var addSpacePrefix: Bool?
         /// Special token ids (`tokenizer.ggml.*_token_id`); ids outside the vocabulary are ignored.
         public var bosID: Int?
         public var eosID: Int?
@@ -53,8 +60,10 @@ public final class Tokenizer: Sendable {
                     paddingID: Int? = nil, maskID: Int? = nil, fimPrefixID: Int? = nil,
                     fimSuffixID: Int? = nil, fimMiddleID: Int? = nil, fimPadID: Int? = nil,
                     fimRepoID: Int? = nil, fimSeparatorID: Int? = nil,
-                    addBOS: Bool? = nil, addEOS: Bool? = nil) {
+                    addBOS: Bool? = nil, addEOS: Bool? = nil, scores: [Float]? = nil, addSpacePrefix: Bool? = nil) {
             self.model = model
+            self.scores = scores
+            self.addSpacePrefix = addSpacePrefix
             self.preTokenizer = preTokenizer
             self.tokens = tokens
             self.tokenTypes = tokenTypes
@@ -132,6 +141,10 @@ public final class Tokenizer: Sendable {
     private let pieceStarts: [Int32]
     private let merges: BPEMerges
     private let pre: PreTokenizer
+    /// The SentencePiece vocabulary (`model = llama`), or nil for byte-level BPE.
+    private let sentencePiece: SentencePiece?
+    /// Whether SentencePiece text gets a leading space (``Configuration/addSpacePrefix``).
+    let addSpacePrefix: Bool
     /// Whole words that are tokens (only for pre-tokenizers that skip merging for those).
     private let wholeWords: [WordKey: Int32]
     private let cache = Mutex<[WordKey: [Int32]]>([:])
@@ -154,12 +167,21 @@ public final class Tokenizer: Sendable {
         guard let model = try get({ () throws(GGUFError) in try gguf.string("tokenizer.ggml.model") }) else {
             throw .missingMetadata("tokenizer.ggml.model")
         }
-        guard model == "gpt2" else { throw .unsupportedModel(model) }
+        guard model == "gpt2" || model == "llama" else { throw .unsupportedModel(model) }
         guard let tokens = try get({ () throws(GGUFError) in try gguf.stringArray("tokenizer.ggml.tokens") }) else {
             throw .missingMetadata("tokenizer.ggml.tokens")
         }
-        guard let merges = try get({ () throws(GGUFError) in try gguf.stringArray("tokenizer.ggml.merges") }) else {
-            throw .missingMetadata("tokenizer.ggml.merges")
+        var merges: [String] = [], scores: [Float]? = nil
+        if model == "gpt2" {
+            guard let m = try get({ () throws(GGUFError) in try gguf.stringArray("tokenizer.ggml.merges") }) else {
+                throw .missingMetadata("tokenizer.ggml.merges")
+            }
+            merges = m
+        } else {
+            guard let s = try get({ () throws(GGUFError) in try gguf.doubleArray("tokenizer.ggml.scores") }) else {
+                throw .missingMetadata("tokenizer.ggml.scores")
+            }
+            scores = s.map { Float($0) }
         }
         let pre = try get { () throws(GGUFError) in try gguf.string("tokenizer.ggml.pre") }
         let types = try get { () throws(GGUFError) in try gguf.intArray("tokenizer.ggml.token_type") }
@@ -186,15 +208,21 @@ public final class Tokenizer: Sendable {
             fimMiddleID: try fim("fim_mid_token_id", "middle_token_id"),
             fimPadID: try id("fim_pad_token_id"), fimRepoID: try id("fim_rep_token_id"),
             fimSeparatorID: try id("fim_sep_token_id"),
-            addBOS: try flag("add_bos_token"), addEOS: try flag("add_eos_token"))
+            addBOS: try flag("add_bos_token"), addEOS: try flag("add_eos_token"),
+            scores: scores, addSpacePrefix: try flag("add_space_prefix"))
         try self.init(configuration: config)
     }
 
     /// Builds a tokenizer from explicit vocabulary data (synthetic vocabularies, other file formats).
     public init(configuration c: Configuration) throws(TokenizerError) {
-        guard c.model == "gpt2" else { throw .unsupportedModel(c.model) }
-        let pre = try PreTokenizer(name: c.preTokenizer)
+        guard c.model == "gpt2" || c.model == "llama" else { throw .unsupportedModel(c.model) }
+        let spm = c.model == "llama"
+        // SentencePiece has no pre-tokenizer (llama.cpp ignores `tokenizer.ggml.pre` for it).
+        let pre = try PreTokenizer(name: spm ? PreTokenizer.sentencePiece : c.preTokenizer)
         let n = c.tokens.count
+        if spm && (c.scores?.count ?? 0) < n {
+            throw .invalidMetadata(key: "tokenizer.ggml.scores", reason: "\(c.scores?.count ?? 0) scores for \(n) tokens")
+        }
         guard n > 0 else { throw .invalidMetadata(key: "tokenizer.ggml.tokens", reason: "the vocabulary is empty") }
         guard n < Int(Int32.max) else { throw .invalidMetadata(key: "tokenizer.ggml.tokens", reason: "too many tokens") }
         if let t = c.tokenTypes, t.count < n {
@@ -230,16 +258,18 @@ public final class Tokenizer: Sendable {
             }
         }
 
-        // Special ids: defaults for byte-level BPE are 11 for BOS and EOS (GPT-2's), then the
-        // metadata; an id past the vocabulary keeps the default.
+        // Special ids: defaults for byte-level BPE are 11 for BOS and EOS (GPT-2's), for
+        // SentencePiece 1 and 2 (and unknown 0), then the metadata; an id past the vocabulary
+        // keeps the default.
         func resolve(_ value: Int?, default d: Int? = nil) -> Int32? {
             var id: Int32? = nil
             if let d, d >= 0, d < n { id = Int32(d) }
             if let v = value, v >= 0, v < n { id = Int32(v) }
             return id
         }
-        let bos = resolve(c.bosID, default: 11)
-        let eos = resolve(c.eosID, default: 11)
+        let bos = resolve(c.bosID, default: spm ? 1 : 11)
+        let eos = resolve(c.eosID, default: spm ? 2 : 11)
+        let unknown = resolve(c.unknownID, default: spm ? 0 : nil)
         var eot = resolve(c.eotID)
         var eom = resolve(c.eomID)
         var fimPre = resolve(c.fimPrefixID)
@@ -326,7 +356,7 @@ public final class Tokenizer: Sendable {
         var pieceStarts: [Int32] = [0]
         pieceStarts.reserveCapacity(n + 1)
         for i in 0..<n {
-            Tokenizer.appendPiece(text: texts[i], attributes: attrs[i], to: &pieceBytes)
+            Tokenizer.appendPiece(text: texts[i], attributes: attrs[i], sentencePiece: spm, to: &pieceBytes)
             pieceStarts.append(Int32(pieceBytes.count))
         }
 
@@ -338,6 +368,8 @@ public final class Tokenizer: Sendable {
         }
 
         self.merges = BPEMerges(tokenIDs: textToID, vocabularySize: n, merges: c.merges)
+        self.sentencePiece = spm ? SentencePiece(texts: texts, scores: Array(c.scores!.prefix(n)), unknownID: unknown) : nil
+        self.addSpacePrefix = spm && (c.addSpacePrefix ?? true)
         self.texts = texts
         self.textToID = textToID
         self.types = types
@@ -352,7 +384,7 @@ public final class Tokenizer: Sendable {
         self.eotID = eot
         self.eomID = eom
         self.paddingID = resolve(c.paddingID)
-        self.unknownID = resolve(c.unknownID)
+        self.unknownID = unknown
         self.separatorID = resolve(c.separatorID)
         self.fimPrefixID = fimPre
         self.fimSuffixID = fimSuf
@@ -367,9 +399,22 @@ public final class Tokenizer: Sendable {
     }
 
     /// The piece of one token with special tokens shown (llama.cpp `token_to_piece(special: true)`).
-    private static func appendPiece(text: String, attributes a: TokenAttributes, to out: inout [UInt8]) {
+    private static func appendPiece(text: String, attributes a: TokenAttributes, sentencePiece: Bool, to out: inout [UInt8]) {
         if !a.isDisjoint(with: [.unknown, .control, .userDefined]) {
             out.append(contentsOf: text.utf8)
+        } else if a.contains(.normal) && sentencePiece {
+            // `▁` is a space.
+            let u = Array(text.utf8)
+            var i = 0
+            while i < u.count {
+                if i + 3 <= u.count && u[i] == 0xE2 && u[i + 1] == 0x96 && u[i + 2] == 0x81 {
+                    out.append(0x20)
+                    i += 3
+                } else {
+                    out.append(u[i])
+                    i += 1
+                }
+            }
         } else if a.contains(.normal) {
             for s in text.unicodeScalars {
                 let v = s.value
@@ -478,10 +523,13 @@ public final class Tokenizer: Sendable {
     public func decodeBytes(_ ids: [Int32], renderSpecial: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
         pieceBytes.withUnsafeBufferPointer { pb in
-            for id in ids {
+            for (k, id) in ids.enumerated() {
                 guard id >= 0, Int(id) < vocabularySize else { continue }
                 if !renderSpecial && !attrs[Int(id)].isDisjoint(with: [.control, .unknown]) { continue }
-                let start = Int(pieceStarts[Int(id)]), end = Int(pieceStarts[Int(id) + 1])
+                var start = Int(pieceStarts[Int(id)])
+                let end = Int(pieceStarts[Int(id) + 1])
+                // The space SentencePiece put before the text (llama.cpp's `remove_space`).
+                if k == 0 && addSpacePrefix && start < end && pb[start] == 0x20 { start += 1 }
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: pb[start..<end]))
             }
         }
@@ -595,16 +643,59 @@ public final class Tokenizer: Sendable {
         if addSpecial && addsBOS, let bos = bosID { out.append(bos) }
         if bytes.count > 0 {
             let fragments = partition(bytes, parseSpecial: parseSpecial)
-            var session = EncodeSession()
-            for f in fragments {
-                switch f {
-                case .token(let id): out.append(id)
-                case .text(let s, let e): session.encode(UnsafeBufferPointer(rebasing: bytes[s..<e]), with: self, into: &out)
+            if let spm = sentencePiece {
+                encodeSentencePiece(bytes, fragments, spm, into: &out)
+            } else {
+                var session = EncodeSession()
+                for f in fragments {
+                    switch f {
+                    case .token(let id): out.append(id)
+                    case .text(let s, let e): session.encode(UnsafeBufferPointer(rebasing: bytes[s..<e]), with: self, into: &out)
+                    }
                 }
             }
         }
         if addSpecial && addsEOS, let eos = eosID { out.append(eos) }
         return out
+    }
+
+    /// SentencePiece over each text fragment, its spaces written as `▁`, with a space first where
+    /// the model asks for one (at the start and after a special token, as llama.cpp does).
+    private func encodeSentencePiece(_ bytes: UnsafeBufferPointer<UInt8>, _ fragments: [Fragment], _ spm: SentencePiece,
+                                     into out: inout [Int32]) {
+        var workspace = SentencePieceWorkspace()
+        var escaped: [UInt8] = []
+        var afterSpecial = true
+        for f in fragments {
+            switch f {
+            case .token(let id):
+                out.append(id)
+                afterSpecial = true
+            case .text(let s, let e):
+                escaped.removeAll(keepingCapacity: true)
+                if addSpacePrefix && afterSpecial { escaped.append(contentsOf: SentencePiece.space) }
+                for b in bytes[s..<e] {
+                    if b == 0x20 { escaped.append(contentsOf: SentencePiece.space) } else { escaped.append(b) }
+                }
+                escaped.withUnsafeBufferPointer { text in
+                    spm.forEachSegment(text) { segment in
+                        guard segment.count > 1 else { spm.encode(segment, into: &out, workspace: &workspace); return }
+                        let key = WordKey(Array(segment))
+                        if let hit = cache.withLock({ $0[key] }) { out.append(contentsOf: hit); return }
+                        let first = out.count
+                        spm.encode(segment, into: &out, workspace: &workspace)
+                        if segment.count <= 256 {
+                            let ids = Array(out[first...])
+                            cache.withLock { c in
+                                if c.count >= 1 << 16 { c.removeAll(keepingCapacity: true) }
+                                c[key] = ids
+                            }
+                        }
+                    }
+                }
+                afterSpecial = false
+            }
+        }
     }
 
     /// Splits special-token text out of the input, one special token at a time, longest first,

@@ -21,7 +21,7 @@ public enum TokenizerError: Error, LocalizedError, Equatable, Sendable {
         case .invalidUTF8(let offset):
             return "The text is not valid UTF-8: the sequence starting at byte \(offset) is ill-formed."
         case .unsupportedModel(let name):
-            return "The tokenizer type '\(name)' (tokenizer.ggml.model) is not supported; Plinth supports byte-level BPE ('gpt2')."
+            return "The tokenizer type '\(name)' (tokenizer.ggml.model) is not supported; Plinth supports byte-level BPE ('gpt2') and SentencePiece BPE ('llama')."
         case .unsupportedPreTokenizer(let name):
             return "The pre-tokenizer '\(name)' (tokenizer.ggml.pre) is not supported. Supported: the gpt-2, starcoder/smollm, llama3, qwen2 and qwen35 families."
         case .missingMetadata(let key):

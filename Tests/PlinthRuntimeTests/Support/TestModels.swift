@@ -8,6 +8,7 @@ enum TestModels {
 
     static let smolLM2 = "SmolLM2-135M-Instruct"
     static let qwen25Coder = "Qwen2.5-Coder-0.5B-Instruct"
+    static let gemma3 = "Gemma-3-270M"
 
     /// The cached GGUF file of a catalog model, or nil when it has not been fetched.
     static func path(_ name: String) -> URL? {
