@@ -64,7 +64,8 @@ let package = Package(
             name: "PlinthModels",
             dependencies: ["PlinthJSON"],
             path: "Models",
-            resources: [.embedInCode("models.json")]
+            exclude: ["templates/README.md"],
+            resources: [.embedInCode("models.json"), .embedInCode("templates/gemma3.jinja")]
         ),
         .target(
             name: "PlinthRuntime",

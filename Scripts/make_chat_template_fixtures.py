@@ -12,10 +12,12 @@ equality.
 Needs the PyPI packages `jinja2` and `gguf`, and the cached models (`plinth models fetch`):
   SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf
   Qwen2.5-Coder-0.5B-Instruct/Qwen2.5-Coder-0.5B-Instruct.gguf
+  Gemma-3-270M/gemma-3-270m-q4_k_m.gguf (no template in the file: Models/templates/gemma3.jinja)
 
 Files written to Tests/PlinthRuntimeTests/Fixtures/chat_templates/:
   <model>.json     {"model", "template", "bos_token", "eos_token",
-                    "cases": [{"name", "messages", "tools_json", "add_generation_prompt", "expected"}]}
+                    "cases": [{"name", "messages", "tools_json", "add_generation_prompt",
+                               "expected" | "error"}]}  (`error`: the template raised, as below)
                    `messages` use the ChatMessage JSON shape (OpenAI: tool-call `arguments` are JSON
                    text); `tools_json` is JSON text (or null) so that key order survives decoding.
   synthetic.json   {"cases": [{"name", "template", "context_json", "expected" | "error"}]}
@@ -39,7 +41,10 @@ DEFAULT_MODELS = os.path.join(os.environ.get("PLINTH_HOME", os.path.expanduser("
 MODELS = [
     ("smollm2", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct.Q4_1.gguf"),
     ("qwen2.5-coder", "Qwen2.5-Coder-0.5B-Instruct", "Qwen2.5-Coder-0.5B-Instruct.gguf"),
+    ("gemma3", "Gemma-3-270M", "gemma-3-270m-q4_k_m.gguf"),
 ]
+# Where a file has no tokenizer.chat_template, Plinth uses Models/templates/<architecture>.jinja.
+BUILTIN_TEMPLATES = os.path.join(ROOT, "Models", "templates")
 
 
 # --- The environment, as transformers builds it --------------------------------------------
@@ -541,28 +546,37 @@ def model_fixture(models_dir, key, folder, filename):
     path = os.path.join(models_dir, folder, filename)
     reader = GGUFReader(path)
     fields = reader.fields
-    source = fields["tokenizer.chat_template"].contents()
+    if "tokenizer.chat_template" in fields:
+        source = fields["tokenizer.chat_template"].contents()
+    else:
+        arch = fields["general.architecture"].contents()
+        with open(os.path.join(BUILTIN_TEMPLATES, f"{arch}.jinja"), encoding="utf-8") as f:
+            source = f.read()
     tokens = fields["tokenizer.ggml.tokens"].contents()
     bos = tokens[fields["tokenizer.ggml.bos_token_id"].contents()]
     eos = tokens[fields["tokenizer.ggml.eos_token_id"].contents()]
     template = ENV.from_string(source)
     cases = []
     for name, messages, tools, generation_prompt in conversations():
-        expected = template.render(
-            messages=[template_message(m) for m in messages],
-            tools=tools,
-            documents=None,
-            add_generation_prompt=generation_prompt,
-            bos_token=bos,
-            eos_token=eos,
-        )
-        cases.append({
+        case = {
             "name": name,
             "messages": messages,
             "tools_json": None if tools is None else json.dumps(tools, ensure_ascii=False),
             "add_generation_prompt": generation_prompt,
-            "expected": expected,
-        })
+        }
+        try:
+            case["expected"] = template.render(
+                messages=[template_message(m) for m in messages],
+                tools=tools,
+                documents=None,
+                add_generation_prompt=generation_prompt,
+                bos_token=bos,
+                eos_token=eos,
+            )
+        except jinja2.exceptions.TemplateError as e:
+            # A conversation the template refuses (Gemma: roles must alternate; no tool role).
+            case["error"] = {"type": type(e).__name__, "message": str(e)}
+        cases.append(case)
     return {"model": folder, "template": source, "bos_token": bos, "eos_token": eos, "cases": cases}
 
 

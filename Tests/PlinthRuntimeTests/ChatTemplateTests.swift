@@ -10,10 +10,17 @@ struct ChatTemplateTests {
         let messages: [ChatMessage]
         let toolsJSON: String?
         let addGenerationPrompt: Bool
-        let expected: String
+        let expected: String?
+        /// What jinja2 raised instead of rendering (a conversation the template refuses).
+        let error: RaisedError?
+
+        struct RaisedError: Decodable, Sendable {
+            let type: String
+            let message: String
+        }
 
         enum CodingKeys: String, CodingKey {
-            case name, messages, expected
+            case name, messages, expected, error
             case toolsJSON = "tools_json"
             case addGenerationPrompt = "add_generation_prompt"
         }
@@ -62,15 +69,38 @@ struct ChatTemplateTests {
         return "first difference at scalar \(i): got \(around(x)), expected \(around(y))"
     }
 
-    @Test("renders exactly like transformers", arguments: ["smollm2", "qwen2.5-coder"])
+    @Test("renders exactly like transformers", arguments: ["smollm2", "qwen2.5-coder", "gemma3"])
     func modelTemplate(_ name: String) throws {
         let fixture = try Self.fixture(name)
         #expect(fixture.cases.count >= 25)
         let template = try fixture.chatTemplate()
         for c in fixture.cases {
-            let output = try template.render(messages: c.messages, addGenerationPrompt: c.addGenerationPrompt, tools: try c.tools())
-            #expect(output == c.expected, "\(fixture.model) / \(c.name): \(Self.firstDifference(output, c.expected))")
+            let render = { try template.render(messages: c.messages, addGenerationPrompt: c.addGenerationPrompt, tools: try c.tools()) }
+            if let raised = c.error {
+                do {
+                    let output = try render()
+                    Issue.record("\(fixture.model) / \(c.name): rendered \(output.debugDescription), jinja2 raised \(raised.message)")
+                } catch let error as ChatTemplateError {
+                    guard case .raisedException(let message, _) = error else {
+                        Issue.record("\(fixture.model) / \(c.name): \(error), jinja2 raised \(raised.message)")
+                        continue
+                    }
+                    #expect(message == raised.message, "\(fixture.model) / \(c.name)")
+                }
+                continue
+            }
+            let expected = try #require(c.expected, "\(c.name): neither output nor error")
+            let output = try render()
+            #expect(output == expected, "\(fixture.model) / \(c.name): \(Self.firstDifference(output, expected))")
         }
+    }
+
+    /// A Gemma 3 file carries no template: the model gets the built-in one of its architecture,
+    /// the fixture's.
+    @Test func gemmaGetsTheBuiltInTemplate() throws {
+        let fixture = try Self.fixture("gemma3")
+        #expect(BuiltinChatTemplates.source(forArchitecture: "gemma3") == fixture.template)
+        #expect(BuiltinChatTemplates.source(forArchitecture: "llama") == nil)
     }
 
     @Test func smolLM2InsertsItsDefaultSystemPrompt() throws {

@@ -6,7 +6,8 @@ public final class Model: Sendable {
     public let url: URL
     public let transformer: Transformer
     public let tokenizer: Tokenizer
-    /// The template from `tokenizer.chat_template`, when the file has one.
+    /// The template from `tokenizer.chat_template`, or where the file has none the built-in one
+    /// of its architecture (``BuiltinChatTemplates``), or nil.
     public let chatTemplate: ChatTemplate?
 
     public var config: ModelConfig { transformer.config }
@@ -22,7 +23,9 @@ public final class Model: Sendable {
             throw ModelError.invalidMetadata(key: "tokenizer.ggml.tokens",
                                              reason: "\(tokenizer.vocabularySize) tokens but the model has \(transformer.config.vocabularySize) embeddings")
         }
-        if let source = try file.string("tokenizer.chat_template") {
+        let source = try file.string("tokenizer.chat_template")
+            ?? (try file.string("general.architecture")).flatMap(BuiltinChatTemplates.source(forArchitecture:))
+        if let source {
             func text(_ id: Int32?) -> String { id.map { tokenizer.tokenText($0) } ?? "" }
             chatTemplate = try ChatTemplate(source: source, bosToken: text(tokenizer.bosID), eosToken: text(tokenizer.eosID))
         } else {
