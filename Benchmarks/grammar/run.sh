@@ -2,6 +2,7 @@
 # Side-by-side mask-time benchmark: Plinth's matcher vs llguidance on the schema corpus, both
 # vocabularies (SmolLM2 49,152 and Qwen2.5 151,936), the same token walks.
 #   Benchmarks/grammar/run.sh [OUT_DIR] [RUNS]     (needs: pip install llguidance numpy)
+#   VOCABS="smol qwen gemma" Benchmarks/grammar/run.sh ...   (default smol qwen; gemma: Gemma 3's 262,144)
 # Each run measures both engines on both vocabularies, one after the other; with RUNS > 1 the
 # table gives each figure's median over the runs (these shared machines change speed between
 # runs, by 2x at times, so one run decides little) and every run's results stay in OUT_DIR/run-N.
@@ -15,7 +16,7 @@ for run in $(seq 1 "$RUNS"); do
   mkdir -p "$dir"
   # One process per vocabulary, as llguidance gets: each starts with cold caches (leaf automata
   # are shared within a process, so a second vocabulary would reuse the first one's).
-  for v in smol qwen; do
+  for v in ${VOCABS:-smol qwen}; do
     .build-grammar/release/plinth-grammar-bench --out "$dir" --models "$v" >/dev/null
     [ -f "$dir/walks-$v.json" ] && python3 Benchmarks/grammar/llguidance_bench.py --out "$dir" --vocab "$v" >/dev/null
   done
@@ -29,7 +30,7 @@ rows = [("mask mean µs", "mask_mean_us"), ("mask p50 µs", "mask_p50_us"), ("ma
         ("+1st mask p50 ms", "compile_first_mask_p50_ms"), ("+1st mask p99 ms", "compile_first_mask_p99_ms"), ("schemas compiled", "compiled"),
         ("valid accepted", "valid_accepted"), ("valid rejected", "valid_rejected"),
         ("invalid rejected", "invalid_rejected"), ("invalid accepted", "invalid_accepted"), ("masks timed", "masks")]
-for v, name in (("smol", "SmolLM2 49,152"), ("qwen", "Qwen2.5 151,936")):
+for v, name in (("smol", "SmolLM2 49,152"), ("qwen", "Qwen2.5 151,936"), ("gemma", "Gemma 3 262,144")):
     P, L = [], []
     for run in range(1, runs + 1):
         p, l = os.path.join(out, f"run-{run}", f"plinth-{v}.json"), os.path.join(out, f"run-{run}", f"llguidance-{v}.json")

@@ -3,7 +3,7 @@ import Foundation
 import PlinthGrammar
 import PlinthRuntime
 
-let modelNames = ["smol": "SmolLM2-135M-Instruct", "qwen": "Qwen2.5-Coder-0.5B-Instruct"]
+let modelNames = ["smol": "SmolLM2-135M-Instruct", "qwen": "Qwen2.5-Coder-0.5B-Instruct", "gemma": "Gemma-3-270M"]
 
 func nanos() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
