@@ -102,7 +102,7 @@ typedef struct {
     int n_head, n_kv_head, head_dim, group, split;
     int64_t kv_dim;
     const uint16_t *const *keys, *const *values;
-    const int32_t *kv_len;
+    const int32_t *kv_start, *kv_len; // kv_start NULL: every row from position 0
     int64_t v_stride, max_kv;
     float scale;
     float *out, *scratch;
@@ -134,6 +134,9 @@ typedef struct {
 ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
     const int hd = j->head_dim;
     const int64_t len = j->kv_len[t];
+    // A window's start, and the 64-position chunk it falls in: chunks before it weigh nothing and
+    // are skipped; the positions of its own chunk before the start get weight 0.
+    const int64_t start = j->kv_start ? j->kv_start[t] : 0, lo = start / 64 * 64;
     float *scores = buf;                              // count * max_kv
     float *qh = buf + (size_t)count * j->max_kv;      // count * 256: queries rounded to half
     float *kv = qh + (size_t)count * 256;             // 256: one key or value row as floats
@@ -141,7 +144,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     for (int c = 0; c < count; c++)
         for (int i = 0; i < hd; i++) qh[c * 256 + i] = f16_round(qrow[(int64_t)(h0 + c) * hd + i]);
     const uint16_t *kb = unit_keys(j, t, kvh);
-    for (int64_t p0 = 0; p0 < len; p0 += PK_KEY_BLOCK) {
+    for (int64_t p0 = lo; p0 < len; p0 += PK_KEY_BLOCK) {
         const int64_t keys = len - p0 < PK_KEY_BLOCK ? len - p0 : PK_KEY_BLOCK;
         for (int c = 0; c < count; c++) {
             float s[PK_KEY_BLOCK];
@@ -149,24 +152,27 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
             memcpy(scores + c * j->max_kv + p0, s, (size_t)keys * sizeof(float));
         }
     }
+    for (int c = 0; c < count; c++)
+        for (int64_t p = lo; p < start; p++) scores[c * j->max_kv + p] = -INFINITY;
     const uint16_t *vb = unit_values(j, t, kvh);
     float inv[64];
     for (int c = 0; c < count; c++) {
         float *s = scores + c * j->max_kv;
         float mx = -INFINITY;
-        for (int64_t p = 0; p < len; p++) mx = s[p] > mx ? s[p] : mx;
+        for (int64_t p = lo; p < len; p++) mx = s[p] > mx ? s[p] : mx;
         // As llama.cpp: each chunk of 16 summed by the lane tree, the chunks and the tail in double.
+        // (Masked positions are exactly 0, as e^-inf; skipped chunks add nothing.)
         double sum = 0.0;
-        int64_t p = 0;
+        int64_t p = lo;
         for (; p + LANES <= len; p += LANES) {
             float chunk[LANES];
-            for (int l = 0; l < LANES; l++) chunk[l] = s[p + l] = kexp(s[p + l] - mx);
+            for (int l = 0; l < LANES; l++) chunk[l] = s[p + l] = p + l < start ? 0.0f : kexp(s[p + l] - mx);
             sum += (double)tree_sum(chunk);
         }
-        for (; p < len; p++) { s[p] = kexp(s[p] - mx); sum += (double)s[p]; }
+        for (; p < len; p++) { s[p] = p < start ? 0.0f : kexp(s[p] - mx); sum += (double)s[p]; }
         inv[c] = (float)(1.0 / sum);
         // Probabilities meet the half-precision values rounded to half, as llama.cpp does.
-        for (int64_t u = 0; u < len; u++) s[u] = f16_round(s[u] * inv[c]);
+        for (int64_t u = lo; u < len; u++) s[u] = f16_round(s[u] * inv[c]);
     }
     // out[i] = the dot over positions of the probabilities and V[., i], in llama.cpp's order
     // (as score_block's), for every i at once: slot (j, l) of a 64-position chunk accumulates
@@ -176,7 +182,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     float *slots = kv + 256;                          // count * 64 * hd
     memset(slots, 0, (size_t)count * 64 * (size_t)hd * sizeof(float));
     const int64_t whole = len / 64 * 64;
-    for (int64_t p = 0; p < whole; p++) {
+    for (int64_t p = lo; p < whole; p++) {
         load_f16(vb + p * j->v_stride, kv, hd);
         for (int c = 0; c < count; c++) {
             const float w = scores[c * j->max_kv + p];
@@ -202,7 +208,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
         double *tail = (double *)(slots + (size_t)count * 64 * hd);   // count * hd doubles
         for (int c = 0; c < count; c++)
             for (int i = 0; i < hd; i++) tail[c * hd + i] = (double)out[c * hd + i];
-        for (int64_t p = whole; p < len; p++) {
+        for (int64_t p = whole > lo ? whole : lo; p < len; p++) {
             load_f16(vb + p * j->v_stride, kv, hd);
             for (int c = 0; c < count; c++) {
                 const float w = scores[c * j->max_kv + p];
@@ -270,6 +276,7 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
 
 static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
     const int64_t len = j->kv_len[t], stride = j->v_stride;
+    const int64_t start = j->kv_start ? j->kv_start[t] : 0, lo = start / 64 * 64; // as attend_body
     float *scores = buf;
     float *qh = buf + (size_t)count * j->max_kv;
     float *kv = qh + (size_t)count * 256;
@@ -284,7 +291,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
     const int64_t block_halves = PK_KEY_BLOCK * j->kv_dim;
     const __m512 scale = _mm512_set1_ps(j->scale), z = _mm512_setzero_ps();
     const uint16_t *vb = unit_values(j, t, kvh);
-    for (int64_t p0 = 0; p0 < len; p0 += 16) {
+    for (int64_t p0 = lo; p0 < len; p0 += 16) {
         const int keys = len - p0 < 16 ? (int)(len - p0) : 16;
         const uint16_t *block = kb + p0 / 16 * block_halves;
         // The cache rarely stays in cache between steps: fetch keys KEYS_AHEAD blocks ahead (the
@@ -314,26 +321,30 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         }
     }
 
-    // Softmax per head.
+    for (int c = 0; c < count; c++)
+        for (int64_t p = lo; p < start; p++) scores[c * j->max_kv + p] = -INFINITY;
+
+    // Softmax per head (masked positions exactly 0, as in attend_body).
     const int64_t chunks = len / 16 * 16;
     for (int c = 0; c < count; c++) {
         float *s = scores + c * j->max_kv;
         __m512 mv = _mm512_set1_ps(-INFINITY);
-        int64_t p = 0;
+        int64_t p = lo;
         for (; p < chunks; p += 16) mv = _mm512_max_ps(mv, _mm512_loadu_ps(s + p));
         float mx = _mm512_reduce_max_ps(mv);
         for (; p < len; p++) mx = s[p] > mx ? s[p] : mx;
         const __m512 m16 = _mm512_set1_ps(mx);
         double sum = 0.0;
-        for (p = 0; p < chunks; p += 16) {
-            const __m512 e = kexp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), m16));
+        for (p = lo; p < chunks; p += 16) {
+            __m512 e = kexp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), m16));
+            if (p < start) e = _mm512_maskz_mov_ps((__mmask16)(start - p >= 16 ? 0 : 0xFFFFu << (start - p)), e);
             _mm512_storeu_ps(s + p, e);
             sum += (double)tree_sum16(e);
         }
-        for (; p < len; p++) { s[p] = kexp(s[p] - mx); sum += (double)s[p]; }
+        for (; p < len; p++) { s[p] = p < start ? 0.0f : kexp(s[p] - mx); sum += (double)s[p]; }
         const float inv = (float)(1.0 / sum);
         const __m512 inv16 = _mm512_set1_ps(inv);
-        for (p = 0; p < chunks; p += 16) _mm512_storeu_ps(s + p, round_half16(_mm512_mul_ps(_mm512_loadu_ps(s + p), inv16)));
+        for (p = lo; p < chunks; p += 16) _mm512_storeu_ps(s + p, round_half16(_mm512_mul_ps(_mm512_loadu_ps(s + p), inv16)));
         for (; p < len; p++) s[p] = f16_round(s[p] * inv);
     }
 
@@ -351,7 +362,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
                 __m512 acc[4][4];
                 for (int q = 0; q < 4; q++)
                     for (int d = 0; d < 4; d++) acc[q][d] = _mm512_setzero_ps();
-                for (int64_t base = 0; base < whole; base += 64)
+                for (int64_t base = lo; base < whole; base += 64)
                     for (int q = 0; q < 4; q++) {
                         const int64_t p = base + 16 * q + l;
                         const uint16_t *v = vb + p * stride;
@@ -375,7 +386,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
                 __m512 acc[HEADS_PER_PASS][4];
                 for (int c = 0; c < HEADS_PER_PASS; c++)
                     for (int d = 0; d < 4; d++) acc[c][d] = _mm512_setzero_ps();
-                for (int64_t p = m; p < whole; p += 64) {
+                for (int64_t p = lo + m; p < whole; p += 64) {
                     const uint16_t *v = vb + p * stride;
                     const __m512 v0 = ld_half16(v), v1 = ld_half16(v + 16), v2 = ld_half16(v + 32), v3 = ld_half16(v + 48);
                     for (int c = 0; c < heads; c++) {
@@ -415,7 +426,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
                 acc[2 * d] = _mm512_cvtps_pd(_mm512_castps512_ps256(o));
                 acc[2 * d + 1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(o, 1));
             }
-            for (int64_t p = whole; p < len; p++) {
+            for (int64_t p = whole > lo ? whole : lo; p < len; p++) {
                 const uint16_t *v = vb + p * stride;
                 const __m512 w = _mm512_set1_ps(scores[c * j->max_kv + p]);
                 for (int d = 0; d < 4; d++) {
@@ -503,7 +514,13 @@ static void attention_task(void *ctx, int ith, int nth) {
 void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                   const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_len,
                   int64_t v_stride, float scale, float *out, float *scratch) {
-    attn_job j = {q, n, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, (int64_t)n_kv_head * head_dim, keys, values, kv_len,
+    pk_attention_window(pool, q, n, n_head, n_kv_head, head_dim, keys, values, NULL, kv_len, v_stride, scale, out, scratch);
+}
+
+void pk_attention_window(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
+                         const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
+                         const int32_t *kv_len, int64_t v_stride, float scale, float *out, float *scratch) {
+    attn_job j = {q, n, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, (int64_t)n_kv_head * head_dim, keys, values, kv_start, kv_len,
                   v_stride, 0, scale, out, scratch};
     for (int64_t t = 0; t < n; t++) j.max_kv = kv_len[t] > j.max_kv ? kv_len[t] : j.max_kv;
     j.split = n * n_kv_head < 4 * (int64_t)pk_pool_threads(pool);

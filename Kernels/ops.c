@@ -134,6 +134,54 @@ void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k
     for_rows(pool, n, n * k, ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512), &a);
 }
 
+// ---- GEGLU -----------------------------------------------------------------------------------
+
+// gelu(g) = g * sigmoid(2u), u = sqrt(2/pi) (g + 0.044715 g^3): the tanh form, since
+// 0.5 (1 + tanh u) = sigmoid(2u). Written op by op so that the vector path gives the same bits.
+#define GELU_2U 1.5957691216057308f /* 2 sqrt(2/pi) */
+#define GELU_CUBE 0.044715f
+
+ALWAYS_INLINE void geglu_span(float *gate, const float *up, int64_t i, int64_t end) {
+    for (; i < end; i++) {
+        const float g = gate[i];
+        const float u2 = GELU_2U * (g + GELU_CUBE * (g * g * g));
+        gate[i] = (g / (1.0f + kexp(-u2))) * up[i];
+    }
+}
+
+static void geglu_scalar(const void *a, int64_t r0, int64_t r1) {
+    const swiglu_args *p = a;
+    geglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma,f16c"))) static void geglu_avx2(const void *a, int64_t r0, int64_t r1) {
+    const swiglu_args *p = a;
+    geglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
+}
+
+__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) static void geglu_avx512(const void *a, int64_t r0, int64_t r1) {
+    const swiglu_args *p = a;
+    int64_t i = r0 * p->k;
+    const int64_t end = r1 * p->k;
+    const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
+    const __m512 two_u = _mm512_set1_ps(GELU_2U), cube = _mm512_set1_ps(GELU_CUBE);
+    for (; i + 16 <= end; i += 16) {
+        const __m512 g = _mm512_loadu_ps(p->gate + i);
+        const __m512 g3 = _mm512_mul_ps(_mm512_mul_ps(g, g), g);
+        const __m512 u2 = _mm512_mul_ps(two_u, _mm512_add_ps(g, _mm512_mul_ps(cube, g3)));
+        const __m512 e = kexp16(_mm512_xor_ps(u2, sign));
+        _mm512_storeu_ps(p->gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(p->up + i)));
+    }
+    geglu_span(p->gate, p->up, i, end);
+}
+#endif
+
+void pk_geglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {
+    const swiglu_args a = {gate, up, k};
+    for_rows(pool, n, n * k, ISA_PICK(rows_fn, geglu_scalar, geglu_avx2, geglu_avx512), &a);
+}
+
 // ---- small helpers ---------------------------------------------------------------------------
 
 void pk_add(float *y, const float *x, int64_t count) {

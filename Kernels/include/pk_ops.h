@@ -31,6 +31,11 @@ void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int 
 // fixed polynomial (kexp.h), the same bits on every ISA.
 void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k);
 
+// gate = gelu(gate) * up (Gemma's gated FFN), with gelu's tanh form
+// 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))), computed as g / (1 + e^-2u): the same bits on
+// every ISA.
+void pk_geglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k);
+
 // y += x, elementwise.
 void pk_add(float *y, const float *x, int64_t count);
 
@@ -68,6 +73,12 @@ size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads);
 void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                   const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_len,
                   int64_t v_stride, float scale, float *out, float *scratch);
+// The same with a window: row t attends to positions [kv_start[t], kv_len[t]) only (sliding-window
+// layers). The positions before it weigh exactly zero, as a mask of -infinity gives, and whole
+// chunks of them are skipped, so a row's result is the masked computation's, bit for bit.
+void pk_attention_window(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
+                         const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
+                         const int32_t *kv_len, int64_t v_stride, float scale, float *out, float *scratch);
 
 #ifdef __cplusplus
 }

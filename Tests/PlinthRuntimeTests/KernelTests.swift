@@ -209,8 +209,11 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
 
     /// Attention: every ISA gives the reference's bits, each row is independent of the batch, and
     /// the result matches a double-precision softmax attention.
-    @Test(arguments: [(4, 2, 64), (9, 3, 64), (14, 2, 64), (2, 1, 32), (4, 2, 80)])
-    func attentionIsExactAcrossISAsAndRows(heads: Int, kvHeads: Int, headDim: Int) {
+    /// With `windowed`, each row attends from its own start (sliding-window layers), and the
+    /// same holds; a window starting at 0 is the plain call, bit for bit.
+    @Test(arguments: [(4, 2, 64, false), (9, 3, 64, false), (14, 2, 64, false), (2, 1, 32, false), (4, 2, 80, false),
+                      (9, 3, 64, true), (4, 2, 80, true), (4, 1, 256, true)])
+    func attentionIsExactAcrossISAsAndRows(heads: Int, kvHeads: Int, headDim: Int, windowed: Bool) {
         var rng = SplitMix64(seed: UInt64(heads * 1000 + headDim))
         let kvDim = kvHeads * headDim, qDim = heads * headDim
         let ctx = 300
@@ -230,11 +233,13 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         }
         #expect(stored == kBlocks)
         let lengths: [Int32] = [1, 17, 33, 70, 5, 150, 128, 64, 260]
+        // Starts inside a 64-chunk, on one, and past whole chunks (windowed rows only).
+        let starts: [Int32] = windowed ? [0, 3, 20, 64, 4, 130, 100, 63, 200] : [Int32](repeating: 0, count: lengths.count)
         let n = lengths.count
         let q = (0..<(n * qDim)).map { _ in Float(rng.below(2001) - 1000) / 400 }
         let scale = 1 / Float(headDim).squareRoot()
 
-        func run(_ rows: Range<Int>, threads: Int) -> [Float] {
+        func run(_ rows: Range<Int>, threads: Int, plain: Bool = false) -> [Float] {
             var out = [Float](repeating: .nan, count: rows.count * qDim)
             let pool = pk_pool_create(Int32(threads))
             defer { pk_pool_destroy(pool) }
@@ -245,15 +250,22 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
                     let vRows = [UnsafePointer<UInt16>?](repeating: vp.baseAddress, count: rows.count)
                     let lens = Array(lengths[rows])
                     let qs = Array(q[(rows.lowerBound * qDim)..<(rows.upperBound * qDim)])
+                    let from = Array(starts[rows])
                     scratch.withUnsafeBufferPointer { sp in
-                        pk_attention(pool, qs, Int64(rows.count), Int32(heads), Int32(kvHeads), Int32(headDim), kRows, vRows, lens,
-                                     Int64(kvDim), scale, &out, UnsafeMutablePointer(mutating: sp.baseAddress!))
+                        if plain {
+                            pk_attention(pool, qs, Int64(rows.count), Int32(heads), Int32(kvHeads), Int32(headDim), kRows, vRows, lens,
+                                         Int64(kvDim), scale, &out, UnsafeMutablePointer(mutating: sp.baseAddress!))
+                        } else {
+                            pk_attention_window(pool, qs, Int64(rows.count), Int32(heads), Int32(kvHeads), Int32(headDim), kRows, vRows,
+                                                from, lens, Int64(kvDim), scale, &out, UnsafeMutablePointer(mutating: sp.baseAddress!))
+                        }
                     }
                 }
             }
             return out
         }
         let reference = withISA(Int32(PK_ISA_SCALAR)) { run(0..<n, threads: 1) }
+        if !windowed { #expect(run(0..<n, threads: 2, plain: true).map(\.bitPattern) == run(0..<n, threads: 2).map(\.bitPattern)) }
         for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
             let got = withISA(isa) { run(0..<n, threads: 2) }
             #expect(got.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa) differs from the scalar reference")
@@ -265,9 +277,10 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         var worst = 0.0
         for t in 0..<n {
             for h in 0..<heads {
-                let kvh = h / (heads / kvHeads), len = Int(lengths[t])
-                var s = [Double](repeating: 0, count: len)
-                for p in 0..<len {
+                let kvh = h / (heads / kvHeads), len = Int(lengths[t]), first = Int(starts[t])
+                var s = [Double](repeating: -Double.infinity, count: len)
+                for p in first..<len {
+                    s[p] = 0
                     for i in 0..<headDim {
                         s[p] += Double(q[t * qDim + h * headDim + i]) * Double(pk_f16_to_f32(kCache[p * kvDim + kvh * headDim + i]))
                     }
@@ -311,6 +324,42 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
             worst = max(worst, abs(Double(reference[i]) - exact) / tolerance)
         }
         #expect(worst <= 1, "worst error in units of four ulps: \(worst)")
+    }
+
+    /// GEGLU (Gemma's FFN): every ISA and thread count gives the scalar bits, and the result is
+    /// close to gelu's tanh form in double. Where gelu is tiny (g below about -5) its value is
+    /// e^(2u) scaled, and float's rounding of u (five operations, up to 2.5 ulps) moves it by
+    /// |2u| times that: the bound is six ulps plus that term.
+    @Test func gegluIsExactAcrossISAsAndAccurate() {
+        var rng = SplitMix64(seed: 78)
+        let n = 40, k = 1000
+        let gate = (0..<(n * k)).map { i in i % 97 == 0 ? Float(rng.below(400) - 200) : Float(rng.below(20001) - 10000) / 1000 }
+        let up = (0..<(n * k)).map { _ in Float(rng.below(2001) - 1000) / 500 }
+        func run(threads: Int) -> [Float] {
+            var g = gate
+            let pool = pk_pool_create(Int32(threads))
+            defer { pk_pool_destroy(pool) }
+            pk_geglu(pool, &g, up, Int64(n), Int64(k))
+            return g
+        }
+        let reference = withISA(Int32(PK_ISA_SCALAR)) { run(threads: 1) }
+        for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
+            let got = withISA(isa) { run(threads: 2) }
+            #expect(got.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa) differs from the scalar reference")
+        }
+        var worst = 0.0
+        for i in 0..<(n * k) {
+            let g = Double(gate[i])
+            let u = (2.0 / Double.pi).squareRoot() * (g + 0.044715 * g * g * g)
+            // 0.5 g (1 + tanh u) as g / (1 + e^-2u): the same value without 1 + tanh's cancellation
+            let exact = g / (1 + Foundation.exp(-2 * u)) * Double(up[i])
+            // (Past the exponent's clamp at 88, the kernel's e^-2u stops growing: its value is g/(1 + e^88),
+            // below 1e-38 of g.)
+            let tolerance = 6 * Double(Float(exact).ulp) + abs(exact) * min(2 * abs(u), 200) * 2.5e-7 + abs(g * Double(up[i])) * 1e-38
+                + 1e-44
+            worst = max(worst, abs(Double(reference[i]) - exact) / tolerance)
+        }
+        #expect(worst <= 1, "worst error in units of the bound: \(worst)")
     }
 
     /// Argmax: every ISA gives the index a plain scan gives (the first of equal maxima, NaNs
