@@ -89,6 +89,26 @@ private func availableISAs() -> [Int32] {
 }
 
 /// Switches the kernels' instruction set for the duration of `body`; serialized suites only.
+/// A gated activation kernel (`gate = act(gate) * up` over `rows` rows) run by the scalar
+/// reference on one thread, checked to give the same bits on every other ISA with two threads;
+/// returns the reference's result.
+private func gatedActivationBits(_ kernel: (OpaquePointer?, UnsafeMutablePointer<Float>?, UnsafePointer<Float>?, Int64, Int64) -> Void,
+                                 gate: [Float], up: [Float], rows: Int) -> [Float] {
+    func run(threads: Int) -> [Float] {
+        var g = gate
+        let pool = pk_pool_create(Int32(threads))
+        defer { pk_pool_destroy(pool) }
+        kernel(pool, &g, up, Int64(rows), Int64(gate.count / rows))
+        return g
+    }
+    let reference = withISA(Int32(PK_ISA_SCALAR)) { run(threads: 1) }
+    for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
+        let got = withISA(isa) { run(threads: 2) }
+        #expect(got.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa) differs from the scalar reference")
+    }
+    return reference
+}
+
 private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
     let previous = pk_isa()
     _ = pk_set_isa(isa)
@@ -305,18 +325,7 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         let n = 40, k = 1000 // enough values that two threads split the rows
         let gate = (0..<(n * k)).map { i in i % 97 == 0 ? Float(rng.below(400) - 200) : Float(rng.below(40001) - 20000) / 1000 }
         let up = (0..<(n * k)).map { _ in Float(rng.below(2001) - 1000) / 500 }
-        func run(threads: Int) -> [Float] {
-            var g = gate
-            let pool = pk_pool_create(Int32(threads))
-            defer { pk_pool_destroy(pool) }
-            pk_swiglu(pool, &g, up, Int64(n), Int64(k))
-            return g
-        }
-        let reference = withISA(Int32(PK_ISA_SCALAR)) { run(threads: 1) }
-        for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
-            let got = withISA(isa) { run(threads: 2) }
-            #expect(got.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa) differs from the scalar reference")
-        }
+        let reference = gatedActivationBits(pk_swiglu, gate: gate, up: up, rows: n)
         var worst = 0.0
         for i in 0..<(n * k) {
             let g = Double(gate[i]), exact = g / (1 + Foundation.exp(-g)) * Double(up[i])
@@ -335,18 +344,7 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         let n = 40, k = 1000
         let gate = (0..<(n * k)).map { i in i % 97 == 0 ? Float(rng.below(400) - 200) : Float(rng.below(20001) - 10000) / 1000 }
         let up = (0..<(n * k)).map { _ in Float(rng.below(2001) - 1000) / 500 }
-        func run(threads: Int) -> [Float] {
-            var g = gate
-            let pool = pk_pool_create(Int32(threads))
-            defer { pk_pool_destroy(pool) }
-            pk_geglu(pool, &g, up, Int64(n), Int64(k))
-            return g
-        }
-        let reference = withISA(Int32(PK_ISA_SCALAR)) { run(threads: 1) }
-        for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
-            let got = withISA(isa) { run(threads: 2) }
-            #expect(got.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa) differs from the scalar reference")
-        }
+        let reference = gatedActivationBits(pk_geglu, gate: gate, up: up, rows: n)
         var worst = 0.0
         for i in 0..<(n * k) {
             let g = Double(gate[i])
