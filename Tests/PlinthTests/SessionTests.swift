@@ -270,6 +270,19 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         }
     }
 
+    /// Apple's documentation writes the recipe with `transcript.entries`, which its current
+    /// interface no longer lists; the spelling compiles here (deprecated) and means the same.
+    @Test func theDocumentedEntriesSpellingCondensesTheSame() {
+        let transcript = Transcript(entries: [.instructions(.init(segments: [.text(.init(content: "Be brief."))], toolDefinitions: [])),
+                                              .prompt(.init(segments: [.text(.init(content: "q"))])),
+                                              .response(.init(assetIDs: [], segments: [.text(.init(content: "a"))]))])
+        let condensed = DocumentedRecipe.condense(transcript)
+        #expect(condensed == Transcript(entries: [transcript.first!, transcript.last!]))
+        var edited = transcript
+        DocumentedRecipe.dropLast(&edited)
+        #expect(edited == Transcript(entries: transcript.dropLast()))
+    }
+
     @Test func capabilitiesAreChecked() async throws {
         let model = ScriptedModel([.text("{}")], capabilities: LanguageModelCapabilities([]))
         #expect(!model.capabilities.contains(.guidedGeneration))
@@ -334,4 +347,17 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         try await session.respond(to: "hi")
         #expect(model.script.requests[0].transcript.count == 2)
     }
+}
+
+/// Code written against the documented spelling, as an app would have it.
+@available(*, deprecated, message: "uses Transcript.entries on purpose")
+private enum DocumentedRecipe {
+    static func condense(_ transcript: Transcript) -> Transcript {
+        let allEntries = transcript.entries
+        var condensedEntries = [allEntries.first!]
+        if allEntries.count > 1 { condensedEntries.append(allEntries.last!) }
+        return Transcript(entries: condensedEntries)
+    }
+
+    static func dropLast(_ transcript: inout Transcript) { transcript.entries.removeLast() }
 }

@@ -18,13 +18,24 @@ import Foundation
 /// A transcript is `Codable` with a stable JSON form, so that you can store a conversation and
 /// later start a new session from it with ``LanguageModelSession/init(model:tools:transcript:)``.
 public struct Transcript: Sendable, Equatable {
-    var entries: [Entry]
+    var storage: [Entry]
 
     /// Creates a transcript.
     ///
     /// - Parameter entries: An array of entries to seed the transcript.
     public init(entries: some Sequence<Transcript.Entry> = []) {
-        self.entries = Array(entries)
+        storage = Array(entries)
+    }
+
+    /// The entries, as an array.
+    ///
+    /// Apple's documentation condenses a transcript after `exceededContextWindowSize` this way
+    /// (`let allEntries = previousSession.transcript.entries`, then `Transcript(entries:)`); the
+    /// current interface makes the transcript itself the collection of its entries.
+    @available(*, deprecated, message: "A Transcript is a collection of its entries: iterate, index or slice the transcript itself (Array(transcript) for an array)")
+    public var entries: [Entry] {
+        get { storage }
+        set { storage = newValue }
     }
 }
 
@@ -34,24 +45,24 @@ extension Transcript: RandomAccessCollection, MutableCollection, RangeReplaceabl
 
     /// Creates an empty transcript.
     public init() {
-        entries = []
+        storage = []
     }
 
     /// The entry at the position you specify.
     public subscript(index: Int) -> Transcript.Entry {
-        get { entries[index] }
-        set { entries[index] = newValue }
+        get { storage[index] }
+        set { storage[index] = newValue }
     }
 
     /// The position of the first entry.
-    public var startIndex: Int { entries.startIndex }
+    public var startIndex: Int { storage.startIndex }
     /// The position one past the last entry.
-    public var endIndex: Int { entries.endIndex }
+    public var endIndex: Int { storage.endIndex }
 
     /// Replaces the entries in a range with new entries.
     public mutating func replaceSubrange<C>(_ subrange: Range<Int>, with newElements: consuming C)
     where C: Collection, C.Element == Transcript.Entry {
-        entries.replaceSubrange(subrange, with: newElements)
+        storage.replaceSubrange(subrange, with: newElements)
     }
 }
 
