@@ -107,8 +107,8 @@ struct EvalRun: AsyncParsableCommand {
     static func describe(_ options: GenerationOptions) -> String {
         switch options.sampling?.kind {
         case .greedy?: return "greedy"
-        case .top(let k, let seed)?: return "top \(k), temperature \(options.temperature ?? 0.8), seed \(seed.map(String.init) ?? "random")"
-        case .nucleus(let p, let seed)?: return "top-p \(p), temperature \(options.temperature ?? 0.8), seed \(seed.map(String.init) ?? "random")"
+        case .randomTopK(let k, let seed)?: return "top \(k), temperature \(options.temperature ?? 0.8), seed \(seed.map(String.init) ?? "random")"
+        case .randomProbabilityThreshold(let p, let seed)?: return "top-p \(p), temperature \(options.temperature ?? 0.8), seed \(seed.map(String.init) ?? "random")"
         case nil: return "temperature \(options.temperature ?? 0.8), seed random"
         }
     }

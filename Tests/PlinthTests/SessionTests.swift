@@ -146,8 +146,18 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         #expect(request.generationOptions.sampling?.kind == .greedy)
         #expect(request.generationOptions.temperature == 0.5)
         #expect(request.generationOptions.maximumResponseTokens == 20)
-        #expect(GenerationOptions.SamplingMode.random(top: 40, seed: 7).kind == .top(k: 40, seed: 7))
-        #expect(GenerationOptions.SamplingMode.random(probabilityThreshold: 0.9).kind == .nucleus(threshold: 0.9, seed: nil))
+        #expect(GenerationOptions.SamplingMode.random(top: 40, seed: 7).kind == .randomTopK(40, seed: 7))
+        #expect(GenerationOptions.SamplingMode.random(probabilityThreshold: 0.9).kind == .randomProbabilityThreshold(0.9, seed: nil))
+        // Provider code switches over the Xcode 27 beta 3 names.
+        func providerTopK(_ mode: GenerationOptions.SamplingMode) -> Int? {
+            switch mode.kind {
+            case .greedy: return 1
+            case .randomTopK(let k, _): return k
+            case .randomProbabilityThreshold: return nil
+            }
+        }
+        #expect(providerTopK(.random(top: 40)) == 40 && providerTopK(.greedy) == 1 && providerTopK(.random(probabilityThreshold: 0.5)) == nil)
+        #expect(DocumentedRecipe.oldKinds == [.randomTopK(3, seed: 1), .randomProbabilityThreshold(0.5, seed: nil)])
         var o = GenerationOptions(samplingMode: .greedy, toolCallingMode: .required)
         o.sampling = .random(top: 2)
         #expect(o.samplingMode == .random(top: 2))
@@ -360,4 +370,7 @@ private enum DocumentedRecipe {
     }
 
     static func dropLast(_ transcript: inout Transcript) { transcript.entries.removeLast() }
+
+    /// The sampling kinds' names before Xcode 27 beta 3.
+    static var oldKinds: [GenerationOptions.SamplingMode.Kind] { [.top(k: 3, seed: 1), .nucleus(threshold: 0.5, seed: nil)] }
 }

@@ -197,8 +197,8 @@ public struct BatchEvaluator: Sendable {
     func options(for index: Int) -> GenerationOptions {
         var o = options
         switch o.sampling?.kind {
-        case .top(let k, let seed?)?: o.sampling = .random(top: k, seed: Self.mix(seed, index))
-        case .nucleus(let p, let seed?)?: o.sampling = .random(probabilityThreshold: p, seed: Self.mix(seed, index))
+        case .randomTopK(let k, let seed?)?: o.sampling = .random(top: k, seed: Self.mix(seed, index))
+        case .randomProbabilityThreshold(let p, let seed?)?: o.sampling = .random(probabilityThreshold: p, seed: Self.mix(seed, index))
         default: break
         }
         return o

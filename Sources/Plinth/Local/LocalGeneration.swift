@@ -19,10 +19,10 @@ enum LocalGeneration {
         switch options.samplingMode?.kind {
         case .greedy?:
             return .greedy
-        case .top(let k, let fixed)?:
+        case .randomTopK(let k, let fixed)?:
             guard k >= 1 else { throw LocalLanguageModelError.invalidGenerationOptions("top-k must be at least 1, not \(k)") }
             return SamplingParameters(temperature: temperature, topK: k, topP: 1, minP: 0, seed: seed(fixed))
-        case .nucleus(let threshold, let fixed)?:
+        case .randomProbabilityThreshold(let threshold, let fixed)?:
             guard threshold > 0 && threshold <= 1 else {
                 throw LocalLanguageModelError.invalidGenerationOptions("the probability threshold must be in (0, 1], not \(threshold)")
             }

@@ -87,10 +87,19 @@ extension GenerationOptions {
             /// Always the most likely token.
             case greedy
             /// A random token among the `k` most likely ones.
-            case top(k: Int, seed: UInt64?)
+            case randomTopK(Int, seed: UInt64?)
             /// A random token among the most likely ones whose probabilities add up to the
             /// threshold.
-            case nucleus(threshold: Double, seed: UInt64?)
+            case randomProbabilityThreshold(Double, seed: UInt64?)
+
+            /// The name of ``randomTopK(_:seed:)`` before Xcode 27 beta 3 (construction only: a
+            /// `switch` names the current cases, as with Apple's SDK).
+            @available(*, deprecated, renamed: "randomTopK(_:seed:)")
+            public static func top(k: Int, seed: UInt64?) -> Kind { .randomTopK(k, seed: seed) }
+
+            /// The name of ``randomProbabilityThreshold(_:seed:)`` before Xcode 27 beta 3.
+            @available(*, deprecated, renamed: "randomProbabilityThreshold(_:seed:)")
+            public static func nucleus(threshold: Double, seed: UInt64?) -> Kind { .randomProbabilityThreshold(threshold, seed: seed) }
         }
 
         /// A sampling mode that always chooses the most likely token.
@@ -109,7 +118,7 @@ extension GenerationOptions {
         ///   - k: The number of tokens to consider.
         ///   - seed: An optional random seed used to make output more deterministic.
         public static func random(top k: Int, seed: UInt64? = nil) -> GenerationOptions.SamplingMode {
-            .init(kind: .top(k: k, seed: seed))
+            .init(kind: .randomTopK(k, seed: seed))
         }
 
         /// A mode that considers a variable number of high-probability tokens based on the
@@ -125,7 +134,7 @@ extension GenerationOptions {
         ///     size.
         ///   - seed: An optional random seed used to make output more deterministic.
         public static func random(probabilityThreshold: Double, seed: UInt64? = nil) -> GenerationOptions.SamplingMode {
-            .init(kind: .nucleus(threshold: probabilityThreshold, seed: seed))
+            .init(kind: .randomProbabilityThreshold(probabilityThreshold, seed: seed))
         }
     }
 

@@ -119,11 +119,11 @@ enum TranscriptCoding {
         if let mode = o.samplingMode {
             switch mode.kind {
             case .greedy: pairs.append(("sampling", .object([("mode", .string("greedy"))])))
-            case .top(let k, let seed):
+            case .randomTopK(let k, let seed):
                 var s: [(String, JSONValue)] = [("mode", .string("top")), ("k", .integer(k))]
                 if let seed { s.append(("seed", .string(String(seed)))) }
                 pairs.append(("sampling", .object(s)))
-            case .nucleus(let threshold, let seed):
+            case .randomProbabilityThreshold(let threshold, let seed):
                 var s: [(String, JSONValue)] = [("mode", .string("nucleus")), ("threshold", .double(threshold))]
                 if let seed { s.append(("seed", .string(String(seed)))) }
                 pairs.append(("sampling", .object(s)))
