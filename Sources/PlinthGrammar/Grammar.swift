@@ -338,7 +338,7 @@ final class GrammarBuilder {
     var rules: [Rule] = []
     var labels: [JSONPathComponent] = []
     var labelIndex: [JSONPathComponent: Int32] = [:]
-    var leafCache: [String: Int32] = [:]
+    var leafCache: [ExactString: Int32] = [:]
     var totalStates = 0
     let stateBudget: Int
     let deadline: ContinuousClock.Instant?
@@ -385,16 +385,16 @@ final class GrammarBuilder {
     /// `alreadyTrim`: `make` returns an automaton without dead states (the trimming pass is skipped).
     func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)? = nil, alreadyTrim: Bool = false,
               _ make: () throws(GrammarError) -> DFA) throws(GrammarError) -> Int32 {
-        if let r = leafCache[key] { return r }
+        if let r = leafCache[ExactString(key)] { return r }
         return try leaf(key, pointer: pointer, counted: counted, try GrammarBuilder.sharedLeaf(key, alreadyTrim: alreadyTrim, make))
     }
 
     /// A rule for the shared leaf `shared`, named `key`.
     func leaf(_ key: String, pointer: String, counted: (min: Int, max: Int)?, _ shared: SharedLeaf) throws(GrammarError) -> Int32 {
-        if let r = leafCache[key] { return r }
+        if let r = leafCache[ExactString(key)] { return r }
         let r = reserve(pointer: pointer)
         try define(r, shared.dfa, counted: counted, leafKey: key, shared: shared)
-        leafCache[key] = r
+        leafCache[ExactString(key)] = r
         return r
     }
 
@@ -409,11 +409,11 @@ final class GrammarBuilder {
 
     /// The shared leaf for `key`, made on first use.
     static func sharedLeaf(_ key: String, leaf make: () throws(GrammarError) -> SharedLeaf) throws(GrammarError) -> SharedLeaf {
-        if let l = sharedLeaves.withLock({ $0[key] }) { return l }
+        if let l = sharedLeaves.withLock({ $0[ExactString(key)] }) { return l }
         let shared = try make()
         sharedLeaves.withLock { c in
             if c.count >= sharedLeafCapacity { c.removeAll(keepingCapacity: true) }
-            c[key] = shared
+            c[ExactString(key)] = shared
         }
         return shared
     }
@@ -421,7 +421,7 @@ final class GrammarBuilder {
     /// Leaf automata by key, shared by every compilation in the process: a leaf is a pure
     /// function of its key (strings, numbers, literals, formats), and the same ones recur
     /// across schemas. Bounded; emptied when full.
-    static let sharedLeaves = Mutex<[String: SharedLeaf]>([:])
+    static let sharedLeaves = Mutex<[ExactString: SharedLeaf]>([:])
     static let sharedLeafCapacity = 4096
 
     /// Builds a rule from an NFA with calls; `labels` maps NFA call targets to path labels.

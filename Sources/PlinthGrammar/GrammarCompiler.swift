@@ -21,7 +21,7 @@ public final class GrammarCompiler: Sendable {
 
     struct Key: Hashable, Sendable {
         var kind: UInt8
-        var text: String
+        var text: ExactString
         var options: GrammarOptions
     }
     let cache = Mutex<(entries: [Key: CompiledGrammar], order: [Key])>(([:], []))
@@ -48,7 +48,7 @@ public final class GrammarCompiler: Sendable {
 
     /// Compiles a JSON Schema.
     public func compile(schema: JSONValue, options: GrammarOptions = GrammarOptions()) throws(GrammarError) -> CompiledGrammar {
-        let key = Key(kind: 0, text: schema.compactText, options: options)
+        let key = Key(kind: 0, text: ExactString(schema.compactText), options: options)
         if let g = lookup(key) { return g }
         let sc = SchemaCompiler(schema, options: options)
         let grammar = try sc.compile()
@@ -59,7 +59,7 @@ public final class GrammarCompiler: Sendable {
     /// subset JSON Schema's `pattern` uses; `^`/`$` are implied). The output is raw text, not a
     /// JSON string.
     public func compile(regex pattern: String, options: GrammarOptions = GrammarOptions()) throws(GrammarError) -> CompiledGrammar {
-        let key = Key(kind: 1, text: pattern, options: options)
+        let key = Key(kind: 1, text: ExactString(pattern), options: options)
         if let g = lookup(key) { return g }
         let b = GrammarBuilder(stateBudget: options.stateBudget, timeLimit: options.timeLimit)
         var nfa = NFA()

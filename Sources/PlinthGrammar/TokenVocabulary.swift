@@ -39,7 +39,7 @@ public final class TokenVocabulary: Sendable {
     /// compiled for this vocabulary: the same automaton gives the same masks in any schema.
     let leafCaches = Mutex<[SampledAutomatonKey: LeafMaskCache]>([:])
     /// The same caches by the builder's leaf key, which is cheaper to hash than the automaton.
-    let leafCachesByKey = Mutex<[String: LeafMaskCache]>([:])
+    let leafCachesByKey = Mutex<[ExactString: LeafMaskCache]>([:])
 
     /// Creates a vocabulary from the bytes of every token.
     ///
@@ -270,7 +270,7 @@ extension TokenVocabulary {
     func leafCache(for dfa: DFA, key: String? = nil, byKeyOnly: Bool = false) -> LeafMaskCache {
         // Counted leaves in their own namespace: the same leaf key names a product automaton
         // where the table did not fit a grammar's budget.
-        let key = byKeyOnly ? key.map { $0 + "\u{1}counted" } : key
+        let key = (byKeyOnly ? key.map { $0 + "\u{1}counted" } : key).map(ExactString.init)
         if let key, let x = leafCachesByKey.withLock({ $0[key] }) { return x }
         if byKeyOnly, let key {
             return leafCachesByKey.withLock { c in

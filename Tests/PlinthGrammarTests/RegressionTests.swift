@@ -12,6 +12,25 @@ struct RegressionTests {
         return (TestVocab.accepts(try TestVocab.compiler.compile(schema: s, options: options), text), text)
     }
 
+    /// Strings that Swift's `==` calls equal (canonically equivalent) but JSON tells apart: the
+    /// grammar cache and the leaf caches must not hand one's automaton to the other.
+    @Test func canonicallyEquivalentStringsAreDifferentSchemas() throws {
+        let composed = "\u{E9}", decomposed = "e\u{301}"
+        #expect(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        for (a, b) in [(composed, decomposed), (decomposed, composed)] {
+            let first = try TestVocab.grammar(#"{"const":""# + a + #""}"#)
+            let second = try TestVocab.grammar(#"{"const":""# + b + #""}"#)
+            #expect(TestVocab.accepts(first, "\"" + a + "\"") && !TestVocab.accepts(first, "\"" + b + "\""))
+            #expect(TestVocab.accepts(second, "\"" + b + "\"") && !TestVocab.accepts(second, "\"" + a + "\""))
+            let p = try TestVocab.grammar(#"{"type":"string","pattern":"^"# + a + #"$","maxLength":3}"#)
+            let q = try TestVocab.grammar(#"{"type":"string","pattern":"^"# + b + #"$","maxLength":3}"#)
+            #expect(TestVocab.accepts(p, "\"" + a + "\"") && !TestVocab.accepts(p, "\"" + b + "\""))
+            #expect(TestVocab.accepts(q, "\"" + b + "\"") && !TestVocab.accepts(q, "\"" + a + "\""))
+            TestVocab.compiler.removeAllCachedGrammars()
+            GrammarCompiler.removeAllSharedLeaves()
+        }
+    }
+
     // o48873: required names that no `properties` declares were emitted in sorted order, while
     // the generation order (and the instance) lists them in `required` order.
     @Test func undeclaredRequiredFollowRequiredOrder() throws {

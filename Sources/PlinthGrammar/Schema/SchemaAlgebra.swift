@@ -9,7 +9,7 @@ final class SchemaAlgebra {
     /// How many ``negation(_:_:)`` calls are under way (a recursive schema's negation would not end).
     private var negationDepth = 0
     /// Negations of referenced schemas, by pointer (`.some(nil)`: none, or under way).
-    private var negationsByRef: [String: Schema?] = [:]
+    private var negationsByRef: [ExactString: Schema?] = [:]
 
     init(parser: SchemaParser, options: GrammarOptions) {
         self.parser = parser
@@ -273,10 +273,10 @@ final class SchemaAlgebra {
         // A reference's negation is computed once; one under way (a reference to itself) has
         // none. Without this, a condition that refers to itself is negated exponentially often.
         if case .ref(let target) = s {
-            if let known = negationsByRef[target] { return known }
-            negationsByRef[target] = .some(nil)
+            if let known = negationsByRef[ExactString(target)] { return known }
+            negationsByRef[ExactString(target)] = .some(nil)
             let n = try negationOfNode(s, ptr)
-            negationsByRef[target] = n
+            negationsByRef[ExactString(target)] = n
             return n
         }
         return try negationOfNode(s, ptr)

@@ -7,7 +7,7 @@ final class SchemaCompiler {
     let algebra: SchemaAlgebra
     let options: GrammarOptions
     let b: GrammarBuilder
-    var refRules: [String: Int32] = [:]
+    var refRules: [ExactString: Int32] = [:]
     var anyValueRule: Int32?
 
     /// Keywords lenient mode let through, as JSON pointers.
@@ -86,9 +86,9 @@ final class SchemaCompiler {
     }
 
     func refRule(_ target: String, _ ptr: String) throws(GrammarError) -> Int32 {
-        if let r = refRules[target] { return r }
+        if let r = refRules[ExactString(target)] { return r }
         let r = b.reserve(pointer: target)
-        refRules[target] = r
+        refRules[ExactString(target)] = r
         let t = try rule(try parser.schema(at: target), target)
         guard t != r, b.rules[Int(t)].dfa != nil else { throw .leftRecursion(pointer: ptr) }
         let src = b.rules[Int(t)]
@@ -511,7 +511,7 @@ final class SchemaCompiler {
         // every bound it is combined with.
         let inStates = options.countsInStates
         let key = f.leafKey(lengths: true) + (inStates ? "\u{1}in-states" : "")
-        if let r = b.leafCache[key] { return r }
+        if let r = b.leafCache[ExactString(key)] { return r }
         let pattern = try GrammarBuilder.sharedLeaf(patternKey, patternDFA)
         let leaf = try GrammarBuilder.sharedLeaf(key, leaf: { () throws(GrammarError) -> SharedLeaf in
             if !inStates, let counts = CountTable(pattern.dfa, minCount: minL, maxCount: maxL, budget: budget) { return SharedLeaf(pattern, counts: counts) }

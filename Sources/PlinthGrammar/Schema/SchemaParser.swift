@@ -10,9 +10,9 @@ final class SchemaParser {
     let draft7: Bool
     let rootID: String?
     /// Every subschema read through a reference, by resolved pointer.
-    private var byPointer: [String: Schema] = [:]
+    private var byPointer: [ExactString: Schema] = [:]
     /// The values references resolved to, by pointer.
-    private var targets: [String: JSONValue] = [:]
+    private var targets: [ExactString: JSONValue] = [:]
 
     /// Keywords that only annotate.
     static let annotations: Set<String> = [
@@ -32,7 +32,7 @@ final class SchemaParser {
         let schemaURI = document["$schema"]?.stringValue ?? ""
         draft7 = schemaURI.contains("draft-07") || schemaURI.contains("draft-06") || schemaURI.contains("draft-04")
         rootID = (document["$id"] ?? document["id"])?.stringValue
-        targets["#"] = document
+        targets[ExactString("#")] = document
     }
 
     /// The document's root schema.
@@ -40,10 +40,10 @@ final class SchemaParser {
 
     /// The subschema at a pointer that ``resolve(_:pointer:)`` returned.
     func schema(at pointer: String) throws(GrammarError) -> Schema {
-        if let s = byPointer[pointer] { return s }
-        guard let value = targets[pointer] else { throw .unresolvedReference(pointer, pointer: pointer) }
+        if let s = byPointer[ExactString(pointer)] { return s }
+        guard let value = targets[ExactString(pointer)] else { throw .unresolvedReference(pointer, pointer: pointer) }
         let s = try parse(value, pointer)
-        byPointer[pointer] = s
+        byPointer[ExactString(pointer)] = s
         return s
     }
 
@@ -201,11 +201,11 @@ final class SchemaParser {
         if let id = rootID, r.hasPrefix(id) { r = String(r.dropFirst(id.count)) }
         if r.isEmpty { r = "#" }
         guard r.hasPrefix("#") else { throw .unresolvedReference(ref, pointer: ptr) }
-        if targets[r] != nil { return r }
+        if targets[ExactString(r)] != nil { return r }
         if !r.hasPrefix("#/") {
             let name = String(r.dropFirst())
             guard let (v, p) = findAnchor(document, name, "#") else { throw .unresolvedReference(ref, pointer: ptr) }
-            targets[p] = v
+            targets[ExactString(p)] = v
             return p
         }
         var cur = document
@@ -221,7 +221,7 @@ final class SchemaParser {
             default: throw .unresolvedReference(ref, pointer: ptr)
             }
         }
-        targets[r] = cur
+        targets[ExactString(r)] = cur
         return r
     }
 
