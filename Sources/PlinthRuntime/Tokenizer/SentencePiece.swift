@@ -21,12 +21,18 @@ struct SentencePiece: Sendable {
     private let table: [Int32]
     /// The `<0xXX>` token of each byte (else the byte's own one-byte token, else unknown; -1 for none).
     let byteTokens: [Int32]
-    private let _maxTokenBytes: Int
+    /// The longest token text in bytes: no longer pair can be a token.
+    let maxTokenBytes: Int
     /// The last bytes of characters that some token has right before a `▁`.
     private let crossable: [Bool]
 
     /// `▁`, which stands for a space in the vocabulary.
     static let space: [UInt8] = [0xE2, 0x96, 0x81]
+
+    /// Whether `bytes` hold a `▁` at `i`.
+    @inline(__always) static func isSpace<C: RandomAccessCollection>(_ bytes: C, at i: Int) -> Bool where C.Element == UInt8, C.Index == Int {
+        i + 3 <= bytes.endIndex && bytes[i] == 0xE2 && bytes[i + 1] == 0x96 && bytes[i + 2] == 0x81
+    }
 
     init(texts: [String], scores: [Float], unknownID: Int32?) {
         self.scores = scores
@@ -35,51 +41,44 @@ struct SentencePiece: Sendable {
             bytes.append(contentsOf: t.utf8)
             starts.append(Int32(bytes.count))
         }
-        textBytes = bytes
-        textStarts = starts
         var longest = 0
-        for k in texts.indices { longest = max(longest, Int(starts[k + 1] - starts[k])) }
-        _maxTokenBytes = longest
         var crossable = [Bool](repeating: false, count: 256)
         for k in texts.indices {
             let s = Int(starts[k]), e = Int(starts[k + 1])
-            var j = s + 1
-            while j + 3 <= e {
-                if bytes[j] == 0xE2 && bytes[j + 1] == 0x96 && bytes[j + 2] == 0x81 { crossable[Int(bytes[j - 1])] = true }
-                j += 1
-            }
+            longest = max(longest, e - s)
+            let text = bytes[..<e]
+            for j in (s + 1)..<max(e, s + 1) where SentencePiece.isSpace(text, at: j) { crossable[Int(bytes[j - 1])] = true }
         }
-        self.crossable = crossable
         var size = 1
         while size < 2 * texts.count { size <<= 1 }
         var table = [Int32](repeating: -1, count: size)
-        bytes.withUnsafeBufferPointer { b in
-            for id in texts.indices {
-                let s = Int(starts[id]), e = Int(starts[id + 1])
-                var slot = Int(truncatingIfNeeded: SentencePiece.hash(b.baseAddress! + s, e - s)) & (size - 1)
-                // A later duplicate text wins, as in llama.cpp's map.
-                while table[slot] >= 0 && !SentencePiece.sameText(b, starts, table[slot], b.baseAddress! + s, e - s) {
-                    slot = (slot + 1) & (size - 1)
-                }
-                table[slot] = Int32(id)
+        // A later duplicate text takes its slot, as in llama.cpp's map.
+        for id in texts.indices {
+            let s = Int(starts[id]), e = Int(starts[id + 1])
+            let slot = bytes.withUnsafeBufferPointer { b in
+                Lookup.with(b, starts, table) { $0.slot(b.baseAddress! + s, e - s) }
             }
+            table[slot] = Int32(id)
         }
-        self.table = table
         var byteTokens = [Int32](repeating: unknownID ?? -1, count: 256)
         let digits = Array("0123456789ABCDEF".utf8)
-        for b in 0..<256 {
-            let hex: [UInt8] = [0x3C, 0x30, 0x78, digits[b >> 4], digits[b & 15], 0x3E]
-            let found = hex.withUnsafeBufferPointer { p in SentencePiece.find(table, bytes, starts, p.baseAddress!, 6) }
-            if found >= 0 { byteTokens[b] = found; continue }
-            let one = [UInt8(b)]
-            let single = one.withUnsafeBufferPointer { p in SentencePiece.find(table, bytes, starts, p.baseAddress!, 1) }
-            if single >= 0 { byteTokens[b] = single }
+        bytes.withUnsafeBufferPointer { b in
+            Lookup.with(b, starts, table) { v in
+                for c in 0..<256 {
+                    let hex: [UInt8] = [0x3C, 0x30, 0x78, digits[c >> 4], digits[c & 15], 0x3E]
+                    let spelled = hex.withUnsafeBufferPointer { v.token($0.baseAddress!, 6) }
+                    let single = [UInt8(c)].withUnsafeBufferPointer { v.token($0.baseAddress!, 1) }
+                    if spelled >= 0 { byteTokens[c] = spelled } else if single >= 0 { byteTokens[c] = single }
+                }
+            }
         }
+        textBytes = bytes
+        textStarts = starts
+        self.table = table
         self.byteTokens = byteTokens
+        maxTokenBytes = longest
+        self.crossable = crossable
     }
-
-    /// The longest token text in bytes: no longer pair can be a token.
-    var maxTokenBytes: Int { _maxTokenBytes }
 
     @inline(__always) static func hash(_ p: UnsafePointer<UInt8>, _ n: Int) -> UInt64 {
         var h: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(n)
@@ -97,49 +96,40 @@ struct SentencePiece: Sendable {
         return h ^ (h >> 29)
     }
 
-    /// The vocabulary's lookup over raw pointers, for the length of one encoding.
+    /// The vocabulary's lookup over raw pointers, for the length of one encoding (or of the
+    /// table's construction).
     struct Lookup {
         let bytes: UnsafePointer<UInt8>, starts: UnsafePointer<Int32>, table: UnsafePointer<Int32>
         let mask: Int
 
-        /// The token spelled exactly `p[0..<n]`, or -1.
-        @inline(__always) func token(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int32 {
+        static func with<R>(_ bytes: UnsafeBufferPointer<UInt8>, _ starts: [Int32], _ table: [Int32], _ body: (Lookup) -> R) -> R {
+            starts.withUnsafeBufferPointer { st in
+                table.withUnsafeBufferPointer { t in
+                    // (An empty vocabulary has no bytes: any address will do, nothing is read.)
+                    body(Lookup(bytes: bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!, starts: st.baseAddress!, table: t.baseAddress!, mask: t.count - 1))
+                }
+            }
+        }
+
+        /// The slot of the text `p[0..<n]`: the one holding its token, or the empty one where it
+        /// would go.
+        @inline(__always) func slot(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int {
             var slot = Int(truncatingIfNeeded: SentencePiece.hash(p, n)) & mask
             while true {
                 let id = table[slot]
-                if id < 0 { return -1 }
+                if id < 0 { return slot }
                 let s = Int(starts[Int(id)])
-                if Int(starts[Int(id) + 1]) - s == n && memcmp(bytes + s, p, n) == 0 { return id }
+                if Int(starts[Int(id) + 1]) - s == n && memcmp(bytes + s, p, n) == 0 { return slot }
                 slot = (slot + 1) & mask
             }
         }
+
+        /// The token spelled exactly `p[0..<n]`, or -1.
+        @inline(__always) func token(_ p: UnsafePointer<UInt8>, _ n: Int) -> Int32 { table[slot(p, n)] }
     }
 
     func withLookup<R>(_ body: (Lookup) -> R) -> R {
-        textBytes.withUnsafeBufferPointer { b in
-            textStarts.withUnsafeBufferPointer { st in
-                table.withUnsafeBufferPointer { t in
-                    // (An empty vocabulary has no bytes: any address will do, nothing is read.)
-                    body(Lookup(bytes: b.baseAddress ?? UnsafePointer(bitPattern: 1)!, starts: st.baseAddress!, table: t.baseAddress!, mask: t.count - 1))
-                }
-            }
-        }
-    }
-
-    @inline(__always) static func sameText(_ b: UnsafeBufferPointer<UInt8>, _ starts: [Int32], _ id: Int32,
-                                           _ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
-        let s = Int(starts[Int(id)]), e = Int(starts[Int(id) + 1])
-        return e - s == n && memcmp(b.baseAddress! + s, p, n) == 0
-    }
-
-    static func find(_ table: [Int32], _ bytes: [UInt8], _ starts: [Int32], _ p: UnsafePointer<UInt8>, _ n: Int) -> Int32 {
-        bytes.withUnsafeBufferPointer { b in
-            starts.withUnsafeBufferPointer { st in
-                table.withUnsafeBufferPointer { t in
-                    Lookup(bytes: b.baseAddress ?? UnsafePointer(bitPattern: 1)!, starts: st.baseAddress!, table: t.baseAddress!, mask: t.count - 1).token(p, n)
-                }
-            }
-        }
+        textBytes.withUnsafeBufferPointer { b in Lookup.with(b, textStarts, table, body) }
     }
 
     /// Calls `body` with each segment of `text` (see the type's notes) in order.
@@ -147,7 +137,7 @@ struct SentencePiece: Sendable {
         var start = 0, p = 1
         let n = text.count
         while p + 3 <= n {
-            if text[p] == 0xE2 && text[p + 1] == 0x96 && text[p + 2] == 0x81 && !crossable[Int(text[p - 1])] {
+            if SentencePiece.isSpace(text, at: p) && !crossable[Int(text[p - 1])] {
                 body(UnsafeBufferPointer(rebasing: text[start..<p]))
                 start = p
                 p += 3
@@ -172,7 +162,7 @@ struct SentencePiece: Sendable {
             i += n
         }
         w.next[w.next.count - 1] = -1
-        let maxBytes = _maxTokenBytes
+        let maxBytes = maxTokenBytes
         scores.withUnsafeBufferPointer { sc in
             withLookup { v in
                 @inline(__always) func addPair(_ left: Int32, _ right: Int32) {

@@ -407,7 +407,7 @@ public final class Tokenizer: Sendable {
             let u = Array(text.utf8)
             var i = 0
             while i < u.count {
-                if i + 3 <= u.count && u[i] == 0xE2 && u[i + 1] == 0x96 && u[i + 2] == 0x81 {
+                if SentencePiece.isSpace(u, at: i) {
                     out.append(0x20)
                     i += 3
                 } else {
@@ -680,21 +680,29 @@ public final class Tokenizer: Sendable {
                 escaped.withUnsafeBufferPointer { text in
                     spm.forEachSegment(text) { segment in
                         guard segment.count > 1 else { spm.encode(segment, into: &out, workspace: &workspace); return }
-                        let key = WordKey(Array(segment))
-                        if let hit = cache.withLock({ $0[key] }) { out.append(contentsOf: hit); return }
-                        let first = out.count
-                        spm.encode(segment, into: &out, workspace: &workspace)
-                        if segment.count <= 256 {
-                            let ids = Array(out[first...])
-                            cache.withLock { c in
-                                if c.count >= 1 << 16 { c.removeAll(keepingCapacity: true) }
-                                c[key] = ids
-                            }
-                        }
+                        appendCached(WordKey(Array(segment)), into: &out) { spm.encode(segment, into: &$0, workspace: &workspace) }
                     }
                 }
                 afterSpecial = false
             }
+        }
+    }
+
+    /// Appends the tokens of a word (its bytes as `key`): from the word cache, or made by `encode`
+    /// (which appends them) and cached when the word is at most 256 bytes. The cache is emptied
+    /// when it holds 65,536 words.
+    private func appendCached(_ key: WordKey, into out: inout [Int32], _ encode: (inout [Int32]) -> Void) {
+        if let hit = cache.withLock({ $0[key] }) {
+            out.append(contentsOf: hit)
+            return
+        }
+        let first = out.count
+        encode(&out)
+        guard key.bytes.count <= 256 else { return }
+        let ids = Array(out[first...])
+        cache.withLock { c in
+            if c.count >= 1 << 16 { c.removeAll(keepingCapacity: true) }
+            c[key] = ids
         }
     }
 
@@ -758,7 +766,6 @@ public final class Tokenizer: Sendable {
         var offsets: [Int32] = []
         var ends: [Int32] = []
         var workspace = BPEWorkspace()
-        var scratch: [Int32] = []
 
         mutating func encode(_ text: UnsafeBufferPointer<UInt8>, with tok: Tokenizer, into out: inout [Int32]) {
             let n = text.count
@@ -826,20 +833,7 @@ public final class Tokenizer: Sendable {
                 out.append(id)
                 return
             }
-            if let hit = tok.cache.withLock({ $0[key] }) {
-                out.append(contentsOf: hit)
-                return
-            }
-            scratch.removeAll(keepingCapacity: true)
-            workspace.encode(word, merges: tok.merges, into: &scratch)
-            out.append(contentsOf: scratch)
-            if word.count <= 256 {
-                let ids = scratch
-                tok.cache.withLock { cache in
-                    if cache.count >= 1 << 16 { cache.removeAll(keepingCapacity: true) }
-                    cache[key] = ids
-                }
-            }
+            tok.appendCached(key, into: &out) { workspace.encode(word, merges: tok.merges, into: &$0) }
         }
     }
 }
