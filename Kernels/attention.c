@@ -129,14 +129,22 @@ typedef struct {
     int64_t len;
 } next_unit;
 
+// A row's window: it attends from `start` (0 without one). The 64-position chunk the start falls
+// in begins at `lo`: chunks before it weigh nothing and are skipped; the positions of its own
+// chunk before the start are masked to -inf (mask_before) and weigh exactly 0 after the exp.
+ALWAYS_INLINE int64_t window_start(const attn_job *j, int64_t t) { return j->kv_start ? j->kv_start[t] : 0; }
+
+ALWAYS_INLINE void mask_before(const attn_job *j, float *scores, int count, int64_t start) {
+    for (int c = 0; c < count; c++)
+        for (int64_t p = start / 64 * 64; p < start; p++) scores[c * j->max_kv + p] = -INFINITY;
+}
+
 // Heads [h0, h0+count) of row t, all in kv head kvh: scores for all of them from one pass over
 // the keys, then softmax and one pass over the values.
 ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
     const int hd = j->head_dim;
     const int64_t len = j->kv_len[t];
-    // A window's start, and the 64-position chunk it falls in: chunks before it weigh nothing and
-    // are skipped; the positions of its own chunk before the start get weight 0.
-    const int64_t start = j->kv_start ? j->kv_start[t] : 0, lo = start / 64 * 64;
+    const int64_t start = window_start(j, t), lo = start / 64 * 64;
     float *scores = buf;                              // count * max_kv
     float *qh = buf + (size_t)count * j->max_kv;      // count * 256: queries rounded to half
     float *kv = qh + (size_t)count * 256;             // 256: one key or value row as floats
@@ -152,8 +160,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
             memcpy(scores + c * j->max_kv + p0, s, (size_t)keys * sizeof(float));
         }
     }
-    for (int c = 0; c < count; c++)
-        for (int64_t p = lo; p < start; p++) scores[c * j->max_kv + p] = -INFINITY;
+    mask_before(j, scores, count, start);
     const uint16_t *vb = unit_values(j, t, kvh);
     float inv[64];
     for (int c = 0; c < count; c++) {
@@ -276,7 +283,7 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
 
 static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
     const int64_t len = j->kv_len[t], stride = j->v_stride;
-    const int64_t start = j->kv_start ? j->kv_start[t] : 0, lo = start / 64 * 64; // as attend_body
+    const int64_t start = window_start(j, t), lo = start / 64 * 64;
     float *scores = buf;
     float *qh = buf + (size_t)count * j->max_kv;
     float *kv = qh + (size_t)count * 256;
@@ -321,8 +328,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         }
     }
 
-    for (int c = 0; c < count; c++)
-        for (int64_t p = lo; p < start; p++) scores[c * j->max_kv + p] = -INFINITY;
+    mask_before(j, scores, count, start);
 
     // Softmax per head (masked positions exactly 0, as in attend_body).
     const int64_t chunks = len / 16 * 16;

@@ -93,94 +93,66 @@ void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int 
     for_rows(pool, n, n * heads * (int64_t)head_dim * 2, rope_rows, &a);
 }
 
-// ---- SwiGLU ----------------------------------------------------------------------------------
+// ---- Gated activations: SwiGLU, GEGLU --------------------------------------------------------
 
-typedef struct { float *gate; const float *up; int64_t k; } swiglu_args;
-
-ALWAYS_INLINE void swiglu_span(float *gate, const float *up, int64_t i, int64_t end) {
-    for (; i < end; i++) {
-        const float g = gate[i];
-        gate[i] = (g / (1.0f + kexp(-g))) * up[i];
-    }
-}
-
-static void swiglu_scalar(const void *a, int64_t r0, int64_t r1) {
-    const swiglu_args *p = a;
-    swiglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma,f16c"))) static void swiglu_avx2(const void *a, int64_t r0, int64_t r1) {
-    const swiglu_args *p = a;
-    swiglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
-}
-
-__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) static void swiglu_avx512(const void *a, int64_t r0, int64_t r1) {
-    const swiglu_args *p = a;
-    int64_t i = r0 * p->k;
-    const int64_t end = r1 * p->k;
-    const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
-    for (; i + 16 <= end; i += 16) {
-        const __m512 g = _mm512_loadu_ps(p->gate + i);
-        const __m512 e = kexp16(_mm512_xor_ps(g, sign));
-        _mm512_storeu_ps(p->gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(p->up + i)));
-    }
-    swiglu_span(p->gate, p->up, i, end);
-}
-#endif
-
-void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {
-    const swiglu_args a = {gate, up, k};
-    for_rows(pool, n, n * k, ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512), &a);
-}
-
-// ---- GEGLU -----------------------------------------------------------------------------------
-
-// gelu(g) = g * sigmoid(2u), u = sqrt(2/pi) (g + 0.044715 g^3): the tanh form, since
-// 0.5 (1 + tanh u) = sigmoid(2u). Written op by op so that the vector path gives the same bits.
+// gate = act(g) * up with act(g) = g / (1 + e^-x): x = g for SiLU; x = 2u for gelu's tanh form,
+// u = sqrt(2/pi) (g + 0.044715 g^3), since 0.5 (1 + tanh u) = sigmoid(2u). One scalar and one
+// vector definition, written op by op alike, so that every ISA gives the same bits.
 #define GELU_2U 1.5957691216057308f /* 2 sqrt(2/pi) */
 #define GELU_CUBE 0.044715f
 
-ALWAYS_INLINE void geglu_span(float *gate, const float *up, int64_t i, int64_t end) {
+typedef struct { float *gate; const float *up; int64_t k; } gated_args;
+
+ALWAYS_INLINE float gated_x(int gelu, float g) { return gelu ? GELU_2U * (g + GELU_CUBE * (g * g * g)) : g; }
+
+ALWAYS_INLINE void gated_span(int gelu, float *gate, const float *up, int64_t i, int64_t end) {
     for (; i < end; i++) {
         const float g = gate[i];
-        const float u2 = GELU_2U * (g + GELU_CUBE * (g * g * g));
-        gate[i] = (g / (1.0f + kexp(-u2))) * up[i];
+        gate[i] = (g / (1.0f + kexp(-gated_x(gelu, g)))) * up[i];
     }
 }
 
-static void geglu_scalar(const void *a, int64_t r0, int64_t r1) {
-    const swiglu_args *p = a;
-    geglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
+ALWAYS_INLINE void gated_rows(int gelu, const void *a, int64_t r0, int64_t r1) {
+    const gated_args *p = a;
+    gated_span(gelu, p->gate, p->up, r0 * p->k, r1 * p->k);
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma,f16c"))) static void geglu_avx2(const void *a, int64_t r0, int64_t r1) {
-    const swiglu_args *p = a;
-    geglu_span(p->gate, p->up, r0 * p->k, r1 * p->k);
-}
-
-__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) static void geglu_avx512(const void *a, int64_t r0, int64_t r1) {
-    const swiglu_args *p = a;
+__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gated_rows16(int gelu, const void *a, int64_t r0, int64_t r1) {
+    const gated_args *p = a;
     int64_t i = r0 * p->k;
     const int64_t end = r1 * p->k;
     const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
     const __m512 two_u = _mm512_set1_ps(GELU_2U), cube = _mm512_set1_ps(GELU_CUBE);
     for (; i + 16 <= end; i += 16) {
         const __m512 g = _mm512_loadu_ps(p->gate + i);
-        const __m512 g3 = _mm512_mul_ps(_mm512_mul_ps(g, g), g);
-        const __m512 u2 = _mm512_mul_ps(two_u, _mm512_add_ps(g, _mm512_mul_ps(cube, g3)));
-        const __m512 e = kexp16(_mm512_xor_ps(u2, sign));
+        const __m512 x = gelu ? _mm512_mul_ps(two_u, _mm512_add_ps(g, _mm512_mul_ps(cube, _mm512_mul_ps(_mm512_mul_ps(g, g), g)))) : g;
+        const __m512 e = kexp16(_mm512_xor_ps(x, sign));
         _mm512_storeu_ps(p->gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(p->up + i)));
     }
-    geglu_span(p->gate, p->up, i, end);
+    gated_span(gelu, p->gate, p->up, i, end);
 }
+#define GATED_ISA_KERNELS(name, gelu)                                                                                     \
+    __attribute__((target("avx2,fma,f16c"))) static void name##_avx2(const void *a, int64_t r0, int64_t r1) {             \
+        gated_rows(gelu, a, r0, r1);                                                                                      \
+    }                                                                                                                     \
+    __attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) static void name##_avx512(const void *a, int64_t r0, int64_t r1) { \
+        gated_rows16(gelu, a, r0, r1);                                                                                    \
+    }
+#else
+#define GATED_ISA_KERNELS(name, gelu)
 #endif
 
-void pk_geglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {
-    const swiglu_args a = {gate, up, k};
-    for_rows(pool, n, n * k, ISA_PICK(rows_fn, geglu_scalar, geglu_avx2, geglu_avx512), &a);
-}
+#define GATED_KERNELS(name, gelu)                                                                     \
+    static void name##_scalar(const void *a, int64_t r0, int64_t r1) { gated_rows(gelu, a, r0, r1); } \
+    GATED_ISA_KERNELS(name, gelu)                                                                     \
+    void pk_##name(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {                \
+        const gated_args a = {gate, up, k};                                                           \
+        for_rows(pool, n, n * k, ISA_PICK(rows_fn, name##_scalar, name##_avx2, name##_avx512), &a);   \
+    }
+
+GATED_KERNELS(swiglu, 0)
+GATED_KERNELS(geglu, 1)
 
 // ---- small helpers ---------------------------------------------------------------------------
 
