@@ -20,7 +20,9 @@ public final class PrivateCloudComputeLanguageModel: Sendable {
 
     init(platform: Void) {}
 
-    static let unavailableMessage = "Private Cloud Compute is Apple's server model for Apple devices; it is not available on Linux. Use SystemLanguageModel or LocalLanguageModel."
+    /// What every request throws here.
+    static let unavailable = Error.serviceUnavailable(.init(debugDescription:
+        "Private Cloud Compute is Apple's server model for Apple devices; it is not available on Linux. Use SystemLanguageModel or LocalLanguageModel."))
 
     /// The availability of the language model: on Linux, never available.
     public var availability: Availability { .unavailable(.deviceNotEligible) }
@@ -37,7 +39,7 @@ public final class PrivateCloudComputeLanguageModel: Sendable {
     ///
     /// - Throws: ``Error/serviceUnavailable(_:)``: the service doesn't exist on this platform.
     public var contextSize: Int {
-        get async throws { throw Error.serviceUnavailable(.init(debugDescription: Self.unavailableMessage)) }
+        get async throws { throw Self.unavailable }
     }
 
     /// Languages that the model supports: none on this platform.
@@ -168,7 +170,7 @@ extension PrivateCloudComputeLanguageModel: LanguageModel {
         /// - Throws: ``PrivateCloudComputeLanguageModel/Error/serviceUnavailable(_:)``, always.
         nonisolated(nonsending) public func respond(to request: LanguageModelExecutorGenerationRequest, model: PrivateCloudComputeLanguageModel,
                                                     streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
-            throw PrivateCloudComputeLanguageModel.Error.serviceUnavailable(.init(debugDescription: PrivateCloudComputeLanguageModel.unavailableMessage))
+            throw PrivateCloudComputeLanguageModel.unavailable
         }
     }
 }
