@@ -19,13 +19,9 @@ struct CountTable: Sendable {
 
     static let unreachable = Int32.max / 4
 
-    /// Column of `count`: unbounded counts saturate at the last column.
-    @inline(__always) func column(_ count: Int32) -> Int { min(Int(count), width - 1) }
-
-    @inline(__always) func need(_ state: Int, _ count: Int32) -> Int32 {
-        if maxCount >= 0 && Int(count) > maxCount { return Self.unreachable }
-        return need[state * width + column(count)]
-    }
+    /// Whether any string meets the bounds (the start, with no characters read, can finish).
+    /// The matcher reads the table through ``Grammar/countNeed(rule:state:count:)``.
+    var admitsAny: Bool { need[0] < Self.unreachable }
 
     /// The table for `strings` (a trim automaton of JSON strings, quotes included), or nil when
     /// its states do not each sit at one position of the string's characters (then the product

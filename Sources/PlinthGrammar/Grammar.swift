@@ -82,7 +82,7 @@ final class Grammar: Sendable {
             guard let shared = b.rules[r].shared else { continue }
             settled[r] = true
             if let c = b.rules[r].counted, c.min > c.max && c.max >= 0 { continue }
-            if let t = shared.counts, t.need(0, 0) >= CountTable.unreachable { continue }
+            if let t = shared.counts, !t.admitsAny { continue }
             productive[r] = shared.dfa.accepting.contains(true)
         }
         var changed = true
