@@ -82,11 +82,14 @@ static double time_matmul(int type, const weights *w, int64_t m, int64_t k, pkc_
 
 // The same through a captured graph of 64 calls (launch gaps mostly gone, as in a decode step
 // that the runtime captures).
-static double time_matmul_graph(int type, const weights *w, int64_t m, int64_t k, pkc_ptr x, int64_t n, pkc_ptr y) {
+// With q (x's int8 rows, stride pkc_q8_row_bytes(k)), the int8 GEMV.
+static double time_matmul_graph_q8(int type, const weights *w, int64_t m, int64_t k, pkc_ptr x, pkc_ptr q, int64_t n,
+                                   pkc_ptr y) {
     pkc_graph *g = NULL;
     CHECK(c, pkc_graph_begin(c));
     for (int i = 0; i < 64; i++)
-        CHECK(c, pkc_matmul(c, type, w->base + (uint64_t)(i % w->copies) * w->bytes, m, k, x, k, n, y, m));
+        CHECK(c, pkc_matmul_q8(c, type, w->base + (uint64_t)(i % w->copies) * w->bytes, m, k, x, k, q,
+                               (int64_t)pkc_q8_row_bytes(k), n, y, m, 0));
     CHECK(c, pkc_graph_end(c, &g));
     CHECK(c, pkc_graph_launch(c, g));
     float ms[5];
@@ -98,6 +101,10 @@ static double time_matmul_graph(int type, const weights *w, int64_t m, int64_t k
     pkc_graph_destroy(c, g);
     qsort(ms, 5, sizeof ms[0], cmp_float);
     return ms[2] * 1e3 / (4 * 64);
+}
+
+static double time_matmul_graph(int type, const weights *w, int64_t m, int64_t k, pkc_ptr x, int64_t n, pkc_ptr y) {
+    return time_matmul_graph_q8(type, w, m, k, x, 0, n, y);
 }
 
 // Inputs and outputs for products of up to `rows` rows at every shape here: x normal (widest
@@ -146,6 +153,40 @@ static void bench_gemv(int quick) {
             pkc_free(c, w.base);
         }
     pkc_set_gemm_min_rows(c, saved);
+    products_free(io);
+    printf("\n");
+}
+
+// The int8 GEMV (x as int8 rows, dp4a) against the float-x GEMV, graph-replayed µs per call, for
+// the catalog models' formats at their shapes, n = 1 and 2; and the lane policy's widening
+// ($PLINTH_CUDA_GEMV_WIDE_WARPS = 0 turns it off) on the int8 one.
+static void bench_gemv8(void) {
+    static const int qtypes[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K};
+    printf("GEMV int8 rows vs float rows (graph us per call; GB/s of weights at n = 1)\n");
+    printf("%-5s %-14s %9s %9s %7s %9s | %9s %9s\n", "type", "shape", "n1 float", "int8", "GB/s", "speedup", "n2 float", "int8");
+    const int64_t kmax = 4864, rows = 2;
+    const products io = products_io(rows);
+    const int64_t ldq = (int64_t)pkc_q8_row_bytes(kmax);
+    const pkc_ptr q = dev_alloc(c, (size_t)(rows * ldq));
+    const int64_t saved = pkc_set_gemm_min_rows(c, INT64_MAX);
+    for (int ti = 0; ti < (int)(sizeof qtypes / sizeof qtypes[0]); ti++)
+        for (int si = 0; si < NSHAPES; si++) {
+            const shape *s = &shapes[si];
+            const int type = qtypes[ti];
+            if (s->k % block_elements(type) != 0 || (s->m > 10000 && type != PK_Q8_0)) continue;
+            CHECK(c, pkc_quantize_q8(c, io.x, s->k, rows, s->k, q, (int64_t)pkc_q8_row_bytes(s->k)));
+            weights w = make_weights(type, s->m, s->k, (size_t)512 << 20);
+            const double f1 = time_matmul_graph(type, &w, s->m, s->k, io.x, 1, io.y);
+            const double i1 = time_matmul_graph_q8(type, &w, s->m, s->k, io.x, q, 1, io.y);
+            const double f2 = time_matmul_graph(type, &w, s->m, s->k, io.x, 2, io.y);
+            const double i2 = time_matmul_graph_q8(type, &w, s->m, s->k, io.x, q, 2, io.y);
+            const double gbs = (double)pkc_row_bytes(type, s->k) * (double)s->m / (i1 * 1e-6) / 1e9;
+            printf("%-5s %-14s %9.2f %9.2f %7.0f %8.2fx | %9.2f %9.2f\n", type_name(type), s->name, f1, i1, gbs, f1 / i1, f2, i2);
+            fflush(stdout);
+            pkc_free(c, w.base);
+        }
+    pkc_set_gemm_min_rows(c, saved);
+    pkc_free(c, q);
     products_free(io);
     printf("\n");
 }
@@ -342,6 +383,7 @@ int main(int argc, char **argv) {
     }
     const char *only = getenv("PKC_BENCH");
     if (!only || strstr(only, "copy")) bench_copy();
+    if (!only || strstr(only, "int8")) bench_gemv8();
     if (!only || strstr(only, "rows")) bench_gemv_rows();
     if (!only || strstr(only, "gemv")) bench_gemv(quick);
     if (!only || strstr(only, "cross")) bench_crossover();

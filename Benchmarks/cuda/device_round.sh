@@ -7,14 +7,19 @@
 #   bash Benchmarks/cuda/device_round.sh setup         unpack plinth, its libraries and the kernel tests;
 #                                                      with llama-src.tar.xz stashed, start llama.cpp's
 #                                                      CUDA build in the background; with lb.tar.xz, unpack it
+#   bash Benchmarks/cuda/device_round.sh llamabuild    only that: llama.cpp's build (or its binaries)
 #   bash Benchmarks/cuda/device_round.sh kernels       PlinthCUDA's kernel tests (devbin/test_cuda)
 #   bash Benchmarks/cuda/device_round.sh llamabin      unpack llama.cpp binaries built earlier (lb.tar.xz)
-#   bash Benchmarks/cuda/device_round.sh models        assemble the models (smol.part-* -> smollm2.gguf,
-#                                                      sha256-checked; qwen-rep.gguf.xz -> qwen-rep.gguf)
+#   bash Benchmarks/cuda/device_round.sh models        assemble the models (pay.part-* -> smollm2.gguf,
+#                                                      sha256-checked, and qwen-rep.gguf)
 #   bash Benchmarks/cuda/device_round.sh plinth        plinth: bench (single, batched 64) per model,
 #                                                      greedy CPU vs CUDA, guided output, the clause workload
 #   bash Benchmarks/cuda/device_round.sh eval          plinth eval (600 clauses) on CUDA and CPU; the clause
 #                                                      workload on CUDA at 16 and 64 sessions
+#   bash Benchmarks/cuda/device_round.sh fidelity      SmolLM2 against its F32 reference (KL divergence, as
+#                                                      Benchmarks/README.md measures the CPU): CPU, CUDA at
+#                                                      prefill batches (GEMM), CUDA at 8-token steps (the
+#                                                      decode GEMV, int8 rows and float rows)
 #   bash Benchmarks/cuda/device_round.sh profile       ncu: kernel durations of decode steps per model
 #   bash Benchmarks/cuda/device_round.sh llama         llama-bench and llama-batched-bench (CUDA) per model
 #
@@ -47,7 +52,10 @@ setup)
     ldd "$P" | tee -a "$LOG"
     [ -f "$W/stash/devbin.tar.xz" ] && tar xJf "$W/stash/devbin.tar.xz" -C "$W"
     [ -f "$W/stash/lb.tar.xz" ] && exec bash "$0" llamabin
-    [ -f "$W/stash/llama-src.tar.xz" ] || exit 0
+    [ -f "$W/stash/llama-src.tar.xz" ] && exec bash "$0" llamabuild
+    exit 0 ;;
+llamabuild)
+    [ -f "$W/stash/lb.tar.xz" ] && exec bash "$0" llamabin
     mkdir -p "$W/llama" && tar xJf "$W/stash/llama-src.tar.xz" -C "$W/llama"
     export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
     # Built beside the plinth runs, on 12 of the 16 cores; `llama` waits for it.
@@ -58,17 +66,18 @@ setup)
     sleep 2; say "llama.cpp build started" ;;
 kernels)
     say "PlinthCUDA kernel tests"
-    "$W/devbin/test_cuda" "$W/kernel-cache" >"$OUT/kernel-tests.log" 2>&1
+    # In plinth's own kernel cache, which the tests leave holding a good cubin: plinth need not compile again.
+    "$W/devbin/test_cuda" "$PLINTH_HOME/cuda" >"$OUT/kernel-tests.log" 2>&1
     grep -v "^PASS" "$OUT/kernel-tests.log" | tee -a "$LOG" ;;
 llamabin)
     # llama.cpp's binaries from an earlier round's build (tar of build/bin), where the build put them.
     mkdir -p "$W/llama/llama.cpp/build/bin" && tar xJf "$W/stash/lb.tar.xz" -C "$W/llama/llama.cpp/build/bin"
     echo BUILD-OK >"$W/llama-build.log" ;;
 models)
-    if ls "$W"/stash/smol.part-* >/dev/null 2>&1; then
-        cat "$W"/stash/smol.part-* | xz -dc >"$W/smollm2.gguf"
-        echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $W/smollm2.gguf" | sha256sum -c | tee -a "$LOG"
-    fi
+    # The payload's pieces (pay.part-NN, in order) make one tar of xz'd models.
+    cat "$W"/stash/pay.part-* | tar xf - -C "$W/stash"
+    xz -dc "$W/stash/smollm2.gguf.xz" >"$W/smollm2.gguf"
+    echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $W/smollm2.gguf" | sha256sum -c | tee -a "$LOG"
     [ -f "$W/stash/qwen-rep.gguf.xz" ] && xz -dc "$W/stash/qwen-rep.gguf.xz" >"$W/qwen-rep.gguf"
     ls -la "$W"/*.gguf | tee -a "$LOG" ;;
 plinth)
@@ -171,6 +180,28 @@ d = json.load(open(sys.argv[1]))
 print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})
 EOF
     done ;;
+fidelity)
+    # The F32 reference is the file's own dequantization (plinth quantize --type F32, which is
+    # llama-quantize's F32 byte for byte); its log-probabilities on the GPL-3 text (-c 512, 14
+    # chunks) are the base each run is compared with.
+    TEXT=/usr/share/common-licenses/GPL-3
+    [ -f "$TEXT" ] || TEXT="$W/stash/GPL-3"
+    M="$W/smollm2.gguf"
+    say "fidelity: F32 reference of SmolLM2 and its log-probabilities (CPU, 16 threads)"
+    [ -f "$W/smol-f32.gguf" ] || "$P" quantize -m "$M" --type F32 -o "$W/smol-f32.gguf" >>"$LOG" 2>&1 || say "exit $?"
+    "$P" perplexity -m "$W/smol-f32.gguf" -f "$TEXT" -c 512 --chunks 20 --backend cpu --kl-divergence-base "$W/smol-f32.kld" \
+        2>&1 | grep -E "Final|error" | tee -a "$LOG"
+    kld() { # NAME BACKEND BATCH [ENV...]
+        local name="$1" b="$2" batch="$3"; shift 3
+        say "fidelity $name: --backend $b -b $batch $*"
+        env "$@" "$P" perplexity -m "$M" --kl-divergence --kl-divergence-base "$W/smol-f32.kld" --backend "$b" -b "$batch" \
+            >"$OUT/kld-$name.txt" 2>&1 || say "exit $?"
+        grep -E "Mean +KLD|Same top|RMS Δp|Mean PPL\(Q\)|error" "$OUT/kld-$name.txt" | tee -a "$LOG"
+    }
+    kld cpu cpu 512
+    kld cuda-prefill cuda 512
+    kld cuda-steps8 cuda 8
+    kld cuda-steps8-float cuda 8 PLINTH_CUDA_INT8=0 ;;
 profile)
     # Kernel durations of decode steps (ncu, one launch at a time, no graphs): where a token's
     # time goes, per kernel name, for each model; skips the load and the prompt.

@@ -15,6 +15,10 @@
 // - matmul, GEMV path: |y - ref| <= 2e-5 * sum|w x| against float64 on the dequantized weights
 //   (f32 accumulation over chains of at most ~100 roundings of partial sums bounded by sum|w x|:
 //   <= 100 * 6e-8 = 6e-6 even in the worst case; 2e-5 leaves room).
+// - matmul, int8 GEMV path (x's int8 rows): |y - ref| <= 2e-5 * sum|w xq| against float64 on the
+//   dequantized weights and the int8 rows' values (d * byte): the integer sums are exact, the rest
+//   is the float GEMV's chain of roundings. The int8 rows themselves (quantize_q8, and rms_norm
+//   and swiglu writing them): exact against the CPU's rounding of the same floats.
 // - matmul, GEMM path: |y - ref| <= 2e-3 * sum|w x| (W and x rounded to f16: each product off by
 //   at most 2 * 2^-11 = 9.8e-4 of |w x|, plus f32 accumulation).
 // - matmul, GPU vs the CPU kernel: |gpu - cpu| <= 2e-2 * sum|w x| (the CPU rounds activations to
@@ -54,6 +58,39 @@ static int64_t ulps(float a, float b) {
     if ((ia < 0) != (ib < 0)) return a == b ? 0 : INT32_MAX;
     const int64_t d = (int64_t)ia - (int64_t)ib;
     return d < 0 ? -d : d;
+}
+
+// The CPU's activation rounding (Kernels/matmul.c, quantize_row_q8_32) of one row of k floats:
+// bytes and per-32 f16-rounded scales.
+static void host_q8(const float *x, int64_t k, int8_t *q, float *d) {
+    for (int64_t b = 0; b < k / 32; b++) {
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) amax = fabsf(x[b * 32 + i]) > amax ? fabsf(x[b * 32 + i]) : amax;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        for (int i = 0; i < 32; i++) q[b * 32 + i] = (int8_t)(int)rintf(x[b * 32 + i] * id);
+        d[b] = (float)(_Float16)(amax / 127.0f);
+    }
+}
+
+// Compares n int8 rows on the device (stride ldq) with host_q8 of rows of x (stride ldx): the
+// count of differing bytes and scales.
+static int64_t q8_mismatches(pkc_context *c, pkc_ptr dq, int64_t ldq, const float *x, int64_t ldx, int64_t n, int64_t k) {
+    uint8_t *got = malloc((size_t)(n * ldq));
+    CHECK(c, pkc_download(c, got, dq, (size_t)(n * ldq)));
+    int8_t *q = malloc((size_t)k);
+    float *d = malloc((size_t)(k / 32) * 4);
+    int64_t bad = 0;
+    for (int64_t t = 0; t < n; t++) {
+        host_q8(x + t * ldx, k, q, d);
+        bad += memcmp(q, got + t * ldq, (size_t)k) != 0;
+        for (int64_t b = 0; b < k / 32; b++) {
+            float g;
+            memcpy(&g, got + t * ldq + k + 4 * b, 4);
+            bad += !(g == d[b]);
+        }
+    }
+    free(got); free(q); free(d);
+    return bad;
 }
 
 static float *host_floats(int64_t count) {
@@ -128,13 +165,16 @@ typedef struct { const char *name; int64_t m, k; } shape;
 static const shape shapes[] = {
     {"smol attn_q", 576, 576},   {"smol attn_k", 192, 576},    {"smol ffn_up", 1536, 576}, {"smol ffn_down", 576, 1536},
     {"smol output", 49152, 576}, {"qwen attn_q", 896, 896},    {"qwen attn_k", 128, 896},  {"qwen ffn_up", 4864, 896},
-    {"qwen ffn_down", 896, 4864}, {"qwen output", 151936, 896}, {"odd", 77, 1536},
+    {"qwen ffn_down", 896, 4864}, {"qwen output", 151936, 896}, {"odd", 77, 1536}, {"wide", 64, 4096},
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
 // The worst errors over a set of calls of one (type, shape, path).
 typedef struct { double gpu, cpu, diff; int64_t unwritten; } mm_err;
-#define MM_PASSES 3
+#define MM_PASSES 5
+// Passes: the GEMV path (rows per lane group by the policy), the GEMM path, the GEMV's
+// row-blocked variant forced (R = 2 at n <= 2), then the int8 GEMV (quantized formats) both ways.
+static int pass_i8(int pass) { return pass >= 3; }
 
 static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t *ns, int count, int check_cpu,
                         mm_err *errs) {
@@ -154,12 +194,12 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
         pk_dequantize(type, w + refrow[i] * rb, tmp, k);
         for (int64_t j = 0; j < k; j++) wd[i * k + j] = tmp[j];
     }
-    // Passes: the GEMV path (rows per lane group by the policy), the GEMM path, then the GEMV's
-    // row-blocked variant forced (R = 2 at n <= 2).
     memset(errs, 0, MM_PASSES * sizeof *errs);
+    const int quantized = type != PK_F32 && type != PK_F16 && type != PK_BF16;
     for (int pass = 0; pass < MM_PASSES; pass++) {
     mm_err *e = &errs[pass];
-    const int gemm = pass == 1, force_r = pass == 2 ? 2 : 0;
+    const int gemm = pass == 1, force_r = pass == 2 || pass == 4 ? 2 : 0, i8 = pass_i8(pass);
+    if (i8 && (!quantized || k % 32 != 0)) continue;
     const int64_t saved = pkc_set_gemm_min_rows(c, gemm ? 1 : INT64_MAX);
     const int saved_r = pkc_set_gemv_rows_per_group(c, force_r);
     for (int ci = 0; ci < count; ci++) {
@@ -171,7 +211,29 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
         pkc_ptr dx = dev_upload(c, x, (size_t)(n * ldx) * 4);
         pkc_ptr dy = dev_alloc(c, (size_t)(n * ldy) * 4);
         CHECK(c, pkc_memset(c, dy, 0xff, (size_t)(n * ldy) * 4));
-        CHECK(c, pkc_matmul(c, type, dw, m, k, dx, ldx, n, dy, ldy));
+        // The int8 pass: x's int8 rows, and the values they stand for as the reference's x.
+        float *xr = x;
+        int64_t ldr = ldx;
+        pkc_ptr dq = 0;
+        if (i8) {
+            const int64_t ldq = (int64_t)pkc_q8_row_bytes(k) + (ci % 2 ? 16 : 0);
+            dq = dev_alloc(c, (size_t)(n * ldq));
+            CHECK(c, pkc_quantize_q8(c, dx, ldx, n, k, dq, ldq));
+            CHECK(c, pkc_matmul_q8(c, type, dw, m, k, dx, ldx, dq, ldq, n, dy, ldy, 0));
+            uint8_t *qb = malloc((size_t)(n * ldq));
+            CHECK(c, pkc_download(c, qb, dq, (size_t)(n * ldq)));
+            xr = host_floats(n * k);
+            ldr = k;
+            for (int64_t t = 0; t < n; t++)
+                for (int64_t j = 0; j < k; j++) {
+                    float d;
+                    memcpy(&d, qb + t * ldq + k + 4 * (j / 32), 4);
+                    xr[t * k + j] = d * (float)(int8_t)qb[t * ldq + j];
+                }
+            free(qb);
+        } else {
+            CHECK(c, pkc_matmul(c, type, dw, m, k, dx, ldx, n, dy, ldy));
+        }
         float *y = download_floats(c, dy, n * ldy);
         float *ycpu = NULL;
         if (check_cpu) {
@@ -189,7 +251,7 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
                 const int64_t r = refrow[i];
                 double ref = 0.0, mag = 0.0;
                 for (int64_t j = 0; j < k; j++) {
-                    const double p = wd[i * k + j] * (double)x[t * ldx + j];
+                    const double p = wd[i * k + j] * (double)xr[t * ldr + j];
                     ref += p;
                     mag += fabs(p);
                 }
@@ -211,6 +273,8 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
         }
         CHECK(c, pkc_free(c, dx));
         CHECK(c, pkc_free(c, dy));
+        if (dq) CHECK(c, pkc_free(c, dq));
+        if (xr != x) free(xr);
         free(x); free(y); free(ycpu);
     }
     pkc_set_gemm_min_rows(c, saved);
@@ -245,6 +309,24 @@ static void test_matmul_add(pkc_context *c) {
             CHECK(c, pkc_add(c, db, dt, n * ldy));
             float *a = download_floats(c, da, n * ldy), *b = download_floats(c, db, n * ldy);
             const int gemm = n >= 9;
+            if (!gemm) {
+                // The int8 GEMV's accumulation, likewise bit for bit.
+                const int64_t ldq = (int64_t)pkc_q8_row_bytes(k);
+                pkc_ptr dq = dev_alloc(c, (size_t)(n * ldq)), qa = dev_upload(c, y0, (size_t)(n * ldy) * 4);
+                pkc_ptr qb = dev_upload(c, y0, (size_t)(n * ldy) * 4);
+                CHECK(c, pkc_memset(c, dt, 0, (size_t)(n * ldy) * 4));
+                CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+                CHECK(c, pkc_matmul_q8(c, type, dw, m, k, dx, k, dq, ldq, n, qa, ldy, 1));
+                CHECK(c, pkc_matmul_q8(c, type, dw, m, k, dx, k, dq, ldq, n, dt, ldy, 0));
+                CHECK(c, pkc_add(c, qb, dt, n * ldy));
+                float *ya = download_floats(c, qa, n * ldy), *yb = download_floats(c, qb, n * ldy);
+                int64_t diff = 0;
+                for (int64_t i = 0; i < n * ldy; i++) diff += !same_bits(ya[i], yb[i]);
+                report(diff == 0, "matmul_q8 add %s %lldx%lld n=%lld: %lld values differ from matmul_q8 + add (tol exact)",
+                       type_name(type), (long long)m, (long long)k, (long long)n, (long long)diff);
+                pkc_free(c, dq); pkc_free(c, qa); pkc_free(c, qb);
+                free(ya); free(yb);
+            }
             int64_t bad = 0;
             double worst = 0.0;
             for (int64_t i = 0; i < n * ldy; i++) {
@@ -282,10 +364,12 @@ static void test_matmul(pkc_context *c) {
             // The CPU comparison on the smaller shapes (the CPU kernel does all rows: slow for vocabularies).
             const int check_cpu = !big;
             matmul_case(c, type, s, ns, count, check_cpu, e);
-            static const char *const pass_names[MM_PASSES] = {"gemv", "gemm", "gemv r2"};
-            static const char *const pass_ns[2][MM_PASSES] = {{"1..9,13,16,64", "1..9,13,16,64", "1,2"},
-                                                              {"1,4,64", "1,4,64", "1"}};
+            static const char *const pass_names[MM_PASSES] = {"gemv", "gemm", "gemv r2", "gemv8", "gemv8 r2"};
+            static const char *const pass_ns[2][MM_PASSES] = {{"1..9,13,16,64", "1..9,13,16,64", "1,2", "1..9,13,16,64", "1,2"},
+                                                              {"1,4,64", "1,4,64", "1", "1,4,64", "1"}};
+            const int quantized = type != PK_F32 && type != PK_F16 && type != PK_BF16;
             for (int pass = 0; pass < MM_PASSES; pass++) {
+                if (pass_i8(pass) && (!quantized || s->k % 32 != 0)) continue;
                 const double tol = pass == 1 ? 2e-3 : 2e-5;
                 const int ok = e[pass].unwritten == 0 && e[pass].gpu <= tol && (!check_cpu || e[pass].diff <= 2e-2);
                 char cpu[96] = "";
@@ -324,6 +408,20 @@ static void test_rms_norm(pkc_context *c) {
             }
             report(worst <= 2, "rms_norm n=%lld k=%lld: max %lld ulp from pk_rms_norm, %lld of %lld bit-exact (tol 2 ulp)",
                    (long long)n, (long long)k, (long long)worst, (long long)exact, (long long)(n * k));
+            if (k % 32 == 0) {
+                // The same norm writing int8 rows too: the floats unchanged, the rows the CPU's rounding of them.
+                const int64_t ldq = (int64_t)pkc_q8_row_bytes(k);
+                pkc_ptr dy2 = dev_alloc(c, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+                CHECK(c, pkc_rms_norm_q8(c, dx, ld, dw, dy2, k, n, k, 1e-6f, dq, ldq));
+                float *y2 = download_floats(c, dy2, n * k);
+                int64_t diff = 0;
+                for (int64_t i = 0; i < n * k; i++) diff += !same_bits(y[i], y2[i]);
+                const int64_t bad = q8_mismatches(c, dq, ldq, y, k, n, k);
+                report(diff == 0 && bad == 0, "rms_norm_q8 n=%lld k=%lld: %lld floats differ from rms_norm, %lld int8 rows or scales from the CPU's rounding (tol exact)",
+                       (long long)n, (long long)k, (long long)diff, (long long)bad);
+                pkc_free(c, dy2); pkc_free(c, dq);
+                free(y2);
+            }
             pkc_free(c, dx); pkc_free(c, dw); pkc_free(c, dy);
             free(x); free(w); free(ref); free(xc); free(y);
         }
@@ -387,6 +485,19 @@ static void test_swiglu_add(pkc_context *c) {
             for (int64_t i = 0; i < k; i++) bad += !same_bits(y[t * ldg + i], gc[t * k + i]);
         report(bad == 0, "swiglu n=7 k=%lld (strided): %lld values differ from pk_swiglu (tol bit-exact)", (long long)k,
                (long long)bad);
+        if (k % 32 == 0) {
+            const int64_t ldq = (int64_t)pkc_q8_row_bytes(k) + 16;
+            pkc_ptr dg2 = dev_upload(c, g, (size_t)(n * ldg) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+            CHECK(c, pkc_swiglu_q8(c, dg2, ldg, du, ldu, n, k, dq, ldq));
+            float *y2 = download_floats(c, dg2, n * ldg);
+            int64_t diff = 0;
+            for (int64_t i = 0; i < n * ldg; i++) diff += !same_bits(y[i], y2[i]);
+            const int64_t badq = q8_mismatches(c, dq, ldq, y, ldg, n, k);
+            report(diff == 0 && badq == 0, "swiglu_q8 n=7 k=%lld: %lld floats differ from swiglu, %lld int8 rows or scales from the CPU's rounding (tol exact)",
+                   (long long)k, (long long)diff, (long long)badq);
+            pkc_free(c, dg2); pkc_free(c, dq);
+            free(y2);
+        }
         pkc_free(c, dg); pkc_free(c, du);
         free(g); free(u); free(y); free(gc); free(uc);
     }

@@ -145,6 +145,9 @@ static int fmt_index(int type) {
     return -1;
 }
 
+// F32, F16 and BF16 have no codes: their GEMV always reads float x.
+static int is_float_format(int i) { return fmts[i].type == 0 || fmts[i].type == 1 || fmts[i].type == 30; }
+
 // ---- the context -------------------------------------------------------------------------------
 
 struct pkc_graph {
@@ -166,13 +169,17 @@ struct pkc_context {
     CUevent ev0, ev1;
     // gemv_r[n - 1]: the variant of two rows of W per lane group at n rows of x (n = 1, 2).
     CUfunction gemv[NFMT][GEMV_MAX_ROWS], gemv_r[NFMT][2], dq32[NFMT], dq16[NFMT], rows[NFMT];
-    CUfunction rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
+    // The int8-row GEMVs of the quantized formats (NULL for the float ones).
+    CUfunction gemv8[NFMT][GEMV_MAX_ROWS], gemv8_r[NFMT][2];
+    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
     size_t cap_w, cap_x, cap_a;
     int64_t gemm_min_rows;
     int64_t gemv_min_warps; // gemv_rows_per_group
     int gemv_force_r;       // $PLINTH_CUDA_GEMV_R (0: the policy)
+    int64_t gemv_wide_warps; // gemv_lanes: a launch with fewer warps widens its lane groups
+    int int8_rows;           // int8 rows of x where given ($PLINTH_CUDA_INT8=0: never)
     int capturing;
     pkc_device_info info;
     char err[2048];
@@ -556,6 +563,14 @@ static int get_functions(pkc_context *c) {
             snprintf(name, sizeof name, "pkc_gemv_%s_%d_r2", fmts[i].name, n);
             if ((st = get_function(c, &c->gemv_r[i][n - 1], name))) return st;
         }
+        for (int n = 1; !is_float_format(i) && n <= GEMV_MAX_ROWS; n++) {
+            snprintf(name, sizeof name, "pkc_gemv8_%s_%d_r1", fmts[i].name, n);
+            if ((st = get_function(c, &c->gemv8[i][n - 1], name))) return st;
+        }
+        for (int n = 1; !is_float_format(i) && n <= 2; n++) {
+            snprintf(name, sizeof name, "pkc_gemv8_%s_%d_r2", fmts[i].name, n);
+            if ((st = get_function(c, &c->gemv8_r[i][n - 1], name))) return st;
+        }
         snprintf(name, sizeof name, "pkc_dequant_f32_%s", fmts[i].name);
         if ((st = get_function(c, &c->dq32[i], name))) return st;
         snprintf(name, sizeof name, "pkc_dequant_f16_%s", fmts[i].name);
@@ -568,7 +583,7 @@ static int get_functions(pkc_context *c) {
         if ((st = get_function(c, &c->attn[g - 1], name))) return st;
     }
     struct { CUfunction *f; const char *name; } named[] = {
-        {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
+        {&c->quantize_q8, "pkc_quantize_q8"}, {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
         {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->add_bias, "pkc_add_bias"},
         {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}};
@@ -584,6 +599,10 @@ static int get_functions(pkc_context *c) {
 // path wins everywhere.
 #define DEFAULT_GEMM_MIN_ROWS 9
 #define DEFAULT_GEMV_MIN_WARPS 2048
+// A GEMV launch of fewer warps than this (a few long rows: Qwen2.5's 896 x 4864 made 896 warps,
+// 10% achieved occupancy) doubles its lanes per row, up to a block of 128, while each lane keeps
+// two units.
+#define DEFAULT_GEMV_WIDE_WARPS 2048
 #define BLAS_WORKSPACE (32u << 20)
 // pkc_argmax: rows per launch (its scratch) and blocks per row at most.
 #define ARGMAX_ROWS 1024
@@ -649,6 +668,10 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->gemv_min_warps = DEFAULT_GEMV_MIN_WARPS;
     if ((env = getenv("PLINTH_CUDA_GEMV_MIN_WARPS")) && atoll(env) > 0) c->gemv_min_warps = atoll(env);
     if ((env = getenv("PLINTH_CUDA_GEMV_R"))) c->gemv_force_r = atoi(env);
+    c->gemv_wide_warps = DEFAULT_GEMV_WIDE_WARPS;
+    if ((env = getenv("PLINTH_CUDA_GEMV_WIDE_WARPS")) && atoll(env) >= 0) c->gemv_wide_warps = atoll(env);
+    env = getenv("PLINTH_CUDA_INT8");
+    c->int8_rows = !(env && strcmp(env, "0") == 0);
     return PKC_OK;
 }
 
@@ -995,48 +1018,81 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
     return s ? cublas_fail(c, s, "cublasGemmEx (f16)") : PKC_OK;
 }
 
-static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
-                  pkc_ptr y, int64_t ldy, int add);
+static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
 
 int pkc_matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                pkc_ptr y, int64_t ldy) {
-    return matmul(c, type, w, m, k, x, ldx, n, y, ldy, 0);
+    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 0);
 }
 
 int pkc_matmul_add(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                    pkc_ptr y, int64_t ldy) {
-    return matmul(c, type, w, m, k, x, ldx, n, y, ldy, 1);
+    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 1);
+}
+
+int pkc_matmul_q8(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add) {
+    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add != 0);
+}
+
+int64_t pkc_gemm_min_rows(const pkc_context *c) { return c ? c->gemm_min_rows : 0; }
+
+size_t pkc_q8_row_bytes(int64_t k) { return k <= 0 ? 0 : ((size_t)k + (size_t)(k / 32) * 4 + 15) / 16 * 16; }
+
+// Checks an int8 row buffer's arguments (when q is given).
+static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int64_t ldq) {
+    if (q && (k % 32 != 0 || ldq < (int64_t)pkc_q8_row_bytes(k) || ldq % 16 != 0 || q % 16 != 0))
+        return fail(c, PKC_ERR_INVALID, "%s: int8 rows need k a multiple of 32, ldq >= pkc_q8_row_bytes(k) and 16-byte alignment",
+                    what);
+    return PKC_OK;
 }
 
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n);
+static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units, int64_t n);
 
-static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
-                  pkc_ptr y, int64_t ldy, int add) {
+static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add) {
     ENTER(c);
     const int fi = check_weights(c, "pkc_matmul", type, w, k);
     if (fi < 0) return -fi;
     if (m <= 0 || n < 0 || m > 0x7fffffff || ldx < k || ldx % 4 != 0 || x % 16 != 0 || ldy < m)
         return fail(c, PKC_ERR_INVALID, "pkc_matmul: bad sizes, strides or alignment (m %lld, k %lld, n %lld, ldx %lld, ldy %lld)",
                     (long long)m, (long long)k, (long long)n, (long long)ldx, (long long)ldy);
+    int st = check_q8(c, "pkc_matmul_q8", k, q, ldq);
+    if (st) return st;
     if (n == 0) return PKC_OK;
     if (n >= c->gemm_min_rows) return matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add);
+    // The int8 GEMV where x's int8 rows are given and the weights have codes; else float x.
+    const int i8 = q && c->int8_rows && !is_float_format(fi);
     int mm = (int)m, kk = (int)k;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
-    // Lanes per row: a whole warp for rows of 64 units (1024 weights) or more, else 16 or 8, so
-    // that each lane still gets a few units (and a warp several rows).
     const int64_t units = k / 16;
-    int lanes_log2 = units >= 64 ? 5 : units >= 32 ? 4 : 3;
     for (int64_t t0 = 0; t0 < n; t0 += GEMV_MAX_ROWS) {
         const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
+        int lanes_log2 = gemv_lanes(c, m, units, rows);
         const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
-        const CUfunction f = r == 1 ? c->gemv[fi][rows - 1] : c->gemv_r[fi][rows - 1];
-        const int64_t rows_per_block = ((int64_t)GEMV_WARPS << (5 - lanes_log2)) * r;
-        CUdeviceptr xt = x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
-        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ldx, &yt, &ldy, &lanes_log2, &add};
-        const int st = launch(c, f, "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
+        const CUfunction f = i8 ? (r == 1 ? c->gemv8[fi][rows - 1] : c->gemv8_r[fi][rows - 1])
+                                : (r == 1 ? c->gemv[fi][rows - 1] : c->gemv_r[fi][rows - 1]);
+        const int64_t rows_per_block = (((int64_t)GEMV_WARPS * 32) >> lanes_log2) * r;
+        CUdeviceptr xt = i8 ? q + (uint64_t)(t0 * ldq) : x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
+        int64_t ld = i8 ? ldq : ldx;
+        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &yt, &ldy, &lanes_log2, &add};
+        st = launch(c, f, i8 ? "gemv8" : "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
         if (st) return st;
     }
     return PKC_OK;
+}
+
+// Lanes per row group (log2): a whole warp for rows of 64 units (1024 weights) or more, else 16
+// or 8, so that each lane still gets a few units (and a warp several rows); then, while the
+// launch would make fewer than gemv_wide_warps warps, twice as many (64, 128: the whole block)
+// as long as each lane keeps two units.
+static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units, int64_t n) {
+    (void)n;
+    int ll = units >= 64 ? 5 : units >= 32 ? 4 : 3;
+    while (ll < 7 && units >= (2 << (ll + 1)) && ((m << ll) >> 5) < c->gemv_wide_warps) ll++;
+    return ll;
 }
 
 // Rows of W per lane group (1 or 2; 2 exists at n <= 2 rows of x) for a GEMV launch. Two rows
@@ -1047,7 +1103,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n) {
     if (n > 2) return 1;
     if (c->gemv_force_r > 0) return c->gemv_force_r >= 2 ? 2 : 1;
-    const int64_t warps = ((m + 1) / 2) >> (5 - lanes_log2);
+    const int64_t warps = (((m + 1) / 2) << lanes_log2) >> 5;
     return warps >= c->gemv_min_warps / n ? 2 : 1;
 }
 
@@ -1055,11 +1111,32 @@ static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, 
 
 int pkc_rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                  float eps) {
+    return pkc_rms_norm_q8(c, x, ldx, w, y, ldy, n, k, eps, 0, 0);
+}
+
+int pkc_rms_norm_q8(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
+                    float eps, pkc_ptr q, int64_t ldq) {
     ENTER(c);
     if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
+    int st = check_q8(c, "pkc_rms_norm_q8", k, q, ldq);
+    if (st) return st;
     int kk = (int)k;
-    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps};
-    return launch(c, c->rms, "rms_norm", (uint64_t)n, 1, 256, 0, args);
+    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps, &q, &ldq};
+    // A thread per value up to 1024: one load of x per thread in each pass, no loop (a decode
+    // step's norm is one block, a chain of latencies).
+    const unsigned threads = k >= 1024 ? 1024u : (unsigned)((k + 31) / 32 * 32);
+    return launch(c, c->rms, "rms_norm", (uint64_t)n, 1, threads, 0, args);
+}
+
+int pkc_quantize_q8(pkc_context *c, pkc_ptr x, int64_t ldx, int64_t n, int64_t k, pkc_ptr q, int64_t ldq) {
+    ENTER(c);
+    if (n < 0 || n > 0x7fffffff || k <= 0 || k > 0x7fffffff || ldx < k || !q)
+        return fail(c, PKC_ERR_INVALID, "pkc_quantize_q8: bad sizes");
+    int st = check_q8(c, "pkc_quantize_q8", k, q, ldq);
+    if (st) return st;
+    int nn = (int)n, kk = (int)k;
+    void *args[] = {&x, &ldx, &nn, &kk, &q, &ldq};
+    return launch(c, c->quantize_q8, "quantize_q8", blocks_for(n * k, 256), 1, 256, 0, args);
 }
 
 int pkc_rope_table(pkc_context *c, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table) {
@@ -1085,11 +1162,18 @@ int pkc_rope(pkc_context *c, pkc_ptr x, int64_t n, int64_t stride, int heads, in
 }
 
 int pkc_swiglu(pkc_context *c, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k) {
+    return pkc_swiglu_q8(c, gate, ldg, up, ldu, n, k, 0, 0);
+}
+
+int pkc_swiglu_q8(pkc_context *c, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k, pkc_ptr q,
+                  int64_t ldq) {
     ENTER(c);
     if (n < 0 || n > 0x7fffffff || k <= 0 || k > 0x7fffffff || ldg < k || ldu < k)
         return fail(c, PKC_ERR_INVALID, "pkc_swiglu: bad sizes");
+    int st = check_q8(c, "pkc_swiglu_q8", k, q, ldq);
+    if (st) return st;
     int nn = (int)n, kk = (int)k;
-    void *args[] = {&gate, &ldg, &up, &ldu, &nn, &kk};
+    void *args[] = {&gate, &ldg, &up, &ldu, &nn, &kk, &q, &ldq};
     return launch(c, c->swiglu, "swiglu", blocks_for(n * k, 256), 1, 256, 0, args);
 }
 
@@ -1187,8 +1271,11 @@ int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, i
     if (group > ATT_MAXG)
         return fail(c, PKC_ERR_UNSUPPORTED, "pkc_attention: %d query heads per kv head (at most %d)", group, ATT_MAXG);
     if (n == 0) return PKC_OK;
-    // Few (row, kv head) blocks and long contexts: split the positions so the grid fills the chip.
-    const int64_t units = n * n_kv_head, want = 2 * (int64_t)c->info.multiprocessors;
+    const int64_t want = 2 * (int64_t)c->info.multiprocessors;
+    // A block per query head where even that grid is small (decoding few rows), else per kv head.
+    const int g = (int64_t)n * n_head <= want ? 1 : group;
+    // Few blocks and long contexts: split the positions so the grid fills the chip.
+    const int64_t units = n * (n_head / g);
     int64_t splits = 1;
     if (units < want && max_kv > 2 * ATT_TILE) {
         splits = (want + units - 1) / units;
@@ -1213,9 +1300,9 @@ int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, i
     int kvd = (int)cache->kv_dim, sl = (int)split_len;
     // queries, a tile of scores, the stats (4 per head, keeping what follows 16-byte aligned) and
     // the position groups' partial outputs (ATT_THREADS * 8 / head_dim groups of group * head_dim)
-    const unsigned shared = (unsigned)((group * head_dim + group * ATT_TILE + 4 * group + ATT_THREADS * 8 * group) * 4);
+    const unsigned shared = (unsigned)((g * head_dim + g * ATT_TILE + 4 * g + ATT_THREADS * 8 * g) * 4);
     void *args[] = {&kc, &vc, &ss, &kvd, &q, &ldq, &n_head, &n_kv_head, &head_dim, &slots, &kv_len, &scale, &sl, &out, &ldo, &partial};
-    if ((st = launch(c, c->attn[group - 1], "attention", (uint64_t)units, (unsigned)splits, ATT_THREADS, shared, args))) return st;
+    if ((st = launch(c, c->attn[g - 1], "attention", (uint64_t)units, (unsigned)splits, ATT_THREADS, shared, args))) return st;
     if (splits > 1) {
         int sp = (int)splits;
         void *cargs[] = {&partial, &n_head, &head_dim, &sp, &out, &ldo};

@@ -55,20 +55,34 @@ __device__ __forceinline__ void one_scale(float d, float m, float *sc, float *of
 }
 
 // The 16 quants of four words of byte-sized codes, word after word, each less `bias`.
-__device__ __forceinline__ void bytes16(u32 w0, u32 w1, u32 w2, u32 w3, float bias, float *q) {
+__device__ __forceinline__ void bytes16(const u32 *w, float bias, float *q) {
 #pragma unroll
-    for (int j = 0; j < 4; j++) {
-        q[j] = byte_f(w0, j, bias);
-        q[4 + j] = byte_f(w1, j, bias);
-        q[8 + j] = byte_f(w2, j, bias);
-        q[12 + j] = byte_f(w3, j, bias);
-    }
+    for (int g = 0; g < 4; g++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) q[4 * g + j] = byte_f(w[g], j, bias);
 }
 
-// The 16 quants of two words of nibble bytes: low nibbles first (weights 0..7), then high.
-__device__ __forceinline__ void nibbles8(u32 lo, u32 hi, float bias, float *q) {
-    const u32 l0 = lo & 0x0f0f0f0fu, l1 = hi & 0x0f0f0f0fu, h0 = (lo >> 4) & 0x0f0f0f0fu, h1 = (hi >> 4) & 0x0f0f0f0fu;
-    bytes16(l0, l1, h0, h1, bias, q);
+// Quantized formats describe a unit as four words of byte codes (words()): word g holds group
+// g's four weights, weight j in byte j, each worth sc[g] * (code - BIAS) + of[g]. unit() gives
+// them as floats (the dequantizer's and the float GEMV's), iunit() as signed bytes code - BIAS
+// (the int8 GEMV's dp4a operands; every format's codes less its bias fit in a signed byte).
+template <class F> struct Codes {
+    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+        u32 w[4];
+        F::words(b, u, w, sc, of);
+        bytes16(w, (float)F::BIAS, q);
+    }
+    static __device__ __forceinline__ void iunit(const u8 *b, int u, int *q, float *sc, float *of) {
+        u32 w[4];
+        F::words(b, u, w, sc, of);
+#pragma unroll
+        for (int g = 0; g < 4; g++) q[g] = (int)__vsub4(w[g], (u32)F::BIAS * 0x01010101u);
+    }
+};
+
+// The code words of two words of nibble bytes: low nibbles first (weights 0..7), then high.
+__device__ __forceinline__ void nibble_words(u32 lo, u32 hi, u32 *w) {
+    w[0] = lo & 0x0f0f0f0fu; w[1] = hi & 0x0f0f0f0fu; w[2] = (lo >> 4) & 0x0f0f0f0fu; w[3] = (hi >> 4) & 0x0f0f0f0fu;
 }
 
 // Bits b..b+3 of qh, each moved to bit 4 of its byte.
@@ -78,59 +92,55 @@ __device__ __forceinline__ u32 spread4(u32 qh, int b) {
 }
 
 // Q5_0 / Q5_1: nibbles plus bit 4 from qh (weight i of the block takes bit i).
-__device__ __forceinline__ void nibbles8_high(u32 lo, u32 hi, u32 qh, int u, float bias, float *q) {
-    const u32 l0 = (lo & 0x0f0f0f0fu) | spread4(qh, 8 * u), l1 = (hi & 0x0f0f0f0fu) | spread4(qh, 8 * u + 4);
-    const u32 h0 = ((lo >> 4) & 0x0f0f0f0fu) | spread4(qh, 16 + 8 * u), h1 = ((hi >> 4) & 0x0f0f0f0fu) | spread4(qh, 20 + 8 * u);
-    bytes16(l0, l1, h0, h1, bias, q);
+__device__ __forceinline__ void nibble_words_high(u32 lo, u32 hi, u32 qh, int u, u32 *w) {
+    nibble_words(lo, hi, w);
+    w[0] |= spread4(qh, 8 * u); w[1] |= spread4(qh, 8 * u + 4);
+    w[2] |= spread4(qh, 16 + 8 * u); w[3] |= spread4(qh, 20 + 8 * u);
 }
 
-template <> struct Fmt<2> { // Q4_0: d, qs[16]; x = d * (q - 8)
-    enum { BE = 32, BB = 18, UPB = 2, OFF = 0 };
+template <> struct Fmt<2> : Codes<Fmt<2>> { // Q4_0: d, qs[16]; x = d * (q - 8)
+    enum { BE = 32, BB = 18, UPB = 2, OFF = 0, BIAS = 8, UNIFORM = 1 };
     static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
-        nibbles8(ld32u(b + 2 + 8 * u), ld32u(b + 6 + 8 * u), 8.0f, q);
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
+        nibble_words(ld32u(b + 2 + 8 * u), ld32u(b + 6 + 8 * u), w);
         const float d = f16at(b);
         one_scale(d, 0.0f, sc, of);
     }
 };
-template <> struct Fmt<3> { // Q4_1: d, m, qs[16]; x = d * q + m
-    enum { BE = 32, BB = 20, UPB = 2, OFF = 1 };
+template <> struct Fmt<3> : Codes<Fmt<3>> { // Q4_1: d, m, qs[16]; x = d * q + m
+    enum { BE = 32, BB = 20, UPB = 2, OFF = 1, BIAS = 0, UNIFORM = 1 };
     static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
-        nibbles8(ld32a(b + 4 + 8 * u), ld32a(b + 8 + 8 * u), 0.0f, q);
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
+        nibble_words(ld32a(b + 4 + 8 * u), ld32a(b + 8 + 8 * u), w);
         const float d = f16at(b), m = f16at(b + 2);
         one_scale(d, m, sc, of);
     }
 };
-template <> struct Fmt<6> { // Q5_0: d, qh:u32, qs[16]; x = d * (q - 16)
-    enum { BE = 32, BB = 22, UPB = 2, OFF = 0 };
+template <> struct Fmt<6> : Codes<Fmt<6>> { // Q5_0: d, qh:u32, qs[16]; x = d * (q - 16)
+    enum { BE = 32, BB = 22, UPB = 2, OFF = 0, BIAS = 16, UNIFORM = 1 };
     static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
-        nibbles8_high(ld32u(b + 6 + 8 * u), ld32u(b + 10 + 8 * u), ld32u(b + 2), u, 16.0f, q);
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
+        nibble_words_high(ld32u(b + 6 + 8 * u), ld32u(b + 10 + 8 * u), ld32u(b + 2), u, w);
         const float d = f16at(b);
         one_scale(d, 0.0f, sc, of);
     }
 };
-template <> struct Fmt<7> { // Q5_1: d, m, qh:u32, qs[16]; x = d * q + m
-    enum { BE = 32, BB = 24, UPB = 2, OFF = 1 };
+template <> struct Fmt<7> : Codes<Fmt<7>> { // Q5_1: d, m, qh:u32, qs[16]; x = d * q + m
+    enum { BE = 32, BB = 24, UPB = 2, OFF = 1, BIAS = 0, UNIFORM = 1 };
     static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
-        nibbles8_high(ld32a(b + 8 + 8 * u), ld32a(b + 12 + 8 * u), ld32a(b + 4), u, 0.0f, q);
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
+        nibble_words_high(ld32a(b + 8 + 8 * u), ld32a(b + 12 + 8 * u), ld32a(b + 4), u, w);
         const float d = f16at(b), m = f16at(b + 2);
         one_scale(d, m, sc, of);
     }
 };
-template <> struct Fmt<8> { // Q8_0: d, qs[32]:i8; unit u holds weights 16u..16u+15
-    enum { BE = 32, BB = 34, UPB = 2, OFF = 0 };
+template <> struct Fmt<8> : Codes<Fmt<8>> { // Q8_0: d, qs[32]:i8; unit u holds weights 16u..16u+15
+    enum { BE = 32, BB = 34, UPB = 2, OFF = 0, BIAS = 128, UNIFORM = 1 };
     static __device__ __forceinline__ int base(int u, int g) { return (u << 4) + (g << 2); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
         const u8 *p = b + 2 + 16 * u;
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const u32 w = ld32u(p + 4 * j) ^ 0x80808080u; // signed bytes to unsigned (+128)
-#pragma unroll
-            for (int i = 0; i < 4; i++) q[4 * j + i] = byte_f(w, i, 128.0f);
-        }
+        for (int j = 0; j < 4; j++) w[j] = ld32u(p + 4 * j) ^ 0x80808080u; // signed bytes as codes + 128
         const float d = f16at(b);
         one_scale(d, 0.0f, sc, of);
     }
@@ -138,16 +148,15 @@ template <> struct Fmt<8> { // Q8_0: d, qs[32]:i8; unit u holds weights 16u..16u
 
 // PQ2 (Plinth's 2-bit type, id 1024): d, qs[8]; x = d * (2c - 3), weight j's code c in bits
 // 2(j/8) of byte j%8. Unit u holds weights 16u..16u+15: bit pairs 2u and 2u+1 of the 8 bytes.
-template <> struct Fmt<1024> {
-    enum { BE = 32, BB = 10, UPB = 2, OFF = 0 };
+template <> struct Fmt<1024> : Codes<Fmt<1024>> {
+    enum { BE = 32, BB = 10, UPB = 2, OFF = 0, BIAS = 3, UNIFORM = 1 };
     static __device__ __forceinline__ int base(int u, int g) { return (u << 4) + (g << 2); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
         const u32 lo = ld32u(b + 2), hi = ld32u(b + 6);
         const int s = 4 * u;
         // 2c per byte (c in bits s..s+1, then s+2..s+3), read as 2c - 3.
-        const u32 a0 = ((lo >> s) & 0x03030303u) << 1, a1 = ((hi >> s) & 0x03030303u) << 1;
-        const u32 b0 = ((lo >> (s + 2)) & 0x03030303u) << 1, b1 = ((hi >> (s + 2)) & 0x03030303u) << 1;
-        bytes16(a0, a1, b0, b1, 3.0f, q);
+        w[0] = ((lo >> s) & 0x03030303u) << 1; w[1] = ((hi >> s) & 0x03030303u) << 1;
+        w[2] = ((lo >> (s + 2)) & 0x03030303u) << 1; w[3] = ((hi >> (s + 2)) & 0x03030303u) << 1;
         const float d = f16at(b);
         one_scale(d, 0.0f, sc, of);
     }
@@ -157,27 +166,26 @@ template <> struct Fmt<1024> {
 // the half's 32 bytes; group g is the bit pair g of those bytes: weights half*128 + 32g + l0.. .
 __device__ __forceinline__ int plane_base(int u, int g) { return ((u >> 3) << 7) + (g << 5) + ((u & 7) << 2); }
 
-template <> struct Fmt<10> { // Q2_K: scales[16], qs[64], d, dmin
-    enum { BE = 256, BB = 84, UPB = 16, OFF = 1 };
+template <> struct Fmt<10> : Codes<Fmt<10>> { // Q2_K: scales[16], qs[64], d, dmin
+    enum { BE = 256, BB = 84, UPB = 16, OFF = 1, BIAS = 0, UNIFORM = 0 };
     static __device__ __forceinline__ int base(int u, int g) { return plane_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *q, float *sc, float *of) {
         const int half = u >> 3, l0 = (u & 7) << 2;
         const u32 w = ld32a(b + 16 + half * 32 + l0);
         const float d = f16at(b + 80), dmin = f16at(b + 82);
 #pragma unroll
         for (int g = 0; g < 4; g++) {
-#pragma unroll
-            for (int j = 0; j < 4; j++) q[4 * g + j] = byte_f((w >> (2 * g)) & 0x03030303u, j, 0.0f);
+            q[g] = (w >> (2 * g)) & 0x03030303u;
             const int s = b[half * 8 + g * 2 + (l0 >> 4)];
             sc[g] = d * (float)(s & 15);
             of[g] = -(dmin * (float)(s >> 4));
         }
     }
 };
-template <> struct Fmt<11> { // Q3_K: hmask[32], qs[64], scales[12], d
-    enum { BE = 256, BB = 110, UPB = 16, OFF = 0 };
+template <> struct Fmt<11> : Codes<Fmt<11>> { // Q3_K: hmask[32], qs[64], scales[12], d
+    enum { BE = 256, BB = 110, UPB = 16, OFF = 0, BIAS = 4, UNIFORM = 0 };
     static __device__ __forceinline__ int base(int u, int g) { return plane_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *q, float *sc, float *of) {
         const int half = u >> 3, l0 = (u & 7) << 2;
         const u32 w = ld32u(b + 32 + half * 32 + l0), hm = ld32u(b + l0);
         const u8 *packed = b + 96;
@@ -185,12 +193,8 @@ template <> struct Fmt<11> { // Q3_K: hmask[32], qs[64], scales[12], d
 #pragma unroll
         for (int g = 0; g < 4; g++) {
             const int bit = half * 4 + g; // hmask bit of weights 32*bit..
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                // low + 4 * high_set - 4: the stored high bit is inverted
-                const u32 v = ((w >> (2 * g)) & 0x03030303u) | (((hm >> bit) & 0x01010101u) << 2);
-                q[4 * g + j] = byte_f(v, j, 4.0f);
-            }
+            // low + 4 * high_set - 4: the stored high bit is inverted
+            q[g] = ((w >> (2 * g)) & 0x03030303u) | (((hm >> bit) & 0x01010101u) << 2);
             const int k = half * 8 + g * 2 + (l0 >> 4);
             const int lo = (k < 8) ? (packed[k] & 15) : (packed[k - 8] >> 4);
             const int hi = (packed[8 + (k & 3)] >> (2 * (k >> 2))) & 3;
@@ -225,36 +229,35 @@ __device__ __forceinline__ void k4_scales(const u8 *b, int c, float *sc, float *
     }
 }
 
-template <> struct Fmt<12> { // Q4_K: d, dmin, scales[12], qs[128]
-    enum { BE = 256, BB = 144, UPB = 16, OFF = 1 };
+template <> struct Fmt<12> : Codes<Fmt<12>> { // Q4_K: d, dmin, scales[12], qs[128]
+    enum { BE = 256, BB = 144, UPB = 16, OFF = 1, BIAS = 0, UNIFORM = 0 };
     static __device__ __forceinline__ int base(int u, int g) { return k4_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
         const int c = u >> 2, l0 = (u & 3) << 3;
-        nibbles8(ld32a(b + 16 + 32 * c + l0), ld32a(b + 20 + 32 * c + l0), 0.0f, q);
+        nibble_words(ld32a(b + 16 + 32 * c + l0), ld32a(b + 20 + 32 * c + l0), w);
         k4_scales(b, c, sc, of);
     }
 };
-template <> struct Fmt<13> { // Q5_K: d, dmin, scales[12], qh[32], qs[128]
-    enum { BE = 256, BB = 176, UPB = 16, OFF = 1 };
+template <> struct Fmt<13> : Codes<Fmt<13>> { // Q5_K: d, dmin, scales[12], qh[32], qs[128]
+    enum { BE = 256, BB = 176, UPB = 16, OFF = 1, BIAS = 0, UNIFORM = 0 };
     static __device__ __forceinline__ int base(int u, int g) { return k4_base(u, g); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
         const int c = u >> 2, l0 = (u & 3) << 3;
         const u32 lo = ld32a(b + 48 + 32 * c + l0), hi = ld32a(b + 52 + 32 * c + l0);
         const u32 h0 = ld32a(b + 16 + l0), h1 = ld32a(b + 20 + l0);
         // bit s of qh[l] is bit 4 of sub-block s's weight l
-        const u32 a0 = (lo & 0x0f0f0f0fu) | (((h0 >> (2 * c)) & 0x01010101u) << 4);
-        const u32 a1 = (hi & 0x0f0f0f0fu) | (((h1 >> (2 * c)) & 0x01010101u) << 4);
-        const u32 b0 = ((lo >> 4) & 0x0f0f0f0fu) | (((h0 >> (2 * c + 1)) & 0x01010101u) << 4);
-        const u32 b1 = ((hi >> 4) & 0x0f0f0f0fu) | (((h1 >> (2 * c + 1)) & 0x01010101u) << 4);
-        bytes16(a0, a1, b0, b1, 0.0f, q);
+        w[0] = (lo & 0x0f0f0f0fu) | (((h0 >> (2 * c)) & 0x01010101u) << 4);
+        w[1] = (hi & 0x0f0f0f0fu) | (((h1 >> (2 * c)) & 0x01010101u) << 4);
+        w[2] = ((lo >> 4) & 0x0f0f0f0fu) | (((h0 >> (2 * c + 1)) & 0x01010101u) << 4);
+        w[3] = ((hi >> 4) & 0x0f0f0f0fu) | (((h1 >> (2 * c + 1)) & 0x01010101u) << 4);
         k4_scales(b, c, sc, of);
     }
 };
-template <> struct Fmt<14> { // Q6_K: ql[128], qh[64], scales[16]:i8, d
-    enum { BE = 256, BB = 210, UPB = 16, OFF = 0 };
+template <> struct Fmt<14> : Codes<Fmt<14>> { // Q6_K: ql[128], qh[64], scales[16]:i8, d
+    enum { BE = 256, BB = 210, UPB = 16, OFF = 0, BIAS = 32, UNIFORM = 0 };
     // unit u: half h = u/8, positions l0 = (u%8)*4 ..+3; group r is row h*4 + r: weights 32(h*4+r) + l0..
     static __device__ __forceinline__ int base(int u, int g) { return ((((u >> 3) << 2) + g) << 5) + ((u & 7) << 2); }
-    static __device__ __forceinline__ void unit(const u8 *b, int u, float *q, float *sc, float *of) {
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *q, float *sc, float *of) {
         const int h = u >> 3, l0 = (u & 7) << 2;
         const u32 a = ld32u(b + h * 64 + l0), c = ld32u(b + h * 64 + 32 + l0), hi = ld32u(b + 128 + h * 32 + l0);
         const float d = f16at(b + 208);
@@ -262,9 +265,7 @@ template <> struct Fmt<14> { // Q6_K: ql[128], qh[64], scales[16]:i8, d
         for (int r = 0; r < 4; r++) {
             const u32 lo = (r & 1) ? c : a;
             const int shift = (r >> 1) * 4;
-            const u32 v = ((lo >> shift) & 0x0f0f0f0fu) | (((hi >> (2 * r)) & 0x03030303u) << 4);
-#pragma unroll
-            for (int j = 0; j < 4; j++) q[4 * r + j] = byte_f(v, j, 32.0f);
+            q[r] = ((lo >> shift) & 0x0f0f0f0fu) | (((hi >> (2 * r)) & 0x03030303u) << 4);
             sc[r] = d * (float)(i8)b[192 + (h * 4 + r) * 2 + (l0 >> 4)];
             of[r] = 0.0f;
         }
@@ -353,15 +354,20 @@ __device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 
 }
 
 // ---- GEMV: y[t][r] = W[r] . x[t] for t < N ------------------------------------------------------
-// A group of `lanes` lanes (8, 16 or 32, chosen by the host so that each lane gets several units
-// even for short rows: a warp holds 32/lanes groups) handles R consecutive rows. Each lane takes
-// units sub, sub + lanes, ...; with R = 1 two at a time, both loaded before either is used, so
-// that more bytes are in flight per lane; with R > 1 the unit of all R rows, which then share
-// each load of x. Per group of 4 it forms sc * (q . x) + of * sum(x): scale and offset applied
-// once per group. Measured (ncu, H100, R = 1): on large matrices this is bound by L1 (98%),
-// mostly the f32 x reads (4 bytes per weight, scattered over 8 lines per instruction), not by
-// DRAM (25%): R rows per x load divide that traffic by R, at the price of R times fewer groups
-// (so the host uses R > 1 only where the matrix has rows to spare).
+// A group of `lanes` lanes (8 to 128, chosen by the host so that each lane gets several units
+// even for short rows, and so that matrices of few long rows still make enough warps) handles R
+// consecutive rows. Each lane takes units sub, sub + lanes, ...; with R = 1 two at a time, both
+// loaded before either is used, so that more bytes are in flight per lane; with R > 1 the unit
+// of all R rows, which then share each load of x. A group wider than a warp sums its warps'
+// parts in shared memory, in warp order.
+//
+// Two kinds of x. Floats (I8 = 0): per group of 4 it forms sc * (q . x) + of * sum(x), scale and
+// offset applied once per group. Measured (ncu, H100, R = 1): on large matrices this is bound
+// by L1 (98%), mostly the f32 x reads (4 bytes per weight, scattered over 8 lines per
+// instruction), not by DRAM (25%). Int8 rows (I8 = 1, the quantized formats; rows made by
+// q8_store): x is one byte per weight, the dot of a group of 4 one dp4a of the weights' codes
+// (less their bias) with x's bytes, exact in integers, then scaled by the weights' and x's scales:
+// the CPU kernels' (and llama.cpp's) arithmetic, which rounds activations to int8 likewise.
 
 #define GEMV_WARPS 4
 
@@ -390,13 +396,80 @@ __device__ __forceinline__ void gemv_accumulate(int u, const float (*q)[16], con
     }
 }
 
+// The int8 rows: row t at xq + t * ldq holds k bytes (x rounded to int8 by 32s), then the k / 32
+// float scales d (x ~ d * byte).
 template <int T, int N, int R>
-__device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y,
+__device__ __forceinline__ void gemv8_accumulate(int u, const int (*q)[4], const float (*sc)[4], const float (*of)[4],
+                                                 const i8 *xq, i64 ldq, int k, float (*acc)[R]) {
+    typedef Fmt<T> F;
+    const int blk = u / F::UPB, sub = u % F::UPB;
+    const int xo = blk * F::BE;
+#pragma unroll
+    for (int t = 0; t < N; t++) {
+        const i8 *xr = xq + t * ldq;
+        const float *xd = (const float *)(xr + k);
+        if constexpr (F::UNIFORM) {
+            // One scale and offset for the unit, and its 16 weights in one 32 of x: one float step.
+            int xv[4];
+#pragma unroll
+            for (int g = 0; g < 4; g++) xv[g] = *(const int *)(xr + xo + F::base(sub, g));
+            const float d = xd[(xo + F::base(sub, 0)) >> 5];
+            int xs = 0;
+            if (F::OFF) {
+#pragma unroll
+                for (int g = 0; g < 4; g++) xs = __dp4a(xv[g], 0x01010101, xs);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int s = 0;
+#pragma unroll
+                for (int g = 0; g < 4; g++) s = __dp4a(q[r][g], xv[g], s);
+                acc[t][r] = F::OFF ? fmaf(d * of[r][0], (float)xs, fmaf(d * sc[r][0], (float)s, acc[t][r]))
+                                   : fmaf(d * sc[r][0], (float)s, acc[t][r]);
+            }
+        } else {
+#pragma unroll
+            for (int g = 0; g < 4; g++) {
+                const int o = xo + F::base(sub, g);
+                const int xv = *(const int *)(xr + o);
+                const float d = xd[o >> 5];
+                const int xs = F::OFF ? __dp4a(xv, 0x01010101, 0) : 0;
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const int s = __dp4a(q[r][g], xv, 0);
+                    acc[t][r] = F::OFF ? fmaf(d * of[r][g], (float)xs, fmaf(d * sc[r][g], (float)s, acc[t][r]))
+                                       : fmaf(d * sc[r][g], (float)s, acc[t][r]);
+                }
+            }
+        }
+    }
+}
+
+// One unit of R rows into the sums: loaded (floats or signed bytes) then accumulated.
+template <int T, int N, int R, int I8>
+__device__ __forceinline__ void gemv_units(const u8 *const *wr, int u, const void *x, i64 ldx, int k, float (*acc)[R]) {
+    typedef Fmt<T> F;
+    float sc[R][4], of[R][4];
+    if constexpr (I8) {
+        int q[R][4];
+#pragma unroll
+        for (int r = 0; r < R; r++) F::iunit(wr[r] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[r], sc[r], of[r]);
+        gemv8_accumulate<T, N, R>(u, q, sc, of, (const i8 *)x, ldx, k, acc);
+    } else {
+        float q[R][16];
+#pragma unroll
+        for (int r = 0; r < R; r++) F::unit(wr[r] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[r], sc[r], of[r]);
+        gemv_accumulate<T, N, R>(u, q, sc, of, (const float *)x, ldx, acc);
+    }
+}
+
+template <int T, int N, int R, int I8>
+__device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y,
                                           i64 ldy, int lanes_log2, int add) {
     typedef Fmt<T> F;
     const int lanes = 1 << lanes_log2;
-    const int lane = threadIdx.x & 31, sub = lane & (lanes - 1);
-    const int row0 = (((blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5)) << (5 - lanes_log2)) + (lane >> lanes_log2)) * R;
+    const int sub = threadIdx.x & (lanes - 1);
+    const int row0 = ((blockIdx.x * (GEMV_WARPS * 32) + threadIdx.x) >> lanes_log2) * R;
     // No early return: the whole warp takes part in the shuffles. Rows past m read row 0.
     const int units = row0 < m ? k / 16 : 0;
     const u8 *wr[R];
@@ -409,26 +482,54 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
         for (int r = 0; r < R; r++) acc[t][r] = 0.0f;
     int u = sub;
     if constexpr (R == 1) {
+        // Two units in flight: both loaded before either is used.
         for (; u + lanes < units; u += 2 * lanes) {
-            float q[2][16], sc[2][4], of[2][4];
             const int u1 = u + lanes;
-            F::unit(wr[0] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[0], sc[0], of[0]);
-            F::unit(wr[0] + (i64)(u1 / F::UPB) * F::BB, u1 % F::UPB, q[1], sc[1], of[1]);
-            gemv_accumulate<T, N, R>(u, q, sc, of, x, ldx, acc);
-            gemv_accumulate<T, N, R>(u1, q + 1, sc + 1, of + 1, x, ldx, acc);
+            if constexpr (I8) {
+                int q[2][4];
+                float sc[2][4], of[2][4];
+                F::iunit(wr[0] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[0], sc[0], of[0]);
+                F::iunit(wr[0] + (i64)(u1 / F::UPB) * F::BB, u1 % F::UPB, q[1], sc[1], of[1]);
+                gemv8_accumulate<T, N, R>(u, q, sc, of, (const i8 *)x, ldx, k, acc);
+                gemv8_accumulate<T, N, R>(u1, q + 1, sc + 1, of + 1, (const i8 *)x, ldx, k, acc);
+            } else {
+                float q[2][16], sc[2][4], of[2][4];
+                F::unit(wr[0] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[0], sc[0], of[0]);
+                F::unit(wr[0] + (i64)(u1 / F::UPB) * F::BB, u1 % F::UPB, q[1], sc[1], of[1]);
+                gemv_accumulate<T, N, R>(u, q, sc, of, (const float *)x, ldx, acc);
+                gemv_accumulate<T, N, R>(u1, q + 1, sc + 1, of + 1, (const float *)x, ldx, acc);
+            }
         }
     }
-    for (; u < units; u += lanes) {
-        float q[R][16], sc[R][4], of[R][4];
-#pragma unroll
-        for (int r = 0; r < R; r++) F::unit(wr[r] + (i64)(u / F::UPB) * F::BB, u % F::UPB, q[r], sc[r], of[r]);
-        gemv_accumulate<T, N, R>(u, q, sc, of, x, ldx, acc);
-    }
+    for (; u < units; u += lanes) gemv_units<T, N, R, I8>(wr, u, x, ldx, k, acc);
+    const int warp_lanes = lanes < 32 ? lanes : 32;
 #pragma unroll
     for (int t = 0; t < N; t++)
 #pragma unroll
         for (int r = 0; r < R; r++)
-            for (int o = lanes >> 1; o > 0; o >>= 1) acc[t][r] += __shfl_xor_sync(0xffffffffu, acc[t][r], o);
+            for (int o = warp_lanes >> 1; o > 0; o >>= 1) acc[t][r] += __shfl_xor_sync(0xffffffffu, acc[t][r], o);
+    if (lanes > 32) {
+        // The group's warps meet in shared memory; its first lane adds them in warp order.
+        __shared__ float part[GEMV_WARPS][N][R];
+        const int warp = threadIdx.x >> 5;
+        if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+            for (int t = 0; t < N; t++)
+#pragma unroll
+                for (int r = 0; r < R; r++) part[warp][t][r] = acc[t][r];
+        }
+        __syncthreads();
+        if (sub == 0) {
+#pragma unroll
+            for (int t = 0; t < N; t++)
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    float s = part[warp][t][r];
+                    for (int j = 1; j < (lanes >> 5); j++) s += part[warp + j][t][r];
+                    acc[t][r] = s;
+                }
+        }
+    }
     if (sub == 0) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -442,10 +543,35 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
     }
 }
 
+// ---- int8 activation rows -----------------------------------------------------------------------
+// Called by a whole warp, lane l holding value i = 32 b + l of a row: writes its byte and (lane 0)
+// the 32's scale into the row's int8 form (see gemv8_accumulate). The CPU's activation rounding
+// (Kernels/matmul.c, quantize_row_q8_32) step for step: d = amax / 127 rounded to f16, the byte
+// rint(v * (127 / amax)), so both feed the same bytes to the same integer sums.
+__device__ __forceinline__ void q8_store(float v, int i, i8 *qrow, int k) {
+    float a = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    const float id = a != 0.0f ? __fdiv_rn(127.0f, a) : 0.0f;
+    qrow[i] = (i8)__float2int_rn(__fmul_rn(v, id));
+    if ((i & 31) == 0) ((float *)(qrow + k))[i >> 5] = h2f(f2h(__fdiv_rn(a, 127.0f)));
+}
+
+// Rows of floats to int8 rows (k a multiple of 32): a thread per value.
+extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k, i8 *q, i64 ldq) {
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (i64)n * k) return; // whole warps: n * k is a multiple of 32
+    const i64 t = idx / k;
+    const int i = (int)(idx - t * k);
+    q8_store(x[t * ldx + i], i, q + t * ldq, k);
+}
+
 // ---- elementwise ------------------------------------------------------------------------------
 
 // RMSNorm: one block per row; the sum of squares in double, as the CPU kernel accumulates it.
-extern "C" __global__ void pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy, int k, float eps) {
+// With q (k a multiple of 32), the normed row also goes to int8 row blockIdx.x of q.
+extern "C" __global__ void pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy, int k, float eps,
+                                        i8 *q, i64 ldq) {
     __shared__ double part[32];
     const float *xr = x + blockIdx.x * ldx;
     float *yr = y + blockIdx.x * ldy;
@@ -464,7 +590,12 @@ extern "C" __global__ void pkc_rms_norm(const float *x, i64 ldx, const float *w,
     __syncthreads();
     const float mean = (float)(part[0] / (double)k);
     const float scale = 1.0f / sqrtf(mean + eps);
-    for (int i = threadIdx.x; i < k; i += blockDim.x) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
+    i8 *qr = q ? q + blockIdx.x * ldq : nullptr;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) { // whole warps when q is given
+        const float v = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
+        yr[i] = v;
+        if (qr) q8_store(v, i, qr, k);
+    }
 }
 
 // The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
@@ -514,12 +645,15 @@ __device__ __forceinline__ float kexp(float x) {
     return __fmul_rn(yv, __int_as_float(((int)n + 127) << 23));
 }
 
-extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k) {
+// With q (k a multiple of 32), the results also go to int8 rows.
+extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k, i8 *q, i64 ldq) {
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (i64)n * k) return;
+    if (idx >= (i64)n * k) return; // whole warps when q is given: n * k is a multiple of 32
     const i64 t = idx / k, i = idx - t * k;
     const float g = gate[t * ldg + i];
-    gate[t * ldg + i] = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, kexp(-g))), up[t * ldu + i]);
+    const float v = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, kexp(-g))), up[t * ldu + i]);
+    gate[t * ldg + i] = v;
+    if (q) q8_store(v, (int)i, q + t * ldq, k);
 }
 
 extern "C" __global__ void pkc_add(float *y, const float *x, i64 count) {
@@ -678,8 +812,10 @@ extern "C" __global__ void pkc_store_kv(u16 *kc, u16 *vc, i64 slot_stride, int k
     vc[o] = f2h(v[t * ldv + i]);
 }
 
-// Attention: a block per (row, kv head, split); the G = n_head / n_kv_head query heads that
-// share the kv head are done together, so each key and value row is read once for all of them.
+// Attention: a block per (row, G query heads, split). With G = n_head / n_kv_head the heads that
+// share a kv head are done together, so each key and value row is read once for all of them;
+// with G = 1 (few rows: the host's choice) each head is a block of its own, G times the blocks
+// and a G times shorter chain of work per block, the shared rows read again from L2.
 // Positions go by tiles of ATT_TILE: one thread scores one position for all G heads (its key
 // row read with 16-byte loads), an online softmax per head (one warp per head), then threads
 // accumulate outputs (head, dim) over the tile's values, reading value rows coalesced.
@@ -699,8 +835,9 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
     float *qs = smem;                          // G * hd
     float *ps = qs + G * hd;                   // G * ATT_TILE
     float *stat = ps + G * ATT_TILE;           // per head: alpha of this tile, running max, running sum (4G)
-    const int row_kv = blockIdx.x;
-    const int t = row_kv / n_kv_head, kvh = row_kv - t * n_kv_head;
+    const int hblocks = n_head / G;
+    const int t = blockIdx.x / hblocks, head0 = (blockIdx.x - t * hblocks) * G;
+    const int kvh = head0 / (n_head / n_kv_head);
     const int split = blockIdx.y, splits = gridDim.y;
     const int len = kv_len[t];
     const int p_begin = split * split_len;
@@ -710,7 +847,7 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
     const u16 *kb = kc + base, *vb = vc + base;
 
     for (int i = tid; i < G * hd; i += ATT_THREADS)
-        qs[i] = h2f(f2h(q[(i64)t * ldq + (i64)(kvh * G) * hd + i]));
+        qs[i] = h2f(f2h(q[(i64)t * ldq + (i64)head0 * hd + i]));
     if (tid < G) { stat[tid] = 0.0f; stat[G + tid] = -PKC_INF; stat[2 * G + tid] = 0.0f; }
     // outputs: index o = tid + ATT_THREADS * j -> head o / hd, dim o % hd
     const int outs = G * hd;
@@ -803,7 +940,6 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
 #pragma unroll
         for (int j = 0; j < 8; j++) red[(pgroup * G + c) * hd + piece * 8 + j] = acc[c][j];
     __syncthreads();
-    const int head0 = kvh * G;
     for (int o = tid; o < outs; o += ATT_THREADS) {
         const int c = o / hd, d = o - c * hd;
         float a = 0.0f;
@@ -876,29 +1012,37 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
                                                    i64 n, float *dst, i64 ldd) {                             \
         dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, ids, n_rows);                                   \
     }                                                                                                        \
-    GEMV_N(T, NAME, 1, 1) GEMV_N(T, NAME, 2, 1) GEMV_N(T, NAME, 3, 1) GEMV_N(T, NAME, 4, 1)                 \
-    GEMV_N(T, NAME, 5, 1) GEMV_N(T, NAME, 6, 1) GEMV_N(T, NAME, 7, 1) GEMV_N(T, NAME, 8, 1)                 \
-    GEMV_N(T, NAME, 1, 2) GEMV_N(T, NAME, 2, 2)
+    GEMV_ALL(T, NAME, gemv, 0)
 
-// pkc_gemv_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c: gemv_rows_per_group).
-#define GEMV_N(T, NAME, N, R)                                                                                \
-    extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_gemv_##NAME##_##N##_r##R(              \
-        const u8 *w, int m, int k, i64 row_bytes, const float *x, i64 ldx, float *y, i64 ldy, int lanes_log2,   \
+// The quantized formats also multiply int8 rows of x (pkc_gemv8_*).
+#define QUANT_KERNELS(T, NAME) FORMAT_KERNELS(T, NAME) GEMV_ALL(T, NAME, gemv8, 1)
+
+#define GEMV_ALL(T, NAME, KIND, I8)                                                                          \
+    GEMV_N(T, NAME, KIND, I8, 1, 1) GEMV_N(T, NAME, KIND, I8, 2, 1) GEMV_N(T, NAME, KIND, I8, 3, 1)          \
+    GEMV_N(T, NAME, KIND, I8, 4, 1) GEMV_N(T, NAME, KIND, I8, 5, 1) GEMV_N(T, NAME, KIND, I8, 6, 1)          \
+    GEMV_N(T, NAME, KIND, I8, 7, 1) GEMV_N(T, NAME, KIND, I8, 8, 1) GEMV_N(T, NAME, KIND, I8, 1, 2)          \
+    GEMV_N(T, NAME, KIND, I8, 2, 2)
+
+// pkc_<gemv|gemv8>_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c:
+// gemv_rows_per_group); x is floats (gemv, ldx in floats) or int8 rows (gemv8, ldx in bytes).
+#define GEMV_N(T, NAME, KIND, I8, N, R)                                                                      \
+    extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_r##R(          \
+        const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
         int add) {                                                                                           \
-        gemv_body<T, N, R>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                             \
+        gemv_body<T, N, R, I8>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                         \
     }
 
 FORMAT_KERNELS(0, f32)
 FORMAT_KERNELS(1, f16)
 FORMAT_KERNELS(30, bf16)
-FORMAT_KERNELS(2, q4_0)
-FORMAT_KERNELS(3, q4_1)
-FORMAT_KERNELS(6, q5_0)
-FORMAT_KERNELS(7, q5_1)
-FORMAT_KERNELS(8, q8_0)
-FORMAT_KERNELS(10, q2_k)
-FORMAT_KERNELS(11, q3_k)
-FORMAT_KERNELS(12, q4_k)
-FORMAT_KERNELS(13, q5_k)
-FORMAT_KERNELS(14, q6_k)
-FORMAT_KERNELS(1024, pq2)
+QUANT_KERNELS(2, q4_0)
+QUANT_KERNELS(3, q4_1)
+QUANT_KERNELS(6, q5_0)
+QUANT_KERNELS(7, q5_1)
+QUANT_KERNELS(8, q8_0)
+QUANT_KERNELS(10, q2_k)
+QUANT_KERNELS(11, q3_k)
+QUANT_KERNELS(12, q4_k)
+QUANT_KERNELS(13, q5_k)
+QUANT_KERNELS(14, q6_k)
+QUANT_KERNELS(1024, pq2)

@@ -134,6 +134,21 @@ int pkc_matmul(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_
 // GEMV path bit for bit pkc_matmul into a temporary then pkc_add; on the GEMM path cuBLAS's beta.
 int pkc_matmul_add(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                    pkc_ptr y, int64_t ldy);
+// Int8 rows of x for the GEMV of the quantized formats: row t at q + t * ldq holds k bytes (x
+// rounded to int8 per 32 values, the CPU kernels' activation rounding: d = amax / 127 rounded to
+// f16, byte = rint(x * 127 / amax)) and then the k / 32 float scales d. k a multiple of 32; ldq at
+// least pkc_q8_row_bytes(k) and, like q, a multiple of 16.
+size_t pkc_q8_row_bytes(int64_t k);
+// n rows of x (row stride ldx floats) to int8 rows.
+int pkc_quantize_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, int64_t n, int64_t k, pkc_ptr q, int64_t ldq);
+// pkc_matmul (add = 0) or pkc_matmul_add (add = 1) that may read x's int8 rows `q` (of the same n
+// rows of x; 0: none) instead of x: on the GEMV path for the quantized formats, which then
+// multiply in integers with dp4a (one byte of x per weight instead of four) unless
+// $PLINTH_CUDA_INT8=0. The GEMM path and the float formats read x.
+int pkc_matmul_q8(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
+// The rows from which pkc_matmul takes the GEMM path (below them int8 rows are worth making).
+int64_t pkc_gemm_min_rows(const pkc_context *ctx);
 // Rows from which pkc_matmul takes the GEMM path (1: always; INT64_MAX: never; default 9, or
 // $PLINTH_CUDA_GEMM_MIN_ROWS). Returns the
 // previous value.
@@ -149,6 +164,9 @@ int pkc_set_gemv_rows_per_group(pkc_context *ctx, int rows);
 // y = x / sqrt(mean(x^2) + eps) * w for n rows of k (y may be x).
 int pkc_rms_norm(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                  float eps);
+// pkc_rms_norm that also writes the normed rows as int8 rows to q (q 0: not).
+int pkc_rms_norm_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
+                    float eps, pkc_ptr q, int64_t ldq);
 // The RoPE table of pk_rope_table: table[t*rope_dims + 2i], [.. + 2i + 1] = cos, sin of pair i's
 // angle for positions[t] (int32, device), t < n. Once per step; every layer's pkc_rope uses it.
 int pkc_rope_table(pkc_context *ctx, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table);
@@ -159,6 +177,9 @@ int pkc_rope(pkc_context *ctx, pkc_ptr x, int64_t n, int64_t stride, int heads, 
              pkc_ptr table, int neox);
 // gate = silu(gate) * up over n rows of k (pk_swiglu's arithmetic, bit for bit).
 int pkc_swiglu(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k);
+// pkc_swiglu that also writes the results as int8 rows to q (q 0: not).
+int pkc_swiglu_q8(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k, pkc_ptr q,
+                  int64_t ldq);
 // y += x over `count` floats.
 int pkc_add(pkc_context *ctx, pkc_ptr y, pkc_ptr x, int64_t count);
 // y[t*ldy + i] += bias[i] for t < n, i < m.

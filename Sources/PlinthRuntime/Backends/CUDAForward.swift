@@ -60,6 +60,10 @@ final class CUDAForward {
     /// gu: gate | up per row (2 × feed-forward floats), the gate becoming silu(gate) × up.
     private let x, h, qkv, attn, gu, logits, ropeTable: pkc_ptr
     private let qkvStride: Int
+    /// The int8 rows of the products' inputs (the norms' and swiglu's outputs, made by the same
+    /// launches) for steps that take the GEMV path: one byte per weight read instead of four.
+    private let xq: pkc_ptr
+    private let gemmMinRows: Int
     /// int32 metadata, maxBatch each: token ids, positions, slots, kv lengths, logit rows, the
     /// logit rows' mask rows (-1: none), the chosen tokens.
     private let meta: pkc_ptr
@@ -223,6 +227,9 @@ final class CUDAForward {
             qkv = try alloc(n * qkvStride * fl, "activations")
             attn = try alloc(n * qDim * fl, "activations")
             gu = try alloc(n * 2 * f * fl, "activations")
+            gemmMinRows = Int(pkc_gemm_min_rows(ctx))
+            let q8Rows = min(n, max(gemmMinRows - 1, 0))
+            xq = try alloc(q8Rows * pkc_q8_row_bytes(Int64(max(e, f))), "int8 activations")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
             ropeTable = try alloc(n * c.ropeDims * fl, "the RoPE table")
             meta = try alloc(7 * n * MemoryLayout<Int32>.stride, "row tables")
@@ -274,21 +281,25 @@ final class CUDAForward {
         guard rc == 0 else { throw BackendError.cudaFailed("\(what): \(String(cString: pkc_error(ctx)))") }
     }
 
-    private func matmul(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ n: Int, _ out: pkc_ptr) throws {
-        try check(pkc_matmul(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), Int64(n), out, w.rows), "matmul")
+    /// A product input's int8 rows (``xq``), or none (ptr 0): the product reads the floats.
+    private struct Q8 {
+        var ptr: pkc_ptr
+        var stride: Int64
+        static let none = Q8(ptr: 0, stride: 0)
     }
 
     /// out += W input: a product feeding the residual stream.
-    private func matmulAdd(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
-        try check(pkc_matmul_add(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), Int64(n), out, Int64(ldy)), "matmul")
+    private func matmulAdd(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
+        try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), out,
+                                Int64(ldy), 1), "matmul")
     }
 
     /// Each run of `p` times `input`, written side by side into rows of `out` (stride `ldy`).
-    private func matmul(_ p: Products, _ input: pkc_ptr, _ ldx: Int, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
+    private func matmul(_ p: Products, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
         for r in p.runs {
-            try check(pkc_matmul(ctx, r.w.type, r.w.ptr, r.w.rows, r.w.cols, input, Int64(ldx), Int64(n),
-                                 out + pkc_ptr(r.column) * fl, Int64(ldy)), "matmul")
+            try check(pkc_matmul_q8(ctx, r.w.type, r.w.ptr, r.w.rows, r.w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n),
+                                    out + pkc_ptr(r.column) * fl, Int64(ldy), 0), "matmul")
         }
     }
 
@@ -392,9 +403,13 @@ final class CUDAForward {
         let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
         let halves = pkc_ptr(MemoryLayout<UInt16>.stride)
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
+        // Int8 rows where the products take the GEMV path (and the widths are whole 32s).
+        let q8 = n < gemmMinRows
+        let eq = q8 && e % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(e)))) : Q8.none
+        let fq = q8 && f % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(f)))) : Q8.none
         for (l, lw) in layers.enumerated() {
-            try check(pkc_rms_norm(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps), "rms_norm")
-            try matmul(lw.qkv, h, e, n, qkv, qkvStride)
+            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps, eq.ptr, eq.stride), "rms_norm")
+            try matmul(lw.qkv, h, e, eq, n, qkv, qkvStride)
             let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
             var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
             // Bias, rotation of q's and k's heads and the cache store in one launch; biases that
@@ -410,21 +425,23 @@ final class CUDAForward {
                                          slots, positions), "qkv_rope_store")
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
-            try matmulAdd(lw.wo, attn, qDim, n, x, e)
-            try check(pkc_rms_norm(ctx, x, Int64(e), lw.ffnNorm, h, Int64(e), Int64(n), Int64(e), eps), "rms_norm")
-            try matmul(lw.gateUp, h, e, n, gu, 2 * f)
-            try check(pkc_swiglu(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f)), "swiglu")
-            try matmulAdd(lw.down, gu, 2 * f, n, x, e)
+            try matmulAdd(lw.wo, attn, qDim, .none, n, x, e)
+            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.ffnNorm, h, Int64(e), Int64(n), Int64(e), eps, eq.ptr, eq.stride), "rms_norm")
+            try matmul(lw.gateUp, h, e, eq, n, gu, 2 * f)
+            try check(pkc_swiglu_q8(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride), "swiglu")
+            try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e)
         }
         guard wanted > 0 else { return }
         // Only the rows that asked for logits go through the output projection.
+        let oq = wanted < gemmMinRows && e % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(e)))) : Q8.none
         if wanted == n {
-            try check(pkc_rms_norm(ctx, x, Int64(e), outputNorm, h, Int64(e), Int64(n), Int64(e), eps), "rms_norm")
+            try check(pkc_rms_norm_q8(ctx, x, Int64(e), outputNorm, h, Int64(e), Int64(n), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
         } else {
             try check(pkc_get_rows(ctx, Int32(GGMLType.f32.rawValue), x, Int64(n), Int64(e), rows, Int64(wanted), h, Int64(e)), "gathering rows")
-            try check(pkc_rms_norm(ctx, h, Int64(e), outputNorm, h, Int64(e), Int64(wanted), Int64(e), eps), "rms_norm")
+            try check(pkc_rms_norm_q8(ctx, h, Int64(e), outputNorm, h, Int64(e), Int64(wanted), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
         }
-        try matmul(output, h, e, wanted, logits)
+        try check(pkc_matmul_q8(ctx, output.type, output.ptr, output.rows, output.cols, h, Int64(e), oq.ptr, oq.stride,
+                                Int64(wanted), logits, output.rows, 0), "matmul")
         if shape.argmax {
             let vocab = Int64(c.vocabularySize)
             try check(pkc_argmax_masked(ctx, logits, vocab, Int64(wanted), vocab, shape.masked ? masks : 0,
