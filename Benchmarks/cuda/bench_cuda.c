@@ -169,6 +169,7 @@ static void bench_gemv8(void) {
     const int64_t ldq = (int64_t)pkc_q8_row_bytes(kmax);
     const pkc_ptr q = dev_alloc(c, (size_t)(rows * ldq));
     const int64_t saved = pkc_set_gemm_min_rows(c, INT64_MAX);
+    const int saved_i8 = pkc_set_gemv_int8(c, 1); // int8 x wherever given (the policy is what this measures)
     for (int ti = 0; ti < (int)(sizeof qtypes / sizeof qtypes[0]); ti++)
         for (int si = 0; si < NSHAPES; si++) {
             const shape *s = &shapes[si];
@@ -186,6 +187,7 @@ static void bench_gemv8(void) {
             pkc_free(c, w.base);
         }
     pkc_set_gemm_min_rows(c, saved);
+    pkc_set_gemv_int8(c, saved_i8);
     pkc_free(c, q);
     products_free(io);
     printf("\n");

@@ -202,6 +202,7 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
     if (i8 && (!quantized || k % 32 != 0)) continue;
     const int64_t saved = pkc_set_gemm_min_rows(c, gemm ? 1 : INT64_MAX);
     const int saved_r = pkc_set_gemv_rows_per_group(c, force_r);
+    const int saved_i8 = pkc_set_gemv_int8(c, i8 ? 1 : 0); // the int8 passes take int8 x for every format with codes
     for (int ci = 0; ci < count; ci++) {
         const int64_t n = ns[ci];
         if (force_r && n > 2) continue;
@@ -279,6 +280,7 @@ static void matmul_case(pkc_context *c, int type, const shape *s, const int64_t 
     }
     pkc_set_gemm_min_rows(c, saved);
     pkc_set_gemv_rows_per_group(c, saved_r);
+    pkc_set_gemv_int8(c, saved_i8);
     }
     CHECK(c, pkc_free(c, dw));
     free(w); free(wd); free(tmp); free(refrow);
@@ -343,6 +345,49 @@ static void test_matmul_add(pkc_context *c) {
         pkc_free(c, dw);
         free(w);
     }
+}
+
+// The gated product (pkc_matmul_glu) against the product of all 2f rows then pkc_swiglu: bit for
+// bit, float x and int8 x, by the policy and with int8 x forced, at 1 and 2 rows.
+static void test_glu(pkc_context *c) {
+    static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_F16};
+    static const int64_t shapes[][2] = {{1536, 576}, {4864, 896}, {512, 4096}};
+    for (int ti = 0; ti < 6; ti++)
+        for (int si = 0; si < 3; si++) {
+            const int type = types[ti];
+            const int64_t f = shapes[si][0], k = shapes[si][1], m = 2 * f;
+            if (k % block_elements(type) != 0) continue;
+            const size_t rb = pkc_row_bytes(type, k);
+            uint8_t *w = malloc(rb * (size_t)m);
+            random_weights(type, w, m, k);
+            pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
+            int64_t bad = 0, total = 0;
+            for (int n = 1; n <= 2; n++)
+                for (int mode = 0; mode < 3; mode++) { // float x; int8 x by the policy; int8 x forced
+                    float *x = host_floats(n * k);
+                    fill_normal(x, n * k, 1.0f);
+                    const int64_t ldq = (int64_t)pkc_q8_row_bytes(k), ldy = 2 * f + 8;
+                    pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+                    pkc_ptr dy = dev_alloc(c, (size_t)(n * ldy) * 4), dr = dev_alloc(c, (size_t)(n * m) * 4);
+                    CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+                    const pkc_ptr q = mode ? dq : 0;
+                    const int saved = pkc_set_gemv_int8(c, mode == 2 ? 1 : 0);
+                    CHECK(c, pkc_matmul_glu(c, type, dw, f, k, dx, k, q, ldq, n, dy, ldy));
+                    CHECK(c, pkc_matmul_q8(c, type, dw, m, k, dx, k, q, ldq, n, dr, m, 0));
+                    CHECK(c, pkc_swiglu(c, dr, m, dr + (uint64_t)f * 4, m, n, f));
+                    pkc_set_gemv_int8(c, saved);
+                    float *y = download_floats(c, dy, n * ldy), *r = download_floats(c, dr, n * m);
+                    for (int64_t t = 0; t < n; t++)
+                        for (int64_t i = 0; i < f; i++) bad += !same_bits(y[t * ldy + i], r[t * m + i]);
+                    total += n * f;
+                    pkc_free(c, dx); pkc_free(c, dq); pkc_free(c, dy); pkc_free(c, dr);
+                    free(x); free(y); free(r);
+                }
+            report(bad == 0, "matmul_glu %s f=%lld k=%lld n=1,2 (float x, int8 x by policy and forced): %lld of %lld differ from matmul + swiglu (tol exact)",
+                   type_name(type), (long long)f, (long long)k, (long long)bad, (long long)total);
+            pkc_free(c, dw);
+            free(w);
+        }
 }
 
 // The vocabulary-sized shapes only for the formats that models keep their output matrix in.
@@ -970,6 +1015,7 @@ int main(int argc, char **argv) {
     test_errors(c);
     test_matmul(c);
     test_matmul_add(c);
+    test_glu(c);
     test_cache(dir, info.kernels_from_cache);
 
     pkc_close(c);

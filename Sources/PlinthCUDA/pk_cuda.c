@@ -148,6 +148,19 @@ static int fmt_index(int type) {
 // F32, F16 and BF16 have no codes: their GEMV always reads float x.
 static int is_float_format(int i) { return fmts[i].type == 0 || fmts[i].type == 1 || fmts[i].type == 30; }
 
+// Whether the GEMV of an m x k matrix of format i reads x's int8 rows when it has them. Measured
+// on an H100 (Benchmarks/cuda/README.md, round 4, graph-replayed, n = 1): int8 x wins for Q4_1,
+// Q8_0 and Q4_K at every shape; for Q5_0 only on matrices of 4M weights (896 x 4864: 4.91 -> 4.14
+// us), losing on those under 1M (896 x 896: 4.07 -> 4.36); Q6_K loses at both shapes (896 x 4864:
+// 4.39 -> 5.26), its per-group scales costing more than the bytes save. Q5_1 is taken as Q5_0.
+static int prefers_int8(int i, int64_t m, int64_t k) {
+    switch (fmts[i].type) {
+    case 14: return 0;                                  // Q6_K
+    case 6: case 7: return m * k >= ((int64_t)2 << 20); // Q5_0, Q5_1
+    default: return !is_float_format(i);
+    }
+}
+
 // ---- the context -------------------------------------------------------------------------------
 
 struct pkc_graph {
@@ -171,6 +184,8 @@ struct pkc_context {
     CUfunction gemv[NFMT][GEMV_MAX_ROWS], gemv_r[NFMT][2], dq32[NFMT], dq16[NFMT], rows[NFMT];
     // The int8-row GEMVs of the quantized formats (NULL for the float ones).
     CUfunction gemv8[NFMT][GEMV_MAX_ROWS], gemv8_r[NFMT][2];
+    // The gated products (pkc_matmul_glu) at 1 and 2 rows of x: float x, int8 x.
+    CUfunction glu[NFMT][2], glu8[NFMT][2];
     CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -179,7 +194,8 @@ struct pkc_context {
     int64_t gemv_min_warps; // gemv_rows_per_group
     int gemv_force_r;       // $PLINTH_CUDA_GEMV_R (0: the policy)
     int64_t gemv_wide_warps; // gemv_lanes: a launch with fewer warps widens its lane groups
-    int int8_rows;           // int8 rows of x where given ($PLINTH_CUDA_INT8=0: never)
+    int int8_rows;           // int8 rows of x where given: 0 by prefers_int8, 1 always, -1 never ($PLINTH_CUDA_INT8=0)
+    int glu_fused;           // pkc_glu_fused ($PLINTH_CUDA_GLU=0: never)
     int capturing;
     pkc_device_info info;
     char err[2048];
@@ -571,6 +587,13 @@ static int get_functions(pkc_context *c) {
             snprintf(name, sizeof name, "pkc_gemv8_%s_%d_r2", fmts[i].name, n);
             if ((st = get_function(c, &c->gemv8_r[i][n - 1], name))) return st;
         }
+        for (int n = 1; n <= 2; n++) {
+            snprintf(name, sizeof name, "pkc_gemv_%s_%d_glu", fmts[i].name, n);
+            if ((st = get_function(c, &c->glu[i][n - 1], name))) return st;
+            if (is_float_format(i)) continue;
+            snprintf(name, sizeof name, "pkc_gemv8_%s_%d_glu", fmts[i].name, n);
+            if ((st = get_function(c, &c->glu8[i][n - 1], name))) return st;
+        }
         snprintf(name, sizeof name, "pkc_dequant_f32_%s", fmts[i].name);
         if ((st = get_function(c, &c->dq32[i], name))) return st;
         snprintf(name, sizeof name, "pkc_dequant_f16_%s", fmts[i].name);
@@ -671,7 +694,9 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->gemv_wide_warps = DEFAULT_GEMV_WIDE_WARPS;
     if ((env = getenv("PLINTH_CUDA_GEMV_WIDE_WARPS")) && atoll(env) >= 0) c->gemv_wide_warps = atoll(env);
     env = getenv("PLINTH_CUDA_INT8");
-    c->int8_rows = !(env && strcmp(env, "0") == 0);
+    c->int8_rows = env && strcmp(env, "0") == 0 ? -1 : 0;
+    env = getenv("PLINTH_CUDA_GLU");
+    c->glu_fused = !(env && strcmp(env, "0") == 0);
     return PKC_OK;
 }
 
@@ -1018,6 +1043,10 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
     return s ? cublas_fail(c, s, "cublasGemmEx (f16)") : PKC_OK;
 }
 
+static int uses_int8(const pkc_context *c, int fi, int64_t m, int64_t k) {
+    return c->int8_rows > 0 ? !is_float_format(fi) : c->int8_rows == 0 && prefers_int8(fi, m, k);
+}
+
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
 
@@ -1064,7 +1093,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     if (n == 0) return PKC_OK;
     if (n >= c->gemm_min_rows) return matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add);
     // The int8 GEMV where x's int8 rows are given and the weights have codes; else float x.
-    const int i8 = q && c->int8_rows && !is_float_format(fi);
+    const int i8 = q && uses_int8(c, fi, m, k);
     int mm = (int)m, kk = (int)k;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     const int64_t units = k / 16;
@@ -1082,6 +1111,39 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         if (st) return st;
     }
     return PKC_OK;
+}
+
+int pkc_set_gemv_int8(pkc_context *c, int mode) {
+    if (!c) return 0;
+    const int old = c->int8_rows;
+    c->int8_rows = mode > 0 ? 1 : mode < 0 ? -1 : 0;
+    return old;
+}
+
+int pkc_glu_fused(const pkc_context *c, int64_t n) {
+    return c && c->glu_fused && n >= 1 && n <= 2 && n < c->gemm_min_rows;
+}
+
+int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy) {
+    ENTER(c);
+    const int fi = check_weights(c, "pkc_matmul_glu", type, w, k);
+    if (fi < 0) return -fi;
+    if (!pkc_glu_fused(c, n))
+        return fail(c, PKC_ERR_INVALID, "pkc_matmul_glu: %lld rows of x (fused only at 1 or 2 rows on the GEMV path)", (long long)n);
+    if (f <= 0 || 2 * f > 0x7fffffff || ldx < k || ldx % 4 != 0 || x % 16 != 0 || ldy < f)
+        return fail(c, PKC_ERR_INVALID, "pkc_matmul_glu: bad sizes, strides or alignment");
+    int st = check_q8(c, "pkc_matmul_glu", k, q, ldq);
+    if (st) return st;
+    const int i8 = q && uses_int8(c, fi, 2 * f, k);
+    // The lanes of the plain product of all 2f rows, so that each sum is that product's bit for bit.
+    int lanes_log2 = gemv_lanes(c, 2 * f, k / 16, n);
+    int mm = (int)f, kk = (int)k, add = 0;
+    int64_t row_bytes = (int64_t)pkc_row_bytes(type, k), ld = i8 ? ldq : ldx;
+    CUdeviceptr xt = i8 ? q : x;
+    void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &y, &ldy, &lanes_log2, &add};
+    const CUfunction fn = i8 ? c->glu8[fi][n - 1] : c->glu[fi][n - 1];
+    return launch(c, fn, "gemv glu", blocks_for(f, (unsigned)((GEMV_WARPS * 32) >> lanes_log2)), 1, GEMV_WARPS * 32, 0, args);
 }
 
 // Lanes per row group (log2): a whole warp for rows of 64 units (1024 weights) or more, else 16

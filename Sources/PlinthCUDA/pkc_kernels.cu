@@ -371,6 +371,26 @@ __device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 
 
 #define GEMV_WARPS 4
 
+// kexp.h's e^x, step for step (the same bits as the CPU's).
+__device__ __forceinline__ float kexp(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    const float n = rintf(__fmul_rn(x, 1.44269504088896341f));
+    float r = fmaf(n, -0.693359375f, x);
+    r = fmaf(n, 2.12194440e-4f, r);
+    float p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    const float yv = __fadd_rn(fmaf(p, __fmul_rn(r, r), r), 1.0f);
+    return __fmul_rn(yv, __int_as_float(((int)n + 127) << 23));
+}
+
+// silu(g) * u: pk_swiglu's arithmetic, bit for bit.
+__device__ __forceinline__ float silu_mul(float g, float u) { return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, kexp(-g))), u); }
+
 template <int T, int N, int R>
 __device__ __forceinline__ void gemv_accumulate(int u, const float (*q)[16], const float (*sc)[4], const float (*of)[4],
                                                 const float *x, i64 ldx, float (*acc)[R]) {
@@ -463,18 +483,25 @@ __device__ __forceinline__ void gemv_units(const u8 *const *wr, int u, const voi
     }
 }
 
-template <int T, int N, int R, int I8>
+// GLU = 1 (R = 2): W is 2m rows, gate rows then up rows; the group of pair p takes rows p and
+// m + p and writes silu(gate) * up to y[p] (pkc_swiglu's arithmetic on the same sums).
+template <int T, int N, int R, int I8, int GLU = 0>
 __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y,
                                           i64 ldy, int lanes_log2, int add) {
     typedef Fmt<T> F;
+    static_assert(!GLU || R == 2, "a gated pair is two rows");
     const int lanes = 1 << lanes_log2;
     const int sub = threadIdx.x & (lanes - 1);
-    const int row0 = ((blockIdx.x * (GEMV_WARPS * 32) + threadIdx.x) >> lanes_log2) * R;
+    const int group = (blockIdx.x * (GEMV_WARPS * 32) + threadIdx.x) >> lanes_log2;
+    const int row0 = GLU ? group : group * R;
     // No early return: the whole warp takes part in the shuffles. Rows past m read row 0.
     const int units = row0 < m ? k / 16 : 0;
     const u8 *wr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) wr[r] = w + (i64)(row0 + r < m ? row0 + r : 0) * row_bytes;
+    for (int r = 0; r < R; r++) {
+        const int row = GLU ? row0 + r * m : row0 + r;
+        wr[r] = w + (i64)(GLU ? (row0 < m ? row : 0) : (row < m ? row : 0)) * row_bytes;
+    }
     float acc[N][R];
 #pragma unroll
     for (int t = 0; t < N; t++)
@@ -530,7 +557,12 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
                 }
         }
     }
-    if (sub == 0) {
+    if (GLU) {
+        if (sub == 0 && row0 < m) {
+#pragma unroll
+            for (int t = 0; t < N; t++) y[t * ldy + row0] = silu_mul(acc[t][0], acc[t][1]);
+        }
+    } else if (sub == 0) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (row0 + r >= m) break;
@@ -628,30 +660,13 @@ extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int 
     v[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
 }
 
-// kexp.h's e^x, step for step (the same bits as the CPU's).
-__device__ __forceinline__ float kexp(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    const float n = rintf(__fmul_rn(x, 1.44269504088896341f));
-    float r = fmaf(n, -0.693359375f, x);
-    r = fmaf(n, 2.12194440e-4f, r);
-    float p = 1.9875691500e-4f;
-    p = fmaf(p, r, 1.3981999507e-3f);
-    p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f);
-    p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    const float yv = __fadd_rn(fmaf(p, __fmul_rn(r, r), r), 1.0f);
-    return __fmul_rn(yv, __int_as_float(((int)n + 127) << 23));
-}
-
 // With q (k a multiple of 32), the results also go to int8 rows.
 extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k, i8 *q, i64 ldq) {
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * k) return; // whole warps when q is given: n * k is a multiple of 32
     const i64 t = idx / k, i = idx - t * k;
     const float g = gate[t * ldg + i];
-    const float v = __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, kexp(-g))), up[t * ldu + i]);
+    const float v = silu_mul(g, up[t * ldu + i]);
     gate[t * ldg + i] = v;
     if (q) q8_store(v, (int)i, q + t * ldq, k);
 }
@@ -1021,7 +1036,15 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
     GEMV_N(T, NAME, KIND, I8, 1, 1) GEMV_N(T, NAME, KIND, I8, 2, 1) GEMV_N(T, NAME, KIND, I8, 3, 1)          \
     GEMV_N(T, NAME, KIND, I8, 4, 1) GEMV_N(T, NAME, KIND, I8, 5, 1) GEMV_N(T, NAME, KIND, I8, 6, 1)          \
     GEMV_N(T, NAME, KIND, I8, 7, 1) GEMV_N(T, NAME, KIND, I8, 8, 1) GEMV_N(T, NAME, KIND, I8, 1, 2)          \
-    GEMV_N(T, NAME, KIND, I8, 2, 2)
+    GEMV_N(T, NAME, KIND, I8, 2, 2) GEMV_GLU(T, NAME, KIND, I8, 1) GEMV_GLU(T, NAME, KIND, I8, 2)
+
+// pkc_<gemv|gemv8>_<format>_<N>_glu: the gate|up product and silu(gate) * up in one launch.
+#define GEMV_GLU(T, NAME, KIND, I8, N)                                                                       \
+    extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_glu(           \
+        const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
+        int add) {                                                                                           \
+        gemv_body<T, N, 2, I8, 1>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                      \
+    }
 
 // pkc_<gemv|gemv8>_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c:
 // gemv_rows_per_group); x is floats (gemv, ldx in floats) or int8 rows (gemv8, ldx in bytes).

@@ -147,6 +147,18 @@ int pkc_quantize_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, int64_t n, int64_t
 // $PLINTH_CUDA_INT8=0. The GEMM path and the float formats read x.
 int pkc_matmul_q8(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
+// A gated product in one launch: W is 2f x k, the f gate rows then the f up rows (one matrix of
+// one type); y[t*ldy + i] = silu(gate_i . x_t) * (up_i . x_t) for i < f, with pkc_matmul's sums
+// and pkc_swiglu's arithmetic bit for bit (x's int8 rows q as pkc_matmul_q8 takes them, or 0).
+// Only where pkc_glu_fused(ctx, n) says so: 1 or 2 rows of x below the GEMM path, unless
+// $PLINTH_CUDA_GLU=0; elsewhere PKC_ERR_INVALID.
+int pkc_matmul_glu(pkc_context *ctx, int type, pkc_ptr w, int64_t f, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy);
+int pkc_glu_fused(const pkc_context *ctx, int64_t n);
+// Whether the GEMV reads x's int8 rows when given them: 0 by a measured policy per format and
+// size (the default), 1 always (formats with codes), -1 never (also $PLINTH_CUDA_INT8=0).
+// Returns the previous mode.
+int pkc_set_gemv_int8(pkc_context *ctx, int mode);
 // The rows from which pkc_matmul takes the GEMM path (below them int8 rows are worth making).
 int64_t pkc_gemm_min_rows(const pkc_context *ctx);
 // Rows from which pkc_matmul takes the GEMM path (1: always; INT64_MAX: never; default 9, or

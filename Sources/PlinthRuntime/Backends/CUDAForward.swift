@@ -407,6 +407,7 @@ final class CUDAForward {
         let q8 = n < gemmMinRows
         let eq = q8 && e % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(e)))) : Q8.none
         let fq = q8 && f % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(f)))) : Q8.none
+        let glu = pkc_glu_fused(ctx, Int64(n)) != 0
         for (l, lw) in layers.enumerated() {
             try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps, eq.ptr, eq.stride), "rms_norm")
             try matmul(lw.qkv, h, e, eq, n, qkv, qkvStride)
@@ -427,9 +428,17 @@ final class CUDAForward {
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
             try matmulAdd(lw.wo, attn, qDim, .none, n, x, e)
             try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.ffnNorm, h, Int64(e), Int64(n), Int64(e), eps, eq.ptr, eq.stride), "rms_norm")
-            try matmul(lw.gateUp, h, e, eq, n, gu, 2 * f)
-            try check(pkc_swiglu_q8(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride), "swiglu")
-            try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e)
+            if glu, lw.gateUp.runs.count == 1 {
+                // gate | up and silu(gate) × up in one launch; the down product then reads floats.
+                let w = lw.gateUp.runs[0].w
+                try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, h, Int64(e), eq.ptr, eq.stride, Int64(n), gu,
+                                         Int64(2 * f)), "gated matmul")
+                try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e)
+            } else {
+                try matmul(lw.gateUp, h, e, eq, n, gu, 2 * f)
+                try check(pkc_swiglu_q8(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride), "swiglu")
+                try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e)
+            }
         }
         guard wanted > 0 else { return }
         // Only the rows that asked for logits go through the output projection.
