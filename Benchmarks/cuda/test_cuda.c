@@ -430,9 +430,10 @@ static void test_matmul(pkc_context *c) {
 // ---- elementwise -------------------------------------------------------------------------------
 
 static void test_rms_norm(pkc_context *c) {
-    static const int64_t ks[] = {576, 896, 1001};
+    // 1001 and 4097 not whole 32s; 2048 and 4096 past the 1024 threads of a block (a loop).
+    static const int64_t ks[] = {576, 896, 1001, 2048, 4096, 4097};
     static const int64_t nsz[] = {1, 7, 64};
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < 6; a++)
         for (int b = 0; b < 3; b++) {
             const int64_t n = nsz[b], k = ks[a], ld = k + 5;
             float *x = host_floats(n * ld), *w = host_floats(k), *ref = host_floats(n * k);

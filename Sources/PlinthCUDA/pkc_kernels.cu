@@ -366,8 +366,10 @@ __device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 
 // by L1 (98%), mostly the f32 x reads (4 bytes per weight, scattered over 8 lines per
 // instruction), not by DRAM (25%). Int8 rows (I8 = 1, the quantized formats; rows made by
 // q8_store): x is one byte per weight, the dot of a group of 4 one dp4a of the weights' codes
-// (less their bias) with x's bytes, exact in integers, then scaled by the weights' and x's scales:
-// the CPU kernels' (and llama.cpp's) arithmetic, which rounds activations to int8 likewise.
+// (less their bias) with x's bytes, exact in integers, then scaled by the weights' and x's
+// scales, as the CPU kernels and llama.cpp multiply. The rows are always Q8_0-style (a scale per
+// 32): the CPU's own for Q4_0, Q5_0 and Q8_0 weights; for the others the CPU rounds x per 256
+// (Q8_K, the k-quants) or keeps an f16 d·sum (Q8_1, Q4_1/Q5_1), so there the sums differ slightly.
 
 #define GEMV_WARPS 4
 
@@ -557,7 +559,7 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
                 }
         }
     }
-    if (GLU) {
+    if constexpr (GLU) {
         if (sub == 0 && row0 < m) {
 #pragma unroll
             for (int t = 0; t < N; t++) y[t * ldy + row0] = silu_mul(acc[t][0], acc[t][1]);
@@ -577,14 +579,16 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
 
 // ---- int8 activation rows -----------------------------------------------------------------------
 // Called by a whole warp, lane l holding value i = 32 b + l of a row: writes its byte and (lane 0)
-// the 32's scale into the row's int8 form (see gemv8_accumulate). The CPU's activation rounding
-// (Kernels/matmul.c, quantize_row_q8_32) step for step: d = amax / 127 rounded to f16, the byte
-// rint(v * (127 / amax)), so both feed the same bytes to the same integer sums.
+// the 32's scale into the row's int8 form (see gemv8_accumulate). The CPU's Q8_0 activation
+// rounding (Kernels/matmul.c, quantize_row_q8_32) step for step: d = amax / 127 rounded to f16,
+// the byte rint(v * (127 / amax)). Where 127 / amax overflows (amax below ~3.7e-37, d rounds to
+// 0) the bytes are 0, as the CPU's conversion of infinities leaves them.
 __device__ __forceinline__ void q8_store(float v, int i, i8 *qrow, int k) {
     float a = fabsf(v);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
-    const float id = a != 0.0f ? __fdiv_rn(127.0f, a) : 0.0f;
+    float id = a != 0.0f ? __fdiv_rn(127.0f, a) : 0.0f;
+    id = id < PKC_INF ? id : 0.0f;
     qrow[i] = (i8)__float2int_rn(__fmul_rn(v, id));
     if ((i & 31) == 0) ((float *)(qrow + k))[i >> 5] = h2f(f2h(__fdiv_rn(a, 127.0f)));
 }
@@ -602,8 +606,9 @@ extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k
 
 // RMSNorm: one block per row; the sum of squares in double, as the CPU kernel accumulates it.
 // With q (k a multiple of 32), the normed row also goes to int8 row blockIdx.x of q.
-extern "C" __global__ void pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy, int k, float eps,
-                                        i8 *q, i64 ldq) {
+// Launched with up to 1024 threads (pk_cuda.c), hence the bounds.
+extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy,
+                                                                int k, float eps, i8 *q, i64 ldq) {
     __shared__ double part[32];
     const float *xr = x + blockIdx.x * ldx;
     float *yr = y + blockIdx.x * ldy;

@@ -135,8 +135,8 @@ int pkc_matmul(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_
 int pkc_matmul_add(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                    pkc_ptr y, int64_t ldy);
 // Int8 rows of x for the GEMV of the quantized formats: row t at q + t * ldq holds k bytes (x
-// rounded to int8 per 32 values, the CPU kernels' activation rounding: d = amax / 127 rounded to
-// f16, byte = rint(x * 127 / amax)) and then the k / 32 float scales d. k a multiple of 32; ldq at
+// rounded to int8 per 32 values as the CPU kernels round it for Q8_0-type activations: d = amax /
+// 127 rounded to f16, byte = rint(x * 127 / amax)) and then the k / 32 float scales d. k a multiple of 32; ldq at
 // least pkc_q8_row_bytes(k) and, like q, a multiple of 16.
 size_t pkc_q8_row_bytes(int64_t k);
 // n rows of x (row stride ldx floats) to int8 rows.
@@ -157,7 +157,8 @@ int pkc_matmul_glu(pkc_context *ctx, int type, pkc_ptr w, int64_t f, int64_t k, 
 int pkc_glu_fused(const pkc_context *ctx, int64_t n);
 // Whether the GEMV reads x's int8 rows when given them: 0 by a measured policy per format and
 // size (the default), 1 always (formats with codes), -1 never (also $PLINTH_CUDA_INT8=0).
-// Returns the previous mode.
+// Returns the previous mode. Like the other pkc_set_* settings, for tests and benchmarks: a
+// caller that captures graphs (CUDAForward) must not see them change after it has captured.
 int pkc_set_gemv_int8(pkc_context *ctx, int mode);
 // The rows from which pkc_matmul takes the GEMM path (below them int8 rows are worth making).
 int64_t pkc_gemm_min_rows(const pkc_context *ctx);
