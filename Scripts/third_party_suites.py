@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Builds and runs another package's test suites on Linux against Plinth's FoundationModels.
+
+A dev-time check (never a CI or runtime dependency; nothing of the other package is copied into
+this repository). Given a checkout of a Swift package written for Apple's Foundation Models, it:
+
+1. copies the package into a work folder (a git directory without a work tree, such as a
+   `fetch` mirror, is read at --rev with `git archive`);
+2. patches the package's own Package.swift (its settings kept): this repository as a path
+   dependency, and its `FoundationModels` product added to each target that imports
+   FoundationModels. Executables and examples are left out; they are not tests;
+3. applies the only patches allowed, for code that is Apple-platform-only, each printed:
+   - an import of a framework Linux lacks (CoreGraphics, ImageIO, Security, …) goes under
+     `#if canImport(…)`;
+   - a file that uses URLSession gets `FoundationNetworking` (where Linux's Foundation keeps it);
+   - a target that calls `URLSession.bytes(for:)` (Apple's `AsyncBytes`, which Linux's
+     Foundation lacks) gets a file defining it over `data(for:)`, the body delivered whole.
+   Code that then still needs Apple's frameworks stays as it is and is reported as not
+   compiling, with the compiler's reasons;
+4. builds each test target on its own, then runs the ones that compiled, and prints, per test
+   target: compiled or not (errors, grouped by message), tests passed and failed (by name).
+
+Usage:
+    Scripts/third_party_suites.py CHECKOUT [--rev REV] [--work DIR] [--plinth DIR] [--jobs N]
+
+Exit status 0 whenever the report was made (failures are what it reports), 2 on bad usage.
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+APPLE_ONLY = ["AppKit", "UIKit", "CoreGraphics", "CoreImage", "ImageIO", "UniformTypeIdentifiers", "Security",
+              "Network", "CryptoKit", "DeviceCheck", "AuthenticationServices", "SwiftUI", "os"]
+IMPORT = re.compile(r"^\s*(?:@testable\s+|@_exported\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)
+ERROR = re.compile(r"^(/[^:\n]+\.swift):(\d+):(\d+): error: (.*)$", re.M)
+
+
+def run(cmd, cwd, log=None):
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    if log:
+        with open(log, "w") as f:
+            f.write(p.stdout)
+    return p.returncode, p.stdout
+
+
+def materialize(checkout, rev, dest):
+    if os.path.isdir(dest):
+        shutil.rmtree(dest)
+    os.makedirs(dest)
+    bare = not os.path.exists(os.path.join(checkout, "Package.swift")) and os.path.exists(os.path.join(checkout, "HEAD"))
+    if bare:
+        archive = subprocess.run(["git", "--git-dir", checkout, "archive", rev or "HEAD"], stdout=subprocess.PIPE,
+                                 check=True).stdout
+        subprocess.run(["tar", "xf", "-", "-C", dest], input=archive, check=True)
+    else:
+        shutil.rmtree(dest)
+        shutil.copytree(checkout, dest, ignore=shutil.ignore_patterns(".build", ".git"))
+
+
+def swift_files(folder):
+    for root, _, names in os.walk(folder):
+        for n in sorted(names):
+            if n.endswith(".swift"):
+                yield os.path.join(root, n)
+
+
+def patch(path, log):
+    """The Apple-platform-only patches (module docstring, step 3); returns what was done."""
+    text = open(path, encoding="utf-8").read()
+    done = []
+    out, depth = [], 0
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("#if"):
+            depth += 1
+        elif stripped.startswith("#endif"):
+            depth -= 1
+        m = IMPORT.match(line)
+        if m and m.group(1) in APPLE_ONLY and depth == 0:
+            out += [f"#if canImport({m.group(1)})", line, "#endif"]
+            done.append(f"import {m.group(1)} under #if canImport")
+            continue
+        out.append(line)
+    text = "\n".join(out)
+    if re.search(r"\bURL(Session|Request|Response)\b|\bHTTPURLResponse\b", text) and "FoundationNetworking" not in text:
+        text = re.sub(r"^(\s*(?:(?:public|internal|package)\s+)?import Foundation\s*)$",
+                      r"\1\n#if canImport(FoundationNetworking)\nimport FoundationNetworking\n#endif", text, count=1, flags=re.M)
+        done.append("FoundationNetworking imported (URLSession)")
+    if done:
+        open(path, "w", encoding="utf-8").write(text)
+        for d in done:
+            log.append(f"{path}: {d}")
+
+
+# URLSession.bytes(for:) for Linux: Apple's AsyncBytes streams the body; this delivers it whole
+# (enough for code that iterates the bytes; a stubbed transport never reaches it).
+BYTES_SHIM = """// Added by Plinth's Scripts/third_party_suites.py: Linux's Foundation has no URLSession.bytes(for:).
+#if canImport(FoundationNetworking)
+import Foundation
+import FoundationNetworking
+
+extension URLSession {
+    func bytes(for request: URLRequest) async throws -> (AsyncThrowingStream<UInt8, Error>, URLResponse) {
+        let (data, response) = try await data(for: request)
+        return (AsyncThrowingStream { c in
+            for b in data { c.yield(b) }
+            c.finish()
+        }, response)
+    }
+}
+#endif
+"""
+
+
+def add_bytes_shim(folder, log):
+    uses = any(re.search(r"\.bytes\(\s*for:", open(f, encoding="utf-8").read()) for f in swift_files(folder))
+    if uses:
+        with open(os.path.join(folder, "PlinthLinuxURLSessionBytes.swift"), "w") as f:
+            f.write(BYTES_SHIM)
+        log.append(f"{folder}: URLSession.bytes(for:) defined over data(for:) (PlinthLinuxURLSessionBytes.swift)")
+
+
+# ---- the package's own manifest, patched ---------------------------------------------------------
+
+def blocks(text, pattern):
+    """(start, end) of each call `pattern(` ... `)` in the manifest, by balanced parentheses."""
+    found = []
+    for m in re.finditer(pattern, text):
+        depth, i, quote = 0, m.end() - 1, False
+        while i < len(text):
+            c = text[i]
+            if c == '"' and text[i - 1] != "\\":
+                quote = not quote
+            elif not quote and c == "(":
+                depth += 1
+            elif not quote and c == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        found.append((m.start(), i + 1))
+    return found
+
+
+def targets(text, src):
+    """{name: (kind, (start, end) in the manifest, imported modules)}"""
+    found = {}
+    for start, end in blocks(text, r"\.(target|testTarget|executableTarget)\("):
+        body = text[start:end]
+        kind = re.match(r"\.(\w+)", body).group(1)
+        name = re.search(r'name:\s*"([^"]+)"', body).group(1)
+        path = re.search(r'path:\s*"([^"]+)"', body)
+        folder = os.path.join(src, path.group(1) if path else ("Tests" if kind == "testTarget" else "Sources") + "/" + name)
+        mods = set()
+        for f in swift_files(folder):
+            mods.update(IMPORT.findall(open(f, encoding="utf-8").read()))
+        found[name] = (kind, (start, end), mods)
+    return found
+
+
+def manifest(text, found, include, plinth):
+    """The package's manifest with Plinth as a dependency, FoundationModels as a product dependency
+    of the targets that import it, and only the targets in `include` (executables and their
+    products left out)."""
+    product = f'.product(name: "FoundationModels", package: "{os.path.basename(os.path.normpath(plinth)).lower()}")'
+    edits = []
+    for name, (kind, (start, end), mods) in found.items():
+        body = text[start:end]
+        if name not in include:
+            tail = end
+            while tail < len(text) and text[tail] in " \t,\n":
+                tail += 1
+            edits.append((start, tail, ""))
+            continue
+        if "FoundationModels" in mods:
+            if re.search(r"dependencies:\s*\[", body):
+                body = re.sub(r"dependencies:\s*\[", lambda m: m.group(0) + product + ", ", body, count=1)
+            else:
+                body = re.sub(r'(name:\s*"[^"]+")', lambda m: m.group(1) + f", dependencies: [{product}]", body, count=1)
+            edits.append((start, end, body))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    # No products: nothing depends on this package, and a product would name targets left out.
+    for start, end in sorted(blocks(text, r"\.(library|executable|plugin)\("), reverse=True):
+        tail = end
+        while tail < len(text) and text[tail] in " \t,\n":
+            tail += 1
+        text = text[:start] + text[tail:]
+    # The dependency on Plinth, beside any the package has: Package(...)'s own argument.
+    label = top_level(text, "dependencies")
+    if label is not None:
+        at = text.index("[", label) + 1
+        text = text[:at] + f'.package(path: "{plinth}"), ' + text[at:]
+    else:
+        at = top_level(text, "targets")
+        text = text[:at] + f'dependencies: [.package(path: "{plinth}")],\n  ' + text[at:]
+    return text
+
+
+def top_level(text, label):
+    """Where `label:` starts as an argument of Package(...) itself (not of a product or target)."""
+    start = text.index("Package(") + len("Package(")
+    depth, quote = 0, False
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == '"':
+            quote = not quote
+        elif quote:
+            continue
+        elif c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and text.startswith(label, i) and re.match(r"\s*:", text[i + len(label):]) and not text[i - 1].isalnum():
+            return i
+    return None
+
+
+def closure(found, name):
+    """A target and the package's targets it imports, transitively."""
+    need, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if n in need:
+            continue
+        need.add(n)
+        todo += [m for m in found[n][2] if m in found]
+    return need
+
+
+def grouped_errors(output, limit=8):
+    errs = sorted(set(ERROR.findall(output)))  # each place once (batch mode repeats them)
+    by = collections.Counter(re.sub(r"'[^']*'", "'…'", e[3]) for e in errs)
+    first = {}
+    for path, line, _, msg in errs:
+        first.setdefault(re.sub(r"'[^']*'", "'…'", msg), f"{os.path.basename(path)}:{line}: {msg}")
+    return len(errs), [(n, first[m]) for m, n in by.most_common(limit)]
+
+
+def parse_tests(output):
+    passed, failed = set(), set()
+    for m in re.finditer(r"^Test Case '-\[\S+ (\S+)\]' (passed|failed)", output, re.M):      # XCTest
+        (passed if m.group(2) == "passed" else failed).add(m.group(1))
+    for m in re.finditer(r"^Test Case '(\S+)' (passed|failed)", output, re.M):                 # XCTest on Linux
+        (passed if m.group(2) == "passed" else failed).add(m.group(1))
+    for m in re.finditer(r"^\S+ Test (\S+?(?:\(.*?\))?|\".*?\") (passed|failed)", output, re.M):  # swift-testing
+        (passed if m.group(2) == "passed" else failed).add(m.group(1))
+    for m in re.finditer(r"^\S+ Test (\S+?(?:\(.*?\))?|\".*?\") recorded an issue", output, re.M):
+        failed.add(m.group(1))
+    return passed - failed, failed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("checkout")
+    ap.add_argument("--rev", help="the commit or tag, for a git directory without a work tree")
+    ap.add_argument("--work", help="work folder (default /tmp/plinth-3p/<checkout name>)")
+    ap.add_argument("--plinth", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    a = ap.parse_args()
+    if not os.path.isdir(a.checkout):
+        print(f"third_party_suites: {a.checkout} is not a folder", file=sys.stderr)
+        return 2
+    name = os.path.basename(os.path.normpath(a.checkout)).replace("+", "-")
+    if name in ("repo", ".git"):
+        name = os.path.basename(os.path.dirname(os.path.normpath(a.checkout))).replace("+", "-")
+    work = os.path.abspath(a.work or os.path.join("/tmp/plinth-3p", name))
+    src = os.path.join(work, "package")
+    materialize(os.path.abspath(a.checkout), a.rev, src)
+    original = open(os.path.join(src, "Package.swift"), encoding="utf-8").read()
+    patches = []
+    for part in ("Sources", "Tests"):
+        for f in swift_files(os.path.join(src, part)):
+            patch(f, patches)
+    found = targets(original, src)
+    for n, (kind, (start, end), _) in found.items():
+        path = re.search(r'path:\s*"([^"]+)"', original[start:end])
+        folder = os.path.join(src, path.group(1) if path else ("Tests" if kind == "testTarget" else "Sources") + "/" + n)
+        if kind == "target" and os.path.isdir(folder):
+            add_bytes_shim(folder, patches)
+    tests = [n for n, t in found.items() if t[0] == "testTarget"]
+    print(f"== {name}{' at ' + a.rev if a.rev else ''}: {len(found) - len(tests)} other targets, {len(tests)} test targets")
+    print(f"== patches (Apple-platform-only code): {len(patches)}")
+    for p in patches:
+        print("   " + os.path.relpath(p.split(": ")[0], src) + ": " + p.split(": ", 1)[1])
+    scratch = os.path.join(work, "build")
+    build = ["swift", "build", "--scratch-path", scratch, "-j", str(a.jobs)]
+
+    def write(include):
+        with open(os.path.join(src, "Package.swift"), "w", encoding="utf-8") as f:
+            f.write(manifest(original, found, include, a.plinth))
+
+    # Each test target with what it imports, alone; then the run with those that compiled.
+    compiled = []
+    for t in tests:
+        write(closure(found, t))
+        rc, out = run(build + ["--target", t], src, os.path.join(work, f"build-{t}.log"))
+        if rc == 0:
+            compiled.append(t)
+            print(f"== {t}: compiled")
+        else:
+            n, top = grouped_errors(out)
+            print(f"== {t}: NOT COMPILED, {n} errors (log: {work}/build-{t}.log)")
+            for count, first in top:
+                print(f"   {count:4d} x  {first}")
+            if n == 0:
+                print("\n".join("   " + l for l in out.splitlines()[-8:]))
+
+    totals = collections.Counter()
+    if compiled:
+        write(set().union(*(closure(found, t) for t in compiled)))
+        rc, out = run(["swift", "test", "--scratch-path", scratch, "-j", str(a.jobs)], src, os.path.join(work, "test.log"))
+        passed, failed = parse_tests(out)
+        totals.update(passed=len(passed), failed=len(failed))
+        print(f"== tests of {', '.join(compiled)}: {len(passed)} passed, {len(failed)} failed (log: {work}/test.log)")
+        for f in sorted(failed):
+            print(f"   FAILED {f}")
+        if not passed and not failed:
+            print("   no test results parsed; the run said:\n" + "\n".join("   " + l for l in out.splitlines()[-15:]))
+    print(f"== {name}: {len(compiled)} of {len(tests)} test targets compiled; tests {totals['passed']} passed, {totals['failed']} failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
