@@ -131,13 +131,9 @@ typedef struct {
 
 // A row's window: it attends from `start` (0 without one). The 64-position chunk the start falls
 // in begins at `lo`: chunks before it weigh nothing and are skipped; the positions of its own
-// chunk before the start are masked to -inf (mask_before) and weigh exactly 0 after the exp.
+// chunk before the start are left out of the maximum and set to 0 in place of their exp (kexp
+// clamps its argument, so it would not give 0 for them).
 ALWAYS_INLINE int64_t window_start(const attn_job *j, int64_t t) { return j->kv_start ? j->kv_start[t] : 0; }
-
-ALWAYS_INLINE void mask_before(const attn_job *j, float *scores, int count, int64_t start) {
-    for (int c = 0; c < count; c++)
-        for (int64_t p = start / 64 * 64; p < start; p++) scores[c * j->max_kv + p] = -INFINITY;
-}
 
 // Heads [h0, h0+count) of row t, all in kv head kvh: scores for all of them from one pass over
 // the keys, then softmax and one pass over the values.
@@ -160,15 +156,14 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
             memcpy(scores + c * j->max_kv + p0, s, (size_t)keys * sizeof(float));
         }
     }
-    mask_before(j, scores, count, start);
     const uint16_t *vb = unit_values(j, t, kvh);
     float inv[64];
     for (int c = 0; c < count; c++) {
         float *s = scores + c * j->max_kv;
         float mx = -INFINITY;
-        for (int64_t p = lo; p < len; p++) mx = s[p] > mx ? s[p] : mx;
+        for (int64_t p = start; p < len; p++) mx = s[p] > mx ? s[p] : mx;
         // As llama.cpp: each chunk of 16 summed by the lane tree, the chunks and the tail in double.
-        // (Masked positions are exactly 0, as e^-inf; skipped chunks add nothing.)
+        // (Positions before the start are 0; skipped chunks add nothing.)
         double sum = 0.0;
         int64_t p = lo;
         for (; p + LANES <= len; p += LANES) {
@@ -281,6 +276,11 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
     }
 }
 
+// The lanes of the 16 positions from p that are at or past the window's start.
+static inline __mmask16 from_start(int64_t start, int64_t p) {
+    return p >= start ? (__mmask16)0xFFFFu : start - p >= 16 ? (__mmask16)0 : (__mmask16)(0xFFFFu << (start - p));
+}
+
 static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
     const int64_t len = j->kv_len[t], stride = j->v_stride;
     const int64_t start = window_start(j, t), lo = start / 64 * 64;
@@ -328,22 +328,20 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         }
     }
 
-    mask_before(j, scores, count, start);
-
-    // Softmax per head (masked positions exactly 0, as in attend_body).
+    // Softmax per head (positions before the start left out and 0, as in attend_body).
     const int64_t chunks = len / 16 * 16;
     for (int c = 0; c < count; c++) {
         float *s = scores + c * j->max_kv;
         __m512 mv = _mm512_set1_ps(-INFINITY);
         int64_t p = lo;
-        for (; p < chunks; p += 16) mv = _mm512_max_ps(mv, _mm512_loadu_ps(s + p));
+        for (; p < chunks; p += 16) mv = _mm512_mask_max_ps(mv, from_start(start, p), mv, _mm512_loadu_ps(s + p));
         float mx = _mm512_reduce_max_ps(mv);
-        for (; p < len; p++) mx = s[p] > mx ? s[p] : mx;
+        for (; p < len; p++) mx = p >= start && s[p] > mx ? s[p] : mx;
         const __m512 m16 = _mm512_set1_ps(mx);
         double sum = 0.0;
         for (p = lo; p < chunks; p += 16) {
             __m512 e = kexp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), m16));
-            if (p < start) e = _mm512_maskz_mov_ps((__mmask16)(start - p >= 16 ? 0 : 0xFFFFu << (start - p)), e);
+            if (p < start) e = _mm512_maskz_mov_ps(from_start(start, p), e);
             _mm512_storeu_ps(s + p, e);
             sum += (double)tree_sum16(e);
         }

@@ -50,14 +50,13 @@ def run(cmd, cwd, log=None):
 def materialize(checkout, rev, dest):
     if os.path.isdir(dest):
         shutil.rmtree(dest)
-    os.makedirs(dest)
     bare = not os.path.exists(os.path.join(checkout, "Package.swift")) and os.path.exists(os.path.join(checkout, "HEAD"))
     if bare:
+        os.makedirs(dest)
         archive = subprocess.run(["git", "--git-dir", checkout, "archive", rev or "HEAD"], stdout=subprocess.PIPE,
                                  check=True).stdout
         subprocess.run(["tar", "xf", "-", "-C", dest], input=archive, check=True)
     else:
-        shutil.rmtree(dest)
         shutil.copytree(checkout, dest, ignore=shutil.ignore_patterns(".build", ".git"))
 
 
@@ -69,7 +68,7 @@ def swift_files(folder):
 
 
 def patch(path, log):
-    """The Apple-platform-only patches (module docstring, step 3); returns what was done."""
+    """The Apple-platform-only patches of one file (module docstring, step 3), each noted in `log`."""
     text = open(path, encoding="utf-8").read()
     done = []
     out, depth = [], 0
@@ -147,7 +146,7 @@ def blocks(text, pattern):
 
 
 def targets(text, src):
-    """{name: (kind, (start, end) in the manifest, imported modules)}"""
+    """{name: (kind, (start, end) in the manifest, imported modules, source folder)}"""
     found = {}
     for start, end in blocks(text, r"\.(target|testTarget|executableTarget)\("):
         body = text[start:end]
@@ -158,8 +157,15 @@ def targets(text, src):
         mods = set()
         for f in swift_files(folder):
             mods.update(IMPORT.findall(open(f, encoding="utf-8").read()))
-        found[name] = (kind, (start, end), mods)
+        found[name] = (kind, (start, end), mods, folder)
     return found
+
+
+def past_separators(text, end):
+    """Where the next list element starts after a call ending at `end` (its comma and spacing)."""
+    while end < len(text) and text[end] in " \t,\n":
+        end += 1
+    return end
 
 
 def manifest(text, found, include, plinth):
@@ -168,13 +174,10 @@ def manifest(text, found, include, plinth):
     products left out)."""
     product = f'.product(name: "FoundationModels", package: "{os.path.basename(os.path.normpath(plinth)).lower()}")'
     edits = []
-    for name, (kind, (start, end), mods) in found.items():
+    for name, (kind, (start, end), mods, _) in found.items():
         body = text[start:end]
         if name not in include:
-            tail = end
-            while tail < len(text) and text[tail] in " \t,\n":
-                tail += 1
-            edits.append((start, tail, ""))
+            edits.append((start, past_separators(text, end), ""))
             continue
         if "FoundationModels" in mods:
             if re.search(r"dependencies:\s*\[", body):
@@ -186,10 +189,7 @@ def manifest(text, found, include, plinth):
         text = text[:start] + new + text[end:]
     # No products: nothing depends on this package, and a product would name targets left out.
     for start, end in sorted(blocks(text, r"\.(library|executable|plugin)\("), reverse=True):
-        tail = end
-        while tail < len(text) and text[tail] in " \t,\n":
-            tail += 1
-        text = text[:start] + text[tail:]
+        text = text[:start] + text[past_separators(text, end):]
     # The dependency on Plinth, beside any the package has: Package(...)'s own argument.
     label = top_level(text, "dependencies")
     if label is not None:
@@ -279,9 +279,7 @@ def main():
         for f in swift_files(os.path.join(src, part)):
             patch(f, patches)
     found = targets(original, src)
-    for n, (kind, (start, end), _) in found.items():
-        path = re.search(r'path:\s*"([^"]+)"', original[start:end])
-        folder = os.path.join(src, path.group(1) if path else ("Tests" if kind == "testTarget" else "Sources") + "/" + n)
+    for kind, _, _, folder in found.values():
         if kind == "target" and os.path.isdir(folder):
             add_bytes_shim(folder, patches)
     tests = [n for n, t in found.items() if t[0] == "testTarget"]

@@ -1078,7 +1078,7 @@ static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int6
 }
 
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n);
-static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units, int64_t n);
+static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units);
 
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add) {
@@ -1099,7 +1099,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     const int64_t units = k / 16;
     for (int64_t t0 = 0; t0 < n; t0 += GEMV_MAX_ROWS) {
         const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
-        int lanes_log2 = gemv_lanes(c, m, units, rows);
+        int lanes_log2 = gemv_lanes(c, m, units);
         const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
         const CUfunction f = i8 ? (r == 1 ? c->gemv8[fi][rows - 1] : c->gemv8_r[fi][rows - 1])
                                 : (r == 1 ? c->gemv[fi][rows - 1] : c->gemv_r[fi][rows - 1]);
@@ -1111,6 +1111,11 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         if (st) return st;
     }
     return PKC_OK;
+}
+
+int pkc_matmul_reads_q8(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
+    const int fi = fmt_index(type);
+    return c && fi >= 0 && n >= 1 && n < c->gemm_min_rows && k > 0 && k % 32 == 0 && uses_int8(c, fi, m, k);
 }
 
 int pkc_set_gemv_int8(pkc_context *c, int mode) {
@@ -1137,7 +1142,7 @@ int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pk
     if (st) return st;
     const int i8 = q && uses_int8(c, fi, 2 * f, k);
     // The lanes of the plain product of all 2f rows, so that each sum is that product's bit for bit.
-    int lanes_log2 = gemv_lanes(c, 2 * f, k / 16, n);
+    int lanes_log2 = gemv_lanes(c, 2 * f, k / 16);
     int mm = (int)f, kk = (int)k, add = 0;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k), ld = i8 ? ldq : ldx;
     CUdeviceptr xt = i8 ? q : x;
@@ -1150,8 +1155,7 @@ int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pk
 // or 8, so that each lane still gets a few units (and a warp several rows); then, while the
 // launch would make fewer than gemv_wide_warps warps, twice as many (64, 128: the whole block)
 // as long as each lane keeps two units.
-static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units, int64_t n) {
-    (void)n;
+static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units) {
     int ll = units >= 64 ? 5 : units >= 32 ? 4 : 3;
     while (ll < 7 && units >= (2 << (ll + 1)) && ((m << ll) >> 5) < c->gemv_wide_warps) ll++;
     return ll;

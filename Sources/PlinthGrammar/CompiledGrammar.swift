@@ -201,6 +201,8 @@ public final class CompiledGrammar: Sendable {
         // under the slice can always read more characters and still finish.
         let table = g.ruleCountBase[r] >= 0 && !(maxCount < 0 && minCount == 0)
         let count0 = table ? min(count, g.ruleCountWidth[r] - 1) : 0
+        // The rule's table, located once here rather than per trie node.
+        let counts = table ? g.countTable(rule: r) : nil
         if g.ruleCountBase[r] < 0 || maxCount < 0, let leaf = leafCaches[r], leaf.sliceClosed[Int(state - base)] {
             if maxCount < 0 { words = v.sliceAll } else { words = v.sliceUpTo[min(Int(maxCount), v.sliceUpTo.count - 1)] }
             trie = v.rest
@@ -217,6 +219,7 @@ public final class CompiledGrammar: Sendable {
         st[0] = state
         let n = trie.count
         let hasDup = trie.hasDuplicates
+        g.countNeed.withUnsafeBufferPointer { needTable in
         g.countFlags.withUnsafeBufferPointer { countFlags in
         g.isExit.withUnsafeBufferPointer { isExit in
         trie.nodeByte.withUnsafeBufferPointer { nodeByte in
@@ -253,7 +256,7 @@ public final class CompiledGrammar: Sendable {
                         c += 1
                     }
                 }
-                if table && t >= 0, let need = g.countNeed(rule: r, state: t, count: count0 &+ c), need >= CountTable.unreachable { t = -1 }
+                if t >= 0, let counts, counts.need(needTable, state: t, count: count0 &+ c) >= CountTable.unreachable { t = -1 }
                 if t < 0 { i = Int(nodeEnd[i]); continue }
                 st[d] = t
                 cn[d] = c
@@ -267,7 +270,7 @@ public final class CompiledGrammar: Sendable {
                 }
                 i += 1
             }
-        }}}}}}}}}}}
+        }}}}}}}}}}}}
         return MaskEntry(words: words, frontierNodes: fNodes, frontierStates: fStates, frontierCounts: fCounts, inRest: inRest)
     }
 }

@@ -307,12 +307,16 @@ final class Grammar: Sendable {
     /// `state` with `count` characters read (``CountTable/unreachable`` when none can); nil for
     /// other rules.
     @inline(__always) func countNeed(rule r: Int, state: Int32, count: Int32) -> Int32? {
+        guard let table = countTable(rule: r) else { return nil }
+        return countNeed.withUnsafeBufferPointer { table.need($0, state: state, count: count) }
+    }
+
+    /// Where rule `r`'s table lies in `countNeed` (nil: the rule has none), for a reader that
+    /// looks up many (state, count) pairs of one rule, such as a mask's walk of the token trie.
+    @inline(__always) func countTable(rule r: Int) -> RuleCountTable? {
         let base = Int(ruleCountBase[r])
         if base < 0 { return nil }
-        let maxC = ruleMaxCount[r]
-        if maxC >= 0 && count > maxC { return CountTable.unreachable }
-        let w = Int(ruleCountWidth[r])
-        return countNeed[base + Int(state - ruleStart[r]) * w + min(Int(count), w - 1)]
+        return RuleCountTable(base: base, width: Int(ruleCountWidth[r]), start: ruleStart[r], maxCount: ruleMaxCount[r])
     }
 
     @inline(__always) func step(_ s: Int32, _ byte: UInt8) -> Int32 {
@@ -446,5 +450,17 @@ final class GrammarBuilder {
         }
         try define(r, dfa, returnLabels: returnLabels)
         return r
+    }
+}
+
+/// One rule's slice of ``Grammar/countNeed``: the fewest bytes that finish the rule from a state
+/// with a count of characters read (``CountTable``), counts past the width sharing the last column.
+struct RuleCountTable {
+    let base: Int, width: Int
+    let start: Int32, maxCount: Int32
+
+    @inline(__always) func need(_ table: UnsafeBufferPointer<Int32>, state: Int32, count: Int32) -> Int32 {
+        if maxCount >= 0 && count > maxCount { return CountTable.unreachable }
+        return table[base + Int(state - start) * width + min(Int(count), width - 1)]
     }
 }

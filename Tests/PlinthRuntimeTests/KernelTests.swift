@@ -88,7 +88,6 @@ private func availableISAs() -> [Int32] {
     return [Int32(PK_ISA_SCALAR), Int32(PK_ISA_AVX2), Int32(PK_ISA_AVX512)].filter { $0 <= best }
 }
 
-/// Switches the kernels' instruction set for the duration of `body`; serialized suites only.
 /// A gated activation kernel (`gate = act(gate) * up` over `rows` rows) run by the scalar
 /// reference on one thread, checked to give the same bits on every other ISA with two threads;
 /// returns the reference's result.
@@ -109,6 +108,7 @@ private func gatedActivationBits(_ kernel: (OpaquePointer?, UnsafeMutablePointer
     return reference
 }
 
+/// Switches the kernels' instruction set for the duration of `body`; serialized suites only.
 private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
     let previous = pk_isa()
     _ = pk_set_isa(isa)

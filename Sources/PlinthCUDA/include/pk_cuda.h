@@ -160,6 +160,10 @@ int pkc_glu_fused(const pkc_context *ctx, int64_t n);
 // Returns the previous mode. Like the other pkc_set_* settings, for tests and benchmarks: a
 // caller that captures graphs (CUDAForward) must not see them change after it has captured.
 int pkc_set_gemv_int8(pkc_context *ctx, int mode);
+// Whether pkc_matmul_q8 (and pkc_matmul_glu, m being its 2f rows) of these weights and n rows
+// of x would read int8 rows given to it: the GEMV path, k whole 32s, and the format's int8
+// policy. A caller makes the rows (pkc_rms_norm_q8, pkc_swiglu_q8) only where some product reads them.
+int pkc_matmul_reads_q8(const pkc_context *ctx, int type, int64_t m, int64_t k, int64_t n);
 // The rows from which pkc_matmul takes the GEMM path (below them int8 rows are worth making).
 int64_t pkc_gemm_min_rows(const pkc_context *ctx);
 // Rows from which pkc_matmul takes the GEMM path (1: always; INT64_MAX: never; default 9, or

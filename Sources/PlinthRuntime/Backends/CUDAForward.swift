@@ -63,7 +63,6 @@ final class CUDAForward {
     /// The int8 rows of the products' inputs (the norms' and swiglu's outputs, made by the same
     /// launches) for steps that take the GEMV path: one byte per weight read instead of four.
     private let xq: pkc_ptr
-    private let gemmMinRows: Int
     /// int32 metadata, maxBatch each: token ids, positions, slots, kv lengths, logit rows, the
     /// logit rows' mask rows (-1: none), the chosen tokens.
     private let meta: pkc_ptr
@@ -227,8 +226,8 @@ final class CUDAForward {
             qkv = try alloc(n * qkvStride * fl, "activations")
             attn = try alloc(n * qDim * fl, "activations")
             gu = try alloc(n * 2 * f * fl, "activations")
-            gemmMinRows = Int(pkc_gemm_min_rows(ctx))
-            let q8Rows = min(n, max(gemmMinRows - 1, 0))
+            // Rows below the GEMM path, the most that ever take int8 rows.
+            let q8Rows = min(n, max(Int(pkc_gemm_min_rows(ctx)) - 1, 0))
             xq = try alloc(q8Rows * pkc_q8_row_bytes(Int64(max(e, f))), "int8 activations")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
             ropeTable = try alloc(n * c.ropeDims * fl, "the RoPE table")
@@ -286,6 +285,16 @@ final class CUDAForward {
         var ptr: pkc_ptr
         var stride: Int64
         static let none = Q8(ptr: 0, stride: 0)
+    }
+
+    /// The int8 rows for an input of `n` rows whose products are `ws` (one row length), where
+    /// some product reads them; else none, and the launch that makes the input writes no rows.
+    /// One decision per input, for its maker and all its readers, so no product reads rows that
+    /// were not written this step.
+    private func q8(for ws: [Matrix], _ n: Int) -> Q8 {
+        guard let k = ws.first?.cols, ws.contains(where: { pkc_matmul_reads_q8(ctx, $0.type, $0.rows, $0.cols, Int64(n)) != 0 })
+        else { return .none }
+        return Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(k)))
     }
 
     /// out += W input: a product feeding the residual stream.
@@ -403,14 +412,11 @@ final class CUDAForward {
         let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
         let halves = pkc_ptr(MemoryLayout<UInt16>.stride)
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
-        // Int8 rows where the products take the GEMV path (and the widths are whole 32s).
-        let q8 = n < gemmMinRows
-        let eq = q8 && e % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(e)))) : Q8.none
-        let fq = q8 && f % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(f)))) : Q8.none
         let glu = pkc_glu_fused(ctx, Int64(n)) != 0
         for (l, lw) in layers.enumerated() {
-            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps, eq.ptr, eq.stride), "rms_norm")
-            try matmul(lw.qkv, h, e, eq, n, qkv, qkvStride)
+            let aq = q8(for: lw.qkv.runs.map(\.w), n)
+            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps, aq.ptr, aq.stride), "rms_norm")
+            try matmul(lw.qkv, h, e, aq, n, qkv, qkvStride)
             let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
             var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
             // Bias, rotation of q's and k's heads and the cache store in one launch; biases that
@@ -427,22 +433,25 @@ final class CUDAForward {
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
             try matmulAdd(lw.wo, attn, qDim, .none, n, x, e)
-            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.ffnNorm, h, Int64(e), Int64(n), Int64(e), eps, eq.ptr, eq.stride), "rms_norm")
-            if glu, lw.gateUp.runs.count == 1 {
+            let fused = glu && lw.gateUp.runs.count == 1
+            let gq = q8(for: lw.gateUp.runs.map(\.w), n)
+            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.ffnNorm, h, Int64(e), Int64(n), Int64(e), eps, gq.ptr, gq.stride), "rms_norm")
+            if fused {
                 // gate | up and silu(gate) × up in one launch; the down product then reads floats.
                 let w = lw.gateUp.runs[0].w
-                try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, h, Int64(e), eq.ptr, eq.stride, Int64(n), gu,
+                try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, h, Int64(e), gq.ptr, gq.stride, Int64(n), gu,
                                          Int64(2 * f)), "gated matmul")
                 try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e)
             } else {
-                try matmul(lw.gateUp, h, e, eq, n, gu, 2 * f)
+                let fq = q8(for: [lw.down], n)
+                try matmul(lw.gateUp, h, e, gq, n, gu, 2 * f)
                 try check(pkc_swiglu_q8(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride), "swiglu")
                 try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e)
             }
         }
         guard wanted > 0 else { return }
         // Only the rows that asked for logits go through the output projection.
-        let oq = wanted < gemmMinRows && e % 32 == 0 ? Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(Int64(e)))) : Q8.none
+        let oq = q8(for: [output], wanted)
         if wanted == n {
             try check(pkc_rms_norm_q8(ctx, x, Int64(e), outputNorm, h, Int64(e), Int64(n), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
         } else {
