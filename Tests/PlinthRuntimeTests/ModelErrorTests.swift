@@ -396,7 +396,7 @@ struct ModelErrorTests {
     @Test func tinyModelLoadsAndGivesFiniteLogits() throws {
         let model = try Self.tinyModel()
         let c = model.config
-        #expect(c.architecture == .llama)
+        #expect(c.architecture == Llama.architecture)
         #expect(c.layerCount == 1 && c.embeddingLength == 64 && c.headCount == 2 && c.kvHeadCount == 1)
         #expect(c.feedForwardLength == 128 && c.vocabularySize == 32 && c.headDim == 32 && c.contextLength == 16)
         #expect(model.tokenizer.vocabularySize == 32)

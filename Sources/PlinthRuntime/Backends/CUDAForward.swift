@@ -78,6 +78,9 @@ final class CUDAForward {
     private var uncapturable: Set<StepShape> = []
     private var allocations: [pkc_ptr] = []
 
+    /// The families whose layer this step runs.
+    static let architectures: Set<Architecture> = [Llama.architecture, Qwen2.architecture]
+
     /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
     /// when CUDA cannot run this model here, ``BackendError/cudaFailed(_:)`` when a device call fails.
     init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int) throws {
@@ -86,6 +89,12 @@ final class CUDAForward {
         // A weight type without CUDA kernels makes the model unrunnable here.
         let matrices = [w.tokenEmbedding, w.output] + w.layers.flatMap(\.matrices)
         let ctx = try CUDAForward.open()
+        // The device step is Llama's block (with Qwen2's biases and RoPE pairs); other families
+        // run on the CPU until their layers have device operations.
+        guard CUDAForward.architectures.contains(c.architecture) else {
+            pkc_close(ctx)
+            throw BackendError.cudaUnavailable("the \(c.architecture) architecture has no CUDA step yet")
+        }
         if let m = matrices.first(where: { pkc_supports_type(Int32($0.type.rawValue)) == 0 }) {
             pkc_close(ctx)
             throw BackendError.cudaUnavailable("tensor '\(m.name)' uses type \(m.type.name), which has no CUDA kernels")

@@ -22,19 +22,24 @@ public final class InferenceContext {
     public private(set) var slotLengths: [Int]
 
     private let config: ModelConfig
-    private let pool: OpaquePointer
-    private let kvDim: Int, qDim: Int
-    private let kCache: [UnsafeMutablePointer<UInt16>]
-    private let keySlotStride: Int
-    private let vCache: [UnsafeMutablePointer<UInt16>]
-    private let x, h, q, k, v, attn, tmp, gate, up: UnsafeMutablePointer<Float>
+    // The CPU step's state, read by its layer operations (CPULayerStep).
+    let pool: OpaquePointer
+    let kvDim: Int, qDim: Int
+    let kCache: [UnsafeMutablePointer<UInt16>]
+    let keySlotStride: Int, valueSlotStride: Int
+    let vCache: [UnsafeMutablePointer<UInt16>]
+    let x, h, q, k, v, attn, tmp, gate, up: UnsafeMutablePointer<Float>
     private let matmulScratch: UnsafeMutableRawPointer
     private let embeddingRow: UnsafeMutableRawPointer
-    private let attnScratch: UnsafeMutablePointer<Float>
-    private let kRows, vRows: UnsafeMutablePointer<UnsafePointer<UInt16>?>
-    private let kStore, vStore: UnsafeMutablePointer<UnsafeMutablePointer<UInt16>?>
-    private let kvLen, rowPositions: UnsafeMutablePointer<Int32>
-    private let ropeTable: UnsafeMutablePointer<Float>
+    let attnScratch: UnsafeMutablePointer<Float>
+    let kRows, vRows: UnsafeMutablePointer<UnsafePointer<UInt16>?>
+    let kStore, vStore: UnsafeMutablePointer<UnsafeMutablePointer<UInt16>?>
+    /// Per row: its position, its first attended position (windowed layers) and one past its last.
+    let rowPositions, kvStart, kvLen: UnsafeMutablePointer<Int32>
+    /// One RoPE table per base of the architecture (``ModelArchitecture/ropeBases``).
+    let ropeTables: [UnsafeMutablePointer<Float>]
+    /// Whether RoPE rotates (i, i + d/2) pairs, as the kernels take it.
+    let neoxRoPE: Int32
     private var logitsBuffer: UnsafeMutablePointer<Float>
     private var logitsCapacity: Int
     private let allocations: [UnsafeMutableRawPointer]
@@ -68,6 +73,7 @@ public final class InferenceContext {
         self.maxBatch = max(1, maxBatch)
         self.threadCount = threads ?? defaultThreadCount()
         self.slotLengths = Array(repeating: 0, count: slotCount)
+        neoxRoPE = c.architecture.neoxRoPE ? 1 : 0
         kvDim = c.kvHeadCount * c.headDim
         qDim = c.headCount * c.headDim
         var device: CUDAForward? = nil
@@ -98,6 +104,7 @@ public final class InferenceContext {
             let keysPerSlot = (self.contextLength + block - 1) / block * block * kvDim
             let valuesPerSlot = self.contextLength * kvDim, slots = slotCount
             keySlotStride = keysPerSlot
+            valueSlotStride = valuesPerSlot
             // Attention reads only positions already written, and pages of unused context are
             // never touched, so they cost no memory.
             let layersOnCPU = device == nil ? c.layerCount : 0
@@ -125,8 +132,9 @@ public final class InferenceContext {
             kStore = try alloc(n, "row tables")
             vStore = try alloc(n, "row tables")
             kvLen = try alloc(n, "row tables")
+            kvStart = try alloc(n, "row tables")
             rowPositions = try alloc(n, "row tables")
-            ropeTable = try alloc(n * c.ropeDims, "row tables")
+            ropeTables = try transformer.architecture.ropeBases.map { _ in try alloc(n * c.ropeDims, "row tables") }
             logitsCapacity = 1
             guard let raw = malloc(c.vocabularySize * MemoryLayout<Float>.stride) else { throw ModelError.outOfMemory("logits") }
             logitsBuffer = raw.bindMemory(to: Float.self, capacity: c.vocabularySize)
@@ -286,7 +294,7 @@ public final class InferenceContext {
 
     /// Products of one input with up to PK_MATMUL_MAX_OPS weights, in one pass over the pool:
     /// the input is quantized once and all rows are split between the threads together.
-    private func matmul(_ input: UnsafePointer<Float>, _ n: Int, _ products: (WeightTensor, UnsafeMutablePointer<Float>)...) {
+    func matmul(_ input: UnsafePointer<Float>, _ n: Int, _ products: [(WeightTensor, UnsafeMutablePointer<Float>)]) {
         inputObserver?(products.map(\.0.name), input, n, products[0].0.rowLength)
         withUnsafeTemporaryAllocation(of: pk_matmul_op.self, capacity: products.count) { ops in
             for (i, (w, out)) in products.enumerated() {
@@ -296,12 +304,6 @@ public final class InferenceContext {
                                     input, Int64(n), matmulScratch)
             precondition(rc == 0, "matmul rejected \(products.map { "\($0.0.name) (\($0.0.type.name))" }); the loader should have refused it")
         }
-    }
-
-    private func addBias(_ b: WeightTensor?, _ y: UnsafeMutablePointer<Float>, rows n: Int, width: Int) {
-        guard let b else { return }
-        let bias = b.data.assumingMemoryBound(to: Float.self)
-        for r in 0..<n { pk_add(y + r * width, bias, Int64(width)) }
     }
 
     /// The rows of `rows` (indices into the step's rows, in order) grouped by their adapter.
@@ -325,55 +327,18 @@ public final class InferenceContext {
             if batch.adapters[i] != 0, let p = adapters[batch.adapters[i]]?.adapter.pairs[.tokenEmbedding] {
                 p.addDelta(row: token, to: x + r * e)
             }
+            if let scale = transformer.architecture.embeddingScale {
+                for j in 0..<e { x[r * e + j] *= scale }
+            }
             rowPositions[r] = batch.positions[i]
             kvLen[r] = batch.positions[i] + 1
         }
-        pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), c.ropeFreqBase, ropeTable)
-        let eps = c.rmsEpsilon
-        let scale = 1 / Float(c.headDim).squareRoot()
-        let valueSlotStride = contextLength * kvDim
+        for (table, base) in zip(ropeTables, transformer.architecture.ropeBases) {
+            pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), base, table)
+        }
+        let architecture = transformer.architecture
         for (l, lw) in w.layers.enumerated() {
-            pk_rms_norm(pool, x, lw.attnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
-            matmul(h, n, (lw.wq, q), (lw.wk, k), (lw.wv, v))
-            if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.attnQ.index] }, q, qDim), ({ $0.layers[l][AdapterTarget.Matrix.attnK.index] }, k, kvDim), ({ $0.layers[l][AdapterTarget.Matrix.attnV.index] }, v, kvDim)],
-                           input: h, width: e, pool: pool)
-            }
-            addBias(lw.bq, q, rows: n, width: qDim)
-            addBias(lw.bk, k, rows: n, width: kvDim)
-            addBias(lw.bv, v, rows: n, width: kvDim)
-            let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
-            pk_rope(pool, q, Int64(n), Int64(qDim), Int32(c.headCount), Int32(c.headDim), Int32(c.ropeDims), ropeTable, neox)
-            pk_rope(pool, k, Int64(n), Int64(kvDim), Int32(c.kvHeadCount), Int32(c.headDim), Int32(c.ropeDims), ropeTable, neox)
-            for (r, i) in range.enumerated() {
-                let keys = kCache[l] + batch.slots[i] * keySlotStride
-                let values = vCache[l] + batch.slots[i] * valueSlotStride
-                kStore[r] = keys
-                vStore[r] = values
-                kRows[r] = UnsafePointer(keys)
-                vRows[r] = UnsafePointer(values)
-            }
-            pk_store_kv(pool, k, v, Int64(n), Int64(kvDim), rowPositions, kStore, vStore)
-            pk_attention(pool, q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
-                         kRows, vRows, kvLen, Int64(kvDim), scale, attn, attnScratch)
-            matmul(attn, n, (lw.wo, tmp))
-            if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.attnOutput.index] }, tmp, e)], input: attn, width: qDim, pool: pool)
-            }
-            pk_add(x, tmp, Int64(n * e))
-            pk_rms_norm(pool, x, lw.ffnNorm.data.assumingMemoryBound(to: Float.self), h, Int64(n), Int64(e), eps)
-            matmul(h, n, (lw.wGate, gate), (lw.wUp, up))
-            let ff = c.feedForwardLength
-            if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnGate.index] }, gate, ff), ({ $0.layers[l][AdapterTarget.Matrix.ffnUp.index] }, up, ff)],
-                           input: h, width: e, pool: pool)
-            }
-            pk_swiglu(pool, gate, up, Int64(n), Int64(ff))
-            matmul(gate, n, (lw.wDown, tmp))
-            if !lora.isEmpty {
-                lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnDown.index] }, tmp, e)], input: gate, width: ff, pool: pool)
-            }
-            pk_add(x, tmp, Int64(n * e))
+            architecture.layer(l, CPULayerStep(context: self, layer: l, weights: lw, batch: batch, rows: range, lora: lora))
         }
         // Only the rows that asked for logits go through the output projection.
         var m = 0
@@ -384,16 +349,20 @@ public final class InferenceContext {
             if !lora.isEmpty { logitRows.append(i) }
         }
         guard m > 0 else { return }
-        pk_rms_norm(pool, h, w.outputNorm.data.assumingMemoryBound(to: Float.self), h, Int64(m), Int64(e), eps)
+        pk_rms_norm(pool, h, w.outputNorm.data.assumingMemoryBound(to: Float.self), h, Int64(m), Int64(e), c.rmsEpsilon)
         var done = 0
         while done < m {
             let chunk = min(m - done, maxBatch)
-            matmul(h + done * e, chunk, (w.output, logitsBuffer + (logitRowCount + done) * c.vocabularySize))
+            matmul(h + done * e, chunk, [(w.output, logitsBuffer + (logitRowCount + done) * c.vocabularySize)])
             done += chunk
         }
         if !lora.isEmpty {
             adapterRows(batch, logitRows).apply([({ $0.pairs[.output] }, logitsBuffer + logitRowCount * c.vocabularySize, c.vocabularySize)],
                                                 input: h, width: e, pool: pool)
+        }
+        if let cap = transformer.architecture.logitSoftcap {
+            let logits = logitsBuffer + logitRowCount * c.vocabularySize
+            for j in 0..<m * c.vocabularySize { logits[j] = cap * tanhf(logits[j] / cap) }
         }
         logitRowCount += m
     }

@@ -1,16 +1,5 @@
-/// Transformer families Plinth runs.
-public enum Architecture: String, Sendable, CaseIterable {
-    /// Llama and its descendants (SmolLM2): RMSNorm, RoPE on adjacent pairs, GQA, SwiGLU.
-    case llama
-    /// Qwen2 / Qwen2.5: llama's block plus Q/K/V biases and NeoX-style RoPE.
-    case qwen2
-
-    /// Whether RoPE rotates (i, i + d/2) pairs rather than adjacent (2i, 2i+1) ones.
-    var neoxRoPE: Bool { self == .qwen2 }
-    var hasQKVBias: Bool { self == .qwen2 }
-}
-
-/// The hyperparameters of a model, read from GGUF metadata.
+/// The hyperparameters every architecture has, read from GGUF metadata (`ARCH.block_count` …);
+/// an architecture's own are read by its ``ModelArchitecture``.
 public struct ModelConfig: Sendable, Equatable {
     public var architecture: Architecture
     public var layerCount: Int
@@ -27,8 +16,8 @@ public struct ModelConfig: Sendable, Equatable {
 
     public init(gguf: GGUFFile) throws {
         guard let archName = try gguf.string("general.architecture") else { throw ModelError.missingMetadata("general.architecture") }
-        guard let arch = Architecture(rawValue: archName) else { throw ModelError.unsupportedArchitecture(archName) }
-        architecture = arch
+        architecture = Architecture(rawValue: archName)
+        guard Architecture.allCases.contains(architecture) else { throw ModelError.unsupportedArchitecture(archName) }
         func req(_ key: String) throws -> Int {
             guard let v = try gguf.int("\(archName).\(key)") else { throw ModelError.missingMetadata("\(archName).\(key)") }
             guard v > 0, v < 1 << 24 else { throw ModelError.invalidMetadata(key: "\(archName).\(key)", reason: "value \(v) out of range") }
@@ -62,6 +51,19 @@ public struct ModelConfig: Sendable, Equatable {
             vocabularySize = tokens.count
         } else {
             throw ModelError.missingMetadata("\(archName).vocab_size")
+        }
+    }
+
+    /// Throws for RoPE scaling, which no architecture here implements yet (its positions would be
+    /// rotated wrongly, silently).
+    func refuseRoPEScaling(_ gguf: GGUFFile) throws {
+        let key = "\(architecture.rawValue).rope.scaling.type"
+        if let type = try gguf.string(key), type != "none" {
+            let factor = try gguf.double("\(architecture.rawValue).rope.scaling.factor") ?? 1
+            if factor != 1 { throw ModelError.invalidMetadata(key: key, reason: "RoPE scaling '\(type)' (factor \(factor)) is not supported yet") }
+        }
+        if gguf.tensor(named: "rope_freqs.weight") != nil {
+            throw ModelError.invalidMetadata(key: "rope_freqs.weight", reason: "per-dimension RoPE frequency factors (Llama 3.1 scaling) are not supported yet")
         }
     }
 }

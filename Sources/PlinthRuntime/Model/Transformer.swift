@@ -4,13 +4,17 @@ import Foundation
 /// every context that runs it.
 public final class Transformer: Sendable {
     public let config: ModelConfig
+    /// The family's own hyperparameters and layer.
+    public let architecture: any ModelArchitecture
     public let weights: ModelWeights
     public var file: GGUFFile { weights.file }
 
     public init(file: GGUFFile, packing: WeightPackingOptions = .default) throws {
         let config = try ModelConfig(gguf: file)
         self.config = config
-        self.weights = try ModelWeights(file: file, config: config, packing: packing)
+        let architecture = try ModelArchitectures.load(file, config: config)
+        self.architecture = architecture
+        self.weights = try ModelWeights(file: file, config: config, architecture: architecture, packing: packing)
     }
 
     public convenience init(url: URL, packing: WeightPackingOptions = .default) throws {

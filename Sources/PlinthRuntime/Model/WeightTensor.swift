@@ -15,21 +15,38 @@ public struct WeightTensor: @unchecked Sendable {
     public func row(_ i: Int) -> UnsafeRawPointer { data + i * rowBytes }
 }
 
-/// All the tensors of one transformer layer.
+/// The tensors of one transformer layer, by role: those its architecture declared and the file has.
 public struct LayerWeights: Sendable {
-    public let attnNorm: WeightTensor
-    public let wq: WeightTensor, wk: WeightTensor, wv: WeightTensor, wo: WeightTensor
-    public let bq: WeightTensor?, bk: WeightTensor?, bv: WeightTensor?
-    public let ffnNorm: WeightTensor
-    public let wGate: WeightTensor, wUp: WeightTensor, wDown: WeightTensor
+    private var tensors: [WeightTensor?]
+
+    init(_ tensors: [LayerTensor: WeightTensor]) {
+        self.tensors = LayerTensor.allCases.map { tensors[$0] }
+    }
+
+    public subscript(_ role: LayerTensor) -> WeightTensor? { tensors[role.rawValue] }
+
+    // Every architecture declares these (``LayerTensorSpec/standardBlock(_:)``).
+    public var attnNorm: WeightTensor { self[.attnNorm]! }
+    public var wq: WeightTensor { self[.attnQ]! }
+    public var wk: WeightTensor { self[.attnK]! }
+    public var wv: WeightTensor { self[.attnV]! }
+    public var wo: WeightTensor { self[.attnOutput]! }
+    public var ffnNorm: WeightTensor { self[.ffnNorm]! }
+    public var wGate: WeightTensor { self[.ffnGate]! }
+    public var wUp: WeightTensor { self[.ffnUp]! }
+    public var wDown: WeightTensor { self[.ffnDown]! }
+    public var bq: WeightTensor? { self[.attnQBias] }
+    public var bk: WeightTensor? { self[.attnKBias] }
+    public var bv: WeightTensor? { self[.attnVBias] }
 
     /// The matrices the kernels multiply.
-    var matrices: [WeightTensor] { [wq, wk, wv, wo, wGate, wUp, wDown] }
+    var matrices: [WeightTensor] { LayerTensor.allCases.filter(\.isMatrix).compactMap { self[$0] } }
 
     /// The same layer with `change` applied to each matrix.
     func mapMatrices(_ change: (WeightTensor) -> WeightTensor) -> LayerWeights {
-        LayerWeights(attnNorm: attnNorm, wq: change(wq), wk: change(wk), wv: change(wv), wo: change(wo), bq: bq, bk: bk, bv: bv,
-                     ffnNorm: ffnNorm, wGate: change(wGate), wUp: change(wUp), wDown: change(wDown))
+        var l = self
+        for r in LayerTensor.allCases where r.isMatrix { l.tensors[r.rawValue] = l.tensors[r.rawValue].map(change) }
+        return l
     }
 }
 
@@ -49,7 +66,8 @@ public struct ModelWeights: Sendable {
     /// Owns the norm weights and biases.
     let vectors: VectorCopies
 
-    public init(file: GGUFFile, config c: ModelConfig, packing options: WeightPackingOptions = .default) throws {
+    public init(file: GGUFFile, config c: ModelConfig, architecture: any ModelArchitecture,
+                packing options: WeightPackingOptions = .default) throws {
         self.file = file
         let vectors = VectorCopies()
         self.vectors = vectors
@@ -68,21 +86,13 @@ public struct ModelWeights: Sendable {
         let output = file.tensor(named: "output.weight") != nil ? try t("output.weight", [e, c.vocabularySize]) : tokenEmbedding
         var layers: [LayerWeights] = []
         for i in 0..<c.layerCount {
-            let p = "blk.\(i)."
-            let bias = c.architecture.hasQKVBias
-            layers.append(LayerWeights(
-                attnNorm: try t(p + "attn_norm.weight", [e], matrix: false),
-                wq: try t(p + "attn_q.weight", [e, qDim]),
-                wk: try t(p + "attn_k.weight", [e, kvDim]),
-                wv: try t(p + "attn_v.weight", [e, kvDim]),
-                wo: try t(p + "attn_output.weight", [qDim, e]),
-                bq: bias ? try t(p + "attn_q.bias", [qDim], matrix: false) : nil,
-                bk: bias ? try t(p + "attn_k.bias", [kvDim], matrix: false) : nil,
-                bv: bias ? try t(p + "attn_v.bias", [kvDim], matrix: false) : nil,
-                ffnNorm: try t(p + "ffn_norm.weight", [e], matrix: false),
-                wGate: try t(p + "ffn_gate.weight", [e, c.feedForwardLength]),
-                wUp: try t(p + "ffn_up.weight", [e, c.feedForwardLength]),
-                wDown: try t(p + "ffn_down.weight", [c.feedForwardLength, e])))
+            var tensors: [LayerTensor: WeightTensor] = [:]
+            for spec in architecture.tensors(layer: i, config: c) {
+                let name = "blk.\(i).\(spec.name)"
+                if spec.optional && file.tensor(named: name) == nil { continue }
+                tensors[spec.role] = try t(name, spec.shape, matrix: spec.role.isMatrix)
+            }
+            layers.append(LayerWeights(tensors))
         }
         // The matrices the kernels multiply, packed (see WeightPacking). A tied embedding has the
         // output's bytes, so its token rows are read from the output's packed copy.

@@ -1,0 +1,75 @@
+/// Gemma 3: embeddings scaled by √d; RMSNorm before and after attention and feed-forward (GGUF
+/// files store Gemma's (1 + w) norm weights with the one already added); RMSNorm of each query
+/// and key head; GeGLU (gelu's tanh form); local layers attending to a sliding window with their
+/// own RoPE base, every `pattern`-th layer global; tied embeddings; RoPE on (i, i + d/2) pairs.
+public struct Gemma3: ModelArchitecture {
+    public static let architecture = Architecture(rawValue: "gemma3")
+    /// [global, local]
+    public let ropeBases: [Float]
+    public static let neoxRoPE = true
+    public let embeddingScale: Float?
+    public let logitSoftcap: Float?
+    /// Positions a local layer attends to, its own included.
+    let slidingWindow: Int
+    /// Per layer: whether it attends to the sliding window only.
+    let local: [Bool]
+    let attentionScale: Float
+
+    public init(gguf: GGUFFile, config c: ModelConfig) throws {
+        let a = c.architecture.rawValue
+        try c.refuseRoPEScaling(gguf)
+        guard let window = try gguf.int("\(a).attention.sliding_window") else {
+            throw ModelError.missingMetadata("\(a).attention.sliding_window")
+        }
+        guard window > 0 else { throw ModelError.invalidMetadata(key: "\(a).attention.sliding_window", reason: "\(window) is not positive") }
+        slidingWindow = window
+        // The pattern is a period (every period-th layer global) or a flag per layer; files that
+        // do not say use Gemma 3's: five local layers, then a global one.
+        let key = "\(a).attention.sliding_window_pattern"
+        if let flags = try? gguf.array(key) {
+            let local = flags.compactMap(\.boolValue)
+            guard local.count == c.layerCount else {
+                throw ModelError.invalidMetadata(key: key, reason: "\(flags.count) flags for \(c.layerCount) layers")
+            }
+            self.local = local
+        } else {
+            let period = try gguf.int(key) ?? 6
+            guard period > 0 else { throw ModelError.invalidMetadata(key: key, reason: "\(period) is not positive") }
+            local = (0..<c.layerCount).map { $0 % period < period - 1 }
+        }
+        // Gemma 3's local layers always use base 10,000; the file's base is the global layers'.
+        ropeBases = [c.ropeFreqBase, 10_000]
+        embeddingScale = Float(c.embeddingLength).squareRoot()
+        logitSoftcap = try gguf.double("\(a).final_logit_softcapping").map(Float.init).flatMap { $0 > 0 ? $0 : nil }
+        // Queries are scaled by 1/√(query_pre_attn_scalar): the head size, except for the 27B
+        // model (62 layers), whose scalar is the embedding width per head (Gemma's config).
+        let scalar = c.layerCount == 62 ? c.embeddingLength / c.headCount : c.headDim
+        attentionScale = 1 / Float(scalar).squareRoot()
+    }
+
+    public func tensors(layer index: Int, config c: ModelConfig) -> [LayerTensorSpec] {
+        let e = c.embeddingLength
+        return LayerTensorSpec.standardBlock(c) + [
+            .init(.attnQNorm, "attn_q_norm.weight", [c.headDim]), .init(.attnKNorm, "attn_k_norm.weight", [c.headDim]),
+            .init(.postAttentionNorm, "post_attention_norm.weight", [e]), .init(.postFFNNorm, "post_ffw_norm.weight", [e]),
+        ]
+    }
+
+    public func layer(_ index: Int, _ s: some LayerStep) {
+        let local = self.local[index]
+        s.norm(.residual, .attnNorm, into: .normed)
+        s.project(.normed, [(.attnQ, .query), (.attnK, .key), (.attnV, .value)])
+        s.headNorm(.query, .attnQNorm)
+        s.headNorm(.key, .attnKNorm)
+        s.rope(.query, base: local ? 1 : 0)
+        s.rope(.key, base: local ? 1 : 0)
+        s.attend(window: local ? slidingWindow : nil, scale: attentionScale)
+        s.project(.attention, [(.attnOutput, .output)])
+        s.norm(.output, .postAttentionNorm, into: .output)
+        s.addToResidual(.output)
+        s.norm(.residual, .ffnNorm, into: .normed)
+        s.feedForward(.normed, .geluTanh, into: .output)
+        s.norm(.output, .postFFNNorm, into: .output)
+        s.addToResidual(.output)
+    }
+}

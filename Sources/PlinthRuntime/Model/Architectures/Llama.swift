@@ -1,0 +1,37 @@
+/// Llama and the models that share its block (SmolLM2, Llama 2/3 without RoPE scaling, Mistral
+/// without a sliding window): RMSNorm before attention and feed-forward, RoPE on adjacent pairs,
+/// grouped-query attention, SwiGLU.
+public struct Llama: ModelArchitecture {
+    public static let architecture = Architecture(rawValue: "llama")
+    public let ropeBases: [Float]
+    public static let neoxRoPE = false
+    let attentionScale: Float
+
+    public init(gguf: GGUFFile, config c: ModelConfig) throws {
+        try c.refuseRoPEScaling(gguf)
+        ropeBases = [c.ropeFreqBase]
+        attentionScale = 1 / Float(c.headDim).squareRoot()
+    }
+
+    public func tensors(layer index: Int, config c: ModelConfig) -> [LayerTensorSpec] {
+        LayerTensorSpec.standardBlock(c)
+    }
+
+    public func layer(_ index: Int, _ step: some LayerStep) {
+        Llama.block(step, attentionScale: attentionScale)
+    }
+
+    /// The pre-norm block: x += attention(norm(x)); x += swiglu(norm(x)).
+    static func block(_ s: some LayerStep, attentionScale: Float) {
+        s.norm(.residual, .attnNorm, into: .normed)
+        s.project(.normed, [(.attnQ, .query), (.attnK, .key), (.attnV, .value)])
+        s.rope(.query, base: 0)
+        s.rope(.key, base: 0)
+        s.attend(window: nil, scale: attentionScale)
+        s.project(.attention, [(.attnOutput, .output)])
+        s.addToResidual(.output)
+        s.norm(.residual, .ffnNorm, into: .normed)
+        s.feedForward(.normed, .silu, into: .output)
+        s.addToResidual(.output)
+    }
+}
