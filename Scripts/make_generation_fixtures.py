@@ -3,7 +3,8 @@
 
 For each model and each of 30 prompts (15 chat, 15 raw): the prompt token ids as llama.cpp
 tokenizes them, 64 greedily generated tokens, the top-2 logits at every step (to judge near
-ties), and the full logits at the last prompt position (stored as int16 scaled to the logit
+ties), and the full logits at the last prompt position (of every case, or every k-th where the vocabulary is
+large: `logit_cases`; stored as int16 scaled to the logit
 range, so the quantization error is at most range/131070).
 
 It also records how well llama.cpp agrees with itself: the same prompt prefilled token by token
@@ -13,7 +14,7 @@ path's last-position logit error (relative to the logit range) and its greedy co
 baseline against which any other engine's agreement can be judged.
 
 Dev-time only: `pip install llama-cpp-python` builds llama.cpp from source.
-Usage: python3 Scripts/make_generation_fixtures.py [smollm2|qwen25 ...]
+Usage: python3 Scripts/make_generation_fixtures.py [smollm2|qwen25|gemma3 ...]
 """
 import json, os, struct, sys
 import numpy as np
@@ -26,7 +27,13 @@ HOME = os.environ.get("PLINTH_HOME", os.path.expanduser("~/.cache/plinth"))
 MODELS = {
     "smollm2": f"{HOME}/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf",
     "qwen25": f"{HOME}/models/Qwen2.5-Coder-0.5B-Instruct/Qwen2.5-Coder-0.5B-Instruct.gguf",
+    "gemma3": f"{HOME}/models/Gemma-3-270M/gemma-3-270m-q4_k_m.gguf",
 }
+# A file without a chat template gets Plinth's built-in one for its architecture.
+BUILTIN_TEMPLATES = {"gemma3": os.path.join(os.path.dirname(__file__), "..", "Models", "templates", "gemma3.jinja")}
+# Keep the last-position logits of every k-th case only, where a vocabulary makes them large
+# (Gemma: 262,144 logits, 512 KB a case).
+LOGITS_EVERY = {"gemma3": 3}
 OUT = os.path.join(os.path.dirname(__file__), "..", "Tests", "PlinthRuntimeTests", "Fixtures", "generation")
 N_GEN = 64
 
@@ -99,7 +106,12 @@ def main(names):
     for name in names:
         path = MODELS[name]
         reader = GGUFReader(path)
-        template = reader.fields["tokenizer.chat_template"].contents()
+        if "tokenizer.chat_template" in reader.fields:
+            template = reader.fields["tokenizer.chat_template"].contents()
+        else:
+            arch = reader.fields["general.architecture"].contents()
+            template = open(BUILTIN_TEMPLATES[arch]).read()
+        every = LOGITS_EVERY.get(name, 1)
         llm = llama_cpp.Llama(model_path=path, n_ctx=1024, n_batch=512, n_threads=2, verbose=False, seed=0)
         vocab = llm.n_vocab()
         bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace") if llm.token_bos() >= 0 else ""
@@ -110,7 +122,8 @@ def main(names):
         for kind, p in prompts:
             if kind == "chat":
                 text = render_chat(template, p, bos, eos)
-                ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+                # A template that writes the BOS token itself (Gemma's) gets no second one.
+                ids = llm.tokenize(text.encode("utf-8"), add_bos=not (bos and text.startswith(bos)), special=True)
             else:
                 text = p
                 ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
@@ -119,7 +132,8 @@ def main(names):
             last = last_logits(llm)
             lo, hi = float(last.min()), float(last.max())
             q = np.round((last - lo) / (hi - lo) * 65535.0 - 32768.0).clip(-32768, 32767).astype("<i2")
-            logit_blobs.append(q.tobytes())
+            if len(cases) % every == 0:
+                logit_blobs.append(q.tobytes())
             gen, top2 = greedy(llm, last, N_GEN)
             llm.reset()
             for t in ids:
@@ -149,6 +163,7 @@ def main(names):
             "n_vocab": vocab,
             "generated_tokens": N_GEN,
             "logit_files_per_chunk": per,
+            "logit_cases": [i for i in range(len(cases)) if i % every == 0],
             "cases": cases,
         }
         with open(os.path.join(OUT, f"{name}.json"), "w") as f:

@@ -481,4 +481,10 @@ struct GuidedGenerationCorpusTests {
     func everyQwenGenerationDecodesAndSatisfiesItsGuides() async {
         await GuidedCorpus.expectEveryGenerationPasses(model: LocalTestModels.qwen)
     }
+
+    /// Gemma's 262,144-token SentencePiece vocabulary is the largest the decoder masks.
+    @Test(.enabled(if: LocalTestModels.hasGemma, LocalTestModels.gemmaMissing))
+    func everyGemmaGenerationDecodesAndSatisfiesItsGuides() async {
+        await GuidedCorpus.expectEveryGenerationPasses(model: LocalTestModels.gemma)
+    }
 }

@@ -23,19 +23,23 @@ struct GenerationFixture: Decodable {
     var llama_cpp_python: String
     var n_vocab: Int
     var logit_files_per_chunk: Int
+    /// The cases whose last-position logits are stored, in file order; all when absent.
+    var logit_cases: [Int]?
     var cases: [Case]
 
     static func load(_ name: String) throws -> GenerationFixture {
         try TestModels.fixture("generation/\(name).json")
     }
 
-    /// The reference last-position logits of case `index`, restored from their int16 encoding.
-    func lastLogits(_ name: String, case index: Int) throws -> [Float] {
-        let chunk = index / logit_files_per_chunk
+    /// The reference last-position logits of case `index`, restored from their int16 encoding;
+    /// nil when the fixture keeps no logits for that case.
+    func lastLogits(_ name: String, case index: Int) throws -> [Float]? {
+        guard let stored = logit_cases.map({ $0.firstIndex(of: index) }) ?? index else { return nil }
+        let chunk = stored / logit_files_per_chunk
         let url = TestModels.fixtures.appendingPathComponent("generation/\(name)_logits_\(chunk).bin")
         let data = try Data(contentsOf: url)
         let vocab = n_vocab
-        let offset = 8 + (index % logit_files_per_chunk) * vocab * 2
+        let offset = 8 + (stored % logit_files_per_chunk) * vocab * 2
         let lo = cases[index].last_logits.min, hi = cases[index].last_logits.max
         return data.withUnsafeBytes { raw in
             (0..<vocab).map { i in

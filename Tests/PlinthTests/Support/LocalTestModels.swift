@@ -21,4 +21,7 @@ enum LocalTestModels {
     static let qwen = "Qwen2.5-Coder-0.5B-Instruct"
     static var hasQwen: Bool { path(qwen) != nil }
     static let qwenMissing: Comment = "Qwen2.5-Coder-0.5B-Instruct isn't downloaded: run `plinth models fetch qwen2.5-coder`"
+    static let gemma = "Gemma-3-270M"
+    static var hasGemma: Bool { path(gemma) != nil }
+    static let gemmaMissing: Comment = "Gemma-3-270M isn't downloaded: run `plinth models fetch gemma3`"
 }

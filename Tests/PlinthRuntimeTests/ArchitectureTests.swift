@@ -1,0 +1,262 @@
+import Foundation
+import Testing
+
+@testable import PlinthRuntime
+
+/// A tiny Gemma 3 with F32 weights: two layers (a local one with a 3-position window, then a
+/// global one), query heads wider than the embedding, QK norms, post-norms, GeGLU, tied
+/// embeddings and a final soft-cap, against a naive forward pass in Double.
+struct TinyGemma {
+    let layers = 2, embedding = 32, heads = 2, kvHeads = 1, headDim = 24, feedForward = 64, vocabulary = 32
+    let window = 3
+    let globalBase: Float = 100, localBase: Float = 10000
+    let epsilon: Float = 1e-6
+    let softcap: Float = 5
+    var qDim: Int { heads * headDim }
+    var kvDim: Int { kvHeads * headDim }
+
+    private(set) var weights: [String: (dims: [Int], values: [Float])] = [:]
+    private(set) var order: [String] = []
+
+    init(seed: UInt64 = 31) {
+        var rng = RandomSource(seed: seed)
+        func uniform(_ n: Int, scale: Double, offset: Double = 0) -> [Float] {
+            (0..<n).map { _ in Float(offset + (rng.nextUnit() * 2 - 1) * scale) }
+        }
+        func add(_ name: String, _ dims: [Int], _ values: [Float]) {
+            weights[name] = (dims, values)
+            order.append(name)
+        }
+        let e = embedding, ff = feedForward
+        add("token_embd.weight", [e, vocabulary], uniform(e * vocabulary, scale: 0.3))
+        for l in 0..<layers {
+            let p = "blk.\(l)."
+            add(p + "attn_norm.weight", [e], uniform(e, scale: 0.2, offset: 1))
+            add(p + "attn_q.weight", [e, qDim], uniform(e * qDim, scale: 2.5 / Double(e).squareRoot()))
+            add(p + "attn_k.weight", [e, kvDim], uniform(e * kvDim, scale: 2.5 / Double(e).squareRoot()))
+            add(p + "attn_v.weight", [e, kvDim], uniform(e * kvDim, scale: 1.7 / Double(e).squareRoot()))
+            add(p + "attn_q_norm.weight", [headDim], uniform(headDim, scale: 0.5, offset: 1.5))
+            add(p + "attn_k_norm.weight", [headDim], uniform(headDim, scale: 0.5, offset: 1.5))
+            add(p + "attn_output.weight", [qDim, e], uniform(qDim * e, scale: 1.7 / Double(qDim).squareRoot()))
+            add(p + "post_attention_norm.weight", [e], uniform(e, scale: 0.2, offset: 0.5))
+            add(p + "ffn_norm.weight", [e], uniform(e, scale: 0.2, offset: 1))
+            add(p + "ffn_gate.weight", [e, ff], uniform(e * ff, scale: 1.7 / Double(e).squareRoot()))
+            add(p + "ffn_up.weight", [e, ff], uniform(e * ff, scale: 1.7 / Double(e).squareRoot()))
+            add(p + "ffn_down.weight", [ff, e], uniform(ff * e, scale: 1.7 / Double(ff).squareRoot()))
+            add(p + "post_ffw_norm.weight", [e], uniform(e, scale: 0.2, offset: 0.5))
+        }
+        add("output_norm.weight", [e], uniform(e, scale: 0.2, offset: 1))
+    }
+
+    /// The GGUF file; `metadata` replaces or adds keys, `drop` leaves keys out.
+    func bytes(metadata: [String: GGUFValue] = [:], drop: Set<String> = []) -> [UInt8] {
+        var w = GGUFBuilder()
+        var keys: [(String, GGUFValue)] = [
+            ("general.architecture", .string("gemma3")),
+            ("gemma3.block_count", .uint32(UInt32(layers))),
+            ("gemma3.context_length", .uint32(64)),
+            ("gemma3.embedding_length", .uint32(UInt32(embedding))),
+            ("gemma3.feed_forward_length", .uint32(UInt32(feedForward))),
+            ("gemma3.attention.head_count", .uint32(UInt32(heads))),
+            ("gemma3.attention.head_count_kv", .uint32(UInt32(kvHeads))),
+            ("gemma3.attention.key_length", .uint32(UInt32(headDim))),
+            ("gemma3.attention.value_length", .uint32(UInt32(headDim))),
+            ("gemma3.rope.freq_base", .float32(globalBase)),
+            ("gemma3.attention.layer_norm_rms_epsilon", .float32(epsilon)),
+            ("gemma3.attention.sliding_window", .uint32(UInt32(window))),
+            ("gemma3.attention.sliding_window_pattern", .uint32(2)),
+            ("gemma3.final_logit_softcapping", .float32(softcap)),
+            ("tokenizer.ggml.tokens", .array((0..<vocabulary).map { .string("t\($0)") })),
+        ]
+        keys = keys.filter { !drop.contains($0.0) }.map { ($0.0, metadata[$0.0] ?? $0.1) }
+        for (k, v) in metadata where !keys.contains(where: { $0.0 == k }) { keys.append((k, v)) }
+        for (k, v) in keys { w.add(k, v) }
+        for name in order {
+            let t = weights[name]!
+            w.addTensor(.init(name, dims: t.dims.map(UInt64.init), type: .f32, data: t.values.withUnsafeBytes { Array($0) }))
+        }
+        return w.bytes()
+    }
+
+    /// Logits for every position of `tokens` (one sequence from position 0), computed naively.
+    func referenceLogits(_ tokens: [Int32]) -> [[Double]] {
+        func w(_ name: String) -> [Double] { weights[name]!.values.map(Double.init) }
+        func matvec(_ m: [Double], _ x: [Double], out: Int) -> [Double] {
+            (0..<out).map { o in (0..<x.count).reduce(0.0) { $0 + m[o * x.count + $1] * x[$1] } }
+        }
+        func rmsNorm(_ x: ArraySlice<Double>, _ g: [Double]) -> [Double] {
+            let ms = x.reduce(0) { $0 + $1 * $1 } / Double(x.count)
+            let s = 1 / (ms + Double(epsilon)).squareRoot()
+            return zip(x, g).map { $0 * s * $1 }
+        }
+        /// Each head normed by itself, then rotated on (i, i + d/2) pairs.
+        func headsNormedAndRotated(_ v: [Double], heads: Int, norm: [Double], position: Int, base: Float) -> [Double] {
+            var out: [Double] = []
+            for h in 0..<heads {
+                var x = rmsNorm(v[h * headDim..<(h + 1) * headDim], norm)
+                for i in 0..<headDim / 2 {
+                    let theta = Double(position) * pow(Double(base), -2 * Double(i) / Double(headDim))
+                    let x0 = x[i], x1 = x[i + headDim / 2]
+                    x[i] = x0 * cos(theta) - x1 * sin(theta)
+                    x[i + headDim / 2] = x0 * sin(theta) + x1 * cos(theta)
+                }
+                out += x
+            }
+            return out
+        }
+        func gelu(_ g: Double) -> Double { 0.5 * g * (1 + tanh((2 / Double.pi).squareRoot() * (g + 0.044715 * g * g * g))) }
+        let e = embedding
+        let embd = w("token_embd.weight")
+        var xs: [[Double]] = tokens.map { t in embd[Int(t) * e..<(Int(t) + 1) * e].map { $0 * Double(e).squareRoot() } }
+        for l in 0..<layers {
+            let p = "blk.\(l).", local = l % 2 == 0
+            let base = local ? localBase : globalBase
+            var queries: [[Double]] = [], keys: [[Double]] = [], values: [[Double]] = []
+            for (pos, x) in xs.enumerated() {
+                let h = rmsNorm(x[...], w(p + "attn_norm.weight"))
+                queries.append(headsNormedAndRotated(matvec(w(p + "attn_q.weight"), h, out: qDim), heads: heads,
+                                                     norm: w(p + "attn_q_norm.weight"), position: pos, base: base))
+                keys.append(headsNormedAndRotated(matvec(w(p + "attn_k.weight"), h, out: kvDim), heads: kvHeads,
+                                                  norm: w(p + "attn_k_norm.weight"), position: pos, base: base))
+                values.append(matvec(w(p + "attn_v.weight"), h, out: kvDim))
+            }
+            for pos in xs.indices {
+                let first = local ? max(0, pos - window + 1) : 0
+                var attn = [Double](repeating: 0, count: qDim)
+                for h in 0..<heads {
+                    let kvh = h / (heads / kvHeads)
+                    let q = queries[pos][h * headDim..<(h + 1) * headDim]
+                    let scores = (first...pos).map { j in
+                        zip(q, keys[j][kvh * headDim..<(kvh + 1) * headDim]).reduce(0) { $0 + $1.0 * $1.1 } / Double(headDim).squareRoot()
+                    }
+                    let m = scores.max()!
+                    let ex = scores.map { exp($0 - m) }
+                    let z = ex.reduce(0, +)
+                    for (i, j) in (first...pos).enumerated() {
+                        for d in 0..<headDim { attn[h * headDim + d] += ex[i] / z * values[j][kvh * headDim + d] }
+                    }
+                }
+                let o = rmsNorm(matvec(w(p + "attn_output.weight"), attn, out: e)[...], w(p + "post_attention_norm.weight"))
+                for i in 0..<e { xs[pos][i] += o[i] }
+                let h = rmsNorm(xs[pos][...], w(p + "ffn_norm.weight"))
+                let g = matvec(w(p + "ffn_gate.weight"), h, out: feedForward)
+                let u = matvec(w(p + "ffn_up.weight"), h, out: feedForward)
+                let d = matvec(w(p + "ffn_down.weight"), zip(g, u).map { gelu($0) * $1 }, out: e)
+                let dn = rmsNorm(d[...], w(p + "post_ffw_norm.weight"))
+                for i in 0..<e { xs[pos][i] += dn[i] }
+            }
+        }
+        let cap = Double(softcap)
+        return xs.map { x in
+            matvec(embd, rmsNorm(x[...], w("output_norm.weight")), out: vocabulary).map { cap * tanh($0 / cap) }
+        }
+    }
+}
+
+/// Architectures as units: each family's hyperparameters, tensors and layer.
+struct ArchitectureTests {
+    static func load(_ bytes: [UInt8]) throws -> Transformer {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("arch-\(UUID().uuidString).gguf")
+        try Data(bytes).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        return try Transformer(url: url, packing: WeightPackingOptions(enabled: false, directory: FileManager.default.temporaryDirectory))
+    }
+
+    @Test func everyArchitectureIsListedOnce() {
+        let names = Architecture.allCases.map(\.rawValue)
+        #expect(names == ["llama", "qwen2", "gemma3"])
+        #expect(Architecture(rawValue: "gemma3").neoxRoPE && !Architecture(rawValue: "llama").neoxRoPE)
+    }
+
+    /// Past the window, the local layer forgets the oldest positions; prefill, token-by-token
+    /// decode and a batch of two sequences all match the naive pass.
+    @Test(arguments: [1, 2])
+    func tinyGemmaMatchesANaiveForwardPass(threads: Int) throws {
+        let tiny = TinyGemma()
+        let t = try Self.load(tiny.bytes())
+        #expect(t.config.architecture == Gemma3.architecture)
+        #expect(t.config.headDim == 24 && t.config.headCount * t.config.headDim == 48)
+        let tokens: [Int32] = [3, 17, 9, 30, 1, 22, 5, 11]
+        let reference = tiny.referenceLogits(tokens)
+        let spread = reference.flatMap { $0 }.max()! - reference.flatMap { $0 }.min()!
+        #expect(spread > 1, "the comparison is meaningful: logits spread \(spread)")
+
+        let ctx = try InferenceContext(transformer: t, contextLength: 16, slots: 2, threads: threads, backend: .cpu)
+        var b = Batch()
+        for (i, tok) in tokens.enumerated() { b.add(tok, position: i, slot: 0, logits: true) }
+        for (i, tok) in tokens.prefix(5).enumerated() { b.add(tok, position: i, slot: 1, logits: true) }
+        try ctx.forward(b)
+        var worst = 0.0
+        for row in 0..<13 {
+            let pos = row < 8 ? row : row - 8
+            for v in 0..<tiny.vocabulary { worst = max(worst, abs(Double(ctx.logits(row)[v]) - reference[pos][v])) }
+        }
+        #expect(worst < 2e-3, "largest logit difference \(worst)")
+
+        ctx.reset(slot: 0)
+        worst = 0
+        for (i, tok) in tokens.enumerated() {
+            try ctx.forward(Batch.sequence([tok], startingAt: i))
+            for v in 0..<tiny.vocabulary { worst = max(worst, abs(Double(ctx.logits(0)[v]) - reference[i][v])) }
+        }
+        #expect(worst < 2e-3, "decoding one token at a time: largest logit difference \(worst)")
+    }
+
+    /// Without the window the last positions' logits differ: the test above can see the window.
+    @Test func theWindowChangesTheResult() throws {
+        let tiny = TinyGemma()
+        let tokens: [Int32] = [3, 17, 9, 30, 1, 22, 5, 11]
+        let wide = try Self.load(tiny.bytes(metadata: ["gemma3.attention.sliding_window": .uint32(64)]))
+        let ctx = try InferenceContext(transformer: wide, contextLength: 16, threads: 1, backend: .cpu)
+        try ctx.forward(.sequence(tokens))
+        let reference = tiny.referenceLogits(tokens).last!
+        let gap = zip(ctx.logits(0), reference).map { abs(Double($0) - $1) }.max()!
+        #expect(gap > 1e-2, "a 64-position window gives the 3-position window's logits (gap \(gap))")
+    }
+
+    @Test func gemmaHyperparametersAreChecked() throws {
+        let tiny = TinyGemma()
+        let missing = caughtError(ModelError.self) { _ = try Self.load(tiny.bytes(drop: ["gemma3.attention.sliding_window"])) }
+        #expect(missing == .missingMetadata("gemma3.attention.sliding_window"))
+        let zero = caughtError(ModelError.self) { _ = try Self.load(tiny.bytes(metadata: ["gemma3.attention.sliding_window": .uint32(0)])) }
+        #expect(zero == .invalidMetadata(key: "gemma3.attention.sliding_window", reason: "0 is not positive"))
+        let flags = caughtError(ModelError.self) {
+            _ = try Self.load(tiny.bytes(metadata: ["gemma3.attention.sliding_window_pattern": .array([.bool(true)])]))
+        }
+        #expect(flags == .invalidMetadata(key: "gemma3.attention.sliding_window_pattern", reason: "1 flags for 2 layers"))
+        let scaled = caughtError(ModelError.self) {
+            _ = try Self.load(tiny.bytes(metadata: ["gemma3.rope.scaling.type": .string("linear"), "gemma3.rope.scaling.factor": .float32(8)]))
+        }
+        guard case .invalidMetadata(let key, let why)? = scaled else {
+            Issue.record("expected invalidMetadata for RoPE scaling, got \(String(describing: scaled))")
+            return
+        }
+        #expect(key == "gemma3.rope.scaling.type" && why.contains("not supported"))
+    }
+
+    /// A flag per layer reads like the period: [local, global] is period 2.
+    @Test func windowPatternAsFlags() throws {
+        let tiny = TinyGemma()
+        let tokens: [Int32] = [3, 17, 9, 30, 1, 22, 5, 11]
+        let t = try Self.load(tiny.bytes(metadata: ["gemma3.attention.sliding_window_pattern": .array([.bool(true), .bool(false)])]))
+        let ctx = try InferenceContext(transformer: t, contextLength: 16, threads: 1, backend: .cpu)
+        try ctx.forward(.sequence(tokens))
+        let reference = tiny.referenceLogits(tokens).last!
+        let gap = zip(ctx.logits(0), reference).map { abs(Double($0) - $1) }.max()!
+        #expect(gap < 2e-3, "largest logit difference \(gap)")
+    }
+
+    @Test func aMissingGemmaTensorIsNamed() throws {
+        let e = caughtError(ModelError.self) { _ = try Self.load(TinyGemma().bytesWithout("blk.1.attn_k_norm.weight")) }
+        #expect(e == .missingTensor("blk.1.attn_k_norm.weight"))
+    }
+}
+
+extension TinyGemma {
+    /// The file without one tensor.
+    func bytesWithout(_ tensor: String) -> [UInt8] {
+        var copy = self
+        copy.order.removeAll { $0 == tensor }
+        return copy.bytes()
+    }
+}
