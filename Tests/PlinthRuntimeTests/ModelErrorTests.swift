@@ -35,30 +35,24 @@ struct TinyLlama {
         self.heads = heads
         self.kvHeads = kvHeads
         self.feedForward = feedForward
-        var rng = RandomSource(seed: seed)
-        func uniform(_ n: Int, scale: Double, offset: Double = 0) -> [Float] {
-            (0..<n).map { _ in Float(offset + (rng.nextUnit() * 2 - 1) * scale) }
-        }
-        func add(_ name: String, _ dims: [Int], _ values: [Float]) {
-            weights[name] = (dims, values)
-            order.append(name)
-        }
+        var t = RandomTensors(seed: seed)
         let e = embedding, ff = feedForward
-        add("token_embd.weight", [e, vocabulary], uniform(e * vocabulary, scale: 1))
+        t.add("token_embd.weight", [e, vocabulary], scale: 1)
         for l in 0..<layers {
             let p = "blk.\(l)."
-            add(p + "attn_norm.weight", [e], uniform(e, scale: 0.2, offset: 1))
-            add(p + "attn_q.weight", [e, qDim], uniform(e * qDim, scale: 2.5 / Double(e).squareRoot()))
-            add(p + "attn_k.weight", [e, kvDim], uniform(e * kvDim, scale: 2.5 / Double(e).squareRoot()))
-            add(p + "attn_v.weight", [e, kvDim], uniform(e * kvDim, scale: 1.7 / Double(e).squareRoot()))
-            add(p + "attn_output.weight", [qDim, e], uniform(qDim * e, scale: 1.7 / Double(qDim).squareRoot()))
-            add(p + "ffn_norm.weight", [e], uniform(e, scale: 0.2, offset: 1))
-            add(p + "ffn_gate.weight", [e, ff], uniform(e * ff, scale: 1.7 / Double(e).squareRoot()))
-            add(p + "ffn_up.weight", [e, ff], uniform(e * ff, scale: 1.7 / Double(e).squareRoot()))
-            add(p + "ffn_down.weight", [ff, e], uniform(ff * e, scale: 1.7 / Double(ff).squareRoot()))
+            t.add(p + "attn_norm.weight", [e], scale: 0.2, offset: 1)
+            t.add(p + "attn_q.weight", [e, qDim], scale: 2.5 / Double(e).squareRoot())
+            t.add(p + "attn_k.weight", [e, kvDim], scale: 2.5 / Double(e).squareRoot())
+            t.add(p + "attn_v.weight", [e, kvDim], scale: 1.7 / Double(e).squareRoot())
+            t.add(p + "attn_output.weight", [qDim, e], scale: 1.7 / Double(qDim).squareRoot())
+            t.add(p + "ffn_norm.weight", [e], scale: 0.2, offset: 1)
+            t.add(p + "ffn_gate.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
+            t.add(p + "ffn_up.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
+            t.add(p + "ffn_down.weight", [ff, e], scale: 1.7 / Double(ff).squareRoot())
         }
-        add("output_norm.weight", [e], uniform(e, scale: 0.2, offset: 1))
-        add("output.weight", [e, vocabulary], uniform(e * vocabulary, scale: 3 / Double(e).squareRoot()))
+        t.add("output_norm.weight", [e], scale: 0.2, offset: 1)
+        t.add("output.weight", [e, vocabulary], scale: 3 / Double(e).squareRoot())
+        (weights, order) = (t.tensors, t.order)
     }
 
     /// The GGUF file. `drop` leaves tensors out; `replace` swaps a tensor's directory entry.

@@ -2,24 +2,22 @@
 /// on (i, i + d/2) pairs.
 public struct Qwen2: ModelArchitecture {
     public static let architecture = Architecture(rawValue: "qwen2")
-    public let ropeBases: [Float]
     public static let neoxRoPE = true
-    let attentionScale: Float
+    let llama: Llama
+    public var ropeBases: [Float] { llama.ropeBases }
 
     public init(gguf: GGUFFile, config c: ModelConfig) throws {
-        try c.refuseRoPEScaling(gguf)
-        ropeBases = [c.ropeFreqBase]
-        attentionScale = 1 / Float(c.headDim).squareRoot()
+        llama = try Llama(gguf: gguf, config: c)
     }
 
     public func tensors(layer index: Int, config c: ModelConfig) -> [LayerTensorSpec] {
         let q = c.headCount * c.headDim, kv = c.kvHeadCount * c.headDim
-        return LayerTensorSpec.standardBlock(c) + [
+        return llama.tensors(layer: index, config: c) + [
             .init(.attnQBias, "attn_q.bias", [q]), .init(.attnKBias, "attn_k.bias", [kv]), .init(.attnVBias, "attn_v.bias", [kv]),
         ]
     }
 
     public func layer(_ index: Int, _ step: some LayerStep) {
-        Llama.block(step, attentionScale: attentionScale)
+        llama.layer(index, step)
     }
 }
