@@ -13,10 +13,14 @@
 
 // ---- activation quantization -------------------------------------------------------------
 //
-// Activations are quantized the way llama.cpp quantizes them for each weight type (its
-// "vec_dot_type"), so that both engines feed the same int8 values to the same integer sums:
-// Q8_0 (fp16 scale) for Q4_0/Q5_0/Q8_0, Q8_1 (fp16 scale and fp16 scaled sum) for Q4_1/Q5_1,
-// Q8_K (f32 scale per 256, signed by the largest value) for the k-quants.
+// Activations are quantized as llama.cpp quantizes them for the legacy weight types (its
+// "vec_dot_type"), so both engines feed the same int8 values to the same integer sums: Q8_0
+// (fp16 scale per 32) for Q4_0/Q5_0/Q8_0, Q8_1 (fp16 scale and fp16 scaled sum) for Q4_1/Q5_1.
+// For the k-quants (ACT_Q8_K) llama.cpp's Q8_K has one f32 scale per 256 values; Plinth gives
+// every 32 values their own f32 scale. The kernels apply a scale per sub-block anyway, and an
+// outlier then coarsens only its own 32 values. On Gemma 3, whose feed-forward activations have
+// large outliers, Q8_K's rounding of ffn_down's input was most of the file's error against F32
+// (Benchmarks/README.md, fidelity).
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -57,38 +61,29 @@ ALWAYS_INLINE void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_
 
 ALWAYS_INLINE void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *dx16, int32_t *sx16, float *xs16,
                               float *dx32, int32_t *sx32, float *xs32) {
-    for (int64_t b = 0; b < k / 256; b++) {
-        const float *xb = x + b * 256;
-        int8_t *qb = q + b * 256;
-        float amax = 0.0f, max = 0.0f;
-        for (int i = 0; i < 256; i++) {
+    for (int64_t b = 0; b < k / 32; b++) {
+        const float *xb = x + b * 32;
+        int8_t *qb = q + b * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) {
             const float a = fabsf(xb[i]);
-            if (a > amax) { amax = a; max = xb[i]; }
+            amax = a > amax ? a : amax;
         }
-        float db = 0.0f;
-        if (amax == 0.0f) {
-            memset(qb, 0, 256);
-        } else {
-            const float iscale = -127.0f / max;
-            db = 1.0f / iscale;
-            for (int i = 0; i < 256; i++) {
-                const int v = (int)__builtin_rintf(iscale * xb[i]);
-                qb[i] = (int8_t)(v < 127 ? v : 127);
-            }
+        const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        int32_t half[2] = {0, 0};
+        for (int i = 0; i < 32; i++) {
+            const int v = (int)__builtin_rintf(xb[i] * id);
+            qb[i] = (int8_t)v;
+            half[i >> 4] += v;
         }
-        for (int s = 0; s < 16; s++) {
-            int sum = 0;
-            for (int i = 0; i < 16; i++) sum += qb[s * 16 + i];
-            dx16[b * 16 + s] = db;
-            sx16[b * 16 + s] = sum;
-            xs16[b * 16 + s] = db * (float)sum;
+        for (int h = 0; h < 2; h++) {
+            dx16[2 * b + h] = d;
+            sx16[2 * b + h] = half[h];
+            xs16[2 * b + h] = d * (float)half[h];
         }
-        for (int s = 0; s < 8; s++) {
-            const int32_t sum = sx16[b * 16 + 2 * s] + sx16[b * 16 + 2 * s + 1];
-            dx32[b * 8 + s] = db;
-            sx32[b * 8 + s] = sum;
-            xs32[b * 8 + s] = db * (float)sum;
-        }
+        dx32[b] = d;
+        sx32[b] = half[0] + half[1];
+        xs32[b] = d * (float)(half[0] + half[1]);
     }
 }
 
