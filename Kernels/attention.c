@@ -238,8 +238,10 @@ static void attend_avx2(const attn_job *j, int64_t t, int kvh, int h0, int count
 #include <immintrin.h>
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))), apply_to = function)
 
-// attend_body for head_dim 64, written with intrinsics so that it does per vector what the body
-// does per lane, in the same order: the tests hold it to the scalar body's bits.
+// attend_body for head sizes that are whole multiples of 64 (64: SmolLM2, Qwen2; 256: Gemma 3),
+// written with intrinsics so that it does per vector what the body does per lane, in the same
+// order: the tests hold it to the scalar body's bits. Values are accumulated 64 columns at a
+// time (each column's sum on its own, so the grouping changes no bits).
 
 ALWAYS_INLINE __m512 ld_half16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 ALWAYS_INLINE __m512 round_half16(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
@@ -253,7 +255,6 @@ ALWAYS_INLINE float tree_sum16(__m512 v) {
     return _mm_cvtss_f32(b);
 }
 
-#define HD 64
 #define HEADS_PER_PASS 4
 // Up to this many whole 64-position chunks of values, folding in registers (values converted
 // once per head) beats slots in memory (values converted once per group).
@@ -267,11 +268,11 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
     for (int64_t nb = b * nblocks / blocks; nb < (b + 1) * nblocks / blocks; nb++) {
         const char *k = (const char *)(nx->keys + nb * PK_KEY_BLOCK * j->kv_dim);
         if (nb >= KEYS_AHEAD) // (the first ones are on their way to L1 already: prefetch_keys)
-            for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch(k + o, _MM_HINT_T1);
+            for (int o = 0; o < j->head_dim * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch(k + o, _MM_HINT_T1);
         for (int64_t p = nb * PK_KEY_BLOCK; p < (nb + 1) * PK_KEY_BLOCK && p < nx->len; p++) {
             const char *v = (const char *)(nx->values + p * j->v_stride);
-            _mm_prefetch(v, _MM_HINT_T1);
-            _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T1);
+            for (int o = 0; o < 2 * j->head_dim; o += 64) _mm_prefetch(v + o, _MM_HINT_T1);
+            _mm_prefetch(v + 2 * j->head_dim - 1, _MM_HINT_T1);
         }
     }
 }
@@ -281,7 +282,8 @@ static inline __mmask16 from_start(int64_t start, int64_t p) {
     return p >= start ? (__mmask16)0xFFFFu : start - p >= 16 ? (__mmask16)0 : (__mmask16)(0xFFFFu << (start - p));
 }
 
-static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
+static void attend64n_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
+    const int HD = j->head_dim;
     const int64_t len = j->kv_len[t], stride = j->v_stride;
     const int64_t start = window_start(j, t), lo = start / 64 * 64;
     float *scores = buf;
@@ -290,7 +292,7 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
     float *slots = kv + 256;                          // count * 64 * HD
     const float *qrow = j->q + t * (int64_t)j->n_head * HD;
     for (int c = 0; c < count; c++)
-        for (int d = 0; d < 4; d++)
+        for (int d = 0; d < HD / 16; d++)
             _mm512_storeu_ps(qh + c * 256 + 16 * d, round_half16(_mm512_loadu_ps(qrow + (int64_t)(h0 + c) * HD + 16 * d)));
 
     // Scores, a block of sixteen keys at a time (lane = key), in score_block's order.
@@ -310,19 +312,24 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         if (next) fetch_next_slice(j, next, p0 / 16, (len + 15) / 16);
         for (int i = 0; i < keys; i++) {
             const char *v = (const char *)(vb + (p0 + i) * stride);
-            _mm_prefetch(v, _MM_HINT_T0);
+            for (int o = 0; o < 2 * HD; o += 64) _mm_prefetch(v + o, _MM_HINT_T0);
             _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T0);
         }
         for (int c = 0; c < count; c++) {
             const float *qc = qh + c * 256;
-            // fmaf(q, k, 0) as the body's first step, which differs from q*k in the sign of a zero
-#define PROD(d) _mm512_fmadd_ps(_mm512_set1_ps(qc[d]), ld_half16(block + (d) * PK_KEY_BLOCK), z)
-#define SLOT(l) _mm512_add_ps(_mm512_add_ps(PROD(l), PROD(32 + (l))), _mm512_add_ps(PROD(16 + (l)), PROD(48 + (l))))
-            __m512 a[8];
-            for (int l = 0; l < 8; l++) a[l] = _mm512_add_ps(SLOT(l), SLOT(l + 8));
-#undef SLOT
+            // Slot l's four accumulators run over the 64-chunks in order; the first product is
+            // fmaf(q, k, 0) as the body's, which differs from q*k in the sign of a zero.
+#define PROD(d, acc) _mm512_fmadd_ps(_mm512_set1_ps(qc[d]), ld_half16(block + (d) * PK_KEY_BLOCK), acc)
+            __m512 a[16];
+            for (int l = 0; l < 16; l++) {
+                __m512 acc[4];
+                for (int q = 0; q < 4; q++) acc[q] = PROD(16 * q + l, z);
+                for (int c64 = 64; c64 < HD; c64 += 64)
+                    for (int q = 0; q < 4; q++) acc[q] = PROD(c64 + 16 * q + l, acc[q]);
+                a[l] = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+            }
 #undef PROD
-            for (int width = 4; width >= 1; width /= 2)
+            for (int width = 8; width >= 1; width /= 2)
                 for (int l = 0; l < width; l++) a[l] = _mm512_add_ps(a[l], a[l + width]);
             _mm512_mask_storeu_ps(scores + c * j->max_kv + p0, (__mmask16)((1u << keys) - 1u), _mm512_mul_ps(a[0], scale));
         }
@@ -362,21 +369,22 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         for (int c = 0; c < count; c++) {
             float *a = slots + (size_t)c * 64 * HD;
             const float *sc = scores + c * j->max_kv;
-            for (int l = 0; l < 16; l++) {
-                __m512 acc[4][4];
-                for (int q = 0; q < 4; q++)
-                    for (int d = 0; d < 4; d++) acc[q][d] = _mm512_setzero_ps();
-                for (int64_t base = lo; base < whole; base += 64)
-                    for (int q = 0; q < 4; q++) {
-                        const int64_t p = base + 16 * q + l;
-                        const uint16_t *v = vb + p * stride;
-                        const __m512 w = _mm512_set1_ps(sc[p]);
-                        for (int d = 0; d < 4; d++) acc[q][d] = _mm512_fmadd_ps(w, ld_half16(v + 16 * d), acc[q][d]);
-                    }
-                for (int d = 0; d < 4; d++)
-                    _mm512_storeu_ps(a + l * HD + 16 * d, _mm512_add_ps(_mm512_add_ps(acc[0][d], acc[2][d]), _mm512_add_ps(acc[1][d], acc[3][d])));
-            }
-            for (int d = 0; d < 4; d++) {
+            for (int l = 0; l < 16; l++)
+                for (int g = 0; g < HD; g += 64) {
+                    __m512 acc[4][4];
+                    for (int q = 0; q < 4; q++)
+                        for (int d = 0; d < 4; d++) acc[q][d] = _mm512_setzero_ps();
+                    for (int64_t base = lo; base < whole; base += 64)
+                        for (int q = 0; q < 4; q++) {
+                            const int64_t p = base + 16 * q + l;
+                            const uint16_t *v = vb + p * stride + g;
+                            const __m512 w = _mm512_set1_ps(sc[p]);
+                            for (int d = 0; d < 4; d++) acc[q][d] = _mm512_fmadd_ps(w, ld_half16(v + 16 * d), acc[q][d]);
+                        }
+                    for (int d = 0; d < 4; d++)
+                        _mm512_storeu_ps(a + l * HD + g + 16 * d, _mm512_add_ps(_mm512_add_ps(acc[0][d], acc[2][d]), _mm512_add_ps(acc[1][d], acc[3][d])));
+                }
+            for (int d = 0; d < HD / 16; d++) {
                 for (int width = 8; width >= 1; width /= 2)
                     for (int l = 0; l < width; l++)
                         _mm512_storeu_ps(a + l * HD + 16 * d, _mm512_add_ps(_mm512_loadu_ps(a + l * HD + 16 * d), _mm512_loadu_ps(a + (l + width) * HD + 16 * d)));
@@ -386,12 +394,13 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
     } else if (whole > 0) {
         for (int c0 = 0; c0 < count; c0 += HEADS_PER_PASS) {
             const int heads = count - c0 < HEADS_PER_PASS ? count - c0 : HEADS_PER_PASS;
-            for (int m = 0; m < 64; m++) {
+            for (int m = 0; m < 64; m++)
+                for (int g = 0; g < HD; g += 64) {
                 __m512 acc[HEADS_PER_PASS][4];
                 for (int c = 0; c < HEADS_PER_PASS; c++)
                     for (int d = 0; d < 4; d++) acc[c][d] = _mm512_setzero_ps();
                 for (int64_t p = lo + m; p < whole; p += 64) {
-                    const uint16_t *v = vb + p * stride;
+                    const uint16_t *v = vb + p * stride + g;
                     const __m512 v0 = ld_half16(v), v1 = ld_half16(v + 16), v2 = ld_half16(v + 32), v3 = ld_half16(v + 48);
                     for (int c = 0; c < heads; c++) {
                         const __m512 w = _mm512_set1_ps(scores[(c0 + c) * j->max_kv + p]);
@@ -402,14 +411,14 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
                     }
                 }
                 for (int c = 0; c < heads; c++)
-                    for (int d = 0; d < 4; d++) _mm512_storeu_ps(slots + ((size_t)(c0 + c) * 64 + m) * HD + 16 * d, acc[c][d]);
-            }
+                    for (int d = 0; d < 4; d++) _mm512_storeu_ps(slots + ((size_t)(c0 + c) * 64 + m) * HD + g + 16 * d, acc[c][d]);
+                }
         }
         for (int c = 0; c < count; c++) {
             float *a = slots + (size_t)c * 64 * HD;
 #define ROW(l, d) (a + (l) * HD + 16 * (d))
 #define ADD(x, y, d) _mm512_storeu_ps(ROW(x, d), _mm512_add_ps(_mm512_loadu_ps(ROW(x, d)), _mm512_loadu_ps(ROW(y, d))))
-            for (int d = 0; d < 4; d++) {
+            for (int d = 0; d < HD / 16; d++) {
                 for (int l = 0; l < 16; l++) { ADD(l, 32 + l, d); ADD(16 + l, 48 + l, d); }
                 for (int l = 0; l < 16; l++) ADD(l, 16 + l, d);
                 for (int width = 8; width >= 1; width /= 2)
@@ -423,15 +432,16 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
         memset(out, 0, (size_t)count * HD * sizeof(float));
     }
     if (whole < len) {
-        for (int c = 0; c < count; c++) {
+        for (int c = 0; c < count; c++)
+            for (int g = 0; g < HD; g += 64) {
             __m512d acc[8];
             for (int d = 0; d < 4; d++) {
-                const __m512 o = _mm512_loadu_ps(out + c * HD + 16 * d);
+                const __m512 o = _mm512_loadu_ps(out + c * HD + g + 16 * d);
                 acc[2 * d] = _mm512_cvtps_pd(_mm512_castps512_ps256(o));
                 acc[2 * d + 1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(o, 1));
             }
             for (int64_t p = whole > lo ? whole : lo; p < len; p++) {
-                const uint16_t *v = vb + p * stride;
+                const uint16_t *v = vb + p * stride + g;
                 const __m512 w = _mm512_set1_ps(scores[c * j->max_kv + p]);
                 for (int d = 0; d < 4; d++) {
                     const __m512 prod = _mm512_mul_ps(w, ld_half16(v + 16 * d));
@@ -440,17 +450,16 @@ static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int c
                 }
             }
             for (int d = 0; d < 4; d++)
-                _mm512_storeu_ps(out + c * HD + 16 * d,
+                _mm512_storeu_ps(out + c * HD + g + 16 * d,
                                  _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[2 * d])), _mm512_cvtpd_ps(acc[2 * d + 1]), 1));
         }
     }
 }
 
 static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
-    if (j->head_dim == HD) attend64_avx512(j, t, kvh, h0, count, next, buf);
+    if (j->head_dim % 64 == 0) attend64n_avx512(j, t, kvh, h0, count, next, buf);
     else attend_body(j, t, kvh, h0, count, buf);
 }
-#undef HD
 #pragma clang attribute pop
 #endif
 

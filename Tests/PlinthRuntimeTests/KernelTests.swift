@@ -232,7 +232,7 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
     /// With `windowed`, each row attends from its own start (sliding-window layers), and the
     /// same holds; a window starting at 0 is the plain call, bit for bit.
     @Test(arguments: [(4, 2, 64, false), (9, 3, 64, false), (14, 2, 64, false), (2, 1, 32, false), (4, 2, 80, false),
-                      (9, 3, 64, true), (4, 2, 80, true), (4, 1, 256, true)])
+                      (9, 3, 64, true), (4, 2, 80, true), (4, 1, 256, true), (4, 1, 256, false), (8, 4, 128, false)])
     func attentionIsExactAcrossISAsAndRows(heads: Int, kvHeads: Int, headDim: Int, windowed: Bool) {
         var rng = SplitMix64(seed: UInt64(heads * 1000 + headDim))
         let kvDim = kvHeads * headDim, qDim = heads * headDim

@@ -80,7 +80,7 @@ public struct ModelWeights: Sendable {
             return WeightTensor(name: name, type: info.type, rowLength: shape[0], rowCount: shape.count > 1 ? shape[1] : 1,
                                 data: matrix ? data : vectors.copy(data, bytes: shape[0] * MemoryLayout<Float>.stride))
         }
-        let e = c.embeddingLength, qDim = c.headCount * c.headDim, kvDim = c.kvHeadCount * c.headDim
+        let e = c.embeddingLength
         let tokenEmbedding = try t("token_embd.weight", [e, c.vocabularySize])
         outputNorm = try t("output_norm.weight", [e], matrix: false)
         let output = file.tensor(named: "output.weight") != nil ? try t("output.weight", [e, c.vocabularySize]) : tokenEmbedding
