@@ -70,12 +70,10 @@ ALWAYS_INLINE void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float
             amax = a > amax ? a : amax;
         }
         const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        for (int i = 0; i < 32; i++) qb[i] = (int8_t)(int)__builtin_rintf(xb[i] * id);
         int32_t half[2] = {0, 0};
-        for (int i = 0; i < 32; i++) {
-            const int v = (int)__builtin_rintf(xb[i] * id);
-            qb[i] = (int8_t)v;
-            half[i >> 4] += v;
-        }
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < 16; i++) half[h] += qb[16 * h + i];
         for (int h = 0; h < 2; h++) {
             dx16[2 * b + h] = d;
             sx16[2 * b + h] = half[h];
