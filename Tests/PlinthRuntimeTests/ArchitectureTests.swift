@@ -24,10 +24,7 @@ struct TinyGemma {
         t.add("token_embd.weight", [e, vocabulary], scale: 0.3)
         for l in 0..<layers {
             let p = "blk.\(l)."
-            t.add(p + "attn_norm.weight", [e], scale: 0.2, offset: 1)
-            t.add(p + "attn_q.weight", [e, qDim], scale: 2.5 / Double(e).squareRoot())
-            t.add(p + "attn_k.weight", [e, kvDim], scale: 2.5 / Double(e).squareRoot())
-            t.add(p + "attn_v.weight", [e, kvDim], scale: 1.7 / Double(e).squareRoot())
+            t.addAttentionInputs(p, embedding: e, qDim: qDim, kvDim: kvDim)
             t.add(p + "attn_q_norm.weight", [headDim], scale: 0.5, offset: 1.5)
             t.add(p + "attn_k_norm.weight", [headDim], scale: 0.5, offset: 1.5)
             t.add(p + "attn_output.weight", [qDim, e], scale: 1.7 / Double(qDim).squareRoot())

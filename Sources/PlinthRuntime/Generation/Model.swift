@@ -24,7 +24,7 @@ public final class Model: Sendable {
                                              reason: "\(tokenizer.vocabularySize) tokens but the model has \(transformer.config.vocabularySize) embeddings")
         }
         let source = try file.string("tokenizer.chat_template")
-            ?? (try file.string("general.architecture")).flatMap(BuiltinChatTemplates.source(forArchitecture:))
+            ?? BuiltinChatTemplates.source(forArchitecture: transformer.config.architecture.rawValue)
         if let source {
             func text(_ id: Int32?) -> String { id.map { tokenizer.tokenText($0) } ?? "" }
             chatTemplate = try ChatTemplate(source: source, bosToken: text(tokenizer.bosID), eosToken: text(tokenizer.eosID))

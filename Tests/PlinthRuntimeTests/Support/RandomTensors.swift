@@ -15,4 +15,12 @@ struct RandomTensors {
         tensors[name] = (dims, (0..<n).map { _ in Float(offset + (rng.nextUnit() * 2 - 1) * scale) })
         order.append(name)
     }
+
+    /// A layer's attention norm and q, k, v matrices, at the scales the tiny models use.
+    mutating func addAttentionInputs(_ prefix: String, embedding e: Int, qDim: Int, kvDim: Int) {
+        add(prefix + "attn_norm.weight", [e], scale: 0.2, offset: 1)
+        add(prefix + "attn_q.weight", [e, qDim], scale: 2.5 / Double(e).squareRoot())
+        add(prefix + "attn_k.weight", [e, kvDim], scale: 2.5 / Double(e).squareRoot())
+        add(prefix + "attn_v.weight", [e, kvDim], scale: 1.7 / Double(e).squareRoot())
+    }
 }
