@@ -46,7 +46,8 @@ void pk_rms_norm(pk_pool *pool, const float *x, const float *w, float *y, int64_
 
 // ---- RoPE ------------------------------------------------------------------------------------
 
-void pk_rope_table(const int32_t *positions, int64_t n, int rope_dims, float freq_base, float *table) {
+void pk_rope_table(const int32_t *positions, int64_t n, int rope_dims, float freq_base, float freq_scale,
+                   const float *factors, float *table) {
     const int pairs = rope_dims / 2;
     const float theta_scale = powf(freq_base, -2.0f / (float)rope_dims);
     for (int64_t t = 0; t < n; t++) {
@@ -54,8 +55,9 @@ void pk_rope_table(const int32_t *positions, int64_t n, int rope_dims, float fre
         float theta = (float)positions[t];
         float *row = table + t * 2 * pairs;
         for (int i = 0; i < pairs; i++) {
-            row[2 * i] = cosf(theta);
-            row[2 * i + 1] = sinf(theta);
+            const float angle = freq_scale * (factors ? theta / factors[i] : theta);
+            row[2 * i] = cosf(angle);
+            row[2 * i + 1] = sinf(angle);
             theta *= theta_scale;
         }
     }

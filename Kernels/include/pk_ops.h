@@ -18,7 +18,11 @@ void pk_rms_norm(pk_pool *pool, const float *x, const float *w, float *y, int64_
 // The rotations of rotary position embedding for n rows at `positions`: table[t*rope_dims + 2i]
 // and [.. + 2i + 1] hold cos and sin of pair i's angle. Computed once per step, used by every
 // layer's pk_rope.
-void pk_rope_table(const int32_t *positions, int64_t n, int rope_dims, float freq_base, float *table);
+// Pair i's angle at position p is freq_scale * (p * freq_base^(-2i/rope_dims) / factors[i]), as
+// llama.cpp computes it without YaRN: freq_scale is 1/factor for linear RoPE scaling, and
+// `factors` (NULL: all 1) are per-pair frequency factors (Llama 3.1's rope_freqs).
+void pk_rope_table(const int32_t *positions, int64_t n, int rope_dims, float freq_base, float freq_scale,
+                   const float *factors, float *table);
 
 // Rotary position embedding in place on n rows, each holding `heads` heads of `head_dim` values
 // (row stride `stride`), row t rotated by row t of `table` (pk_rope_table). `neox` pairs value

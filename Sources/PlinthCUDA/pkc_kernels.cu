@@ -368,8 +368,8 @@ __device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 
 // q8_store): x is one byte per weight, the dot of a group of 4 one dp4a of the weights' codes
 // (less their bias) with x's bytes, exact in integers, then scaled by the weights' and x's
 // scales, as the CPU kernels and llama.cpp multiply. The rows are always Q8_0-style (a scale per
-// 32): the CPU's own for Q4_0, Q5_0 and Q8_0 weights; for the others the CPU rounds x per 256
-// (Q8_K, the k-quants) or keeps an f16 d·sum (Q8_1, Q4_1/Q5_1), so there the sums differ slightly.
+// 32): the CPU's own for Q4_0, Q5_0 and Q8_0 weights; for the others the CPU keeps its scale per
+// 32 as an f32 (the k-quants) or an f16 d·sum (Q8_1, Q4_1/Q5_1), so there the sums differ slightly.
 
 #define GEMV_WARPS 4
 

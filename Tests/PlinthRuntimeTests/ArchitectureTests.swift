@@ -215,14 +215,49 @@ struct ArchitectureTests {
             _ = try Self.load(tiny.bytes(metadata: ["gemma3.attention.sliding_window_pattern": .array([.bool(true)])]))
         }
         #expect(flags == .invalidMetadata(key: "gemma3.attention.sliding_window_pattern", reason: "1 flags for 2 layers"))
-        let scaled = caughtError(ModelError.self) {
-            _ = try Self.load(tiny.bytes(metadata: ["gemma3.rope.scaling.type": .string("linear"), "gemma3.rope.scaling.factor": .float32(8)]))
+        // Linear scaling (Gemma 3 4B and larger: factor 8) applies to the global layers only.
+        let scaled = try Self.load(tiny.bytes(metadata: ["gemma3.rope.scaling.type": .string("linear"), "gemma3.rope.scaling.factor": .float32(8)]))
+        #expect(scaled.architecture.ropes == [RoPE(base: tiny.globalBase, scale: 0.125), RoPE(base: 10000)])
+        let yarn = caughtError(ModelError.self) {
+            _ = try Self.load(tiny.bytes(metadata: ["gemma3.rope.scaling.type": .string("yarn"), "gemma3.rope.scaling.factor": .float32(8)]))
         }
-        guard case .invalidMetadata(let key, let why)? = scaled else {
-            Issue.record("expected invalidMetadata for RoPE scaling, got \(String(describing: scaled))")
-            return
+        #expect(yarn == .invalidMetadata(key: "gemma3.rope.scaling.type", reason: "RoPE scaling 'yarn' is not supported yet (linear is)"))
+    }
+
+    /// Linear RoPE scaling and Llama 3.1's per-pair frequency factors rotate as llama.cpp
+    /// rotates them (the naive pass divides each pair's angle by its factor and the scaling's).
+    @Test func ropeScalingMatchesTheNaivePass() throws {
+        var tiny = TinyLlama()
+        tiny.ropeScalingFactor = 4
+        tiny.ropeFactors = (0..<tiny.headDim / 2).map { Float(1 + $0 % 5) }
+        let model = try ModelErrorTests.tinyModel(tiny)
+        #expect(model.transformer.architecture.ropes == [RoPE(base: 10000, scale: 0.25, factors: tiny.ropeFactors)])
+        let tokens: [Int32] = [7, 30, 2, 11, 4, 19]
+        let reference = tiny.referenceLogits(tokens)
+        let ctx = try InferenceContext(transformer: model.transformer, threads: 2, backend: .cpu)
+        var b = Batch()
+        for (i, t) in tokens.enumerated() { b.add(t, position: i, logits: true) }
+        try ctx.forward(b)
+        var worst = 0.0
+        for row in tokens.indices {
+            for v in 0..<tiny.vocabulary { worst = max(worst, abs(Double(ctx.logits(row)[v]) - reference[row][v])) }
         }
-        #expect(key == "gemma3.rope.scaling.type" && why.contains("not supported"))
+        #expect(worst < 1e-2, "largest logit difference \(worst)")
+        // The scaling matters: the unscaled pass is far from it.
+        let plain = TinyLlama().referenceLogits(tokens).last!
+        #expect(zip(plain, reference.last!).map { abs($0 - $1) }.max()! > 1e-2)
+    }
+
+    @Test func unsupportedRoPEScalingIsRefused() throws {
+        var w = TinyLlama().writer()
+        w.add("llama.rope.scaling.type", .string("yarn"))
+        w.add("llama.rope.scaling.factor", .float32(4))
+        let e = caughtError(ModelError.self) { _ = try Self.load(w.bytes()) }
+        #expect(e == .invalidMetadata(key: "llama.rope.scaling.type", reason: "RoPE scaling 'yarn' is not supported yet (linear is)"))
+        var tiny = TinyLlama()
+        tiny.ropeFactors = [1, 2]
+        let shape = caughtError(ModelError.self) { _ = try Self.load(tiny.bytes()) }
+        #expect(shape == .tensorShape(tensor: "rope_freqs.weight", expected: [16], found: [2]))
     }
 
     /// A flag per layer reads like the period: [local, global] is period 2.

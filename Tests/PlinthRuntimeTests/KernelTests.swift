@@ -394,7 +394,7 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         let heads = 3, headDim = 64, dims = 64, n = 5
         let positions: [Int32] = [0, 1, 7, 300, 4095]
         var table = [Float](repeating: .nan, count: n * dims)
-        pk_rope_table(positions, Int64(n), Int32(dims), 10000, &table)
+        pk_rope_table(positions, Int64(n), Int32(dims), 10000, 1, nil, &table)
         var rng = SplitMix64(seed: 9)
         let x = (0..<(n * heads * headDim)).map { _ in Float(rng.below(2001) - 1000) / 500 }
         for threads in [1, 2] {

@@ -16,6 +16,10 @@ struct TinyLlama {
     var ropeBase: Float = 10000
     var epsilon: Float = 1e-5
     var architecture = "llama"
+    /// Linear RoPE scaling's factor (`rope.scaling.factor`), when set.
+    var ropeScalingFactor: Float? = nil
+    /// Per-pair frequency factors (`rope_freqs.weight`, headDim/2 of them), when set.
+    var ropeFactors: [Float]? = nil
 
     var headDim: Int { embedding / heads }
     var qDim: Int { heads * headDim }
@@ -73,6 +77,13 @@ struct TinyLlama {
         w.add("tokenizer.ggml.merges", .array([]))
         w.add("tokenizer.ggml.bos_token_id", .uint32(30))
         w.add("tokenizer.ggml.eos_token_id", .uint32(31))
+        if let f = ropeScalingFactor {
+            w.add("\(a).rope.scaling.type", .string("linear"))
+            w.add("\(a).rope.scaling.factor", .float32(f))
+        }
+        if let f = ropeFactors {
+            w.addTensor(.init("rope_freqs.weight", dims: [UInt64(f.count)], type: .f32, data: f.withUnsafeBytes { Array($0) }))
+        }
         for name in order where !drop.contains(name) {
             if let r = replace[name] {
                 w.addTensor(r)
@@ -108,7 +119,8 @@ struct TinyLlama {
         func rope(_ v: inout [Double], heads: Int, position: Int) {
             for h in 0..<heads {
                 for i in 0..<headDim / 2 {
-                    let theta = Double(position) * pow(Double(ropeBase), -2 * Double(i) / Double(headDim))
+                    let scale = 1 / Double(ropeScalingFactor ?? 1), factor = Double(ropeFactors?[i] ?? 1)
+                    let theta = scale * Double(position) * pow(Double(ropeBase), -2 * Double(i) / Double(headDim)) / factor
                     let a = h * headDim + 2 * i, b = a + 1
                     let x0 = v[a], x1 = v[b]
                     v[a] = x0 * cos(theta) - x1 * sin(theta)

@@ -95,6 +95,10 @@ final class CUDAForward {
             pkc_close(ctx)
             throw BackendError.cudaUnavailable("the \(c.architecture) architecture has no CUDA step yet")
         }
+        guard !transformer.architecture.ropes.contains(where: \.isScaled) else {
+            pkc_close(ctx)
+            throw BackendError.cudaUnavailable("RoPE scaling has no CUDA step yet")
+        }
         if let m = matrices.first(where: { pkc_supports_type(Int32($0.type.rawValue)) == 0 }) {
             pkc_close(ctx)
             throw BackendError.cudaUnavailable("tensor '\(m.name)' uses type \(m.type.name), which has no CUDA kernels")

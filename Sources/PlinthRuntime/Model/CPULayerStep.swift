@@ -44,7 +44,7 @@ struct CPULayerStep: LayerStep {
 
     func headNorm(_ b: StepBuffer, _ weight: LayerTensor) {
         let (x, width) = buffer(b)
-        pk_rms_norm(context.pool, x, vector(weight), x, Int64(n * width / c.headDim), Int64(c.headDim), c.rmsEpsilon)
+        pk_rms_norm(context.pool, x, vector(weight), x, Int64(n * (width / c.headDim)), Int64(c.headDim), c.rmsEpsilon)
     }
 
     func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)]) {
@@ -67,10 +67,10 @@ struct CPULayerStep: LayerStep {
         }
     }
 
-    func rope(_ b: StepBuffer, base: Int) {
+    func rope(_ b: StepBuffer, table: Int) {
         let (x, width) = buffer(b)
         pk_rope(context.pool, x, Int64(n), Int64(width), Int32(width / c.headDim), Int32(c.headDim), Int32(c.ropeDims),
-                context.ropeTables[base], context.neoxRoPE)
+                context.ropeTables[table], context.neoxRoPE)
     }
 
     func attend(window: Int?, scale: Float) {

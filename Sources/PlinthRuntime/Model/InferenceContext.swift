@@ -36,7 +36,7 @@ public final class InferenceContext {
     let kStore, vStore: UnsafeMutablePointer<UnsafeMutablePointer<UInt16>?>
     /// Per row: its position, its first attended position (windowed layers) and one past its last.
     let rowPositions, kvStart, kvLen: UnsafeMutablePointer<Int32>
-    /// One RoPE table per base of the architecture (``ModelArchitecture/ropeBases``).
+    /// One RoPE table per rotary embedding of the architecture (``ModelArchitecture/ropes``).
     let ropeTables: [UnsafeMutablePointer<Float>]
     /// Whether RoPE rotates (i, i + d/2) pairs, as the kernels take it.
     let neoxRoPE: Int32
@@ -134,7 +134,7 @@ public final class InferenceContext {
             kvLen = try alloc(n, "row tables")
             kvStart = try alloc(n, "row tables")
             rowPositions = try alloc(n, "row tables")
-            ropeTables = try transformer.architecture.ropeBases.map { _ in try alloc(n * c.ropeDims, "row tables") }
+            ropeTables = try transformer.architecture.ropes.map { _ in try alloc(n * c.ropeDims, "row tables") }
             logitsCapacity = 1
             guard let raw = malloc(c.vocabularySize * MemoryLayout<Float>.stride) else { throw ModelError.outOfMemory("logits") }
             logitsBuffer = raw.bindMemory(to: Float.self, capacity: c.vocabularySize)
@@ -333,8 +333,12 @@ public final class InferenceContext {
             rowPositions[r] = batch.positions[i]
             kvLen[r] = batch.positions[i] + 1
         }
-        for (table, base) in zip(ropeTables, transformer.architecture.ropeBases) {
-            pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), base, table)
+        for (table, rope) in zip(ropeTables, transformer.architecture.ropes) {
+            if let factors = rope.factors {
+                pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), rope.base, rope.scale, factors, table)
+            } else {
+                pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), rope.base, rope.scale, nil, table)
+            }
         }
         let architecture = transformer.architecture
         for (l, lw) in w.layers.enumerated() {

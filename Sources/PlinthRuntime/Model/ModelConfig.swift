@@ -37,7 +37,7 @@ public struct ModelConfig: Sendable, Equatable {
         guard headCount % kvHeadCount == 0 else {
             throw ModelError.invalidMetadata(key: "\(archName).attention.head_count_kv", reason: "\(kvHeadCount) does not divide head count \(headCount)")
         }
-        guard headDim <= 256, headDim % 2 == 0, ropeDims <= headDim, ropeDims % 2 == 0 else {
+        guard headDim > 0, headDim <= 256, headDim % 2 == 0, ropeDims > 0, ropeDims <= headDim, ropeDims % 2 == 0 else {
             throw ModelError.invalidMetadata(key: "\(archName).rope.dimension_count", reason: "head size \(headDim) / rope dims \(ropeDims) unsupported")
         }
         ropeFreqBase = Float((try gguf.double("\(archName).rope.freq_base")) ?? 10000)
@@ -54,16 +54,33 @@ public struct ModelConfig: Sendable, Equatable {
         }
     }
 
-    /// Throws for RoPE scaling, which no architecture here implements yet (its positions would be
-    /// rotated wrongly, silently).
-    func refuseRoPEScaling(_ gguf: GGUFFile) throws {
-        let key = "\(architecture.rawValue).rope.scaling.type"
-        if let type = try gguf.string(key), type != "none" {
-            let factor = try gguf.double("\(architecture.rawValue).rope.scaling.factor") ?? 1
-            if factor != 1 { throw ModelError.invalidMetadata(key: key, reason: "RoPE scaling '\(type)' (factor \(factor)) is not supported yet") }
+    /// The file's RoPE scaling as llama.cpp applies it without YaRN: linear scaling's 1/factor (1
+    /// when there is none) and Llama 3.1's per-pair frequency factors (`rope_freqs.weight`).
+    /// Throws for the kinds not implemented here (YaRN, LongRoPE), which would rotate wrongly.
+    func ropeScaling(_ gguf: GGUFFile) throws -> (scale: Float, factors: [Float]?) {
+        let a = architecture.rawValue
+        let type = try gguf.string("\(a).rope.scaling.type") ?? "linear"
+        let factor = try gguf.double("\(a).rope.scaling.factor") ?? gguf.double("\(a).rope.scale_linear") ?? 0
+        guard factor >= 0, factor.isFinite else {
+            throw ModelError.invalidMetadata(key: "\(a).rope.scaling.factor", reason: "\(factor) is not a scaling factor")
         }
-        if gguf.tensor(named: "rope_freqs.weight") != nil {
-            throw ModelError.invalidMetadata(key: "rope_freqs.weight", reason: "per-dimension RoPE frequency factors (Llama 3.1 scaling) are not supported yet")
+        var scale: Float = 1
+        if type != "none" && factor != 0 && factor != 1 {
+            guard type == "linear" else {
+                throw ModelError.invalidMetadata(key: "\(a).rope.scaling.type", reason: "RoPE scaling '\(type)' is not supported yet (linear is)")
+            }
+            scale = Float(1 / factor)
         }
+        guard let info = gguf.tensor(named: "rope_freqs.weight") else { return (scale, nil) }
+        guard info.type == .f32 else { throw ModelError.unsupportedTensorType(tensor: "rope_freqs.weight", type: info.type.name) }
+        guard info.dimensions == [ropeDims / 2] else {
+            throw ModelError.tensorShape(tensor: "rope_freqs.weight", expected: [ropeDims / 2], found: info.dimensions)
+        }
+        let p = gguf.data(of: info).assumingMemoryBound(to: Float.self)
+        let factors = Array(UnsafeBufferPointer(start: p, count: ropeDims / 2))
+        guard factors.allSatisfy({ $0.isFinite && $0 > 0 }) else {
+            throw ModelError.invalidMetadata(key: "rope_freqs.weight", reason: "frequency factors must be positive")
+        }
+        return (scale, factors)
     }
 }

@@ -25,8 +25,8 @@ public protocol ModelArchitecture: Sendable {
 
     /// The tensors of layer `index`, by the name after `blk.N.`.
     func tensors(layer index: Int, config: ModelConfig) -> [LayerTensorSpec]
-    /// The RoPE frequency bases the layers use; ``LayerStep/rope(_:base:)`` names one by index.
-    var ropeBases: [Float] { get }
+    /// The rotary embeddings the layers use; ``LayerStep/rope(_:table:)`` names one by index.
+    var ropes: [RoPE] { get }
     /// Whether RoPE rotates (i, i + d/2) pairs rather than adjacent (2i, 2i+1) ones.
     static var neoxRoPE: Bool { get }
     /// The factor token embeddings are multiplied by before the first layer (Gemma: √d).
@@ -125,6 +125,23 @@ public struct LayerTensorSpec: Sendable {
     }
 }
 
+/// One rotary position embedding: its frequency base and the scaling the file asks for.
+public struct RoPE: Sendable, Equatable {
+    public var base: Float
+    /// 1/factor of linear scaling (1: none).
+    public var scale: Float
+    /// Per-pair frequency factors (Llama 3.1's `rope_freqs.weight`), or nil.
+    public var factors: [Float]?
+
+    public init(base: Float, scale: Float = 1, factors: [Float]? = nil) {
+        self.base = base
+        self.scale = scale
+        self.factors = factors
+    }
+
+    public var isScaled: Bool { scale != 1 || factors != nil }
+}
+
 /// The activation of a gated feed-forward: act(gate) · up.
 public enum Activation: Sendable {
     /// silu(g) = g / (1 + e^-g) (SwiGLU: Llama, Qwen).
@@ -158,8 +175,8 @@ public protocol LayerStep {
     /// Products of `input` with the layer's matrices, each into its buffer, plus the matrix's
     /// bias where the layer has one and the rows' adapters.
     func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)])
-    /// Rotary position embedding of the query or key heads with ``ModelArchitecture/ropeBases``[base].
-    func rope(_ buffer: StepBuffer, base: Int)
+    /// Rotary position embedding of the query or key heads with ``ModelArchitecture/ropes``[table].
+    func rope(_ buffer: StepBuffer, table: Int)
     /// Stores the step's keys and values in the layer's cache and attends with the queries:
     /// each row to its sequence's positions up to its own, the last `window` of them only when
     /// set, with scores scaled by `scale`; writes ``StepBuffer/attention``.

@@ -5,7 +5,7 @@
 public struct Gemma3: ModelArchitecture {
     public static let architecture = Architecture(rawValue: "gemma3")
     /// [global, local]
-    public let ropeBases: [Float]
+    public let ropes: [RoPE]
     public static let neoxRoPE = true
     public let embeddingScale: Float?
     public let logitSoftcap: Float?
@@ -17,7 +17,7 @@ public struct Gemma3: ModelArchitecture {
 
     public init(gguf: GGUFFile, config c: ModelConfig) throws {
         let a = c.architecture.rawValue
-        try c.refuseRoPEScaling(gguf)
+        let (scale, factors) = try c.ropeScaling(gguf)
         guard let window = try gguf.int("\(a).attention.sliding_window") else {
             throw ModelError.missingMetadata("\(a).attention.sliding_window")
         }
@@ -37,8 +37,9 @@ public struct Gemma3: ModelArchitecture {
             guard period > 0 else { throw ModelError.invalidMetadata(key: key, reason: "\(period) is not positive") }
             local = (0..<c.layerCount).map { $0 % period < period - 1 }
         }
-        // Gemma 3's local layers always use base 10,000; the file's base is the global layers'.
-        ropeBases = [c.ropeFreqBase, 10_000]
+        // Gemma 3's local layers use base 10,000 unscaled; the file's base and scaling (4B and
+        // larger: linear, factor 8) are the global layers'.
+        ropes = [RoPE(base: c.ropeFreqBase, scale: scale, factors: factors), RoPE(base: 10_000)]
         embeddingScale = Float(c.embeddingLength).squareRoot()
         logitSoftcap = try gguf.double("\(a).final_logit_softcapping").map(Float.init).flatMap { $0 > 0 ? $0 : nil }
         // Queries are scaled by 1/√(query_pre_attn_scalar): the head size, except for the 27B
@@ -61,8 +62,8 @@ public struct Gemma3: ModelArchitecture {
         s.project(.normed, [(.attnQ, .query), (.attnK, .key), (.attnV, .value)])
         s.headNorm(.query, .attnQNorm)
         s.headNorm(.key, .attnKNorm)
-        s.rope(.query, base: local ? 1 : 0)
-        s.rope(.key, base: local ? 1 : 0)
+        s.rope(.query, table: local ? 1 : 0)
+        s.rope(.key, table: local ? 1 : 0)
         s.attend(window: local ? slidingWindow : nil, scale: attentionScale)
         s.project(.attention, [(.attnOutput, .output)])
         s.norm(.output, .postAttentionNorm, into: .output)

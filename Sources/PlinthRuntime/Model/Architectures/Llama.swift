@@ -1,15 +1,15 @@
-/// Llama and the models that share its block (SmolLM2, Llama 2/3 without RoPE scaling, Mistral
-/// without a sliding window): RMSNorm before attention and feed-forward, RoPE on adjacent pairs,
+/// Llama and the models that share its block (SmolLM2, Llama 2 and 3.x with linear RoPE scaling or
+/// Llama 3.1's frequency factors, Mistral without a sliding window): RMSNorm before attention and feed-forward, RoPE on adjacent pairs,
 /// grouped-query attention, SwiGLU.
 public struct Llama: ModelArchitecture {
     public static let architecture = Architecture(rawValue: "llama")
-    public let ropeBases: [Float]
+    public let ropes: [RoPE]
     public static let neoxRoPE = false
     let attentionScale: Float
 
     public init(gguf: GGUFFile, config c: ModelConfig) throws {
-        try c.refuseRoPEScaling(gguf)
-        ropeBases = [c.ropeFreqBase]
+        let (scale, factors) = try c.ropeScaling(gguf)
+        ropes = [RoPE(base: c.ropeFreqBase, scale: scale, factors: factors)]
         attentionScale = 1 / Float(c.headDim).squareRoot()
     }
 
@@ -25,8 +25,8 @@ public struct Llama: ModelArchitecture {
     static func block(_ s: some LayerStep, attentionScale: Float) {
         s.norm(.residual, .attnNorm, into: .normed)
         s.project(.normed, [(.attnQ, .query), (.attnK, .key), (.attnV, .value)])
-        s.rope(.query, base: 0)
-        s.rope(.key, base: 0)
+        s.rope(.query, table: 0)
+        s.rope(.key, table: 0)
         s.attend(window: nil, scale: attentionScale)
         s.project(.attention, [(.attnOutput, .output)])
         s.addToResidual(.output)

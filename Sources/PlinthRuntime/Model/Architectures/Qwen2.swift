@@ -4,7 +4,7 @@ public struct Qwen2: ModelArchitecture {
     public static let architecture = Architecture(rawValue: "qwen2")
     public static let neoxRoPE = true
     let llama: Llama
-    public var ropeBases: [Float] { llama.ropeBases }
+    public var ropes: [RoPE] { llama.ropes }
 
     public init(gguf: GGUFFile, config c: ModelConfig) throws {
         llama = try Llama(gguf: gguf, config: c)
