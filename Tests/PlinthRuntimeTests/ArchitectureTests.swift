@@ -235,13 +235,7 @@ struct ArchitectureTests {
         let tokens: [Int32] = [7, 30, 2, 11, 4, 19]
         let reference = tiny.referenceLogits(tokens)
         let ctx = try InferenceContext(transformer: model.transformer, threads: 2, backend: .cpu)
-        var b = Batch()
-        for (i, t) in tokens.enumerated() { b.add(t, position: i, logits: true) }
-        try ctx.forward(b)
-        var worst = 0.0
-        for row in tokens.indices {
-            for v in 0..<tiny.vocabulary { worst = max(worst, abs(Double(ctx.logits(row)[v]) - reference[row][v])) }
-        }
+        let worst = try worstLogitError(ctx, tokens, against: reference)
         #expect(worst < 1e-2, "largest logit difference \(worst)")
         // The scaling matters: the unscaled pass is far from it.
         let plain = TinyLlama().referenceLogits(tokens).last!

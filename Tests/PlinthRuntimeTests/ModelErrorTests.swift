@@ -459,13 +459,7 @@ struct ModelErrorTests {
         let tokens: [Int32] = [5, 6, 7, 8]
         let reference = tiny.referenceLogits(tokens)
         let ctx = try InferenceContext(transformer: model.transformer, threads: 2)
-        var b = Batch()
-        for (i, t) in tokens.enumerated() { b.add(t, position: i, logits: true) }
-        try ctx.forward(b)
-        var worst = 0.0
-        for row in tokens.indices {
-            for i in 0..<tiny.vocabulary { worst = max(worst, abs(Double(ctx.logits(row)[i]) - reference[row][i])) }
-        }
+        let worst = try worstLogitError(ctx, tokens, against: reference)
         #expect(worst < 1e-2, "largest logit difference \(worst)")
     }
 }
