@@ -33,24 +33,26 @@ typedef struct {
     int32_t *sx16, *sx32;
 } act_buf;
 
+// 32 values to int8 at their own scale amax/127 (returned, unrounded), each rounded to nearest
+// with ties to even, like _mm256_round_ps.
+ALWAYS_INLINE float quantize_block32(const float *xb, int8_t *qb) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; i++) {
+        const float a = fabsf(xb[i]);
+        amax = a > amax ? a : amax;
+    }
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int i = 0; i < 32; i++) qb[i] = (int8_t)(int)__builtin_rintf(xb[i] * id);
+    return amax / 127.0f;
+}
+
 ALWAYS_INLINE void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, float *dx32, int32_t *sx32,
                                float *xs32) {
     for (int64_t b = 0; b < k / 32; b++) {
-        const float *xb = x + b * 32;
-        float amax = 0.0f;
-        for (int i = 0; i < 32; i++) {
-            const float a = fabsf(xb[i]);
-            amax = a > amax ? a : amax;
-        }
-        const float db = amax / 127.0f;
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        int sum = 0;
         int8_t *qb = q + b * 32;
-        for (int i = 0; i < 32; i++) {
-            const int v = (int)__builtin_rintf(xb[i] * id); // ties to even, like _mm256_round_ps
-            qb[i] = (int8_t)v;
-            sum += v;
-        }
+        const float db = quantize_block32(x + b * 32, qb);
+        int sum = 0;
+        for (int i = 0; i < 32; i++) sum += qb[i];
         dx32[b] = round_f16(db);
         sx32[b] = sum;
         // Q8_1 carries d*sum as one fp16 per 32 (from the unrounded d, as llama.cpp does; using
@@ -62,15 +64,8 @@ ALWAYS_INLINE void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_
 ALWAYS_INLINE void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *dx16, int32_t *sx16, float *xs16,
                               float *dx32, int32_t *sx32, float *xs32) {
     for (int64_t b = 0; b < k / 32; b++) {
-        const float *xb = x + b * 32;
         int8_t *qb = q + b * 32;
-        float amax = 0.0f;
-        for (int i = 0; i < 32; i++) {
-            const float a = fabsf(xb[i]);
-            amax = a > amax ? a : amax;
-        }
-        const float d = amax / 127.0f, id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        for (int i = 0; i < 32; i++) qb[i] = (int8_t)(int)__builtin_rintf(xb[i] * id);
+        const float d = quantize_block32(x + b * 32, qb);
         int32_t half[2] = {0, 0};
         for (int h = 0; h < 2; h++)
             for (int i = 0; i < 16; i++) half[h] += qb[16 * h + i];

@@ -27,14 +27,29 @@ struct CPULayerStep: LayerStep {
         }
     }
 
-    private func vector(_ role: LayerTensor) -> UnsafePointer<Float> {
+    private func tensor(_ role: LayerTensor) -> WeightTensor {
         guard let t = weights[role] else { preconditionFailure("layer \(layer) has no \(role) tensor; its architecture must declare it") }
-        return t.data.assumingMemoryBound(to: Float.self)
+        return t
     }
 
-    private func matrix(_ role: LayerTensor) -> WeightTensor {
-        guard let t = weights[role] else { preconditionFailure("layer \(layer) has no \(role) matrix; its architecture must declare it") }
-        return t
+    private func vector(_ role: LayerTensor) -> UnsafePointer<Float> { tensor(role).data.assumingMemoryBound(to: Float.self) }
+
+    /// Products of `x` (rows of `width`) with the layer's matrices into their outputs (rows of
+    /// the given widths), then each row's adapter, then the matrix's bias where it has one.
+    private func products(_ x: UnsafeMutablePointer<Float>, width: Int,
+                          _ targets: [(role: LayerTensor, y: UnsafeMutablePointer<Float>, width: Int)]) {
+        context.matmul(x, n, targets.map { (tensor($0.role), $0.y) })
+        if !lora.isEmpty {
+            let l = layer
+            lora.apply(targets.compactMap { t in
+                t.role.adapterMatrix.map { m in ({ $0.layers[l][m.index] }, t.y, t.width) }
+            }, input: x, width: width, pool: context.pool)
+        }
+        for t in targets {
+            guard let b = t.role.bias.flatMap({ weights[$0] }) else { continue }
+            let bias = b.data.assumingMemoryBound(to: Float.self)
+            for r in 0..<n { pk_add(t.y + r * t.width, bias, Int64(t.width)) }
+        }
     }
 
     func norm(_ source: StepBuffer, _ weight: LayerTensor, into target: StepBuffer) {
@@ -49,22 +64,10 @@ struct CPULayerStep: LayerStep {
 
     func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)]) {
         let (x, width) = buffer(input)
-        let targets = products.map { (matrix($0.0), buffer($0.1)) }
-        context.matmul(x, n, targets.map { ($0.0, $0.1.0) })
-        if !lora.isEmpty {
-            let l = layer
-            lora.apply(products.compactMap { role, out in
-                guard let m = role.adapterMatrix else { return nil }
-                let (y, w) = buffer(out)
-                return ({ $0.layers[l][m.index] }, y, w)
-            }, input: x, width: width, pool: context.pool)
-        }
-        for (role, out) in products {
-            guard let b = role.bias.flatMap({ weights[$0] }) else { continue }
+        self.products(x, width: width, products.map { role, out in
             let (y, w) = buffer(out)
-            let bias = b.data.assumingMemoryBound(to: Float.self)
-            for r in 0..<n { pk_add(y + r * w, bias, Int64(w)) }
-        }
+            return (role, y, w)
+        })
     }
 
     func rope(_ b: StepBuffer, table: Int) {
@@ -97,20 +100,12 @@ struct CPULayerStep: LayerStep {
     func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer) {
         let ctx = context, ff = c.feedForwardLength
         let (x, width) = buffer(input), (y, yWidth) = buffer(target)
-        ctx.matmul(x, n, [(matrix(.ffnGate), ctx.gate), (matrix(.ffnUp), ctx.up)])
-        let l = layer
-        if !lora.isEmpty {
-            lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnGate.index] }, ctx.gate, ff), ({ $0.layers[l][AdapterTarget.Matrix.ffnUp.index] }, ctx.up, ff)],
-                       input: x, width: width, pool: ctx.pool)
-        }
+        products(x, width: width, [(.ffnGate, ctx.gate, ff), (.ffnUp, ctx.up, ff)])
         switch activation {
         case .silu: pk_swiglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
         case .geluTanh: pk_geglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
         }
-        ctx.matmul(ctx.gate, n, [(matrix(.ffnDown), y)])
-        if !lora.isEmpty {
-            lora.apply([({ $0.layers[l][AdapterTarget.Matrix.ffnDown.index] }, y, yWidth)], input: ctx.gate, width: ff, pool: ctx.pool)
-        }
+        products(ctx.gate, width: ff, [(.ffnDown, y, yWidth)])
     }
 
     func addToResidual(_ b: StepBuffer) {

@@ -334,10 +334,8 @@ public final class InferenceContext {
             kvLen[r] = batch.positions[i] + 1
         }
         for (table, rope) in zip(ropeTables, transformer.architecture.ropes) {
-            if let factors = rope.factors {
-                pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), rope.base, rope.scale, factors, table)
-            } else {
-                pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), rope.base, rope.scale, nil, table)
+            (rope.factors ?? []).withUnsafeBufferPointer { f in
+                pk_rope_table(rowPositions, Int64(n), Int32(c.ropeDims), rope.base, rope.scale, rope.factors == nil ? nil : f.baseAddress, table)
             }
         }
         let architecture = transformer.architecture
