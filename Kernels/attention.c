@@ -222,17 +222,19 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     }
 }
 
-typedef void (*attend_fn)(const attn_job *, int64_t, int, int, int, const next_unit *, float *);
+// `warm`: the unit's cache was read moments ago (the row before it is the same sequence's, as in a
+// prefill chunk), so nothing is fetched ahead.
+typedef void (*attend_fn)(const attn_job *, int64_t, int, int, int, const next_unit *, int, float *);
 
-static void attend_scalar(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
-    (void)next;
+static void attend_scalar(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm, float *buf) {
+    (void)next, (void)warm;
     attend_body(j, t, kvh, h0, count, buf);
 }
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma,f16c")))
-static void attend_avx2(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
-    (void)next;
+static void attend_avx2(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm, float *buf) {
+    (void)next, (void)warm;
     attend_body(j, t, kvh, h0, count, buf);
 }
 #include <immintrin.h>
@@ -255,10 +257,8 @@ ALWAYS_INLINE float tree_sum16(__m512 v) {
     return _mm_cvtss_f32(b);
 }
 
-#define HEADS_PER_PASS 4
-// Up to this many whole 64-position chunks of values, folding in registers (values converted
-// once per head) beats slots in memory (values converted once per group).
-#define FOLD_IN_REGISTERS_MAX 192
+// Heads whose values are weighed together (their accumulators fill half the registers).
+#define VALUE_HEADS 4
 
 // Slice b of `blocks` of the next unit's keys and values, into L2. Each sequence's cache is read
 // once per step, mostly from memory: fetching a whole unit ahead, at the pace of this one's
@@ -277,18 +277,89 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
     }
 }
 
-// Slot l of score_block for the sixteen keys of a block (lane = key): its four accumulators run
-// over the 64-chunks in order, the first product being fmaf(q, k, 0) as the body's (which
-// differs from q*k in the sign of a zero), then folded 0+2, 1+3.
-ALWAYS_INLINE __m512 score_slot(const float *qc, const uint16_t *block, int hd, int l) {
-    const __m512 z = _mm512_setzero_ps();
-#define PROD(d, acc) _mm512_fmadd_ps(_mm512_set1_ps(qc[d]), ld_half16(block + (d) * PK_KEY_BLOCK), acc)
-    __m512 acc[4];
-    for (int q = 0; q < 4; q++) acc[q] = PROD(16 * q + l, z);
+// Queries scored together against a block: each key vector is converted once for all of them.
+#define SCORE_QUERIES 3
+
+// Slot l of score_block for the sixteen keys of a block (lane = key), for NQ queries 256 floats
+// apart: its four accumulators run over the 64-chunks in order, the first product being
+// fmaf(q, k, 0) as the body's (which differs from q*k in the sign of a zero), then folded 0+2, 1+3.
+ALWAYS_INLINE void score_slots(const int NQ, const float *qc, const uint16_t *block, const int hd, int l, __m512 *s) {
+    __m512 acc[SCORE_QUERIES][4];
+    for (int q = 0; q < 4; q++) {
+        const __m512 k = ld_half16(block + (16 * q + l) * PK_KEY_BLOCK);
+        for (int i = 0; i < NQ; i++) acc[i][q] = _mm512_fmadd_ps(_mm512_set1_ps(qc[256 * i + 16 * q + l]), k, _mm512_setzero_ps());
+    }
     for (int c = 64; c < hd; c += 64)
-        for (int q = 0; q < 4; q++) acc[q] = PROD(c + 16 * q + l, acc[q]);
-#undef PROD
-    return _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+        for (int q = 0; q < 4; q++) {
+            const __m512 k = ld_half16(block + (c + 16 * q + l) * PK_KEY_BLOCK);
+            for (int i = 0; i < NQ; i++) acc[i][q] = _mm512_fmadd_ps(_mm512_set1_ps(qc[256 * i + c + 16 * q + l]), k, acc[i][q]);
+        }
+    for (int i = 0; i < NQ; i++) s[i] = _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][2]), _mm512_add_ps(acc[i][1], acc[i][3]));
+}
+
+// Slots l and l + 8 added: the first level of the lane tree.
+ALWAYS_INLINE void score_pair(const int NQ, const float *qc, const uint16_t *block, const int hd, int l, __m512 *a) {
+    __m512 x[SCORE_QUERIES], y[SCORE_QUERIES];
+    score_slots(NQ, qc, block, hd, l, x);
+    score_slots(NQ, qc, block, hd, l + 8, y);
+    for (int i = 0; i < NQ; i++) a[i] = _mm512_add_ps(x[i], y[i]);
+}
+
+// The scores of a block's keys for NQ queries, into dst (max_kv floats apart), masked to the
+// keys present: the lane tree ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) of the pairs, taken depth
+// first so that few partial sums are live at once.
+ALWAYS_INLINE void score_block_n(const int NQ, const float *qc, const uint16_t *block, const int hd, __m512 scale, float *dst,
+                                 int64_t max_kv, __mmask16 keys) {
+    __m512 p[SCORE_QUERIES], r[SCORE_QUERIES], b0[SCORE_QUERIES], c0[SCORE_QUERIES], b1[SCORE_QUERIES];
+    score_pair(NQ, qc, block, hd, 0, p), score_pair(NQ, qc, block, hd, 4, r);
+    for (int i = 0; i < NQ; i++) b0[i] = _mm512_add_ps(p[i], r[i]);
+    score_pair(NQ, qc, block, hd, 2, p), score_pair(NQ, qc, block, hd, 6, r);
+    for (int i = 0; i < NQ; i++) c0[i] = _mm512_add_ps(b0[i], _mm512_add_ps(p[i], r[i]));
+    score_pair(NQ, qc, block, hd, 1, p), score_pair(NQ, qc, block, hd, 5, r);
+    for (int i = 0; i < NQ; i++) b1[i] = _mm512_add_ps(p[i], r[i]);
+    score_pair(NQ, qc, block, hd, 3, p), score_pair(NQ, qc, block, hd, 7, r);
+    for (int i = 0; i < NQ; i++) {
+        const __m512 c1 = _mm512_add_ps(b1[i], _mm512_add_ps(p[i], r[i]));
+        _mm512_mask_storeu_ps(dst + i * max_kv, keys, _mm512_mul_ps(_mm512_add_ps(c0[i], c1), scale));
+    }
+}
+
+// score_block_n for `count` queries, SCORE_QUERIES at a time.
+ALWAYS_INLINE void score_queries(const float *qc, int count, const uint16_t *block, const int hd, __m512 scale, float *dst,
+                                 int64_t max_kv, __mmask16 keys) {
+    for (int c = 0; c < count; c += SCORE_QUERIES) {
+        const float *q = qc + 256 * c;
+        float *d = dst + c * max_kv;
+        switch (count - c) {
+        case 1: score_block_n(1, q, block, hd, scale, d, max_kv, keys); break;
+        case 2: score_block_n(2, q, block, hd, scale, d, max_kv, keys); break;
+        default: score_block_n(3, q, block, hd, scale, d, max_kv, keys); break;
+        }
+    }
+}
+
+// The whole 64-position chunks [lo, whole) of the values weighed by NH heads' probabilities
+// (max_kv floats apart), into rows 0..15 of each head's slots (64 * hd floats apart): per (l,
+// column vector), the four slots l, l+16, l+32, l+48 of every head stay in registers over all the
+// chunks, each value vector converted once for all the heads, then fold (m + m+32, m+16 + m+48,
+// their sum) into row l, as attend_body folds its slots.
+ALWAYS_INLINE void weigh_values(const int NH, const uint16_t *vb, int64_t stride, int64_t lo, int64_t whole, const float *sc,
+                                int64_t max_kv, const int hd, float *slots) {
+    for (int l = 0; l < 16; l++)
+        for (int d = 0; d < hd / 16; d++) {
+            __m512 acc[VALUE_HEADS][4];
+            for (int c = 0; c < NH; c++)
+                for (int q = 0; q < 4; q++) acc[c][q] = _mm512_setzero_ps();
+            for (int64_t base = lo; base < whole; base += 64)
+                for (int q = 0; q < 4; q++) {
+                    const int64_t p = base + 16 * q + l;
+                    const __m512 v = ld_half16(vb + p * stride + 16 * d);
+                    for (int c = 0; c < NH; c++) acc[c][q] = _mm512_fmadd_ps(_mm512_set1_ps(sc[c * max_kv + p]), v, acc[c][q]);
+                }
+            for (int c = 0; c < NH; c++)
+                _mm512_storeu_ps(slots + ((size_t)c * 64 + l) * hd + 16 * d,
+                                 _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]), _mm512_add_ps(acc[c][1], acc[c][3])));
+        }
 }
 
 // The lanes of the 16 positions from p that are at or past the window's start.
@@ -296,8 +367,8 @@ static inline __mmask16 from_start(int64_t start, int64_t p) {
     return p >= start ? (__mmask16)0xFFFFu : start - p >= 16 ? (__mmask16)0 : (__mmask16)(0xFFFFu << (start - p));
 }
 
-ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf,
-                                  const int HD) {
+ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
+                                  float *buf, const int HD) {
     const int64_t len = j->kv_len[t], stride = j->v_stride;
     const int64_t start = window_start(j, t), lo = start / 64 * 64;
     float *scores = buf;
@@ -320,23 +391,18 @@ ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0,
         // The cache rarely stays in cache between steps: fetch keys KEYS_AHEAD blocks ahead (the
         // first ones came with the unit before, see attention_task), and this block's values for
         // after the softmax, while this block is scored.
-        if (p0 + KEYS_AHEAD * PK_KEY_BLOCK < len)
-            for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64)
-                _mm_prefetch((const char *)(block + KEYS_AHEAD * block_halves) + o, _MM_HINT_T0);
-        if (next) fetch_next_slice(j, next, p0 / 16, (len + 15) / 16);
-        for (int i = 0; i < keys; i++) {
-            const char *v = (const char *)(vb + (p0 + i) * stride);
-            for (int o = 0; o < 2 * HD; o += 64) _mm_prefetch(v + o, _MM_HINT_T0);
-            _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T0);
+        if (!warm) {
+            if (p0 + KEYS_AHEAD * PK_KEY_BLOCK < len)
+                for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64)
+                    _mm_prefetch((const char *)(block + KEYS_AHEAD * block_halves) + o, _MM_HINT_T0);
+            if (next) fetch_next_slice(j, next, p0 / 16, (len + 15) / 16);
+            for (int i = 0; i < keys; i++) {
+                const char *v = (const char *)(vb + (p0 + i) * stride);
+                for (int o = 0; o < 2 * HD; o += 64) _mm_prefetch(v + o, _MM_HINT_T0);
+                _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T0);
+            }
         }
-        for (int c = 0; c < count; c++) {
-            const float *qc = qh + c * 256;
-            __m512 a[8];
-            for (int l = 0; l < 8; l++) a[l] = _mm512_add_ps(score_slot(qc, block, HD, l), score_slot(qc, block, HD, l + 8));
-            for (int width = 4; width >= 1; width /= 2)
-                for (int l = 0; l < width; l++) a[l] = _mm512_add_ps(a[l], a[l + width]);
-            _mm512_mask_storeu_ps(scores + c * j->max_kv + p0, (__mmask16)((1u << keys) - 1u), _mm512_mul_ps(a[0], scale));
-        }
+        score_queries(qh, count, block, HD, scale, scores + p0, j->max_kv, (__mmask16)((1u << keys) - 1u));
     }
 
     // Softmax per head (positions before the start left out and 0, as in attend_body).
@@ -367,70 +433,28 @@ ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0,
     // so each slot's sum stays in registers; then the slots are folded as the body folds them.
     float *out = j->out + t * (int64_t)j->n_head * HD + (int64_t)h0 * HD;
     const int64_t whole = len / 64 * 64;
-    if (whole > 0 && whole <= FOLD_IN_REGISTERS_MAX) {
-        // Short contexts: the four slots that fold together (m, m+16, m+32, m+48) are summed
-        // and folded in registers, one head at a time, so only sixteen rows reach memory.
+    if (whole > 0) {
+        // Per (l, column vector): the four slots l, l+16, l+32, l+48 of up to VALUE_HEADS heads
+        // in registers over every chunk, each value vector converted once for all the heads;
+        // then folded (m + m+32, m+16 + m+48, their sum) into row l of the head's slots.
+        for (int c0 = 0; c0 < count; c0 += VALUE_HEADS) {
+            const float *sc = scores + c0 * j->max_kv;
+            float *a = slots + (size_t)c0 * 64 * HD;
+            switch (count - c0) {
+            case 1: weigh_values(1, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
+            case 2: weigh_values(2, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
+            case 3: weigh_values(3, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
+            default: weigh_values(4, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
+            }
+        }
         for (int c = 0; c < count; c++) {
             float *a = slots + (size_t)c * 64 * HD;
-            const float *sc = scores + c * j->max_kv;
-            for (int l = 0; l < 16; l++)
-                for (int g = 0; g < HD; g += 64) {
-                    __m512 acc[4][4];
-                    for (int q = 0; q < 4; q++)
-                        for (int d = 0; d < 4; d++) acc[q][d] = _mm512_setzero_ps();
-                    for (int64_t base = lo; base < whole; base += 64)
-                        for (int q = 0; q < 4; q++) {
-                            const int64_t p = base + 16 * q + l;
-                            const uint16_t *v = vb + p * stride + g;
-                            const __m512 w = _mm512_set1_ps(sc[p]);
-                            for (int d = 0; d < 4; d++) acc[q][d] = _mm512_fmadd_ps(w, ld_half16(v + 16 * d), acc[q][d]);
-                        }
-                    for (int d = 0; d < 4; d++)
-                        _mm512_storeu_ps(a + l * HD + g + 16 * d, _mm512_add_ps(_mm512_add_ps(acc[0][d], acc[2][d]), _mm512_add_ps(acc[1][d], acc[3][d])));
-                }
             for (int d = 0; d < HD / 16; d++) {
                 for (int width = 8; width >= 1; width /= 2)
                     for (int l = 0; l < width; l++)
                         _mm512_storeu_ps(a + l * HD + 16 * d, _mm512_add_ps(_mm512_loadu_ps(a + l * HD + 16 * d), _mm512_loadu_ps(a + (l + width) * HD + 16 * d)));
                 _mm512_storeu_ps(out + c * HD + 16 * d, _mm512_loadu_ps(a + 16 * d));
             }
-        }
-    } else if (whole > 0) {
-        for (int c0 = 0; c0 < count; c0 += HEADS_PER_PASS) {
-            const int heads = count - c0 < HEADS_PER_PASS ? count - c0 : HEADS_PER_PASS;
-            for (int m = 0; m < 64; m++)
-                for (int g = 0; g < HD; g += 64) {
-                __m512 acc[HEADS_PER_PASS][4];
-                for (int c = 0; c < HEADS_PER_PASS; c++)
-                    for (int d = 0; d < 4; d++) acc[c][d] = _mm512_setzero_ps();
-                for (int64_t p = lo + m; p < whole; p += 64) {
-                    const uint16_t *v = vb + p * stride + g;
-                    const __m512 v0 = ld_half16(v), v1 = ld_half16(v + 16), v2 = ld_half16(v + 32), v3 = ld_half16(v + 48);
-                    for (int c = 0; c < heads; c++) {
-                        const __m512 w = _mm512_set1_ps(scores[(c0 + c) * j->max_kv + p]);
-                        acc[c][0] = _mm512_fmadd_ps(w, v0, acc[c][0]);
-                        acc[c][1] = _mm512_fmadd_ps(w, v1, acc[c][1]);
-                        acc[c][2] = _mm512_fmadd_ps(w, v2, acc[c][2]);
-                        acc[c][3] = _mm512_fmadd_ps(w, v3, acc[c][3]);
-                    }
-                }
-                for (int c = 0; c < heads; c++)
-                    for (int d = 0; d < 4; d++) _mm512_storeu_ps(slots + ((size_t)(c0 + c) * 64 + m) * HD + g + 16 * d, acc[c][d]);
-                }
-        }
-        for (int c = 0; c < count; c++) {
-            float *a = slots + (size_t)c * 64 * HD;
-#define ROW(l, d) (a + (l) * HD + 16 * (d))
-#define ADD(x, y, d) _mm512_storeu_ps(ROW(x, d), _mm512_add_ps(_mm512_loadu_ps(ROW(x, d)), _mm512_loadu_ps(ROW(y, d))))
-            for (int d = 0; d < HD / 16; d++) {
-                for (int l = 0; l < 16; l++) { ADD(l, 32 + l, d); ADD(16 + l, 48 + l, d); }
-                for (int l = 0; l < 16; l++) ADD(l, 16 + l, d);
-                for (int width = 8; width >= 1; width /= 2)
-                    for (int l = 0; l < width; l++) ADD(l, l + width, d);
-                _mm512_storeu_ps(out + c * HD + 16 * d, _mm512_loadu_ps(ROW(0, d)));
-            }
-#undef ADD
-#undef ROW
         }
     } else {
         memset(out, 0, (size_t)count * HD * sizeof(float));
@@ -461,21 +485,24 @@ ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0,
 }
 
 // The common head sizes get a copy each with their loops unrolled (a few percent of a prefill).
-static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
-    attend64n_body(j, t, kvh, h0, count, next, buf, 64);
+static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
+                              float *buf) {
+    attend64n_body(j, t, kvh, h0, count, next, warm, buf, 64);
 }
-static void attend128_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
-    attend64n_body(j, t, kvh, h0, count, next, buf, 128);
+static void attend128_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
+                              float *buf) {
+    attend64n_body(j, t, kvh, h0, count, next, warm, buf, 128);
 }
-static void attend256_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
-    attend64n_body(j, t, kvh, h0, count, next, buf, 256);
+static void attend256_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
+                              float *buf) {
+    attend64n_body(j, t, kvh, h0, count, next, warm, buf, 256);
 }
 
-static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, float *buf) {
-    if (j->head_dim == 64) attend64_avx512(j, t, kvh, h0, count, next, buf);
-    else if (j->head_dim == 128) attend128_avx512(j, t, kvh, h0, count, next, buf);
-    else if (j->head_dim == 256) attend256_avx512(j, t, kvh, h0, count, next, buf);
-    else if (j->head_dim % 64 == 0) attend64n_body(j, t, kvh, h0, count, next, buf, j->head_dim);
+static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm, float *buf) {
+    if (j->head_dim == 64) attend64_avx512(j, t, kvh, h0, count, next, warm, buf);
+    else if (j->head_dim == 128) attend128_avx512(j, t, kvh, h0, count, next, warm, buf);
+    else if (j->head_dim == 256) attend256_avx512(j, t, kvh, h0, count, next, warm, buf);
+    else if (j->head_dim % 64 == 0) attend64n_body(j, t, kvh, h0, count, next, warm, buf, j->head_dim);
     else attend_body(j, t, kvh, h0, count, buf);
 }
 #pragma clang attribute pop
@@ -532,12 +559,13 @@ static void attention_task(void *ctx, int ith, int nth) {
             const int64_t tn = un / units_per_row;
             const int kvhn = (int)(un % units_per_row) * per_unit / j->group;
             next = (next_unit){unit_keys(j, tn, kvhn), unit_values(j, tn, kvhn), j->kv_len[tn]};
-            prefetch_keys(j, tn, kvhn);
+            if (!(tn > 0 && j->keys[tn - 1] == j->keys[tn])) prefetch_keys(j, tn, kvhn);
         }
         // Only with units of whole kv heads (many rows): single-head units are few rows, whose
         // caches are small and which take turns on one kv head's cache.
         const int fetch = un < total && !j->split;
-        c->fn(j, t, h0 / j->group, h0, per_unit, fetch ? &next : NULL, buf);
+        const int warm = t > 0 && j->keys[t - 1] == j->keys[t];
+        c->fn(j, t, h0 / j->group, h0, per_unit, fetch && !warm ? &next : NULL, warm, buf);
         u = un;
     }
 }

@@ -1,0 +1,168 @@
+// The prefill kernels against the machine's measured peaks (issue 26): a tight vpdpbusd loop on
+// one and on every thread gives the int8 peak, a tight FMA loop the f32 peak; then the batched
+// product (pk_matmul_many on packed weights, 512 activation rows, SmolLM2's and Qwen2.5's
+// shapes) and causal attention over a 512-token prompt are timed and given as a fraction of
+// them. Developer tool, not part of the package; links the kernels' sources directly.
+//   clang -O2 -march=native -D_GNU_SOURCE -IKernels -IKernels/include $(pkg-config --cflags openblas) \
+//      -o /tmp/kernels Benchmarks/kernels.c Kernels/*.c -lopenblas -llapacke -lm -lpthread
+//   /tmp/kernels [all|matmul|attention|peak] [threads]   (under perf stat -e cycles,instructions for IPC)
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pk_matmul.h"
+#include "pk_ops.h"
+#include "pk_pool.h"
+#include "pk_quants.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+#define BEST(reps, body)                      \
+    ({                                        \
+        double best_ = 1e30;                  \
+        for (int r_ = 0; r_ < (reps); r_++) { \
+            const double t0_ = now();         \
+            body;                             \
+            const double dt_ = now() - t0_;   \
+            best_ = dt_ < best_ ? dt_ : best_; \
+        }                                     \
+        best_;                                \
+    })
+
+// ---- peaks -------------------------------------------------------------------------------------
+
+#define PEAK_ITERS 50000000LL
+
+// Twelve independent vpdpbusd chains (more than latency x throughput), 64 multiply-adds each.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void *vnni_loop(void *out) {
+    __m512i a[12];
+    const __m512i w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_epi32(i);
+    for (long long n = 0; n < PEAK_ITERS; n++) {
+        for (int i = 0; i < 12; i++) a[i] = _mm512_dpbusd_epi32(a[i], w, x);
+        __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), "+v"(a[6]),
+                         "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]));
+    }
+    int s = 0;
+    for (int i = 0; i < 12; i++) s += _mm512_reduce_add_epi32(a[i]);
+    *(int *)out = s;
+    return NULL;
+}
+
+// Twelve independent FMA chains of sixteen lanes.
+__attribute__((target("avx512f,fma"))) static void *fma_loop(void *out) {
+    __m512 a[12];
+    const __m512 w = _mm512_set1_ps(0.999f), x = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (long long n = 0; n < PEAK_ITERS; n++) {
+        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], w, x);
+        __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), "+v"(a[6]),
+                         "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]));
+    }
+    float s = 0;
+    for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
+    *(float *)out = s;
+    return NULL;
+}
+
+// Operations per second of `loop` on `threads` threads (ops_per_instr: 128 for vpdpbusd, 32 for FMA).
+static double peak(void *(*loop)(void *), int threads, double ops_per_instr) {
+    pthread_t t[64];
+    int sink[64];
+    const double t0 = now();
+    for (int i = 0; i < threads; i++) pthread_create(&t[i], NULL, loop, &sink[i]);
+    for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
+    return (double)PEAK_ITERS * 12 * threads * ops_per_instr / (now() - t0);
+}
+
+// ---- products ------------------------------------------------------------------------------------
+
+typedef struct {
+    const char *name;
+    int64_t m, k;
+} shape;
+
+static void bench_matmul(pk_pool *pool, int threads, double int8_peak) {
+    const int types[] = {PK_Q4_1, PK_Q8_0, PK_Q4_K, PK_Q6_K};
+    const shape shapes[] = {{"SmolLM2 ffn_up", 1536, 576}, {"SmolLM2 ffn_down", 576, 1536}, {"SmolLM2 attn_q", 576, 576},
+                            {"Qwen2.5 ffn_up", 4864, 896}, {"Qwen2.5 ffn_down", 896, 4864}};
+    const int64_t n = 512;
+    printf("| type | shape (m x k) | n | ms | T int8 ops/s | of peak |\n| --- | --- | --- | --- | --- | --- |\n");
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        pk_type_info info;
+        pk_type_info_of(types[ti], &info);
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            const int64_t m = shapes[si].m, k = shapes[si].k;
+            if (k % info.block_elements) continue;
+            float *w = malloc(sizeof(float) * m * k), *x = malloc(sizeof(float) * n * k), *y = malloc(sizeof(float) * n * m);
+            for (int64_t i = 0; i < m * k; i++) w[i] = (float)((rand() % 2001) - 1000) / 30000.0f;
+            for (int64_t i = 0; i < n * k; i++) x[i] = (float)((rand() % 2001) - 1000) / 300.0f;
+            uint8_t *q = malloc((size_t)(m * k / info.block_elements) * info.block_bytes);
+            pk_quantize(types[ti], w, q, m * k);
+            void *packed = aligned_alloc(64, (pk_pack_bytes(types[ti], m, k) + 63) / 64 * 64);
+            pk_pack(types[ti], q, m, k, packed);
+            void *scratch = aligned_alloc(64, (pk_matmul_scratch_bytes(n, k, threads) + 63) / 64 * 64);
+            const pk_matmul_op op = {.type = types[ti], .w = q, .m = m, .y = y, .ldy = m, .packed = packed};
+            const double t = BEST(9, pk_matmul_many(pool, &op, 1, k, x, n, scratch));
+            const double ops = 2.0 * (double)m * (double)k * (double)n / t;
+            printf("| %s | %s (%lld x %lld) | %lld | %.3f | %.3f | %.0f %% |\n", info.name, shapes[si].name, (long long)m,
+                   (long long)k, (long long)n, t * 1e3, ops / 1e12, 100.0 * ops / int8_peak);
+            free(w), free(x), free(y), free(q), free(packed), free(scratch);
+        }
+    }
+}
+
+// ---- attention ---------------------------------------------------------------------------------
+
+typedef struct {
+    const char *name;
+    int n_head, n_kv_head, head_dim;
+} attn_shape;
+
+static void bench_attention(pk_pool *pool, int threads, double f32_peak) {
+    const attn_shape shapes[] = {{"SmolLM2", 9, 3, 64}, {"Qwen2.5", 14, 2, 64}, {"Gemma 3", 4, 1, 256}};
+    const int64_t n = 512;
+    printf("| model | heads / kv heads x dim | rows | ms | G f32 ops/s | of peak |\n| --- | --- | --- | --- | --- | --- |\n");
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const attn_shape s = shapes[si];
+        const int64_t kv_dim = (int64_t)s.n_kv_head * s.head_dim, q_dim = (int64_t)s.n_head * s.head_dim;
+        float *q = malloc(sizeof(float) * n * q_dim), *k = malloc(sizeof(float) * n * kv_dim), *v = malloc(sizeof(float) * n * kv_dim);
+        float *out = malloc(sizeof(float) * n * q_dim);
+        for (int64_t i = 0; i < n * q_dim; i++) q[i] = (float)((rand() % 2001) - 1000) / 1000.0f;
+        for (int64_t i = 0; i < n * kv_dim; i++) k[i] = (float)((rand() % 2001) - 1000) / 1000.0f, v[i] = (float)((rand() % 2001) - 1000) / 1000.0f;
+        uint16_t *keys = aligned_alloc(64, sizeof(uint16_t) * n * kv_dim), *values = aligned_alloc(64, sizeof(uint16_t) * n * kv_dim);
+        uint16_t **kp = malloc(sizeof *kp * n), **vp = malloc(sizeof *vp * n);
+        int32_t *pos = malloc(sizeof *pos * n), *len = malloc(sizeof *len * n);
+        for (int64_t t = 0; t < n; t++) kp[t] = keys, vp[t] = values, pos[t] = (int32_t)t, len[t] = (int32_t)t + 1;
+        pk_store_kv(pool, k, v, n, kv_dim, pos, kp, vp);
+        float *scratch = aligned_alloc(64, (pk_attention_scratch_floats(n, s.n_head / s.n_kv_head, threads) * sizeof(float) + 63) / 64 * 64);
+        const double t = BEST(9, pk_attention(pool, q, n, s.n_head, s.n_kv_head, s.head_dim, (const uint16_t *const *)kp,
+                                               (const uint16_t *const *)vp, len, kv_dim, 0.125f, out, scratch));
+        // scores and values: 2 * head_dim multiply-adds per (row, head, position)
+        const double ops = 4.0 * s.head_dim * s.n_head * (double)n * (double)(n + 1) / 2.0 / t;
+        printf("| %s | %d / %d x %d | %lld | %.3f | %.1f | %.0f %% |\n", s.name, s.n_head, s.n_kv_head, s.head_dim, (long long)n,
+               t * 1e3, ops / 1e9, 100.0 * ops / f32_peak);
+        free(q), free(k), free(v), free(out), free(keys), free(values), free(kp), free(vp), free(pos), free(len), free(scratch);
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *what = argc > 1 ? argv[1] : "all";
+    const int threads = argc > 2 ? atoi(argv[2]) : 2;
+    const double int8_1 = peak(vnni_loop, 1, 128), int8_n = peak(vnni_loop, threads, 128);
+    const double f32_n = peak(fma_loop, threads, 32);
+    printf("int8 peak (vpdpbusd zmm): %.3f T ops/s on 1 thread, %.3f on %d; f32 peak (FMA zmm): %.1f G ops/s on %d\n\n",
+           int8_1 / 1e12, int8_n / 1e12, threads, f32_n / 1e9, threads);
+    pk_pool *pool = pk_pool_create(threads);
+    if (!strcmp(what, "all") || !strcmp(what, "matmul")) bench_matmul(pool, threads, int8_n), printf("\n");
+    if (!strcmp(what, "all") || !strcmp(what, "attention")) bench_attention(pool, threads, f32_n);
+    pk_pool_destroy(pool);
+    return 0;
+}
