@@ -9,13 +9,18 @@
 // byte 4i of the window in row r. Bytes at or past `end` (the row's end) read as zero, so the
 // last block of a tensor never reads past it. Packed weights (pk_pack) already hold this
 // layout: the window is a pointer into them. Otherwise the rows are transposed into `buf`.
+// Weights are read once per product, so the next tile's are fetched non-temporally: into L1
+// without displacing what L2 and L3 hold (the activations, the KV cache, the other thread's
+// lines). Decode streams faster so: 5-28 % more tokens/s in Benchmarks/README.md's measurement.
+INL void fetch_weights(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_NTA); }
+
 INL const vi *window(const rows16 *rw, size_t at, int nchunks, size_t end, vi *buf) {
     if (rw->packed) {
         const size_t d0 = at / 4;
         const vi *P = (const vi *)rw->packed + d0;
         // One line per vector; the next tile's same lines are fetched a tile ahead.
         if (rw->prefetch)
-            for (int i = 0; i < 4 * nchunks; i++) _mm_prefetch((const char *)((const vi *)rw->prefetch + d0 + i), _MM_HINT_T0);
+            for (int i = 0; i < 4 * nchunks; i++) fetch_weights((const vi *)rw->prefetch + d0 + i);
         if (at % 4 == 0) return P;
         // Odd blocks of Q3_K and Q6_K (110 and 210 bytes) start mid-dword.
         const int s = 8 * (int)(at % 4);
@@ -26,7 +31,7 @@ INL const vi *window(const rows16 *rw, size_t at, int nchunks, size_t end, vi *b
         const size_t o = at + 16 * (size_t)c;
         // Streams the next tile in while this one is being worked on: one line per row per 64 bytes.
         if (rw->prefetch && (o & 63) == 0)
-            for (int r = 0; r < QT_ROWS; r++) _mm_prefetch((const char *)(rw->prefetch + r * rw->stride + o), _MM_HINT_T0);
+            for (int r = 0; r < QT_ROWS; r++) fetch_weights(rw->prefetch + r * rw->stride + o);
         if (o + 16 <= end) tr16x4_masked(rw, o, 0, 16, buf + 4 * c);
         else tr16x4_masked(rw, o, 1, end - o, buf + 4 * c);
     }
@@ -124,7 +129,7 @@ INL void unpack_legacy_packed(const int fused, const qt_type *ty, const rows16 *
         const size_t bytes = qt_legacy_group_bytes(&l, n);
         // The next tile's same lines, a tile ahead.
         if (rw->prefetch)
-            for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)(rw->prefetch + at + o), _MM_HINT_T0);
+            for (size_t o = 0; o < bytes; o += 64) fetch_weights(rw->prefetch + at + o);
         const uint8_t *grp = rw->packed + at;
         for (int i = 0; i < n; i++) {
             vf sc, of = vfzero();
