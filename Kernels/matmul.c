@@ -6,6 +6,9 @@
 // No FMA contraction: the order of every rounding is written out (fmaf where it is meant).
 #pragma clang fp contract(off)
 #include <cblas.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -34,8 +37,8 @@ typedef struct {
 } act_buf;
 
 // 32 values to int8 at their own scale amax/127 (returned, unrounded), each rounded to nearest
-// with ties to even, like _mm256_round_ps.
-ALWAYS_INLINE float quantize_block32(const float *xb, int8_t *qb) {
+// with ties to even, like _mm256_round_ps; half[h] is the sum of the codes of values 16h..16h+15.
+ALWAYS_INLINE float quantize_block32(const float *xb, int8_t *qb, int32_t half[2]) {
     float amax = 0.0f;
     for (int i = 0; i < 32; i++) {
         const float a = fabsf(xb[i]);
@@ -43,41 +46,33 @@ ALWAYS_INLINE float quantize_block32(const float *xb, int8_t *qb) {
     }
     const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (int i = 0; i < 32; i++) qb[i] = (int8_t)(int)__builtin_rintf(xb[i] * id);
+    for (int h = 0; h < 2; h++) {
+        half[h] = 0;
+        for (int i = 0; i < 16; i++) half[h] += qb[16 * h + i];
+    }
     return amax / 127.0f;
 }
 
-ALWAYS_INLINE void quantize_row_q8_32(const float *x, int64_t k, int kind, int8_t *q, float *dx32, int32_t *sx32,
-                               float *xs32) {
-    for (int64_t b = 0; b < k / 32; b++) {
-        int8_t *qb = q + b * 32;
-        const float db = quantize_block32(x + b * 32, qb);
-        int sum = 0;
-        for (int i = 0; i < 32; i++) sum += qb[i];
-        dx32[b] = round_f16(db);
-        sx32[b] = sum;
-        // Q8_1 carries d*sum as one fp16 per 32 (from the unrounded d, as llama.cpp does; using
-        // dx*sum instead measured no better: Benchmarks/README.md, fidelity).
-        xs32[b] = kind == ACT_Q8_1 ? round_f16(db * (float)sum) : 0.0f;
-    }
-}
-
-ALWAYS_INLINE void quantize_row_q8_K(const float *x, int64_t k, int8_t *q, float *dx16, int32_t *sx16, float *xs16,
-                              float *dx32, int32_t *sx32, float *xs32) {
-    for (int64_t b = 0; b < k / 32; b++) {
-        int8_t *qb = q + b * 32;
-        const float d = quantize_block32(x + b * 32, qb);
-        int32_t half[2] = {0, 0};
-        for (int h = 0; h < 2; h++)
-            for (int i = 0; i < 16; i++) half[h] += qb[16 * h + i];
+// The terms of block b (32 values) of a row of `kind`, from its unrounded scale d and its halves'
+// code sums; the row's arrays start at o16 and o32 of the buffers.
+ALWAYS_INLINE void block_terms(int kind, act_buf a, int64_t o16, int64_t o32, int64_t b, float d, const int32_t half[2]) {
+    const int32_t sum = half[0] + half[1];
+    if (kind == ACT_Q8_K) {
         for (int h = 0; h < 2; h++) {
-            dx16[2 * b + h] = d;
-            sx16[2 * b + h] = half[h];
-            xs16[2 * b + h] = d * (float)half[h];
+            a.dx16[o16 + 2 * b + h] = d;
+            a.sx16[o16 + 2 * b + h] = half[h];
+            a.xs16[o16 + 2 * b + h] = d * (float)half[h];
         }
-        dx32[b] = d;
-        sx32[b] = half[0] + half[1];
-        xs32[b] = d * (float)(half[0] + half[1]);
+        a.dx32[o32 + b] = d;
+        a.sx32[o32 + b] = sum;
+        a.xs32[o32 + b] = d * (float)sum;
+        return;
     }
+    a.dx32[o32 + b] = round_f16(d);
+    a.sx32[o32 + b] = sum;
+    // Q8_1 carries d*sum as one fp16 per 32 (from the unrounded d, as llama.cpp does; using
+    // dx*sum instead measured no better: Benchmarks/README.md, fidelity).
+    a.xs32[o32 + b] = kind == ACT_Q8_1 ? round_f16(d * (float)sum) : 0.0f;
 }
 
 // ---- scratch layout ------------------------------------------------------------------------
@@ -123,16 +118,12 @@ static act_buf act_at(uint8_t *s, int64_t n, int64_t k) {
 }
 
 ALWAYS_INLINE void quantize_act_body(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
-    for (int64_t t = t0; t < t1; t++) {
-        const float *xr = x + t * k;
-        int8_t *q = a.q + t * k;
-        const int64_t o16 = t * (k / 16), o32 = t * (k / 32);
-        if (kind == ACT_Q8_K) {
-            quantize_row_q8_K(xr, k, q, a.dx16 + o16, a.sx16 + o16, a.xs16 + o16, a.dx32 + o32, a.sx32 + o32, a.xs32 + o32);
-        } else {
-            quantize_row_q8_32(xr, k, kind, q, a.dx32 + o32, a.sx32 + o32, a.xs32 + o32);
+    for (int64_t t = t0; t < t1; t++)
+        for (int64_t b = 0; b < k / 32; b++) {
+            int32_t half[2];
+            const float d = quantize_block32(x + t * k + b * 32, a.q + t * k + b * 32, half);
+            block_terms(kind, a, t * (k / 16), t * (k / 32), b, d, half);
         }
-    }
 }
 
 // ---- the reference kernels (also compiled for AVX2, where the compiler vectorizes them) ----
@@ -212,8 +203,28 @@ AVX2_TARGET static void float_avx2(int type, const uint8_t *w, size_t row_bytes,
     float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
 }
 #define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+// quantize_block32 on two vectors: the same codes, scale and sums (max ignores NaN as the scalar
+// comparison does; a NaN's code is 0 on both paths).
+AVX512_TARGET static inline float quantize_block32_avx512(const float *xb, int8_t *qb, int32_t half[2]) {
+    const __m512 v[2] = {_mm512_loadu_ps(xb), _mm512_loadu_ps(xb + 16)};
+    __m512 m = _mm512_setzero_ps();
+    for (int h = 0; h < 2; h++) m = _mm512_max_ps(_mm512_abs_ps(v[h]), m); // NaN lanes keep m
+    const float amax = _mm512_reduce_max_ps(m);
+    const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    for (int h = 0; h < 2; h++) {
+        const __m128i q = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v[h], id)));
+        _mm_storeu_si128((__m128i *)(qb + 16 * h), q);
+        half[h] = _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q));
+    }
+    return amax / 127.0f;
+}
 AVX512_TARGET static void quantize_avx512(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
-    quantize_act_body(x, t0, t1, k, kind, a);
+    for (int64_t t = t0; t < t1; t++)
+        for (int64_t b = 0; b < k / 32; b++) {
+            int32_t half[2];
+            const float d = quantize_block32_avx512(x + t * k + b * 32, a.q + t * k + b * 32, half);
+            block_terms(kind, a, t * (k / 16), t * (k / 32), b, d, half);
+        }
 }
 AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
                                        const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
