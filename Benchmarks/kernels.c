@@ -99,9 +99,11 @@ static void bench_matmul(pk_pool *pool, int threads, double int8_peak) {
     const int types[] = {PK_Q4_1, PK_Q8_0, PK_Q4_K, PK_Q6_K};
     const shape shapes[] = {{"SmolLM2 ffn_up", 1536, 576}, {"SmolLM2 ffn_down", 576, 1536}, {"SmolLM2 attn_q", 576, 576},
                             {"Qwen2.5 ffn_up", 4864, 896}, {"Qwen2.5 ffn_down", 896, 4864}};
-    const int64_t n = 512;
+    const int64_t ns[] = {16, 512}; // a batched decode step, a prefill chunk
     printf("| type | shape (m x k) | n | ms | T int8 ops/s | of peak |\n| --- | --- | --- | --- | --- | --- |\n");
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const int64_t n = ns[ni];
         pk_type_info info;
         pk_type_info_of(types[ti], &info);
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -116,7 +118,7 @@ static void bench_matmul(pk_pool *pool, int threads, double int8_peak) {
             pk_pack(types[ti], q, m, k, packed);
             void *scratch = aligned_alloc(64, (pk_matmul_scratch_bytes(n, k, threads) + 63) / 64 * 64);
             const pk_matmul_op op = {.type = types[ti], .w = q, .m = m, .y = y, .ldy = m, .packed = packed};
-            const double t = BEST(9, pk_matmul_many(pool, &op, 1, k, x, n, scratch));
+            const double t = BEST(n < 64 ? 200 : 9, pk_matmul_many(pool, &op, 1, k, x, n, scratch));
             const double ops = 2.0 * (double)m * (double)k * (double)n / t;
             printf("| %s | %s (%lld x %lld) | %lld | %.3f | %.3f | %.0f %% |\n", info.name, shapes[si].name, (long long)m,
                    (long long)k, (long long)n, t * 1e3, ops / 1e12, 100.0 * ops / int8_peak);

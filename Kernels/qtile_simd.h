@@ -9,10 +9,11 @@
 // byte 4i of the window in row r. Bytes at or past `end` (the row's end) read as zero, so the
 // last block of a tensor never reads past it. Packed weights (pk_pack) already hold this
 // layout: the window is a pointer into them. Otherwise the rows are transposed into `buf`.
-// Weights are read once per product, so the next tile's are fetched non-temporally: into L1
-// without displacing what L2 and L3 hold (the activations, the KV cache, the other thread's
-// lines). Decode streams faster so: 5-28 % more tokens/s in Benchmarks/README.md's measurement.
-INL void fetch_weights(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_NTA); }
+// The next tile's weights are fetched into L2 (prefetcht1), not L1: a tile ahead is up to 80 KB,
+// more than L1 holds, and a batched step's dot products take long enough that L2 is near enough.
+// Measured against T0 and NTA (Benchmarks/README.md, kernels): batched decode products 12-20 %
+// faster, decode products equal to NTA and faster than T0.
+INL void fetch_weights(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_T1); }
 
 INL const vi *window(const rows16 *rw, size_t at, int nchunks, size_t end, vi *buf) {
     if (rw->packed) {
