@@ -1,5 +1,4 @@
 #include "pk_matmul.h"
-#include "gated.h"
 #include "isa.h"
 #include "qtile_isa.h"
 #include "share.h"
@@ -276,7 +275,6 @@ typedef struct {
     size_t thread_bytes;
     kernel_set ks;
     int64_t tile_bytes[PK_MATMUL_MAX_OPS];
-    int glu;                   // 0; or 1 + gelu: ops 0 and 1 are gate and up, and gate becomes act(gate) * up
     int prepare_in_task;       // the threads quantize their share of the rows, then meet
     _Atomic int prepared;
     _Atomic int64_t next_tile;
@@ -348,7 +346,6 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
 // A tile's cost in decode: the bytes it streams.
 static int64_t tile_cost(const void *ctx, int64_t g) {
     const matmul_job *j = ctx;
-    if (j->glu) return j->tile_bytes[0] + j->tile_bytes[1];
     int i = 0;
     while (g >= j->first_tile[i + 1]) i++;
     return j->tile_bytes[i];
@@ -373,33 +370,20 @@ static void prepare_shared(matmul_job *j, int ith, int nth) {
     meet(&j->prepared, nth);
 }
 
-// The job's units of work: its tiles, or with glu the gate's tiles, each with the up tile of
-// the same rows and the activation over them (so no thread waits for another's rows).
-static int64_t job_units(const matmul_job *j) { return j->glu ? j->first_tile[1] : j->first_tile[j->count]; }
-
-static void run_units(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
-    matmul_tiles(j, g0, g1, buf);
-    if (!j->glu) return;
-    matmul_tiles(j, j->first_tile[1] + g0, j->first_tile[1] + g1, buf);
-    const pk_matmul_op *gate = &j->ops[0], *up = &j->ops[1];
-    const int64_t r0 = g0 * QT_ROWS, r1 = g1 * QT_ROWS < gate->m ? g1 * QT_ROWS : gate->m;
-    for (int64_t t = 0; t < j->n; t++) gated_activation(j->glu - 1, gate->y + t * gate->ldy + r0, up->y + t * up->ldy + r0, r1 - r0);
-}
-
 // Threads take runs of tiles from a shared counter until none are left: tiles of different
 // formats and ops cost different amounts, so a fixed split would leave one thread waiting.
 static void matmul_task(void *ctx, int ith, int nth) {
     matmul_job *j = ctx;
     if (j->prepare_in_task) prepare_shared(j, ith, nth);
     uint8_t *buf = j->thread_scratch + (size_t)ith * j->thread_bytes;
-    const int64_t total = job_units(j);
-    if (nth == 1) { run_units(j, 0, total, buf); return; }
+    const int64_t total = j->first_tile[j->count];
+    if (nth == 1) { matmul_tiles(j, 0, total, buf); return; }
     if (j->n == 1) {
         // Decode streams the weights once: contiguous shares of equal bytes keep each thread's
         // reads sequential (and its prefetches ahead of it).
         int64_t g0, g1;
         share_by_cost(total, tile_cost, j, ith, nth, &g0, &g1);
-        run_units(j, g0, g1, buf);
+        matmul_tiles(j, g0, g1, buf);
         return;
     }
     int64_t run = total / ((int64_t)nth * TILE_RUNS_PER_THREAD);
@@ -407,17 +391,16 @@ static void matmul_task(void *ctx, int ith, int nth) {
     for (;;) {
         const int64_t g0 = atomic_fetch_add_explicit(&j->next_tile, run, memory_order_relaxed);
         if (g0 >= total) return;
-        run_units(j, g0, g0 + run < total ? g0 + run : total, buf);
+        matmul_tiles(j, g0, g0 + run < total ? g0 + run : total, buf);
     }
 }
 
-static int matmul_run(pk_pool *pool, const pk_matmul_op *ops, int count, int glu, int64_t k, const float *x, int64_t n,
-                      void *scratch) {
+int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
+                   const float *x, int64_t n, void *scratch) {
     if (count < 1 || count > PK_MATMUL_MAX_OPS) return -1;
     matmul_job j;
     memset(&j, 0, sizeof j);
     j.count = count;
-    j.glu = glu;
     j.k = k;
     j.n = n;
     j.x = x;
@@ -454,18 +437,6 @@ static int matmul_run(pk_pool *pool, const pk_matmul_op *ops, int count, int glu
     if (!j.prepare_in_task) prepare_rows(&j, 0, n);
     pk_pool_run(pool, matmul_task, &j);
     return 0;
-}
-
-int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
-                   const float *x, int64_t n, void *scratch) {
-    return matmul_run(pool, ops, count, 0, k, x, n, scratch);
-}
-
-int pk_matmul_glu(pk_pool *pool, const pk_matmul_op *gate, const pk_matmul_op *up, int gelu, int64_t k,
-                  const float *x, int64_t n, void *scratch) {
-    if (!gate || !up || gate->m != up->m) return -1;
-    const pk_matmul_op ops[2] = {*gate, *up};
-    return matmul_run(pool, ops, 2, 1 + (gelu != 0), k, x, n, scratch);
 }
 
 // ---- packed weights ------------------------------------------------------------------------

@@ -1,5 +1,4 @@
 #include "pk_ops.h"
-#include "gated.h"
 #include "pk_matmul.h"
 #include "pk_quants.h"
 #include "isa.h"
@@ -156,13 +155,6 @@ __attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gat
 
 GATED_KERNELS(swiglu, 0)
 GATED_KERNELS(geglu, 1)
-
-void gated_activation(int gelu, float *gate, const float *up, int64_t count) {
-    const gated_args a = {gate, up, count};
-    const rows_fn fn = gelu ? ISA_PICK(rows_fn, geglu_scalar, geglu_avx2, geglu_avx512)
-                            : ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512);
-    fn(&a, 0, 1);
-}
 
 // ---- small helpers ---------------------------------------------------------------------------
 

@@ -54,14 +54,6 @@ size_t pk_matmul_scratch_bytes(int64_t n, int64_t k, int threads);
 int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
                    const float *x, int64_t n, void *scratch);
 
-// A gated feed-forward's two products with the activation fused in: gate and up (the same m)
-// as pk_matmul_many computes them, then gate->y = act(gate) * up, act = SiLU (gelu 0) or gelu's
-// tanh form: the bits of pk_matmul_many followed by pk_swiglu or pk_geglu. Each thread applies
-// the activation to the rows it has just made, so no pass over the pool follows. up->y is
-// written too (it is scratch to the caller). Returns as pk_matmul_many, and -1 when the ms differ.
-int pk_matmul_glu(pk_pool *pool, const pk_matmul_op *gate, const pk_matmul_op *up, int gelu, int64_t k,
-                  const float *x, int64_t n, void *scratch);
-
 // A single product: pk_matmul_many with one op.
 int pk_matmul(pk_pool *pool, int type, const void *w, int64_t m, int64_t k,
               const float *x, int64_t n, float *y, int64_t ldy, void *scratch);

@@ -100,14 +100,10 @@ struct CPULayerStep: LayerStep {
     func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer) {
         let ctx = context, ff = c.feedForwardLength
         let (x, width) = buffer(input), (y, yWidth) = buffer(target)
-        let gelu = activation == .geluTanh
-        if lora.isEmpty {
-            // The activation inside the products: each thread applies it to the rows it made.
-            ctx.matmulGated(x, n, gate: (tensor(.ffnGate), ctx.gate), up: (tensor(.ffnUp), ctx.up), gelu: gelu)
-        } else {
-            // The adapters' deltas come between the products and the activation.
-            products(x, width: width, [(.ffnGate, ctx.gate, ff), (.ffnUp, ctx.up, ff)])
-            if gelu { pk_geglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff)) } else { pk_swiglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff)) }
+        products(x, width: width, [(.ffnGate, ctx.gate, ff), (.ffnUp, ctx.up, ff)])
+        switch activation {
+        case .silu: pk_swiglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
+        case .geluTanh: pk_geglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
         }
         products(ctx.gate, width: ff, [(.ffnDown, y, yWidth)])
     }

@@ -306,19 +306,6 @@ public final class InferenceContext {
         }
     }
 
-    /// A gated feed-forward's gate and up products with the activation fused in (`pk_matmul_glu`):
-    /// `gate.1` receives act(gate) * up, the same bits as `matmul` followed by the activation.
-    func matmulGated(_ input: UnsafePointer<Float>, _ n: Int, gate: (WeightTensor, UnsafeMutablePointer<Float>),
-                     up: (WeightTensor, UnsafeMutablePointer<Float>), gelu: Bool) {
-        inputObserver?([gate.0.name, up.0.name], input, n, gate.0.rowLength)
-        func op(_ p: (WeightTensor, UnsafeMutablePointer<Float>)) -> pk_matmul_op {
-            pk_matmul_op(type: Int32(p.0.type.rawValue), w: p.0.data, m: Int64(p.0.rowCount), y: p.1, ldy: Int64(p.0.rowCount), packed: p.0.packed)
-        }
-        var g = op(gate), u = op(up)
-        let rc = pk_matmul_glu(pool, &g, &u, gelu ? 1 : 0, Int64(gate.0.rowLength), input, Int64(n), matmulScratch)
-        precondition(rc == 0, "gated matmul rejected \(gate.0.name), \(up.0.name); the loader should have refused it")
-    }
-
     /// The rows of `rows` (indices into the step's rows, in order) grouped by their adapter.
     private func adapterRows(_ batch: Batch, _ rows: [Int]) -> AdapterRows {
         guard !adapters.isEmpty else { return AdapterRows(ids: [], adapters: [:]) }
