@@ -15,24 +15,7 @@
 #include "pk_pool.h"
 #include "pk_quants.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-// The best of `reps` timings of one route.
-#define BEST(reps, body)                               \
-    ({                                                 \
-        double best_ = 1e30;                           \
-        for (int r_ = 0; r_ < (reps); r_++) {          \
-            const double t0_ = now();                  \
-            body;                                      \
-            const double dt_ = now() - t0_;            \
-            best_ = dt_ < best_ ? dt_ : best_;         \
-        }                                              \
-        best_;                                         \
-    })
+#include "timing.h"
 
 int main(void) {
     const int types[] = {PK_PQ2, PK_Q4_0, PK_Q4_1};

@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #define SZ (256L<<20)
 static char *buf; static int nth;
-static double now(){struct timespec t;clock_gettime(CLOCK_MONOTONIC,&t);return t.tv_sec+t.tv_nsec*1e-9;}
+#include "timing.h"
 static void *rd(void *a){ long i=(long)a; long lo=SZ/nth*i, hi=SZ/nth*(i+1); __m512i s=_mm512_setzero_si512();
  for(int r=0;r<5;r++) for(long o=lo;o<hi;o+=256){ s=_mm512_add_epi32(s,_mm512_load_si512(buf+o)); s=_mm512_add_epi32(s,_mm512_load_si512(buf+o+64)); s=_mm512_add_epi32(s,_mm512_load_si512(buf+o+128)); s=_mm512_add_epi32(s,_mm512_load_si512(buf+o+192));}
  return (void*)(long)_mm512_reduce_add_epi32(s);}
