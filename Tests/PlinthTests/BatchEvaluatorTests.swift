@@ -2,6 +2,7 @@ import Foundation
 import FoundationModels
 @testable import Plinth
 import PlinthGrammar
+import PlinthJSON
 import Testing
 
 @Generable
@@ -118,13 +119,15 @@ enum CorpusRun {
         let compiler = GrammarCompiler(vocabulary: vocabulary)
         var jobs: [(String, GenerationSchema, CompiledGrammar, String)] = []
         for file in files {
-            guard let object = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any],
-                  let schemaObject = object["schema"],
-                  let text = String(data: try JSONSerialization.data(withJSONObject: schemaObject), encoding: .utf8),
-                  let schema = try? GenerationSchema(jsonSchema: text),
+            // Read in document order (JSONValue keeps it): re-serializing a dictionary would order
+            // the properties differently in every process, and with them the prompt and the output.
+            guard let document = try? JSONValue(parsing: [UInt8](Data(contentsOf: file))), let schemaValue = document["schema"]
+            else { continue }
+            let text = schemaValue.compactText
+            guard let schema = try? GenerationSchema(jsonSchema: text),
                   let checker = try? compiler.compile(jsonSchema: text, options: GrammarOptions(additionalPropertiesByDefault: true))
             else { continue }
-            let about = (schemaObject as? [String: Any])?["description"] as? String
+            let about = schemaValue["description"]?.stringValue
             jobs.append((file.lastPathComponent, schema, checker, "Produce a realistic example value" + (about.map { " for: \($0)" } ?? ".")))
         }
         var results = Results(compiled: jobs.count)
