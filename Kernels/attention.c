@@ -434,9 +434,7 @@ ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0,
     float *out = j->out + t * (int64_t)j->n_head * HD + (int64_t)h0 * HD;
     const int64_t whole = len / 64 * 64;
     if (whole > 0) {
-        // Per (l, column vector): the four slots l, l+16, l+32, l+48 of up to VALUE_HEADS heads
-        // in registers over every chunk, each value vector converted once for all the heads;
-        // then folded (m + m+32, m+16 + m+48, their sum) into row l of the head's slots.
+        // VALUE_HEADS heads at a time share each converted value vector (weigh_values).
         for (int c0 = 0; c0 < count; c0 += VALUE_HEADS) {
             const float *sc = scores + c0 * j->max_kv;
             float *a = slots + (size_t)c0 * 64 * HD;
@@ -486,7 +484,7 @@ ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0,
 
 // The common head sizes get a copy each with their loops unrolled (a few percent of a prefill).
 static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
-                              float *buf) {
+                             float *buf) {
     attend64n_body(j, t, kvh, h0, count, next, warm, buf, 64);
 }
 static void attend128_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
