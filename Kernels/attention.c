@@ -119,6 +119,10 @@ ALWAYS_INLINE const uint16_t *unit_values(const attn_job *j, int64_t t, int kvh)
     return j->values[t] + (int64_t)kvh * j->head_dim;
 }
 
+// Whether row t continues the row before it (the same sequence's cache, as in a prefill chunk):
+// that cache was read moments ago, so a unit of row t fetches nothing ahead.
+ALWAYS_INLINE int continues_previous_row(const attn_job *j, int64_t t) { return t > 0 && j->keys[t - 1] == j->keys[t]; }
+
 // Key blocks fetched into L1 ahead of the one being scored (a unit's first ones during the unit
 // before it).
 #define KEYS_AHEAD 3
@@ -222,8 +226,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, in
     }
 }
 
-// `warm`: the unit's cache was read moments ago (the row before it is the same sequence's, as in a
-// prefill chunk), so nothing is fetched ahead.
+// `warm`: the unit's row continues the row before it (continues_previous_row): nothing is fetched ahead.
 typedef void (*attend_fn)(const attn_job *, int64_t, int, int, int, const next_unit *, int, float *);
 
 static void attend_scalar(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm, float *buf) {
@@ -557,12 +560,12 @@ static void attention_task(void *ctx, int ith, int nth) {
             const int64_t tn = un / units_per_row;
             const int kvhn = (int)(un % units_per_row) * per_unit / j->group;
             next = (next_unit){unit_keys(j, tn, kvhn), unit_values(j, tn, kvhn), j->kv_len[tn]};
-            if (!(tn > 0 && j->keys[tn - 1] == j->keys[tn])) prefetch_keys(j, tn, kvhn);
+            if (!continues_previous_row(j, tn)) prefetch_keys(j, tn, kvhn);
         }
         // Only with units of whole kv heads (many rows): single-head units are few rows, whose
         // caches are small and which take turns on one kv head's cache.
         const int fetch = un < total && !j->split;
-        const int warm = t > 0 && j->keys[t - 1] == j->keys[t];
+        const int warm = continues_previous_row(j, t);
         c->fn(j, t, h0 / j->group, h0, per_unit, fetch && !warm ? &next : NULL, warm, buf);
         u = un;
     }

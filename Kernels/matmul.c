@@ -117,13 +117,20 @@ static act_buf act_at(uint8_t *s, int64_t n, int64_t k) {
     return a;
 }
 
-ALWAYS_INLINE void quantize_act_body(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
+// Rows [t0, t1), each block by `block` (quantize_block32 or an ISA's copy of it); inlined, so
+// the block function is called directly.
+ALWAYS_INLINE void quantize_rows(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a,
+                                 float (*block)(const float *, int8_t *, int32_t[2])) {
     for (int64_t t = t0; t < t1; t++)
         for (int64_t b = 0; b < k / 32; b++) {
             int32_t half[2];
-            const float d = quantize_block32(x + t * k + b * 32, a.q + t * k + b * 32, half);
+            const float d = block(x + t * k + b * 32, a.q + t * k + b * 32, half);
             block_terms(kind, a, t * (k / 16), t * (k / 32), b, d, half);
         }
+}
+
+ALWAYS_INLINE void quantize_act_body(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
+    quantize_rows(x, t0, t1, k, kind, a, quantize_block32);
 }
 
 // ---- the reference kernels (also compiled for AVX2, where the compiler vectorizes them) ----
@@ -219,12 +226,7 @@ AVX512_TARGET static inline float quantize_block32_avx512(const float *xb, int8_
     return amax / 127.0f;
 }
 AVX512_TARGET static void quantize_avx512(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
-    for (int64_t t = t0; t < t1; t++)
-        for (int64_t b = 0; b < k / 32; b++) {
-            int32_t half[2];
-            const float d = quantize_block32_avx512(x + t * k + b * 32, a.q + t * k + b * 32, half);
-            block_terms(kind, a, t * (k / 16), t * (k / 32), b, d, half);
-        }
+    quantize_rows(x, t0, t1, k, kind, a, quantize_block32_avx512);
 }
 AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
                                        const float *x, int64_t n, float *y, int64_t ldy, float *wf) {

@@ -29,10 +29,7 @@ struct TinyGemma {
             t.add(p + "attn_k_norm.weight", [headDim], scale: 0.5, offset: 1.5)
             t.add(p + "attn_output.weight", [qDim, e], scale: 1.7 / Double(qDim).squareRoot())
             t.add(p + "post_attention_norm.weight", [e], scale: 0.2, offset: 0.5)
-            t.add(p + "ffn_norm.weight", [e], scale: 0.2, offset: 1)
-            t.add(p + "ffn_gate.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
-            t.add(p + "ffn_up.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
-            t.add(p + "ffn_down.weight", [ff, e], scale: 1.7 / Double(ff).squareRoot())
+            t.addFeedForward(p, embedding: e, feedForward: ff)
             t.add(p + "post_ffw_norm.weight", [e], scale: 0.2, offset: 0.5)
         }
         t.add("output_norm.weight", [e], scale: 0.2, offset: 1)

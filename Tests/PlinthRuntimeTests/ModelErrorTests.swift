@@ -46,10 +46,7 @@ struct TinyLlama {
             let p = "blk.\(l)."
             t.addAttentionInputs(p, embedding: e, qDim: qDim, kvDim: kvDim)
             t.add(p + "attn_output.weight", [qDim, e], scale: 1.7 / Double(qDim).squareRoot())
-            t.add(p + "ffn_norm.weight", [e], scale: 0.2, offset: 1)
-            t.add(p + "ffn_gate.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
-            t.add(p + "ffn_up.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
-            t.add(p + "ffn_down.weight", [ff, e], scale: 1.7 / Double(ff).squareRoot())
+            t.addFeedForward(p, embedding: e, feedForward: ff)
         }
         t.add("output_norm.weight", [e], scale: 0.2, offset: 1)
         t.add("output.weight", [e, vocabulary], scale: 3 / Double(e).squareRoot())

@@ -87,14 +87,13 @@ struct CPULayerStep: LayerStep {
             ctx.vRows[r] = UnsafePointer(values)
         }
         pk_store_kv(ctx.pool, ctx.k, ctx.v, Int64(n), Int64(ctx.kvDim), ctx.rowPositions, ctx.kStore, ctx.vStore)
+        // Without a window every row attends from position 0 (no start per row).
         if let window {
             for r in 0..<n { ctx.kvStart[r] = max(0, ctx.kvLen[r] - Int32(clamping: window)) }
-            pk_attention_window(ctx.pool, ctx.q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
-                                ctx.kRows, ctx.vRows, ctx.kvStart, ctx.kvLen, Int64(ctx.kvDim), scale, ctx.attn, ctx.attnScratch)
-        } else {
-            pk_attention(ctx.pool, ctx.q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
-                         ctx.kRows, ctx.vRows, ctx.kvLen, Int64(ctx.kvDim), scale, ctx.attn, ctx.attnScratch)
         }
+        pk_attention_window(ctx.pool, ctx.q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
+                            ctx.kRows, ctx.vRows, window == nil ? nil : UnsafePointer(ctx.kvStart), ctx.kvLen, Int64(ctx.kvDim),
+                            scale, ctx.attn, ctx.attnScratch)
     }
 
     func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer) {

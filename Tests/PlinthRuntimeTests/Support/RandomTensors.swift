@@ -23,4 +23,12 @@ struct RandomTensors {
         add(prefix + "attn_k.weight", [e, kvDim], scale: 2.5 / Double(e).squareRoot())
         add(prefix + "attn_v.weight", [e, kvDim], scale: 1.7 / Double(e).squareRoot())
     }
+
+    /// A layer's feed-forward norm and gate, up and down matrices, at the scales the tiny models use.
+    mutating func addFeedForward(_ prefix: String, embedding e: Int, feedForward ff: Int) {
+        add(prefix + "ffn_norm.weight", [e], scale: 0.2, offset: 1)
+        add(prefix + "ffn_gate.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
+        add(prefix + "ffn_up.weight", [e, ff], scale: 1.7 / Double(e).squareRoot())
+        add(prefix + "ffn_down.weight", [ff, e], scale: 1.7 / Double(ff).squareRoot())
+    }
 }
