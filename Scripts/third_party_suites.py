@@ -15,6 +15,9 @@ this repository). Given a checkout of a Swift package written for Apple's Founda
    - a file that uses URLSession gets `FoundationNetworking` (where Linux's Foundation keeps it);
    - a target that calls `URLSession.bytes(for:)` (Apple's `AsyncBytes`, which Linux's
      Foundation lacks) gets a file defining it over `data(for:)`, the body delivered whole.
+   - a test file gated whole by `#if canImport(Darwin)` is opened to Linux
+     (`#if canImport(Darwin) || os(Linux)`): its tests then run here, and fail here if they
+     need Darwin after all.
    Code that then still needs Apple's frameworks stays as it is and is reported as not
    compiling, with the compiler's reasons;
 4. builds each test target on its own, then runs the ones that compiled, and prints, per test
@@ -67,10 +70,16 @@ def swift_files(folder):
                 yield os.path.join(root, n)
 
 
-def patch(path, log):
+DARWIN_GATE = re.compile(r"\A((?:\s*//[^\n]*\n)*\s*)#if canImport\(Darwin\)[ \t]*\n")
+
+
+def patch(path, log, is_test):
     """The Apple-platform-only patches of one file (module docstring, step 3), each noted in `log`."""
     text = open(path, encoding="utf-8").read()
     done = []
+    if is_test and DARWIN_GATE.match(text):
+        text = DARWIN_GATE.sub(lambda m: m.group(1) + "#if canImport(Darwin) || os(Linux)\n", text, count=1)
+        done.append("#if canImport(Darwin) around the whole file opened to Linux")
     out, depth = [], 0
     for line in text.split("\n"):
         stripped = line.strip()
@@ -277,7 +286,7 @@ def main():
     patches = []
     for part in ("Sources", "Tests"):
         for f in swift_files(os.path.join(src, part)):
-            patch(f, patches)
+            patch(f, patches, is_test=part == "Tests")
     found = targets(original, src)
     for kind, _, _, folder in found.values():
         if kind == "target" and os.path.isdir(folder):

@@ -14,6 +14,9 @@ enum PlinthDiagnostic: DiagnosticMessage {
     case invertedRange(guide: String)
     case emptyChoices
     case unsupportedEnumCase(name: String, reason: String)
+    case sessionEntryNotStoredVar
+    case missingEntryType(property: String)
+    case missingEntryDefault(property: String)
 
     var message: String {
         switch self {
@@ -39,6 +42,12 @@ enum PlinthDiagnostic: DiagnosticMessage {
             "'.anyOf' needs at least one choice"
         case .unsupportedEnumCase(let name, let reason):
             "The case '\(name)' can't be generated: \(reason)"
+        case .sessionEntryNotStoredVar:
+            "@SessionPropertyEntry applies to one stored 'var' with a type and a default value, in an extension on SessionPropertyValues"
+        case .missingEntryType(let property):
+            "Session property '\(property)' needs an explicit type annotation, such as '\(property): Int = 0'"
+        case .missingEntryDefault(let property):
+            "Session property '\(property)' needs a default value, such as '\(property): Int = 0': a session starts with it"
         }
     }
 
@@ -55,6 +64,9 @@ enum PlinthDiagnostic: DiagnosticMessage {
         case .invertedRange: "invertedRange"
         case .emptyChoices: "emptyChoices"
         case .unsupportedEnumCase: "unsupportedEnumCase"
+        case .sessionEntryNotStoredVar: "sessionEntryNotStoredVar"
+        case .missingEntryType: "missingEntryType"
+        case .missingEntryDefault: "missingEntryDefault"
         }
         return MessageID(domain: "PlinthMacros", id: id)
     }

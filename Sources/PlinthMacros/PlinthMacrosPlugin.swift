@@ -3,5 +3,5 @@ import SwiftSyntaxMacros
 
 @main
 struct PlinthMacrosPlugin: CompilerPlugin {
-    let providingMacros: [Macro.Type] = [GenerableMacro.self, GuideMacro.self]
+    let providingMacros: [Macro.Type] = [GenerableMacro.self, GuideMacro.self, SessionPropertyEntryMacro.self]
 }

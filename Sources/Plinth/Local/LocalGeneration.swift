@@ -94,6 +94,12 @@ enum LocalGeneration {
         if let m = request.generationOptions.maximumResponseTokens, m < 1 {
             throw LocalLanguageModelError.invalidGenerationOptions("maximumResponseTokens must be at least 1, not \(m)")
         }
+        let withAttachments = Array(request.transcript).filter { $0.segments.contains { if case .attachment = $0 { true } else { false } } }
+        if !withAttachments.isEmpty {
+            throw LanguageModelError.unsupportedTranscriptContent(.init(
+                unsupportedContent: withAttachments,
+                debugDescription: "The model reads text only; \(withAttachments.count) transcript entries hold image attachments."))
+        }
         let tools = request.generationOptions.toolCallingMode == .disallowed ? [] : request.enabledToolDefinitions
         let prompt = try TranscriptRenderer.tokens(for: request.transcript, model: instance.model, tools: tools)
         let limit = request.generationOptions.maximumResponseTokens

@@ -70,6 +70,7 @@ enum TranscriptRenderer {
             case .text(let t): t.content
             case .structure(let s): s.content.jsonString
             case .custom(let c): c.description
+            case .attachment(let a): a.description
             }
         }.joined(separator: "\n")
     }

@@ -159,6 +159,10 @@ extension LanguageModelExecutorGenerationChannel {
             case replaceTextSegment(LanguageModelExecutorGenerationChannel.TextSegmentReplacement)
             /// A custom segment is added, or replaced when one with its identifier exists.
             case updateCustomSegment(any Transcript.CustomSegment)
+            /// An attachment segment is added, or replaced when one with its identifier exists.
+            case addAttachmentSegment(Transcript.AttachmentSegment)
+            /// The attachment segment with this identifier is removed.
+            case removeAttachmentSegment(id: String)
             /// Metadata values are added or replaced.
             case updateMetadata(LanguageModelExecutorGenerationChannel.Metadata)
             /// The turn's usage so far.

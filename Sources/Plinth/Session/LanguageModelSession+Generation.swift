@@ -6,6 +6,7 @@ struct TurnOutput {
     var segmentOrder: [String] = []
     var texts: [String: String] = [:]
     var customSegments: [any Transcript.CustomSegment] = []
+    var attachments: [Transcript.AttachmentSegment] = []
     var responseMetadata: Metadata.Values = [:]
 
     var reasoningID: String?
@@ -51,6 +52,13 @@ struct TurnOutput {
                 } else {
                     customSegments.append(segment)
                 }
+            case .addAttachmentSegment(let segment):
+                if let i = attachments.firstIndex(where: { $0.id == segment.id }) {
+                    attachments[i] = segment
+                } else {
+                    attachments.append(segment)
+                }
+            case .removeAttachmentSegment(let id): attachments.removeAll { $0.id == id }
             case .updateMetadata(let metadata): responseMetadata.merge(metadata.values) { $1 }
             case .updateUsage(let u): usage = u
             }
@@ -106,61 +114,64 @@ extension LanguageModelSession {
     func generate(prompt: Prompt, schema: GenerationSchema?, options: GenerationOptions, contextOptions: ContextOptions,
                   metadata: Metadata.Values, validate: (any ConvertibleFromGeneratedContent.Type)? = nil,
                   snapshot: (@Sendable (RawResult) -> Void)? = nil) async throws -> RawResult {
-        let start: Int = try registrar.withMutation(of: self, keyPath: \.isResponding) {
+        let before: Transcript = try registrar.withMutation(of: self, keyPath: \.isResponding) {
             try state.withLock { s in
                 if s.isResponding {
                     throw GenerationError.concurrentRequests(.init(
                         debugDescription: "The session is still responding to another request."))
                 }
                 s.isResponding = true
-                return s.transcript.count
+                return s.transcript
             }
         }
         defer { setResponding(false) }
+        var errorPolicy = transcriptErrorHandlingPolicy
 
         do {
             try Task.checkCancellation()
-            if let schema {
-                let resolved = schema.resolved
-                if let guide = resolved.unsupportedGuides.first {
-                    throw GenerationError.unsupportedGuide(.init(debugDescription: "The schema '\(schema.name)' uses \(guide)."))
-                }
-                guard model.capabilities.contains(.guidedGeneration) else {
-                    throw LanguageModelError.unsupportedCapability(.init(
-                        capability: .guidedGeneration,
-                        debugDescription: "The model doesn't declare guided generation, which a response with a schema needs."))
-                }
+            if let schema, let guide = schema.resolved.unsupportedGuides.first {
+                throw GenerationError.unsupportedGuide(.init(debugDescription: "The schema '\(schema.name)' uses \(guide)."))
             }
-            if !tools.isEmpty && options.toolCallingMode != .disallowed && !model.capabilities.contains(.toolCalling) {
-                throw LanguageModelError.unsupportedCapability(.init(
-                    capability: .toolCalling, debugDescription: "The session has tools, but the model doesn't declare tool calling."))
-            }
-
+            var configuration = await requestConfiguration()
             let promptEntry = Transcript.Prompt(
                 metadata: metadata, segments: prompt.segments, options: options,
                 responseFormat: schema.map { Transcript.ResponseFormat(schema: $0) }, contextOptions: contextOptions)
             updateTranscript { $0.append(.prompt(promptEntry)) }
+            if let resolution = configuration.resolution {
+                errorPolicy = resolution.transcriptErrorHandlingPolicy ?? errorPolicy
+                try await runCallbacks(resolution.onPrompt, promptEntry)
+            }
 
             let streamID = GenerationID()
             var lastSnapshot: GeneratedContent?
             var total = Usage.zero
             var rounds = 0
             while true {
-                let toolsEnabled = !tools.isEmpty && options.toolCallingMode != .disallowed
+                if profile != nil {
+                    // The profile sees what the callbacks and tools changed since it was last resolved.
+                    configuration = await requestConfiguration()
+                    errorPolicy = configuration.resolution?.transcriptErrorHandlingPolicy ?? transcriptErrorHandlingPolicy
+                }
+                let model = configuration.model, tools = configuration.tools
+                let merged = configuration.options(options)
+                let turnContext = configuration.contextOptions(contextOptions)
+                try Self.checkCapabilities(of: model, schema: schema, hasTools: !tools.isEmpty && merged.toolCallingMode != .disallowed)
+                let toolsEnabled = !tools.isEmpty && merged.toolCallingMode != .disallowed
                     && rounds < Self.maximumToolRounds
-                var turnOptions = options
+                var turnOptions = merged
                 if !tools.isEmpty && !toolsEnabled { turnOptions.toolCallingMode = .disallowed }
+                let current = transcript
                 let request = LanguageModelExecutorGenerationRequest(
-                    id: UUID(), transcript: transcript,
+                    id: UUID(), transcript: configuration.requestTranscript(current),
                     enabledTools: toolsEnabled ? tools.map { Transcript.ToolDefinition(tool: $0) } : [],
-                    schema: schema, generationOptions: turnOptions, contextOptions: contextOptions, metadata: metadata)
-                let entriesSoFar = Array(transcript[start...])
+                    schema: schema, generationOptions: turnOptions, contextOptions: turnContext, metadata: metadata)
+                let entriesSoFar = Self.requestEntries(current)
                 let usageSoFar = total
                 // Snapshots of structured content come from a reader that keeps its state
                 // between pieces: each piece of text is read once, not the whole text each time.
                 var reader: GeneratedContent.StreamReader? = GeneratedContent.StreamReader(builder: .init())
                 var readBytes = 0
-                let turn = try await runTurn(request, schema: schema) { text in
+                let turn = try await runTurn(request, model: model) { text in
                     guard let snapshot else { return }
                     let content: GeneratedContent
                     if schema != nil {
@@ -206,11 +217,15 @@ extension LanguageModelSession {
                         calls.append(Transcript.ToolCall(id: id, metadata: turn.callMetadata[id] ?? [:], toolName: name,
                                                          arguments: arguments))
                     }
-                    let outputs = try await callTools(calls)
+                    for call in calls { try await runCallbacks(configuration.resolution?.onToolCall ?? [], call) }
+                    let outputs = try await withToolBinding { try await Self.callTools(calls, tools: tools) }
                     try Task.checkCancellation()
                     updateTranscript { t in
                         t.append(.toolCalls(Transcript.ToolCalls(id: turn.toolCallsID ?? UUID().uuidString, calls)))
                         for output in outputs { t.append(.toolOutput(output)) }
+                    }
+                    for (call, output) in zip(calls, outputs) {
+                        try await runCallbacks(configuration.resolution?.onToolOutput ?? [], (call, output))
                     }
                     rounds += 1
                     continue
@@ -250,14 +265,12 @@ extension LanguageModelSession {
                         throw Self.decodingError(error, type: validate)
                     }
                 }
-                segments += turn.customSegments.map { .custom($0) }
+                segments += turn.customSegments.map { .custom($0) } + turn.attachments.map { .attachment($0) }
                 let response = Transcript.Response(id: turn.responseID ?? UUID().uuidString, metadata: turn.responseMetadata,
                                                    segments: segments)
-                var entries: [Transcript.Entry] = []
-                updateTranscript { t in
-                    t.append(.response(response))
-                    entries = Array(t[start...])
-                }
+                updateTranscript { $0.append(.response(response)) }
+                try await runCallbacks(configuration.resolution?.onResponse ?? [], response)
+                let entries = Self.requestEntries(transcript)
                 addUsage(total)
                 let result = RawResult(content: content, entries: entries, usage: total)
                 // The last snapshot holds the complete content (unless the one before it already did).
@@ -265,25 +278,43 @@ extension LanguageModelSession {
                 return result
             }
         } catch {
-            let preserve = transcriptErrorHandlingPolicy?.preserves ?? false
+            let preserve = errorPolicy?.preserves ?? false
             updateTranscript { t in
-                guard t.count >= start else { return }
                 if preserve {
                     // Keep complete entries only: tool calls are always followed by their outputs.
                     if case .toolCalls? = t.last { t.removeLast() }
                 } else {
-                    t.removeSubrange(start...)
+                    t = before
                 }
             }
             throw Self.sessionError(error)
         }
     }
 
+    /// The entries of the request under way: its prompt and what followed it. (Profile
+    /// callbacks may have rewritten the history before it, or the prompt itself.)
+    static func requestEntries(_ transcript: Transcript) -> [Transcript.Entry] {
+        let start = transcript.lastIndex { if case .prompt = $0 { true } else { false } } ?? transcript.endIndex
+        return Array(transcript[start...])
+    }
+
+    /// Throws when the model lacks a capability the request needs.
+    static func checkCapabilities(of model: any LanguageModel, schema: GenerationSchema?, hasTools: Bool) throws {
+        if schema != nil && !model.capabilities.contains(.guidedGeneration) {
+            throw LanguageModelError.unsupportedCapability(.init(
+                capability: .guidedGeneration,
+                debugDescription: "The model doesn't declare guided generation, which a response with a schema needs."))
+        }
+        if hasTools && !model.capabilities.contains(.toolCalling) {
+            throw LanguageModelError.unsupportedCapability(.init(
+                capability: .toolCalling, debugDescription: "The session has tools, but the model doesn't declare tool calling."))
+        }
+    }
+
     /// Runs one turn on the executor and collects its events.
-    private func runTurn(_ request: LanguageModelExecutorGenerationRequest, schema: GenerationSchema?,
+    private func runTurn(_ request: LanguageModelExecutorGenerationRequest, model: any LanguageModel,
                          onText: (String) -> Void) async throws -> TurnOutput {
         let channel = LanguageModelExecutorGenerationChannel()
-        let model = self.model
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 defer { channel.finish() }
@@ -299,8 +330,7 @@ extension LanguageModelSession {
     }
 
     /// Calls tools concurrently; the outputs are in the order of the calls.
-    private func callTools(_ calls: [Transcript.ToolCall]) async throws -> [Transcript.ToolOutput] {
-        let tools = self.tools
+    private static func callTools(_ calls: [Transcript.ToolCall], tools: [any Tool]) async throws -> [Transcript.ToolOutput] {
         return try await withThrowingTaskGroup(of: (Int, Transcript.ToolOutput).self) { group in
             for (index, call) in calls.enumerated() {
                 guard let tool = tools.first(where: { $0.name == call.toolName }) else { continue }

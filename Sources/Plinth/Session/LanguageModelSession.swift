@@ -33,26 +33,40 @@ import Synchronization
 /// (`unsupportedCapability`, `unsupportedTranscriptContent`, `timeout`) as ``LanguageModelError``.
 public final class LanguageModelSession: @unchecked Sendable {
     // `@unchecked`: every mutable property lives in `state`, behind a mutex.
+    /// The model, unless a profile chooses another.
     let model: any LanguageModel
+    /// The tools of a session without a profile.
     let tools: [any Tool]
+    /// The dynamic profile (or dynamic instructions) resolved before each model request.
+    let profile: AnyDynamicProfile?
     let state: Mutex<State>
     let registrar = ObservationRegistrar()
+    let propertyValues = SessionPropertyValues()
 
     struct State {
         var transcript: Transcript
         var isResponding = false
         var usage = Usage.zero
         var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy?
+        /// The deactivation callbacks of the profiles the last resolution found active, by place.
+        var activeProfiles: [String: [Callback<() async -> Void>]] = [:]
     }
 
     /// The most rounds of tool calls in one request; after that, the model answers without
     /// tools.
     static let maximumToolRounds = 10
 
-    init(anyModel: any LanguageModel, tools: [any Tool], transcript: Transcript) {
+    init(anyModel: any LanguageModel, tools: [any Tool], transcript: Transcript, profile: AnyDynamicProfile? = nil) {
         self.model = anyModel
         self.tools = tools
+        self.profile = profile
         self.state = Mutex(State(transcript: transcript))
+        propertyValues.attach(to: self)
+        if profile != nil {
+            // The instructions entry is there from the start, as with static instructions.
+            let configuration = dynamicConfiguration()
+            state.withLock { $0.transcript.setLeadingInstructions(configuration.instructions) }
+        }
     }
 
     static func initialTranscript(tools: [any Tool], instructions: Instructions?) -> Transcript {
@@ -135,6 +149,43 @@ public final class LanguageModelSession: @unchecked Sendable {
                   transcript: Self.initialTranscript(tools: tools, instructions: instructions.map(Instructions.init)))
     }
 
+    /// Create a session with a profile.
+    ///
+    /// The profile is resolved again before every model request: its instructions become the
+    /// transcript's leading instructions entry, and its model, tools and settings are the
+    /// request's.
+    ///
+    /// - Parameters:
+    ///   - profile: The profile to use for this session.
+    ///   - history: Transcript entries without the initial instructions, since that's defined
+    ///     by the profile.
+    public convenience init(profile: sending some LanguageModelSession.DynamicProfile,
+                            history: some Collection<Transcript.Entry> = []) {
+        self.init(anyModel: SystemLanguageModel.default, tools: [], transcript: Transcript(entries: history),
+                  profile: AnyDynamicProfile(erasing: profile))
+    }
+
+    /// Create a session with dynamic instructions.
+    ///
+    /// The instructions are evaluated again before every model request.
+    ///
+    /// - Parameters:
+    ///   - model: The language model to use for this session.
+    ///   - dynamicInstructions: The instructions to use for this session.
+    ///   - history: Transcript entries without the initial instructions, since that's defined
+    ///     by the profile.
+    public convenience init(model: some LanguageModel = SystemLanguageModel.default,
+                            dynamicInstructions: sending some DynamicInstructions,
+                            history: some Collection<Transcript.Entry> = []) {
+        let instructions = AnyDynamicInstructions(erasing: dynamicInstructions)
+        self.init(anyModel: model, tools: [], transcript: Transcript(entries: history),
+                  profile: AnyDynamicProfile(erasing: Profile { instructions }))
+    }
+
+    /// The session's property values: its history and the custom entries of
+    /// ``SessionPropertyValues``.
+    public var properties: SessionPropertyValues { propertyValues }
+
     /// A full history of interactions, including user inputs and model responses.
     ///
     /// You can replace the transcript while the session isn't responding; a change while it
@@ -190,7 +241,7 @@ public final class LanguageModelSession: @unchecked Sendable {
         if let promptPrefix {
             transcript.append(.prompt(Transcript.Prompt(segments: promptPrefix.segments)))
         }
-        let model = self.model
+        let model = profile == nil ? self.model : dynamicConfiguration().model
         ExecutorCache.prewarm(model, transcript: transcript)
     }
 

@@ -105,6 +105,17 @@ enum TranscriptCoding {
                 return .object([("type", .string("custom")), ("id", .string(s.id)),
                                 ("customType", .string(customTypeName(s))), ("description", .string(s.description)),
                                 ("content", try encodeValue(s.content))])
+            case .attachment(let s):
+                var pairs: [(String, JSONValue)] = [("type", .string("attachment")), ("id", .string(s.id))]
+                if let label = s.label { pairs.append(("label", .string(label))) }
+                switch s.content {
+                case .image(let image):
+                    var imagePairs: [(String, JSONValue)] = []
+                    if let url = image.url { imagePairs.append(("url", .string(url.absoluteString))) }
+                    if let o = image.imageOrientation { imagePairs.append(("orientation", .integer(Int(o.rawValue)))) }
+                    pairs.append(("image", .object(imagePairs)))
+                }
+                return .object(pairs)
             }
         })
     }
@@ -231,6 +242,13 @@ enum TranscriptCoding {
                 return .custom(DecodedCustomSegment(id: id, typeName: try string(s, "customType"),
                                                     text: s["description"]?.stringValue ?? "",
                                                     content: s["content"] ?? .null))
+            case "attachment":
+                guard let image = s["image"], let url = image["url"]?.stringValue.flatMap(URL.init(string:)) else {
+                    throw Failure(message: "an attachment segment needs an image with a URL")
+                }
+                let orientation = image["orientation"]?.doubleValue.flatMap { CGImagePropertyOrientation(rawValue: UInt32($0)) }
+                return .attachment(.init(id: id, content: .image(.init(imageURL: url, orientation: orientation)),
+                                         label: s["label"]?.stringValue))
             case let other: throw Failure(message: "unknown segment type '\(other)'")
             }
         }

@@ -39,6 +39,37 @@ public struct Transcript: Sendable, Equatable {
     }
 }
 
+extension Transcript {
+    /// The transcript entries excluding the leading instructions entry, if present.
+    ///
+    /// Reading it leaves out the first entry when that's an ``Entry/instructions(_:)`` entry;
+    /// later instructions entries are included. Writing it replaces every entry except that
+    /// leading instructions entry, which is kept.
+    public var history: ArraySlice<Transcript.Entry> {
+        get { storage[leadingInstructionsCount...] }
+        set { storage.replaceSubrange(leadingInstructionsCount..., with: newValue) }
+    }
+
+    private var leadingInstructionsCount: Int {
+        if case .instructions? = storage.first { 1 } else { 0 }
+    }
+
+    /// Makes `instructions` the leading instructions entry (none when `nil`); an entry with the
+    /// same text and tools is kept as it is.
+    mutating func setLeadingInstructions(_ instructions: Transcript.Instructions?) {
+        let current: Transcript.Instructions? = if case .instructions(let i)? = storage.first { i } else { nil }
+        switch (current, instructions) {
+        case (nil, nil): return
+        case (nil, let new?): storage.insert(.instructions(new), at: 0)
+        case (_?, nil): storage.removeFirst()
+        case (let old?, let new?):
+            if old.segments.map(\.plainText) != new.segments.map(\.plainText) || old.toolDefinitions != new.toolDefinitions {
+                storage[0] = .instructions(new)
+            }
+        }
+    }
+}
+
 extension Transcript: RandomAccessCollection, MutableCollection, RangeReplaceableCollection {
     public typealias Index = Int
     public typealias Element = Transcript.Entry
@@ -106,6 +137,8 @@ extension Transcript {
         case structure(Transcript.StructuredSegment)
         /// A segment whose content is defined by a model provider.
         case custom(any Transcript.CustomSegment)
+        /// A segment holding an attachment, such as an image.
+        case attachment(Transcript.AttachmentSegment)
 
         /// The stable identity of the entity associated with this instance.
         public var id: String {
@@ -113,6 +146,7 @@ extension Transcript {
             case .text(let s): s.id
             case .structure(let s): s.id
             case .custom(let s): s.id
+            case .attachment(let s): s.id
             }
         }
 
@@ -121,6 +155,7 @@ extension Transcript {
             case (.text(let a), .text(let b)): a == b
             case (.structure(let a), .structure(let b)): a == b
             case (.custom(let a), .custom(let b)): a.isEqual(to: b)
+            case (.attachment(let a), .attachment(let b)): a == b
             default: false
             }
         }
@@ -446,6 +481,7 @@ extension Transcript.Segment: CustomStringConvertible {
         case .text(let s): s.content
         case .structure(let s): s.content.jsonString
         case .custom(let s): s.description
+        case .attachment(let s): s.description
         }
     }
 
@@ -512,6 +548,20 @@ extension Transcript.Response: CustomStringConvertible {
 extension Transcript.Reasoning: CustomStringConvertible {
     /// The reasoning's text.
     public var description: String { segments.map(\.plainText).joined(separator: "\n") }
+}
+
+extension Transcript.Entry {
+    /// The entry's segments; tool calls have none.
+    var segments: [Transcript.Segment] {
+        switch self {
+        case .instructions(let e): e.segments
+        case .prompt(let e): e.segments
+        case .toolCalls: []
+        case .toolOutput(let e): e.segments
+        case .response(let e): e.segments
+        case .reasoning(let e): e.segments
+        }
+    }
 }
 
 extension Transcript.Entry: CustomStringConvertible {
