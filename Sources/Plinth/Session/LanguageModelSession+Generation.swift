@@ -137,6 +137,7 @@ extension LanguageModelSession {
                 metadata: metadata, segments: prompt.segments, options: options,
                 responseFormat: schema.map { Transcript.ResponseFormat(schema: $0) }, contextOptions: contextOptions)
             updateTranscript { $0.append(.prompt(promptEntry)) }
+            var appended: Set<String> = [promptEntry.id]
             if let resolution = configuration.resolution {
                 errorPolicy = resolution.transcriptErrorHandlingPolicy ?? errorPolicy
                 try await runCallbacks(resolution.onPrompt, promptEntry)
@@ -165,7 +166,7 @@ extension LanguageModelSession {
                     id: UUID(), transcript: configuration.requestTranscript(current),
                     enabledTools: toolsEnabled ? tools.map { Transcript.ToolDefinition(tool: $0) } : [],
                     schema: schema, generationOptions: turnOptions, contextOptions: turnContext, metadata: metadata)
-                let entriesSoFar = Self.requestEntries(current)
+                let entriesSoFar = Self.requestEntries(current, appended: appended)
                 let usageSoFar = total
                 // Snapshots of structured content come from a reader that keeps its state
                 // between pieces: each piece of text is read once, not the whole text each time.
@@ -194,6 +195,7 @@ extension LanguageModelSession {
                     let reasoning = Transcript.Reasoning(id: turn.reasoningID ?? UUID().uuidString, metadata: turn.reasoningMetadata,
                                                          segments: segments, signature: turn.reasoningSignature)
                     updateTranscript { $0.append(.reasoning(reasoning)) }
+                    appended.insert(reasoning.id)
                 }
 
                 if !turn.callOrder.isEmpty {
@@ -220,10 +222,13 @@ extension LanguageModelSession {
                     for call in calls { try await runCallbacks(configuration.resolution?.onToolCall ?? [], call) }
                     let outputs = try await withToolBinding { try await Self.callTools(calls, tools: tools) }
                     try Task.checkCancellation()
+                    let callsEntry = Transcript.ToolCalls(id: turn.toolCallsID ?? UUID().uuidString, calls)
                     updateTranscript { t in
-                        t.append(.toolCalls(Transcript.ToolCalls(id: turn.toolCallsID ?? UUID().uuidString, calls)))
+                        t.append(.toolCalls(callsEntry))
                         for output in outputs { t.append(.toolOutput(output)) }
                     }
+                    appended.insert(callsEntry.id)
+                    appended.formUnion(outputs.map(\.id))
                     for (call, output) in zip(calls, outputs) {
                         try await runCallbacks(configuration.resolution?.onToolOutput ?? [], (call, output))
                     }
@@ -269,8 +274,9 @@ extension LanguageModelSession {
                 let response = Transcript.Response(id: turn.responseID ?? UUID().uuidString, metadata: turn.responseMetadata,
                                                    segments: segments)
                 updateTranscript { $0.append(.response(response)) }
+                appended.insert(response.id)
                 try await runCallbacks(configuration.resolution?.onResponse ?? [], response)
-                let entries = Self.requestEntries(transcript)
+                let entries = Self.requestEntries(transcript, appended: appended)
                 addUsage(total)
                 let result = RawResult(content: content, entries: entries, usage: total)
                 // The last snapshot holds the complete content (unless the one before it already did).
@@ -291,10 +297,12 @@ extension LanguageModelSession {
         }
     }
 
-    /// The entries of the request under way: its prompt and what followed it. (Profile
-    /// callbacks may have rewritten the history before it, or the prompt itself.)
-    static func requestEntries(_ transcript: Transcript) -> [Transcript.Entry] {
-        let start = transcript.lastIndex { if case .prompt = $0 { true } else { false } } ?? transcript.endIndex
+    /// The entries of the request under way: from its prompt, or from the first entry it added
+    /// that's still there. (Profile callbacks may rewrite the history, the prompt included.)
+    static func requestEntries(_ transcript: Transcript, appended: Set<String>) -> [Transcript.Entry] {
+        let prompt = transcript.lastIndex { if case .prompt = $0 { true } else { false } }
+        let added = transcript.firstIndex { appended.contains($0.id) }
+        let start = [prompt, added].compactMap { $0 }.min() ?? transcript.endIndex
         return Array(transcript[start...])
     }
 

@@ -165,3 +165,7 @@ extension LanguageModelSession {
 }
 
 extension LanguageModelSession.SessionProperty: @unchecked Sendable where Value: Sendable {}
+
+extension Tool {
+    public typealias SessionProperty = LanguageModelSession.SessionProperty
+}
