@@ -15,6 +15,9 @@ this repository). Given a checkout of a Swift package written for Apple's Founda
    - a file that uses URLSession gets `FoundationNetworking` (where Linux's Foundation keeps it);
    - a target that calls `URLSession.bytes(for:)` (Apple's `AsyncBytes`, which Linux's
      Foundation lacks) gets a file defining it over `data(for:)`, the body delivered whole.
+   - `import CryptoKit` falls back to swift-crypto's `Crypto` (the same API, Apple's own
+     package for Linux), which the importing target then depends on;
+   - the package-specific patches of PACKAGE_PATCHES, each with its reason;
    - a test file gated whole by `#if canImport(Darwin)` is opened to Linux
      (`#if canImport(Darwin) || os(Linux)`): its tests then run here, and fail here if they
      need Darwin after all.
@@ -88,6 +91,10 @@ def patch(path, log, is_test):
         elif stripped.startswith("#endif"):
             depth -= 1
         m = IMPORT.match(line)
+        if m and m.group(1) == "CryptoKit" and depth == 0:
+            out += ["#if canImport(CryptoKit)", line, "#else", line.replace("CryptoKit", "Crypto"), "#endif"]
+            done.append("import CryptoKit, or swift-crypto's Crypto where there is no CryptoKit")
+            continue
         if m and m.group(1) in APPLE_ONLY and depth == 0:
             out += [f"#if canImport({m.group(1)})", line, "#endif"]
             done.append(f"import {m.group(1)} under #if canImport")
@@ -130,6 +137,111 @@ def add_bytes_shim(folder, log):
         with open(os.path.join(folder, "PlinthLinuxURLSessionBytes.swift"), "w") as f:
             f.write(BYTES_SHIM)
         log.append(f"{folder}: URLSession.bytes(for:) defined over data(for:) (PlinthLinuxURLSessionBytes.swift)")
+
+
+# swift-crypto, as Plinth itself depends on it (so it resolves from the same place).
+CRYPTO_PACKAGE = '.package(url: "https://github.com/apple/swift-crypto", from: "3.12.3")'
+CRYPTO_PRODUCT = '.product(name: "Crypto", package: "swift-crypto")'
+
+CLAUDE_LINUX_SHIM = """// Added by Plinth's Scripts/third_party_suites.py, for Linux (see PACKAGE_PATCHES there).
+import ClaudeAPI
+import Foundation
+import FoundationModels
+
+/// Linux has no CoreGraphics to encode a transcript's image with: the request is refused.
+func plinthLinuxImageBlock(_ image: Transcript.ImageAttachment) throws -> ContentBlock {
+  throw LanguageModelError.unsupportedTranscriptContent(.init(
+    unsupportedContent: [], debugDescription: "Image attachments need CoreGraphics, which Linux lacks."))
+}
+
+#if !canImport(Security)
+import Synchronization
+
+/// Linux has no Keychain: App Attest's default store keeps its values in memory.
+struct KeychainAppAttestStore: AppAttestStore {
+  static let defaultService = "com.anthropic.claude-foundation-models.app-attest"
+  private static let values = Mutex<[String: Data]>([:])
+  private let service: String
+
+  init(service: String = Self.defaultService, accessGroup: String? = nil) { self.service = service }
+
+  private func get(_ key: String) -> Data? { Self.values.withLock { $0[service + "/" + key] } }
+  private func set(_ key: String, _ value: Data?) { Self.values.withLock { $0[service + "/" + key] = value } }
+
+  func keyID(for clientID: String) throws -> String? { get(clientID + "#keyID").map { String(decoding: $0, as: UTF8.self) } }
+  func setKeyID(_ keyID: String, for clientID: String) throws { set(clientID + "#keyID", Data(keyID.utf8)) }
+  func token(for clientID: String) throws -> StoredToken? {
+    try get(clientID + "#token").map { try JSONDecoder().decode(StoredToken.self, from: $0) }
+  }
+  func setToken(_ token: StoredToken, for clientID: String) throws { set(clientID + "#token", try JSONEncoder().encode(token)) }
+  func deleteToken(for clientID: String) throws { set(clientID + "#token", nil) }
+}
+
+/// The Keychain's error, which the in-memory store never throws.
+struct KeychainError: LocalizedError, Sendable {
+  let status: Int32
+}
+#endif
+"""
+
+# Patches of particular packages, for code that is Apple-platform-only; each is printed with its
+# reason. (package name part, file, action, argument, reason); actions: "gate" wraps the whole
+# file in #if canImport(argument); "gate-from" wraps from the line starting with argument[0] up to
+# the line starting with argument[1] (the end when None) in #if canImport(argument[2]);
+# "replace" swaps argument[0] for argument[1]; "add" writes a new file.
+PACKAGE_PATCHES = [
+    ("ClaudeForFoundationModels", "Sources/ClaudeForFoundationModels/ClaudeImage.swift", "gate-from",
+     ("  /// Decodes `data` in any format `ImageIO` reads", "}", "CoreGraphics"),
+     "image decoding and encoding with CoreGraphics and ImageIO (the type, its limits and errors stay)"),
+    ("ClaudeForFoundationModels", "Sources/ClaudeForFoundationModels/RequestBuilder.swift", "replace",
+     ("[try ClaudeImage(cgImage: image.cgImage, orientation: image.orientation).contentBlock]",
+      "[try plinthLinuxImageBlock(image)]"),
+     "an image attachment is read as a CGImage; on Linux the request is refused instead"),
+    ("ClaudeForFoundationModels", "Sources/ClaudeForFoundationModels/AppAttestStore.swift", "gate-from",
+     ("/// Keychain-backed store.", None, "Security"), "the Keychain-backed App Attest store"),
+    ("ClaudeForFoundationModels", "Sources/ClaudeForFoundationModels/PlinthLinux.swift", "add", CLAUDE_LINUX_SHIM,
+     "Linux stand-ins: an image attachment throws unsupportedTranscriptContent; App Attest's default store is in memory"),
+    ("ClaudeForFoundationModels", "Tests/ClaudeForFoundationModelsTests/ClaudeImageTests.swift", "gate", "CoreGraphics",
+     "tests of CoreGraphics/ImageIO image encoding"),
+    ("ClaudeForFoundationModels", "Tests/ClaudeForFoundationModelsTests/Support.swift", "gate-from",
+     ("/// A small solid-red image", "extension LanguageModelExecutorGenerationRequest {", "CoreGraphics"), "the tests' image maker, which draws with CoreGraphics"),
+    ("ClaudeForFoundationModels", "Tests/ClaudeForFoundationModelsTests/RequestBuilderTests.swift", "gate-from",
+     ("  @Test func `prompt images in history become image blocks`", "  @Test func `maximumResponseTokens maps to max_tokens`",
+      "CoreGraphics"), "two tests of CGImage attachments"),
+    ("ClaudeForFoundationModels", "Tests/ClaudeForFoundationModelsTests/AppAttestStoreTests.swift", "gate", "Security",
+     "tests of the Keychain store"),
+    ("ClaudeForFoundationModels", "Tests/ClaudeForFoundationModelsTests/WireLevelSessionTests.swift", "gate", "Network",
+     "a local HTTP server on Network.framework's NWListener"),
+]
+
+
+def package_patches(name, src, log):
+    """Applies PACKAGE_PATCHES for a package whose name contains the entry's name part."""
+    for part, rel, action, arg, why in PACKAGE_PATCHES:
+        if part not in name:
+            continue
+        path = os.path.join(src, rel)
+        if action == "add":
+            open(path, "w", encoding="utf-8").write(arg)
+            log.append(f"{path}: {why} (new file)")
+            continue
+        if not os.path.exists(path):
+            log.append(f"{path}: NOT APPLIED, no such file ({why})")
+            continue
+        text = open(path, encoding="utf-8").read()
+        if action == "gate":
+            text = f"#if canImport({arg})\n{text}\n#endif\n"
+        elif action == "gate-from" and ("\n" + arg[0]) in text and (arg[1] is None or "\n" + arg[1] in text):
+            at = text.index("\n" + arg[0]) + 1
+            end = text.index("\n" + arg[1], at) + 1 if arg[1] else len(text)
+            text = text[:at] + f"#if canImport({arg[2]})\n" + text[at:end] + "\n#endif\n" + text[end:]
+        elif action == "replace" and arg[0] in text:
+            text = text.replace(arg[0], arg[1])
+        else:
+            log.append(f"{path}: NOT APPLIED, text not found ({why})")
+            continue
+        open(path, "w", encoding="utf-8").write(text)
+        log.append(f"{path}: {why} ({'under #if canImport(' + (arg if action == 'gate' else arg[2]) + ')' if action != 'replace' else 'replaced'})")
 
 
 # ---- the package's own manifest, patched ---------------------------------------------------------
@@ -182,31 +294,34 @@ def manifest(text, found, include, plinth):
     of the targets that import it, and only the targets in `include` (executables and their
     products left out)."""
     product = f'.product(name: "FoundationModels", package: "{os.path.basename(os.path.normpath(plinth)).lower()}")'
-    edits = []
+    edits, uses_crypto = [], False
     for name, (kind, (start, end), mods, _) in found.items():
         body = text[start:end]
         if name not in include:
             edits.append((start, past_separators(text, end), ""))
             continue
-        if "FoundationModels" in mods:
+        added = [p for module, p in ((("FoundationModels", product), ("Crypto", CRYPTO_PRODUCT))) if module in mods]
+        if added:
             if re.search(r"dependencies:\s*\[", body):
-                body = re.sub(r"dependencies:\s*\[", lambda m: m.group(0) + product + ", ", body, count=1)
+                body = re.sub(r"dependencies:\s*\[", lambda m: m.group(0) + ", ".join(added) + ", ", body, count=1)
             else:
-                body = re.sub(r'(name:\s*"[^"]+")', lambda m: m.group(1) + f", dependencies: [{product}]", body, count=1)
+                body = re.sub(r'(name:\s*"[^"]+")', lambda m: m.group(1) + f", dependencies: [{', '.join(added)}]", body, count=1)
             edits.append((start, end, body))
+            uses_crypto = uses_crypto or "Crypto" in mods
     for start, end, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[end:]
     # No products: nothing depends on this package, and a product would name targets left out.
     for start, end in sorted(blocks(text, r"\.(library|executable|plugin)\("), reverse=True):
         text = text[:start] + text[past_separators(text, end):]
     # The dependency on Plinth, beside any the package has: Package(...)'s own argument.
+    packages = f'.package(path: "{plinth}")' + (", " + CRYPTO_PACKAGE if uses_crypto else "")
     label = top_level(text, "dependencies")
     if label is not None:
         at = text.index("[", label) + 1
-        text = text[:at] + f'.package(path: "{plinth}"), ' + text[at:]
+        text = text[:at] + packages + ", " + text[at:]
     else:
         at = top_level(text, "targets")
-        text = text[:at] + f'dependencies: [.package(path: "{plinth}")],\n  ' + text[at:]
+        text = text[:at] + f'dependencies: [{packages}],\n  ' + text[at:]
     return text
 
 
@@ -258,9 +373,9 @@ def parse_tests(output):
         (passed if m.group(2) == "passed" else failed).add(m.group(1))
     for m in re.finditer(r"^Test Case '(\S+)' (passed|failed)", output, re.M):                 # XCTest on Linux
         (passed if m.group(2) == "passed" else failed).add(m.group(1))
-    for m in re.finditer(r"^\S+ Test (\S+?(?:\(.*?\))?|\".*?\") (passed|failed)", output, re.M):  # swift-testing
+    for m in re.finditer(r"^\S+ Test (\"[^\"]*\"|[^\s\"]\S*?(?:\(.*?\))?) (passed|failed)", output, re.M):  # swift-testing
         (passed if m.group(2) == "passed" else failed).add(m.group(1))
-    for m in re.finditer(r"^\S+ Test (\S+?(?:\(.*?\))?|\".*?\") recorded an issue", output, re.M):
+    for m in re.finditer(r"^\S+ Test (\"[^\"]*\"|[^\s\"]\S*?(?:\(.*?\))?) recorded an issue", output, re.M):
         failed.add(m.group(1))
     return passed - failed, failed
 
@@ -287,6 +402,7 @@ def main():
     for part in ("Sources", "Tests"):
         for f in swift_files(os.path.join(src, part)):
             patch(f, patches, is_test=part == "Tests")
+    package_patches(name, src, patches)
     found = targets(original, src)
     for kind, _, _, folder in found.values():
         if kind == "target" and os.path.isdir(folder):

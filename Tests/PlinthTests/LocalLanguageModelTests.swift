@@ -158,14 +158,14 @@ struct LocalLanguageModelTests {
 
     @Test func contextOverflowIsReportedBeforePrefill() async throws {
         let session = LanguageModelSession(model: model)
-        let error = await #expect(throws: LanguageModelSession.GenerationError.self) {
+        let error = await #expect(throws: LanguageModelError.self) {
             try await session.respond(to: "Hello", options: GenerationOptions(maximumResponseTokens: 100_000))
         }
-        guard case .exceededContextWindowSize(let context)? = error else {
-            Issue.record("expected exceededContextWindowSize, got \(String(describing: error))")
+        guard case .contextSizeExceeded(let context)? = error else {
+            Issue.record("expected contextSizeExceeded, got \(String(describing: error))")
             return
         }
-        #expect(context.debugDescription.contains("4096"))
+        #expect(context.contextSize == 4096)
         #expect(session.transcript.isEmpty)
         // The session is still usable.
         let response = try await session.respond(to: "Hello", options: greedy)

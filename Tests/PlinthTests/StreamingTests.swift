@@ -71,7 +71,7 @@ import Testing
     @Test func streamErrorsAreThrownFromIteration() async throws {
         let model = ScriptedModel([.failure(LanguageModelError.guardrailViolation(.init(debugDescription: "no")))])
         let session = LanguageModelSession(model: model)
-        await #expect(throws: LanguageModelSession.GenerationError.self) {
+        await #expect(throws: LanguageModelError.self) {
             for try await _ in session.streamResponse(to: "x") {}
         }
     }

@@ -127,6 +127,36 @@ func storeWithDefaultModel() throws -> ModelStore {
         #expect(try await model.tokenCount(for: entries) == 3)
     }
 
+    /// Code written for Xcode 26 catches GenerationError from a system-model session.
+    @Test func systemModelSessionsReportXcode26Errors() async throws {
+        let system = SystemLanguageModel.default
+        func mapped(_ error: LanguageModelError) -> LanguageModelSession.GenerationError? {
+            LanguageModelSession.sessionError(error, model: system) as? LanguageModelSession.GenerationError
+        }
+        if case .exceededContextWindowSize(let c)? = mapped(.contextSizeExceeded(.init(contextSize: 4096, tokenCount: 5000, debugDescription: "long"))) {
+            #expect(c.debugDescription.contains("5000"))
+        } else { Issue.record("contextSizeExceeded") }
+        if case .rateLimited? = mapped(.rateLimited(.init(resetDate: nil, debugDescription: "slow"))) {} else { Issue.record("rateLimited") }
+        if case .guardrailViolation? = mapped(.guardrailViolation(.init(debugDescription: "no"))) {} else { Issue.record("guardrail") }
+        if case .refusal(let refusal, _)? = mapped(.refusal(.init(explanation: "I can't help with that.", debugDescription: "x"))) {
+            #expect(try await refusal.explanation.content == "I can't help with that.")
+            var text = ""
+            for try await snapshot in refusal.explanationStream { text = snapshot.content }
+            #expect(text == "I can't help with that.")
+        } else { Issue.record("refusal") }
+        if case .unsupportedLanguageOrLocale? = mapped(.unsupportedLanguageOrLocale(.init(languageCode: "fr", debugDescription: "fr"))) {} else {
+            Issue.record("language")
+        }
+        if case .unsupportedGuide? = mapped(.unsupportedGenerationGuide(.init(schemaName: "X", debugDescription: "guide"))) {} else {
+            Issue.record("guide")
+        }
+        // Without an Xcode 26 counterpart, and on any other model, the error stays as it is.
+        #expect(LanguageModelSession.sessionError(LanguageModelError.timeout(.init(debugDescription: "t")), model: system) is LanguageModelError)
+        let other = LanguageModelSession.sessionError(LanguageModelError.rateLimited(.init(resetDate: nil, debugDescription: "s")),
+                                                      model: PrivateCloudComputeLanguageModel())
+        #expect(other is LanguageModelError)
+    }
+
     @Test func missingDefaultModelWithTheLocalEngine() async throws {
         let empty = ModelStore(home: FileManager.default.temporaryDirectory.appendingPathComponent("plinth-empty-\(UUID().uuidString)"))
         let model = SystemLanguageModel(useCase: .general, guardrails: .default, store: empty)

@@ -126,6 +126,7 @@ extension LanguageModelSession {
         }
         defer { setResponding(false) }
         var errorPolicy = transcriptErrorHandlingPolicy
+        var requestModel = model
 
         do {
             try Task.checkCancellation()
@@ -154,6 +155,7 @@ extension LanguageModelSession {
                     errorPolicy = configuration.resolution?.transcriptErrorHandlingPolicy ?? transcriptErrorHandlingPolicy
                 }
                 let model = configuration.model, tools = configuration.tools
+                requestModel = model
                 let merged = configuration.options(options)
                 let turnContext = configuration.contextOptions(contextOptions)
                 try Self.checkCapabilities(of: model, schema: schema, hasTools: !tools.isEmpty && merged.toolCallingMode != .disallowed)
@@ -293,7 +295,7 @@ extension LanguageModelSession {
                     t = before
                 }
             }
-            throw Self.sessionError(error)
+            throw Self.sessionError(error, model: requestModel)
         }
     }
 
@@ -370,9 +372,12 @@ extension LanguageModelSession {
         return Transcript.ToolOutput(id: call.id, toolName: call.toolName, segments: output.promptRepresentation.segments)
     }
 
-    /// Reports an executor's error as the session's error of Xcode 26 where there is one.
-    static func sessionError(_ error: any Swift.Error) -> any Swift.Error {
-        if let error = error as? LanguageModelError {
+    /// The error a request throws. A session on ``SystemLanguageModel`` reports its executor's
+    /// errors as Xcode 26's ``GenerationError`` where there is one, as code written for Xcode 26
+    /// catches them; a session on a model of your own (Xcode 27's provider API, where
+    /// `GenerationError` is deprecated) throws its ``LanguageModelError`` as it is.
+    static func sessionError(_ error: any Swift.Error, model: any LanguageModel) -> any Swift.Error {
+        if model is SystemLanguageModel, let error = error as? LanguageModelError {
             let context = GenerationError.Context(debugDescription: error.debugDescription, underlyingError: error)
             switch error {
             case .contextSizeExceeded(let c):

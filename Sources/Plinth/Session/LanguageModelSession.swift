@@ -27,10 +27,12 @@ import Synchronization
 /// ``GenerationError/concurrentRequests(_:)``. Cancelling the task that awaits a response
 /// stops generation and leaves the transcript as it was before the request.
 ///
-/// Errors: the session reports the errors of the model's executor that have an Xcode 26
-/// counterpart as ``GenerationError`` (for example ``LanguageModelError/contextSizeExceeded(_:)``
-/// as ``GenerationError/exceededContextWindowSize(_:)``); the others
-/// (`unsupportedCapability`, `unsupportedTranscriptContent`, `timeout`) as ``LanguageModelError``.
+/// Errors: a session on ``SystemLanguageModel`` reports the errors of its executor that have an
+/// Xcode 26 counterpart as ``GenerationError`` (for example
+/// ``LanguageModelError/contextSizeExceeded(_:)`` as ``GenerationError/exceededContextWindowSize(_:)``),
+/// the others (`unsupportedCapability`, `unsupportedTranscriptContent`, `timeout`) as
+/// ``LanguageModelError``. A session on a model of your own throws the model's
+/// ``LanguageModelError`` as it is, as in Xcode 27, where `GenerationError` is deprecated.
 public final class LanguageModelSession: @unchecked Sendable {
     // `@unchecked`: every mutable property lives in `state`, behind a mutex.
     /// The model, unless a profile chooses another.
