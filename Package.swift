@@ -148,6 +148,14 @@ let package = Package(
             path: "Tests/PlinthTests",
             exclude: ["PublicAPI"]
         ),
+        // Sample code of Apple's Foundation Models documentation and WWDC sessions, compiled
+        // against this module so that it keeps compiling (Tests/AppleDocSamplesTests/README.md).
+        .testTarget(
+            name: "AppleDocSamplesTests",
+            dependencies: ["FoundationModels"],
+            path: "Tests/AppleDocSamplesTests",
+            exclude: ["README.md"]
+        ),
         .testTarget(
             name: "PlinthServerTests",
             dependencies: ["PlinthServer", "Plinth", "PlinthRuntime"],

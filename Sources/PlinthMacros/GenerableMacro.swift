@@ -17,6 +17,12 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
         var description: ExprSyntax?
         var guides: [ExprSyntax]
         var regexes: [ExprSyntax]
+
+        /// A `GenerationID` property is the value's identity, not generated: the macro sets it
+        /// from the content's id, as Apple's does.
+        var isGenerationID: Bool {
+            ["GenerationID", "FoundationModels.GenerationID", "Plinth.GenerationID"].contains(base.trimmedDescription)
+        }
     }
 
     struct Case {
@@ -179,7 +185,9 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
             return ["\(raw: access)nonisolated static var generationSchema: GenerationSchema {\n\(raw: schema)\n}"]
         }
 
-        guard let properties = properties(of: declaration, in: context, diagnose: true) else { return [] }
+        guard let all = properties(of: declaration, in: context, diagnose: true) else { return [] }
+        let properties = all.filter { !$0.isGenerationID }
+        let identities = all.filter(\.isGenerationID)
         // Each @Guide checks its own guides (GuideMacro), so they are reported once.
         let list = properties.map {
             propertyExpression(name: $0.name, type: $0.type, description: $0.description?.trimmedDescription,
@@ -188,16 +196,19 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
         let explicitNil = options.explicitNil.map { "representNilExplicitlyInGeneratedContent: \($0), " } ?? ""
         let schema = "GenerationSchema(type: Self.self, description: \(description), \(explicitNil)properties: [\(list.joined(separator: ", "))])\(rename)"
 
-        let hasID = properties.contains { $0.name == "id" }
-        var conformances = hasID ? ["ConvertibleFromGeneratedContent"] : ["Identifiable", "ConvertibleFromGeneratedContent"]
+        let hasID = all.contains { $0.name == "id" }
+        let idIsGenerationID = identities.contains { $0.name == "id" }
+        var conformances = hasID && !idIsGenerationID ? ["ConvertibleFromGeneratedContent"] : ["Identifiable", "ConvertibleFromGeneratedContent"]
         if inherits(declaration, "Sendable") { conformances.append("Sendable") }
         var partial = "\(access)nonisolated struct PartiallyGenerated: \(conformances.joined(separator: ", ")) {\n"
         if !hasID { partial += "\(access)var id: GenerationID\n" }
+        for identity in identities { partial += "\(access)var \(identity.identifier): \(identity.type.trimmedDescription)\n" }
         for property in properties {
             partial += "\(access)var \(property.identifier): \(property.base.trimmedDescription).PartiallyGenerated?\n"
         }
         partial += "\(access)nonisolated init(_ content: GeneratedContent) throws {\n"
         if !hasID { partial += "self.id = content.id ?? GenerationID()\n" }
+        for identity in identities { partial += "self.\(identity.identifier) = content.id ?? GenerationID()\n" }
         for property in properties {
             partial += "self.\(property.identifier) = content._partialValue(\(property.base.trimmedDescription).PartiallyGenerated.self, forProperty: \"\(property.name)\")\n"
         }
@@ -251,7 +262,9 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
                         body += "let values = try GeneratedContent._payload(payload, forCase: \"\(c.name)\")\n"
                         let arguments = parameters.enumerated().map { index, parameter in
                             let key = parameter.label ?? "_\(index)"
-                            let read = "try values.value(\(parameter.type.trimmedDescription).self, forProperty: \"\(key)\")"
+                            // The parameter's type is inferred, not named: the extension is
+                            // outside the type, where names of its enclosing types don't resolve.
+                            let read = "try values.value(forProperty: \"\(key)\")"
                             return parameter.label.map { "\($0): \(read)" } ?? read
                         }
                         body += "self = .\(c.identifier)(\(arguments.joined(separator: ", ")))\n"
@@ -275,10 +288,16 @@ public struct GenerableMacro: MemberMacro, ExtensionMacro {
                 body += "}\n}"
             }
         } else {
-            guard let properties = properties(of: declaration, in: context, diagnose: false) else { return [] }
+            guard let all = properties(of: declaration, in: context, diagnose: false) else { return [] }
+            let properties = all.filter { !$0.isGenerationID }
             body += "\(access)nonisolated init(_ content: GeneratedContent) throws {\n"
+            // The types are inferred from the properties, not named: the extension is outside
+            // the type, where names of its enclosing types don't resolve.
             for property in properties {
-                body += "self.\(property.identifier) = try content.value(\(property.type.trimmedDescription).self, forProperty: \"\(property.name)\")\n"
+                body += "self.\(property.identifier) = try content.value(forProperty: \"\(property.name)\")\n"
+            }
+            for identity in all where identity.isGenerationID {
+                body += "self.\(identity.identifier) = content.id ?? GenerationID()\n"
             }
             body += "}\n"
             let explicitNil = options.explicitNil?.trimmedDescription ?? "false"

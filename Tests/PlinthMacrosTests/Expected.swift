@@ -47,15 +47,15 @@ enum Expected {
 
         extension Character: Generable {
             nonisolated init(_ content: GeneratedContent) throws {
-                self.name = try content.value(String.self, forProperty: "name")
-                self.kind = try content.value(String.self, forProperty: "kind")
-                self.code = try content.value(String.self, forProperty: "code")
-                self.phone = try content.value(String?.self, forProperty: "phone")
-                self.level = try content.value(Int.self, forProperty: "level")
-                self.speed = try content.value(Double.self, forProperty: "speed")
-                self.tags = try content.value([String].self, forProperty: "tags")
-                self.dice = try content.value([Int].self, forProperty: "dice")
-                self.friends = try content.value([Character].self, forProperty: "friends")
+                self.name = try content.value(forProperty: "name")
+                self.kind = try content.value(forProperty: "kind")
+                self.code = try content.value(forProperty: "code")
+                self.phone = try content.value(forProperty: "phone")
+                self.level = try content.value(forProperty: "level")
+                self.speed = try content.value(forProperty: "speed")
+                self.tags = try content.value(forProperty: "tags")
+                self.dice = try content.value(forProperty: "dice")
+                self.friends = try content.value(forProperty: "friends")
             }
             nonisolated var generatedContent: GeneratedContent {
                 GeneratedContent._object([("name", self.name), ("kind", self.kind), ("code", self.code), ("phone", self.phone), ("level", self.level), ("speed", self.speed), ("tags", self.tags), ("dice", self.dice), ("friends", self.friends)], representNilExplicitly: false)
@@ -119,10 +119,10 @@ enum Expected {
                     self = .idle
                 case "attack":
                     let values = try GeneratedContent._payload(payload, forCase: "attack")
-                    self = .attack(target: try values.value(String.self, forProperty: "target"), damage: try values.value(Int.self, forProperty: "damage"))
+                    self = .attack(target: try values.value(forProperty: "target"), damage: try values.value(forProperty: "damage"))
                 case "move":
                     let values = try GeneratedContent._payload(payload, forCase: "move")
-                    self = .move(try values.value(Int.self, forProperty: "_0"), try values.value(Int?.self, forProperty: "_1"))
+                    self = .move(try values.value(forProperty: "_0"), try values.value(forProperty: "_1"))
                 default:
                     throw GeneratedContent._unknownCase(caseName, of: Self.self)
                 }
@@ -161,8 +161,8 @@ enum Expected {
 
         extension Options: Generable {
             nonisolated init(_ content: GeneratedContent) throws {
-                self.id = try content.value(String.self, forProperty: "id")
-                self.note = try content.value(String?.self, forProperty: "note")
+                self.id = try content.value(forProperty: "id")
+                self.note = try content.value(forProperty: "note")
             }
             nonisolated var generatedContent: GeneratedContent {
                 GeneratedContent._object([("id", self.id), ("note", self.note)], representNilExplicitly: true)
