@@ -45,6 +45,17 @@ import Testing
         #expect(try GenerablePage.SearchSuggestions.SearchTerm.PartiallyGenerated(content).id == id)
     }
 
+    @Test func aNewSessionOverTheConversationHasNewInstructions() throws {
+        let router = WhatsNew.Router()
+        router.session = LanguageModelSession(instructions: "Old instructions.", transcript: Transcript(entries: [
+            .prompt(.init(segments: [.text(.init(content: "Hi"))]))]))
+        router.updateSession()
+        let session = try #require(router.session)
+        #expect(instructions(session)?.text == "Analyze the user's craft project...")
+        #expect(instructions(session)?.tools == ["AddPhotoTool", "SwitchModeTool"])
+        #expect(session.transcript.count == 2)
+    }
+
     @Test func theDynamicSchemaSampleBuilds() throws {
         let schema = try DeepDive.riddleSchema()
         let json = try String(decoding: JSONEncoder().encode(schema), as: UTF8.self)

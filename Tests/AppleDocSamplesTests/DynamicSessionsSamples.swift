@@ -314,6 +314,20 @@ enum LifeCyclePages {
       }
     }
 
+    nonisolated(unsafe) static var reasoningCount = 0
+
+    // .../dynamicprofile/onreasoning(perform:), a page of a later SDK than the Xcode 27 beta.
+    struct OnReasoning: LanguageModelSession.DynamicProfile {
+      var body: some LanguageModelSession.DynamicProfile {
+        Profile {
+          Instructions("You are a helpful assistant.")
+        }
+        .onReasoning {
+          reasoningCount += 1
+        }
+      }
+    }
+
     struct OnResponse: LanguageModelSession.DynamicProfile {
       var body: some LanguageModelSession.DynamicProfile {
         Profile {
@@ -478,5 +492,39 @@ enum KeyValueCaching {
         // Begin rebuilding the cache before the person's next prompt arrives --- at
         // least one to two seconds in the future.
         session.prewarm()
+    }
+}
+
+// https://developer.apple.com/documentation/foundationmodels/imagereference (the page reads the
+// image as `imageAttachment.cgImage`; Linux has no CoreGraphics, so this reads its URL).
+enum ImageReferencePage {
+    enum ImageToolError: Error { case imageNotFound(String) }
+
+    struct MyTool: Tool {
+      let description = "Describes an image of the conversation."
+      @SessionProperty(\.history) var history
+
+      @Generable
+      struct Arguments {
+        var image: ImageReference
+      }
+
+      public func call(arguments: Arguments) async throws -> String {
+        guard let imageAttachment = arguments.image.resolved(in: history) else {
+          throw ImageToolError.imageNotFound(arguments.image.attachmentLabel)
+        }
+        let image = imageAttachment.url
+        return image?.lastPathComponent ?? ""
+      }
+    }
+
+    static func prompt(first: URL, second: URL) -> Prompt {
+        Prompt {
+            "Compare these two images:"
+            Attachment(imageURL: first)
+                .label("image-0")
+            Attachment(imageURL: second)
+                .label("image-1")
+        }
     }
 }

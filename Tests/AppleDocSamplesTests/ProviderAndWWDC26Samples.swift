@@ -130,6 +130,37 @@ enum WhatsNew {
         return session
     }
 
+    // Routing between craft analysis and brainstorm, with new sessions over one conversation.
+    final class Router: @unchecked Sendable {
+        let appStates = CraftProjectStates()
+        var session: LanguageModelSession?
+
+        func updateSession() {
+            let originalTranscript = session?.transcript.dropFirstInstructions() ?? Transcript()
+
+            // Create a new session with new instructions and tools
+            switch appStates.mode {
+            case .craftAnalysis:
+                session = LanguageModelSession(
+                    tools: [
+                        RecordImageAnalysisTool(),
+                        SwitchModeTool(states: appStates)
+                    ],
+                    instructions: "Analyze the user's craft project...",
+                    transcript: originalTranscript
+                )
+            case .brainstorm:
+                session = LanguageModelSession(
+                    tools: [
+                        RecordBrainstormTool(),
+                    ],
+                    instructions: "Brainstorm some ideas...",
+                    transcript: originalTranscript
+                )
+            }
+        }
+    }
+
     struct SwitchModeTool: Tool {
         let description = "Switch to a different mode."
         let states: CraftProjectStates

@@ -314,6 +314,20 @@ private func instructionsText(_ transcript: Transcript) -> String? {
         #expect(session.transcript == before)
     }
 
+    @Test func onReasoningSeesTheReasoningEntry() async throws {
+        let log = EventLog()
+        let model = ScriptedModel([.custom { _, channel in
+            await channel.send(.reasoning(action: .appendText("Think.", tokenCount: 1)))
+            await channel.send(.response(action: .appendText("Done.", tokenCount: 1)))
+        }])
+        let profile = LanguageModelSession.Profile {}
+            .onReasoning { reasoning in log.add("reasoning \(reasoning.segments.map(\.description).joined())") }
+            .model(model)
+        let session = LanguageModelSession(profile: profile)
+        try await session.respond(to: "Go")
+        #expect(log.all == ["reasoning Think."])
+    }
+
     @Test func sessionPropertyOutsideASession() {
         let property = LanguageModelSession.SessionProperty(\SessionPropertyValues.toolCallCount)
         #expect(property.wrappedValue == 0)

@@ -161,6 +161,12 @@ public struct ImageReference: Sendable, Equatable {
         return found
     }
 
+    /// Returns the image attachment with this reference's label (the spelling of a later SDK's
+    /// documentation for ``resolve(in:)-(Transcript)``).
+    public func resolved(in entries: some Sequence<Transcript.Entry>) -> Transcript.ImageAttachment? {
+        resolve(in: entries)
+    }
+
     /// A partially generated image reference.
     public struct PartiallyGenerated: Identifiable, ConvertibleFromGeneratedContent, Equatable {
         public var id: GenerationID

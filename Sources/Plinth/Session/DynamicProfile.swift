@@ -231,6 +231,7 @@ struct ProfileResolution {
     var historyTransforms: [Callback<([Transcript.Entry]) -> [Transcript.Entry]>] = []
     var onPrompt: [Callback<nonisolated(nonsending) (Transcript.Prompt) async throws -> Void>] = []
     var onResponse: [Callback<nonisolated(nonsending) (Transcript.Response) async throws -> Void>] = []
+    var onReasoning: [Callback<nonisolated(nonsending) (Transcript.Reasoning) async throws -> Void>] = []
     var onToolCall: [Callback<nonisolated(nonsending) (Transcript.ToolCall) async throws -> Void>] = []
     var onToolOutput: [Callback<nonisolated(nonsending) ((Transcript.ToolCall, Transcript.ToolOutput)) async throws -> Void>] = []
     /// Activation callbacks by where they are in the profile tree: the same place in two
@@ -419,6 +420,23 @@ extension LanguageModelSession.DynamicProfile {
             try await action(pair.0, pair.1)
         }
         return setting { $0.onToolOutput.append(Callback(function: perform)) }
+    }
+
+    /// Runs an action after the model produces reasoning (a page of a later SDK than the
+    /// Xcode 27 beta interface documents it).
+    ///
+    /// When the closure throws an error, the caller's `respond` or `streamResponse` throws it.
+    public func onReasoning(perform action: nonisolated(nonsending) sending @escaping () async throws -> Void)
+    -> some LanguageModelSession.DynamicProfile {
+        onReasoning { (_: Transcript.Reasoning) in try await action() }
+    }
+
+    /// Runs an action after the model produces reasoning, with the reasoning entry.
+    ///
+    /// When the closure throws an error, the caller's `respond` or `streamResponse` throws it.
+    public func onReasoning(perform action: nonisolated(nonsending) sending @escaping (Transcript.Reasoning) async throws -> Void)
+    -> some LanguageModelSession.DynamicProfile {
+        setting { $0.onReasoning.append(Callback(function: action)) }
     }
 
     /// Runs an action when this dynamic profile becomes active: when a model request first

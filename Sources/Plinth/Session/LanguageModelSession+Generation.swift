@@ -198,6 +198,7 @@ extension LanguageModelSession {
                                                          segments: segments, signature: turn.reasoningSignature)
                     updateTranscript { $0.append(.reasoning(reasoning)) }
                     appended.insert(reasoning.id)
+                    try await runCallbacks(configuration.resolution?.onReasoning ?? [], reasoning)
                 }
 
                 if !turn.callOrder.isEmpty {

@@ -126,6 +126,22 @@ public final class LanguageModelSession: @unchecked Sendable {
         self.init(anyModel: model, tools: tools, transcript: transcript)
     }
 
+    /// Start a session with new instructions and tools over an earlier conversation: the
+    /// transcript's own leading instructions are replaced (WWDC26's session code writes this
+    /// initializer; the Xcode 27 beta interface doesn't list it yet).
+    ///
+    /// - Parameters:
+    ///   - model: The language model to use for this session.
+    ///   - tools: Tools to make available to the model for this session.
+    ///   - instructions: Instructions that control the model's behavior.
+    ///   - transcript: The conversation to continue.
+    public convenience init(model: some LanguageModel = SystemLanguageModel.default, tools: [any Tool] = [],
+                            instructions: String?, transcript: Transcript) {
+        var full = Self.initialTranscript(tools: tools, instructions: instructions.map(Instructions.init))
+        full.append(contentsOf: transcript.history)
+        self.init(anyModel: model, tools: tools, transcript: full)
+    }
+
     /// Start a new session with a language model of your choice and an instructions builder.
     public convenience init<Failure>(model: some LanguageModel, tools: [any Tool] = [],
                                      @InstructionsBuilder instructions: () throws(Failure) -> Instructions) throws(Failure)
@@ -245,6 +261,13 @@ public final class LanguageModelSession: @unchecked Sendable {
         }
         let model = profile == nil ? self.model : dynamicConfiguration().model
         ExecutorCache.prewarm(model, transcript: transcript)
+    }
+
+    /// Requests that the system eagerly load the resources for this session and cache a prompt
+    /// prefix written as a string, as Apple's key-value caching article does.
+    @_disfavoredOverload
+    public func prewarm(promptPrefix: String) {
+        prewarm(promptPrefix: Prompt(promptPrefix))
     }
 
     func setResponding(_ value: Bool) {

@@ -50,6 +50,12 @@ extension Transcript {
         set { storage.replaceSubrange(leadingInstructionsCount..., with: newValue) }
     }
 
+    /// The transcript without its leading instructions entry: its ``history`` (the spelling of
+    /// WWDC26's session code, for a new session with other instructions).
+    public func dropFirstInstructions() -> Transcript {
+        Transcript(entries: history)
+    }
+
     private var leadingInstructionsCount: Int {
         if case .instructions? = storage.first { 1 } else { 0 }
     }
