@@ -239,3 +239,88 @@ enum AgenticExperiences {
         }
     }
 }
+
+// https://developer.apple.com/videos/play/wwdc2026/339/ ("Bring an LLM provider to Foundation
+// Models"): its conformances, option parsing and custom segment, where the slides' code is whole.
+enum BringAProvider {
+    // LanguageModel conformance
+    public struct MyLanguageModel: LanguageModel {
+        public typealias Executor = MyLanguageModelExecutor
+
+        public var capabilities: LanguageModelCapabilities {
+            LanguageModelCapabilities(capabilities: [
+                .toolCalling, .guidedGeneration, .reasoning
+            ])
+        }
+
+        public var executorConfiguration: Executor.Configuration {
+            Executor.Configuration(/* ... */)
+        }
+    }
+
+    // Executor conformance
+    public struct MyLanguageModelExecutor: LanguageModelExecutor {
+        public typealias Model = MyLanguageModel
+
+        public struct Configuration: Hashable, Sendable { /* ... */ }
+
+        public init(configuration: Configuration) throws { /* ... */ }
+
+        public func respond(
+            to request: LanguageModelExecutorGenerationRequest,
+            model: MyLanguageModel,
+            streamingInto channel: LanguageModelExecutorGenerationChannel
+        ) async throws {
+            // Parse generation and context options
+            let reasoningLevel = request.contextOptions.reasoningLevel
+            let temperature = request.generationOptions.temperature
+            let maxTokens = request.generationOptions.maximumResponseTokens
+            _ = (reasoningLevel, temperature, maxTokens)
+
+            // Honor the developer's intention where possible
+            // The developer set sampling: .greedy, but our service only takes temperature
+            var serviceTemperature = temperature ?? 1
+            if request.generationOptions.sampling?.kind == .greedy {
+                serviceTemperature = 0
+            }
+            _ = serviceTemperature
+
+            // Otherwise, throw an error
+            // The token budget is too small to satisfy the schema
+            if let schema = request.schema,
+               let budget = request.generationOptions.maximumResponseTokens,
+               budget < minimumTokens(for: schema) {
+                throw LanguageModelError.unsupportedCapability(
+                    .init(
+                        capability: .guidedGeneration,
+                        debugDescription: "Token budget too small to satisfy this schema."
+                    )
+                )
+            }
+
+            // 1. Report metadata
+            await channel.send(.response(action: .updateMetadata([
+                "modelID": "my-model-2026-06-08",
+                "requestID": request.id.uuidString
+            ])))
+        }
+
+        private func minimumTokens(for schema: GenerationSchema) -> Int { 16 }
+    }
+
+    // Define a custom segment
+    public struct AudioSegment: Transcript.CustomSegment {
+        public var id: String
+        public var content: URL
+    }
+
+    static func audio(session: LanguageModelSession) async throws {
+        // Pass it in a prompt
+        let recording = AudioSegment(id: UUID().uuidString, content: URL(filePath: "/path/to/recording.m4a"))
+        let response = try await session.respond {
+            "Where was Frank Lloyd Wright's original architecture school located?"
+            recording
+        }
+        _ = response
+    }
+}
