@@ -3,6 +3,8 @@
 
   public_api.py plinth SYMBOLGRAPH_DIR   > plinth-public-api.txt   (Plinth's, from its symbol graph)
   public_api.py apple  SWIFTINTERFACE    > apple-api.txt           (Apple's, from a .swiftinterface text)
+  public_api.py count  SWIFTINTERFACE SYMBOLGRAPH_DIR               (overloads counted apart: how many
+      of Apple's declarations that aren't deprecated Plinth has, and the paths it lacks some of)
 
 Make Plinth's symbol graph after a debug build with:
   swift symbolgraph-extract -module-name Plinth -I .build-api/debug/Modules \
@@ -12,13 +14,13 @@ Make Plinth's symbol graph after a debug build with:
 Apple's list was made from the Xcode 27 beta 4 FoundationModels interface quoted in
 rudrankriyam/Foundation-Models-Framework-Lab:fmf.md (its "Raw Swift Interface Reference").
 """
-import json, os, re, sys
+import collections, json, os, re, sys
 
 SKIP_NAMES = {"==", "hash(into:)", "hashValue", "!=", "~="}
 
 
-def plinth(directory):
-    paths = set()
+def plinth(directory, counts=False):
+    paths, symbols = set(), collections.defaultdict(set)
     for name in os.listdir(directory):
         graph = json.load(open(os.path.join(directory, name)))
         for symbol in graph["symbols"]:
@@ -31,7 +33,8 @@ def plinth(directory):
             if any(c.startswith("_") for c in components) or components[-1] in SKIP_NAMES:
                 continue
             paths.add(".".join(components))
-    return paths
+            symbols[".".join(components)].add(symbol["identifier"]["precise"])
+    return collections.Counter({p: len(ids) for p, ids in symbols.items()}) if counts else paths
 
 
 def split_params(text):
@@ -77,19 +80,38 @@ def labels(params, is_case=False):
     return "".join(l + ":" for l in result)
 
 
-def apple(path):
+class Found:
+    """Apple's declarations by path, with how many that aren't deprecated each has (a member of
+    a deprecated type or extension is deprecated too)."""
+    def __init__(self):
+        self.all, self.current = set(), collections.Counter()
+        self.deprecated, self.line_deprecated, self.scopes = False, False, []
+
+    def add(self, path):
+        self.all.add(path)
+        if not self.line_deprecated and not any(self.scopes):
+            self.current[path] += 1
+
+
+def apple(path, counts=False):
     text = open(path).read()
     start = text.find("## Raw Swift Interface Reference")
     lines = [l for l in text[start:].split("\n")]
-    stack, paths = [], set()
+    stack, paths = [], Found()
     for raw in lines:
         line = raw.strip()
+        if line.startswith("@available") and re.search(r"\bdeprecated\b", line):
+            paths.deprecated = True
         if not line or line.startswith("///") or line.startswith("//") or line.startswith("@available") or line.startswith("import"):
             continue
         if line.startswith("}"):
             if stack:
                 stack.pop()
+                paths.scopes.pop()
+            paths.deprecated = False
             continue
+        # This line declares something: the @available lines before it were its own.
+        paths.line_deprecated, paths.deprecated = paths.deprecated, False
         decl = re.sub(r"^(@[\w]+(\([^)]*\))?\s+)+", "", line)
         decl = re.sub(r"\b(nonisolated\(nonsending\)|nonisolated|final|@discardableResult|@export\(implementation\)|@backDeployed\([^)]*\))\s+", "", decl)
         m = re.match(r"^(?:public\s+)?(?:indirect\s+)?(struct|enum|class|protocol|actor|extension)\s+([\w.]+)", decl)
@@ -99,9 +121,11 @@ def apple(path):
             if m.group(1) != "extension":
                 paths.add(full)
             stack.append(full)
+            paths.scopes.append(paths.line_deprecated)
             continue
         if line.endswith("{") and not m:
             stack.append(stack[-1] if stack else "")
+            paths.scopes.append(paths.line_deprecated)
         context = stack[-1] if stack else ""
         prefix = context + "." if context else ""
         if "public macro " in line:
@@ -132,10 +156,24 @@ def apple(path):
                 for name in re.findall(r"\w+", decl[5:]):
                     paths.add(prefix + name)
             continue
-    return paths
+    return paths.current if counts else paths.all
+
+
+def count(interface, graph):
+    """Apple's declarations that aren't deprecated, overloads apart, and how many Plinth has."""
+    theirs, ours = apple(interface, counts=True), plinth(graph, counts=True)
+    have = sum(min(n, ours[p]) for p, n in theirs.items())
+    total = sum(theirs.values())
+    print(f"{have} of {total} declarations ({100 * have / total:.1f} %); paths with fewer than Apple's:")
+    for p, n in sorted(theirs.items()):
+        if ours[p] < n:
+            print(f"  {p}: {ours[p]} of {n}")
 
 
 if __name__ == "__main__":
     mode, source = sys.argv[1], sys.argv[2]
+    if mode == "count":
+        count(source, sys.argv[3])
+        sys.exit(0)
     result = plinth(source) if mode == "plinth" else apple(source)
     print("\n".join(sorted(result)))
