@@ -314,7 +314,9 @@ def manifest(text, found, include, plinth):
     for start, end in sorted(blocks(text, r"\.(library|executable|plugin)\("), reverse=True):
         text = text[:start] + text[past_separators(text, end):]
     # The dependency on Plinth, beside any the package has: Package(...)'s own argument.
-    packages = f'.package(path: "{plinth}")' + (", " + CRYPTO_PACKAGE if uses_crypto else "")
+    # swift-crypto once: a package that already depends on it keeps its own declaration.
+    needs_crypto = uses_crypto and not re.search(r'\.package\([^)]*swift-crypto', text)
+    packages = f'.package(path: "{plinth}")' + (", " + CRYPTO_PACKAGE if needs_crypto else "")
     label = top_level(text, "dependencies")
     if label is not None:
         at = text.index("[", label) + 1

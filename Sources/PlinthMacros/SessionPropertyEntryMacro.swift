@@ -14,7 +14,7 @@ public struct SessionPropertyEntryMacro: AccessorMacro, PeerMacro {
         }
         guard let variable = declaration.as(VariableDeclSyntax.self), variable.bindingSpecifier.tokenKind == .keyword(.var),
               variable.bindings.count == 1, let binding = variable.bindings.first,
-              let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.trimmedDescription,
+              let name = binding.pattern.as(IdentifierPatternSyntax.self).map({ TypeAnalysis.plainName($0.identifier) }),
               binding.accessorBlock == nil else {
             report(declaration, .sessionEntryNotStoredVar)
             return nil

@@ -37,6 +37,35 @@ final class SessionPropertyEntryTests: XCTestCase {
             macroSpecs: entryMacros)
     }
 
+    func testBacktickedName() {
+        assertMacroExpansion(
+            """
+            extension SessionPropertyValues {
+                @SessionPropertyEntry
+                var `default`: Int = 1
+            }
+            """,
+            expandedSource: """
+            extension SessionPropertyValues {
+                var `default`: Int {
+                    get {
+                        self[__Key_default.self]
+                    }
+                    set {
+                        self[__Key_default.self] = newValue
+                    }
+                }
+
+                private struct __Key_default: SessionPropertyKey {
+                    static var defaultValue: Int {
+                        1
+                    }
+                }
+            }
+            """,
+            macroSpecs: entryMacros)
+    }
+
     func testMissingType() {
         assertMacroExpansion(
             """

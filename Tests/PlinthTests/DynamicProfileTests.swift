@@ -328,6 +328,42 @@ private func instructionsText(_ transcript: Transcript) -> String? {
         #expect(log.all == ["reasoning Think."])
     }
 
+    @Test func lifecycleCallbacksSeeTheSessionAndRunOutermostFirst() async throws {
+        let log = EventLog()
+        let model = ScriptedModel([.text("1.")])
+        struct Counting: LanguageModelSession.DynamicProfile {
+            @SessionProperty(\.history) var history
+            let log: EventLog
+            let model: ScriptedModel
+            var body: some LanguageModelSession.DynamicProfile {
+                Profile { Instructions("Hi.") }
+                    .onActivate { log.add("inner \(history.count)") }
+                    .onActivate { log.add("outer \(history.count)") }
+                    .model(model)
+            }
+        }
+        let old = Transcript.Entry.prompt(.init(segments: [.text(.init(content: "old"))]))
+        let session = LanguageModelSession(profile: Counting(log: log, model: model), history: [old])
+        try await session.respond(to: "new")
+        // Activated before the prompt is added: the history holds the old prompt.
+        #expect(log.all == ["outer 1", "inner 1"])
+    }
+
+    @Test func theHistoryIsNotWrittenByOthersDuringARequest() async throws {
+        let box = Mutex<LanguageModelSession?>(nil)
+        let model = ScriptedModel([.custom { _, channel in
+            box.withLock { $0 }?.properties.history = []
+            await channel.send(.response(action: .appendText("Kept.", tokenCount: 1)))
+        }])
+        let session = LanguageModelSession(profile: LanguageModelSession.Profile { Instructions("Hi.") }.model(model))
+        box.withLock { $0 = session }
+        let response = try await session.respond(to: "Hello")
+        #expect(session.transcript.count == 3)
+        #expect(response.transcriptEntries.count == 2)
+        session.properties.history = []
+        #expect(session.transcript.count == 1)
+    }
+
     @Test func sessionPropertyOutsideASession() {
         let property = LanguageModelSession.SessionProperty(\SessionPropertyValues.toolCallCount)
         #expect(property.wrappedValue == 0)
@@ -395,6 +431,15 @@ private func instructionsText(_ transcript: Transcript) -> String? {
         let transcript = Transcript(entries: [entry])
         let decoded = try JSONDecoder().decode(Transcript.self, from: JSONEncoder().encode(transcript))
         #expect(decoded == transcript)
+    }
+
+    @Test func aBadOrientationIsADecodingError() throws {
+        let json = #"{"version": 1, "entries": [{"type": "prompt", "id": "p", "segments": [{"type": "attachment", "id": "a", "image": {"url": "file:///x.jpg", "orientation": -1}}]}]}"#
+        let transcript = try JSONDecoder().decode(Transcript.self, from: Data(json.utf8))
+        guard case .prompt(let p) = transcript[0], case .attachment(let a) = p.segments[0], case .image(let image) = a.content else {
+            Issue.record("no attachment"); return
+        }
+        #expect(image.orientation == .up)  // an orientation that isn't one is left out
     }
 
     @Test func imageReferenceIsGenerable() throws {

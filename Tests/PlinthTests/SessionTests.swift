@@ -215,6 +215,33 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         #expect(session.transcript.isEmpty)
     }
 
+    /// Entry ids come from the model and may repeat across requests; a response's entries are
+    /// its own.
+    @Test func repeatedEntryIDsDontMixRequests() async throws {
+        let turn = ScriptedTurn.custom { _, channel in
+            await channel.send(.response(entryID: "r1", action: .appendText("Same id.", tokenCount: 1)))
+        }
+        let calls = ScriptedTurn.custom { _, channel in
+            await channel.send(.toolCalls(entryID: "t1", action: .toolCall(id: "c1", name: "getWeather",
+                                                                              action: .appendArguments(#"{"city": "Oslo"}"#, tokenCount: 1))))
+        }
+        let model = ScriptedModel([turn, calls, turn, calls, turn])
+        let session = LanguageModelSession(model: model, tools: [GetWeatherTool()])
+        #expect(try await session.respond(to: "a").transcriptEntries.count == 2)
+        #expect(try await session.respond(to: "b").transcriptEntries.count == 4)
+        #expect(try await session.respond(to: "c").transcriptEntries.count == 4)
+    }
+
+    @Test func aCapabilityErrorLeavesNoPromptEvenWhenPreserving() async throws {
+        let model = ScriptedModel([.text("{}")], capabilities: LanguageModelCapabilities([]))
+        let session = LanguageModelSession(model: model)
+        session.transcriptErrorHandlingPolicy = .preserveTranscript
+        await #expect(throws: LanguageModelError.self) {
+            try await session.respond(to: "x", schema: GenerationSchema(root: DynamicGenerationSchema(type: String.self), dependencies: []))
+        }
+        #expect(session.transcript.isEmpty)
+    }
+
     @Test func preserveTranscriptPolicyKeepsThePrompt() async throws {
         let model = ScriptedModel([.failure(LanguageModelError.guardrailViolation(.init(debugDescription: "unsafe")))])
         let session = LanguageModelSession(model: model)

@@ -1,6 +1,7 @@
 import Foundation
-
-#if !canImport(ImageIO)
+#if canImport(ImageIO)
+import ImageIO
+#else
 /// The orientation of an image: the values of the EXIF orientation tag, as Apple's ImageIO
 /// defines them (Linux has no ImageIO).
 public enum CGImagePropertyOrientation: UInt32, Sendable {

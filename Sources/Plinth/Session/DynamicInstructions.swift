@@ -52,13 +52,6 @@ struct InstructionsContent {
     }
 
     var instructions: Instructions { Instructions(segments: Transcript.Segment.joined(segments)) }
-
-    /// Evaluates dynamic instructions, with the history read-only.
-    static func evaluate(_ instructions: some DynamicInstructions) -> InstructionsContent {
-        var content = InstructionsContent()
-        content.add(instructions)
-        return content
-    }
 }
 
 /// Dynamic instructions that hold their content themselves instead of in a body.

@@ -234,9 +234,27 @@ struct ProfileResolution {
     var onReasoning: [Callback<nonisolated(nonsending) (Transcript.Reasoning) async throws -> Void>] = []
     var onToolCall: [Callback<nonisolated(nonsending) (Transcript.ToolCall) async throws -> Void>] = []
     var onToolOutput: [Callback<nonisolated(nonsending) ((Transcript.ToolCall, Transcript.ToolOutput)) async throws -> Void>] = []
-    /// Activation callbacks by where they are in the profile tree: the same place in two
-    /// resolutions is the same profile.
-    var lifecycle: [String: (activate: [Callback<() async -> Void>], deactivate: [Callback<() async -> Void>])] = [:]
+    /// Activation callbacks by where they are in the profile tree (the same place in two
+    /// resolutions is the same profile), outermost first.
+    var lifecycle: [Lifecycle] = []
+
+    struct Lifecycle {
+        let place: String
+        var activate: [Callback<() async -> Void>] = []
+        var deactivate: [Callback<() async -> Void>] = []
+    }
+
+    /// The callbacks of the profile at the current place, added when it has none yet.
+    mutating func addLifecycle(_ update: (inout Lifecycle) -> Void) {
+        let place = self.place
+        if let i = lifecycle.firstIndex(where: { $0.place == place }) {
+            update(&lifecycle[i])
+        } else {
+            var entry = Lifecycle(place: place)
+            update(&entry)
+            lifecycle.append(entry)
+        }
+    }
     /// The steps from the root to the node being resolved.
     var path: [String] = []
 
@@ -262,16 +280,6 @@ struct ProfileResolution {
     }
 
     var place: String { path.joined(separator: "/") }
-
-    /// Resolves a dynamic profile with the history read-only, as the session does before each
-    /// model request.
-    static func of(_ profile: LanguageModelSession.AnyDynamicProfile, values: SessionPropertyValues) -> ProfileResolution {
-        SessionPropertyValues.$current.withValue(.init(values: values, historyIsWritable: false)) {
-            var resolution = ProfileResolution()
-            resolution.resolve(profile)
-            return resolution
-        }
-    }
 }
 
 // MARK: - Modifiers
@@ -442,13 +450,13 @@ extension LanguageModelSession.DynamicProfile {
     /// Runs an action when this dynamic profile becomes active: when a model request first
     /// resolves to it, or resolves to it again after it was absent.
     public func onActivate(perform action: sending @escaping @isolated(any) () async -> Void) -> some LanguageModelSession.DynamicProfile {
-        setting { r in r.lifecycle[r.place, default: ([], [])].activate.append(Callback(function: { await action() })) }
+        setting { r in r.addLifecycle { $0.activate.append(Callback(function: { await action() })) } }
     }
 
     /// Runs an action when this dynamic profile becomes inactive: when a model request
     /// resolves to another profile after this one was active.
     public func onDeactivate(perform action: sending @escaping @isolated(any) () async -> Void) -> some LanguageModelSession.DynamicProfile {
-        setting { r in r.lifecycle[r.place, default: ([], [])].deactivate.append(Callback(function: { await action() })) }
+        setting { r in r.addLifecycle { $0.deactivate.append(Callback(function: { await action() })) } }
     }
 }
 

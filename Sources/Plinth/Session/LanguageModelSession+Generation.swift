@@ -125,7 +125,8 @@ extension LanguageModelSession {
             }
         }
         defer { setResponding(false) }
-        var errorPolicy = transcriptErrorHandlingPolicy
+        // The profile's error policy, when it sets one; the session's is read when a request fails.
+        var profilePolicy: TranscriptErrorHandlingPolicy?
         var requestModel = model
 
         do {
@@ -134,14 +135,20 @@ extension LanguageModelSession {
                 throw GenerationError.unsupportedGuide(.init(debugDescription: "The schema '\(schema.name)' uses \(guide)."))
             }
             var configuration = await requestConfiguration()
+            requestModel = configuration.model
+            profilePolicy = configuration.resolution?.transcriptErrorHandlingPolicy
+            // Checked before the prompt is added, so a request the model can't serve leaves no trace.
+            try Self.checkCapabilities(configuration, options: options, schema: schema)
             let promptEntry = Transcript.Prompt(
                 metadata: metadata, segments: prompt.segments, options: options,
                 responseFormat: schema.map { Transcript.ResponseFormat(schema: $0) }, contextOptions: contextOptions)
             updateTranscript { $0.append(.prompt(promptEntry)) }
             var appended: Set<String> = [promptEntry.id]
-            if let resolution = configuration.resolution {
-                errorPolicy = resolution.transcriptErrorHandlingPolicy ?? errorPolicy
+            // Callbacks may change what the profile resolves to; without any, it is as resolved.
+            var resolved = true
+            if let resolution = configuration.resolution, !resolution.onPrompt.isEmpty {
                 try await runCallbacks(resolution.onPrompt, promptEntry)
+                resolved = false
             }
 
             let streamID = GenerationID()
@@ -149,16 +156,17 @@ extension LanguageModelSession {
             var total = Usage.zero
             var rounds = 0
             while true {
-                if profile != nil {
+                if profile != nil && !resolved {
                     // The profile sees what the callbacks and tools changed since it was last resolved.
                     configuration = await requestConfiguration()
-                    errorPolicy = configuration.resolution?.transcriptErrorHandlingPolicy ?? transcriptErrorHandlingPolicy
+                    requestModel = configuration.model
+                    profilePolicy = configuration.resolution?.transcriptErrorHandlingPolicy
+                    try Self.checkCapabilities(configuration, options: options, schema: schema)
                 }
+                resolved = false
                 let model = configuration.model, tools = configuration.tools
-                requestModel = model
                 let merged = configuration.options(options)
                 let turnContext = configuration.contextOptions(contextOptions)
-                try Self.checkCapabilities(of: model, schema: schema, hasTools: !tools.isEmpty && merged.toolCallingMode != .disallowed)
                 let toolsEnabled = !tools.isEmpty && merged.toolCallingMode != .disallowed
                     && rounds < Self.maximumToolRounds
                 var turnOptions = merged
@@ -168,7 +176,7 @@ extension LanguageModelSession {
                     id: UUID(), transcript: configuration.requestTranscript(current),
                     enabledTools: toolsEnabled ? tools.map { Transcript.ToolDefinition(tool: $0) } : [],
                     schema: schema, generationOptions: turnOptions, contextOptions: turnContext, metadata: metadata)
-                let entriesSoFar = Self.requestEntries(current, appended: appended)
+                let entriesSoFar = Self.requestEntries(current, promptID: promptEntry.id, appended: appended)
                 let usageSoFar = total
                 // Snapshots of structured content come from a reader that keeps its state
                 // between pieces: each piece of text is read once, not the whole text each time.
@@ -279,7 +287,7 @@ extension LanguageModelSession {
                 updateTranscript { $0.append(.response(response)) }
                 appended.insert(response.id)
                 try await runCallbacks(configuration.resolution?.onResponse ?? [], response)
-                let entries = Self.requestEntries(transcript, appended: appended)
+                let entries = Self.requestEntries(transcript, promptID: promptEntry.id, appended: appended)
                 addUsage(total)
                 let result = RawResult(content: content, entries: entries, usage: total)
                 // The last snapshot holds the complete content (unless the one before it already did).
@@ -287,7 +295,7 @@ extension LanguageModelSession {
                 return result
             }
         } catch {
-            let preserve = errorPolicy?.preserves ?? false
+            let preserve = (profilePolicy ?? transcriptErrorHandlingPolicy)?.preserves ?? false
             updateTranscript { t in
                 if preserve {
                     // Keep complete entries only: tool calls are always followed by their outputs.
@@ -300,17 +308,23 @@ extension LanguageModelSession {
         }
     }
 
-    /// The entries of the request under way: from its prompt, or from the first entry it added
-    /// that's still there. (Profile callbacks may rewrite the history, the prompt included.)
-    static func requestEntries(_ transcript: Transcript, appended: Set<String>) -> [Transcript.Entry] {
-        let prompt = transcript.lastIndex { if case .prompt = $0 { true } else { false } }
-        let added = transcript.firstIndex { appended.contains($0.id) }
-        let start = [prompt, added].compactMap { $0 }.min() ?? transcript.endIndex
+    /// The entries of the request under way: from its prompt (by its own id), or, when profile
+    /// callbacks removed the prompt, the entries it added at the end of the transcript. (Entry
+    /// ids from a model may repeat across requests; the prompt's never does.)
+    static func requestEntries(_ transcript: Transcript, promptID: String, appended: Set<String>) -> [Transcript.Entry] {
+        if let i = transcript.lastIndex(where: { if case .prompt(let p) = $0 { p.id == promptID } else { false } }) {
+            return Array(transcript[i...])
+        }
+        var start = transcript.endIndex
+        while start > transcript.startIndex, appended.contains(transcript[start - 1].id) { start -= 1 }
         return Array(transcript[start...])
     }
 
-    /// Throws when the model lacks a capability the request needs.
-    static func checkCapabilities(of model: any LanguageModel, schema: GenerationSchema?, hasTools: Bool) throws {
+    /// Throws when the configuration's model lacks a capability the request needs.
+    static func checkCapabilities(_ configuration: RequestConfiguration, options: GenerationOptions,
+                                  schema: GenerationSchema?) throws {
+        let model = configuration.model
+        let hasTools = !configuration.tools.isEmpty && configuration.options(options).toolCallingMode != .disallowed
         if schema != nil && !model.capabilities.contains(.guidedGeneration) {
             throw LanguageModelError.unsupportedCapability(.init(
                 capability: .guidedGeneration,

@@ -65,13 +65,18 @@ extension LanguageModelSession {
         updateTranscript { $0.setLeadingInstructions(configuration.instructions) }
         let (activated, deactivated) = state.withLock { s in
             let previous = s.activeProfiles
-            s.activeProfiles = resolution.lifecycle.mapValues(\.deactivate)
-            let activated = resolution.lifecycle.filter { previous[$0.key] == nil }.values.flatMap(\.activate)
-            let deactivated = previous.filter { resolution.lifecycle[$0.key] == nil }.values.flatMap { $0 }
-            return (activated, deactivated)
+            s.activeProfiles = resolution.lifecycle
+            let now = Set(resolution.lifecycle.map(\.place)), before = Set(previous.map(\.place))
+            return (resolution.lifecycle.filter { !before.contains($0.place) }.flatMap(\.activate),
+                    previous.filter { !now.contains($0.place) }.flatMap(\.deactivate))
         }
-        for callback in deactivated { await callback.function() }
-        for callback in activated { await callback.function() }
+        if !activated.isEmpty || !deactivated.isEmpty {
+            // Life cycle callbacks are profile callbacks: they see the session's properties.
+            await SessionPropertyValues.$current.withValue(.init(values: propertyValues, historyIsWritable: true)) {
+                for callback in deactivated { await callback.function() }
+                for callback in activated { await callback.function() }
+            }
+        }
         return configuration
     }
 

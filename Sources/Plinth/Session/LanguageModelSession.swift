@@ -50,8 +50,9 @@ public final class LanguageModelSession: @unchecked Sendable {
         var isResponding = false
         var usage = Usage.zero
         var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy?
-        /// The deactivation callbacks of the profiles the last resolution found active, by place.
-        var activeProfiles: [String: [Callback<() async -> Void>]] = [:]
+        /// The profiles the last resolution found active (their places and deactivation
+        /// callbacks), outermost first.
+        var activeProfiles: [ProfileResolution.Lifecycle] = []
     }
 
     /// The most rounds of tool calls in one request; after that, the model answers without
@@ -259,7 +260,8 @@ public final class LanguageModelSession: @unchecked Sendable {
         if let promptPrefix {
             transcript.append(.prompt(Transcript.Prompt(segments: promptPrefix.segments)))
         }
-        let model = profile == nil ? self.model : dynamicConfiguration().model
+        // A profile is evaluated by one request at a time: while one runs, the session's model.
+        let model = profile == nil || isResponding ? self.model : dynamicConfiguration().model
         ExecutorCache.prewarm(model, transcript: transcript)
     }
 

@@ -56,7 +56,8 @@ public protocol SessionPropertyKey: SendableMetatype {
 /// ```
 ///
 /// The history is read-only while dynamic instructions are evaluated and while tools run (model
-/// output decides what they see); a write there is ignored. Profile callbacks may write it.
+/// output decides what they see); a write there is ignored. Profile callbacks may write it;
+/// other code may while the session isn't responding, as with its transcript.
 /// Use ``SessionPropertyEntry()`` to create custom session properties.
 public final class SessionPropertyValues: Sendable {
     private struct State {
@@ -99,7 +100,13 @@ public final class SessionPropertyValues: Sendable {
             return session?.transcript.history ?? detached
         }
         set {
-            if let binding = Self.current, binding.values === self, !binding.historyIsWritable { return }
+            if let binding = Self.current, binding.values === self {
+                if !binding.historyIsWritable { return }
+            } else if state.withLock({ $0.session })?.isResponding == true {
+                // As with the session's transcript: not while a request works on it, except from
+                // that request's own profile callbacks.
+                return
+            }
             registrar.withMutation(of: self, keyPath: \.history) {
                 let session = state.withLock { s -> LanguageModelSession? in
                     if s.session == nil { s.detachedHistory = newValue }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(ImageIO)
+import ImageIO
+#endif
 internal import PlinthJSON
 
 // The JSON form of a transcript:
@@ -246,7 +249,7 @@ enum TranscriptCoding {
                 guard let image = s["image"], let url = image["url"]?.stringValue.flatMap(URL.init(string:)) else {
                     throw Failure(message: "an attachment segment needs an image with a URL")
                 }
-                let orientation = image["orientation"]?.doubleValue.flatMap { CGImagePropertyOrientation(rawValue: UInt32($0)) }
+                let orientation = image["orientation"]?.doubleValue.flatMap(UInt32.init(exactly:)).flatMap(CGImagePropertyOrientation.init(rawValue:))
                 return .attachment(.init(id: id, content: .image(.init(imageURL: url, orientation: orientation)),
                                          label: s["label"]?.stringValue))
             case let other: throw Failure(message: "unknown segment type '\(other)'")
