@@ -116,9 +116,9 @@ struct BPEWorkspace {
     private var len: [Int32] = []
     private var prev: [Int32] = []
     private var next: [Int32] = []
-    private var heap: [Candidate] = []
+    private var heap = MergeHeap<Candidate>()
 
-    private struct Candidate {
+    private struct Candidate: MergeCandidate {
         var rank: Int32
         var left: Int32
         var right: Int32
@@ -143,7 +143,7 @@ struct BPEWorkspace {
         len.removeAll(keepingCapacity: true)
         prev.removeAll(keepingCapacity: true)
         next.removeAll(keepingCapacity: true)
-        heap.removeAll(keepingCapacity: true)
+        heap.removeAll()
         for i in 0..<n {
             id.append(merges.byteSymbol[Int(word[i])])
             len.append(1)
@@ -152,8 +152,7 @@ struct BPEWorkspace {
         }
         for i in 1..<n { propose(Int32(i - 1), Int32(i), merges) }
 
-        while !heap.isEmpty {
-            let c = pop()
+        while let c = heap.popBest() {
             let l = Int(c.left), r = Int(c.right)
             // stale: one side has been merged away or has grown since the pair was proposed
             if len[l] != c.leftLength || len[r] != c.rightLength { continue }
@@ -198,39 +197,7 @@ struct BPEWorkspace {
         guard left >= 0, right >= 0 else { return }
         let a = id[Int(left)], b = id[Int(right)]
         guard a >= 0, b >= 0, let m = merges.merge(a, b) else { return }
-        push(Candidate(rank: m.rank, left: left, right: right,
-                       leftLength: len[Int(left)], rightLength: len[Int(right)], result: m.result))
-    }
-
-    private mutating func push(_ c: Candidate) {
-        heap.append(c)
-        var i = heap.count - 1
-        while i > 0 {
-            let p = (i - 1) >> 1
-            guard c.before(heap[p]) else { break }
-            heap[i] = heap[p]
-            i = p
-        }
-        heap[i] = c
-    }
-
-    private mutating func pop() -> Candidate {
-        let top = heap[0]
-        let last = heap.removeLast()
-        let count = heap.count
-        if count > 0 {
-            var i = 0
-            while true {
-                let l = 2 * i + 1
-                if l >= count { break }
-                var m = l
-                if l + 1 < count && heap[l + 1].before(heap[l]) { m = l + 1 }
-                guard heap[m].before(last) else { break }
-                heap[i] = heap[m]
-                i = m
-            }
-            heap[i] = last
-        }
-        return top
+        heap.push(Candidate(rank: m.rank, left: left, right: right,
+                            leftLength: len[Int(left)], rightLength: len[Int(right)], result: m.result))
     }
 }

@@ -171,10 +171,10 @@ struct SentencePiece: Sendable {
                     guard n <= maxBytes else { return }
                     let id = v.token(base + Int(w.start[Int(left)]), n)
                     guard id >= 0 else { return }
-                    w.push(SentencePieceWorkspace.Pair(score: sc[Int(id)], left: left, right: right, size: Int32(n)))
+                    w.heap.push(SentencePieceWorkspace.Pair(score: sc[Int(id)], left: left, right: right, size: Int32(n)))
                 }
                 for k in 1..<w.start.count { addPair(Int32(k - 1), Int32(k)) }
-                while let top = w.popBest() {
+                while let top = w.heap.popBest() {
                     let l = Int(top.left), r = Int(top.right)
                     // Stale: one side was merged since, or grew.
                     if w.length[l] == 0 || w.length[r] == 0 || w.length[l] + w.length[r] != top.size { continue }
@@ -202,9 +202,9 @@ struct SentencePiece: Sendable {
 }
 
 /// Buffers of one encoding, reused across fragments: the symbols as a linked list over the text
-/// (start, length 0 once merged into the left neighbour) and a heap of candidate pairs.
+/// (start, length 0 once merged into the left neighbour) and the candidate pairs.
 struct SentencePieceWorkspace {
-    struct Pair {
+    struct Pair: MergeCandidate {
         var score: Float
         var left: Int32, right: Int32
         var size: Int32
@@ -212,41 +212,11 @@ struct SentencePieceWorkspace {
         @inline(__always) func before(_ o: Pair) -> Bool { score > o.score || (score == o.score && left < o.left) }
     }
     var start: [Int32] = [], length: [Int32] = [], prev: [Int32] = [], next: [Int32] = []
-    var heap: [Pair] = []
+    var heap = MergeHeap<Pair>()
 
     mutating func reset() {
         start.removeAll(keepingCapacity: true); length.removeAll(keepingCapacity: true)
         prev.removeAll(keepingCapacity: true); next.removeAll(keepingCapacity: true)
-        heap.removeAll(keepingCapacity: true)
-    }
-
-    mutating func push(_ p: Pair) {
-        heap.append(p)
-        var i = heap.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard heap[i].before(heap[parent]) else { break }
-            heap.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    mutating func popBest() -> Pair? {
-        guard let top = heap.first else { return nil }
-        let last = heap.removeLast()
-        if heap.isEmpty { return top }
-        heap[0] = last
-        var i = 0
-        let n = heap.count
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            var best = i
-            if l < n && heap[l].before(heap[best]) { best = l }
-            if r < n && heap[r].before(heap[best]) { best = r }
-            if best == i { break }
-            heap.swapAt(i, best)
-            i = best
-        }
-        return top
+        heap.removeAll()
     }
 }
