@@ -29,11 +29,22 @@ struct PreTokenizer: Sendable {
     /// The default for `tokenizer.ggml.add_bos_token` when the file does not say.
     let defaultAddBOS: Bool
 
-    /// The name under which a SentencePiece tokenizer gets its settings.
-    static let sentencePiece = "(sentencepiece)"
+    /// SentencePiece's settings. It has no pre-tokenizer (llama.cpp ignores `tokenizer.ggml.pre`
+    /// for it), keeps spaces as they are when detokenizing, and adds BOS by default.
+    static let sentencePiece = PreTokenizer(name: "", scanner: .gpt2, isolateDigits: false, cleanSpaces: false,
+                                            ignoreMerges: false, defaultAddBOS: true)
+
+    private init(name: String, scanner: Scanner, isolateDigits: Bool, cleanSpaces: Bool, ignoreMerges: Bool,
+                 defaultAddBOS: Bool) {
+        self.name = name
+        self.scanner = scanner
+        self.isolateDigits = isolateDigits
+        self.cleanSpaces = cleanSpaces
+        self.ignoreMerges = ignoreMerges
+        self.defaultAddBOS = defaultAddBOS
+    }
 
     init(name: String) throws(TokenizerError) {
-        self.name = name
         var scanner = Scanner.gpt2
         var digits = false
         var clean = true
@@ -65,21 +76,14 @@ struct PreTokenizer: Sendable {
             clean = false
         case "stablelm2", "megrez":
             scanner = .qwen2
-        case PreTokenizer.sentencePiece:
-            // Not a pre-tokenizer: SentencePiece's settings (no space clean-up, BOS by default).
-            clean = false
-            addBOS = true
         case "qwen35":
             scanner = .qwen35
             clean = false
         default:
             throw .unsupportedPreTokenizer(name)
         }
-        self.scanner = scanner
-        self.isolateDigits = digits
-        self.cleanSpaces = clean
-        self.ignoreMerges = ignoreMerges
-        self.defaultAddBOS = addBOS
+        self.init(name: name, scanner: scanner, isolateDigits: digits, cleanSpaces: clean, ignoreMerges: ignoreMerges,
+                  defaultAddBOS: addBOS)
     }
 
     /// Splits `cps[0..<count]` into words, appending the end index (in code points) of each word.

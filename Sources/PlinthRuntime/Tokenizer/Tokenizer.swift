@@ -218,7 +218,7 @@ public final class Tokenizer: Sendable {
         guard c.model == "gpt2" || c.model == "llama" else { throw .unsupportedModel(c.model) }
         let spm = c.model == "llama"
         // SentencePiece has no pre-tokenizer (llama.cpp ignores `tokenizer.ggml.pre` for it).
-        let pre = try PreTokenizer(name: spm ? PreTokenizer.sentencePiece : c.preTokenizer)
+        let pre = spm ? PreTokenizer.sentencePiece : try PreTokenizer(name: c.preTokenizer)
         let n = c.tokens.count
         if spm && (c.scores?.count ?? 0) < n {
             throw .invalidMetadata(key: "tokenizer.ggml.scores", reason: "\(c.scores?.count ?? 0) scores for \(n) tokens")
