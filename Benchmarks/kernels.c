@@ -26,37 +26,32 @@
 
 #define PEAK_ITERS 20000000LL
 
-// Twelve independent vpdpbusd chains (more than latency x throughput), 64 multiply-adds each.
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void *vnni_loop(void *out) {
-    __m512i a[12];
-    const __m512i w = _mm512_set1_epi32(0x01020304), x = _mm512_set1_epi32(0x05060708);
-    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_epi32(i);
-    for (long long n = 0; n < PEAK_ITERS; n++) {
-        for (int i = 0; i < 12; i++) a[i] = _mm512_dpbusd_epi32(a[i], w, x);
-        __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), "+v"(a[6]),
-                         "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]));
+// Twelve independent chains of one instruction (more than latency x throughput), kept in
+// registers across iterations; their sum is written to `out` so that nothing is optimized away.
+#define PEAK_LOOP(name, isa, vec, sum_type, init, step, reduce)                                          \
+    __attribute__((target(isa))) static void *name(void *out) {                                         \
+        vec a[12];                                                                                     \
+        for (int i = 0; i < 12; i++) a[i] = init(i);                                                   \
+        for (long long n = 0; n < PEAK_ITERS; n++) {                                                   \
+            for (int i = 0; i < 12; i++) a[i] = step(a[i]);                                            \
+            __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), \
+                             "+v"(a[6]), "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11])); \
+        }                                                                                              \
+        sum_type s = 0;                                                                                \
+        for (int i = 0; i < 12; i++) s += reduce(a[i]);                                                \
+        *(sum_type *)out = s;                                                                          \
+        return NULL;                                                                                   \
     }
-    int s = 0;
-    for (int i = 0; i < 12; i++) s += _mm512_reduce_add_epi32(a[i]);
-    *(int *)out = s;
-    return NULL;
-}
 
-// Twelve independent FMA chains of sixteen lanes.
-__attribute__((target("avx512f,fma"))) static void *fma_loop(void *out) {
-    __m512 a[12];
-    const __m512 w = _mm512_set1_ps(0.999f), x = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
-    for (long long n = 0; n < PEAK_ITERS; n++) {
-        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], w, x);
-        __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), "+v"(a[6]),
-                         "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]));
-    }
-    float s = 0;
-    for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
-    *(float *)out = s;
-    return NULL;
-}
+// vpdpbusd: 64 multiply-adds of bytes per instruction.
+#define VNNI_INIT(i) _mm512_set1_epi32(i)
+#define VNNI_STEP(a) _mm512_dpbusd_epi32((a), _mm512_set1_epi32(0x01020304), _mm512_set1_epi32(0x05060708))
+PEAK_LOOP(vnni_loop, "avx512f,avx512bw,avx512vnni", __m512i, int, VNNI_INIT, VNNI_STEP, _mm512_reduce_add_epi32)
+
+// FMA: sixteen lanes per instruction.
+#define FMA_INIT(i) _mm512_set1_ps((float)(i))
+#define FMA_STEP(a) _mm512_fmadd_ps((a), _mm512_set1_ps(0.999f), _mm512_set1_ps(1e-7f))
+PEAK_LOOP(fma_loop, "avx512f,fma", __m512, float, FMA_INIT, FMA_STEP, _mm512_reduce_add_ps)
 
 // Operations per second of `loop` on `threads` threads (ops_per_instr: 128 for vpdpbusd, 32 for
 // FMA): the best of five runs, since a neighbour's load on a shared machine only ever lowers it.
