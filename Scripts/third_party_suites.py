@@ -40,7 +40,7 @@ import subprocess
 import sys
 
 APPLE_ONLY = ["AppKit", "UIKit", "CoreGraphics", "CoreImage", "ImageIO", "UniformTypeIdentifiers", "Security",
-              "Network", "CryptoKit", "DeviceCheck", "AuthenticationServices", "SwiftUI", "os"]
+              "Network", "DeviceCheck", "AuthenticationServices", "SwiftUI", "os"]
 IMPORT = re.compile(r"^\s*(?:@testable\s+|@_exported\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)
 ERROR = re.compile(r"^(/[^:\n]+\.swift):(\d+):(\d+): error: (.*)$", re.M)
 

@@ -174,7 +174,7 @@ extension LanguageModelSession {
                 let current = transcript
                 let request = LanguageModelExecutorGenerationRequest(
                     id: UUID(), transcript: configuration.requestTranscript(current),
-                    enabledTools: toolsEnabled ? tools.map { Transcript.ToolDefinition(tool: $0) } : [],
+                    enabledTools: toolsEnabled ? configuration.toolDefinitions : [],
                     schema: schema, generationOptions: turnOptions, contextOptions: turnContext, metadata: metadata)
                 let entriesSoFar = Self.requestEntries(current, promptID: promptEntry.id, appended: appended)
                 let usageSoFar = total

@@ -5,6 +5,8 @@ import Foundation
 struct RequestConfiguration {
     var model: any LanguageModel
     var tools: [any Tool]
+    /// The tools' definitions, made once for the request's turns.
+    var toolDefinitions: [Transcript.ToolDefinition]
     /// The leading instructions entry a profile's instructions make; `nil` without a profile.
     var instructions: Transcript.Instructions?
     /// The resolved profile; `nil` without one.
@@ -42,17 +44,20 @@ struct RequestConfiguration {
 extension LanguageModelSession {
     /// Resolves the profile and evaluates its dynamic instructions, with the history read-only.
     func dynamicConfiguration() -> RequestConfiguration {
-        guard let profile else { return RequestConfiguration(model: model, tools: tools) }
+        guard let profile else {
+            return RequestConfiguration(model: model, tools: tools, toolDefinitions: tools.map { Transcript.ToolDefinition(tool: $0) })
+        }
         return SessionPropertyValues.$current.withValue(.init(values: propertyValues, historyIsWritable: false)) {
             var resolution = ProfileResolution()
             resolution.resolve(profile)
             var content = InstructionsContent()
             if let instructions = resolution.instructions { content.add(instructions) }
-            let segments = content.instructions.segments
-            let entry = segments.isEmpty && content.tools.isEmpty ? nil
-                : Transcript.Instructions(segments: segments, toolDefinitions: content.tools.map { Transcript.ToolDefinition(tool: $0) })
-            return RequestConfiguration(model: resolution.model ?? model, tools: content.tools, instructions: entry,
-                                        resolution: resolution)
+            let instructions = content.instructions
+            let definitions = content.tools.map { Transcript.ToolDefinition(tool: $0) }
+            return RequestConfiguration(
+                model: resolution.model ?? model, tools: content.tools, toolDefinitions: definitions,
+                instructions: Self.instructionsEntry(instructions.segments.isEmpty ? nil : instructions, definitions: definitions),
+                resolution: resolution)
         }
     }
 

@@ -73,10 +73,14 @@ public final class LanguageModelSession: @unchecked Sendable {
     }
 
     static func initialTranscript(tools: [any Tool], instructions: Instructions?) -> Transcript {
-        guard instructions != nil || !tools.isEmpty else { return Transcript() }
-        let definitions = tools.map { Transcript.ToolDefinition(tool: $0) }
-        return Transcript(entries: [.instructions(Transcript.Instructions(
-            segments: instructions?.segments ?? [], toolDefinitions: definitions))])
+        Transcript(entries: instructionsEntry(instructions, definitions: tools.map { Transcript.ToolDefinition(tool: $0) })
+            .map { [.instructions($0)] } ?? [])
+    }
+
+    /// The instructions entry of instructions and tools; none without either.
+    static func instructionsEntry(_ instructions: Instructions?, definitions: [Transcript.ToolDefinition]) -> Transcript.Instructions? {
+        guard instructions != nil || !definitions.isEmpty else { return nil }
+        return Transcript.Instructions(segments: instructions?.segments ?? [], toolDefinitions: definitions)
     }
 
     /// Start a new session in blank slate state with string-based instructions.
