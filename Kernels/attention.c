@@ -63,38 +63,21 @@ void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64
     split_rows(pool, n, 1, store_rows, &s);
 }
 
-// The scores of the sixteen keys of a block (pk_store_key's layout, this kv head's part) for
-// one query, each a dot product in llama.cpp's (ggml's AVX-512) order: four 16-lane
-// accumulators over chunks of 64 (a first product rounds as a product), folded 0+2, 1+3, 0+1,
-// then the lane tree; a tail of fewer than 64 added in double; times the scale. Computed for
-// all the keys side by side (key innermost, where the compiler vectorizes).
-ALWAYS_INLINE void score_block(const float *qh, const uint16_t *block, int hd, float scale, float *s) {
-    float slot[LANES][PK_KEY_BLOCK]; // slot l folded over its four accumulators, per key
-    const int whole = hd / 64 * 64;
-    for (int l = 0; l < LANES; l++) {
-        float acc[4][PK_KEY_BLOCK] = {{0}};
-        for (int c = 0; c < whole; c += 64)
-            for (int j = 0; j < 4; j++) {
-                const int d = c + 16 * j + l;
-                float kf[PK_KEY_BLOCK];
-                load_f16(block + d * PK_KEY_BLOCK, kf, PK_KEY_BLOCK);
-                for (int key = 0; key < PK_KEY_BLOCK; key++) acc[j][key] = fmaf(qh[d], kf[key], acc[j][key]);
-            }
-        for (int key = 0; key < PK_KEY_BLOCK; key++) slot[l][key] = (acc[0][key] + acc[2][key]) + (acc[1][key] + acc[3][key]);
-    }
-    for (int width = LANES / 2; width >= 1; width /= 2)
-        for (int l = 0; l < width; l++)
-            for (int key = 0; key < PK_KEY_BLOCK; key++) slot[l][key] += slot[l + width][key];
-    for (int key = 0; key < PK_KEY_BLOCK; key++) {
-        double sum = (double)slot[0][key];
-        for (int d = whole; d < hd; d++) {
-            float kf;
-            load_f16(block + d * PK_KEY_BLOCK + key, &kf, 1);
-            sum += (double)(qh[d] * kf);
-        }
-        s[key] = (float)sum * scale;
-    }
-}
+// The specification of attention, which every instruction set follows bit for bit (the scalar
+// body below is it): for each (row, head), over the row's positions [start, len),
+//   score[p] = (the dot product of the query rounded to half and key p, fmaf over the dimensions
+//              in order, from 0) * scale;
+//   e[p]     = kexp(score[p] - the largest score);
+//   sum      = the lane tree (tree_sum) of sixteen partial sums, lane l adding e[p] of the
+//              positions p = l (mod 16) in order;
+//   w[p]     = e[p] * (1 / sum), rounded to half;
+//   out[i]   = fmaf of w[p] * value[p][i] over the positions in order, from 0.
+// The query and the weights meet the half-precision keys and values rounded to half, as
+// llama.cpp rounds them (its products convert them); only the order of the sums is this
+// kernel's own, chosen so that every product is an FMA and no sum is folded. Each (row, head) depends
+// only on its query and its own positions, so rows can be computed together in any grouping:
+// a unit of work is a tile of rows of one sequence with the heads of one kv head, and each key
+// or value vector read is used for all of them.
 
 typedef struct {
     const float *q;
@@ -103,10 +86,16 @@ typedef struct {
     int64_t kv_dim;
     const uint16_t *const *keys, *const *values;
     const int32_t *kv_start, *kv_len; // kv_start NULL: every row from position 0
-    int64_t v_stride, max_kv;
+    int64_t v_stride, max_kv, score_stride;
+    const int32_t *tiles;             // tile i: rows [tiles[i], tiles[i + 1])
+    int64_t n_tiles;
     float scale;
     float *out, *scratch;
 } attn_job;
+
+// Rows a tile may hold for `group` query heads per kv head: enough (row, head) pairs to keep a
+// dozen accumulators in flight.
+static int tile_rows(int group) { return group >= 12 ? 1 : 12 / group > 8 ? 8 : 12 / group; }
 
 // Row t's keys of kv head kvh in its first block (the next blocks follow PK_KEY_BLOCK * kv_dim
 // halves apart).
@@ -120,12 +109,109 @@ ALWAYS_INLINE const uint16_t *unit_values(const attn_job *j, int64_t t, int kvh)
 }
 
 // Whether row t continues the row before it (the same sequence's cache, as in a prefill chunk):
-// that cache was read moments ago, so a unit of row t fetches nothing ahead.
+// that cache was read moments ago, so a unit starting at row t fetches nothing ahead.
 ALWAYS_INLINE int continues_previous_row(const attn_job *j, int64_t t) { return t > 0 && j->keys[t - 1] == j->keys[t]; }
 
-// Key blocks fetched into L1 ahead of the one being scored (a unit's first ones during the unit
-// before it).
-#define KEYS_AHEAD 3
+ALWAYS_INLINE int64_t window_start(const attn_job *j, int64_t t) { return j->kv_start ? j->kv_start[t] : 0; }
+
+// A unit: rows [t0, t0 + rows) of one sequence, heads [h0, h0 + count) of kv head kvh. Its
+// (row, head) pairs are numbered r * count + c; their queries, scores and ranges live in the
+// thread's scratch.
+typedef struct {
+    int64_t t0;
+    int rows, kvh, h0, count;
+} attn_unit;
+
+typedef struct {
+    float *q;        // pairs * head_dim: the pairs' queries
+    float *scores;   // pairs * score_stride: scores, then e, at their absolute positions
+    int64_t *from, *to; // pairs: each pair's [start, len)
+    float *row;      // 2 * 256: a value row and an accumulator (scalar body)
+} attn_scratch;
+
+static size_t per_thread(int64_t max_kv, int group) {
+    const size_t pairs = (size_t)tile_rows(group) * (size_t)group;
+    const size_t stride = (size_t)(max_kv + 15) / 16 * 16;
+    // whole 64-byte lines for each part
+    return (pairs * 256 + pairs * stride + pairs * 4 + 512 + 4 * 16) / 16 * 16;
+}
+
+static attn_scratch scratch_of(const attn_job *j, int ith) {
+    float *b = j->scratch + (size_t)ith * per_thread(j->max_kv, j->group);
+    const size_t pairs = (size_t)tile_rows(j->group) * (size_t)j->group;
+    attn_scratch s;
+    s.q = b;
+    s.scores = s.q + pairs * 256;
+    s.from = (int64_t *)(s.scores + pairs * (size_t)j->score_stride);
+    s.to = s.from + pairs;
+    s.row = (float *)(s.to + pairs);
+    return s;
+}
+
+// The pairs' queries and ranges into the scratch; returns the number of pairs.
+ALWAYS_INLINE int unit_setup(const attn_job *j, const attn_unit *u, attn_scratch *s) {
+    const int hd = j->head_dim;
+    for (int r = 0; r < u->rows; r++) {
+        const int64_t t = u->t0 + r;
+        for (int c = 0; c < u->count; c++) {
+            const int i = r * u->count + c;
+            const float *q = j->q + (t * j->n_head + u->h0 + c) * hd;
+            for (int d = 0; d < hd; d++) s->q[(size_t)i * hd + d] = f16_round(q[d]);
+            s->from[i] = window_start(j, t);
+            s->to[i] = j->kv_len[t];
+        }
+    }
+    return u->rows * u->count;
+}
+
+// The scores of the sixteen keys of a block (pk_store_key's layout, this kv head's part) for
+// one query, key innermost (where the compiler vectorizes).
+ALWAYS_INLINE void score_block(const float *q, const uint16_t *block, int hd, float scale, float *s) {
+    float acc[PK_KEY_BLOCK] = {0};
+    for (int d = 0; d < hd; d++) {
+        float kf[PK_KEY_BLOCK];
+        load_f16(block + d * PK_KEY_BLOCK, kf, PK_KEY_BLOCK);
+        for (int key = 0; key < PK_KEY_BLOCK; key++) acc[key] = fmaf(q[d], kf[key], acc[key]);
+    }
+    for (int key = 0; key < PK_KEY_BLOCK; key++) s[key] = acc[key] * scale;
+}
+
+// Turns a pair's scores over [from, to) into their weights w.
+ALWAYS_INLINE void softmax_weights(float *s, int64_t from, int64_t to) {
+    if (to <= from) return;
+    float mx = -INFINITY;
+    for (int64_t p = from; p < to; p++) mx = s[p] > mx ? s[p] : mx;
+    float lane[LANES] = {0};
+    for (int64_t p = from; p < to; p++) {
+        s[p] = kexp(s[p] - mx);
+        lane[p % LANES] += s[p];
+    }
+    const float inv = 1.0f / tree_sum(lane);
+    for (int64_t p = from; p < to; p++) s[p] = f16_round(s[p] * inv);
+}
+
+// The specification, one pair at a time.
+ALWAYS_INLINE void attend_body(const attn_job *j, const attn_unit *u, attn_scratch *s) {
+    const int hd = j->head_dim;
+    const int pairs = unit_setup(j, u, s);
+    const uint16_t *kb = unit_keys(j, u->t0, u->kvh), *vb = unit_values(j, u->t0, u->kvh);
+    for (int i = 0; i < pairs; i++) {
+        float *sc = s->scores + (size_t)i * j->score_stride;
+        const int64_t from = s->from[i], to = s->to[i];
+        for (int64_t p0 = from / PK_KEY_BLOCK * PK_KEY_BLOCK; p0 < to; p0 += PK_KEY_BLOCK)
+            score_block(s->q + (size_t)i * hd, kb + p0 * j->kv_dim, hd, j->scale, sc + p0);
+        softmax_weights(sc, from, to);
+        float *v = s->row, *acc = s->row + 256;
+        for (int d = 0; d < hd; d++) acc[d] = 0.0f;
+        for (int64_t p = from; p < to; p++) {
+            load_f16(vb + p * j->v_stride, v, hd);
+            for (int d = 0; d < hd; d++) acc[d] = fmaf(sc[p], v[d], acc[d]);
+        }
+        const int64_t t = u->t0 + i / u->count;
+        float *out = j->out + (t * j->n_head + u->h0 + i % u->count) * hd;
+        for (int d = 0; d < hd; d++) out[d] = acc[d];
+    }
+}
 
 // The unit a thread runs after the current one, whose keys and values it fetches meanwhile.
 typedef struct {
@@ -133,120 +219,26 @@ typedef struct {
     int64_t len;
 } next_unit;
 
-// A row's window: it attends from `start` (0 without one). The 64-position chunk the start falls
-// in begins at `lo`: chunks before it weigh nothing and are skipped; the positions of its own
-// chunk before the start are left out of the maximum and set to 0 in place of their exp (kexp
-// clamps its argument, so it would not give 0 for them).
-ALWAYS_INLINE int64_t window_start(const attn_job *j, int64_t t) { return j->kv_start ? j->kv_start[t] : 0; }
+// `warm`: the unit's first row continues the row before it (continues_previous_row): nothing
+// is fetched ahead.
+typedef void (*attend_fn)(const attn_job *, const attn_unit *, attn_scratch *, const next_unit *, int);
 
-// Heads [h0, h0+count) of row t, all in kv head kvh: scores for all of them from one pass over
-// the keys, then softmax and one pass over the values.
-ALWAYS_INLINE void attend_body(const attn_job *j, int64_t t, int kvh, int h0, int count, float *buf) {
-    const int hd = j->head_dim;
-    const int64_t len = j->kv_len[t];
-    const int64_t start = window_start(j, t), lo = start / 64 * 64;
-    float *scores = buf;                              // count * max_kv
-    float *qh = buf + (size_t)count * j->max_kv;      // count * 256: queries rounded to half
-    float *kv = qh + (size_t)count * 256;             // 256: one key or value row as floats
-    const float *qrow = j->q + t * (int64_t)j->n_head * hd;
-    for (int c = 0; c < count; c++)
-        for (int i = 0; i < hd; i++) qh[c * 256 + i] = f16_round(qrow[(int64_t)(h0 + c) * hd + i]);
-    const uint16_t *kb = unit_keys(j, t, kvh);
-    for (int64_t p0 = lo; p0 < len; p0 += PK_KEY_BLOCK) {
-        const int64_t keys = len - p0 < PK_KEY_BLOCK ? len - p0 : PK_KEY_BLOCK;
-        for (int c = 0; c < count; c++) {
-            float s[PK_KEY_BLOCK];
-            score_block(qh + c * 256, kb + p0 * j->kv_dim, hd, j->scale, s);
-            memcpy(scores + c * j->max_kv + p0, s, (size_t)keys * sizeof(float));
-        }
-    }
-    const uint16_t *vb = unit_values(j, t, kvh);
-    float inv[64];
-    for (int c = 0; c < count; c++) {
-        float *s = scores + c * j->max_kv;
-        float mx = -INFINITY;
-        for (int64_t p = start; p < len; p++) mx = s[p] > mx ? s[p] : mx;
-        // As llama.cpp: each chunk of 16 summed by the lane tree, the chunks and the tail in double.
-        // (Positions before the start are 0; skipped chunks add nothing.)
-        double sum = 0.0;
-        int64_t p = lo;
-        for (; p + LANES <= len; p += LANES) {
-            float chunk[LANES];
-            for (int l = 0; l < LANES; l++) chunk[l] = s[p + l] = p + l < start ? 0.0f : kexp(s[p + l] - mx);
-            sum += (double)tree_sum(chunk);
-        }
-        for (; p < len; p++) { s[p] = p < start ? 0.0f : kexp(s[p] - mx); sum += (double)s[p]; }
-        inv[c] = (float)(1.0 / sum);
-        // Probabilities meet the half-precision values rounded to half, as llama.cpp does.
-        for (int64_t u = lo; u < len; u++) s[u] = f16_round(s[u] * inv[c]);
-    }
-    // out[i] = the dot over positions of the probabilities and V[., i], in llama.cpp's order
-    // (as score_block's), for every i at once: slot (j, l) of a 64-position chunk accumulates
-    // position 64c + 16j + l, so V is read row by row; the tail past the last whole chunk is
-    // added in double.
-    float *out = j->out + t * (int64_t)j->n_head * hd + (int64_t)h0 * hd;
-    float *slots = kv + 256;                          // count * 64 * hd
-    memset(slots, 0, (size_t)count * 64 * (size_t)hd * sizeof(float));
-    const int64_t whole = len / 64 * 64;
-    for (int64_t p = lo; p < whole; p++) {
-        load_f16(vb + p * j->v_stride, kv, hd);
-        for (int c = 0; c < count; c++) {
-            const float w = scores[c * j->max_kv + p];
-            float *a = slots + ((size_t)c * 64 + (size_t)(p % 64)) * hd;
-            for (int i = 0; i < hd; i++) a[i] = fmaf(w, kv[i], a[i]);
-        }
-    }
-    for (int c = 0; c < count; c++) {
-        float *a = slots + (size_t)c * 64 * hd;       // slot (j, l) at row 16j + l
-        for (int l = 0; l < 16; l++)
-            for (int i = 0; i < hd; i++) {
-                a[l * hd + i] += a[(32 + l) * hd + i];
-                a[(16 + l) * hd + i] += a[(48 + l) * hd + i];
-            }
-        for (int l = 0; l < 16; l++)
-            for (int i = 0; i < hd; i++) a[l * hd + i] += a[(16 + l) * hd + i];
-        for (int width = 8; width >= 1; width /= 2)
-            for (int l = 0; l < width; l++)
-                for (int i = 0; i < hd; i++) a[l * hd + i] += a[(l + width) * hd + i];
-        for (int i = 0; i < hd; i++) out[c * hd + i] = a[i];
-    }
-    if (whole < len) {
-        double *tail = (double *)(slots + (size_t)count * 64 * hd);   // count * hd doubles
-        for (int c = 0; c < count; c++)
-            for (int i = 0; i < hd; i++) tail[c * hd + i] = (double)out[c * hd + i];
-        for (int64_t p = whole > lo ? whole : lo; p < len; p++) {
-            load_f16(vb + p * j->v_stride, kv, hd);
-            for (int c = 0; c < count; c++) {
-                const float w = scores[c * j->max_kv + p];
-                for (int i = 0; i < hd; i++) tail[c * hd + i] += (double)(w * kv[i]);
-            }
-        }
-        for (int c = 0; c < count; c++)
-            for (int i = 0; i < hd; i++) out[c * hd + i] = (float)tail[c * hd + i];
-    }
-}
-
-// `warm`: the unit's row continues the row before it (continues_previous_row): nothing is fetched ahead.
-typedef void (*attend_fn)(const attn_job *, int64_t, int, int, int, const next_unit *, int, float *);
-
-static void attend_scalar(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm, float *buf) {
+static void attend_scalar(const attn_job *j, const attn_unit *u, attn_scratch *s, const next_unit *next, int warm) {
     (void)next, (void)warm;
-    attend_body(j, t, kvh, h0, count, buf);
+    attend_body(j, u, s);
 }
 
 #if defined(__x86_64__)
 __attribute__((target("avx2,fma,f16c")))
-static void attend_avx2(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm, float *buf) {
+static void attend_avx2(const attn_job *j, const attn_unit *u, attn_scratch *s, const next_unit *next, int warm) {
     (void)next, (void)warm;
-    attend_body(j, t, kvh, h0, count, buf);
+    attend_body(j, u, s);
 }
 #include <immintrin.h>
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))), apply_to = function)
 
-// attend_body for head sizes that are whole multiples of 64 (64: SmolLM2, Qwen2; 256: Gemma 3),
-// written with intrinsics so that it does per vector what the body does per lane, in the same
-// order: the tests hold it to the scalar body's bits. Values are accumulated 64 columns at a
-// time (each column's sum on its own, so the grouping changes no bits).
+// attend_body for head sizes that are multiples of 16 (up to 256), with intrinsics: per vector
+// what the body does per lane, in the same order (the tests hold it to the body's bits).
 
 ALWAYS_INLINE __m512 ld_half16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 ALWAYS_INLINE __m512 round_half16(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
@@ -260,8 +252,9 @@ ALWAYS_INLINE float tree_sum16(__m512 v) {
     return _mm_cvtss_f32(b);
 }
 
-// Heads whose values are weighed together (their accumulators fill half the registers).
-#define VALUE_HEADS 4
+// Key blocks fetched into L1 ahead of the one being scored (a unit's first ones during the unit
+// before it).
+#define KEYS_AHEAD 3
 
 // Slice b of `blocks` of the next unit's keys and values, into L2. Each sequence's cache is read
 // once per step, mostly from memory: fetching a whole unit ahead, at the pace of this one's
@@ -280,243 +273,212 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
     }
 }
 
-// Queries scored together against a block: each key vector is converted once for all of them.
-#define SCORE_QUERIES 3
+// Pairs scored together (one accumulator per pair and key block).
+#define SCORE_PAIRS 12
+// Key blocks scored together for NR pairs, so that at least eight sums are in flight.
+#define SCORE_BLOCKS(NR) ((NR) >= 8 ? 1 : (NR) >= 3 ? (8 + (NR) - 1) / (NR) : 4)
 
-// Slot l of score_block for the sixteen keys of a block (lane = key), for NQ queries 256 floats
-// apart: its four accumulators run over the 64-chunks in order, the first product being
-// fmaf(q, k, 0) as the body's (which differs from q*k in the sign of a zero), then folded 0+2, 1+3.
-ALWAYS_INLINE void score_slots(const int NQ, const float *qc, const uint16_t *block, const int hd, int l, __m512 *s) {
-    __m512 acc[SCORE_QUERIES][4];
-    for (int q = 0; q < 4; q++) {
-        const __m512 k = ld_half16(block + (16 * q + l) * PK_KEY_BLOCK);
-        for (int i = 0; i < NQ; i++) acc[i][q] = _mm512_fmadd_ps(_mm512_set1_ps(qc[256 * i + 16 * q + l]), k, _mm512_setzero_ps());
-    }
-    for (int c = 64; c < hd; c += 64)
-        for (int q = 0; q < 4; q++) {
-            const __m512 k = ld_half16(block + (c + 16 * q + l) * PK_KEY_BLOCK);
-            for (int i = 0; i < NQ; i++) acc[i][q] = _mm512_fmadd_ps(_mm512_set1_ps(qc[256 * i + c + 16 * q + l]), k, acc[i][q]);
+// Scores of NR pairs (queries HD floats apart) against NB key blocks from `block`: each key
+// vector converted once for all the pairs, each pair's sums in registers over all dimensions.
+ALWAYS_INLINE void score_nb(const int NR, const int NB, const float *q, const uint16_t *block, int64_t block_halves,
+                            const int HD, __m512 scale, float *dst, int64_t stride) {
+    __m512 acc[4][SCORE_PAIRS];
+    for (int b = 0; b < NB; b++)
+        for (int r = 0; r < NR; r++) acc[b][r] = _mm512_setzero_ps();
+    for (int d = 0; d < HD; d++)
+        for (int b = 0; b < NB; b++) {
+            const __m512 k = ld_half16(block + b * block_halves + d * PK_KEY_BLOCK);
+            for (int r = 0; r < NR; r++) acc[b][r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * HD + d]), k, acc[b][r]);
         }
-    for (int i = 0; i < NQ; i++) s[i] = _mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][2]), _mm512_add_ps(acc[i][1], acc[i][3]));
+    for (int b = 0; b < NB; b++)
+        for (int r = 0; r < NR; r++) _mm512_storeu_ps(dst + r * stride + b * PK_KEY_BLOCK, _mm512_mul_ps(acc[b][r], scale));
 }
 
-// Slots l and l + 8 added: the first level of the lane tree.
-ALWAYS_INLINE void score_pair(const int NQ, const float *qc, const uint16_t *block, const int hd, int l, __m512 *a) {
-    __m512 x[SCORE_QUERIES], y[SCORE_QUERIES];
-    score_slots(NQ, qc, block, hd, l, x);
-    score_slots(NQ, qc, block, hd, l + 8, y);
-    for (int i = 0; i < NQ; i++) a[i] = _mm512_add_ps(x[i], y[i]);
+// Blocks [b, b + nb) for NR pairs, nb being SCORE_BLOCKS(NR) or 1.
+ALWAYS_INLINE void score_blocks(const int NR, int nb, const float *q, const uint16_t *block, int64_t block_halves,
+                                const int HD, __m512 scale, float *dst, int64_t stride) {
+    if (nb == SCORE_BLOCKS(NR)) score_nb(NR, SCORE_BLOCKS(NR), q, block, block_halves, HD, scale, dst, stride);
+    else score_nb(NR, 1, q, block, block_halves, HD, scale, dst, stride);
 }
 
-// The scores of a block's keys for NQ queries, into dst (max_kv floats apart), masked to the
-// keys present: the lane tree ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) of the pairs, taken depth
-// first so that few partial sums are live at once.
-ALWAYS_INLINE void score_block_n(const int NQ, const float *qc, const uint16_t *block, const int hd, __m512 scale, float *dst,
-                                 int64_t max_kv, __mmask16 keys) {
-    __m512 p[SCORE_QUERIES], r[SCORE_QUERIES], b0[SCORE_QUERIES], c0[SCORE_QUERIES], b1[SCORE_QUERIES];
-    score_pair(NQ, qc, block, hd, 0, p), score_pair(NQ, qc, block, hd, 4, r);
-    for (int i = 0; i < NQ; i++) b0[i] = _mm512_add_ps(p[i], r[i]);
-    score_pair(NQ, qc, block, hd, 2, p), score_pair(NQ, qc, block, hd, 6, r);
-    for (int i = 0; i < NQ; i++) c0[i] = _mm512_add_ps(b0[i], _mm512_add_ps(p[i], r[i]));
-    score_pair(NQ, qc, block, hd, 1, p), score_pair(NQ, qc, block, hd, 5, r);
-    for (int i = 0; i < NQ; i++) b1[i] = _mm512_add_ps(p[i], r[i]);
-    score_pair(NQ, qc, block, hd, 3, p), score_pair(NQ, qc, block, hd, 7, r);
-    for (int i = 0; i < NQ; i++) {
-        const __m512 c1 = _mm512_add_ps(b1[i], _mm512_add_ps(p[i], r[i]));
-        _mm512_mask_storeu_ps(dst + i * max_kv, keys, _mm512_mul_ps(_mm512_add_ps(c0[i], c1), scale));
+// The lanes of the 16 positions from p inside [from, to).
+ALWAYS_INLINE __mmask16 lanes_in(int64_t from, int64_t to, int64_t p) {
+    const uint32_t lo = from <= p ? 0xFFFFu : from - p >= 16 ? 0u : 0xFFFFu << (from - p);
+    const uint32_t hi = to >= p + 16 ? 0xFFFFu : to <= p ? 0u : 0xFFFFu >> (16 - (to - p));
+    return (__mmask16)(lo & hi);
+}
+
+// softmax_weights with vectors: the blocks around [from, to) masked to it.
+ALWAYS_INLINE void softmax_weights16(float *s, int64_t from, int64_t to) {
+    if (to <= from) return;
+    const int64_t p0 = from / 16 * 16;
+    __m512 mv = _mm512_set1_ps(-INFINITY);
+    for (int64_t p = p0; p < to; p += 16) mv = _mm512_mask_max_ps(mv, lanes_in(from, to, p), mv, _mm512_loadu_ps(s + p));
+    const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(mv));
+    __m512 lane = _mm512_setzero_ps();
+    for (int64_t p = p0; p < to; p += 16) {
+        const __mmask16 m = lanes_in(from, to, p);
+        const __m512 e = kexp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), mx));
+        _mm512_mask_storeu_ps(s + p, m, e);
+        lane = _mm512_mask_add_ps(lane, m, lane, e);
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / tree_sum16(lane));
+    for (int64_t p = p0; p < to; p += 16)
+        _mm512_mask_storeu_ps(s + p, lanes_in(from, to, p), round_half16(_mm512_mul_ps(_mm512_loadu_ps(s + p), inv)));
+}
+
+// Pairs weighed together: four accumulators each for 64 columns.
+#define VALUE_PAIRS 6
+
+// The values of columns [g, g + 16 W) weighed by NR pairs' w (score_stride apart) over their
+// ranges, in order of position, each value vector converted once for all the pairs; the
+// positions every pair has, [both_from, both_to), without checks.
+ALWAYS_INLINE void weigh_nr(const int NR, const int W, const uint16_t *vb, int64_t stride, const float *e, int64_t estride,
+                            const int64_t *from, const int64_t *to, float *const *out) {
+    int64_t lo = from[0], hi = to[0], both_from = from[0], both_to = to[0];
+    for (int r = 1; r < NR; r++) {
+        lo = from[r] < lo ? from[r] : lo, hi = to[r] > hi ? to[r] : hi;
+        both_from = from[r] > both_from ? from[r] : both_from, both_to = to[r] < both_to ? to[r] : both_to;
+    }
+    const int64_t a = both_from < hi ? both_from : hi, z = both_to > a ? both_to : a;
+    __m512 acc[VALUE_PAIRS][4];
+    for (int r = 0; r < NR; r++)
+        for (int w = 0; w < W; w++) acc[r][w] = _mm512_setzero_ps();
+    for (int64_t p = lo; p < a; p++) {
+        __m512 v[4];
+        for (int w = 0; w < W; w++) v[w] = ld_half16(vb + p * stride + 16 * w);
+        for (int r = 0; r < NR; r++)
+            if (p >= from[r] && p < to[r]) {
+                const __m512 x = _mm512_set1_ps(e[r * estride + p]);
+                for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(x, v[w], acc[r][w]);
+            }
+    }
+    for (int64_t p = a; p < z; p++) {
+        __m512 v[4];
+        for (int w = 0; w < W; w++) v[w] = ld_half16(vb + p * stride + 16 * w);
+        for (int r = 0; r < NR; r++) {
+            const __m512 x = _mm512_set1_ps(e[r * estride + p]);
+            for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(x, v[w], acc[r][w]);
+        }
+    }
+    for (int64_t p = z; p < hi; p++) {
+        __m512 v[4];
+        for (int w = 0; w < W; w++) v[w] = ld_half16(vb + p * stride + 16 * w);
+        for (int r = 0; r < NR; r++)
+            if (p >= from[r] && p < to[r]) {
+                const __m512 x = _mm512_set1_ps(e[r * estride + p]);
+                for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(x, v[w], acc[r][w]);
+            }
+    }
+    for (int r = 0; r < NR; r++)
+        for (int w = 0; w < W; w++) _mm512_storeu_ps(out[r] + 16 * w, acc[r][w]);
+}
+
+// weigh_nr for NR pairs over W = 1..4 column vectors.
+ALWAYS_INLINE void weigh_w(const int NR, int w, const uint16_t *vb, int64_t stride, const float *e, int64_t estride,
+                           const int64_t *from, const int64_t *to, float *const *out) {
+    switch (w) {
+    case 1: weigh_nr(NR, 1, vb, stride, e, estride, from, to, out); break;
+    case 2: weigh_nr(NR, 2, vb, stride, e, estride, from, to, out); break;
+    case 3: weigh_nr(NR, 3, vb, stride, e, estride, from, to, out); break;
+    default: weigh_nr(NR, 4, vb, stride, e, estride, from, to, out); break;
     }
 }
 
-// score_block_n for `count` queries, SCORE_QUERIES at a time.
-ALWAYS_INLINE void score_queries(const float *qc, int count, const uint16_t *block, const int hd, __m512 scale, float *dst,
-                                 int64_t max_kv, __mmask16 keys) {
-    for (int c = 0; c < count; c += SCORE_QUERIES) {
-        const float *q = qc + 256 * c;
-        float *d = dst + c * max_kv;
-        switch (count - c) {
-        case 1: score_block_n(1, q, block, hd, scale, d, max_kv, keys); break;
-        case 2: score_block_n(2, q, block, hd, scale, d, max_kv, keys); break;
-        default: score_block_n(3, q, block, hd, scale, d, max_kv, keys); break;
-        }
-    }
-}
-
-// The whole 64-position chunks [lo, whole) of the values weighed by NH heads' probabilities
-// (max_kv floats apart), into rows 0..15 of each head's slots (64 * hd floats apart): per (l,
-// column vector), the four slots l, l+16, l+32, l+48 of every head stay in registers over all the
-// chunks, each value vector converted once for all the heads, then fold (m + m+32, m+16 + m+48,
-// their sum) into row l, as attend_body folds its slots.
-ALWAYS_INLINE void weigh_values(const int NH, const uint16_t *vb, int64_t stride, int64_t lo, int64_t whole, const float *sc,
-                                int64_t max_kv, const int hd, float *slots) {
-    for (int l = 0; l < 16; l++)
-        for (int d = 0; d < hd / 16; d++) {
-            __m512 acc[VALUE_HEADS][4];
-            for (int c = 0; c < NH; c++)
-                for (int q = 0; q < 4; q++) acc[c][q] = _mm512_setzero_ps();
-            for (int64_t base = lo; base < whole; base += 64)
-                for (int q = 0; q < 4; q++) {
-                    const int64_t p = base + 16 * q + l;
-                    const __m512 v = ld_half16(vb + p * stride + 16 * d);
-                    for (int c = 0; c < NH; c++) acc[c][q] = _mm512_fmadd_ps(_mm512_set1_ps(sc[c * max_kv + p]), v, acc[c][q]);
-                }
-            for (int c = 0; c < NH; c++)
-                _mm512_storeu_ps(slots + ((size_t)c * 64 + l) * hd + 16 * d,
-                                 _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][2]), _mm512_add_ps(acc[c][1], acc[c][3])));
-        }
-}
-
-// The lanes of the 16 positions from p that are at or past the window's start.
-static inline __mmask16 from_start(int64_t start, int64_t p) {
-    return p >= start ? (__mmask16)0xFFFFu : start - p >= 16 ? (__mmask16)0 : (__mmask16)(0xFFFFu << (start - p));
-}
-
-ALWAYS_INLINE void attend64n_body(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
-                                  float *buf, const int HD) {
-    const int64_t len = j->kv_len[t], stride = j->v_stride;
-    const int64_t start = window_start(j, t), lo = start / 64 * 64;
-    float *scores = buf;
-    float *qh = buf + (size_t)count * j->max_kv;
-    float *kv = qh + (size_t)count * 256;
-    float *slots = kv + 256;                          // count * 64 * HD
-    const float *qrow = j->q + t * (int64_t)j->n_head * HD;
-    for (int c = 0; c < count; c++)
-        for (int d = 0; d < HD / 16; d++)
-            _mm512_storeu_ps(qh + c * 256 + 16 * d, round_half16(_mm512_loadu_ps(qrow + (int64_t)(h0 + c) * HD + 16 * d)));
-
-    // Scores, a block of sixteen keys at a time (lane = key), in score_block's order.
-    const uint16_t *kb = unit_keys(j, t, kvh);
+ALWAYS_INLINE void attend16n_body(const attn_job *j, const attn_unit *u, attn_scratch *s, const next_unit *next, int warm,
+                                  const int HD) {
+    const int pairs = unit_setup(j, u, s);
+    const int64_t stride = j->v_stride, ss = j->score_stride;
+    int64_t lo = s->from[0], hi = s->to[0];
+    for (int i = 1; i < pairs; i++) lo = s->from[i] < lo ? s->from[i] : lo, hi = s->to[i] > hi ? s->to[i] : hi;
+    const uint16_t *kb = unit_keys(j, u->t0, u->kvh), *vb = unit_values(j, u->t0, u->kvh);
     const int64_t block_halves = PK_KEY_BLOCK * j->kv_dim;
     const __m512 scale = _mm512_set1_ps(j->scale);
-    const uint16_t *vb = unit_values(j, t, kvh);
-    for (int64_t p0 = lo; p0 < len; p0 += 16) {
-        const int keys = len - p0 < 16 ? (int)(len - p0) : 16;
-        const uint16_t *block = kb + p0 / 16 * block_halves;
-        // The cache rarely stays in cache between steps: fetch keys KEYS_AHEAD blocks ahead (the
-        // first ones came with the unit before, see attention_task), and this block's values for
-        // after the softmax, while this block is scored.
-        if (!warm) {
-            if (p0 + KEYS_AHEAD * PK_KEY_BLOCK < len)
-                for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64)
-                    _mm_prefetch((const char *)(block + KEYS_AHEAD * block_halves) + o, _MM_HINT_T0);
-            if (next) fetch_next_slice(j, next, p0 / 16, (len + 15) / 16);
-            for (int i = 0; i < keys; i++) {
-                const char *v = (const char *)(vb + (p0 + i) * stride);
-                for (int o = 0; o < 2 * HD; o += 64) _mm_prefetch(v + o, _MM_HINT_T0);
-                _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T0);
-            }
-        }
-        score_queries(qh, count, block, HD, scale, scores + p0, j->max_kv, (__mmask16)((1u << keys) - 1u));
-    }
 
-    // Softmax per head (positions before the start left out and 0, as in attend_body).
-    const int64_t chunks = len / 16 * 16;
-    for (int c = 0; c < count; c++) {
-        float *s = scores + c * j->max_kv;
-        __m512 mv = _mm512_set1_ps(-INFINITY);
-        int64_t p = lo;
-        for (; p < chunks; p += 16) mv = _mm512_mask_max_ps(mv, from_start(start, p), mv, _mm512_loadu_ps(s + p));
-        float mx = _mm512_reduce_max_ps(mv);
-        for (; p < len; p++) mx = p >= start && s[p] > mx ? s[p] : mx;
-        const __m512 m16 = _mm512_set1_ps(mx);
-        double sum = 0.0;
-        for (p = lo; p < chunks; p += 16) {
-            __m512 e = kexp16(_mm512_sub_ps(_mm512_loadu_ps(s + p), m16));
-            if (p < start) e = _mm512_maskz_mov_ps(from_start(start, p), e);
-            _mm512_storeu_ps(s + p, e);
-            sum += (double)tree_sum16(e);
-        }
-        for (; p < len; p++) { s[p] = p < start ? 0.0f : kexp(s[p] - mx); sum += (double)s[p]; }
-        const float inv = (float)(1.0 / sum);
-        const __m512 inv16 = _mm512_set1_ps(inv);
-        for (p = lo; p < chunks; p += 16) _mm512_storeu_ps(s + p, round_half16(_mm512_mul_ps(_mm512_loadu_ps(s + p), inv16)));
-        for (; p < len; p++) s[p] = f16_round(s[p] * inv);
-    }
-
-    // Values: slot m of a 64-position chunk accumulates positions m, m+64, m+128, ... in order,
-    // so each slot's sum stays in registers; then the slots are folded as the body folds them.
-    float *out = j->out + t * (int64_t)j->n_head * HD + (int64_t)h0 * HD;
-    const int64_t whole = len / 64 * 64;
-    if (whole > 0) {
-        // VALUE_HEADS heads at a time share each converted value vector (weigh_values).
-        for (int c0 = 0; c0 < count; c0 += VALUE_HEADS) {
-            const float *sc = scores + c0 * j->max_kv;
-            float *a = slots + (size_t)c0 * 64 * HD;
-            switch (count - c0) {
-            case 1: weigh_values(1, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
-            case 2: weigh_values(2, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
-            case 3: weigh_values(3, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
-            default: weigh_values(4, vb, stride, lo, whole, sc, j->max_kv, HD, a); break;
-            }
-        }
-        for (int c = 0; c < count; c++) {
-            float *a = slots + (size_t)c * 64 * HD;
-            for (int d = 0; d < HD / 16; d++) {
-                for (int width = 8; width >= 1; width /= 2)
-                    for (int l = 0; l < width; l++)
-                        _mm512_storeu_ps(a + l * HD + 16 * d, _mm512_add_ps(_mm512_loadu_ps(a + l * HD + 16 * d), _mm512_loadu_ps(a + (l + width) * HD + 16 * d)));
-                _mm512_storeu_ps(out + c * HD + 16 * d, _mm512_loadu_ps(a + 16 * d));
-            }
-        }
-    } else {
-        memset(out, 0, (size_t)count * HD * sizeof(float));
-    }
-    if (whole < len) {
-        for (int c = 0; c < count; c++)
-            for (int g = 0; g < HD; g += 64) {
-            __m512d acc[8];
-            for (int d = 0; d < 4; d++) {
-                const __m512 o = _mm512_loadu_ps(out + c * HD + g + 16 * d);
-                acc[2 * d] = _mm512_cvtps_pd(_mm512_castps512_ps256(o));
-                acc[2 * d + 1] = _mm512_cvtps_pd(_mm512_extractf32x8_ps(o, 1));
-            }
-            for (int64_t p = whole > lo ? whole : lo; p < len; p++) {
-                const uint16_t *v = vb + p * stride + g;
-                const __m512 w = _mm512_set1_ps(scores[c * j->max_kv + p]);
-                for (int d = 0; d < 4; d++) {
-                    const __m512 prod = _mm512_mul_ps(w, ld_half16(v + 16 * d));
-                    acc[2 * d] = _mm512_add_pd(acc[2 * d], _mm512_cvtps_pd(_mm512_castps512_ps256(prod)));
-                    acc[2 * d + 1] = _mm512_add_pd(acc[2 * d + 1], _mm512_cvtps_pd(_mm512_extractf32x8_ps(prod, 1)));
+    // Scores, SCORE_PAIRS pairs at a time, over the blocks that any of them needs.
+    const int64_t b_lo = lo / 16, b_hi = (hi + 15) / 16;
+    for (int i0 = 0; i0 < pairs; i0 += SCORE_PAIRS) {
+        const int nr = pairs - i0 < SCORE_PAIRS ? pairs - i0 : SCORE_PAIRS;
+        const int nb_max = SCORE_BLOCKS(nr);
+        const float *q = s->q + (size_t)i0 * HD;
+        for (int64_t b = b_lo; b < b_hi;) {
+            const int nb = b + nb_max <= b_hi ? nb_max : 1;
+            // The cache rarely stays in cache between decode steps: fetch keys KEYS_AHEAD blocks
+            // ahead (the first ones came with the unit before, see attention_task), and these
+            // blocks' values for after the softmax, while these blocks are scored.
+            if (!warm && i0 == 0)
+                for (int64_t f = b; f < b + nb; f++) {
+                    if (f + KEYS_AHEAD < b_hi)
+                        for (int o = 0; o < HD * PK_KEY_BLOCK * 2; o += 64)
+                            _mm_prefetch((const char *)(kb + (f + KEYS_AHEAD) * block_halves) + o, _MM_HINT_T0);
+                    if (next) fetch_next_slice(j, next, f - b_lo, b_hi - b_lo);
+                    for (int64_t p = f * 16; p < f * 16 + 16 && p < hi; p++) {
+                        const char *v = (const char *)(vb + p * stride);
+                        for (int o = 0; o < 2 * HD; o += 64) _mm_prefetch(v + o, _MM_HINT_T0);
+                        _mm_prefetch(v + 2 * HD - 1, _MM_HINT_T0);
+                    }
                 }
+            const uint16_t *block = kb + b * block_halves;
+            float *dst = s->scores + (size_t)i0 * ss + b * 16;
+            switch (nr) {
+#define SCORE_CASE(NR) case NR: score_blocks(NR, nb, q, block, block_halves, HD, scale, dst, ss); break;
+            SCORE_CASE(1) SCORE_CASE(2) SCORE_CASE(3) SCORE_CASE(4) SCORE_CASE(5) SCORE_CASE(6)
+            SCORE_CASE(7) SCORE_CASE(8) SCORE_CASE(9) SCORE_CASE(10) SCORE_CASE(11) default: SCORE_CASE(12)
+#undef SCORE_CASE
             }
-            for (int d = 0; d < 4; d++)
-                _mm512_storeu_ps(out + c * HD + g + 16 * d,
-                                 _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(acc[2 * d])), _mm512_cvtpd_ps(acc[2 * d + 1]), 1));
+            b += nb;
+        }
+    }
+
+    for (int i = 0; i < pairs; i++) softmax_weights16(s->scores + (size_t)i * ss, s->from[i], s->to[i]);
+
+    // Values: VALUE_PAIRS pairs at a time, 64 columns at a time.
+    for (int i0 = 0; i0 < pairs; i0 += VALUE_PAIRS) {
+        const int nr = pairs - i0 < VALUE_PAIRS ? pairs - i0 : VALUE_PAIRS;
+        for (int g = 0; g < HD; g += 64) {
+            const int w = (HD - g) / 16 < 4 ? (HD - g) / 16 : 4;
+            float *out[VALUE_PAIRS];
+            for (int r = 0; r < nr; r++) {
+                const int i = i0 + r;
+                out[r] = j->out + ((u->t0 + i / u->count) * j->n_head + u->h0 + i % u->count) * HD + g;
+            }
+            const float *e = s->scores + (size_t)i0 * ss;
+            const int64_t *from = s->from + i0, *to = s->to + i0;
+            switch (nr) {
+            case 1: weigh_w(1, w, vb + g, stride, e, ss, from, to, out); break;
+            case 2: weigh_w(2, w, vb + g, stride, e, ss, from, to, out); break;
+            case 3: weigh_w(3, w, vb + g, stride, e, ss, from, to, out); break;
+            case 4: weigh_w(4, w, vb + g, stride, e, ss, from, to, out); break;
+            case 5: weigh_w(5, w, vb + g, stride, e, ss, from, to, out); break;
+            default: weigh_w(6, w, vb + g, stride, e, ss, from, to, out); break;
+            }
         }
     }
 }
 
-// The common head sizes get a copy each with their loops unrolled (a few percent of a prefill).
-static void attend64_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
-                             float *buf) {
-    attend64n_body(j, t, kvh, h0, count, next, warm, buf, 64);
+// The common head sizes get a copy each with their loops unrolled.
+static void attend64_avx512(const attn_job *j, const attn_unit *u, attn_scratch *s, const next_unit *next, int warm) {
+    attend16n_body(j, u, s, next, warm, 64);
 }
-static void attend128_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
-                              float *buf) {
-    attend64n_body(j, t, kvh, h0, count, next, warm, buf, 128);
+static void attend128_avx512(const attn_job *j, const attn_unit *u, attn_scratch *s, const next_unit *next, int warm) {
+    attend16n_body(j, u, s, next, warm, 128);
 }
-static void attend256_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm,
-                              float *buf) {
-    attend64n_body(j, t, kvh, h0, count, next, warm, buf, 256);
+static void attend256_avx512(const attn_job *j, const attn_unit *u, attn_scratch *s, const next_unit *next, int warm) {
+    attend16n_body(j, u, s, next, warm, 256);
 }
 
-static void attend_avx512(const attn_job *j, int64_t t, int kvh, int h0, int count, const next_unit *next, int warm, float *buf) {
-    if (j->head_dim == 64) attend64_avx512(j, t, kvh, h0, count, next, warm, buf);
-    else if (j->head_dim == 128) attend128_avx512(j, t, kvh, h0, count, next, warm, buf);
-    else if (j->head_dim == 256) attend256_avx512(j, t, kvh, h0, count, next, warm, buf);
-    else if (j->head_dim % 64 == 0) attend64n_body(j, t, kvh, h0, count, next, warm, buf, j->head_dim);
-    else attend_body(j, t, kvh, h0, count, buf);
+static void attend_avx512(const attn_job *j, const attn_unit *u, attn_scratch *s, const next_unit *next, int warm) {
+    if (j->head_dim == 64) attend64_avx512(j, u, s, next, warm);
+    else if (j->head_dim == 128) attend128_avx512(j, u, s, next, warm);
+    else if (j->head_dim == 256) attend256_avx512(j, u, s, next, warm);
+    else if (j->head_dim % 16 == 0) attend16n_body(j, u, s, next, warm, j->head_dim);
+    else attend_body(j, u, s);
 }
 #pragma clang attribute pop
 #endif
 
 // Follows the matmul's choice, so a test that forces the scalar path gets it here too.
 static attend_fn pick(void) { return ISA_PICK(attend_fn, attend_scalar, attend_avx2, attend_avx512); }
-
-// scores and queries per head, a key/value row, then 64 slots of head_dim and a double tail per head
-static size_t per_thread(int64_t max_kv, int group) {
-    // whole 64-byte lines, so that each thread's part (and its doubles) stays aligned
-    return ((size_t)group * (size_t)(max_kv + 256 + 64 * 256 + 2 * 256) + 256 + 16 + 15) & ~(size_t)15;
-}
 
 size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads) {
     return (size_t)threads * per_thread(max_kv, group < 1 ? 1 : group);
@@ -534,8 +496,18 @@ static void prefetch_keys(const attn_job *j, int64_t t, int kvh) {
     const int64_t blocks = (j->kv_len[t] + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
     const size_t bytes = (size_t)j->head_dim * PK_KEY_BLOCK * 2, block_bytes = (size_t)j->kv_dim * PK_KEY_BLOCK * 2;
     const char *k = (const char *)unit_keys(j, t, kvh);
-    for (int64_t b = 0; b < blocks && b < KEYS_AHEAD; b++, k += block_bytes)
+    for (int64_t b = 0; b < blocks && b < 3; b++, k += block_bytes)
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(k + o, 0, 3);
+}
+
+// Unit u: a tile and a kv head, or (with `split`) a tile and one head.
+static attn_unit unit_at(const attn_job *j, int64_t u) {
+    const int per_unit = j->split ? 1 : j->group;
+    const int64_t per_tile = j->n_head / per_unit;
+    const int64_t tile = u / per_tile;
+    const int h0 = (int)(u % per_tile) * per_unit;
+    const int64_t t0 = j->tiles[tile];
+    return (attn_unit){t0, (int)(j->tiles[tile + 1] - t0), h0 / j->group, h0, per_unit};
 }
 
 // Threads claim units one at a time from a shared counter, each holding the claim on its next
@@ -545,31 +517,30 @@ static void attention_task(void *ctx, int ith, int nth) {
     (void)nth;
     attn_task_ctx *c = ctx;
     const attn_job *j = c->j;
-    float *buf = j->scratch + (size_t)ith * per_thread(j->max_kv, j->group);
-    // Units are (row, kv head), or (row, head) when there are too few of those to share out.
-    const int per_unit = j->split ? 1 : j->group;
-    const int64_t units_per_row = j->n_head / per_unit;
-    const int64_t total = j->n * units_per_row;
+    attn_scratch s = scratch_of(j, ith);
+    const int64_t total = j->n_tiles * (j->n_head / (j->split ? 1 : j->group));
     int64_t u = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
     while (u < total) {
         const int64_t un = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
-        const int64_t t = u / units_per_row;
-        const int h0 = (int)(u % units_per_row) * per_unit;
+        const attn_unit unit = unit_at(j, u);
         next_unit next = {0};
         if (un < total) {
-            const int64_t tn = un / units_per_row;
-            const int kvhn = (int)(un % units_per_row) * per_unit / j->group;
-            next = (next_unit){unit_keys(j, tn, kvhn), unit_values(j, tn, kvhn), j->kv_len[tn]};
-            if (!continues_previous_row(j, tn)) prefetch_keys(j, tn, kvhn);
+            const attn_unit nu = unit_at(j, un);
+            const int64_t last = nu.t0 + nu.rows - 1;
+            next = (next_unit){unit_keys(j, nu.t0, nu.kvh), unit_values(j, nu.t0, nu.kvh), j->kv_len[last]};
+            if (!continues_previous_row(j, nu.t0)) prefetch_keys(j, nu.t0, nu.kvh);
         }
         // Only with units of whole kv heads (many rows): single-head units are few rows, whose
         // caches are small and which take turns on one kv head's cache.
         const int fetch = un < total && !j->split;
-        const int warm = continues_previous_row(j, t);
-        c->fn(j, t, h0 / j->group, h0, per_unit, fetch && !warm ? &next : NULL, warm, buf);
+        const int warm = continues_previous_row(j, unit.t0);
+        c->fn(j, &unit, &s, fetch && !warm ? &next : NULL, warm);
         u = un;
     }
 }
+
+// Rows handed to the pool at once.
+#define TILED_ROWS 1024
 
 void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                   const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_len,
@@ -580,10 +551,25 @@ void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv
 void pk_attention_window(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                          const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
                          const int32_t *kv_len, int64_t v_stride, float scale, float *out, float *scratch) {
+    if (n <= 0) return;
     attn_job j = {q, n, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, (int64_t)n_kv_head * head_dim, keys, values, kv_start, kv_len,
-                  v_stride, 0, scale, out, scratch};
+                  v_stride, 0, 0, NULL, 0, scale, out, scratch};
     for (int64_t t = 0; t < n; t++) j.max_kv = kv_len[t] > j.max_kv ? kv_len[t] : j.max_kv;
-    j.split = n * n_kv_head < 4 * (int64_t)pk_pool_threads(pool);
-    attn_task_ctx c = {&j, pick(), 0};
-    pk_pool_run(pool, attention_task, &c);
+    j.score_stride = (j.max_kv + 15) / 16 * 16;
+    // Tiles: runs of rows of one sequence (the same caches), tile_rows at most; rows go to the
+    // pool TILED_ROWS at a time (any grouping gives the same bits).
+    const int most = tile_rows(j.group);
+    for (int64_t r0 = 0; r0 < n; r0 += TILED_ROWS) {
+        const int64_t r1 = n - r0 < TILED_ROWS ? n : r0 + TILED_ROWS;
+        int32_t tiles[TILED_ROWS + 1];
+        int64_t count = 0;
+        for (int64_t t = r0; t < r1; t++)
+            if (t == r0 || keys[t] != keys[t - 1] || values[t] != values[t - 1] || t - tiles[count - 1] >= most)
+                tiles[count++] = (int32_t)t;
+        tiles[count] = (int32_t)r1;
+        j.tiles = tiles, j.n_tiles = count;
+        j.split = count * n_kv_head < 4 * (int64_t)pk_pool_threads(pool);
+        attn_task_ctx c = {&j, pick(), 0};
+        pk_pool_run(pool, attention_task, &c);
+    }
 }

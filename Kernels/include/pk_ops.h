@@ -71,8 +71,11 @@ void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64
 // pk_attention_scratch_floats(max_kv, n_head / n_kv_head, threads) floats.
 //
 // Every (row, head) is computed on its own, in a fixed order that every instruction set follows
-// (llama.cpp's order for its half-precision dot products: sixteen partial sums reduced by a
-// fixed tree; a polynomial exp), so a row's result does not depend on the batch or the CPU.
+// (each dot product and each weighted sum over positions taken in order with fmaf, the softmax's
+// sum by a fixed lane tree, a polynomial exp; the query and the weights rounded to half as
+// llama.cpp rounds them; see attention.c), so a row's result does not
+// depend on the batch, on the rows computed with it or on the CPU. Rows of one sequence next to
+// each other are computed together: each key and value read serves all of them.
 size_t pk_attention_scratch_floats(int64_t max_kv, int group, int threads);
 void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                   const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_len,

@@ -293,7 +293,7 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         for row in 0..<n {
             #expect(run(row..<(row + 1), threads: 1) == Array(reference[(row * qDim)..<((row + 1) * qDim)]), "row \(row) alone differs")
         }
-        // Against double precision (the kernel rounds the query and probabilities to half, as llama.cpp does).
+        // Against double precision (the kernel rounds the query and the weights to half, as llama.cpp does).
         var worst = 0.0
         for t in 0..<n {
             for h in 0..<heads {

@@ -147,9 +147,11 @@ struct LoRAAdapterTests {
 
     /// Merged models against the float reference, one per way of storing the changed matrices.
     /// ``LoRAMerge/Precision/automatic`` (Q8_0 here) and F16 must stay within the tolerance the
-    /// base model meets against its own reference (1.25× its error, as for the unmerged adapter),
-    /// both from the reference and from the unmerged logits; requantizing into Q4_1 is measured
-    /// and printed, not required.
+    /// base model meets against its own reference (1.25× its error, as for the unmerged adapter).
+    /// From the unmerged logits they may be up to 1.5× that error: the merged and the unmerged
+    /// model each carry their own rounding (Q8_0 or F16 weights; Q4_1 weights plus the adapter),
+    /// each of about the base model's error, so their distance is about √2 times it.
+    /// Requantizing into Q4_1 is measured and printed, not required (it is ~4× the tolerance).
     @Test func mergedModelsKeepTheAdaptersEffect() throws {
         let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
         let adapter = try LoRAAdapter(contentsOf: LoRAFixture.peft, for: model)
@@ -190,7 +192,7 @@ struct LoRAAdapterTests {
                   + "(unmerged \(unmerged)), from the unmerged \(apart[precision]!); tolerance \(tolerance)")
         }
         for precision in [LoRAMerge.Precision.automatic, .f16] {
-            #expect(errors[precision]! <= tolerance && apart[precision]! <= tolerance, "\(precision.rawValue)")
+            #expect(errors[precision]! <= tolerance && apart[precision]! <= tolerance * 1.5 / 1.25, "\(precision.rawValue)")
         }
     }
 

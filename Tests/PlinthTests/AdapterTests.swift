@@ -24,10 +24,12 @@ struct AdapterTests {
         guard SystemLanguageModel.default.isAvailable else { return }
         try await peft.compile()
         try await gguf.compile()
-        // The adapter changes what the model says, greedily.
+        // The adapter changes what the model says, greedily. (The random rank-2 adapter moves the
+        // logits by a few percent: an open prompt, whose first tokens are close calls, shows it;
+        // "Name three colors." came out the same with and without it.)
         let base = LanguageModelSession(model: SystemLanguageModel.default)
         let adapted = LanguageModelSession(model: model)
-        let prompt = "Name three colors."
+        let prompt = "Write a short poem about the sea."
         let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 12)
         let a = try await base.respond(to: prompt, options: options).content
         let b = try await adapted.respond(to: prompt, options: options).content
