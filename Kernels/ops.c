@@ -158,8 +158,27 @@ GATED_KERNELS(geglu, 1)
 
 // ---- small helpers ---------------------------------------------------------------------------
 
-void pk_add(float *y, const float *x, int64_t count) {
-    for (int64_t i = 0; i < count; i++) y[i] += x[i];
+typedef struct { float *y; const float *x; int64_t k, x_stride; } add_args;
+
+// (Exact IEEE adds: every ISA's copy gives the same bits.)
+ALWAYS_INLINE void add_rows_body(const void *a, int64_t r0, int64_t r1) {
+    const add_args *p = a;
+    for (int64_t t = r0; t < r1; t++) {
+        float *y = p->y + t * p->k;
+        const float *x = p->x + t * p->x_stride;
+        for (int64_t i = 0; i < p->k; i++) y[i] += x[i];
+    }
+}
+
+static void add_rows_scalar(const void *a, int64_t r0, int64_t r1) { add_rows_body(a, r0, r1); }
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static void add_rows_avx2(const void *a, int64_t r0, int64_t r1) { add_rows_body(a, r0, r1); }
+__attribute__((target("avx512f"))) static void add_rows_avx512(const void *a, int64_t r0, int64_t r1) { add_rows_body(a, r0, r1); }
+#endif
+
+void pk_add_rows(pk_pool *pool, float *y, const float *x, int64_t rows, int64_t k, int64_t x_stride) {
+    const add_args a = {y, x, k, x_stride};
+    for_rows(pool, rows, rows * k, ISA_PICK(rows_fn, add_rows_scalar, add_rows_avx2, add_rows_avx512), &a);
 }
 
 #if defined(__x86_64__)

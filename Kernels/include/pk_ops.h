@@ -40,8 +40,9 @@ void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k
 // every ISA.
 void pk_geglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k);
 
-// y += x, elementwise.
-void pk_add(float *y, const float *x, int64_t count);
+// y += x for `rows` rows of k values: row t of y is y + t*k, row t of x is x + t*x_stride
+// (x_stride 0: the same x for every row, as a bias), shared between the pool's threads.
+void pk_add_rows(pk_pool *pool, float *y, const float *x, int64_t rows, int64_t k, int64_t x_stride);
 
 // Converts count floats to IEEE half, rounding to nearest even.
 void pk_f32_to_f16_row(const float *x, uint16_t *y, int64_t count);

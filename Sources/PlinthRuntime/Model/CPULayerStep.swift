@@ -48,7 +48,7 @@ struct CPULayerStep: LayerStep {
         for t in targets {
             guard let b = t.role.bias.flatMap({ weights[$0] }) else { continue }
             let bias = b.data.assumingMemoryBound(to: Float.self)
-            for r in 0..<n { pk_add(t.y + r * t.width, bias, Int64(t.width)) }
+            pk_add_rows(context.pool, t.y, bias, Int64(n), Int64(t.width), 0)
         }
     }
 
@@ -109,6 +109,6 @@ struct CPULayerStep: LayerStep {
 
     func addToResidual(_ b: StepBuffer) {
         let (y, width) = buffer(b)
-        pk_add(context.x, y, Int64(n * width))
+        pk_add_rows(context.pool, context.x, y, Int64(n), Int64(width), Int64(width))
     }
 }
