@@ -95,7 +95,7 @@ typedef struct {
 
 // Rows a tile may hold for `group` query heads per kv head: enough (row, head) pairs to keep a
 // dozen accumulators in flight.
-static int tile_rows(int group) { return group >= 12 ? 1 : 12 / group > 8 ? 8 : 12 / group; }
+static int tile_rows(int group) { return group >= 14 ? 1 : 14 / group > 8 ? 8 : 14 / group; }
 
 // Row t's keys of kv head kvh in its first block (the next blocks follow PK_KEY_BLOCK * kv_dim
 // halves apart).
@@ -274,7 +274,7 @@ ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int6
 }
 
 // Pairs scored together (one accumulator per pair and key block).
-#define SCORE_PAIRS 12
+#define SCORE_PAIRS 14
 // Key blocks scored together for NR pairs, so that at least eight sums are in flight.
 #define SCORE_BLOCKS(NR) ((NR) >= 8 ? 1 : (NR) >= 3 ? (8 + (NR) - 1) / (NR) : 4)
 
@@ -423,7 +423,8 @@ ALWAYS_INLINE void attend16n_body(const attn_job *j, const attn_unit *u, attn_sc
             switch (nr) {
 #define SCORE_CASE(NR) case NR: score_blocks(NR, nb, q, block, block_halves, HD, scale, dst, ss); break;
             SCORE_CASE(1) SCORE_CASE(2) SCORE_CASE(3) SCORE_CASE(4) SCORE_CASE(5) SCORE_CASE(6)
-            SCORE_CASE(7) SCORE_CASE(8) SCORE_CASE(9) SCORE_CASE(10) SCORE_CASE(11) default: SCORE_CASE(12)
+            SCORE_CASE(7) SCORE_CASE(8) SCORE_CASE(9) SCORE_CASE(10) SCORE_CASE(11) SCORE_CASE(12) SCORE_CASE(13)
+            default: SCORE_CASE(14)
 #undef SCORE_CASE
             }
             b += nb;
