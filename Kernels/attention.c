@@ -330,6 +330,22 @@ ALWAYS_INLINE void softmax_weights16(float *s, int64_t from, int64_t to) {
 // Pairs weighed together: four accumulators each for 64 columns.
 #define VALUE_PAIRS 6
 
+// Positions [p0, p1) of weigh_nr: each pair's FMAs, only where the position is in its range
+// when `checked`.
+ALWAYS_INLINE void weigh_span(const int NR, const int W, const int checked, const uint16_t *vb, int64_t stride, const float *e,
+                              int64_t estride, const int64_t *from, const int64_t *to, int64_t p0, int64_t p1,
+                              __m512 acc[VALUE_PAIRS][4]) {
+    for (int64_t p = p0; p < p1; p++) {
+        __m512 v[4];
+        for (int w = 0; w < W; w++) v[w] = ld_half16(vb + p * stride + 16 * w);
+        for (int r = 0; r < NR; r++)
+            if (!checked || (p >= from[r] && p < to[r])) {
+                const __m512 x = _mm512_set1_ps(e[r * estride + p]);
+                for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(x, v[w], acc[r][w]);
+            }
+    }
+}
+
 // The values of columns [g, g + 16 W) weighed by NR pairs' w (score_stride apart) over their
 // ranges, in order of position, each value vector converted once for all the pairs; the
 // positions every pair has, [both_from, both_to), without checks.
@@ -344,32 +360,9 @@ ALWAYS_INLINE void weigh_nr(const int NR, const int W, const uint16_t *vb, int64
     __m512 acc[VALUE_PAIRS][4];
     for (int r = 0; r < NR; r++)
         for (int w = 0; w < W; w++) acc[r][w] = _mm512_setzero_ps();
-    for (int64_t p = lo; p < a; p++) {
-        __m512 v[4];
-        for (int w = 0; w < W; w++) v[w] = ld_half16(vb + p * stride + 16 * w);
-        for (int r = 0; r < NR; r++)
-            if (p >= from[r] && p < to[r]) {
-                const __m512 x = _mm512_set1_ps(e[r * estride + p]);
-                for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(x, v[w], acc[r][w]);
-            }
-    }
-    for (int64_t p = a; p < z; p++) {
-        __m512 v[4];
-        for (int w = 0; w < W; w++) v[w] = ld_half16(vb + p * stride + 16 * w);
-        for (int r = 0; r < NR; r++) {
-            const __m512 x = _mm512_set1_ps(e[r * estride + p]);
-            for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(x, v[w], acc[r][w]);
-        }
-    }
-    for (int64_t p = z; p < hi; p++) {
-        __m512 v[4];
-        for (int w = 0; w < W; w++) v[w] = ld_half16(vb + p * stride + 16 * w);
-        for (int r = 0; r < NR; r++)
-            if (p >= from[r] && p < to[r]) {
-                const __m512 x = _mm512_set1_ps(e[r * estride + p]);
-                for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(x, v[w], acc[r][w]);
-            }
-    }
+    weigh_span(NR, W, 1, vb, stride, e, estride, from, to, lo, a, acc);
+    weigh_span(NR, W, 0, vb, stride, e, estride, from, to, a, z, acc);
+    weigh_span(NR, W, 1, vb, stride, e, estride, from, to, z, hi, acc);
     for (int r = 0; r < NR; r++)
         for (int w = 0; w < W; w++) _mm512_storeu_ps(out[r] + 16 * w, acc[r][w]);
 }
