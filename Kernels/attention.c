@@ -132,7 +132,7 @@ typedef struct {
 static size_t per_thread(int64_t max_kv, int group) {
     const size_t pairs = (size_t)tile_rows(group) * (size_t)group;
     const size_t stride = (size_t)(max_kv + 15) / 16 * 16;
-    // whole 64-byte lines for each part
+    // (a whole number of 64-byte lines per thread, so that threads share no line)
     return (pairs * 256 + pairs * stride + pairs * 4 + 512 + 4 * 16) / 16 * 16;
 }
 

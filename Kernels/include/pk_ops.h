@@ -68,8 +68,9 @@ void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64
 // Causal attention for n query rows. Row t attends to positions [0, kv_len[t]) of its own
 // sequence, whose keys (blocks as above) start at keys[t] and values (half floats) at
 // values[t], one position every `v_stride` halves, kv head h at offset h*head_dim. q and out
-// hold n rows of n_head*head_dim floats; head_dim is at most 256. `scratch` holds
-// pk_attention_scratch_floats(max_kv, n_head / n_kv_head, threads) floats.
+// hold n rows of n_head*head_dim floats; head_dim is at most 256 and n_head a multiple of
+// n_kv_head. `scratch` holds pk_attention_scratch_floats(max_kv, n_head / n_kv_head, threads)
+// floats, 8-byte aligned, where max_kv is at least every kv_len.
 //
 // Every (row, head) is computed on its own, in a fixed order that every instruction set follows
 // (each dot product and each weighted sum over positions taken in order with fmaf, the softmax's
@@ -82,8 +83,8 @@ void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv
                   const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_len,
                   int64_t v_stride, float scale, float *out, float *scratch);
 // The same with a window: row t attends to positions [kv_start[t], kv_len[t]) only (sliding-window
-// layers). The positions before it weigh exactly zero, as a mask of -infinity gives, and whole
-// chunks of them are skipped, so a row's result is the masked computation's, bit for bit.
+// layers; 0 <= kv_start[t]). The positions before it weigh exactly zero, as a mask of -infinity
+// gives: they take no part in the maximum, the sum or the values.
 void pk_attention_window(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                          const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
                          const int32_t *kv_len, int64_t v_stride, float scale, float *out, float *scratch);

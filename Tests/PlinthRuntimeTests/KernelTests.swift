@@ -335,6 +335,43 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         #expect(worst <= 1, "worst error in units of four ulps: \(worst)")
     }
 
+    /// RMSNorm: every ISA and thread count gives the scalar bits, in place too, for row lengths
+    /// that are and are not whole vectors; and the result is within a few ulps of the norm in
+    /// double (the float square, the mean's and the scale's roundings, the two products).
+    @Test(arguments: [576, 1536, 100, 7, 1])
+    func rmsNormIsExactAcrossISAsAndAccurate(k: Int) {
+        var rng = SplitMix64(seed: UInt64(90 + k))
+        let n = 9000 / k + 3 // enough values that two threads split the rows
+        let x = (0..<(n * k)).map { i in i % 89 == 0 ? Float(rng.below(4001) - 2000) / 10 : Float(rng.below(20001) - 10000) / 1000 }
+        let w = (0..<k).map { _ in Float(rng.below(2001)) / 1000 }
+        func run(threads: Int, inPlace: Bool = false) -> [Float] {
+            let pool = pk_pool_create(Int32(threads))
+            defer { pk_pool_destroy(pool) }
+            var y = inPlace ? x : [Float](repeating: .nan, count: n * k)
+            if inPlace {
+                y.withUnsafeMutableBufferPointer { pk_rms_norm(pool, $0.baseAddress, w, $0.baseAddress, Int64(n), Int64(k), 1e-5) }
+            } else {
+                pk_rms_norm(pool, x, w, &y, Int64(n), Int64(k), 1e-5)
+            }
+            return y
+        }
+        let reference = withISA(Int32(PK_ISA_SCALAR)) { run(threads: 1) }
+        for isa in availableISAs() where isa != Int32(PK_ISA_SCALAR) {
+            #expect(withISA(isa) { run(threads: 2) }.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa)")
+            #expect(withISA(isa) { run(threads: 2, inPlace: true) }.map(\.bitPattern) == reference.map(\.bitPattern), "isa \(isa), in place")
+        }
+        var worst = 0.0
+        for t in 0..<n {
+            let row = x[(t * k)..<((t + 1) * k)].map(Double.init)
+            let scale = 1 / (row.reduce(0) { $0 + $1 * $1 } / Double(k) + 1e-5).squareRoot()
+            for i in 0..<k {
+                let exact = row[i] * scale * Double(w[i])
+                worst = max(worst, abs(Double(reference[t * k + i]) - exact) / (4 * Double(Float(exact).ulp) + 1e-30))
+            }
+        }
+        #expect(worst <= 1, "worst error in units of four ulps: \(worst)")
+    }
+
     /// GEGLU (Gemma's FFN): every ISA and thread count gives the scalar bits, and the result is
     /// close to gelu's tanh form in double. Where gelu is tiny (g below about -5) its value is
     /// e^(2u) scaled, and float's rounding of u (five operations, up to 2.5 ulps) moves it by
