@@ -216,7 +216,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, const attn_unit *u, attn_scrat
 // The unit a thread runs after the current one, whose keys and values it fetches meanwhile.
 typedef struct {
     const uint16_t *keys, *values;
-    int64_t len;
+    int64_t from, len; // the positions it reads (a window's start on)
 } next_unit;
 
 // `warm`: the unit's first row continues the row before it (continues_previous_row): nothing
@@ -260,12 +260,13 @@ ALWAYS_INLINE float tree_sum16(__m512 v) {
 // once per step, mostly from memory: fetching a whole unit ahead, at the pace of this one's
 // blocks, keeps more lines in flight than L1's misses alone allow.
 ALWAYS_INLINE void fetch_next_slice(const attn_job *j, const next_unit *nx, int64_t b, int64_t blocks) {
-    const int64_t nblocks = (nx->len + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
-    for (int64_t nb = b * nblocks / blocks; nb < (b + 1) * nblocks / blocks; nb++) {
+    const int64_t first = nx->from / PK_KEY_BLOCK, nblocks = (nx->len + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK - first;
+    for (int64_t i = b * nblocks / blocks; i < (b + 1) * nblocks / blocks; i++) {
+        const int64_t nb = first + i;
         const char *k = (const char *)(nx->keys + nb * PK_KEY_BLOCK * j->kv_dim);
-        if (nb >= KEYS_AHEAD) // (the first ones are on their way to L1 already: prefetch_keys)
+        if (i >= KEYS_AHEAD) // (the first ones are on their way to L1 already: prefetch_keys)
             for (int o = 0; o < j->head_dim * PK_KEY_BLOCK * 2; o += 64) _mm_prefetch(k + o, _MM_HINT_T1);
-        for (int64_t p = nb * PK_KEY_BLOCK; p < (nb + 1) * PK_KEY_BLOCK && p < nx->len; p++) {
+        for (int64_t p = nb * PK_KEY_BLOCK > nx->from ? nb * PK_KEY_BLOCK : nx->from; p < (nb + 1) * PK_KEY_BLOCK && p < nx->len; p++) {
             const char *v = (const char *)(nx->values + p * j->v_stride);
             for (int o = 0; o < 2 * j->head_dim; o += 64) _mm_prefetch(v + o, _MM_HINT_T1);
             _mm_prefetch(v + 2 * j->head_dim - 1, _MM_HINT_T1);
@@ -486,11 +487,11 @@ typedef struct {
 
 // Starts fetching the first keys of a unit (its first KEYS_AHEAD blocks; the unit fetches the rest
 // ahead of itself), so that they arrive while the unit before it runs.
-static void prefetch_keys(const attn_job *j, int64_t t, int kvh) {
-    const int64_t blocks = (j->kv_len[t] + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
+static void prefetch_keys(const attn_job *j, const next_unit *nx) {
+    const int64_t first = nx->from / PK_KEY_BLOCK, end = (nx->len + PK_KEY_BLOCK - 1) / PK_KEY_BLOCK;
     const size_t bytes = (size_t)j->head_dim * PK_KEY_BLOCK * 2, block_bytes = (size_t)j->kv_dim * PK_KEY_BLOCK * 2;
-    const char *k = (const char *)unit_keys(j, t, kvh);
-    for (int64_t b = 0; b < blocks && b < 3; b++, k += block_bytes)
+    const char *k = (const char *)nx->keys + (size_t)first * block_bytes;
+    for (int64_t b = first; b < end && b < first + 3; b++, k += block_bytes)
         for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(k + o, 0, 3);
 }
 
@@ -520,9 +521,12 @@ static void attention_task(void *ctx, int ith, int nth) {
         next_unit next = {0};
         if (un < total) {
             const attn_unit nu = unit_at(j, un);
-            const int64_t last = nu.t0 + nu.rows - 1;
-            next = (next_unit){unit_keys(j, nu.t0, nu.kvh), unit_values(j, nu.t0, nu.kvh), j->kv_len[last]};
-            if (!continues_previous_row(j, nu.t0)) prefetch_keys(j, nu.t0, nu.kvh);
+            next = (next_unit){unit_keys(j, nu.t0, nu.kvh), unit_values(j, nu.t0, nu.kvh), window_start(j, nu.t0), j->kv_len[nu.t0]};
+            for (int64_t t = nu.t0 + 1; t < nu.t0 + nu.rows; t++) {
+                next.from = window_start(j, t) < next.from ? window_start(j, t) : next.from;
+                next.len = j->kv_len[t] > next.len ? j->kv_len[t] : next.len;
+            }
+            if (!continues_previous_row(j, nu.t0)) prefetch_keys(j, &next);
         }
         // Only with units of whole kv heads (many rows): single-head units are few rows, whose
         // caches are small and which take turns on one kv head's cache.
