@@ -61,12 +61,10 @@ struct SentencePiece: Sendable {
             table[slot] = Int32(id)
         }
         var byteTokens = [Int32](repeating: unknownID ?? -1, count: 256)
-        let digits = Array("0123456789ABCDEF".utf8)
         bytes.withUnsafeBufferPointer { b in
             Lookup.with(b, starts, table) { v in
                 for c in 0..<256 {
-                    let hex: [UInt8] = [0x3C, 0x30, 0x78, digits[c >> 4], digits[c & 15], 0x3E]
-                    let spelled = hex.withUnsafeBufferPointer { v.token($0.baseAddress!, 6) }
+                    let spelled = ByteToken.spelling(UInt8(c)).withUnsafeBufferPointer { v.token($0.baseAddress!, 6) }
                     let single = [UInt8(c)].withUnsafeBufferPointer { v.token($0.baseAddress!, 1) }
                     if spelled >= 0 { byteTokens[c] = spelled } else if single >= 0 { byteTokens[c] = single }
                 }

@@ -429,18 +429,7 @@ public final class Tokenizer: Sendable {
                 }
             }
         } else if a.contains(.byte) {
-            // "<0xAB>"
-            let u = Array(text.utf8)
-            var value: UInt8 = 0
-            if u.count >= 5 {
-                var v: UInt32 = 0
-                for c in u[3..<5] {
-                    guard let d = hexDigit(c) else { break }
-                    v = v * 16 + d
-                }
-                value = UInt8(truncatingIfNeeded: v)
-            }
-            out.append(value)
+            out.append(ByteToken.value(text))
         }
     }
 
@@ -453,15 +442,6 @@ public final class Tokenizer: Sendable {
     private static func hex2(_ b: UInt8) -> String {
         let digits = Array("0123456789abcdef".utf8)
         return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 15)]], as: UTF8.self)
-    }
-
-    private static func hexDigit(_ c: UInt8) -> UInt32? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return UInt32(c - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return UInt32(c - UInt8(ascii: "a") + 10)
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return UInt32(c - UInt8(ascii: "A") + 10)
-        default: return nil
-        }
     }
 
     // MARK: Token facts
