@@ -47,11 +47,10 @@ struct CompletionDistance: Sendable {
                 }
                 for k in Int(g.callStart[s])..<Int(g.callStart[s + 1]) {
                     let r = Int(g.callRule[k])
-                    let start = g.countNeed(rule: r, state: g.ruleStart[r], count: 0) ?? d[Int(g.ruleStart[r])]
+                    let start = Self.toRuleEnd(g, rule: r, state: g.ruleStart[r], count: 0, d)
                     let after = d[Int(g.callReturn[k])]
                     guard start < inf, after < inf else { continue }
-                    // (A counted pattern's table includes its missing characters.)
-                    let via = start + (g.ruleCountBase[r] >= 0 ? 0 : g.ruleMinCount[r]) + after
+                    let via = start + after
                     if via < best { best = via }
                 }
                 if best < d[s] {
@@ -61,6 +60,16 @@ struct CompletionDistance: Sendable {
             }
         }
         state = d
+    }
+
+    /// Bytes from `state` of rule `r`, with `count` characters of its counted pattern so far, to
+    /// the rule's end: the rule's count table where it has one (which includes the characters the
+    /// count still lacks), else the state's distance in `d` plus those characters.
+    static func toRuleEnd(_ g: Grammar, rule r: Int, state: Int32, count: Int32, _ d: [Int32]) -> Int32 {
+        if let need = g.countNeed(rule: r, state: state, count: count) { return need }
+        let base = d[Int(state)]
+        guard base < unreachable else { return unreachable }
+        return base + (g.ruleIsCounted[r] ? max(0, g.ruleMinCount[r] - count) : 0)
     }
 }
 
@@ -73,13 +82,7 @@ extension MatcherCore {
         while f >= 0 {
             let frame = frames[Int(f)]
             let s = Int(frame.state)
-            let r = Int(g.ruleOf[s])
-            if let need = g.countNeed(rule: r, state: frame.state, count: frame.count) {
-                total += Int(need)
-            } else {
-                total += Int(distance.state[s])
-                if g.ruleIsCounted[r] { total += max(0, Int(g.ruleMinCount[r] - frame.count)) }
-            }
+            total += Int(CompletionDistance.toRuleEnd(g, rule: Int(g.ruleOf[s]), state: frame.state, count: frame.count, distance.state))
             f = frame.parent
         }
         return total
