@@ -81,7 +81,6 @@ void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64
 
 typedef struct {
     const float *q;
-    int64_t n;
     int n_head, n_kv_head, head_dim, group, split;
     int64_t kv_dim;
     const uint16_t *const *keys, *const *values;
@@ -93,9 +92,28 @@ typedef struct {
     float *out, *scratch;
 } attn_job;
 
-// Rows a tile may hold for `group` query heads per kv head: enough (row, head) pairs to keep a
-// dozen accumulators in flight.
+// Rows a tile may hold for `group` query heads per kv head: up to 14 (row, head) pairs, whose
+// scores stay in registers together (SCORE_PAIRS).
 static int tile_rows(int group) { return group >= 14 ? 1 : 14 / group > 8 ? 8 : 14 / group; }
+
+// A unit: rows [t0, t0 + rows) of one sequence, heads [h0, h0 + count) of kv head kvh. Its
+// (row, head) pairs are numbered r * count + c; their queries, scores and ranges live in the
+// thread's scratch.
+typedef struct {
+    int64_t t0;
+    int rows, kvh, h0, count;
+} attn_unit;
+
+// Where pair i of unit u starts in q and in out (rows of n_head * head_dim).
+ALWAYS_INLINE int64_t pair_offset(const attn_job *j, const attn_unit *u, int i) {
+    return ((u->t0 + i / u->count) * j->n_head + u->h0 + i % u->count) * j->head_dim;
+}
+
+// The smallest start and the largest end of n pairs' ranges.
+ALWAYS_INLINE void pairs_span(const int64_t *from, const int64_t *to, int n, int64_t *lo, int64_t *hi) {
+    *lo = from[0], *hi = to[0];
+    for (int i = 1; i < n; i++) *lo = from[i] < *lo ? from[i] : *lo, *hi = to[i] > *hi ? to[i] : *hi;
+}
 
 // Row t's keys of kv head kvh in its first block (the next blocks follow PK_KEY_BLOCK * kv_dim
 // halves apart).
@@ -113,14 +131,6 @@ ALWAYS_INLINE const uint16_t *unit_values(const attn_job *j, int64_t t, int kvh)
 ALWAYS_INLINE int continues_previous_row(const attn_job *j, int64_t t) { return t > 0 && j->keys[t - 1] == j->keys[t]; }
 
 ALWAYS_INLINE int64_t window_start(const attn_job *j, int64_t t) { return j->kv_start ? j->kv_start[t] : 0; }
-
-// A unit: rows [t0, t0 + rows) of one sequence, heads [h0, h0 + count) of kv head kvh. Its
-// (row, head) pairs are numbered r * count + c; their queries, scores and ranges live in the
-// thread's scratch.
-typedef struct {
-    int64_t t0;
-    int rows, kvh, h0, count;
-} attn_unit;
 
 typedef struct {
     float *q;        // pairs * head_dim: the pairs' queries
@@ -150,18 +160,15 @@ static attn_scratch scratch_of(const attn_job *j, int ith) {
 
 // The pairs' queries and ranges into the scratch; returns the number of pairs.
 ALWAYS_INLINE int unit_setup(const attn_job *j, const attn_unit *u, attn_scratch *s) {
-    const int hd = j->head_dim;
-    for (int r = 0; r < u->rows; r++) {
-        const int64_t t = u->t0 + r;
-        for (int c = 0; c < u->count; c++) {
-            const int i = r * u->count + c;
-            const float *q = j->q + (t * j->n_head + u->h0 + c) * hd;
-            for (int d = 0; d < hd; d++) s->q[(size_t)i * hd + d] = f16_round(q[d]);
-            s->from[i] = window_start(j, t);
-            s->to[i] = j->kv_len[t];
-        }
+    const int hd = j->head_dim, pairs = u->rows * u->count;
+    for (int i = 0; i < pairs; i++) {
+        const int64_t t = u->t0 + i / u->count;
+        const float *q = j->q + pair_offset(j, u, i);
+        for (int d = 0; d < hd; d++) s->q[(size_t)i * hd + d] = f16_round(q[d]);
+        s->from[i] = window_start(j, t);
+        s->to[i] = j->kv_len[t];
     }
-    return u->rows * u->count;
+    return pairs;
 }
 
 // The scores of the sixteen keys of a block (pk_store_key's layout, this kv head's part) for
@@ -207,8 +214,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, const attn_unit *u, attn_scrat
             load_f16(vb + p * j->v_stride, v, hd);
             for (int d = 0; d < hd; d++) acc[d] = fmaf(sc[p], v[d], acc[d]);
         }
-        const int64_t t = u->t0 + i / u->count;
-        float *out = j->out + (t * j->n_head + u->h0 + i % u->count) * hd;
+        float *out = j->out + pair_offset(j, u, i);
         for (int d = 0; d < hd; d++) out[d] = acc[d];
     }
 }
@@ -352,11 +358,10 @@ ALWAYS_INLINE void weigh_span(const int NR, const int W, const int checked, cons
 // positions every pair has, [both_from, both_to), without checks.
 ALWAYS_INLINE void weigh_nr(const int NR, const int W, const uint16_t *vb, int64_t stride, const float *e, int64_t estride,
                             const int64_t *from, const int64_t *to, float *const *out) {
-    int64_t lo = from[0], hi = to[0], both_from = from[0], both_to = to[0];
-    for (int r = 1; r < NR; r++) {
-        lo = from[r] < lo ? from[r] : lo, hi = to[r] > hi ? to[r] : hi;
+    int64_t lo, hi, both_from = from[0], both_to = to[0];
+    pairs_span(from, to, NR, &lo, &hi);
+    for (int r = 1; r < NR; r++)
         both_from = from[r] > both_from ? from[r] : both_from, both_to = to[r] < both_to ? to[r] : both_to;
-    }
     const int64_t a = both_from < hi ? both_from : hi, z = both_to > a ? both_to : a;
     __m512 acc[VALUE_PAIRS][4];
     for (int r = 0; r < NR; r++)
@@ -383,8 +388,8 @@ ALWAYS_INLINE void attend16n_body(const attn_job *j, const attn_unit *u, attn_sc
                                   const int HD) {
     const int pairs = unit_setup(j, u, s);
     const int64_t stride = j->v_stride, ss = j->score_stride;
-    int64_t lo = s->from[0], hi = s->to[0];
-    for (int i = 1; i < pairs; i++) lo = s->from[i] < lo ? s->from[i] : lo, hi = s->to[i] > hi ? s->to[i] : hi;
+    int64_t lo, hi;
+    pairs_span(s->from, s->to, pairs, &lo, &hi);
     const uint16_t *kb = unit_keys(j, u->t0, u->kvh), *vb = unit_values(j, u->t0, u->kvh);
     const int64_t block_halves = PK_KEY_BLOCK * j->kv_dim;
     const __m512 scale = _mm512_set1_ps(j->scale);
@@ -433,10 +438,7 @@ ALWAYS_INLINE void attend16n_body(const attn_job *j, const attn_unit *u, attn_sc
         for (int g = 0; g < HD; g += 64) {
             const int w = (HD - g) / 16 < 4 ? (HD - g) / 16 : 4;
             float *out[VALUE_PAIRS];
-            for (int r = 0; r < nr; r++) {
-                const int i = i0 + r;
-                out[r] = j->out + ((u->t0 + i / u->count) * j->n_head + u->h0 + i % u->count) * HD + g;
-            }
+            for (int r = 0; r < nr; r++) out[r] = j->out + pair_offset(j, u, i0 + r) + g;
             const float *e = s->scores + (size_t)i0 * ss;
             const int64_t *from = s->from + i0, *to = s->to + i0;
             switch (nr) {
@@ -550,7 +552,7 @@ void pk_attention_window(pk_pool *pool, const float *q, int64_t n, int n_head, i
                          const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
                          const int32_t *kv_len, int64_t v_stride, float scale, float *out, float *scratch) {
     if (n <= 0) return;
-    attn_job j = {q, n, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, (int64_t)n_kv_head * head_dim, keys, values, kv_start, kv_len,
+    attn_job j = {q, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, (int64_t)n_kv_head * head_dim, keys, values, kv_start, kv_len,
                   v_stride, 0, 0, NULL, 0, scale, out, scratch};
     for (int64_t t = 0; t < n; t++) j.max_kv = kv_len[t] > j.max_kv ? kv_len[t] : j.max_kv;
     j.score_stride = (j.max_kv + 15) / 16 * 16;

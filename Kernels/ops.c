@@ -62,6 +62,11 @@ __attribute__((target("avx2,fma,f16c"))) static void norm_rows_avx2(const void *
     norm_rows_body(a, r0, r1);
 }
 
+// The lanes of the 16 values from i that are before k.
+__attribute__((target("avx512f"))) ALWAYS_INLINE __mmask16 first_lanes(int64_t i, int64_t k) {
+    return k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1u);
+}
+
 // norm_rows_body with vectors: lanes 0-7 and 8-15 of each 16 values in two double vectors.
 __attribute__((target("avx512f,avx512dq"))) static void norm_rows_avx512(const void *a, int64_t r0, int64_t r1) {
     const norm_args *p = a;
@@ -71,8 +76,7 @@ __attribute__((target("avx512f,avx512dq"))) static void norm_rows_avx512(const v
         float *yr = p->y + t * k;
         __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
         for (int64_t i = 0; i < k; i += 16) {
-            const int64_t left = k - i;
-            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            const __mmask16 m = first_lanes(i, k);
             const __m512 v = _mm512_maskz_loadu_ps(m, xr + i);
             const __m512 sq = _mm512_mul_ps(v, v);
             lo = _mm512_mask_add_pd(lo, (__mmask8)m, lo, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
@@ -83,8 +87,7 @@ __attribute__((target("avx512f,avx512dq"))) static void norm_rows_avx512(const v
         _mm512_storeu_pd(lane + 8, hi);
         const __m512 scale = _mm512_set1_ps(norm_scale(norm_lane_tree(lane), k, p->eps));
         for (int64_t i = 0; i < k; i += 16) {
-            const int64_t left = k - i;
-            const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            const __mmask16 m = first_lanes(i, k);
             const __m512 v = _mm512_maskz_loadu_ps(m, xr + i);
             _mm512_mask_storeu_ps(yr + i, m, _mm512_mul_ps(_mm512_mul_ps(v, scale), _mm512_maskz_loadu_ps(m, p->w + i)));
         }
