@@ -241,7 +241,8 @@ def package_patches(name, src, log):
             log.append(f"{path}: NOT APPLIED, text not found ({why})")
             continue
         open(path, "w", encoding="utf-8").write(text)
-        log.append(f"{path}: {why} ({'under #if canImport(' + (arg if action == 'gate' else arg[2]) + ')' if action != 'replace' else 'replaced'})")
+        how = "replaced" if action == "replace" else f"under #if canImport({arg if action == 'gate' else arg[2]})"
+        log.append(f"{path}: {why} ({how})")
 
 
 # ---- the package's own manifest, patched ---------------------------------------------------------
@@ -375,9 +376,10 @@ def parse_tests(output):
         (passed if m.group(2) == "passed" else failed).add(m.group(1))
     for m in re.finditer(r"^Test Case '(\S+)' (passed|failed)", output, re.M):                 # XCTest on Linux
         (passed if m.group(2) == "passed" else failed).add(m.group(1))
-    for m in re.finditer(r"^\S+ Test (\"[^\"]*\"|[^\s\"]\S*?(?:\(.*?\))?) (passed|failed)", output, re.M):  # swift-testing
+    name = r"^\S+ Test (\"[^\"]*\"|[^\s\"]\S*?(?:\(.*?\))?)"                                      # swift-testing
+    for m in re.finditer(name + r" (passed|failed)", output, re.M):
         (passed if m.group(2) == "passed" else failed).add(m.group(1))
-    for m in re.finditer(r"^\S+ Test (\"[^\"]*\"|[^\s\"]\S*?(?:\(.*?\))?) recorded an issue", output, re.M):
+    for m in re.finditer(name + r" recorded an issue", output, re.M):
         failed.add(m.group(1))
     return passed - failed, failed
 

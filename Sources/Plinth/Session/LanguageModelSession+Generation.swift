@@ -134,11 +134,17 @@ extension LanguageModelSession {
             if let schema, let guide = schema.resolved.unsupportedGuides.first {
                 throw GenerationError.unsupportedGuide(.init(debugDescription: "The schema '\(schema.name)' uses \(guide)."))
             }
-            var configuration = await requestConfiguration()
-            requestModel = configuration.model
-            profilePolicy = configuration.resolution?.transcriptErrorHandlingPolicy
+            // The request's configuration (its profile's, when it has one), whose model must be
+            // able to serve the request.
+            func resolveConfiguration() async throws -> RequestConfiguration {
+                let resolved = await requestConfiguration()
+                requestModel = resolved.model
+                profilePolicy = resolved.resolution?.transcriptErrorHandlingPolicy
+                try Self.checkCapabilities(resolved, options: options, schema: schema)
+                return resolved
+            }
             // Checked before the prompt is added, so a request the model can't serve leaves no trace.
-            try Self.checkCapabilities(configuration, options: options, schema: schema)
+            var configuration = try await resolveConfiguration()
             let promptEntry = Transcript.Prompt(
                 metadata: metadata, segments: prompt.segments, options: options,
                 responseFormat: schema.map { Transcript.ResponseFormat(schema: $0) }, contextOptions: contextOptions)
@@ -158,10 +164,7 @@ extension LanguageModelSession {
             while true {
                 if profile != nil && !resolved {
                     // The profile sees what the callbacks and tools changed since it was last resolved.
-                    configuration = await requestConfiguration()
-                    requestModel = configuration.model
-                    profilePolicy = configuration.resolution?.transcriptErrorHandlingPolicy
-                    try Self.checkCapabilities(configuration, options: options, schema: schema)
+                    configuration = try await resolveConfiguration()
                 }
                 resolved = false
                 let model = configuration.model, tools = configuration.tools

@@ -45,7 +45,7 @@ extension LanguageModelSession {
     /// Resolves the profile and evaluates its dynamic instructions, with the history read-only.
     func dynamicConfiguration() -> RequestConfiguration {
         guard let profile else {
-            return RequestConfiguration(model: model, tools: tools, toolDefinitions: tools.map { Transcript.ToolDefinition(tool: $0) })
+            return RequestConfiguration(model: model, tools: tools, toolDefinitions: toolDefinitions)
         }
         return SessionPropertyValues.$current.withValue(.init(values: propertyValues, historyIsWritable: false)) {
             var resolution = ProfileResolution()

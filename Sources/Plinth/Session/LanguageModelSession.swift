@@ -37,8 +37,9 @@ public final class LanguageModelSession: @unchecked Sendable {
     // `@unchecked`: every mutable property lives in `state`, behind a mutex.
     /// The model, unless a profile chooses another.
     let model: any LanguageModel
-    /// The tools of a session without a profile.
+    /// The tools of a session without a profile, and their definitions.
     let tools: [any Tool]
+    let toolDefinitions: [Transcript.ToolDefinition]
     /// The dynamic profile (or dynamic instructions) resolved before each model request.
     let profile: AnyDynamicProfile?
     let state: Mutex<State>
@@ -62,6 +63,7 @@ public final class LanguageModelSession: @unchecked Sendable {
     init(anyModel: any LanguageModel, tools: [any Tool], transcript: Transcript, profile: AnyDynamicProfile? = nil) {
         self.model = anyModel
         self.tools = tools
+        self.toolDefinitions = tools.map { Transcript.ToolDefinition(tool: $0) }
         self.profile = profile
         self.state = Mutex(State(transcript: transcript))
         propertyValues.attach(to: self)
@@ -218,13 +220,7 @@ public final class LanguageModelSession: @unchecked Sendable {
             registrar.access(self, keyPath: \.transcript)
             return state.withLock { $0.transcript }
         }
-        set {
-            registrar.withMutation(of: self, keyPath: \.transcript) {
-                state.withLock { s in
-                    if !s.isResponding { s.transcript = newValue }
-                }
-            }
-        }
+        set { updateTranscript(unlessResponding: true) { $0 = newValue } }
     }
 
     /// A Boolean value that indicates a response is being generated.
@@ -282,9 +278,13 @@ public final class LanguageModelSession: @unchecked Sendable {
         }
     }
 
-    func updateTranscript(_ body: (inout Transcript) -> Void) {
+    /// Changes the transcript, telling its observers; with `unlessResponding`, not while a
+    /// request works on it (checked under the same lock as the change).
+    func updateTranscript(unlessResponding: Bool = false, _ body: (inout Transcript) -> Void) {
         registrar.withMutation(of: self, keyPath: \.transcript) {
-            state.withLock { body(&$0.transcript) }
+            state.withLock { s in
+                if !(unlessResponding && s.isResponding) { body(&s.transcript) }
+            }
         }
     }
 

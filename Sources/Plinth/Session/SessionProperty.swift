@@ -100,19 +100,16 @@ public final class SessionPropertyValues: Sendable {
             return session?.transcript.history ?? detached
         }
         set {
-            if let binding = Self.current, binding.values === self {
-                if !binding.historyIsWritable { return }
-            } else if state.withLock({ $0.session })?.isResponding == true {
-                // As with the session's transcript: not while a request works on it, except from
-                // that request's own profile callbacks.
-                return
-            }
+            let binding = Self.current.flatMap { $0.values === self ? $0 : nil }
+            if let binding, !binding.historyIsWritable { return }
             registrar.withMutation(of: self, keyPath: \.history) {
                 let session = state.withLock { s -> LanguageModelSession? in
                     if s.session == nil { s.detachedHistory = newValue }
                     return s.session
                 }
-                session?.updateTranscript { $0.history = newValue }
+                // As with the session's transcript: not while a request works on it, except from
+                // that request's own profile callbacks.
+                session?.updateTranscript(unlessResponding: binding == nil) { $0.history = newValue }
             }
         }
     }
