@@ -1,4 +1,5 @@
 #include "pk_matmul.h"
+#include "elementwise.h"
 #include "isa.h"
 #include "qtile_isa.h"
 #include "share.h"
@@ -92,8 +93,9 @@ static size_t bias_bytes(int64_t n, int64_t k) { return align64((size_t)(n * (k 
 #define SGEMM_ROWS 32
 #define SGEMM_MIN_N 8
 
+// Two tiles: a paired (gated) product unpacks a tile of each matrix.
 static size_t thread_bytes_for(int64_t k) {
-    const size_t tile = align64(qt_tile_bytes(k));
+    const size_t tile = 2 * align64(qt_tile_bytes(k));
     const size_t f = align64((size_t)k * SGEMM_ROWS * sizeof(float));
     return tile > f ? tile : f;
 }
@@ -209,9 +211,34 @@ AVX2_TARGET static void float_avx2(int type, const uint8_t *w, size_t row_bytes,
                                    const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
     float_rows_body(type, w, row_bytes, r0, r1, k, x, n, y, ldy, wf);
 }
-#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")))
+// Sixteen vectors reduced to one whose lane b is the reduction of vector b's lanes, by a tree
+// of halving shuffles (8 + 4 + 2 + 1 combining ops) instead of sixteen reductions of their own.
+// The leaves are taken in the order that leaves the lanes in order: the tree puts vector
+// 4j + m's result in lane 4m + j. Max and integer add are exact, so any order gives the same.
+#define TREE16(T, name, comb, shuf_f32x4, unpack_lo64, unpack_hi64, shuf_32)                              \
+    AVX512_TARGET static inline T name(const T v[16]) {                                                  \
+        T w[8], x[4], y[2];                                                                              \
+        for (int i = 0; i < 8; i++) {                                                                    \
+            const T a = v[(2 * i) % 4 * 4 + (2 * i) / 4], b = v[(2 * i + 1) % 4 * 4 + (2 * i + 1) / 4];  \
+            w[i] = comb(shuf_f32x4(a, b, 0x44), shuf_f32x4(a, b, 0xEE));                                 \
+        }                                                                                                \
+        for (int i = 0; i < 4; i++)                                                                      \
+            x[i] = comb(shuf_f32x4(w[2 * i], w[2 * i + 1], 0x88), shuf_f32x4(w[2 * i], w[2 * i + 1], 0xDD)); \
+        for (int i = 0; i < 2; i++) y[i] = comb(unpack_lo64(x[2 * i], x[2 * i + 1]), unpack_hi64(x[2 * i], x[2 * i + 1])); \
+        return comb(shuf_32(y[0], y[1], 0x88), shuf_32(y[0], y[1], 0xDD));                               \
+    }
+#define I32X4(a, b, imm) _mm512_shuffle_i32x4(a, b, imm)
+#define I64LO(a, b) _mm512_unpacklo_epi64(a, b)
+#define I64HI(a, b) _mm512_unpackhi_epi64(a, b)
+#define I32SH(a, b, imm) _mm512_castps_si512(_mm512_shuffle_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b), imm))
+#define F64LO(a, b) _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#define F64HI(a, b) _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+TREE16(__m512, max_tree16, _mm512_max_ps, _mm512_shuffle_f32x4, F64LO, F64HI, _mm512_shuffle_ps)
+TREE16(__m512i, add_tree16, _mm512_add_epi32, I32X4, I64LO, I64HI, I32SH)
+
 // quantize_block32 on two vectors: the same codes, scale and sums (max ignores NaN as the scalar
-// comparison does; a NaN's code is 0 on both paths).
+// comparison does; a NaN's code is 0 on both paths). For a row's last few blocks.
 AVX512_TARGET static inline float quantize_block32_avx512(const float *xb, int8_t *qb, int32_t half[2]) {
     const __m512 v[2] = {_mm512_loadu_ps(xb), _mm512_loadu_ps(xb + 16)};
     __m512 m = _mm512_setzero_ps();
@@ -225,8 +252,97 @@ AVX512_TARGET static inline float quantize_block32_avx512(const float *xb, int8_
     }
     return amax / 127.0f;
 }
+
+// quantize_rows for sixteen blocks at a time: the same codes, scales and terms as the scalar
+// path, bit for bit (max ignores NaN as the scalar comparison does; a NaN's code is 0 on both).
+// Per block only the codes are made one at a time; the blocks' maxima, scales, code sums and
+// terms are vectors with one block per lane.
 AVX512_TARGET static void quantize_avx512(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
-    quantize_rows(x, t0, t1, k, kind, a, quantize_block32_avx512);
+    const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    const __m512i low_half = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i high_half = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    // dword of the packs' result holding each output dword (see below)
+    const __m512i code_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const int64_t nblocks = k / 32;
+    for (int64_t t = t0; t < t1; t++)
+        for (int64_t g = 0; g < nblocks; g += 16) {
+            const int nb = nblocks - g < 16 ? (int)(nblocks - g) : 16;
+            // A short tail costs as much through the tree as sixteen blocks: block by block.
+            if (nb < 8) {
+                for (int64_t b = g; b < nblocks; b++) {
+                    int32_t half[2];
+                    const float d = quantize_block32_avx512(x + t * k + b * 32, a.q + t * k + b * 32, half);
+                    block_terms(kind, a, t * (k / 16), t * nblocks, b, d, half);
+                }
+                break;
+            }
+            const __mmask16 valid = (__mmask16)((1u << nb) - 1u);
+            const float *xg = x + t * k + g * 32;
+            int8_t *qg = a.q + t * k + g * 32;
+            // Blocks past the row's end read as zero (every loop below has constant bounds, so
+            // the sixteen blocks stay in registers).
+            __m512 v[2][16], m[16];
+            for (int b = 0; b < 16; b++) {
+                const __mmask16 in = b < nb ? 0xffff : 0;
+                m[b] = _mm512_setzero_ps();
+                for (int h = 0; h < 2; h++) {
+                    v[h][b] = _mm512_maskz_loadu_ps(in, xg + 32 * b + 16 * h);
+                    // NaN lanes keep m (the max's second operand)
+                    m[b] = _mm512_max_ps(_mm512_and_ps(v[h][b], abs_mask), m[b]);
+                }
+            }
+            const __m512 amax = max_tree16(m);
+            const __mmask16 nonzero = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+            const __m512 id = _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(127.0f), amax);
+            const __m512 d = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+            __m512i half[2][16];
+            for (int b = 0; b < 16; b++) {
+                const __m512 s = _mm512_permutexvar_ps(_mm512_set1_epi32(b), id);
+                for (int h = 0; h < 2; h++) {
+                    // a NaN's code is 0, as the scalar conversion's low byte (in codes and sums)
+                    const __m512 p = _mm512_mul_ps(v[h][b], s);
+                    half[h][b] = _mm512_maskz_cvtps_epi32(_mm512_cmp_ps_mask(p, p, _CMP_ORD_Q), p);
+                }
+            }
+            // Codes of two blocks at a time: saturating packs (the codes are within +-127) leave
+            // dword 4l + i of the result holding lane l's dword i of (block 0's halves, block
+            // 1's halves).
+            for (int b = 0; b < nb; b += 2) {
+                const __m512i p = _mm512_packs_epi16(_mm512_packs_epi32(half[0][b], half[1][b]),
+                                                     _mm512_packs_epi32(half[0][b + 1], half[1][b + 1]));
+                const __m512i q = _mm512_permutexvar_epi32(code_order, p);
+                if (nb - b >= 2) _mm512_storeu_si512(qg + 32 * b, q);
+                else _mm256_storeu_si256((__m256i *)(qg + 32 * b), _mm512_castsi512_si256(q));
+            }
+            const int64_t o32 = t * nblocks + g, o16 = 2 * o32;
+            if (kind == ACT_Q8_K) {
+                const __m512i s0 = add_tree16(half[0]), s1 = add_tree16(half[1]);
+                const __m512i sum = _mm512_add_epi32(s0, s1);
+                const __m512i h0 = _mm512_permutex2var_epi32(s0, low_half, s1), h1 = _mm512_permutex2var_epi32(s0, high_half, s1);
+                const __m512 d0 = _mm512_permutex2var_ps(d, low_half, d), d1 = _mm512_permutex2var_ps(d, high_half, d);
+                const __mmask16 lo = (__mmask16)(nb >= 8 ? 0xffffu : (1u << (2 * nb)) - 1u);
+                const __mmask16 hi = (__mmask16)(nb <= 8 ? 0u : (1u << (2 * (nb - 8))) - 1u);
+                _mm512_mask_storeu_ps(a.dx16 + o16, lo, d0);
+                _mm512_mask_storeu_ps(a.dx16 + o16 + 16, hi, d1);
+                _mm512_mask_storeu_epi32(a.sx16 + o16, lo, h0);
+                _mm512_mask_storeu_epi32(a.sx16 + o16 + 16, hi, h1);
+                _mm512_mask_storeu_ps(a.xs16 + o16, lo, _mm512_mul_ps(d0, _mm512_cvtepi32_ps(h0)));
+                _mm512_mask_storeu_ps(a.xs16 + o16 + 16, hi, _mm512_mul_ps(d1, _mm512_cvtepi32_ps(h1)));
+                _mm512_mask_storeu_ps(a.dx32 + o32, valid, d);
+                _mm512_mask_storeu_epi32(a.sx32 + o32, valid, sum);
+                _mm512_mask_storeu_ps(a.xs32 + o32, valid, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sum)));
+                continue;
+            }
+            __m512i both[16];
+            for (int b = 0; b < 16; b++) both[b] = _mm512_add_epi32(half[0][b], half[1][b]);
+            const __m512i sum = add_tree16(both);
+            // round_f16: to half with ties to even and back, as the (_Float16) conversion does
+            _mm512_mask_storeu_ps(a.dx32 + o32, valid, _mm512_cvtph_ps(_mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT)));
+            _mm512_mask_storeu_epi32(a.sx32 + o32, valid, sum);
+            const __m512 xs = kind == ACT_Q8_1 ? _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sum)), _MM_FROUND_TO_NEAREST_INT))
+                                               : _mm512_setzero_ps();
+            _mm512_mask_storeu_ps(a.xs32 + o32, valid, xs);
+        }
 }
 AVX512_TARGET static void float_avx512(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
                                        const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
@@ -280,6 +396,9 @@ typedef struct {
     int prepare_in_task;       // the threads quantize their share of the rows, then meet
     _Atomic int prepared;
     _Atomic int64_t next_tile;
+    int fused;                 // some op has an epilogue, or the ops are paired
+    pk_matmul_fuse fuse;
+    int64_t units;             // tiles, or pairs of tiles when paired
 } matmul_job;
 
 // How finely the tiles are dealt out: more runs balance better, each costs one atomic add.
@@ -345,9 +464,96 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
     }
 }
 
-// A tile's cost in decode: the bytes it streams.
+// ---- fused products: a unit's results go through its epilogue while they are in cache ----
+
+// One tile of a unit: op i's rows [r, r + rows).
+typedef struct {
+    int op, rows;
+    int64_t r;
+    const uint8_t *w, *packed;
+    int last, gemv, unpacked;
+    qt_tile tile;
+} unit_tile;
+
+static unit_tile unit_tile_at(const matmul_job *j, int i, int64_t tile, uint8_t *buf) {
+    const pk_matmul_op *op = &j->ops[i];
+    const qt_type *ty = j->ty[i];
+    const size_t row_bytes = qt_row_bytes(ty, j->k);
+    unit_tile u = {.op = i, .r = tile * QT_ROWS};
+    u.rows = op->m - u.r < QT_ROWS ? (int)(op->m - u.r) : QT_ROWS;
+    u.w = (const uint8_t *)op->w + (size_t)u.r * row_bytes;
+    u.packed = op->packed && u.rows == QT_ROWS ? (const uint8_t *)op->packed + (size_t)tile * qt_packed_tile_bytes(ty, row_bytes) : NULL;
+    u.last = u.r + QT_ROWS >= op->m || (u.packed && u.r + 2 * QT_ROWS > op->m);
+    u.gemv = j->n <= GEMV_MAX_TOKENS && j->tk[i].gemv && u.rows == QT_ROWS;
+    u.tile = qt_tile_at(buf, j->k);
+    return u;
+}
+
+// Results of tokens [t, t + count) of one tile, into out (16 per token).
+static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int count, float *out) {
+    const int i = u->op;
+    const qt_type *ty = j->ty[i];
+    const size_t row_bytes = qt_row_bytes(ty, j->k);
+    const qt_act *a = &j->act[ty->tile.act];
+    if (u->gemv) {
+        for (int c = 0; c < count; c++) j->tk[i].gemv(ty, u->w, row_bytes, u->packed, u->rows, u->last, j->k, a, j->nb[i], t + c, out + 16 * c);
+        return;
+    }
+    if (!u->unpacked) {
+        j->tk[i].unpack(ty, u->w, row_bytes, u->packed, u->rows, u->last, j->k, u->tile);
+        u->unpacked = 1;
+    }
+    j->ks.dot(&ty->tile, u->tile, j->k, a, j->nb[i], t, count, out, 16, u->rows);
+}
+
+// Unit g: tile g of ops 0 and 1 when paired, else the job's tile g. Each group of tokens is
+// computed into blocks, then given the op's bias and stored, added, or gated into place.
+static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
+    unit_tile u[2];
+    int members = 1;
+    if (j->fuse.glu) {
+        u[0] = unit_tile_at(j, 0, g, buf);
+        u[1] = unit_tile_at(j, 1, g, buf + align64(qt_tile_bytes(j->k)));
+        members = 2;
+    } else {
+        int i = 0;
+        while (g >= j->first_tile[i + 1]) i++;
+        u[0] = unit_tile_at(j, i, g - j->first_tile[i], buf);
+    }
+    float block[2][QT_TOKENS * QT_ROWS];
+    const int rows = u[0].rows;
+    for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
+        const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
+        for (int m = 0; m < members; m++) {
+            unit_tile_block(j, &u[m], t, count, block[m]);
+            const float *bias = j->ops[u[m].op].bias;
+            if (bias)
+                for (int c = 0; c < count; c++)
+                    for (int r = 0; r < rows; r++) block[m][16 * c + r] = block[m][16 * c + r] + bias[u[m].r + r];
+        }
+        const pk_matmul_op *op = &j->ops[u[0].op];
+        for (int c = 0; c < count; c++) {
+            float *y = op->y + (t + c) * op->ldy + u[0].r;
+            const float *p = block[0] + 16 * c;
+            if (op->accumulate)
+                for (int r = 0; r < rows; r++) y[r] = y[r] + p[r];
+            else
+                memcpy(y, p, (size_t)rows * sizeof(float));
+            if (members == 2) ew_gated(j->fuse.glu == PK_GLU_GELU_TANH, y, block[1] + 16 * c, rows);
+        }
+    }
+}
+
+// Units [g0, g1) of the job.
+static void matmul_units(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
+    if (!j->fused) { matmul_tiles(j, g0, g1, buf); return; }
+    for (int64_t g = g0; g < g1; g++) fused_unit(j, g, buf);
+}
+
+// A unit's cost in decode: the bytes it streams.
 static int64_t tile_cost(const void *ctx, int64_t g) {
     const matmul_job *j = ctx;
+    if (j->fuse.glu) return j->tile_bytes[0] + j->tile_bytes[1];
     int i = 0;
     while (g >= j->first_tile[i + 1]) i++;
     return j->tile_bytes[i];
@@ -355,6 +561,8 @@ static int64_t tile_cost(const void *ctx, int64_t g) {
 
 // Quantizes activation rows [t0, t1) for every format the ops need, and their bias terms.
 static void prepare_rows(const matmul_job *j, int64_t t0, int64_t t1) {
+    if (j->fuse.norm_source)
+        ew_rms_norm_rows(j->fuse.norm_source, j->fuse.norm_weight, (float *)j->x, t0, t1, j->k, j->fuse.norm_eps);
     for (int kind = 0; kind < ACT_KINDS; kind++)
         if (j->need[kind]) j->ks.quantize(j->x, t0, t1, j->k, kind, j->abuf[kind]);
     for (int i = 0; i < j->count; i++) {
@@ -378,14 +586,14 @@ static void matmul_task(void *ctx, int ith, int nth) {
     matmul_job *j = ctx;
     if (j->prepare_in_task) prepare_shared(j, ith, nth);
     uint8_t *buf = j->thread_scratch + (size_t)ith * j->thread_bytes;
-    const int64_t total = j->first_tile[j->count];
-    if (nth == 1) { matmul_tiles(j, 0, total, buf); return; }
+    const int64_t total = j->units;
+    if (nth == 1) { matmul_units(j, 0, total, buf); return; }
     if (j->n == 1) {
         // Decode streams the weights once: contiguous shares of equal bytes keep each thread's
         // reads sequential (and its prefetches ahead of it).
         int64_t g0, g1;
         share_by_cost(total, tile_cost, j, ith, nth, &g0, &g1);
-        matmul_tiles(j, g0, g1, buf);
+        matmul_units(j, g0, g1, buf);
         return;
     }
     int64_t run = total / ((int64_t)nth * TILE_RUNS_PER_THREAD);
@@ -393,12 +601,12 @@ static void matmul_task(void *ctx, int ith, int nth) {
     for (;;) {
         const int64_t g0 = atomic_fetch_add_explicit(&j->next_tile, run, memory_order_relaxed);
         if (g0 >= total) return;
-        matmul_tiles(j, g0, g0 + run < total ? g0 + run : total, buf);
+        matmul_units(j, g0, g0 + run < total ? g0 + run : total, buf);
     }
 }
 
-int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
-                   const float *x, int64_t n, void *scratch) {
+int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k, const float *x, int64_t n,
+                    const pk_matmul_fuse *fuse, void *scratch) {
     if (count < 1 || count > PK_MATMUL_MAX_OPS) return -1;
     matmul_job j;
     memset(&j, 0, sizeof j);
@@ -406,7 +614,10 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     j.k = k;
     j.n = n;
     j.x = x;
+    if (fuse) j.fuse = *fuse;
     j.ks = *ISA_PICK(const kernel_set *, &scalar_set, &avx2_set, &avx512_set);
+    if (j.fuse.glu && (count != 2 || ops[0].m != ops[1].m || j.fuse.glu > PK_GLU_GELU_TANH)) return -1;
+    j.fused = j.fuse.glu != PK_GLU_NONE;
     for (int i = 0; i < count; i++) {
         const qt_type *ty = qt_type_of(ops[i].type);
         if (!ty || !(ty->tile.sub || ty->to_float) || k % ty->elements != 0) return -1;
@@ -418,9 +629,13 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
             j.need[ty->tile.act] = 1;
             j.tk[i] = type_kernels(&j.ks, ops[i].type);
         }
+        if (ops[i].bias || ops[i].accumulate) j.fused = 1;
         j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
         j.tile_bytes[i] = QT_ROWS * (int64_t)qt_row_bytes(ty, k);
     }
+    for (int i = 0; i < count; i++)
+        if (j.fused && !j.quantized[i]) return -1;
+    j.units = j.fuse.glu ? j.first_tile[1] : j.first_tile[count];
     uint8_t *s = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     for (int kind = 0; kind < ACT_KINDS; kind++) {
         const act_buf a = act_at(s, n, k);
@@ -439,6 +654,11 @@ int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
     if (!j.prepare_in_task) prepare_rows(&j, 0, n);
     pk_pool_run(pool, matmul_task, &j);
     return 0;
+}
+
+int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
+                   const float *x, int64_t n, void *scratch) {
+    return pk_matmul_fused(pool, ops, count, k, x, n, NULL, scratch);
 }
 
 // ---- packed weights ------------------------------------------------------------------------
@@ -512,6 +732,6 @@ int pk_packed_row(int type, const void *packed, int64_t m, int64_t k, int64_t ro
 
 int pk_matmul(pk_pool *pool, int type, const void *w, int64_t m, int64_t k,
               const float *x, int64_t n, float *y, int64_t ldy, void *scratch) {
-    const pk_matmul_op op = {type, w, m, y, ldy, NULL};
+    const pk_matmul_op op = {type, w, m, y, ldy, NULL, NULL, 0};
     return pk_matmul_many(pool, &op, 1, k, x, n, scratch);
 }

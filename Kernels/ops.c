@@ -1,4 +1,5 @@
 #include "pk_ops.h"
+#include "elementwise.h"
 #include "pk_matmul.h"
 #include "pk_quants.h"
 #include "isa.h"
@@ -95,9 +96,16 @@ __attribute__((target("avx512f,avx512dq"))) static void norm_rows_avx512(const v
 }
 #endif
 
+static rows_fn norm_rows(void) { return ISA_PICK(rows_fn, norm_rows_scalar, norm_rows_avx2, norm_rows_avx512); }
+
 void pk_rms_norm(pk_pool *pool, const float *x, const float *w, float *y, int64_t n, int64_t k, float eps) {
     const norm_args a = {x, w, y, k, eps};
-    for_rows(pool, n, n * k, ISA_PICK(rows_fn, norm_rows_scalar, norm_rows_avx2, norm_rows_avx512), &a);
+    for_rows(pool, n, n * k, norm_rows(), &a);
+}
+
+void ew_rms_norm_rows(const float *x, const float *w, float *y, int64_t r0, int64_t r1, int64_t k, float eps) {
+    const norm_args a = {x, w, y, k, eps};
+    norm_rows()(&a, r0, r1);
 }
 
 // ---- RoPE ------------------------------------------------------------------------------------
@@ -211,6 +219,11 @@ __attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gat
 
 GATED_KERNELS(swiglu, 0)
 GATED_KERNELS(geglu, 1)
+
+void ew_gated(int gelu, float *gate, const float *up, int64_t count) {
+    const gated_args a = {gate, up, count};
+    (gelu ? ISA_PICK(rows_fn, geglu_scalar, geglu_avx2, geglu_avx512) : ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512))(&a, 0, 1);
+}
 
 // ---- small helpers ---------------------------------------------------------------------------
 

@@ -16,6 +16,9 @@ extern "C" {
 // One product of a call: y[t*ldy + r] = sum_i w[r][i] * x[t][i] for r in [0,m).
 // `w` points at m rows of `type` laid out one after another; `packed`, when not NULL, at the
 // same weights as pk_pack wrote them (64-byte aligned), which the kernels then read instead.
+// Epilogues, applied to each tile's results while they are in cache (quantized types only):
+// `bias` (m values) is added to every row's result, and with `accumulate` the result is added
+// to y instead of stored (y = y + (product + bias), as a separate pk_add_rows would give).
 typedef struct pk_matmul_op {
     int type;
     const void *w;
@@ -23,7 +26,23 @@ typedef struct pk_matmul_op {
     float *y;
     int64_t ldy;
     const void *packed;
+    const float *bias;
+    int accumulate;
 } pk_matmul_op;
+
+// What pk_matmul_fused does around the products.
+typedef struct pk_matmul_fuse {
+    // PK_GLU_SILU or PK_GLU_GELU_TANH: two ops of equal m, and ops[0].y = act(ops[0]) * ops[1]
+    // (pk_swiglu's or pk_geglu's bits); ops[1].y is not written. PK_GLU_NONE: no pairing.
+    int glu;
+    // When set, the input rows are first made: x = RMSNorm(norm_source) * norm_weight, as
+    // pk_rms_norm gives them (x is written, and is the products' input).
+    const float *norm_source;
+    const float *norm_weight;
+    float norm_eps;
+} pk_matmul_fuse;
+
+enum { PK_GLU_NONE = 0, PK_GLU_SILU = 1, PK_GLU_GELU_TANH = 2 };
 
 // Packed weights: the rows of whole 16-row tiles, reordered so that the kernels load each
 // tile's rows side by side instead of shuffling them together at every product, and (legacy
@@ -53,6 +72,12 @@ size_t pk_matmul_scratch_bytes(int64_t n, int64_t k, int threads);
 // count outside [1, PK_MATMUL_MAX_OPS].
 int pk_matmul_many(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k,
                    const float *x, int64_t n, void *scratch);
+
+// pk_matmul_many with the fusions of `fuse` (NULL: none) and the ops' epilogues. Returns -1
+// as pk_matmul_many does, and also when an epilogue or the pairing is asked of float weights
+// or the pairing of ops that are not two of equal m.
+int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k, const float *x, int64_t n,
+                    const pk_matmul_fuse *fuse, void *scratch);
 
 // A single product: pk_matmul_many with one op.
 int pk_matmul(pk_pool *pool, int type, const void *w, int64_t m, int64_t k,

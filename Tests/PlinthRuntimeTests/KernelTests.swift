@@ -54,7 +54,7 @@ private func matmul(_ type: Int32, _ w: [UInt8], rows m: Int, k: Int, x: [Float]
     defer { scratch.deallocate() }
     let rc = w.withUnsafeBytes { wp in
         y.withUnsafeMutableBufferPointer { yp in
-            var op = pk_matmul_op(type: type, w: wp.baseAddress, m: Int64(m), y: yp.baseAddress, ldy: Int64(m), packed: packed)
+            var op = pk_matmul_op(type: type, w: wp.baseAddress, m: Int64(m), y: yp.baseAddress, ldy: Int64(m), packed: packed, bias: nil, accumulate: 0)
             return pk_matmul_many(pool, &op, 1, Int64(k), x, Int64(n), scratch)
         }
     }
@@ -318,6 +318,99 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
         }
         #expect(worst < 5e-3, "largest difference from double-precision attention: \(worst)")
     }
+    /// Fused products (pk_matmul_fused: the RMSNorm prologue, bias and residual-add epilogues,
+    /// the gated pair) give the bits of the unfused kernels run one after another, on every ISA,
+    /// with 1 and 2 threads, for single rows (the fused decode kernel) and batches, with a
+    /// partial last tile; float weights refuse epilogues.
+    @Test(arguments: [("Q4_1", PK_Q4_1), ("Q8_0", PK_Q8_0), ("Q5_0", PK_Q5_0), ("Q4_K", PK_Q4_K), ("Q6_K", PK_Q6_K)])
+    func fusedProductsGiveTheUnfusedBits(name: String, type: pk_type) {
+        let t = Int32(type.rawValue)
+        var rng = SplitMix64(seed: UInt64(t) &* 104_729)
+        let k = blockElements(t) == 32 ? 544 : 512, m = 37, nMax = 11
+        let w0 = randomWeights(type: t, rows: m, k: k, rng: &rng), w1 = randomWeights(type: t, rows: m, k: k, rng: &rng)
+        let p0 = packed(t, w0, rows: m, k: k), p1 = packed(t, w1, rows: m, k: k)
+        // Buffers the ops point into stay put for the whole test.
+        var owned: [UnsafeMutablePointer<Float>] = []
+        defer { owned.forEach { $0.deallocate() }; p0?.deallocate(); p1?.deallocate() }
+        func buffer(_ v: [Float]) -> UnsafeMutablePointer<Float> {
+            let b = UnsafeMutablePointer<Float>.allocate(capacity: v.count)
+            b.initialize(from: v, count: v.count)
+            owned.append(b)
+            return b
+        }
+        func values(_ count: Int, _ scale: Float) -> [Float] { (0..<count).map { _ in Float(rng.below(20001) - 10000) / scale } }
+        // How many of the first `count` values differ in their bits.
+        func differ(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Int { (0..<count).filter { a[$0].bitPattern != b[$0].bitPattern }.count }
+        let source = buffer(values(nMax * k, 3000)), normWeight = buffer(values(k, 30000).map { 1 + $0 })
+        let bias0 = buffer(values(m, 3000)), bias1 = buffer(values(m, 3000)), residual = values(nMax * m, 3000)
+        let x = buffer([Float](repeating: 0, count: nMax * k)), xf = buffer([Float](repeating: 0, count: nMax * k))
+        let y0 = buffer([Float](repeating: 0, count: nMax * m)), y1 = buffer([Float](repeating: 0, count: nMax * m))
+        let f0 = buffer([Float](repeating: 0, count: nMax * m)), f1 = buffer([Float](repeating: 0, count: nMax * m))
+        let gated = buffer([Float](repeating: 0, count: nMax * m)), summed = buffer(residual), into = buffer(residual)
+        w0.withUnsafeBytes { w0p in
+            w1.withUnsafeBytes { w1p in
+                func op(_ second: Bool, _ y: UnsafeMutablePointer<Float>, bias: UnsafeMutablePointer<Float>? = nil, accumulate: Bool = false) -> pk_matmul_op {
+                    pk_matmul_op(type: t, w: (second ? w1p : w0p).baseAddress, m: Int64(m), y: y, ldy: Int64(m), packed: UnsafeRawPointer(second ? p1 : p0),
+                                 bias: bias.map { UnsafePointer($0) }, accumulate: accumulate ? 1 : 0)
+                }
+                for isa in availableISAs() {
+                    for threads in [1, 2] {
+                        let pool = pk_pool_create(Int32(threads))
+                        defer { pk_pool_destroy(pool) }
+                        for n in [1, 2, nMax] {
+                            let scratch = UnsafeMutableRawPointer.allocate(byteCount: pk_matmul_scratch_bytes(Int64(n), Int64(k), Int32(threads)), alignment: 64)
+                            defer { scratch.deallocate() }
+                            let at = "\(name) isa=\(isa) threads=\(threads) n=\(n)", nk = Int64(n), mk = Int64(m)
+                            withISA(isa) {
+                                // Unfused: the norm, two products, their biases, the first added to the residual.
+                                pk_rms_norm(pool, source, normWeight, x, nk, Int64(k), 1e-5)
+                                var ops = [op(false, y0), op(true, y1)]
+                                #expect(pk_matmul_many(pool, &ops, 2, Int64(k), x, nk, scratch) == 0)
+                                pk_add_rows(pool, y0, bias0, nk, mk, 0)
+                                pk_add_rows(pool, y1, bias1, nk, mk, 0)
+                                summed.update(from: residual, count: n * m)
+                                pk_add_rows(pool, summed, y0, nk, mk, mk)
+                                // Fused: the norm as the prologue, the biases as epilogues.
+                                var fops = [op(false, f0, bias: bias0), op(true, f1, bias: bias1)]
+                                var fuse = pk_matmul_fuse(glu: 0, norm_source: source, norm_weight: normWeight, norm_eps: 1e-5)
+                                #expect(pk_matmul_fused(pool, &fops, 2, Int64(k), xf, nk, &fuse, scratch) == 0)
+                                #expect(differ(xf, x, n * k) == 0, "\(at): the prologue's rows")
+                                #expect(differ(f0, y0, n * m) + differ(f1, y1, n * m) == 0, "\(at): biases")
+                                into.update(from: residual, count: n * m)
+                                var acc = [op(false, into, bias: bias0, accumulate: true)]
+                                #expect(pk_matmul_fused(pool, &acc, 1, Int64(k), x, nk, nil, scratch) == 0)
+                                #expect(differ(into, summed, n * m) == 0, "\(at): added to the residual")
+                                // The gated pair, both activations, against the products gated apart.
+                                for glu in [Int32(PK_GLU_SILU), Int32(PK_GLU_GELU_TANH)] {
+                                    var plain = [op(false, y0), op(true, y1)]
+                                    #expect(pk_matmul_many(pool, &plain, 2, Int64(k), x, nk, scratch) == 0)
+                                    gated.update(from: y0, count: n * m)
+                                    if glu == Int32(PK_GLU_SILU) { pk_swiglu(pool, gated, y1, nk, mk) } else { pk_geglu(pool, gated, y1, nk, mk) }
+                                    var pair = [op(false, f0), op(true, f1)]
+                                    var f = pk_matmul_fuse(glu: glu, norm_source: nil, norm_weight: nil, norm_eps: 0)
+                                    #expect(pk_matmul_fused(pool, &pair, 2, Int64(k), x, nk, &f, scratch) == 0)
+                                    #expect(differ(f0, gated, n * m) == 0, "\(at): gated pair \(glu)")
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Float weights take no epilogue, and the pair needs two products of one height.
+        let fw = randomWeights(type: Int32(PK_F32.rawValue), rows: 4, k: 32, rng: &rng), fx = values(32, 3000)
+        let y = buffer([Float](repeating: 0, count: 4)), fb = buffer(values(4, 3000))
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: pk_matmul_scratch_bytes(1, 32, 1), alignment: 64)
+        defer { scratch.deallocate() }
+        fw.withUnsafeBytes { wp in
+            var fop = pk_matmul_op(type: Int32(PK_F32.rawValue), w: wp.baseAddress, m: 4, y: y, ldy: 4, packed: nil, bias: UnsafePointer(fb), accumulate: 0)
+            #expect(pk_matmul_fused(nil, &fop, 1, 32, fx, 1, nil, scratch) == -1, "float weights with a bias epilogue")
+            fop.bias = nil
+            var f = pk_matmul_fuse(glu: Int32(PK_GLU_SILU), norm_source: nil, norm_weight: nil, norm_eps: 0)
+            #expect(pk_matmul_fused(nil, &fop, 1, 32, fx, 1, &f, scratch) == -1, "a pair of one product")
+        }
+    }
+
     /// SwiGLU: every ISA and thread count gives the scalar bits, and the result is within a few
     /// ulps of silu computed in double, over the whole range where exp over- and underflows.
     @Test func swigluIsExactAcrossISAsAndAccurate() {

@@ -1,7 +1,47 @@
 import PlinthKernels
 
+/// One operation of a layer as its architecture asked for it (``LayerStep``).
+enum LayerOp {
+    case norm(StepBuffer, LayerTensor, into: StepBuffer)
+    case headNorm(StepBuffer, LayerTensor)
+    case project(StepBuffer, [(LayerTensor, StepBuffer)])
+    case rope(StepBuffer, table: Int)
+    case attend(window: Int?, scale: Float)
+    case feedForward(StepBuffer, Activation, into: StepBuffer)
+    case addToResidual(StepBuffer)
+
+    func reads(_ b: StepBuffer) -> Bool {
+        switch self {
+        case .norm(let source, _, _): source == b
+        case .headNorm(let x, _), .rope(let x, _), .addToResidual(let x): x == b
+        case .project(let input, _), .feedForward(let input, _, _): input == b
+        case .attend: b == .query || b == .key || b == .value
+        }
+    }
+
+    func writes(_ b: StepBuffer) -> Bool {
+        switch self {
+        case .norm(_, _, let target), .feedForward(_, _, let target): target == b
+        case .headNorm(let x, _), .rope(let x, _): x == b
+        case .project(_, let products): products.contains { $0.1 == b }
+        case .attend: b == .attention
+        case .addToResidual: b == .residual
+        }
+    }
+}
+
+/// The operations of the layer being recorded, reused from layer to layer.
+final class LayerProgram {
+    var ops: [LayerOp] = []
+}
+
 /// The step operations of one layer on the CPU (``LayerStep``), over the rows of one chunk of a
 /// batch: the context's buffers, its KV cache for the layer, its thread pool.
+///
+/// The architecture's calls are recorded and run by ``run()`` once the layer is written, so that
+/// neighbouring operations run as one kernel call where the results are the same bits:
+/// an RMSNorm as the prologue of the products that read it, a bias, the gated activation and an
+/// add to the residual stream as epilogues of the products that make their input.
 struct CPULayerStep: LayerStep {
     let context: InferenceContext
     let layer: Int
@@ -13,6 +53,97 @@ struct CPULayerStep: LayerStep {
 
     private var n: Int { rows.count }
     private var c: ModelConfig { context.transformer.config }
+    private var program: LayerProgram { context.layerProgram }
+
+    func norm(_ source: StepBuffer, _ weight: LayerTensor, into target: StepBuffer) { program.ops.append(.norm(source, weight, into: target)) }
+    func headNorm(_ b: StepBuffer, _ weight: LayerTensor) { program.ops.append(.headNorm(b, weight)) }
+    func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)]) { program.ops.append(.project(input, products)) }
+    func rope(_ b: StepBuffer, table: Int) { program.ops.append(.rope(b, table: table)) }
+    func attend(window: Int?, scale: Float) { program.ops.append(.attend(window: window, scale: scale)) }
+    func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer) {
+        program.ops.append(.feedForward(input, activation, into: target))
+    }
+    func addToResidual(_ b: StepBuffer) { program.ops.append(.addToResidual(b)) }
+
+    /// Runs the recorded operations, fusing where the bits allow, and clears the record.
+    func run() {
+        let ops = program.ops
+        defer { program.ops.removeAll(keepingCapacity: true) }
+        // An observer of the products' inputs must see them made, one call at a time.
+        let fuse = context.inputObserver == nil
+        var i = 0
+        while i < ops.count {
+            var prologue: (source: StepBuffer, weight: LayerTensor)?
+            if fuse, case .norm(let source, let weight, let target) = ops[i], i + 1 < ops.count, productInput(ops[i + 1]) == target {
+                prologue = (source, weight)
+                i += 1
+            }
+            var toResidual = false
+            if fuse, lora.isEmpty, i + 1 < ops.count, case .addToResidual(let b) = ops[i + 1],
+               let out = singleOutput(ops[i]), out == b, !readBeforeWritten(b, from: i + 2, in: ops) {
+                toResidual = true
+            }
+            execute(ops[i], prologue: prologue, toResidual: toResidual)
+            i += toResidual ? 2 : 1
+        }
+    }
+
+    /// The buffer an operation's products read.
+    private func productInput(_ op: LayerOp) -> StepBuffer? {
+        switch op {
+        case .project(let input, _), .feedForward(let input, _, _): input
+        default: nil
+        }
+    }
+
+    /// The one buffer an operation's last product writes, when its products can add it to the
+    /// residual stream instead.
+    private func singleOutput(_ op: LayerOp) -> StepBuffer? {
+        switch op {
+        case .project(_, let products) where products.count == 1 && tensor(products[0].0).type.isQuantized: products[0].1
+        case .feedForward(_, _, let target) where tensor(.ffnDown).type.isQuantized: target
+        default: nil
+        }
+    }
+
+    /// Whether an operation from `start` on reads `b` before one writes it (then `b` must hold
+    /// its value, and cannot go straight into the residual stream). Buffers other than the
+    /// residual stream carry nothing into the next layer.
+    private func readBeforeWritten(_ b: StepBuffer, from start: Int, in ops: [LayerOp]) -> Bool {
+        for op in ops[start...] {
+            if op.reads(b) { return true }
+            if op.writes(b) { return false }
+        }
+        return false
+    }
+
+    private func execute(_ op: LayerOp, prologue: (source: StepBuffer, weight: LayerTensor)?, toResidual: Bool) {
+        switch op {
+        case .norm(let source, let weight, let target):
+            let (x, width) = buffer(source), (y, _) = buffer(target)
+            pk_rms_norm(context.pool, x, vector(weight), y, Int64(n), Int64(width), c.rmsEpsilon)
+        case .headNorm(let b, let weight):
+            let (x, width) = buffer(b)
+            pk_rms_norm(context.pool, x, vector(weight), x, Int64(n * (width / c.headDim)), Int64(c.headDim), c.rmsEpsilon)
+        case .project(let input, let products):
+            let (x, width) = buffer(input)
+            self.products(x, width: width, products.map { role, out in
+                let (y, w) = toResidual ? (context.x, c.embeddingLength) : buffer(out)
+                return (role, y, w)
+            }, prologue: prologue, accumulate: toResidual)
+        case .rope(let b, let table):
+            let (x, width) = buffer(b)
+            pk_rope(context.pool, x, Int64(n), Int64(width), Int32(width / c.headDim), Int32(c.headDim), Int32(c.ropeDims),
+                    context.ropeTables[table], context.neoxRoPE)
+        case .attend(let window, let scale):
+            storeAndAttend(window: window, scale: scale)
+        case .feedForward(let input, let activation, let target):
+            feedForward(input, activation, into: target, prologue: prologue, toResidual: toResidual)
+        case .addToResidual(let b):
+            let (y, width) = buffer(b)
+            pk_add_rows(context.pool, context.x, y, Int64(n), Int64(width), Int64(width))
+        }
+    }
 
     private func buffer(_ b: StepBuffer) -> (UnsafeMutablePointer<Float>, width: Int) {
         let ctx = context
@@ -34,49 +165,37 @@ struct CPULayerStep: LayerStep {
 
     private func vector(_ role: LayerTensor) -> UnsafePointer<Float> { tensor(role).data.assumingMemoryBound(to: Float.self) }
 
+    private func normFusion(_ prologue: (source: StepBuffer, weight: LayerTensor)?) -> NormFusion? {
+        prologue.map { NormFusion(source: buffer($0.source).0, weight: vector($0.weight), eps: c.rmsEpsilon) }
+    }
+
     /// Products of `x` (rows of `width`) with the layer's matrices into their outputs (rows of
-    /// the given widths), then each row's adapter, then the matrix's bias where it has one.
+    /// the given widths), then each row's adapter, then the matrix's bias where it has one; added
+    /// to the outputs with `accumulate`. The bias and the add are the products' epilogues when
+    /// no row has an adapter (an adapter's delta comes before the bias).
     private func products(_ x: UnsafeMutablePointer<Float>, width: Int,
-                          _ targets: [(role: LayerTensor, y: UnsafeMutablePointer<Float>, width: Int)]) {
-        context.matmul(x, n, targets.map { (tensor($0.role), $0.y) })
+                          _ targets: [(role: LayerTensor, y: UnsafeMutablePointer<Float>, width: Int)],
+                          prologue: (source: StepBuffer, weight: LayerTensor)? = nil, accumulate: Bool = false) {
+        let bias = targets.map { t in t.role.bias.flatMap { weights[$0] }?.data.assumingMemoryBound(to: Float.self) }
+        let epilogues = lora.isEmpty && targets.allSatisfy { tensor($0.role).type.isQuantized }
+        precondition(epilogues || !accumulate, "an add to the residual stream is fused only where the epilogues are")
+        context.matmul(x, n, targets.enumerated().map { i, t in
+            ProductTarget(weight: tensor(t.role), output: t.y, bias: epilogues ? bias[i] : nil, accumulate: accumulate)
+        }, norm: normFusion(prologue))
+        if epilogues { return }
         if !lora.isEmpty {
             let l = layer
             lora.apply(targets.compactMap { t in
                 t.role.adapterMatrix.map { m in ({ $0.layers[l][m.index] }, t.y, t.width) }
             }, input: x, width: width, pool: context.pool)
         }
-        for t in targets {
-            guard let b = t.role.bias.flatMap({ weights[$0] }) else { continue }
-            let bias = b.data.assumingMemoryBound(to: Float.self)
-            pk_add_rows(context.pool, t.y, bias, Int64(n), Int64(t.width), 0)
+        for (t, b) in zip(targets, bias) {
+            guard let b else { continue }
+            pk_add_rows(context.pool, t.y, b, Int64(n), Int64(t.width), 0)
         }
     }
 
-    func norm(_ source: StepBuffer, _ weight: LayerTensor, into target: StepBuffer) {
-        let (x, width) = buffer(source), (y, _) = buffer(target)
-        pk_rms_norm(context.pool, x, vector(weight), y, Int64(n), Int64(width), c.rmsEpsilon)
-    }
-
-    func headNorm(_ b: StepBuffer, _ weight: LayerTensor) {
-        let (x, width) = buffer(b)
-        pk_rms_norm(context.pool, x, vector(weight), x, Int64(n * (width / c.headDim)), Int64(c.headDim), c.rmsEpsilon)
-    }
-
-    func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)]) {
-        let (x, width) = buffer(input)
-        self.products(x, width: width, products.map { role, out in
-            let (y, w) = buffer(out)
-            return (role, y, w)
-        })
-    }
-
-    func rope(_ b: StepBuffer, table: Int) {
-        let (x, width) = buffer(b)
-        pk_rope(context.pool, x, Int64(n), Int64(width), Int32(width / c.headDim), Int32(c.headDim), Int32(c.ropeDims),
-                context.ropeTables[table], context.neoxRoPE)
-    }
-
-    func attend(window: Int?, scale: Float) {
+    private func storeAndAttend(window: Int?, scale: Float) {
         let ctx = context
         for (r, i) in rows.enumerated() {
             let keys = ctx.kCache[layer] + batch.slots[i] * ctx.keySlotStride
@@ -96,19 +215,24 @@ struct CPULayerStep: LayerStep {
                             scale, ctx.attn, ctx.attnScratch)
     }
 
-    func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer) {
+    /// act(gate · x) ⊙ (up · x) into the gate buffer, with the activation as the pair's
+    /// epilogue when no row has an adapter; then down into `target` or the residual stream.
+    private func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer,
+                             prologue: (source: StepBuffer, weight: LayerTensor)?, toResidual: Bool) {
         let ctx = context, ff = c.feedForwardLength
-        let (x, width) = buffer(input), (y, yWidth) = buffer(target)
-        products(x, width: width, [(.ffnGate, ctx.gate, ff), (.ffnUp, ctx.up, ff)])
-        switch activation {
-        case .silu: pk_swiglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
-        case .geluTanh: pk_geglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
+        let (x, width) = buffer(input), (y, yWidth) = toResidual ? (ctx.x, c.embeddingLength) : buffer(target)
+        let gate = tensor(.ffnGate), up = tensor(.ffnUp)
+        if lora.isEmpty && gate.type.isQuantized && up.type.isQuantized {
+            let glu = activation == .silu ? Int32(PK_GLU_SILU) : Int32(PK_GLU_GELU_TANH)
+            ctx.matmul(x, n, [ProductTarget(weight: gate, output: ctx.gate), ProductTarget(weight: up, output: ctx.up)],
+                       glu: glu, norm: normFusion(prologue))
+        } else {
+            products(x, width: width, [(.ffnGate, ctx.gate, ff), (.ffnUp, ctx.up, ff)], prologue: prologue)
+            switch activation {
+            case .silu: pk_swiglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
+            case .geluTanh: pk_geglu(ctx.pool, ctx.gate, ctx.up, Int64(n), Int64(ff))
+            }
         }
-        products(ctx.gate, width: ff, [(.ffnDown, y, yWidth)])
-    }
-
-    func addToResidual(_ b: StepBuffer) {
-        let (y, width) = buffer(b)
-        pk_add_rows(context.pool, context.x, y, Int64(n), Int64(width), Int64(width))
+        products(ctx.gate, width: ff, [(.ffnDown, y, yWidth)], accumulate: toResidual)
     }
 }

@@ -32,6 +32,8 @@ public final class InferenceContext {
     private let matmulScratch: UnsafeMutableRawPointer
     private let embeddingRow: UnsafeMutableRawPointer
     let attnScratch: UnsafeMutablePointer<Float>
+    /// The layer being recorded by its CPULayerStep.
+    let layerProgram = LayerProgram()
     let kRows, vRows: UnsafeMutablePointer<UnsafePointer<UInt16>?>
     let kStore, vStore: UnsafeMutablePointer<UnsafeMutablePointer<UInt16>?>
     /// Per row: its position, its first attended position (windowed layers) and one past its last.
@@ -294,15 +296,24 @@ public final class InferenceContext {
 
     /// Products of one input with up to PK_MATMUL_MAX_OPS weights, in one pass over the pool:
     /// the input is quantized once and all rows are split between the threads together.
-    func matmul(_ input: UnsafePointer<Float>, _ n: Int, _ products: [(WeightTensor, UnsafeMutablePointer<Float>)]) {
-        inputObserver?(products.map(\.0.name), input, n, products[0].0.rowLength)
+    func matmul(_ input: UnsafeMutablePointer<Float>, _ n: Int, _ products: [(WeightTensor, UnsafeMutablePointer<Float>)]) {
+        matmul(input, n, products.map { ProductTarget(weight: $0.0, output: $0.1) })
+    }
+
+    /// Products of the same n input rows, with their epilogues; `glu` pairs two products into
+    /// act(first) ⊙ second (``pk_matmul_fuse``), and `norm` makes the input first.
+    func matmul(_ input: UnsafeMutablePointer<Float>, _ n: Int, _ products: [ProductTarget], glu: Int32 = 0, norm: NormFusion? = nil) {
+        if norm == nil { inputObserver?(products.map(\.weight.name), input, n, products[0].weight.rowLength) }
         withUnsafeTemporaryAllocation(of: pk_matmul_op.self, capacity: products.count) { ops in
-            for (i, (w, out)) in products.enumerated() {
-                ops[i] = pk_matmul_op(type: Int32(w.type.rawValue), w: w.data, m: Int64(w.rowCount), y: out, ldy: Int64(w.rowCount), packed: w.packed)
+            for (i, p) in products.enumerated() {
+                let w = p.weight
+                ops[i] = pk_matmul_op(type: Int32(w.type.rawValue), w: w.data, m: Int64(w.rowCount), y: p.output, ldy: Int64(w.rowCount),
+                                      packed: w.packed, bias: p.bias, accumulate: p.accumulate ? 1 : 0)
             }
-            let rc = pk_matmul_many(pool, ops.baseAddress, Int32(products.count), Int64(products[0].0.rowLength),
-                                    input, Int64(n), matmulScratch)
-            precondition(rc == 0, "matmul rejected \(products.map { "\($0.0.name) (\($0.0.type.name))" }); the loader should have refused it")
+            var fuse = pk_matmul_fuse(glu: glu, norm_source: norm?.source, norm_weight: norm?.weight, norm_eps: norm?.eps ?? 0)
+            let rc = pk_matmul_fused(pool, ops.baseAddress, Int32(products.count), Int64(products[0].weight.rowLength),
+                                     input, Int64(n), &fuse, matmulScratch)
+            precondition(rc == 0, "matmul rejected \(products.map { "\($0.weight.name) (\($0.weight.type.name))" }); the loader should have refused it")
         }
     }
 
@@ -340,7 +351,9 @@ public final class InferenceContext {
         }
         let architecture = transformer.architecture
         for (l, lw) in w.layers.enumerated() {
-            architecture.layer(l, CPULayerStep(context: self, layer: l, weights: lw, batch: batch, rows: range, lora: lora))
+            let step = CPULayerStep(context: self, layer: l, weights: lw, batch: batch, rows: range, lora: lora)
+            architecture.layer(l, step)
+            step.run()
         }
         // Only the rows that asked for logits go through the output projection.
         var m = 0
@@ -368,4 +381,20 @@ public final class InferenceContext {
         }
         logitRowCount += m
     }
+}
+
+/// One product of a matmul call: its weights, where its rows go, and its epilogue.
+struct ProductTarget {
+    let weight: WeightTensor
+    let output: UnsafeMutablePointer<Float>
+    var bias: UnsafePointer<Float>? = nil
+    /// Add the result to `output` instead of storing it.
+    var accumulate = false
+}
+
+/// RMSNorm rows of `source` times `weight`, made as a product's input.
+struct NormFusion {
+    let source: UnsafePointer<Float>
+    let weight: UnsafePointer<Float>
+    let eps: Float
 }

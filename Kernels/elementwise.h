@@ -1,0 +1,10 @@
+// Elementwise kernels on one thread, for other kernels to run as their prologue or epilogue
+// (the matrix product's fused RMSNorm and gated activation). The same definitions as
+// pk_rms_norm and pk_swiglu / pk_geglu, so a fused step gives the unfused one's bits. Internal.
+#pragma once
+#include <stdint.h>
+
+// Rows [r0, r1) of y = RMSNorm(x) * w, rows of k (y may be x).
+void ew_rms_norm_rows(const float *x, const float *w, float *y, int64_t r0, int64_t r1, int64_t k, float eps);
+// gate[i] = act(gate[i]) * up[i] for i < count: SiLU, or GELU's tanh form when `gelu`.
+void ew_gated(int gelu, float *gate, const float *up, int64_t count);
