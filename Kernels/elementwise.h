@@ -6,5 +6,6 @@
 
 // Rows [r0, r1) of y = RMSNorm(x) * w, rows of k (y may be x).
 void ew_rms_norm_rows(const float *x, const float *w, float *y, int64_t r0, int64_t r1, int64_t k, float eps);
-// gate[i] = act(gate[i]) * up[i] for i < count: SiLU, or GELU's tanh form when `gelu`.
-void ew_gated(int gelu, float *gate, const float *up, int64_t count);
+// gate[c*ldg + i] = act(gate[c*ldg + i]) * up[c*ldu + i] for c < rows, i < count: SiLU, or
+// GELU's tanh form when `gelu`.
+void ew_gated_rows(int gelu, float *gate, int64_t ldg, const float *up, int64_t ldu, int64_t rows, int64_t count);

@@ -138,7 +138,7 @@ ALWAYS_INLINE void quantize_act_body(const float *x, int64_t t0, int64_t t1, int
 // ---- the reference kernels (also compiled for AVX2, where the compiler vectorizes them) ----
 
 ALWAYS_INLINE void dot_ref_body(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
-                                int64_t t0, int count, float *y, int64_t ldy, int rows) {
+                                int64_t t0, int count, float *y, int64_t ldy, int rows, const qt_epilogue *e) {
     const int64_t nsub = k / f->sub;
     const float *dxs = f->sub == 16 ? a->dx16 : a->dx32;
     const float *xss = f->sub == 16 ? a->xs16 : a->xs32;
@@ -160,7 +160,10 @@ ALWAYS_INLINE void dot_ref_body(const qt_format *f, qt_tile tl, int64_t k, const
                 for (int r = 0; r < QT_ROWS; r++) off[r] = fmaf(tl.offset[j * QT_ROWS + r], o, off[r]);
             }
         }
-        for (int r = 0; r < rows; r++) y[(t - t0) * ldy + r] = f->offsets ? acc[r] + off[r] : acc[r];
+        for (int r = 0; r < rows; r++) {
+            float *out = y + (t - t0) * ldy + r;
+            *out = qt_epilogue_apply(e, f->offsets ? acc[r] + off[r] : acc[r], *out, r);
+        }
     }
 }
 
@@ -194,8 +197,8 @@ static void unpack_scalar(const qt_type *ty, const uint8_t *w, size_t row_bytes,
     qt_unpack_ref(ty, w, row_bytes, rows, k, t);
 }
 static void dot_scalar(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
-                       int64_t t0, int count, float *y, int64_t ldy, int rows) {
-    dot_ref_body(f, tl, k, a, nb, t0, count, y, ldy, rows);
+                       int64_t t0, int count, float *y, int64_t ldy, int rows, const qt_epilogue *e) {
+    dot_ref_body(f, tl, k, a, nb, t0, count, y, ldy, rows, e);
 }
 static void float_scalar(int type, const uint8_t *w, size_t row_bytes, int64_t r0, int64_t r1, int64_t k,
                          const float *x, int64_t n, float *y, int64_t ldy, float *wf) {
@@ -452,13 +455,13 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
             const int last = r + QT_ROWS >= r1 || (pk && r + 2 * QT_ROWS > op->m);
             if (j->n <= GEMV_MAX_TOKENS && j->tk[i].gemv) {
                 int64_t t = 0;
-                while (t < j->n && j->tk[i].gemv(ty, wr, row_bytes, pk, rows, last, j->k, a, j->nb[i], t, op->y + t * op->ldy + r)) t++;
+                while (t < j->n && j->tk[i].gemv(ty, wr, row_bytes, pk, rows, last, j->k, a, j->nb[i], t, op->y + t * op->ldy + r, NULL)) t++;
                 if (t == j->n) continue;
             }
             j->tk[i].unpack(ty, wr, row_bytes, pk, rows, last, j->k, tl);
             for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
                 const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
-                j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, rows);
+                j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, rows, NULL);
             }
         }
     }
@@ -489,58 +492,47 @@ static unit_tile unit_tile_at(const matmul_job *j, int i, int64_t tile, uint8_t 
     return u;
 }
 
-// Results of tokens [t, t + count) of one tile, into out (16 per token).
-static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int count, float *out) {
+// Results of tokens [t, t + count) of one tile, through the epilogue e into y (ldy apart).
+static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int count, float *y, int64_t ldy, const qt_epilogue *e) {
     const int i = u->op;
     const qt_type *ty = j->ty[i];
     const size_t row_bytes = qt_row_bytes(ty, j->k);
     const qt_act *a = &j->act[ty->tile.act];
     if (u->gemv) {
-        for (int c = 0; c < count; c++) j->tk[i].gemv(ty, u->w, row_bytes, u->packed, u->rows, u->last, j->k, a, j->nb[i], t + c, out + 16 * c);
+        for (int c = 0; c < count; c++)
+            j->tk[i].gemv(ty, u->w, row_bytes, u->packed, u->rows, u->last, j->k, a, j->nb[i], t + c, y + c * ldy, e);
         return;
     }
     if (!u->unpacked) {
         j->tk[i].unpack(ty, u->w, row_bytes, u->packed, u->rows, u->last, j->k, u->tile);
         u->unpacked = 1;
     }
-    j->ks.dot(&ty->tile, u->tile, j->k, a, j->nb[i], t, count, out, 16, u->rows);
+    j->ks.dot(&ty->tile, u->tile, j->k, a, j->nb[i], t, count, y, ldy, u->rows, e);
 }
 
-// Unit g: tile g of ops 0 and 1 when paired, else the job's tile g. Each group of tokens is
-// computed into blocks, then given the op's bias and stored, added, or gated into place.
+// Unit g: tile g of ops 0 and 1 when paired, else the job's tile g, with its ops' epilogues.
+// A pair's second product goes to a block in cache, and the first is gated with it in place.
 static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
     unit_tile u[2];
-    int members = 1;
     if (j->fuse.glu) {
         u[0] = unit_tile_at(j, 0, g, buf);
         u[1] = unit_tile_at(j, 1, g, buf + align64(qt_tile_bytes(j->k)));
-        members = 2;
     } else {
         int i = 0;
         while (g >= j->first_tile[i + 1]) i++;
         u[0] = unit_tile_at(j, i, g - j->first_tile[i], buf);
     }
-    float block[2][QT_TOKENS * QT_ROWS];
-    const int rows = u[0].rows;
+    const pk_matmul_op *op = &j->ops[u[0].op];
+    const qt_epilogue e0 = {op->bias ? op->bias + u[0].r : NULL, op->accumulate};
+    const qt_epilogue e1 = {j->ops[1].bias ? j->ops[1].bias + u[1].r : NULL, 0};
+    float block[QT_TOKENS * QT_ROWS];
     for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
         const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
-        for (int m = 0; m < members; m++) {
-            unit_tile_block(j, &u[m], t, count, block[m]);
-            const float *bias = j->ops[u[m].op].bias;
-            if (bias)
-                for (int c = 0; c < count; c++)
-                    for (int r = 0; r < rows; r++) block[m][16 * c + r] = block[m][16 * c + r] + bias[u[m].r + r];
-        }
-        const pk_matmul_op *op = &j->ops[u[0].op];
-        for (int c = 0; c < count; c++) {
-            float *y = op->y + (t + c) * op->ldy + u[0].r;
-            const float *p = block[0] + 16 * c;
-            if (op->accumulate)
-                for (int r = 0; r < rows; r++) y[r] = y[r] + p[r];
-            else
-                memcpy(y, p, (size_t)rows * sizeof(float));
-            if (members == 2) ew_gated(j->fuse.glu == PK_GLU_GELU_TANH, y, block[1] + 16 * c, rows);
-        }
+        float *y = op->y + t * op->ldy + u[0].r;
+        unit_tile_block(j, &u[0], t, count, y, op->ldy, &e0);
+        if (!j->fuse.glu) continue;
+        unit_tile_block(j, &u[1], t, count, block, QT_ROWS, &e1);
+        ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, y, op->ldy, block, QT_ROWS, count, u[0].rows);
     }
 }
 

@@ -167,7 +167,8 @@ void pk_rope(pk_pool *pool, float *x, int64_t n, int64_t stride, int heads, int 
 #define GELU_2U 1.5957691216057308f /* 2 sqrt(2/pi) */
 #define GELU_CUBE 0.044715f
 
-typedef struct { float *gate; const float *up; int64_t k; } gated_args;
+// Rows of k values, ldg and ldu apart (rows packed one after another: ldg = ldu = k).
+typedef struct { float *gate; const float *up; int64_t k, ldg, ldu; } gated_args;
 
 ALWAYS_INLINE float gated_x(int gelu, float g) { return gelu ? GELU_2U * (g + GELU_CUBE * (g * g * g)) : g; }
 
@@ -178,25 +179,30 @@ ALWAYS_INLINE void gated_span(int gelu, float *gate, const float *up, int64_t i,
     }
 }
 
-ALWAYS_INLINE void gated_rows(int gelu, const void *a, int64_t r0, int64_t r1) {
-    const gated_args *p = a;
-    gated_span(gelu, p->gate, p->up, r0 * p->k, r1 * p->k);
+// Rows [r0, r1) by `span` (gated_span or an ISA's vector copy): as one span when they are
+// packed, so that vectors run across the rows' ends.
+ALWAYS_INLINE void gated_spans(int gelu, const gated_args *p, int64_t r0, int64_t r1,
+                               void (*span)(int, float *, const float *, int64_t, int64_t)) {
+    if (p->ldg == p->k && p->ldu == p->k) { span(gelu, p->gate, p->up, r0 * p->k, r1 * p->k); return; }
+    for (int64_t r = r0; r < r1; r++) span(gelu, p->gate + r * p->ldg, p->up + r * p->ldu, 0, p->k);
 }
 
+ALWAYS_INLINE void gated_rows(int gelu, const void *a, int64_t r0, int64_t r1) { gated_spans(gelu, a, r0, r1, gated_span); }
+
 #if defined(__x86_64__)
-__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gated_rows16(int gelu, const void *a, int64_t r0, int64_t r1) {
-    const gated_args *p = a;
-    int64_t i = r0 * p->k;
-    const int64_t end = r1 * p->k;
+__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gated_span16(int gelu, float *gate, const float *up, int64_t i, int64_t end) {
     const __m512 one = _mm512_set1_ps(1.0f), sign = _mm512_set1_ps(-0.0f);
     const __m512 two_u = _mm512_set1_ps(GELU_2U), cube = _mm512_set1_ps(GELU_CUBE);
     for (; i + 16 <= end; i += 16) {
-        const __m512 g = _mm512_loadu_ps(p->gate + i);
+        const __m512 g = _mm512_loadu_ps(gate + i);
         const __m512 x = gelu ? _mm512_mul_ps(two_u, _mm512_add_ps(g, _mm512_mul_ps(cube, _mm512_mul_ps(_mm512_mul_ps(g, g), g)))) : g;
         const __m512 e = kexp16(_mm512_xor_ps(x, sign));
-        _mm512_storeu_ps(p->gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(p->up + i)));
+        _mm512_storeu_ps(gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(one, e)), _mm512_loadu_ps(up + i)));
     }
-    gated_span(gelu, p->gate, p->up, i, end);
+    gated_span(gelu, gate, up, i, end);
+}
+__attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gated_rows16(int gelu, const void *a, int64_t r0, int64_t r1) {
+    gated_spans(gelu, a, r0, r1, gated_span16);
 }
 #define GATED_ISA_KERNELS(name, gelu)                                                                                     \
     __attribute__((target("avx2,fma,f16c"))) static void name##_avx2(const void *a, int64_t r0, int64_t r1) {             \
@@ -213,16 +219,18 @@ __attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gat
     static void name##_scalar(const void *a, int64_t r0, int64_t r1) { gated_rows(gelu, a, r0, r1); } \
     GATED_ISA_KERNELS(name, gelu)                                                                     \
     void pk_##name(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {                \
-        const gated_args a = {gate, up, k};                                                           \
+        const gated_args a = {gate, up, k, k, k};                                                     \
         for_rows(pool, n, n * k, ISA_PICK(rows_fn, name##_scalar, name##_avx2, name##_avx512), &a);   \
     }
 
 GATED_KERNELS(swiglu, 0)
 GATED_KERNELS(geglu, 1)
 
-void ew_gated(int gelu, float *gate, const float *up, int64_t count) {
-    const gated_args a = {gate, up, count};
-    (gelu ? ISA_PICK(rows_fn, geglu_scalar, geglu_avx2, geglu_avx512) : ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512))(&a, 0, 1);
+void ew_gated_rows(int gelu, float *gate, int64_t ldg, const float *up, int64_t ldu, int64_t rows, int64_t count) {
+    const rows_fn fn = gelu ? ISA_PICK(rows_fn, geglu_scalar, geglu_avx2, geglu_avx512)
+                            : ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512);
+    const gated_args a = {gate, up, count, ldg, ldu};
+    fn(&a, 0, rows);
 }
 
 // ---- small helpers ---------------------------------------------------------------------------

@@ -88,6 +88,20 @@ typedef struct {
     const float *xs16, *xs32;        // offset term (Q8_1: fp16(d*sum) per 32; Q8_K: d*sum)
 } qt_act;
 
+// What a kernel does with row r's result v: stores v + bias[r] (bias[r] omitted without a
+// bias), or with `accumulate` adds it to what y holds: y = y + (v + bias[r]). Plain IEEE adds,
+// so a fused epilogue gives the bits of a separate pass. NULL: y = v.
+typedef struct {
+    const float *bias;
+    int accumulate;
+} qt_epilogue;
+
+BLK_INLINE float qt_epilogue_apply(const qt_epilogue *e, float v, float y, int64_t r) {
+    if (!e) return v;
+    if (e->bias) v = v + e->bias[r];
+    return e->accumulate ? y + v : v;
+}
+
 // Reference unpacking of rows [row0, row0+rows) (rows <= 16; missing rows repeat the last one
 // so every lane holds finite values) of a weight matrix with `row_bytes` per row.
 BLK_INLINE void qt_unpack_ref(const qt_type *ty, const uint8_t *w, size_t row_bytes, int rows, int64_t k, qt_tile t) {

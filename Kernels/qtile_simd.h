@@ -352,8 +352,16 @@ INL sink gemv_sink(const qt_format *f, int64_t k, const qt_act *a, const int32_t
     return (sink){.x = a->q + t * k, .dx = (f->sub == 16 ? a->dx16 : a->dx32) + t * nsub,
                   .xs = (f->sub == 16 ? a->xs16 : a->xs32) + t * nsub, .nb = nb + t * nsub, .acc = vfzero(), .off = vfzero()};
 }
-INL void gemv_store(const qt_format *f, const sink *s, float *y, int rows) {
-    vfstore_rows(y, f->offsets ? vfadd(s->acc, s->off) : s->acc, rows);
+// Stores 16 results through the epilogue (qtile.h's qt_epilogue_apply, lane by lane).
+INL void store_results(vf v, float *y, int rows, const qt_epilogue *e) {
+    if (e) {
+        if (e->bias) v = vfadd(v, vfload_rows(e->bias, rows));
+        if (e->accumulate) v = vfadd(vfload_rows(y, rows), v);
+    }
+    vfstore_rows(y, v, rows);
+}
+INL void gemv_store(const qt_format *f, const sink *s, float *y, int rows, const qt_epilogue *e) {
+    store_results(f->offsets ? vfadd(s->acc, s->off) : s->acc, y, rows, e);
 }
 
 // The types with SIMD unpackers: (name, id, unpacker). Each gets a tile kernel and a fused
@@ -380,13 +388,14 @@ INL void gemv_store(const qt_format *f, const sink *s, float *y, int rows) {
         unpacker(0, QT_ROW(id), &rw, k, &s);                                                                        \
     }                                                                                                               \
     static int fused_##name(const qt_type *ty, const uint8_t *w, size_t row_bytes, const uint8_t *packed, int rows, \
-                            int last, int64_t k, const qt_act *a, const int32_t *nb, int64_t t, float *y) {         \
+                            int last, int64_t k, const qt_act *a, const int32_t *nb, int64_t t, float *y,           \
+                            const qt_epilogue *e) {                                                                 \
         (void)ty;                                                                                                   \
         if (rows < QT_ROWS) return 0;                                                                               \
         const rows16 rw = rows_make(QT_ROW(id), w, row_bytes, packed, last);                                        \
         sink s = gemv_sink(&QT_ROW(id)->tile, k, a, nb, t);                                                         \
         unpacker(1, QT_ROW(id), &rw, k, &s);                                                                        \
-        gemv_store(&QT_ROW(id)->tile, &s, y, rows);                                                                 \
+        gemv_store(&QT_ROW(id)->tile, &s, y, rows, e);                                                              \
         return 1;                                                                                                   \
     }
 SIMD_TYPES(DEFINE_KERNELS)
@@ -401,7 +410,7 @@ const qt_kernels QT_NAME(qt_kernels)[QT_SLOT_COUNT] = {
 // ---- the dot kernel ------------------------------------------------------------------------
 
 INL void dot_n(const int count, const int sub, const int offsets, const int sgn, qt_tile tl, int64_t k, const qt_act *a,
-               const int32_t *nb, int64_t t0, float *y, int64_t ldy, int rows) {
+               const int32_t *nb, int64_t t0, float *y, int64_t ldy, int rows, const qt_epilogue *e) {
     const int64_t nsub = k / sub;
     const float *dxs = sub == 16 ? a->dx16 : a->dx32;
     const float *xss = sub == 16 ? a->xs16 : a->xs32;
@@ -418,7 +427,7 @@ INL void dot_n(const int count, const int sub, const int offsets, const int sgn,
             step(sub, offsets, sgn, 1, w, sc, of, a->q + t * k + j * sub, nb[u], dxs[u], offsets ? xss[u] : 0.0f, &acc[i], &off[i]);
         }
     }
-    for (int i = 0; i < count; i++) vfstore_rows(y + i * ldy, offsets ? vfadd(acc[i], off[i]) : acc[i], rows);
+    for (int i = 0; i < count; i++) store_results(offsets ? vfadd(acc[i], off[i]) : acc[i], y + i * ldy, rows, e);
 }
 
 // Activation rows per pass over the tile: as many as the registers hold.
@@ -430,17 +439,17 @@ INL void dot_n(const int count, const int sub, const int offsets, const int sgn,
 
 #define DOT_FN(name, sub, off, sgn)                                                                  \
     static void name(qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb, int64_t t0, int count, \
-                     float *y, int64_t ldy, int rows) {                                              \
+                     float *y, int64_t ldy, int rows, const qt_epilogue *e) {                        \
         for (; count > 0; t0 += DOT_ROWS, y += DOT_ROWS * ldy, count -= DOT_ROWS) {                  \
             switch (count < DOT_ROWS ? count : DOT_ROWS) {                                           \
-            case 1: dot_n(1, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                  \
-            case 2: dot_n(2, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                  \
-            case 3: dot_n(3, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                  \
-            case 4: dot_n(4, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                  \
-            case 5: dot_n(5, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                  \
-            case 6: dot_n(6, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                  \
-            case 7: dot_n(7, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                  \
-            default: dot_n(8, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows); break;                 \
+            case 1: dot_n(1, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                  \
+            case 2: dot_n(2, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                  \
+            case 3: dot_n(3, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                  \
+            case 4: dot_n(4, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                  \
+            case 5: dot_n(5, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                  \
+            case 6: dot_n(6, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                  \
+            case 7: dot_n(7, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                  \
+            default: dot_n(8, sub, off, sgn, tl, k, a, nb, t0, y, ldy, rows, e); break;                 \
             }                                                                                        \
         }                                                                                            \
     }
@@ -452,8 +461,8 @@ DOT_FN(dot_32_0s, 32, 0, 1)
 DOT_FN(dot_32_1, 32, 1, 0)
 
 void QT_NAME(qt_dot)(const qt_format *f, qt_tile tl, int64_t k, const qt_act *a, const int32_t *nb,
-                     int64_t t0, int count, float *y, int64_t ldy, int rows) {
-    if (f->sub == 16) (f->offsets ? dot_16_1 : dot_16_0)(tl, k, a, nb, t0, count, y, ldy, rows);
-    else if (f->offsets) dot_32_1(tl, k, a, nb, t0, count, y, ldy, rows);
-    else (f->bias == 128 ? dot_32_0s : dot_32_0)(tl, k, a, nb, t0, count, y, ldy, rows);
+                     int64_t t0, int count, float *y, int64_t ldy, int rows, const qt_epilogue *e) {
+    if (f->sub == 16) (f->offsets ? dot_16_1 : dot_16_0)(tl, k, a, nb, t0, count, y, ldy, rows, e);
+    else if (f->offsets) dot_32_1(tl, k, a, nb, t0, count, y, ldy, rows, e);
+    else (f->bias == 128 ? dot_32_0s : dot_32_0)(tl, k, a, nb, t0, count, y, ldy, rows, e);
 }

@@ -47,6 +47,8 @@ INL void vfstore(float *p, vf v) { _mm512_store_ps(p, v); }
 INL vf vfneg(vf v) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32((int)0x80000000u))); }
 // y[r] = v[r] for r < rows.
 INL void vfstore_rows(float *y, vf v, int rows) { _mm512_mask_storeu_ps(y, (__mmask16)((1u << rows) - 1u), v); }
+// v[r] = y[r] for r < rows, zero past them.
+INL vf vfload_rows(const float *y, int rows) { return _mm512_maskz_loadu_ps((__mmask16)((1u << rows) - 1u), y); }
 
 // Sixteen half floats at p (32-byte aligned), converted.
 INL vf f16x16(const void *p) { return _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)p)); }
@@ -131,6 +133,12 @@ INL void vfstore_rows(float *y, vf v, int rows) {
     _mm256_storeu_ps(t, v.l);
     _mm256_storeu_ps(t + 8, v.h);
     memcpy(y, t, (size_t)rows * sizeof(float));
+}
+INL vf vfload_rows(const float *y, int rows) {
+    if (rows == 16) return (vf){_mm256_loadu_ps(y), _mm256_loadu_ps(y + 8)};
+    float t[16] = {0};
+    memcpy(t, y, (size_t)rows * sizeof(float));
+    return (vf){_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8)};
 }
 
 // The low 16 bits of each lane of both halves as eight halves, converted.
