@@ -396,6 +396,7 @@ typedef struct {
     size_t thread_bytes;
     kernel_set ks;
     int64_t tile_bytes[PK_MATMUL_MAX_OPS];
+    size_t row_bytes[PK_MATMUL_MAX_OPS], packed_tile[PK_MATMUL_MAX_OPS]; // per op, set up once
     int prepare_in_task;       // the threads quantize their share of the rows, then meet
     _Atomic int prepared;
     _Atomic int64_t next_tile;
@@ -421,7 +422,7 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         if (lo >= hi) continue;
         const pk_matmul_op *op = &j->ops[i];
         const qt_type *ty = j->ty[i];
-        const size_t row_bytes = qt_row_bytes(ty, j->k);
+        const size_t row_bytes = j->row_bytes[i];
         const int64_t r0 = (lo - j->first_tile[i]) * QT_ROWS;
         const int64_t r1 = (hi - j->first_tile[i]) * QT_ROWS < op->m ? (hi - j->first_tile[i]) * QT_ROWS : op->m;
         if (!j->quantized[i]) {
@@ -441,7 +442,7 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         const qt_format *f = &ty->tile;
         const qt_act *a = &j->act[f->act];
         const qt_tile tl = qt_tile_at(buf, j->k);
-        const size_t packed_tile = op->packed ? qt_packed_tile_bytes(ty, row_bytes) : 0;
+        const size_t packed_tile = j->packed_tile[i];
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
             const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
             const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
@@ -480,12 +481,11 @@ typedef struct {
 
 static unit_tile unit_tile_at(const matmul_job *j, int i, int64_t tile, uint8_t *buf) {
     const pk_matmul_op *op = &j->ops[i];
-    const qt_type *ty = j->ty[i];
-    const size_t row_bytes = qt_row_bytes(ty, j->k);
+    const size_t row_bytes = j->row_bytes[i];
     unit_tile u = {.op = i, .r = tile * QT_ROWS};
     u.rows = op->m - u.r < QT_ROWS ? (int)(op->m - u.r) : QT_ROWS;
     u.w = (const uint8_t *)op->w + (size_t)u.r * row_bytes;
-    u.packed = op->packed && u.rows == QT_ROWS ? (const uint8_t *)op->packed + (size_t)tile * qt_packed_tile_bytes(ty, row_bytes) : NULL;
+    u.packed = op->packed && u.rows == QT_ROWS ? (const uint8_t *)op->packed + (size_t)tile * j->packed_tile[i] : NULL;
     u.last = u.r + QT_ROWS >= op->m || (u.packed && u.r + 2 * QT_ROWS > op->m);
     u.gemv = j->n <= GEMV_MAX_TOKENS && j->tk[i].gemv && u.rows == QT_ROWS;
     u.tile = qt_tile_at(buf, j->k);
@@ -496,7 +496,7 @@ static unit_tile unit_tile_at(const matmul_job *j, int i, int64_t tile, uint8_t 
 static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int count, float *y, int64_t ldy, const qt_epilogue *e) {
     const int i = u->op;
     const qt_type *ty = j->ty[i];
-    const size_t row_bytes = qt_row_bytes(ty, j->k);
+    const size_t row_bytes = j->row_bytes[i];
     const qt_act *a = &j->act[ty->tile.act];
     if (u->gemv) {
         for (int c = 0; c < count; c++)
@@ -509,6 +509,10 @@ static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int co
     }
     j->ks.dot(&ty->tile, u->tile, j->k, a, j->nb[i], t, count, y, ldy, u->rows, e);
 }
+
+// With a few tokens a pair's tiles are gated per run of units, not per tile: one call for the
+// run's rows instead of one per tile of 16 values (the second product then goes to its y).
+static int gate_later(const matmul_job *j) { return j->n <= GEMV_MAX_TOKENS; }
 
 // Unit g: tile g of ops 0 and 1 when paired, else the job's tile g, with its ops' epilogues.
 // A pair's second product goes to a block in cache, and the first is gated with it in place.
@@ -531,6 +535,10 @@ static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
         float *y = op->y + t * op->ldy + u[0].r;
         unit_tile_block(j, &u[0], t, count, y, op->ldy, &e0);
         if (!j->fuse.glu) continue;
+        if (gate_later(j)) {
+            unit_tile_block(j, &u[1], t, count, j->ops[1].y + t * j->ops[1].ldy + u[1].r, j->ops[1].ldy, &e1);
+            continue;
+        }
         unit_tile_block(j, &u[1], t, count, block, QT_ROWS, &e1);
         ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, y, op->ldy, block, QT_ROWS, count, u[0].rows);
     }
@@ -540,6 +548,12 @@ static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
 static void matmul_units(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
     if (!j->fused) { matmul_tiles(j, g0, g1, buf); return; }
     for (int64_t g = g0; g < g1; g++) fused_unit(j, g, buf);
+    if (j->fuse.glu && gate_later(j)) {
+        const pk_matmul_op *a = &j->ops[0], *b = &j->ops[1];
+        const int64_t r0 = g0 * QT_ROWS, r1 = g1 * QT_ROWS < a->m ? g1 * QT_ROWS : a->m;
+        for (int64_t t = 0; t < j->n; t++)
+            ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, a->y + t * a->ldy + r0, 0, b->y + t * b->ldy + r0, 0, 1, r1 - r0);
+    }
 }
 
 // A unit's cost in decode: the bytes it streams.
@@ -623,7 +637,9 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
         }
         if (ops[i].bias || ops[i].accumulate) j.fused = 1;
         j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
-        j.tile_bytes[i] = QT_ROWS * (int64_t)qt_row_bytes(ty, k);
+        j.row_bytes[i] = qt_row_bytes(ty, k);
+        j.packed_tile[i] = ops[i].packed && j.quantized[i] ? qt_packed_tile_bytes(ty, j.row_bytes[i]) : 0;
+        j.tile_bytes[i] = QT_ROWS * (int64_t)j.row_bytes[i];
     }
     for (int i = 0; i < count; i++)
         if (j.fused && !j.quantized[i]) return -1;

@@ -33,7 +33,7 @@ typedef struct pk_matmul_op {
 // What pk_matmul_fused does around the products.
 typedef struct pk_matmul_fuse {
     // PK_GLU_SILU or PK_GLU_GELU_TANH: two ops of equal m, and ops[0].y = act(ops[0]) * ops[1]
-    // (pk_swiglu's or pk_geglu's bits); ops[1].y is not written. PK_GLU_NONE: no pairing.
+    // (pk_swiglu's or pk_geglu's bits); ops[1].y may be used as scratch. PK_GLU_NONE: no pairing.
     int glu;
     // When set, the input rows are first made: x = RMSNorm(norm_source) * norm_weight, as
     // pk_rms_norm gives them (x is written, and is the products' input).
