@@ -1,4 +1,5 @@
-// Timing for the developer tools in this directory (batched_route.c, kernels.c, read_bandwidth.c).
+// Timing for the developer tools in this directory (batched_route.c, kernels.c, quantize_rate.c,
+// read_bandwidth.c).
 #pragma once
 #include <time.h>
 

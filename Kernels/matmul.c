@@ -1,4 +1,5 @@
 #include "pk_matmul.h"
+#include "pk_ops.h"
 #include "elementwise.h"
 #include "isa.h"
 #include "qtile_isa.h"
@@ -414,6 +415,10 @@ typedef struct {
 // Up to this many activation rows, the fused single-row kernel beats unpacking a tile.
 #define GEMV_MAX_TOKENS 3
 
+// From this many activation rows a gated pair runs as one job of paired tiles (fewer: the two
+// products, then the activation over their rows).
+#define GLU_PAIRED_MIN_TOKENS 33
+
 // Tiles [g0, g1) of the job, in op order.
 static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
     for (int i = 0; i < j->count; i++) {
@@ -510,10 +515,6 @@ static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int co
     j->ks.dot(&ty->tile, u->tile, j->k, a, j->nb[i], t, count, y, ldy, u->rows, e);
 }
 
-// With a few tokens a pair's tiles are gated per run of units, not per tile: one call for the
-// run's rows instead of one per tile of 16 values (the second product then goes to its y).
-static int gate_later(const matmul_job *j) { return j->n <= GEMV_MAX_TOKENS; }
-
 // Unit g: tile g of ops 0 and 1 when paired, else the job's tile g, with its ops' epilogues.
 // A pair's second product goes to a block in cache, and the first is gated with it in place.
 static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
@@ -535,10 +536,6 @@ static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
         float *y = op->y + t * op->ldy + u[0].r;
         unit_tile_block(j, &u[0], t, count, y, op->ldy, &e0);
         if (!j->fuse.glu) continue;
-        if (gate_later(j)) {
-            unit_tile_block(j, &u[1], t, count, j->ops[1].y + t * j->ops[1].ldy + u[1].r, j->ops[1].ldy, &e1);
-            continue;
-        }
         unit_tile_block(j, &u[1], t, count, block, QT_ROWS, &e1);
         ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, y, op->ldy, block, QT_ROWS, count, u[0].rows);
     }
@@ -548,12 +545,6 @@ static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
 static void matmul_units(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
     if (!j->fused) { matmul_tiles(j, g0, g1, buf); return; }
     for (int64_t g = g0; g < g1; g++) fused_unit(j, g, buf);
-    if (j->fuse.glu && gate_later(j)) {
-        const pk_matmul_op *a = &j->ops[0], *b = &j->ops[1];
-        const int64_t r0 = g0 * QT_ROWS, r1 = g1 * QT_ROWS < a->m ? g1 * QT_ROWS : a->m;
-        for (int64_t t = 0; t < j->n; t++)
-            ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, a->y + t * a->ldy + r0, 0, b->y + t * b->ldy + r0, 0, 1, r1 - r0);
-    }
 }
 
 // A unit's cost in decode: the bytes it streams.
@@ -643,6 +634,13 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
     }
     for (int i = 0; i < count; i++)
         if (j.fused && !j.quantized[i]) return -1;
+    // A few tokens (decode, batched decode) pair badly: each unit's rows are too few to pay for
+    // gating them apart, and two tiles crowd L1. Their products run apart and are gated after.
+    const int glu_after = j.fuse.glu && n <= GLU_PAIRED_MIN_TOKENS - 1;
+    if (glu_after) {
+        j.fuse.glu = PK_GLU_NONE;
+        j.fused = ops[0].bias || ops[1].bias || ops[0].accumulate || ops[1].accumulate;
+    }
     j.units = j.fuse.glu ? j.first_tile[1] : j.first_tile[count];
     uint8_t *s = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     for (int kind = 0; kind < ACT_KINDS; kind++) {
@@ -661,6 +659,11 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
     j.prepare_in_task = n > 1 && pk_pool_threads(pool) > 1;
     if (!j.prepare_in_task) prepare_rows(&j, 0, n);
     pk_pool_run(pool, matmul_task, &j);
+    if (glu_after) {
+        const int gelu = fuse->glu == PK_GLU_GELU_TANH;
+        if (ops[0].ldy == ops[0].m && ops[1].ldy == ops[1].m) (gelu ? pk_geglu : pk_swiglu)(pool, ops[0].y, ops[1].y, n, ops[0].m);
+        else ew_gated_rows(gelu, ops[0].y, ops[0].ldy, ops[1].y, ops[1].ldy, n, ops[0].m);
+    }
     return 0;
 }
 

@@ -320,13 +320,14 @@ private func withISA<T>(_ isa: Int32, _ body: () throws -> T) rethrows -> T {
     }
     /// Fused products (pk_matmul_fused: the RMSNorm prologue, bias and residual-add epilogues,
     /// the gated pair) give the bits of the unfused kernels run one after another, on every ISA,
-    /// with 1 and 2 threads, for single rows (the fused decode kernel) and batches, with a
-    /// partial last tile; float weights refuse epilogues.
+    /// with 1 and 2 threads, for single rows (the fused decode kernel) and batches small and
+    /// large, with a partial last tile; float weights refuse epilogues.
     @Test(arguments: [("Q4_1", PK_Q4_1), ("Q8_0", PK_Q8_0), ("Q5_0", PK_Q5_0), ("Q4_K", PK_Q4_K), ("Q6_K", PK_Q6_K)])
     func fusedProductsGiveTheUnfusedBits(name: String, type: pk_type) {
         let t = Int32(type.rawValue)
         var rng = SplitMix64(seed: UInt64(t) &* 104_729)
-        let k = blockElements(t) == 32 ? 544 : 512, m = 37, nMax = 11
+        // n = 1 (the decode kernel), 2 (a tile), 40 (a gated pair as one job of paired tiles)
+        let k = blockElements(t) == 32 ? 544 : 512, m = 37, nMax = 40
         let w0 = randomWeights(type: t, rows: m, k: k, rng: &rng), w1 = randomWeights(type: t, rows: m, k: k, rng: &rng)
         let p0 = packed(t, w0, rows: m, k: k), p1 = packed(t, w1, rows: m, k: k)
         // Buffers the ops point into stay put for the whole test.

@@ -166,7 +166,10 @@ public enum StepBuffer: Sendable {
 
 /// The operations a layer is written with, over all rows of one step. A backend implements them
 /// with its buffers, KV cache and threads; the layer's tensors are the ones its architecture
-/// declared (``ModelArchitecture/tensors(layer:config:)``).
+/// declared (``ModelArchitecture/tensors(layer:config:)``). A backend may run a layer's calls
+/// later and several as one (the CPU fuses a norm into the products that read it, and a
+/// product's output into a residual add that follows it), so buffers other than
+/// ``StepBuffer/residual`` carry nothing from one layer to the next.
 public protocol LayerStep {
     /// RMSNorm of each row of `source` times the layer's `weight` vector, into `target` (which may be `source`).
     func norm(_ source: StepBuffer, _ weight: LayerTensor, into target: StepBuffer)
