@@ -484,14 +484,15 @@ typedef struct {
     qt_tile tile;
 } unit_tile;
 
-static unit_tile unit_tile_at(const matmul_job *j, int i, int64_t tile, uint8_t *buf) {
+// `end`: the end of the thread's run of tiles in op i's rows (nothing past it is prefetched).
+static unit_tile unit_tile_at(const matmul_job *j, int i, int64_t tile, int64_t end, uint8_t *buf) {
     const pk_matmul_op *op = &j->ops[i];
     const size_t row_bytes = j->row_bytes[i];
     unit_tile u = {.op = i, .r = tile * QT_ROWS};
     u.rows = op->m - u.r < QT_ROWS ? (int)(op->m - u.r) : QT_ROWS;
     u.w = (const uint8_t *)op->w + (size_t)u.r * row_bytes;
     u.packed = op->packed && u.rows == QT_ROWS ? (const uint8_t *)op->packed + (size_t)tile * j->packed_tile[i] : NULL;
-    u.last = u.r + QT_ROWS >= op->m || (u.packed && u.r + 2 * QT_ROWS > op->m);
+    u.last = u.r + QT_ROWS >= end || (u.packed && u.r + 2 * QT_ROWS > op->m);
     u.gemv = j->n <= GEMV_MAX_TOKENS && j->tk[i].gemv && u.rows == QT_ROWS;
     u.tile = qt_tile_at(buf, j->k);
     return u;
@@ -517,19 +518,19 @@ static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int co
 
 // Unit g: tile g of ops 0 and 1 when paired, else the job's tile g, with its ops' epilogues.
 // A pair's second product goes to a block in cache, and the first is gated with it in place.
-static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
+static void fused_unit(const matmul_job *j, int64_t g, int64_t g1, uint8_t *buf) {
     unit_tile u[2];
     if (j->fuse.glu) {
-        u[0] = unit_tile_at(j, 0, g, buf);
-        u[1] = unit_tile_at(j, 1, g, buf + align64(qt_tile_bytes(j->k)));
+        u[0] = unit_tile_at(j, 0, g, g1 * QT_ROWS, buf);
+        u[1] = unit_tile_at(j, 1, g, g1 * QT_ROWS, buf + align64(qt_tile_bytes(j->k)));
     } else {
         int i = 0;
         while (g >= j->first_tile[i + 1]) i++;
-        u[0] = unit_tile_at(j, i, g - j->first_tile[i], buf);
+        u[0] = unit_tile_at(j, i, g - j->first_tile[i], (g1 - j->first_tile[i]) * QT_ROWS, buf);
     }
     const pk_matmul_op *op = &j->ops[u[0].op];
     const qt_epilogue e0 = {op->bias ? op->bias + u[0].r : NULL, op->accumulate};
-    const qt_epilogue e1 = {j->ops[1].bias ? j->ops[1].bias + u[1].r : NULL, 0};
+    const qt_epilogue e1 = {j->fuse.glu && j->ops[1].bias ? j->ops[1].bias + u[1].r : NULL, 0};
     float block[QT_TOKENS * QT_ROWS];
     for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
         const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
@@ -544,7 +545,7 @@ static void fused_unit(const matmul_job *j, int64_t g, uint8_t *buf) {
 // Units [g0, g1) of the job.
 static void matmul_units(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
     if (!j->fused) { matmul_tiles(j, g0, g1, buf); return; }
-    for (int64_t g = g0; g < g1; g++) fused_unit(j, g, buf);
+    for (int64_t g = g0; g < g1; g++) fused_unit(j, g, g1, buf);
 }
 
 // A unit's cost in decode: the bytes it streams.
