@@ -614,7 +614,7 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
     j.x = x;
     if (fuse) j.fuse = *fuse;
     j.ks = *ISA_PICK(const kernel_set *, &scalar_set, &avx2_set, &avx512_set);
-    if (j.fuse.glu && (count != 2 || ops[0].m != ops[1].m || j.fuse.glu > PK_GLU_GELU_TANH)) return -1;
+    if (j.fuse.glu && (count != 2 || ops[0].m != ops[1].m || j.fuse.glu < 0 || j.fuse.glu > PK_GLU_GELU_TANH)) return -1;
     j.fused = j.fuse.glu != PK_GLU_NONE;
     for (int i = 0; i < count; i++) {
         const qt_type *ty = qt_type_of(ops[i].type);

@@ -36,7 +36,8 @@ typedef struct pk_matmul_fuse {
     // (pk_swiglu's or pk_geglu's bits); ops[1].y may be used as scratch. PK_GLU_NONE: no pairing.
     int glu;
     // When set, the input rows are first made: x = RMSNorm(norm_source) * norm_weight, as
-    // pk_rms_norm gives them (x is written, and is the products' input).
+    // pk_rms_norm gives them: x is written (it must be writable; norm_source may be x itself),
+    // and is the products' input.
     const float *norm_source;
     const float *norm_weight;
     float norm_eps;
