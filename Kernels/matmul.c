@@ -120,16 +120,21 @@ static act_buf act_at(uint8_t *s, int64_t n, int64_t k) {
     return a;
 }
 
-// Rows [t0, t1), each block by `block` (quantize_block32 or an ISA's copy of it); inlined, so
-// the block function is called directly.
+// Blocks [b0, b1) of row t, each by `block` (quantize_block32 or an ISA's copy of it); inlined,
+// so the block function is called directly.
+ALWAYS_INLINE void quantize_blocks(const float *x, int64_t t, int64_t b0, int64_t b1, int64_t k, int kind, act_buf a,
+                                   float (*block)(const float *, int8_t *, int32_t[2])) {
+    for (int64_t b = b0; b < b1; b++) {
+        int32_t half[2];
+        const float d = block(x + t * k + b * 32, a.q + t * k + b * 32, half);
+        block_terms(kind, a, t * (k / 16), t * (k / 32), b, d, half);
+    }
+}
+
+// Rows [t0, t1), block by block.
 ALWAYS_INLINE void quantize_rows(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a,
                                  float (*block)(const float *, int8_t *, int32_t[2])) {
-    for (int64_t t = t0; t < t1; t++)
-        for (int64_t b = 0; b < k / 32; b++) {
-            int32_t half[2];
-            const float d = block(x + t * k + b * 32, a.q + t * k + b * 32, half);
-            block_terms(kind, a, t * (k / 16), t * (k / 32), b, d, half);
-        }
+    for (int64_t t = t0; t < t1; t++) quantize_blocks(x, t, 0, k / 32, k, kind, a, block);
 }
 
 ALWAYS_INLINE void quantize_act_body(const float *x, int64_t t0, int64_t t1, int64_t k, int kind, act_buf a) {
@@ -273,11 +278,7 @@ AVX512_TARGET static void quantize_avx512(const float *x, int64_t t0, int64_t t1
             const int nb = nblocks - g < 16 ? (int)(nblocks - g) : 16;
             // A short tail costs as much through the tree as sixteen blocks: block by block.
             if (nb < 8) {
-                for (int64_t b = g; b < nblocks; b++) {
-                    int32_t half[2];
-                    const float d = quantize_block32_avx512(x + t * k + b * 32, a.q + t * k + b * 32, half);
-                    block_terms(kind, a, t * (k / 16), t * nblocks, b, d, half);
-                }
+                quantize_blocks(x, t, g, nblocks, k, kind, a, quantize_block32_avx512);
                 break;
             }
             const __mmask16 valid = (__mmask16)((1u << nb) - 1u);
@@ -401,7 +402,6 @@ typedef struct {
     int prepare_in_task;       // the threads quantize their share of the rows, then meet
     _Atomic int prepared;
     _Atomic int64_t next_tile;
-    int fused;                 // some op has an epilogue, or the ops are paired
     pk_matmul_fuse fuse;
     int64_t units;             // tiles, or pairs of tiles when paired
 } matmul_job;
@@ -419,8 +419,57 @@ typedef struct {
 // products, then the activation over their rows).
 #define GLU_PAIRED_MIN_TOKENS 33
 
-// Tiles [g0, g1) of the job, in op order.
+// Where rows [r, r + rows) of op i are read from: the file's rows, and their packed tile when
+// it is whole. The next tile is fetched ahead unless this one ends the thread's run (at row
+// `end`) or the next is not whole (and so not packed like this one).
+typedef struct {
+    const uint8_t *w, *packed;
+    int rows, last;
+} tile_source;
+
+static inline tile_source tile_source_at(const matmul_job *j, int i, int64_t r, int64_t end) {
+    const pk_matmul_op *op = &j->ops[i];
+    tile_source s;
+    s.rows = end - r < QT_ROWS ? (int)(end - r) : QT_ROWS;
+    s.w = (const uint8_t *)op->w + (size_t)r * j->row_bytes[i];
+    s.packed = op->packed && s.rows == QT_ROWS ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * j->packed_tile[i] : NULL;
+    s.last = r + QT_ROWS >= end || (s.packed && r + 2 * QT_ROWS > op->m);
+    return s;
+}
+
+// Pair g of a gated pair (ops 0 and 1, 33 tokens or more, so never the decode kernel): tile g
+// of both, the second's results into a block in L1, the first's gated with them in place.
+static void paired_tiles(const matmul_job *j, int64_t g, int64_t end, uint8_t *buf) {
+    const int64_t r = g * QT_ROWS;
+    qt_tile tl[2];
+    qt_epilogue e[2];
+    int rows = 0;
+    for (int i = 0; i < 2; i++) {
+        const tile_source src = tile_source_at(j, i, r, end);
+        tl[i] = qt_tile_at(buf + (size_t)i * align64(qt_tile_bytes(j->k)), j->k);
+        j->tk[i].unpack(j->ty[i], src.w, j->row_bytes[i], src.packed, src.rows, src.last, j->k, tl[i]);
+        e[i] = (qt_epilogue){j->ops[i].bias ? j->ops[i].bias + r : NULL, 0};
+        rows = src.rows;
+    }
+    const pk_matmul_op *op = &j->ops[0];
+    float block[QT_TOKENS * QT_ROWS];
+    for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
+        const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
+        float *y = op->y + t * op->ldy + r;
+        j->ks.dot(&j->ty[0]->tile, tl[0], j->k, &j->act[j->ty[0]->tile.act], j->nb[0], t, count, y, op->ldy, rows, &e[0]);
+        j->ks.dot(&j->ty[1]->tile, tl[1], j->k, &j->act[j->ty[1]->tile.act], j->nb[1], t, count, block, QT_ROWS, rows, &e[1]);
+        ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, y, op->ldy, block, QT_ROWS, count, rows);
+    }
+}
+
+// Tiles [g0, g1) of the job, in op order (pairs of tiles for a gated pair), each result through
+// its op's epilogue as it is stored.
 static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
+    if (j->fuse.glu) {
+        const int64_t end = g1 * QT_ROWS < j->ops[0].m ? g1 * QT_ROWS : j->ops[0].m;
+        for (int64_t g = g0; g < g1; g++) paired_tiles(j, g, end, buf);
+        return;
+    }
     for (int i = 0; i < j->count; i++) {
         const int64_t lo = j->first_tile[i] > g0 ? j->first_tile[i] : g0;
         const int64_t hi = j->first_tile[i + 1] < g1 ? j->first_tile[i + 1] : g1;
@@ -447,105 +496,28 @@ static void matmul_tiles(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *b
         const qt_format *f = &ty->tile;
         const qt_act *a = &j->act[f->act];
         const qt_tile tl = qt_tile_at(buf, j->k);
-        const size_t packed_tile = j->packed_tile[i];
+        const int epilogue = op->bias || op->accumulate;
         for (int64_t r = r0; r < r1; r += QT_ROWS) {
-            const int rows = r1 - r < QT_ROWS ? (int)(r1 - r) : QT_ROWS;
-            const uint8_t *wr = (const uint8_t *)op->w + (size_t)r * row_bytes;
-            const uint8_t *pk = op->packed && rows == QT_ROWS
-                                    ? (const uint8_t *)op->packed + (size_t)(r / QT_ROWS) * packed_tile
-                                    : NULL;
+            const tile_source src = tile_source_at(j, i, r, r1);
+            const qt_epilogue e = {op->bias ? op->bias + r : NULL, op->accumulate};
+            const qt_epilogue *ep = epilogue ? &e : NULL;
             // A few activation rows (decode; a token with jump-forward text after it) go through
             // the fused kernel one row at a time: no tile stored, and the block of weights stays
             // in L1 between rows. Writing a tile costs several fused passes.
-            // The next tile is prefetched only when it is whole (and so packed like this one).
-            const int last = r + QT_ROWS >= r1 || (pk && r + 2 * QT_ROWS > op->m);
             if (j->n <= GEMV_MAX_TOKENS && j->tk[i].gemv) {
                 int64_t t = 0;
-                while (t < j->n && j->tk[i].gemv(ty, wr, row_bytes, pk, rows, last, j->k, a, j->nb[i], t, op->y + t * op->ldy + r, NULL)) t++;
+                while (t < j->n && j->tk[i].gemv(ty, src.w, row_bytes, src.packed, src.rows, src.last, j->k, a, j->nb[i], t,
+                                                  op->y + t * op->ldy + r, ep))
+                    t++;
                 if (t == j->n) continue;
             }
-            j->tk[i].unpack(ty, wr, row_bytes, pk, rows, last, j->k, tl);
+            j->tk[i].unpack(ty, src.w, row_bytes, src.packed, src.rows, src.last, j->k, tl);
             for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
                 const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
-                j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, rows, NULL);
+                j->ks.dot(f, tl, j->k, a, j->nb[i], t, count, op->y + t * op->ldy + r, op->ldy, src.rows, ep);
             }
         }
     }
-}
-
-// ---- fused products: a unit's results go through its epilogue while they are in cache ----
-
-// One tile of a unit: op i's rows [r, r + rows).
-typedef struct {
-    int op, rows;
-    int64_t r;
-    const uint8_t *w, *packed;
-    int last, gemv, unpacked;
-    qt_tile tile;
-} unit_tile;
-
-// `end`: the end of the thread's run of tiles in op i's rows (nothing past it is prefetched).
-static unit_tile unit_tile_at(const matmul_job *j, int i, int64_t tile, int64_t end, uint8_t *buf) {
-    const pk_matmul_op *op = &j->ops[i];
-    const size_t row_bytes = j->row_bytes[i];
-    unit_tile u = {.op = i, .r = tile * QT_ROWS};
-    u.rows = op->m - u.r < QT_ROWS ? (int)(op->m - u.r) : QT_ROWS;
-    u.w = (const uint8_t *)op->w + (size_t)u.r * row_bytes;
-    u.packed = op->packed && u.rows == QT_ROWS ? (const uint8_t *)op->packed + (size_t)tile * j->packed_tile[i] : NULL;
-    u.last = u.r + QT_ROWS >= end || (u.packed && u.r + 2 * QT_ROWS > op->m);
-    u.gemv = j->n <= GEMV_MAX_TOKENS && j->tk[i].gemv && u.rows == QT_ROWS;
-    u.tile = qt_tile_at(buf, j->k);
-    return u;
-}
-
-// Results of tokens [t, t + count) of one tile, through the epilogue e into y (ldy apart).
-static void unit_tile_block(const matmul_job *j, unit_tile *u, int64_t t, int count, float *y, int64_t ldy, const qt_epilogue *e) {
-    const int i = u->op;
-    const qt_type *ty = j->ty[i];
-    const size_t row_bytes = j->row_bytes[i];
-    const qt_act *a = &j->act[ty->tile.act];
-    if (u->gemv) {
-        for (int c = 0; c < count; c++)
-            j->tk[i].gemv(ty, u->w, row_bytes, u->packed, u->rows, u->last, j->k, a, j->nb[i], t + c, y + c * ldy, e);
-        return;
-    }
-    if (!u->unpacked) {
-        j->tk[i].unpack(ty, u->w, row_bytes, u->packed, u->rows, u->last, j->k, u->tile);
-        u->unpacked = 1;
-    }
-    j->ks.dot(&ty->tile, u->tile, j->k, a, j->nb[i], t, count, y, ldy, u->rows, e);
-}
-
-// Unit g: tile g of ops 0 and 1 when paired, else the job's tile g, with its ops' epilogues.
-// A pair's second product goes to a block in cache, and the first is gated with it in place.
-static void fused_unit(const matmul_job *j, int64_t g, int64_t g1, uint8_t *buf) {
-    unit_tile u[2];
-    if (j->fuse.glu) {
-        u[0] = unit_tile_at(j, 0, g, g1 * QT_ROWS, buf);
-        u[1] = unit_tile_at(j, 1, g, g1 * QT_ROWS, buf + align64(qt_tile_bytes(j->k)));
-    } else {
-        int i = 0;
-        while (g >= j->first_tile[i + 1]) i++;
-        u[0] = unit_tile_at(j, i, g - j->first_tile[i], (g1 - j->first_tile[i]) * QT_ROWS, buf);
-    }
-    const pk_matmul_op *op = &j->ops[u[0].op];
-    const qt_epilogue e0 = {op->bias ? op->bias + u[0].r : NULL, op->accumulate};
-    const qt_epilogue e1 = {j->fuse.glu && j->ops[1].bias ? j->ops[1].bias + u[1].r : NULL, 0};
-    float block[QT_TOKENS * QT_ROWS];
-    for (int64_t t = 0; t < j->n; t += QT_TOKENS) {
-        const int count = j->n - t < QT_TOKENS ? (int)(j->n - t) : QT_TOKENS;
-        float *y = op->y + t * op->ldy + u[0].r;
-        unit_tile_block(j, &u[0], t, count, y, op->ldy, &e0);
-        if (!j->fuse.glu) continue;
-        unit_tile_block(j, &u[1], t, count, block, QT_ROWS, &e1);
-        ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, y, op->ldy, block, QT_ROWS, count, u[0].rows);
-    }
-}
-
-// Units [g0, g1) of the job.
-static void matmul_units(const matmul_job *j, int64_t g0, int64_t g1, uint8_t *buf) {
-    if (!j->fused) { matmul_tiles(j, g0, g1, buf); return; }
-    for (int64_t g = g0; g < g1; g++) fused_unit(j, g, g1, buf);
 }
 
 // A unit's cost in decode: the bytes it streams.
@@ -585,13 +557,13 @@ static void matmul_task(void *ctx, int ith, int nth) {
     if (j->prepare_in_task) prepare_shared(j, ith, nth);
     uint8_t *buf = j->thread_scratch + (size_t)ith * j->thread_bytes;
     const int64_t total = j->units;
-    if (nth == 1) { matmul_units(j, 0, total, buf); return; }
+    if (nth == 1) { matmul_tiles(j, 0, total, buf); return; }
     if (j->n == 1) {
         // Decode streams the weights once: contiguous shares of equal bytes keep each thread's
         // reads sequential (and its prefetches ahead of it).
         int64_t g0, g1;
         share_by_cost(total, tile_cost, j, ith, nth, &g0, &g1);
-        matmul_units(j, g0, g1, buf);
+        matmul_tiles(j, g0, g1, buf);
         return;
     }
     int64_t run = total / ((int64_t)nth * TILE_RUNS_PER_THREAD);
@@ -599,7 +571,7 @@ static void matmul_task(void *ctx, int ith, int nth) {
     for (;;) {
         const int64_t g0 = atomic_fetch_add_explicit(&j->next_tile, run, memory_order_relaxed);
         if (g0 >= total) return;
-        matmul_units(j, g0, g0 + run < total ? g0 + run : total, buf);
+        matmul_tiles(j, g0, g0 + run < total ? g0 + run : total, buf);
     }
 }
 
@@ -615,7 +587,6 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
     if (fuse) j.fuse = *fuse;
     j.ks = *ISA_PICK(const kernel_set *, &scalar_set, &avx2_set, &avx512_set);
     if (j.fuse.glu && (count != 2 || ops[0].m != ops[1].m || j.fuse.glu < 0 || j.fuse.glu > PK_GLU_GELU_TANH)) return -1;
-    j.fused = j.fuse.glu != PK_GLU_NONE;
     for (int i = 0; i < count; i++) {
         const qt_type *ty = qt_type_of(ops[i].type);
         if (!ty || !(ty->tile.sub || ty->to_float) || k % ty->elements != 0) return -1;
@@ -627,21 +598,17 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
             j.need[ty->tile.act] = 1;
             j.tk[i] = type_kernels(&j.ks, ops[i].type);
         }
-        if (ops[i].bias || ops[i].accumulate) j.fused = 1;
         j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
         j.row_bytes[i] = qt_row_bytes(ty, k);
         j.packed_tile[i] = ops[i].packed && j.quantized[i] ? qt_packed_tile_bytes(ty, j.row_bytes[i]) : 0;
         j.tile_bytes[i] = QT_ROWS * (int64_t)j.row_bytes[i];
     }
     for (int i = 0; i < count; i++)
-        if (j.fused && !j.quantized[i]) return -1;
+        if ((j.fuse.glu || ops[i].bias || ops[i].accumulate) && !j.quantized[i]) return -1;
     // A few tokens (decode, batched decode) pair badly: each unit's rows are too few to pay for
     // gating them apart, and two tiles crowd L1. Their products run apart and are gated after.
-    const int glu_after = j.fuse.glu && n <= GLU_PAIRED_MIN_TOKENS - 1;
-    if (glu_after) {
-        j.fuse.glu = PK_GLU_NONE;
-        j.fused = ops[0].bias || ops[1].bias || ops[0].accumulate || ops[1].accumulate;
-    }
+    const int glu_after = j.fuse.glu && n < GLU_PAIRED_MIN_TOKENS;
+    if (glu_after) j.fuse.glu = PK_GLU_NONE;
     j.units = j.fuse.glu ? j.first_tile[1] : j.first_tile[count];
     uint8_t *s = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     for (int kind = 0; kind < ACT_KINDS; kind++) {

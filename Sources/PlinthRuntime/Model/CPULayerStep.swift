@@ -79,7 +79,7 @@ struct CPULayerStep: LayerStep {
                 i += 1
             }
             var toResidual = false
-            if fuse, lora.isEmpty, i + 1 < ops.count, case .addToResidual(let b) = ops[i + 1],
+            if fuse, i + 1 < ops.count, case .addToResidual(let b) = ops[i + 1],
                let out = singleOutput(ops[i]), out == b, !readBeforeWritten(b, from: i + 2, in: ops) {
                 toResidual = true
             }
@@ -96,14 +96,21 @@ struct CPULayerStep: LayerStep {
         }
     }
 
-    /// The one buffer an operation's last product writes, when its products can add it to the
-    /// residual stream instead.
+    /// The one buffer an operation's last product writes, when that product can add it to the
+    /// residual stream instead (its epilogue).
     private func singleOutput(_ op: LayerOp) -> StepBuffer? {
         switch op {
-        case .project(_, let products) where products.count == 1 && tensor(products[0].0).type.isQuantized: products[0].1
-        case .feedForward(_, _, let target) where tensor(.ffnDown).type.isQuantized: target
+        case .project(_, let products) where products.count == 1 && hasEpilogues([products[0].0]): products[0].1
+        case .feedForward(_, _, let target) where hasEpilogues([.ffnDown]): target
         default: nil
         }
+    }
+
+    /// Whether products of these matrices take their bias, residual add or gating as epilogues:
+    /// quantized weights (float ones go through BLAS), and no row with an adapter (whose delta
+    /// comes before the bias).
+    private func hasEpilogues(_ roles: [LayerTensor]) -> Bool {
+        lora.isEmpty && roles.allSatisfy { tensor($0).type.isQuantized }
     }
 
     /// Whether an operation from `start` on reads `b` before one writes it (then `b` must hold
@@ -177,7 +184,7 @@ struct CPULayerStep: LayerStep {
                           _ targets: [(role: LayerTensor, y: UnsafeMutablePointer<Float>, width: Int)],
                           prologue: (source: StepBuffer, weight: LayerTensor)? = nil, accumulate: Bool = false) {
         let bias = targets.map { t in t.role.bias.flatMap { weights[$0] }?.data.assumingMemoryBound(to: Float.self) }
-        let epilogues = lora.isEmpty && targets.allSatisfy { tensor($0.role).type.isQuantized }
+        let epilogues = hasEpilogues(targets.map(\.role))
         precondition(epilogues || !accumulate, "an add to the residual stream is fused only where the epilogues are")
         context.matmul(x, n, targets.enumerated().map { i, t in
             ProductTarget(weight: tensor(t.role), output: t.y, bias: epilogues ? bias[i] : nil, accumulate: accumulate)
@@ -221,10 +228,9 @@ struct CPULayerStep: LayerStep {
                              prologue: (source: StepBuffer, weight: LayerTensor)?, toResidual: Bool) {
         let ctx = context, ff = c.feedForwardLength
         let (x, width) = buffer(input), (y, yWidth) = toResidual ? (ctx.x, c.embeddingLength) : buffer(target)
-        let gate = tensor(.ffnGate), up = tensor(.ffnUp)
-        if lora.isEmpty && gate.type.isQuantized && up.type.isQuantized {
+        if hasEpilogues([.ffnGate, .ffnUp]) {
             let glu = activation == .silu ? Int32(PK_GLU_SILU) : Int32(PK_GLU_GELU_TANH)
-            ctx.matmul(x, n, [ProductTarget(weight: gate, output: ctx.gate), ProductTarget(weight: up, output: ctx.up)],
+            ctx.matmul(x, n, [ProductTarget(weight: tensor(.ffnGate), output: ctx.gate), ProductTarget(weight: tensor(.ffnUp), output: ctx.up)],
                        glu: glu, norm: normFusion(prologue))
         } else {
             products(x, width: width, [(.ffnGate, ctx.gate, ff), (.ffnUp, ctx.up, ff)], prologue: prologue)

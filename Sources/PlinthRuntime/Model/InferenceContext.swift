@@ -296,10 +296,6 @@ public final class InferenceContext {
 
     /// Products of one input with up to PK_MATMUL_MAX_OPS weights, in one pass over the pool:
     /// the input is quantized once and all rows are split between the threads together.
-    func matmul(_ input: UnsafeMutablePointer<Float>, _ n: Int, _ products: [(WeightTensor, UnsafeMutablePointer<Float>)]) {
-        matmul(input, n, products.map { ProductTarget(weight: $0.0, output: $0.1) })
-    }
-
     /// Products of the same n input rows, with their epilogues; `glu` pairs two products into
     /// act(first) ⊙ second (``pk_matmul_fuse``), and `norm` makes the input first.
     func matmul(_ input: UnsafeMutablePointer<Float>, _ n: Int, _ products: [ProductTarget], glu: Int32 = 0, norm: NormFusion? = nil) {
@@ -368,7 +364,7 @@ public final class InferenceContext {
         var done = 0
         while done < m {
             let chunk = min(m - done, maxBatch)
-            matmul(h + done * e, chunk, [(w.output, logitsBuffer + (logitRowCount + done) * c.vocabularySize)])
+            matmul(h + done * e, chunk, [ProductTarget(weight: w.output, output: logitsBuffer + (logitRowCount + done) * c.vocabularySize)])
             done += chunk
         }
         if !lora.isEmpty {
