@@ -1,7 +1,8 @@
-// Reference quantizers of the k-quants (256-weight super-blocks): Q2_K, Q3_K, Q4_K, Q5_K and
-// Q6_K, bit for bit what ggml's reference rounding writes without an
-// importance matrix (the same search, the same float expressions in the same order), so that a
-// file from `plinth quantize` is the one llama-quantize writes. Layouts: blocks.h.
+// Quantizers of the k-quants (256-weight super-blocks): Q2_K, Q3_K, Q4_K, Q5_K and Q6_K, bit
+// for bit what llama-quantize writes (the same searches, the same float expressions in the same
+// order), both without an importance matrix (ggml's reference rounding) and with one (its
+// importance-weighted searches), so that a file from `plinth quantize` is the one
+// llama-quantize writes. Layouts: blocks.h.
 #include "pk_quants.h"
 #include "types.h"
 
@@ -140,6 +141,89 @@ static float offset_codes(int n, int nmax, const float *x, const float *w, uint8
     return scale;
 }
 
+// Codes in [0, nmax] for the non-negative values x (a super-block's scales or mins), each weighted
+// by w: the largest value's grid and eight stretched ones, the one of least weighted squared
+// error kept, then up to five passes moving single codes where that improves the least-squares
+// fit. Returns the fitted scale.
+static float positive_codes(int n, int nmax, const float *x, uint8_t *L, const float *w) {
+    float max = 0.0f;
+    for (int i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    if (max < K_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = nmax / max;
+    for (int i = 0; i < n; i++) L[i] = (uint8_t)round_even(iscale * x[i]);
+    const float scale = 1 / iscale;
+    float best = 0.0f;
+    for (int i = 0; i < n; i++) {
+        const float diff = x[i] - scale * L[i];
+        best += w[i] * diff * diff;
+    }
+    for (int is = -4; is <= 4; is++) {
+        if (is == 0) continue;
+        const float iscale_is = (0.1f * is + nmax) / max, scale_is = 1 / iscale_is;
+        float err = 0.0f;
+        for (int i = 0; i < n; i++) {
+            const int l = round_even(iscale_is * x[i]);
+            const float diff = x[i] - scale_is * (l < nmax ? l : nmax);
+            err += w[i] * diff * diff;
+        }
+        if (err < best) {
+            best = err;
+            iscale = iscale_is;
+        }
+    }
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; i++) {
+        int l = round_even(iscale * x[i]);
+        l = l < nmax ? l : nmax;
+        L[i] = (uint8_t)l;
+        sumlx += w[i] * x[i] * l;
+        suml2 += w[i] * l * l;
+    }
+    for (int pass = 0; pass < 5; pass++) {
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+            float slx = sumlx - w[i] * x[i] * L[i], sl2 = suml2 - w[i] * L[i] * L[i];
+            if (slx > 0 && sl2 > 0) {
+                int l = round_even(x[i] * sl2 / slx);
+                l = l < nmax ? l : nmax;
+                if (l != L[i]) {
+                    slx += w[i] * x[i] * l;
+                    sl2 += w[i] * l * l;
+                    if (slx * slx * suml2 > sumlx * sumlx * sl2) {
+                        L[i] = (uint8_t)l;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed++;
+                    }
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// llama-quantize's weight of each value of a super-block in the weighted searches: its column's
+// importance times sqrt(sigma2 + x^2), sigma2 being (spread *) the super-block's mean square.
+static void importance_weights(const float *x, const float *importance, float spread, float w[256]) {
+    float sum_x2 = 0.0f;
+    for (int i = 0; i < 256; i++) sum_x2 += x[i] * x[i];
+    const float sigma2 = spread * sum_x2 / 256;
+    for (int i = 0; i < 256; i++) w[i] = importance[i] * sqrtf(sigma2 + x[i] * x[i]);
+}
+
+// The sum of each group of `size` of the 256 weights.
+static void group_sums(const float w[256], int size, float *sums) {
+    for (int g = 0; g < 256 / size; g++) {
+        float s = 0.0f;
+        for (int i = 0; i < size; i++) s += w[size * g + i];
+        sums[g] = s;
+    }
+}
+
 // A group's fit: codes in [-nmax, nmax) into L (plus nmax), weighted by qw where the fit
 // takes weights (NULL: its own); returns the group's scale.
 typedef float (*group_fit)(int n, int nmax, const float *x, int8_t *L, const float *qw);
@@ -161,28 +245,52 @@ static float fit_groups(const float *x, int nmax, group_fit fit, int8_t L[256], 
 
 // Q4_K / Q5_K: eight groups of 32 with 6-bit scales and mins under f16 d and dmin. `nmax` 15 or
 // 31; fills the header (d, dmin, the 12 packed scale bytes) and L (the codes of 256 weights).
-static void k_groups(const float *x, int nmax, uint8_t *block, uint8_t L[256]) {
-    float scales[8], mins[8], w[32];
-    uint8_t aux[32];
-    float max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; j++) {
-        const float *xg = x + 32 * j;
-        float sum_x2 = 0.0f;
-        for (int l = 0; l < 32; l++) sum_x2 += xg[l] * xg[l];
-        const float av_x = sqrtf(sum_x2 / 32);
-        for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xg[l]);
-        scales[j] = offset_codes(32, nmax, xg, w, L + 32 * j, &mins[j], aux, nmax == 15 ? -1.0f : -0.5f, 0.1f, nmax == 15 ? 20 : 15, 0);
-        if (scales[j] > max_scale) max_scale = scales[j];
-        if (mins[j] > max_min) max_min = mins[j];
+// Without an importance, each group's fit weighs a value by the group's RMS plus its magnitude
+// and the 6-bit scales are the groups' on the largest one's grid; with one, the fits and the
+// scales' own grids are weighted searches (llama-quantize's --imatrix).
+static void k_groups(const float *x, const float *importance, int nmax, uint8_t *block, uint8_t L[256]) {
+    float scales[8], mins[8];
+    uint8_t aux[32], Ls[8], Lm[8];
+    float d_block, m_block;
+    if (importance) {
+        float w[256], sw[8];
+        importance_weights(x, importance, 2.0f, w);
+        for (int j = 0; j < 8; j++)
+            scales[j] = offset_codes(32, nmax, x + 32 * j, w + 32 * j, L + 32 * j, &mins[j], aux, -0.9f, 0.05f, 36, 0);
+        group_sums(w, 32, sw);
+        d_block = positive_codes(8, 63, scales, Ls, sw);
+        m_block = positive_codes(8, 63, mins, Lm, sw);
+    } else {
+        float w[32], max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 8; j++) {
+            const float *xg = x + 32 * j;
+            float sum_x2 = 0.0f;
+            for (int l = 0; l < 32; l++) sum_x2 += xg[l] * xg[l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xg[l]);
+            scales[j] = offset_codes(32, nmax, xg, w, L + 32 * j, &mins[j], aux, nmax == 15 ? -1.0f : -0.5f, 0.1f, nmax == 15 ? 20 : 15, 0);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+        const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+        for (int j = 0; j < 8; j++) {
+            Ls[j] = (uint8_t)round_even(inv_scale * scales[j]);
+            Lm[j] = (uint8_t)round_even(inv_min * mins[j]);
+        }
+        d_block = max_scale / 63.0f;
+        m_block = max_min / 63.0f;
     }
-    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    // llama-quantize's weighted Q4_K packs its codes unclamped (they are at most 63 there).
+    const int clamp = !importance || nmax == 31;
     uint8_t *sc = block + 4;
     memset(sc, 0, 12);
     for (int j = 0; j < 8; j++) {
-        uint8_t ls = (uint8_t)round_even(inv_scale * scales[j]), lm = (uint8_t)round_even(inv_min * mins[j]);
-        ls = ls < 63 ? ls : 63;
-        lm = lm < 63 ? lm : 63;
+        uint8_t ls = Ls[j], lm = Lm[j];
+        if (clamp) {
+            ls = ls < 63 ? ls : 63;
+            lm = lm < 63 ? lm : 63;
+        }
         if (j < 4) {
             sc[j] = ls;
             sc[j + 4] = lm;
@@ -192,8 +300,8 @@ static void k_groups(const float *x, int nmax, uint8_t *block, uint8_t L[256]) {
             sc[j] |= (uint8_t)((lm >> 4) << 6);
         }
     }
-    qt_store_f16(block, max_scale / 63.0f);
-    qt_store_f16(block + 2, max_min / 63.0f);
+    qt_store_f16(block, d_block);
+    qt_store_f16(block + 2, m_block);
     const float d0 = blk_f16(block), m0 = blk_f16(block + 2);
     for (int j = 0; j < 8; j++) {
         int s, m;
@@ -205,10 +313,10 @@ static void k_groups(const float *x, int nmax, uint8_t *block, uint8_t L[256]) {
     }
 }
 
-void qt_quantize_q4_K(const float *x, uint8_t *y, int64_t n) {
+static void q4_K_rows(const float *x, const float *importance, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 144) {
         uint8_t L[256];
-        k_groups(x, 15, y, L);
+        k_groups(x, importance ? importance + 256 * b : NULL, 15, y, L);
         // Low nibbles: weights 64c..64c+31, high: 64c+32..64c+63.
         uint8_t *q = y + 16;
         for (int c = 0; c < 4; c++)
@@ -216,10 +324,10 @@ void qt_quantize_q4_K(const float *x, uint8_t *y, int64_t n) {
     }
 }
 
-void qt_quantize_q5_K(const float *x, uint8_t *y, int64_t n) {
+static void q5_K_rows(const float *x, const float *importance, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 176) {
         uint8_t L[256];
-        k_groups(x, 31, y, L);
+        k_groups(x, importance ? importance + 256 * b : NULL, 31, y, L);
         // Bit 4 of weight 64c + l in bit 2c of qh[l], of 64c + 32 + l in bit 2c + 1.
         uint8_t *qh = y + 16, *ql = y + 48;
         memset(qh, 0, 32);
@@ -271,10 +379,7 @@ static void q6_K_rows(const float *x, const float *importance, uint8_t *y, int64
 }
 
 void qt_quantize_q6_K(const float *x, uint8_t *y, int64_t n) { q6_K_rows(x, NULL, y, n); }
-
-void qt_quantize_weighted_q6_K(const float *x, const float *importance, uint8_t *y, int64_t n) {
-    q6_K_rows(x, importance, y, n);
-}
+QT_WEIGHTED(q6_K) { q6_K_rows(x, importance, y, n); }
 
 // Q2_K's and Q3_K's low two bits: weight 128h + 32p + l (codes 0..3) in bits 2p of byte 32h + l.
 static void pack_planes(const uint8_t L[256], uint8_t qs[64]) {
@@ -286,33 +391,49 @@ static void pack_planes(const uint8_t L[256], uint8_t qs[64]) {
 }
 
 // Q2_K: sixteen groups of 16 with 4-bit scales and mins (a byte each: scale low, min high) under
-// f16 d and dmin; codes 0..3 fitted by absolute error weighted by |x|. Layout: scales[16],
-// qs[64] (pack_planes), d, dmin.
-void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n) {
+// f16 d and dmin; codes 0..3. Without an importance the groups are fitted by absolute error
+// weighted by |x| and the 4-bit scales are on the largest one's grid; with one, by squared
+// error weighted as llama-quantize's --imatrix does, the 4-bit scales by a weighted search.
+// Layout: scales[16], qs[64] (pack_planes), d, dmin.
+static void q2_K_rows(const float *x, const float *importance, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 84) {
         uint8_t L[256], aux[16];
-        float w[16], scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
-        for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
-            scales[j] = offset_codes(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], aux, -0.5f, 0.1f, 15, 1);
-            if (scales[j] > max_scale) max_scale = scales[j];
-            if (mins[j] > max_min) max_min = mins[j];
-        }
+        float scales[16], mins[16];
         uint8_t *sc = y;
-        if (max_scale > 0) {
-            const float iscale = 15.0f / max_scale;
-            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)round_even(iscale * scales[j]);
-            qt_store_f16(y + 80, max_scale / 15.0f);
+        if (importance) {
+            float w[256], sw[16];
+            uint8_t Ls[16], Lm[16];
+            importance_weights(x, importance + 256 * b, 1.0f, w);
+            for (int j = 0; j < 16; j++)
+                scales[j] = offset_codes(16, 3, x + 16 * j, w + 16 * j, L + 16 * j, &mins[j], aux, -0.9f, 0.05f, 36, 0);
+            group_sums(w, 16, sw);
+            const float dm = positive_codes(16, 15, scales, Ls, sw), mm = positive_codes(16, 15, mins, Lm, sw);
+            qt_store_f16(y + 80, dm);
+            qt_store_f16(y + 82, mm);
+            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
         } else {
-            memset(sc, 0, 16);
-            qt_store_f16(y + 80, 0.0f);
-        }
-        if (max_min > 0) {
-            const float iscale = 15.0f / max_min;
-            for (int j = 0; j < 16; j++) sc[j] |= (uint8_t)(round_even(iscale * mins[j]) << 4);
-            qt_store_f16(y + 82, max_min / 15.0f);
-        } else {
-            qt_store_f16(y + 82, 0.0f);
+            float w[16], max_scale = 0.0f, max_min = 0.0f;
+            for (int j = 0; j < 16; j++) {
+                for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+                scales[j] = offset_codes(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], aux, -0.5f, 0.1f, 15, 1);
+                if (scales[j] > max_scale) max_scale = scales[j];
+                if (mins[j] > max_min) max_min = mins[j];
+            }
+            if (max_scale > 0) {
+                const float iscale = 15.0f / max_scale;
+                for (int j = 0; j < 16; j++) sc[j] = (uint8_t)round_even(iscale * scales[j]);
+                qt_store_f16(y + 80, max_scale / 15.0f);
+            } else {
+                memset(sc, 0, 16);
+                qt_store_f16(y + 80, 0.0f);
+            }
+            if (max_min > 0) {
+                const float iscale = 15.0f / max_min;
+                for (int j = 0; j < 16; j++) sc[j] |= (uint8_t)(round_even(iscale * mins[j]) << 4);
+                qt_store_f16(y + 82, max_min / 15.0f);
+            } else {
+                qt_store_f16(y + 82, 0.0f);
+            }
         }
         const float d0 = blk_f16(y + 80), m0 = blk_f16(y + 82);
         for (int j = 0; j < 16; j++) {
@@ -327,8 +448,8 @@ void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n) {
 
 // Q3_K's group fit: symmetric codes in [-nmax, nmax) weighted by x^2, from the largest
 // magnitude's grid, then up to five passes moving single codes where that improves the
-// least-squares fit. L gets code + nmax; returns the fitted scale. (Reference rounding only:
-// Q3_K has no importance-weighted quantizer, so qw is always NULL.)
+// least-squares fit. L gets code + nmax; returns the fitted scale. (Without an importance only:
+// the weighted Q3_K fits its groups with symmetric_codes, so qw is always NULL.)
 static float refined_codes(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     (void)qw;
     const float max = largest(n, x);
@@ -371,29 +492,41 @@ static float refined_codes(int n, int nmax, const float *x, int8_t *L, const flo
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-// Q3_K: sixteen groups of 16 with signed 6-bit scales under an f16 d; codes -4..3. Layout:
-// hmask[32] (bit 2 of weight j in bit j/32 of byte j%32), qs[64] (the low two bits as Q2_K),
-// scales[12] (low nibbles in bytes 0..7, high two bits in 8..11), d.
-void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) {
+// Q3_K: sixteen groups of 16 with signed 6-bit scales under an f16 d; codes -4..3. Without an
+// importance the groups take refined_codes and the scales the largest one's grid; with one,
+// both are weighted searches (llama-quantize's --imatrix). Layout: hmask[32] (bit 2 of weight j
+// in bit j/32 of byte j%32), qs[64] (the low two bits as Q2_K), scales[12] (low nibbles in
+// bytes 0..7, high two bits in 8..11), d.
+static void q3_K_rows(const float *x, const float *importance, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 110) {
-        int8_t L[256];
+        int8_t L[256], Ls[16];
         float scales[16];
-        const float max_scale = fit_groups(x, 4, refined_codes, L, scales, NULL);
+        float d_block = 0.0f;
+        if (importance) {
+            float w[256], sw[16];
+            importance_weights(x, importance + 256 * b, 2.0f, w);
+            fit_groups(x, 4, symmetric_codes, L, scales, w);
+            group_sums(w, 16, sw);
+            d_block = symmetric_codes(16, 32, scales, Ls, sw);
+        } else {
+            const float max_scale = fit_groups(x, 4, refined_codes, L, scales, NULL);
+            if (max_scale != 0.0f) {
+                const float iscale = -32.0f / max_scale;
+                for (int j = 0; j < 16; j++) Ls[j] = (int8_t)(clampi((int8_t)round_even(iscale * scales[j]), -32, 31) + 32);
+                d_block = 1 / iscale;
+            } else {
+                memset(Ls, 0, 16); // all zero: every scale byte 0, as ggml's reference writes it
+            }
+        }
         uint8_t *sc = y + 96;
         memset(sc, 0, 12);
-        if (max_scale != 0.0f) {
-            const float iscale = -32.0f / max_scale;
-            for (int j = 0; j < 16; j++) {
-                int l = (int8_t)round_even(iscale * scales[j]);
-                l = clampi(l, -32, 31) + 32;
-                if (j < 8) sc[j] = (uint8_t)(l & 0xF);
-                else sc[j - 8] |= (uint8_t)((l & 0xF) << 4);
-                sc[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
-            }
-            qt_store_f16(y + 108, 1 / iscale);
-        } else {
-            qt_store_f16(y + 108, 0.0f);
+        for (int j = 0; j < 16; j++) {
+            const int l = Ls[j];
+            if (j < 8) sc[j] = (uint8_t)(l & 0xF);
+            else sc[j - 8] |= (uint8_t)((l & 0xF) << 4);
+            sc[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
         }
+        qt_store_f16(y + 108, d_block);
         const float d0 = blk_f16(y + 108);
         for (int j = 0; j < 16; j++) {
             const int lo = j < 8 ? sc[j] & 0xF : sc[j - 8] >> 4;
@@ -413,3 +546,13 @@ void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) {
         pack_planes((const uint8_t *)L, qs);
     }
 }
+
+// The entry points: round to nearest (ggml's reference) and importance-weighted.
+void qt_quantize_q2_K(const float *x, uint8_t *y, int64_t n) { q2_K_rows(x, NULL, y, n); }
+void qt_quantize_q3_K(const float *x, uint8_t *y, int64_t n) { q3_K_rows(x, NULL, y, n); }
+void qt_quantize_q4_K(const float *x, uint8_t *y, int64_t n) { q4_K_rows(x, NULL, y, n); }
+void qt_quantize_q5_K(const float *x, uint8_t *y, int64_t n) { q5_K_rows(x, NULL, y, n); }
+QT_WEIGHTED(q2_K) { q2_K_rows(x, importance, y, n); }
+QT_WEIGHTED(q3_K) { q3_K_rows(x, importance, y, n); }
+QT_WEIGHTED(q4_K) { q4_K_rows(x, importance, y, n); }
+QT_WEIGHTED(q5_K) { q5_K_rows(x, importance, y, n); }

@@ -77,7 +77,7 @@ QT_QUANTIZER(f32); QT_QUANTIZER(f16); QT_QUANTIZER(bf16);
 QT_QUANTIZER(q4_0); QT_QUANTIZER(q4_1); QT_QUANTIZER(q5_0); QT_QUANTIZER(q5_1); QT_QUANTIZER(q8_0); QT_QUANTIZER(pq2);
 QT_WEIGHTED(q4_0); QT_WEIGHTED(q4_1); QT_WEIGHTED(q5_0); QT_WEIGHTED(q5_1); QT_WEIGHTED(q8_0); QT_WEIGHTED(pq2);
 QT_QUANTIZER(q2_K); QT_QUANTIZER(q3_K); QT_QUANTIZER(q4_K); QT_QUANTIZER(q5_K); QT_QUANTIZER(q6_K);
-QT_WEIGHTED(q6_K);
+QT_WEIGHTED(q2_K); QT_WEIGHTED(q3_K); QT_WEIGHTED(q4_K); QT_WEIGHTED(q5_K); QT_WEIGHTED(q6_K);
 // A legacy block's plain grid and codes (quantize.c), and a block of type `ty` packed from them.
 void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]);
 // The grid (f16 d and m) and codes minimizing the w-weighted squared error of a legacy block.
@@ -110,10 +110,10 @@ static const qt_type QT_TYPES[QT_SLOT_COUNT] = {
     // ggml's block_q8_1 is two f16 (d, s) then 32 int8 (gguf-py's table says 40, from when d
     // and s were f32). An activation format: read, never multiplied.
     [PK_Q8_1] = {QT_GEOMETRY("Q8_1", 32, 36), .unpack = blk_q8_1},
-    [PK_Q2_K] = {QT_GEOMETRY("Q2_K", 256, 84), .unpack = blk_q2_K, .quantize = qt_quantize_q2_K, .tile = {16, 0, 1, ACT_Q8_K}},
-    [PK_Q3_K] = {QT_GEOMETRY("Q3_K", 256, 110), .unpack = blk_q3_K, .quantize = qt_quantize_q3_K, .tile = {16, 4, 0, ACT_Q8_K}},
-    [PK_Q4_K] = {QT_GEOMETRY("Q4_K", 256, 144), .unpack = blk_q4_K, .quantize = qt_quantize_q4_K, .tile = {32, 0, 1, ACT_Q8_K}},
-    [PK_Q5_K] = {QT_GEOMETRY("Q5_K", 256, 176), .unpack = blk_q5_K, .quantize = qt_quantize_q5_K, .tile = {32, 0, 1, ACT_Q8_K}},
+    [PK_Q2_K] = {QT_GEOMETRY("Q2_K", 256, 84), .unpack = blk_q2_K, .quantize = qt_quantize_q2_K, .quantize_weighted = qt_quantize_weighted_q2_K, .tile = {16, 0, 1, ACT_Q8_K}},
+    [PK_Q3_K] = {QT_GEOMETRY("Q3_K", 256, 110), .unpack = blk_q3_K, .quantize = qt_quantize_q3_K, .quantize_weighted = qt_quantize_weighted_q3_K, .tile = {16, 4, 0, ACT_Q8_K}},
+    [PK_Q4_K] = {QT_GEOMETRY("Q4_K", 256, 144), .unpack = blk_q4_K, .quantize = qt_quantize_q4_K, .quantize_weighted = qt_quantize_weighted_q4_K, .tile = {32, 0, 1, ACT_Q8_K}},
+    [PK_Q5_K] = {QT_GEOMETRY("Q5_K", 256, 176), .unpack = blk_q5_K, .quantize = qt_quantize_q5_K, .quantize_weighted = qt_quantize_weighted_q5_K, .tile = {32, 0, 1, ACT_Q8_K}},
     [PK_Q6_K] = {QT_GEOMETRY("Q6_K", 256, 210), .unpack = blk_q6_K, .quantize = qt_quantize_q6_K, .quantize_weighted = qt_quantize_weighted_q6_K, .tile = {16, 32, 0, ACT_Q8_K}},
     [PK_Q8_K] = {QT_GEOMETRY("Q8_K", 256, 292), .unpack = blk_q8_K},
     // Defined by ggml, not read by Plinth: geometry only, so that a file using one is measured

@@ -7,9 +7,9 @@ import Testing
 struct QuantizerTests {
     struct Reference: Decodable {
         struct Weighted: Decodable {
-            var type: String
             var importance: [Float]
-            var bytes: String
+            /// Each type's bytes, by ggml's type name.
+            var types: [String: String]
         }
         var rows: Int
         var columns: Int
@@ -41,38 +41,42 @@ struct QuantizerTests {
         }
     }
 
-    /// The k-quants (Q2_K to Q6_K) write what llama-quantize wrote for rows of SmolLM2's weights
-    /// (Fixtures/quantize/make_kquant_reference.py).
+    /// The k-quants (Q2_K to Q6_K) write what llama-quantize wrote for rows of SmolLM2's weights,
+    /// without and with --imatrix (Fixtures/quantize/make_kquant_reference.py).
     @Test func kQuantizersWriteLlamaQuantizesBytes() throws {
         let ref: Reference = try TestModels.fixture("quantize/kquant_reference.json")
-        #expect(ref.types.keys.sorted() == ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"])
+        let w = try #require(ref.weighted)
+        let names = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+        #expect(ref.types.keys.sorted() == names && w.types.keys.sorted() == names)
         #expect(ref.input.count == ref.rows * ref.columns && ref.columns % 256 == 0)
-        for (name, expected) in ref.types.sorted(by: { $0.key < $1.key }) {
+        #expect(w.importance.count == ref.input.count)
+        for name in names {
             let type = try #require(GGMLType(name: name))
             #expect(Quantizer.canWrite(type), "\(name)")
-            let got = try #require(Self.quantize(ref.input, type), "\(name)")
-            let want = Array(expected.utf8)
-            let have = Array(Self.hex(got).utf8)
-            #expect(have.count == want.count, "\(name)")
-            // The first differing block, if any, named rather than two 7 KB strings printed.
-            let block = type.blockBytes * 2
-            let first = have.indices.first { $0 < want.count && have[$0] != want[$0] }.map { $0 / block }
-            #expect(first == nil, "\(name): block \(first ?? -1) differs from llama-quantize's")
-        }
-        // Q6_K with llama-quantize's --imatrix: each group's fit weighted by the importance.
-        let w = try #require(ref.weighted)
-        let type = try #require(GGMLType(name: w.type))
-        let rowBytes = try #require(type.rowBytes(ref.columns))
-        var got = [UInt8](repeating: 0, count: rowBytes * ref.rows)
-        for r in 0..<ref.rows {
-            let span = (r * ref.columns)..<((r + 1) * ref.columns)
-            let x = Array(ref.input[span]), importance = Array(w.importance[span])
-            let rc = got.withUnsafeMutableBytes { out in
-                pk_quantize_weighted(Int32(type.rawValue), x, out.baseAddress! + r * rowBytes, Int64(ref.columns), importance)
+            #expect(try #require(Quantizer.info(type)).can_weight != 0, "\(name) rounds to nearest with an importance")
+            let rowBytes = try #require(type.rowBytes(ref.columns))
+            var plain = [UInt8](repeating: 0, count: rowBytes * ref.rows), weighted = plain
+            for r in 0..<ref.rows {
+                let span = (r * ref.columns)..<((r + 1) * ref.columns)
+                let x = Array(ref.input[span]), importance = Array(w.importance[span])
+                let rcs = (plain.withUnsafeMutableBytes { pk_quantize(Int32(type.rawValue), x, $0.baseAddress! + r * rowBytes, Int64(ref.columns)) },
+                           weighted.withUnsafeMutableBytes {
+                               pk_quantize_weighted(Int32(type.rawValue), x, $0.baseAddress! + r * rowBytes, Int64(ref.columns), importance)
+                           })
+                #expect(rcs == (0, 0), "\(name)")
             }
-            #expect(rc == 0)
+            Self.expectSameBlocks(plain, ref.types[name]!, blockBytes: type.blockBytes, "\(name)")
+            Self.expectSameBlocks(weighted, w.types[name]!, blockBytes: type.blockBytes, "\(name) with --imatrix")
         }
-        #expect(Self.hex(got) == w.bytes, "\(w.type) with importance differs from llama-quantize --imatrix")
+    }
+
+    /// Names the first block that differs from llama-quantize's hex, rather than printing two
+    /// 7 KB strings.
+    static func expectSameBlocks(_ got: [UInt8], _ expected: String, blockBytes: Int, _ what: String) {
+        let have = Array(hex(got).utf8), want = Array(expected.utf8)
+        #expect(have.count == want.count, "\(what)")
+        let first = have.indices.first { $0 < want.count && have[$0] != want[$0] }.map { $0 / (2 * blockBytes) }
+        #expect(first == nil, "\(what): block \(first ?? -1) differs from llama-quantize's")
     }
 
     /// Dequantizing what was quantized lands within half a quantization step of every input (a

@@ -193,7 +193,7 @@ public enum Quantizer {
     /// Whether the quantizer writes `type`.
     public static func canWrite(_ type: GGMLType) -> Bool { info(type)?.can_quantize ?? 0 != 0 }
 
-    private static func info(_ type: GGMLType) -> pk_type_info? {
+    static func info(_ type: GGMLType) -> pk_type_info? {
         var info = pk_type_info()
         return pk_type_info_of(Int32(bitPattern: type.rawValue), &info) == 0 ? info : nil
     }
