@@ -2,10 +2,10 @@
 // one and on every thread gives the int8 peak, a tight FMA loop the f32 peak; then the batched
 // product (pk_matmul_many on packed weights, 512 activation rows, SmolLM2's and Qwen2.5's
 // shapes) and causal attention over a 512-token prompt are timed and given as a fraction of
-// them. Developer tool, not part of the package; links the kernels' sources directly.
+// them; `pipes` shows which of the product's instructions share vpdpbusd's pipes. Developer tool, not part of the package; links the kernels' sources directly.
 //   clang -O2 -march=native -D_GNU_SOURCE -IKernels -IKernels/include $(pkg-config --cflags openblas) \
 //      -o /tmp/kernels Benchmarks/kernels.c Kernels/*.c -lopenblas -llapacke -lm -lpthread
-//   /tmp/kernels [all|matmul|attention|peak] [threads]   (under perf stat -e cycles,instructions for IPC)
+//   /tmp/kernels [all|matmul|attention|pipes|peak] [threads]   (under perf stat -e cycles,instructions for IPC)
 #include <immintrin.h>
 #include <pthread.h>
 #include <math.h>
@@ -52,6 +52,44 @@ PEAK_LOOP(vnni_loop, "avx512f,avx512bw,avx512vnni", __m512i, int, VNNI_INIT, VNN
 #define FMA_INIT(i) _mm512_set1_ps((float)(i))
 #define FMA_STEP(a) _mm512_fmadd_ps((a), _mm512_set1_ps(0.999f), _mm512_set1_ps(1e-7f))
 PEAK_LOOP(fma_loop, "avx512f,fma", __m512, float, FMA_INIT, FMA_STEP, _mm512_reduce_add_ps)
+
+// Which pipes the tile kernel's per-sub-block float work takes: eight vpdpbusd chains (one 32-weight
+// sub-block of one activation row) alone, then with the scale product and FMA that follow them
+// (vmulps, vfmadd231ps), then with the conversion and an add too (vcvtdq2ps, vaddps). Where the
+// time grows by one vpdpbusd per instruction, they share its pipes and bound the kernel.
+#define PIPE_ITERS 100000000LL
+__attribute__((target("avx512f,avx512bw,avx512vnni,fma"), noinline)) static double pipe_loop(int extra) {
+    __m512i a[8];
+    __m512 f[3];
+    for (int i = 0; i < 8; i++) a[i] = _mm512_set1_epi32(i);
+    for (int i = 0; i < 3; i++) f[i] = _mm512_set1_ps(1.0f + (float)i);
+    const __m512i w = _mm512_set1_epi32(0x01010101), x = _mm512_set1_epi32(0x02020202);
+    const __m512 m = _mm512_set1_ps(0.999f);
+    const double t0 = now();
+    for (long long n = 0; n < PIPE_ITERS; n++) {
+        for (int i = 0; i < 8; i++) a[i] = _mm512_dpbusd_epi32(a[i], w, x);
+        if (extra >= 1) f[0] = _mm512_mul_ps(f[0], m), f[1] = _mm512_fmadd_ps(f[1], m, m);
+        if (extra >= 2) f[2] = _mm512_add_ps(f[2], _mm512_cvtepi32_ps(a[n & 7 ? 1 : 0]));
+        __asm__ volatile("" : "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), "+v"(a[6]), "+v"(a[7]),
+                         "+v"(f[0]), "+v"(f[1]), "+v"(f[2]));
+    }
+    const double t = now() - t0;
+    int si = 0;
+    float sf = 0;
+    for (int i = 0; i < 8; i++) si += _mm512_reduce_add_epi32(a[i]);
+    for (int i = 0; i < 3; i++) sf += _mm512_reduce_add_ps(f[i]);
+    __asm__ volatile("" : : "r"(si), "x"(sf));
+    return t;
+}
+
+static void bench_pipes(void) {
+    double best[3] = {1e9, 1e9, 1e9};
+    for (int run = 0; run < 3; run++)
+        for (int e = 0; e < 3; e++) best[e] = fmin(best[e], pipe_loop(e));
+    printf("\n| one thread, per 8 vpdpbusd | time, in vpdpbusd |\n| --- | --- |\n");
+    const char *what[3] = {"8 vpdpbusd", "+ vmulps + vfmadd231ps", "+ vcvtdq2ps + vaddps"};
+    for (int e = 0; e < 3; e++) printf("| %s | %.2f |\n", what[e], 8 * best[e] / best[0]);
+}
 
 // Operations per second of `loop` on `threads` threads (ops_per_instr: 128 for vpdpbusd, 32 for
 // FMA): the best of five runs, since a neighbour's load on a shared machine only ever lowers it.
@@ -174,6 +212,7 @@ int main(int argc, char **argv) {
     double int8_1 = peak(vnni_loop, 1, 128), int8_n = peak(vnni_loop, threads, 128), f32_n = peak(fma_loop, threads, 32);
     pk_pool *pool = pk_pool_create(threads);
     const int matmul = !strcmp(what, "all") || !strcmp(what, "matmul"), attention = !strcmp(what, "all") || !strcmp(what, "attention");
+    if (!strcmp(what, "all") || !strcmp(what, "pipes")) bench_pipes();
     if (matmul) bench_matmul(pool, threads);
     if (attention) bench_attention(pool, threads);
     pk_pool_destroy(pool);
