@@ -109,6 +109,33 @@ struct QuantizerTests {
         }
     }
 
+    /// The weighted k-quants on degenerate input: an all-zero super-block comes back as zeros, and
+    /// columns of zero importance (never activated in calibration) leave every value finite and
+    /// within the super-block's range, with or without the importance.
+    @Test(arguments: ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"])
+    func weightedKQuantsHandleZeros(name: String) throws {
+        let type = try #require(GGMLType(name: name))
+        var rng = SplitMix64(seed: 5)
+        var x = (0..<768).map { _ in Float(rng.below(20001) - 10000) / 5000 }
+        for i in 0..<256 { x[i] = 0 }                                    // super-block 0: all zero
+        var importance = (0..<768).map { _ in Float(rng.below(1000)) / 100 }
+        for i in stride(from: 256, to: 768, by: 3) { importance[i] = 0 } // a third of the columns unseen
+        for i in 512..<768 { importance[i] = 0 }                        // super-block 2: none seen
+        let rowBytes = try #require(type.rowBytes(x.count))
+        var q = [UInt8](repeating: 0xAA, count: rowBytes)
+        let rc = q.withUnsafeMutableBytes { pk_quantize_weighted(Int32(type.rawValue), x, $0.baseAddress, Int64(x.count), importance) }
+        #expect(rc == 0)
+        var back = [Float](repeating: .nan, count: x.count)
+        try q.withUnsafeBytes { try type.dequantize($0.baseAddress!, count: x.count, into: &back) }
+        #expect(back[0..<256].allSatisfy { $0 == 0 }, "\(name): a zero super-block must come back as zeros")
+        for b in 1..<3 {
+            let block = x[(256 * b)..<(256 * b + 256)], amax = block.map(abs).max()!
+            for i in block.indices {
+                #expect(back[i].isFinite && abs(back[i]) <= 2 * amax, "\(name) weight \(i): \(x[i]) -> \(back[i])")
+            }
+        }
+    }
+
     /// With an importance per weight, no block's importance-weighted error is above rounding to
     /// nearest's (the search starts there), and over many blocks it is well below.
     @Test(arguments: ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0"])
