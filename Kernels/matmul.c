@@ -1,5 +1,4 @@
 #include "pk_matmul.h"
-#include "pk_ops.h"
 #include "elementwise.h"
 #include "isa.h"
 #include "qtile_isa.h"
@@ -325,8 +324,8 @@ AVX512_TARGET static void quantize_avx512(const float *x, int64_t t0, int64_t t1
                 const __m512i sum = _mm512_add_epi32(s0, s1);
                 const __m512i h0 = _mm512_permutex2var_epi32(s0, low_half, s1), h1 = _mm512_permutex2var_epi32(s0, high_half, s1);
                 const __m512 d0 = _mm512_permutex2var_ps(d, low_half, d), d1 = _mm512_permutex2var_ps(d, high_half, d);
-                const __mmask16 lo = (__mmask16)(nb >= 8 ? 0xffffu : (1u << (2 * nb)) - 1u);
-                const __mmask16 hi = (__mmask16)(nb <= 8 ? 0u : (1u << (2 * (nb - 8))) - 1u);
+                // nb >= 8 here: the first eight blocks' sixteen halves are all there
+                const __mmask16 lo = 0xffff, hi = (__mmask16)((1u << (2 * (nb - 8))) - 1u);
                 _mm512_mask_storeu_ps(a.dx16 + o16, lo, d0);
                 _mm512_mask_storeu_ps(a.dx16 + o16 + 16, hi, d1);
                 _mm512_mask_storeu_epi32(a.sx16 + o16, lo, h0);
@@ -458,7 +457,7 @@ static void paired_tiles(const matmul_job *j, int64_t g, int64_t end, uint8_t *b
         float *y = op->y + t * op->ldy + r;
         j->ks.dot(&j->ty[0]->tile, tl[0], j->k, &j->act[j->ty[0]->tile.act], j->nb[0], t, count, y, op->ldy, rows, &e[0]);
         j->ks.dot(&j->ty[1]->tile, tl[1], j->k, &j->act[j->ty[1]->tile.act], j->nb[1], t, count, block, QT_ROWS, rows, &e[1]);
-        ew_gated_rows(j->fuse.glu == PK_GLU_GELU_TANH, y, op->ldy, block, QT_ROWS, count, rows);
+        ew_gated_rows(NULL, j->fuse.glu == PK_GLU_GELU_TANH, y, op->ldy, block, QT_ROWS, count, rows);
     }
 }
 
@@ -597,14 +596,14 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
             if (k % 32 != 0) return -1;
             j.need[ty->tile.act] = 1;
             j.tk[i] = type_kernels(&j.ks, ops[i].type);
+        } else if (j.fuse.glu || ops[i].bias || ops[i].accumulate) {
+            return -1; // float weights go through BLAS, which takes no epilogue
         }
         j.first_tile[i + 1] = j.first_tile[i] + (ops[i].m + QT_ROWS - 1) / QT_ROWS;
         j.row_bytes[i] = qt_row_bytes(ty, k);
         j.packed_tile[i] = ops[i].packed && j.quantized[i] ? qt_packed_tile_bytes(ty, j.row_bytes[i]) : 0;
         j.tile_bytes[i] = QT_ROWS * (int64_t)j.row_bytes[i];
     }
-    for (int i = 0; i < count; i++)
-        if ((j.fuse.glu || ops[i].bias || ops[i].accumulate) && !j.quantized[i]) return -1;
     // A few tokens (decode, batched decode) pair badly: each unit's rows are too few to pay for
     // gating them apart, and two tiles crowd L1. Their products run apart and are gated after.
     const int glu_after = j.fuse.glu && n < GLU_PAIRED_MIN_TOKENS;
@@ -627,11 +626,7 @@ int pk_matmul_fused(pk_pool *pool, const pk_matmul_op *ops, int count, int64_t k
     j.prepare_in_task = n > 1 && pk_pool_threads(pool) > 1;
     if (!j.prepare_in_task) prepare_rows(&j, 0, n);
     pk_pool_run(pool, matmul_task, &j);
-    if (glu_after) {
-        const int gelu = fuse->glu == PK_GLU_GELU_TANH;
-        if (ops[0].ldy == ops[0].m && ops[1].ldy == ops[1].m) (gelu ? pk_geglu : pk_swiglu)(pool, ops[0].y, ops[1].y, n, ops[0].m);
-        else ew_gated_rows(gelu, ops[0].y, ops[0].ldy, ops[1].y, ops[1].ldy, n, ops[0].m);
-    }
+    if (glu_after) ew_gated_rows(pool, fuse->glu == PK_GLU_GELU_TANH, ops[0].y, ops[0].ldy, ops[1].y, ops[1].ldy, n, ops[0].m);
     return 0;
 }
 

@@ -217,21 +217,21 @@ __attribute__((target("avx512f,avx512dq,avx2,fma,f16c"))) ALWAYS_INLINE void gat
 
 #define GATED_KERNELS(name, gelu)                                                                     \
     static void name##_scalar(const void *a, int64_t r0, int64_t r1) { gated_rows(gelu, a, r0, r1); } \
-    GATED_ISA_KERNELS(name, gelu)                                                                     \
-    void pk_##name(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) {                \
-        const gated_args a = {gate, up, k, k, k};                                                     \
-        for_rows(pool, n, n * k, ISA_PICK(rows_fn, name##_scalar, name##_avx2, name##_avx512), &a);   \
-    }
+    GATED_ISA_KERNELS(name, gelu)
 
 GATED_KERNELS(swiglu, 0)
 GATED_KERNELS(geglu, 1)
 
-void ew_gated_rows(int gelu, float *gate, int64_t ldg, const float *up, int64_t ldu, int64_t rows, int64_t count) {
+void ew_gated_rows(pk_pool *pool, int gelu, float *gate, int64_t ldg, const float *up, int64_t ldu, int64_t rows,
+                   int64_t count) {
     const rows_fn fn = gelu ? ISA_PICK(rows_fn, geglu_scalar, geglu_avx2, geglu_avx512)
                             : ISA_PICK(rows_fn, swiglu_scalar, swiglu_avx2, swiglu_avx512);
     const gated_args a = {gate, up, count, ldg, ldu};
-    fn(&a, 0, rows);
+    for_rows(pool, rows, rows * count, fn, &a);
 }
+
+void pk_swiglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) { ew_gated_rows(pool, 0, gate, k, up, k, n, k); }
+void pk_geglu(pk_pool *pool, float *gate, const float *up, int64_t n, int64_t k) { ew_gated_rows(pool, 1, gate, k, up, k, n, k); }
 
 // ---- small helpers ---------------------------------------------------------------------------
 
