@@ -281,16 +281,10 @@ static void k_groups(const float *x, const float *importance, int nmax, uint8_t 
         d_block = max_scale / 63.0f;
         m_block = max_min / 63.0f;
     }
-    // llama-quantize's weighted Q4_K packs its codes unclamped (they are at most 63 there).
-    const int clamp = !importance || nmax == 31;
     uint8_t *sc = block + 4;
     memset(sc, 0, 12);
     for (int j = 0; j < 8; j++) {
-        uint8_t ls = Ls[j], lm = Lm[j];
-        if (clamp) {
-            ls = ls < 63 ? ls : 63;
-            lm = lm < 63 ? lm : 63;
-        }
+        const uint8_t ls = Ls[j] < 63 ? Ls[j] : 63, lm = Lm[j] < 63 ? Lm[j] : 63;
         if (j < 4) {
             sc[j] = ls;
             sc[j + 4] = lm;
@@ -399,18 +393,16 @@ static void q2_K_rows(const float *x, const float *importance, uint8_t *y, int64
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 84) {
         uint8_t L[256], aux[16];
         float scales[16], mins[16];
-        uint8_t *sc = y;
+        uint8_t Ls[16], Lm[16];
+        float d_block, m_block;
         if (importance) {
             float w[256], sw[16];
-            uint8_t Ls[16], Lm[16];
             importance_weights(x, importance + 256 * b, 1.0f, w);
             for (int j = 0; j < 16; j++)
                 scales[j] = offset_codes(16, 3, x + 16 * j, w + 16 * j, L + 16 * j, &mins[j], aux, -0.9f, 0.05f, 36, 0);
             group_sums(w, 16, sw);
-            const float dm = positive_codes(16, 15, scales, Ls, sw), mm = positive_codes(16, 15, mins, Lm, sw);
-            qt_store_f16(y + 80, dm);
-            qt_store_f16(y + 82, mm);
-            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
+            d_block = positive_codes(16, 15, scales, Ls, sw);
+            m_block = positive_codes(16, 15, mins, Lm, sw);
         } else {
             float w[16], max_scale = 0.0f, max_min = 0.0f;
             for (int j = 0; j < 16; j++) {
@@ -419,22 +411,19 @@ static void q2_K_rows(const float *x, const float *importance, uint8_t *y, int64
                 if (scales[j] > max_scale) max_scale = scales[j];
                 if (mins[j] > max_min) max_min = mins[j];
             }
-            if (max_scale > 0) {
-                const float iscale = 15.0f / max_scale;
-                for (int j = 0; j < 16; j++) sc[j] = (uint8_t)round_even(iscale * scales[j]);
-                qt_store_f16(y + 80, max_scale / 15.0f);
-            } else {
-                memset(sc, 0, 16);
-                qt_store_f16(y + 80, 0.0f);
+            // The groups' scales and mins on the largest one's grid (all 0 when it is 0).
+            const float is = max_scale > 0 ? 15.0f / max_scale : 0.0f, im = max_min > 0 ? 15.0f / max_min : 0.0f;
+            for (int j = 0; j < 16; j++) {
+                Ls[j] = (uint8_t)round_even(is * scales[j]);
+                Lm[j] = (uint8_t)round_even(im * mins[j]);
             }
-            if (max_min > 0) {
-                const float iscale = 15.0f / max_min;
-                for (int j = 0; j < 16; j++) sc[j] |= (uint8_t)(round_even(iscale * mins[j]) << 4);
-                qt_store_f16(y + 82, max_min / 15.0f);
-            } else {
-                qt_store_f16(y + 82, 0.0f);
-            }
+            d_block = max_scale / 15.0f;
+            m_block = max_min / 15.0f;
         }
+        uint8_t *sc = y;
+        for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
+        qt_store_f16(y + 80, d_block);
+        qt_store_f16(y + 82, m_block);
         const float d0 = blk_f16(y + 80), m0 = blk_f16(y + 82);
         for (int j = 0; j < 16; j++) {
             const float d = d0 * (sc[j] & 0xF);
