@@ -294,10 +294,10 @@ public final class InferenceContext {
     /// then `rows` activation rows of `width` floats (what an importance matrix is made of).
     public var inputObserver: ((_ weights: [String], _ input: UnsafePointer<Float>, _ rows: Int, _ width: Int) -> Void)?
 
-    /// Products of one input with up to PK_MATMUL_MAX_OPS weights, in one pass over the pool:
-    /// the input is quantized once and all rows are split between the threads together.
-    /// Products of the same n input rows, with their epilogues; `glu` pairs two products into
-    /// act(first) ⊙ second (``pk_matmul_fuse``), and `norm` makes the input first.
+    /// Products of one input (n rows) with up to PK_MATMUL_MAX_OPS weights, with their
+    /// epilogues, in one pass over the pool: the input is quantized once and all rows are split
+    /// between the threads together. `glu` pairs two products into act(first) ⊙ second
+    /// (``pk_matmul_fuse``), and `norm` makes the input first.
     func matmul(_ input: UnsafeMutablePointer<Float>, _ n: Int, _ products: [ProductTarget], glu: Int32 = 0, norm: NormFusion? = nil) {
         if norm == nil { inputObserver?(products.map(\.weight.name), input, n, products[0].weight.rowLength) }
         withUnsafeTemporaryAllocation(of: pk_matmul_op.self, capacity: products.count) { ops in
