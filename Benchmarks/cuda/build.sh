@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds test_cuda and bench_cuda (x86-64 Linux) into $1 (default .devcarry/, git-ignored): the CPU
+# Builds test_cuda, bench_cuda and compile_cuda (x86-64 Linux) into $1 (default .devcarry/, git-ignored): the CPU
 # kernels (Kernels/*.c) and PlinthCUDA compiled directly, OpenBLAS linked statically, so the
 # binaries need only libc, libm, libdl and libpthread where they run. No CUDA is needed to build.
 set -eu
@@ -23,9 +23,9 @@ done
 ar rcs "$obj/libpk.a" "$obj"/k_*.o
 blas=/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.a
 [ -f "$blas" ] || blas=/usr/lib/x86_64-linux-gnu/libopenblas.a
-for prog in test_cuda bench_cuda; do
+for prog in test_cuda bench_cuda compile_cuda; do
     "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-function -I"$root/Sources/PlinthCUDA/include" -I"$root/Kernels/include" \
         -s -o "$out/$prog" "$here/$prog.c" "$obj"/pk_cuda.o "$obj"/pkc_kernels_src.o "$obj/libpk.a" "$blas" \
         -lm -ldl -lpthread
 done
-echo "built $out/test_cuda and $out/bench_cuda"
+echo "built $out/test_cuda, $out/bench_cuda and $out/compile_cuda"

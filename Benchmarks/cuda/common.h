@@ -87,6 +87,11 @@ static void random_weights(int type, uint8_t *w, int64_t m, int64_t k) {
     }
 }
 
+// Every weight type the kernels handle.
+static const int all_types[] = {PK_F32, PK_F16, PK_BF16, PK_Q4_0, PK_Q4_1, PK_Q5_0, PK_Q5_1, PK_Q8_0,
+                                PK_Q2_K, PK_Q3_K, PK_Q4_K, PK_Q5_K, PK_Q6_K, PK_PQ2};
+#define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
+
 static const char *type_name(int type) {
     switch (type) {
     case PK_F32: return "F32"; case PK_F16: return "F16"; case PK_BF16: return "BF16";

@@ -107,9 +107,6 @@ static float *download_floats(pkc_context *c, pkc_ptr src, int64_t count) {
 
 // ---- dequantize / get_rows ---------------------------------------------------------------------
 
-static const int all_types[] = {PK_F32, PK_F16, PK_BF16, PK_Q4_0, PK_Q4_1, PK_Q5_0, PK_Q5_1, PK_Q8_0,
-                                PK_Q2_K, PK_Q3_K, PK_Q4_K, PK_Q5_K, PK_Q6_K, PK_PQ2};
-#define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
 
 static int is_k_quant(int type) { return type >= PK_Q2_K && type <= PK_Q6_K; }
 
@@ -486,7 +483,7 @@ static void test_rope(pkc_context *c) {
         const int heads = cases[ci].heads, hd = cases[ci].head_dim, rd = cases[ci].rope_dims;
         const int64_t stride = (int64_t)heads * hd + 16;
         float *tref = host_floats(n * rd);
-        pk_rope_table(pos, n, rd, cases[ci].base, tref);
+        pk_rope_table(pos, n, rd, cases[ci].base, 1.0f, NULL, tref);
         pkc_ptr dt = dev_alloc(c, (size_t)(n * rd) * 4);
         CHECK(c, pkc_rope_table(c, dpos, n, rd, cases[ci].base, dt));
         float *tab = download_floats(c, dt, n * rd);
@@ -961,22 +958,69 @@ static void test_errors(pkc_context *c) {
     pkc_free(c, p);
 }
 
+// Opens a context on `dir` and prepares every format; 1 when both work, with the info after.
+static int open_prepared(const char *dir, pkc_context **c, pkc_device_info *info, char *err, size_t err_size) {
+    int st = pkc_open(0, dir, c, err, err_size);
+    if (st == PKC_OK && (st = pkc_prepare(*c, all_types, NTYPES)) != PKC_OK) snprintf(err, err_size, "%s", pkc_error(*c));
+    return st == PKC_OK && pkc_device_info_get(*c, info) == PKC_OK;
+}
+
 static void test_cache(const char *dir, int first_from_cache) {
-    char err[2048];
+    char err[2048] = "";
     pkc_context *c2 = NULL;
     pkc_device_info info;
-    int st = pkc_open(0, dir, &c2, err, sizeof err);
-    int ok = st == PKC_OK && pkc_device_info_get(c2, &info) == PKC_OK && info.kernels_from_cache == 1;
-    report(ok && !first_from_cache, "kernel cache: first open compiled, second open read the cubin (%.2f s)", ok ? info.compile_seconds : -1.0);
+    int ok = open_prepared(dir, &c2, &info, err, sizeof err) && info.kernels_from_cache == 1;
+    report(ok && !first_from_cache, "kernel cache: first open compiled, second open and pkc_prepare read every module's cubin (%.2f s)%s",
+           ok ? info.compile_seconds : -1.0, err);
     pkc_close(c2);
     // corrupt every cached file: the next open must compile again and work
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "for f in '%s'/*.cubin; do printf 'garbage' | dd of=\"$f\" bs=1 seek=100 conv=notrunc status=none; done", dir);
     if (system(cmd) != 0) { report(0, "kernel cache: could not corrupt the cache files"); return; }
-    st = pkc_open(0, dir, &c2, err, sizeof err);
-    ok = st == PKC_OK && pkc_device_info_get(c2, &info) == PKC_OK && info.kernels_from_cache == 0;
-    report(ok, "kernel cache: a corrupt entry is compiled again (%.2f s)%s%s", ok ? info.compile_seconds : -1.0, st ? ": " : "", st ? err : "");
+    ok = open_prepared(dir, &c2, &info, err, sizeof err) && info.kernels_from_cache == 0;
+    report(ok, "kernel cache: corrupt entries are compiled again (%.2f s)%s", ok ? info.compile_seconds : -1.0, err);
     pkc_close(c2);
+}
+
+// A format's kernels are loaded at first use, but not inside a graph capture: that is a clear
+// error, and pkc_prepare first makes the same capture work.
+static void test_lazy_formats(void) {
+    char dir[] = "/tmp/plinth-cuda-lazy-XXXXXX", err[2048] = "";
+    if (!mkdtemp(dir)) { report(0, "lazy formats: no temporary directory"); return; }
+    pkc_context *c = NULL;
+    int st = pkc_open(0, dir, &c, err, sizeof err);
+    if (st != PKC_OK) { report(0, "lazy formats: open failed: %s", err); return; }
+    const int64_t m = 64, k = 256;
+    const size_t wb = pkc_row_bytes(PK_Q4_0, k) * (size_t)m;
+    pkc_ptr w = dev_alloc(c, wb), x = dev_alloc(c, (size_t)k * 4), y = dev_alloc(c, (size_t)m * 4);
+    CHECK(c, pkc_memset(c, w, 0, wb));
+    CHECK(c, pkc_memset(c, x, 0, (size_t)k * 4));
+    pkc_graph *g = NULL;
+    CHECK(c, pkc_graph_begin(c));
+    st = pkc_matmul(c, PK_Q4_0, w, m, k, x, k, 1, y, m);
+    const int refused = st == PKC_ERR_INVALID && strstr(pkc_error(c), "pkc_prepare") != NULL;
+    char message[300];
+    snprintf(message, sizeof message, "%s", pkc_error(c));
+    CHECK(c, pkc_graph_end(c, &g));
+    pkc_graph_destroy(c, g);
+    const int types[] = {PK_Q4_0, PK_Q4_0, PK_Q8_0};
+    st = pkc_prepare(c, types, 3);
+    int captured = 0;
+    if (st == PKC_OK && pkc_graph_begin(c) == PKC_OK) {
+        captured = pkc_matmul(c, PK_Q4_0, w, m, k, x, k, 1, y, m) == PKC_OK;
+        captured &= pkc_graph_end(c, &g) == PKC_OK && pkc_graph_launch(c, g) == PKC_OK && pkc_synchronize(c) == PKC_OK;
+        pkc_graph_destroy(c, g);
+    }
+    const int bad = pkc_prepare(c, (const int[]){99}, 1) == PKC_ERR_UNSUPPORTED;
+    report(refused && st == PKC_OK && captured && bad,
+           "lazy formats: Q4_0 unloaded inside a capture refused (\"%.120s\"); after pkc_prepare the capture works; type 99 unsupported",
+           message);
+    pkc_free(c, w);
+    pkc_free(c, x);
+    pkc_free(c, y);
+    pkc_close(c);
+    snprintf(message, sizeof message, "rm -rf '%s'", dir);
+    if (system(message) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 int main(int argc, char **argv) {
@@ -991,7 +1035,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, kernel cache): no usable GPU\n");
+               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return 0;
     }
@@ -1002,6 +1046,13 @@ int main(int argc, char **argv) {
            info.free_memory / 1073741824.0, info.driver_version, info.nvrtc_major, info.nvrtc_minor,
            info.kernels_from_cache ? "from the cache" : "compiled", info.compile_seconds);
     (void)t0;
+    // Every format's module at once, in parallel: what pkc_prepare costs a first load.
+    const double tp = wall_seconds();
+    CHECK(c, pkc_prepare(c, all_types, NTYPES));
+    const double prepare_seconds = wall_seconds() - tp;
+    CHECK(c, pkc_device_info_get(c, &info));
+    printf("pkc_prepare: %d formats' kernels %s in %.2f s\n", NTYPES, info.kernels_from_cache ? "from the cache" : "compiled",
+           prepare_seconds);
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     pool = pk_pool_create(cpus > 16 ? 16 : (int)(cpus < 1 ? 1 : cpus));
 
@@ -1017,6 +1068,7 @@ int main(int argc, char **argv) {
     test_matmul(c);
     test_matmul_add(c);
     test_glu(c);
+    test_lazy_formats();
     test_cache(dir, info.kernels_from_cache);
 
     pkc_close(c);

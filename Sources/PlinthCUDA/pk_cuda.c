@@ -168,6 +168,17 @@ struct pkc_graph {
     CUgraphExec exec;
 };
 
+// One weight format's kernels, from its own module (loaded when first needed: load_modules).
+typedef struct fmt_kernels {
+    CUmodule module; // NULL until loaded
+    // gemv_r[n - 1]: the variant of two rows of W per lane group at n rows of x (n = 1, 2).
+    CUfunction gemv[GEMV_MAX_ROWS], gemv_r[2], dq32, dq16, rows;
+    // The int8-row GEMVs of the quantized formats (NULL for the float ones).
+    CUfunction gemv8[GEMV_MAX_ROWS], gemv8_r[2];
+    // The gated products (pkc_matmul_glu) at 1 and 2 rows of x: float x, int8 x.
+    CUfunction glu[2], glu8[2];
+} fmt_kernels;
+
 struct pkc_context {
     void *libcuda, *libnvrtc, *libcublas;
     cu_api cu;
@@ -177,15 +188,12 @@ struct pkc_context {
     CUcontext cuctx;
     int ctx_retained;
     CUstream stream;
-    CUmodule module;
+    CUmodule core;     // the core module's kernels (the ones below); the formats' are in fk
+    fmt_kernels fk[NFMT];
+    int arch;          // the sm_XX the modules are compiled for
+    char cache_dir[900];
     cublasHandle_t blas;
     CUevent ev0, ev1;
-    // gemv_r[n - 1]: the variant of two rows of W per lane group at n rows of x (n = 1, 2).
-    CUfunction gemv[NFMT][GEMV_MAX_ROWS], gemv_r[NFMT][2], dq32[NFMT], dq16[NFMT], rows[NFMT];
-    // The int8-row GEMVs of the quantized formats (NULL for the float ones).
-    CUfunction gemv8[NFMT][GEMV_MAX_ROWS], gemv8_r[NFMT][2];
-    // The gated products (pkc_matmul_glu) at 1 and 2 rows of x: float x, int8 x.
-    CUfunction glu[NFMT][2], glu8[NFMT][2];
     CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -475,90 +483,122 @@ static int pick_arch(pkc_context *c, int cc) {
     return best ? best : cc;
 }
 
-static int compile_kernels(pkc_context *c, int arch, void **cubin, size_t *size) {
-    char arch_opt[64];
-    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d", arch);
-    const char *opts[] = {arch_opt, "--std=c++17", "-default-device"};
+// ---- kernel modules ----------------------------------------------------------------------------
+//
+// The kernel source is compiled as modules: the core one (norms, RoPE, attention, argmax, ...)
+// at open, and one per weight format (pkc_kernels.cu with -DPKC_FORMAT=<type>) when a format is
+// first needed or named to pkc_prepare, which compiles the missing ones on parallel threads. A
+// model pays for the formats it uses, not all fourteen (each module is ~1.5-3.5 s of NVRTC).
+// Each module is cached as its own cubin, keyed by the source, the module, the arch and NVRTC.
+
+#define CORE_MODULE (-1)
+
+typedef struct module_job {
+    const nvrtc_api *nv;
+    int arch, fi; // fi: a format index, or CORE_MODULE
+    uint64_t key;
+    char path[1024];
+    void *cubin;
+    size_t size;
+    int status, from_cache;
+    char err[1600];
+} module_job;
+
+static const char *module_name(int fi) { return fi == CORE_MODULE ? "core" : fmts[fi].name; }
+
+// NVRTC on one module; touches nothing shared but the (thread-safe) library.
+static void compile_module(module_job *j) {
+    char arch_opt[64], fmt_opt[64];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d", j->arch);
+    snprintf(fmt_opt, sizeof fmt_opt, "-DPKC_FORMAT=%d", j->fi == CORE_MODULE ? -1 : fmts[j->fi].type);
+    const char *opts[] = {arch_opt, "--std=c++17", "-default-device", fmt_opt};
+    const nvrtc_api *nv = j->nv;
     nvrtcProgram prog = NULL;
-    nvrtcResult r = c->nv.CreateProgram(&prog, pkc_kernels_source, "pkc_kernels.cu", 0, NULL, NULL);
-    if (r != 0) return fail(c, PKC_ERR_COMPILE, "nvrtcCreateProgram failed: %s", c->nv.GetErrorString(r));
-    r = c->nv.CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+    nvrtcResult r = nv->CreateProgram(&prog, pkc_kernels_source, "pkc_kernels.cu", 0, NULL, NULL);
+    if (r != 0) {
+        j->status = PKC_ERR_COMPILE;
+        snprintf(j->err, sizeof j->err, "nvrtcCreateProgram failed: %s", nv->GetErrorString(r));
+        return;
+    }
+    r = nv->CompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
     if (r != 0) {
         size_t log_size = 0;
-        char log[1500] = "";
-        if (c->nv.GetProgramLogSize(prog, &log_size) == 0 && log_size > 1) {
+        char log[1200] = "";
+        if (nv->GetProgramLogSize(prog, &log_size) == 0 && log_size > 1) {
             char *full = malloc(log_size);
-            if (full && c->nv.GetProgramLog(prog, full) == 0) {
+            if (full && nv->GetProgramLog(prog, full) == 0) {
                 snprintf(log, sizeof log, "%s", full);
                 for (char *p = log; *p; p++)
                     if (*p == '\n') *p = ' ';
             }
             free(full);
         }
-        c->nv.DestroyProgram(&prog);
-        return fail(c, PKC_ERR_COMPILE, "NVRTC could not compile the kernels for sm_%d: %s: %s", arch,
-                    c->nv.GetErrorString(r), log);
+        nv->DestroyProgram(&prog);
+        j->status = PKC_ERR_COMPILE;
+        snprintf(j->err, sizeof j->err, "NVRTC could not compile the %s kernels for sm_%d: %s: %s", module_name(j->fi),
+                 j->arch, nv->GetErrorString(r), log);
+        return;
     }
     size_t n = 0;
-    r = c->nv.GetCUBINSize(prog, &n);
+    r = nv->GetCUBINSize(prog, &n);
     void *bin = (r == 0 && n > 0) ? malloc(n) : NULL;
-    if (!bin || c->nv.GetCUBIN(prog, bin) != 0) {
+    if (!bin || nv->GetCUBIN(prog, bin) != 0) {
         free(bin);
-        c->nv.DestroyProgram(&prog);
-        return fail(c, PKC_ERR_COMPILE, "NVRTC produced no cubin for sm_%d", arch);
+        nv->DestroyProgram(&prog);
+        j->status = PKC_ERR_COMPILE;
+        snprintf(j->err, sizeof j->err, "NVRTC produced no cubin for the %s kernels (sm_%d)", module_name(j->fi), j->arch);
+        return;
     }
-    c->nv.DestroyProgram(&prog);
-    *cubin = bin;
-    *size = n;
-    return PKC_OK;
+    nv->DestroyProgram(&prog);
+    j->cubin = bin;
+    j->size = n;
+    j->status = PKC_OK;
 }
 
-static int load_kernels(pkc_context *c, const char *cache_dir) {
-    const double t0 = now_seconds();
-    int major = 0, minor = 0;
-    c->nv.Version(&major, &minor);
-    c->info.nvrtc_major = major;
-    c->info.nvrtc_minor = minor;
-    const int arch = pick_arch(c, c->info.cc_major * 10 + c->info.cc_minor);
-    char keytext[128];
-    snprintf(keytext, sizeof keytext, "|sm_%d|nvrtc %d.%d|cache %u", arch, major, minor, CACHE_VERSION);
-    uint64_t key = fnv1a(0xcbf29ce484222325ull, pkc_kernels_source, strlen(pkc_kernels_source));
-    key = fnv1a(key, keytext, strlen(keytext));
+typedef struct job_queue {
+    module_job *jobs;
+    int count;
+    _Atomic int next;
+} job_queue;
 
-    char path[1024] = "";
-    if (cache_dir && *cache_dir) {
-        if (mkdir_p(cache_dir) == 0)
-            snprintf(path, sizeof path, "%s/plinth-kernels-sm_%d-%016llx.cubin", cache_dir, arch, (unsigned long long)key);
-    }
-    size_t size = 0;
-    void *cubin = path[0] ? cache_read(path, key, &size) : NULL;
-    if (cubin) {
-        // A cubin that passes the checksum but does not load is treated as corrupt too.
-        if (c->cu.ModuleLoadData(&c->module, cubin) == CUDA_SUCCESS) {
-            free(cubin);
-            c->info.kernels_from_cache = 1;
-            c->info.compile_seconds = now_seconds() - t0;
-            return PKC_OK;
-        }
-        free(cubin);
-        c->module = NULL;
-    }
-    const int st = compile_kernels(c, arch, &cubin, &size);
-    if (st != PKC_OK) return st;
-    const CUresult r = c->cu.ModuleLoadData(&c->module, cubin);
-    if (r != CUDA_SUCCESS) {
-        free(cubin);
-        return cu_fail(c, r, "cuModuleLoadData (freshly compiled kernels)");
-    }
-    if (path[0]) cache_write(path, key, cubin, size);
-    free(cubin);
-    c->info.kernels_from_cache = 0;
-    c->info.compile_seconds = now_seconds() - t0;
-    return PKC_OK;
+static void *compile_worker(void *arg) {
+    job_queue *q = arg;
+    for (int i; (i = q->next++) < q->count;)
+        if (!q->jobs[i].cubin) compile_module(&q->jobs[i]);
+    return NULL;
 }
 
-static int get_function(pkc_context *c, CUfunction *f, const char *name) {
-    const CUresult r = c->cu.ModuleGetFunction(f, c->module, name);
+// Compiles the jobs that have no cubin yet, on up to `threads` threads (the calling one
+// included; a thread that cannot be started leaves its share to the others).
+static void compile_jobs(module_job *jobs, int count, int threads) {
+    job_queue q = {jobs, count, 0};
+    if (threads > count) threads = count;
+    if (threads > 16) threads = 16;
+    pthread_t t[16];
+    int started = 0;
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&t[started], NULL, compile_worker, &q) == 0) started++;
+    compile_worker(&q);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+}
+
+static int compile_threads(void) {
+    const char *env = getenv("PLINTH_CUDA_COMPILE_THREADS");
+    if (env && atoi(env) > 0) return atoi(env);
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
+}
+
+static uint64_t module_key(int arch, int fi, int major, int minor) {
+    char keytext[160];
+    snprintf(keytext, sizeof keytext, "|sm_%d|nvrtc %d.%d|cache %u|module %s", arch, major, minor, CACHE_VERSION,
+             module_name(fi));
+    const uint64_t key = fnv1a(0xcbf29ce484222325ull, pkc_kernels_source, strlen(pkc_kernels_source));
+    return fnv1a(key, keytext, strlen(keytext));
+}
+
+static int get_function(pkc_context *c, CUmodule m, CUfunction *f, const char *name) {
+    const CUresult r = c->cu.ModuleGetFunction(f, m, name);
     if (r != CUDA_SUCCESS) {
         char what[128];
         snprintf(what, sizeof what, "cuModuleGetFunction(%s)", name);
@@ -567,43 +607,12 @@ static int get_function(pkc_context *c, CUfunction *f, const char *name) {
     return PKC_OK;
 }
 
-static int get_functions(pkc_context *c) {
+static int get_core_functions(pkc_context *c, CUmodule m) {
     char name[64];
     int st;
-    for (int i = 0; i < NFMT; i++) {
-        for (int n = 1; n <= GEMV_MAX_ROWS; n++) {
-            snprintf(name, sizeof name, "pkc_gemv_%s_%d_r1", fmts[i].name, n);
-            if ((st = get_function(c, &c->gemv[i][n - 1], name))) return st;
-        }
-        for (int n = 1; n <= 2; n++) {
-            snprintf(name, sizeof name, "pkc_gemv_%s_%d_r2", fmts[i].name, n);
-            if ((st = get_function(c, &c->gemv_r[i][n - 1], name))) return st;
-        }
-        for (int n = 1; !is_float_format(i) && n <= GEMV_MAX_ROWS; n++) {
-            snprintf(name, sizeof name, "pkc_gemv8_%s_%d_r1", fmts[i].name, n);
-            if ((st = get_function(c, &c->gemv8[i][n - 1], name))) return st;
-        }
-        for (int n = 1; !is_float_format(i) && n <= 2; n++) {
-            snprintf(name, sizeof name, "pkc_gemv8_%s_%d_r2", fmts[i].name, n);
-            if ((st = get_function(c, &c->gemv8_r[i][n - 1], name))) return st;
-        }
-        for (int n = 1; n <= 2; n++) {
-            snprintf(name, sizeof name, "pkc_gemv_%s_%d_glu", fmts[i].name, n);
-            if ((st = get_function(c, &c->glu[i][n - 1], name))) return st;
-            if (is_float_format(i)) continue;
-            snprintf(name, sizeof name, "pkc_gemv8_%s_%d_glu", fmts[i].name, n);
-            if ((st = get_function(c, &c->glu8[i][n - 1], name))) return st;
-        }
-        snprintf(name, sizeof name, "pkc_dequant_f32_%s", fmts[i].name);
-        if ((st = get_function(c, &c->dq32[i], name))) return st;
-        snprintf(name, sizeof name, "pkc_dequant_f16_%s", fmts[i].name);
-        if ((st = get_function(c, &c->dq16[i], name))) return st;
-        snprintf(name, sizeof name, "pkc_get_rows_%s", fmts[i].name);
-        if ((st = get_function(c, &c->rows[i], name))) return st;
-    }
     for (int g = 1; g <= ATT_MAXG; g++) {
         snprintf(name, sizeof name, "pkc_attention_g%d", g);
-        if ((st = get_function(c, &c->attn[g - 1], name))) return st;
+        if ((st = get_function(c, m, &c->attn[g - 1], name))) return st;
     }
     struct { CUfunction *f; const char *name; } named[] = {
         {&c->quantize_q8, "pkc_quantize_q8"}, {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
@@ -611,8 +620,171 @@ static int get_functions(pkc_context *c) {
         {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
-        if ((st = get_function(c, named[i].f, named[i].name))) return st;
+        if ((st = get_function(c, m, named[i].f, named[i].name))) return st;
     return PKC_OK;
+}
+
+static int get_format_functions(pkc_context *c, int i, CUmodule m) {
+    fmt_kernels *f = &c->fk[i];
+    const char *nm = fmts[i].name;
+    char name[64];
+    int st;
+    for (int n = 1; n <= GEMV_MAX_ROWS; n++) {
+        snprintf(name, sizeof name, "pkc_gemv_%s_%d_r1", nm, n);
+        if ((st = get_function(c, m, &f->gemv[n - 1], name))) return st;
+        if (is_float_format(i)) continue;
+        snprintf(name, sizeof name, "pkc_gemv8_%s_%d_r1", nm, n);
+        if ((st = get_function(c, m, &f->gemv8[n - 1], name))) return st;
+    }
+    for (int n = 1; n <= 2; n++) {
+        snprintf(name, sizeof name, "pkc_gemv_%s_%d_r2", nm, n);
+        if ((st = get_function(c, m, &f->gemv_r[n - 1], name))) return st;
+        snprintf(name, sizeof name, "pkc_gemv_%s_%d_glu", nm, n);
+        if ((st = get_function(c, m, &f->glu[n - 1], name))) return st;
+        if (is_float_format(i)) continue;
+        snprintf(name, sizeof name, "pkc_gemv8_%s_%d_r2", nm, n);
+        if ((st = get_function(c, m, &f->gemv8_r[n - 1], name))) return st;
+        snprintf(name, sizeof name, "pkc_gemv8_%s_%d_glu", nm, n);
+        if ((st = get_function(c, m, &f->glu8[n - 1], name))) return st;
+    }
+    snprintf(name, sizeof name, "pkc_dequant_f32_%s", nm);
+    if ((st = get_function(c, m, &f->dq32, name))) return st;
+    snprintf(name, sizeof name, "pkc_dequant_f16_%s", nm);
+    if ((st = get_function(c, m, &f->dq16, name))) return st;
+    snprintf(name, sizeof name, "pkc_get_rows_%s", nm);
+    return get_function(c, m, &f->rows, name);
+}
+
+// Loads a module's cubin and takes its functions; the module is kept only when both work.
+static int install_module(pkc_context *c, int fi, const void *cubin) {
+    CUmodule m = NULL;
+    const CUresult r = c->cu.ModuleLoadData(&m, cubin);
+    if (r != CUDA_SUCCESS) return cu_fail(c, r, "cuModuleLoadData");
+    const int st = fi == CORE_MODULE ? get_core_functions(c, m) : get_format_functions(c, fi, m);
+    if (st) {
+        c->cu.ModuleUnload(m);
+        return st;
+    }
+    if (fi == CORE_MODULE) c->core = m;
+    else c->fk[fi].module = m;
+    return PKC_OK;
+}
+
+// Makes the modules `want` (format indexes or CORE_MODULE; loaded ones are skipped) ready: each
+// from the cache when a valid entry loads, else compiled (in parallel) and then cached.
+static int load_modules(pkc_context *c, const int *want, int count) {
+    if (c->capturing)
+        return fail(c, PKC_ERR_INVALID, "the %s kernels are needed during graph capture: call pkc_prepare with the model's "
+                    "weight types first", module_name(want[0]));
+    const double t0 = now_seconds();
+    module_job *jobs = calloc((size_t)(count > 0 ? count : 1), sizeof *jobs);
+    if (!jobs) return fail(c, PKC_ERR_OUT_OF_MEMORY, "out of host memory");
+    int n = 0, st = PKC_OK;
+    for (int i = 0; i < count; i++) {
+        const int fi = want[i];
+        int seen = fi == CORE_MODULE ? c->core != NULL : c->fk[fi].module != NULL;
+        for (int j = 0; j < n; j++) seen |= jobs[j].fi == fi;
+        if (seen) continue;
+        module_job *j = &jobs[n++];
+        j->nv = &c->nv;
+        j->arch = c->arch;
+        j->fi = fi;
+        j->key = module_key(c->arch, fi, c->info.nvrtc_major, c->info.nvrtc_minor);
+        if (c->cache_dir[0])
+            snprintf(j->path, sizeof j->path, "%s/plinth-kernels-sm_%d-%s-%016llx.cubin", c->cache_dir, c->arch,
+                     module_name(fi), (unsigned long long)j->key);
+        j->cubin = j->path[0] ? cache_read(j->path, j->key, &j->size) : NULL;
+        j->from_cache = j->cubin != NULL;
+    }
+    // A cached cubin that passes its checksum but does not load is compiled again.
+    for (int i = 0; i < n; i++) {
+        if (!jobs[i].cubin || install_module(c, jobs[i].fi, jobs[i].cubin) == PKC_OK) continue;
+        free(jobs[i].cubin);
+        jobs[i].cubin = NULL;
+        jobs[i].from_cache = 0;
+    }
+    int compile = 0;
+    for (int i = 0; i < n; i++) compile += !jobs[i].from_cache;
+    if (compile) compile_jobs(jobs, n, compile_threads());
+    for (int i = 0; i < n; i++) {
+        module_job *j = &jobs[i];
+        if (j->from_cache) {
+            free(j->cubin);
+            continue;
+        }
+        if (!st && j->status) st = fail(c, j->status, "%s", j->err);
+        if (!st && (st = install_module(c, j->fi, j->cubin)) == PKC_OK && j->path[0]) cache_write(j->path, j->key, j->cubin, j->size);
+        free(j->cubin);
+    }
+    free(jobs);
+    if (compile) c->info.kernels_from_cache = 0;
+    c->info.compile_seconds += now_seconds() - t0;
+    return st;
+}
+
+// The core module at open (the formats come later).
+static int load_kernels(pkc_context *c, const char *cache_dir) {
+    int major = 0, minor = 0;
+    c->nv.Version(&major, &minor);
+    c->info.nvrtc_major = major;
+    c->info.nvrtc_minor = minor;
+    c->arch = pick_arch(c, c->info.cc_major * 10 + c->info.cc_minor);
+    c->info.kernels_from_cache = 1;
+    if (cache_dir && *cache_dir && strlen(cache_dir) < sizeof c->cache_dir && mkdir_p(cache_dir) == 0)
+        snprintf(c->cache_dir, sizeof c->cache_dir, "%s", cache_dir);
+    const int core = CORE_MODULE;
+    return load_modules(c, &core, 1);
+}
+
+int pkc_prepare(pkc_context *c, const int *types, int count) {
+    ENTER(c);
+    if (count < 0 || (count > 0 && !types)) return fail(c, PKC_ERR_INVALID, "pkc_prepare: no types");
+    int want[NFMT], n = 0;
+    for (int i = 0; i < count; i++) {
+        const int fi = fmt_index(types[i]);
+        if (fi < 0) return fail(c, PKC_ERR_UNSUPPORTED, "pkc_prepare: weight type %d is not supported by the CUDA kernels", types[i]);
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= want[j] == fi;
+        if (!seen) want[n++] = fi;
+    }
+    return n ? load_modules(c, want, n) : PKC_OK;
+}
+
+int pkc_compile_check(int arch, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
+                      char *error, size_t error_size) {
+    if (error && error_size) error[0] = 0;
+    pkc_context *c = calloc(1, sizeof *c);
+    module_job *jobs = calloc(NFMT + 1, sizeof *jobs);
+    int st = c && jobs ? load_nvrtc(c) : PKC_ERR_OUT_OF_MEMORY;
+    int n = 0;
+    if (st == PKC_OK) jobs[n++].fi = CORE_MODULE;
+    for (int i = 0; st == PKC_OK && i < (types ? count : NFMT); i++) {
+        const int fi = types ? fmt_index(types[i]) : i;
+        if (fi < 0) st = fail(c, PKC_ERR_UNSUPPORTED, "weight type %d is not supported by the CUDA kernels", types[i]);
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= jobs[j].fi == fi;
+        if (!seen && fi >= 0) jobs[n++].fi = fi;
+    }
+    if (st == PKC_OK) {
+        for (int i = 0; i < n; i++) {
+            jobs[i].nv = &c->nv;
+            jobs[i].arch = arch;
+        }
+        const double t0 = now_seconds();
+        compile_jobs(jobs, n, threads > 0 ? threads : compile_threads());
+        if (seconds) *seconds = now_seconds() - t0;
+        size_t bytes = 0;
+        for (int i = 0; i < n; i++) {
+            if (jobs[i].status && !st) st = fail(c, jobs[i].status, "%s", jobs[i].err);
+            bytes += jobs[i].size;
+            free(jobs[i].cubin);
+        }
+        if (cubin_bytes) *cubin_bytes = bytes;
+    }
+    if (error && error_size) snprintf(error, error_size, "%s", c ? c->err : "out of host memory");
+    free(jobs);
+    free(c);
+    return st;
 }
 
 // ---- open / close ------------------------------------------------------------------------------
@@ -667,7 +839,6 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
 
     if ((st = load_nvrtc(c))) return st;
     if ((st = load_kernels(c, cache_dir))) return st;
-    if ((st = get_functions(c))) return st;
 
     if ((st = load_cublas(c))) return st;
     cublasStatus_t s = c->cb.Create(&c->blas);
@@ -750,7 +921,9 @@ void pkc_close(pkc_context *c) {
         CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws, c->argmax_part, c->argmax_count};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) c->cu.MemFree(bufs[i]);
-        if (c->module) c->cu.ModuleUnload(c->module);
+        if (c->core) c->cu.ModuleUnload(c->core);
+        for (int i = 0; i < NFMT; i++)
+            if (c->fk[i].module) c->cu.ModuleUnload(c->fk[i].module);
         if (c->ev0) c->cu.EventDestroy(c->ev0);
         if (c->ev1) c->cu.EventDestroy(c->ev1);
         if (c->stream) c->cu.StreamDestroy(c->stream);
@@ -963,7 +1136,8 @@ static int check_weights(pkc_context *c, const char *what, int type, pkc_ptr w, 
     if (w % 16 != 0) {
         return -fail(c, PKC_ERR_INVALID, "%s: weights must be 16-byte aligned", what);
     }
-    return i;
+    const int st = c->fk[i].module ? PKC_OK : load_modules(c, &i, 1);
+    return st ? -st : i;
 }
 
 int pkc_dequantize(pkc_context *c, int type, pkc_ptr src, int64_t n, int64_t k, pkc_ptr dst, int64_t ldd) {
@@ -975,7 +1149,7 @@ int pkc_dequantize(pkc_context *c, int type, pkc_ptr src, int64_t n, int64_t k, 
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     int kk = (int)k;
     void *args[] = {&src, &row_bytes, &n, &kk, &dst, &ldd};
-    return launch(c, c->dq32[i], "dequantize", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
+    return launch(c, c->fk[i].dq32, "dequantize", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
 }
 
 int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
@@ -988,7 +1162,7 @@ int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     int kk = (int)k;
     void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &n, &out, &ldo};
-    return launch(c, c->rows[i], "get_rows", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
+    return launch(c, c->fk[i].rows, "get_rows", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
 }
 
 int pkc_set_gemv_rows_per_group(pkc_context *c, int rows) {
@@ -1030,7 +1204,7 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
         int64_t row_bytes = (int64_t)pkc_row_bytes(fmts[fi].type, k), ldd = k;
         int kk = (int)k;
         void *args[] = {&w, &row_bytes, &m, &kk, &a, &ldd};
-        if ((st = launch(c, c->dq16[fi], "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args))) return st;
+        if ((st = launch(c, c->fk[fi].dq16, "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args))) return st;
     }
     if ((st = ensure(c, &c->scratch_x, &c->cap_x, (size_t)(n * k) * 2))) return st;
     CUdeviceptr b = c->scratch_x;
@@ -1101,8 +1275,9 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
         int lanes_log2 = gemv_lanes(c, m, units);
         const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
-        const CUfunction f = i8 ? (r == 1 ? c->gemv8[fi][rows - 1] : c->gemv8_r[fi][rows - 1])
-                                : (r == 1 ? c->gemv[fi][rows - 1] : c->gemv_r[fi][rows - 1]);
+        const fmt_kernels *fk = &c->fk[fi];
+        const CUfunction f = i8 ? (r == 1 ? fk->gemv8[rows - 1] : fk->gemv8_r[rows - 1])
+                                : (r == 1 ? fk->gemv[rows - 1] : fk->gemv_r[rows - 1]);
         const int64_t rows_per_block = (((int64_t)GEMV_WARPS * 32) >> lanes_log2) * r;
         CUdeviceptr xt = i8 ? q + (uint64_t)(t0 * ldq) : x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
         int64_t ld = i8 ? ldq : ldx;
@@ -1147,7 +1322,7 @@ int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pk
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k), ld = i8 ? ldq : ldx;
     CUdeviceptr xt = i8 ? q : x;
     void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &y, &ldy, &lanes_log2, &add};
-    const CUfunction fn = i8 ? c->glu8[fi][n - 1] : c->glu[fi][n - 1];
+    const CUfunction fn = i8 ? c->fk[fi].glu8[n - 1] : c->fk[fi].glu[n - 1];
     return launch(c, fn, "gemv glu", blocks_for(f, (unsigned)((GEMV_WARPS * 32) >> lanes_log2)), 1, GEMV_WARPS * 32, 0, args);
 }
 

@@ -8,6 +8,15 @@
 // (coalesced). Dequantization computes fmaf(sc, q, of), or sc * q for formats without an
 // offset: sc * q is exact in f32 for every format here (f16 scale, small integer quants), so
 // this is the CPU dequantizer's value bit for bit.
+//
+// The source is compiled as several modules (pk_cuda.c: load_modules): the core module without
+// PKC_FORMAT (norms, RoPE, attention, argmax, ...), and one per weight format with
+// -DPKC_FORMAT=<ggml type> (that format's dequantizers and products only), so that a model
+// compiles only the formats it uses, and those in parallel.
+
+#ifndef PKC_FORMAT
+#define PKC_FORMAT -1
+#endif
 
 typedef unsigned char u8;
 typedef signed char i8;
@@ -593,6 +602,10 @@ __device__ __forceinline__ void q8_store(float v, int i, i8 *qrow, int k) {
     if ((i & 31) == 0) ((float *)(qrow + k))[i >> 5] = h2f(f2h(__fdiv_rn(a, 127.0f)));
 }
 
+// ---- the core module: everything that is not per format -----------------------------------------
+
+#if PKC_FORMAT < 0
+
 // Rows of floats to int8 rows (k a multiple of 32): a thread per value.
 extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k, i8 *q, i64 ldq) {
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -1017,6 +1030,8 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
     }
 }
 
+#endif // PKC_FORMAT < 0
+
 // ---- per-format entry points --------------------------------------------------------------------
 
 #define FORMAT_KERNELS(T, NAME)                                                                              \
@@ -1060,17 +1075,45 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
         gemv_body<T, N, R, I8>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                         \
     }
 
+#if PKC_FORMAT == 0
 FORMAT_KERNELS(0, f32)
+#endif
+#if PKC_FORMAT == 1
 FORMAT_KERNELS(1, f16)
+#endif
+#if PKC_FORMAT == 30
 FORMAT_KERNELS(30, bf16)
+#endif
+#if PKC_FORMAT == 2
 QUANT_KERNELS(2, q4_0)
+#endif
+#if PKC_FORMAT == 3
 QUANT_KERNELS(3, q4_1)
+#endif
+#if PKC_FORMAT == 6
 QUANT_KERNELS(6, q5_0)
+#endif
+#if PKC_FORMAT == 7
 QUANT_KERNELS(7, q5_1)
+#endif
+#if PKC_FORMAT == 8
 QUANT_KERNELS(8, q8_0)
+#endif
+#if PKC_FORMAT == 10
 QUANT_KERNELS(10, q2_k)
+#endif
+#if PKC_FORMAT == 11
 QUANT_KERNELS(11, q3_k)
+#endif
+#if PKC_FORMAT == 12
 QUANT_KERNELS(12, q4_k)
+#endif
+#if PKC_FORMAT == 13
 QUANT_KERNELS(13, q5_k)
+#endif
+#if PKC_FORMAT == 14
 QUANT_KERNELS(14, q6_k)
+#endif
+#if PKC_FORMAT == 1024
 QUANT_KERNELS(1024, pq2)
+#endif

@@ -3,8 +3,9 @@
 //
 // The driver (libcuda.so.1), NVRTC (libnvrtc.so*) and cuBLAS (libcublas.so*) are opened with
 // dlopen when a context is opened; the kernels are CUDA C source held inside this target,
-// compiled by NVRTC for the device's compute capability at the first open and cached as a cubin
-// in the directory the caller names. Where any piece is missing, pkc_open fails with a status
+// compiled by NVRTC for the device's compute capability when first needed (the common kernels
+// at open, each weight format's at its first use or at pkc_prepare) and cached as cubins in
+// the directory the caller names. Where any piece is missing, pkc_open fails with a status
 // and a one-line reason, and the caller runs on the CPU.
 //
 // Conventions:
@@ -52,8 +53,8 @@ typedef enum pkc_status {
 // How many CUDA devices the driver reports (0 without a driver), without opening a context:
 // a cheap probe for sizing decisions. Probed once per process.
 int pkc_device_count(void);
-// Opens device `ordinal`, loading the libraries and the kernels (compiled by NVRTC, or read
-// from `cache_dir`, created if missing; NULL disables the cache). On failure returns the
+// Opens device `ordinal`, loading the libraries and the common kernels (compiled by NVRTC, or
+// read from `cache_dir`, created if missing; NULL disables the cache). On failure returns the
 // status, sets *out to NULL and writes a one-line reason (no trailing newline) to `error`.
 int pkc_open(int ordinal, const char *cache_dir, pkc_context **out, char *error, size_t error_size);
 void pkc_close(pkc_context *ctx);
@@ -69,10 +70,24 @@ typedef struct pkc_device_info {
     int driver_version;               // e.g. 13000
     int nvrtc_major, nvrtc_minor;
     size_t total_memory, free_memory; // bytes, free as of this call
-    int kernels_from_cache;           // 1 when the cubin came from the cache, 0 when compiled
-    double compile_seconds;           // time spent loading or compiling the kernels at open
+    int kernels_from_cache;           // 1 when every kernel module so far came from the cache
+    double compile_seconds;           // time spent so far loading or compiling kernel modules
 } pkc_device_info;
 int pkc_device_info_get(pkc_context *ctx, pkc_device_info *info);
+
+// Makes the kernels of these weight types ready (pk_quants.h ids; repeats are fine): each
+// format's module is read from the cache or compiled, the missing ones on parallel threads
+// (one per CPU up to 16; $PLINTH_CUDA_COMPILE_THREADS overrides). Without it a format's
+// kernels are compiled at its first use, which must not fall inside a graph capture. Call it
+// with a model's types when loading the model.
+int pkc_prepare(pkc_context *ctx, const int *types, int count);
+
+// A build check that needs no GPU and no driver, only NVRTC: compiles the common kernel module
+// and those of `types` (NULL: every format) for sm_<arch> on `threads` threads (0: as
+// pkc_prepare), discarding the cubins: what a first load of a model with those types compiles.
+// Gives the wall seconds and the cubins' total size; on failure the status and NVRTC's log.
+int pkc_compile_check(int arch, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
+                      char *error, size_t error_size);
 
 // ---- memory ------------------------------------------------------------------------------------
 

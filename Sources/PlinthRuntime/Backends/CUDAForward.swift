@@ -179,6 +179,11 @@ final class CUDAForward {
             for (data, n) in order {
                 try check(pkc_upload(ctx, base + pkc_ptr(offsets[data]!), data, n), "uploading the weights")
             }
+            // The kernels of the model's weight formats (and F32's, which gathers rows of
+            // activations), compiled together (in parallel) or read from the cache now: a format
+            // first needed inside a captured step would be refused.
+            let types = matrices.map { Int32($0.type.rawValue) } + [Int32(GGMLType.f32.rawValue)]
+            try check(pkc_prepare(ctx, types, Int32(types.count)), "preparing the CUDA kernels")
             func matrix(_ t: WeightTensor) -> Matrix {
                 Matrix(type: Int32(t.type.rawValue), ptr: base + pkc_ptr(offsets[t.data]!), rows: Int64(t.rowCount), cols: Int64(t.rowLength))
             }
@@ -539,7 +544,8 @@ final class CUDAForward {
 extension Backend {
     /// Why the CUDA backend cannot run here (no driver, no device, a missing library, kernels
     /// that do not compile), or nil when a context opens on device 0. Probed once per process;
-    /// on a GPU the probe loads the kernels (compiled at first use, then from the cache).
+    /// on a GPU the probe loads the common kernels (compiled at first use, then from the cache;
+    /// each weight format's are prepared when a model loads).
     public static let cudaUnavailableReason: String? = {
         do {
             pkc_close(try CUDAForward.open())
