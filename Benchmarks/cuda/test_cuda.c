@@ -344,6 +344,73 @@ static void test_matmul_add(pkc_context *c) {
     }
 }
 
+// pkc_matmul_runs against one pkc_matmul_q8 per run into the same columns: bit for bit, with
+// and without int8 rows, on the GEMV path (the side stream) and the GEMM path, run directly and
+// replayed from a captured graph. Qwen2.5's q|k (Q5_0) beside v (Q8_0), and three runs.
+static void test_matmul_runs(pkc_context *c) {
+    static const struct { int count; int types[3]; int64_t m[3]; } cases[] = {
+        {2, {PK_Q5_0, PK_Q8_0}, {1024, 128}}, {3, {PK_Q4_K, PK_Q6_K, PK_Q4_1}, {256, 512, 64}}};
+    static const int64_t ns[] = {1, 2, 7, 12};
+    const int64_t k = 1024, ldq = (int64_t)pkc_q8_row_bytes(k);
+    for (int ci = 0; ci < 2; ci++) {
+        pkc_run runs[3];
+        int64_t ldy = 8;
+        uint8_t *w[3];
+        for (int i = 0; i < cases[ci].count; i++) {
+            const size_t bytes = pkc_row_bytes(cases[ci].types[i], k) * (size_t)cases[ci].m[i];
+            w[i] = malloc(bytes);
+            random_weights(cases[ci].types[i], w[i], cases[ci].m[i], k);
+            runs[i] = (pkc_run){cases[ci].types[i], dev_upload(c, w[i], bytes), cases[ci].m[i], ldy};
+            ldy += cases[ci].m[i] + 4;
+        }
+        for (int ni = 0; ni < 4; ni++) {
+            const int64_t n = ns[ni];
+            float *x = host_floats(n * k);
+            fill_normal(x, n * k, 1.0f);
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+            pkc_ptr da = dev_alloc(c, (size_t)(n * ldy) * 4), db = dev_alloc(c, (size_t)(n * ldy) * 4), dg = dev_alloc(c, (size_t)(n * ldy) * 4);
+            CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+            for (int i8 = 0; i8 < 2; i8++) {
+                const pkc_ptr q = i8 ? dq : 0;
+                CHECK(c, pkc_memset(c, da, 0, (size_t)(n * ldy) * 4));
+                CHECK(c, pkc_memset(c, db, 0, (size_t)(n * ldy) * 4));
+                CHECK(c, pkc_memset(c, dg, 0, (size_t)(n * ldy) * 4));
+                CHECK(c, pkc_matmul_runs(c, runs, cases[ci].count, k, dx, k, q, ldq, n, da, ldy));
+                for (int i = 0; i < cases[ci].count; i++)
+                    CHECK(c, pkc_matmul_q8(c, runs[i].type, runs[i].w, runs[i].m, k, dx, k, q, ldq, n,
+                                           db + (uint64_t)runs[i].column * 4, ldy, 0));
+                pkc_graph *g = NULL;
+                CHECK(c, pkc_graph_begin(c));
+                CHECK(c, pkc_matmul_runs(c, runs, cases[ci].count, k, dx, k, q, ldq, n, dg, ldy));
+                CHECK(c, pkc_graph_end(c, &g));
+                CHECK(c, pkc_graph_launch(c, g));
+                float *a = download_floats(c, da, n * ldy), *b = download_floats(c, db, n * ldy), *gr = download_floats(c, dg, n * ldy);
+                pkc_graph_destroy(c, g);
+                int64_t diff = 0, zeros = 0;
+                for (int64_t i = 0; i < n * ldy; i++) {
+                    diff += !same_bits(a[i], b[i]) || !same_bits(gr[i], b[i]);
+                    zeros += b[i] == 0.0f;
+                }
+                // Every run's columns were written (random products are not exactly zero).
+                int64_t gaps = 8 + 4 * cases[ci].count;
+                report(diff == 0 && zeros == n * gaps, "matmul_runs %d runs k=%lld n=%lld%s: %lld values differ from one matmul_q8 per run "
+                       "(direct or graph-replayed), %lld zeros (want %lld, the gaps) (tol exact)", cases[ci].count, (long long)k,
+                       (long long)n, i8 ? " int8 rows" : "", (long long)diff, (long long)zeros, (long long)(n * gaps));
+                free(a); free(b); free(gr);
+            }
+            pkc_free(c, dx); pkc_free(c, dq); pkc_free(c, da); pkc_free(c, db); pkc_free(c, dg);
+            free(x);
+        }
+        for (int i = 0; i < cases[ci].count; i++) {
+            pkc_free(c, runs[i].w);
+            free(w[i]);
+        }
+    }
+    pkc_run bad = {PK_Q8_0, 0, 64, 100};
+    const int st = pkc_matmul_runs(c, &bad, 1, 1024, 0, 1024, 0, 0, 1, 0, 128);
+    report(st == PKC_ERR_INVALID, "matmul_runs: a run past ldy is refused (\"%s\")", pkc_error(c));
+}
+
 // The gated product (pkc_matmul_glu) against the product of all 2f rows then pkc_swiglu: bit for
 // bit, float x and int8 x, by the policy and with int8 x forced, at 1 and 2 rows.
 static void test_glu(pkc_context *c) {
@@ -1035,7 +1102,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, lazy formats, kernel cache): no usable GPU\n");
+               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return 0;
     }
@@ -1067,6 +1134,7 @@ int main(int argc, char **argv) {
     test_errors(c);
     test_matmul(c);
     test_matmul_add(c);
+    test_matmul_runs(c);
     test_glu(c);
     test_lazy_formats();
     test_cache(dir, info.kernels_from_cache);

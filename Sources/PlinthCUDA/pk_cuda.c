@@ -38,6 +38,7 @@ enum {
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
     CU_STREAM_NON_BLOCKING = 1,
+    CU_EVENT_DISABLE_TIMING = 2,
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
@@ -74,6 +75,7 @@ typedef struct cu_api {
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
     CUresult (*StreamBeginCapture)(CUstream, int);
     CUresult (*StreamEndCapture)(CUstream, CUgraph *);
     CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
@@ -194,6 +196,10 @@ struct pkc_context {
     char cache_dir[900];
     cublasHandle_t blas;
     CUevent ev0, ev1;
+    // pkc_matmul_runs: a second stream for the runs after the first, forked from and joined to
+    // the stream by these events (in a capture: parallel branches of the graph).
+    CUstream side;
+    CUevent fork, join;
     CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -354,6 +360,7 @@ static int load_driver(pkc_context *c) {
         "cuMemGetInfo_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async",
         "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
         "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
+        "cuStreamWaitEvent",
         "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch",
         "cuGraphExecDestroy", "cuGraphDestroy", "cuGetErrorName", "cuGetErrorString"};
     _Static_assert(sizeof(cu_api) == sizeof syms / sizeof syms[0] * sizeof(void *), "cu_api and its names");
@@ -836,6 +843,9 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     CU(c, c->cu.StreamCreate(&c->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     CU(c, c->cu.EventCreate(&c->ev0, 0), "cuEventCreate");
     CU(c, c->cu.EventCreate(&c->ev1, 0), "cuEventCreate");
+    CU(c, c->cu.StreamCreate(&c->side, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    CU(c, c->cu.EventCreate(&c->fork, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    CU(c, c->cu.EventCreate(&c->join, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
 
     if ((st = load_nvrtc(c))) return st;
     if ((st = load_kernels(c, cache_dir))) return st;
@@ -926,6 +936,9 @@ void pkc_close(pkc_context *c) {
             if (c->fk[i].module) c->cu.ModuleUnload(c->fk[i].module);
         if (c->ev0) c->cu.EventDestroy(c->ev0);
         if (c->ev1) c->cu.EventDestroy(c->ev1);
+        if (c->fork) c->cu.EventDestroy(c->fork);
+        if (c->join) c->cu.EventDestroy(c->join);
+        if (c->side) c->cu.StreamDestroy(c->side);
         if (c->stream) c->cu.StreamDestroy(c->stream);
         if (c->ctx_retained) c->cu.DevicePrimaryCtxRelease(c->dev);
     }
@@ -1285,6 +1298,43 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         st = launch(c, f, i8 ? "gemv8" : "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
         if (st) return st;
     }
+    return PKC_OK;
+}
+
+int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                    int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy) {
+    ENTER(c);
+    if (count < 1 || !runs) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs: no runs");
+    for (int i = 0; i < count; i++)
+        if (runs[i].column < 0 || runs[i].m <= 0 || runs[i].column + runs[i].m > ldy)
+            return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs: run %d's rows %lld.. (%lld) are not within ldy %lld", i,
+                        (long long)runs[i].column, (long long)runs[i].m, (long long)ldy);
+    int st;
+    // One after another where there is nothing to overlap: a single run, or the GEMM path
+    // (cuBLAS works on the context's stream).
+    if (count == 1 || n >= c->gemm_min_rows || n == 0) {
+        for (int i = 0; i < count; i++)
+            if ((st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0)))
+                return st;
+        return PKC_OK;
+    }
+    // The format modules first, so that nothing loads between the fork and the join.
+    for (int i = 0; i < count; i++)
+        if ((st = check_weights(c, "pkc_matmul_runs", runs[i].type, runs[i].w, k)) < 0) return -st;
+    CU(c, c->cu.EventRecord(c->fork, c->stream), "cuEventRecord");
+    CU(c, c->cu.StreamWaitEvent(c->side, c->fork, 0), "cuStreamWaitEvent");
+    st = matmul(c, runs[0].type, runs[0].w, runs[0].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[0].column * 4, ldy, 0);
+    // The later runs enqueue on the side stream (launch() uses c->stream).
+    const CUstream main_stream = c->stream;
+    c->stream = c->side;
+    for (int i = 1; i < count && !st; i++)
+        st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0);
+    c->stream = main_stream;
+    // Joined even after a failure, so that a capture can still end.
+    CUresult r = c->cu.EventRecord(c->join, c->side);
+    if (r == CUDA_SUCCESS) r = c->cu.StreamWaitEvent(c->stream, c->join, 0);
+    if (st) return st;
+    if (r != CUDA_SUCCESS) return cu_fail(c, r, "joining the side stream");
     return PKC_OK;
 }
 

@@ -162,6 +162,19 @@ int pkc_quantize_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, int64_t n, int64_t
 // $PLINTH_CUDA_INT8=0. The GEMM path and the float formats read x.
 int pkc_matmul_q8(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
+// Several products of one input written side by side: run i multiplies its m_i x k weights
+// of its own type, y[t*ldy + column_i + r] = (W_i x_t)[r], as pkc_matmul_q8 (add = 0) would,
+// bit for bit. On the GEMV path the runs after the first go on a second stream forked from the
+// context's and joined back, so they overlap it (in a captured graph: parallel branches); a
+// product whose pieces differ in type (Qwen2.5's q|k in Q5_0 beside v in Q8_0) then costs about
+// one launch's latency, not two.
+typedef struct pkc_run {
+    int type;
+    pkc_ptr w;
+    int64_t m, column;
+} pkc_run;
+int pkc_matmul_runs(pkc_context *ctx, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                    int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy);
 // A gated product in one launch: W is 2f x k, the f gate rows then the f up rows (one matrix of
 // one type); y[t*ldy + i] = silu(gate_i . x_t) * (up_i . x_t) for i < f, with pkc_matmul's sums
 // and pkc_swiglu's arithmetic bit for bit (x's int8 rows q as pkc_matmul_q8 takes them, or 0).

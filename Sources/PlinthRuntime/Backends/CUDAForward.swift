@@ -321,13 +321,12 @@ final class CUDAForward {
                                 Int64(ldy), 1), "matmul")
     }
 
-    /// Each run of `p` times `input`, written side by side into rows of `out` (stride `ldy`).
+    /// Each run of `p` times `input`, written side by side into rows of `out` (stride `ldy`);
+    /// runs of different types overlap on the device (pkc_matmul_runs).
     private func matmul(_ p: Products, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
-        let fl = pkc_ptr(MemoryLayout<Float>.stride)
-        for r in p.runs {
-            try check(pkc_matmul_q8(ctx, r.w.type, r.w.ptr, r.w.rows, r.w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n),
-                                    out + pkc_ptr(r.column) * fl, Int64(ldy), 0), "matmul")
-        }
+        let runs = p.runs.map { pkc_run(type: $0.w.type, w: $0.w.ptr, m: $0.w.rows, column: Int64($0.column)) }
+        try check(pkc_matmul_runs(ctx, runs, Int32(runs.count), p.runs[0].w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n),
+                                  out, Int64(ldy)), "matmul")
     }
 
     /// Copies the first `count` positions of slot `source` into slot `target` in every layer.
