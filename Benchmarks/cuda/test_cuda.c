@@ -344,6 +344,107 @@ static void test_matmul_add(pkc_context *c) {
     }
 }
 
+// Downloads n rows of `bytes` bytes each (stride ld bytes) into one host buffer.
+static uint8_t *download_rows_bytes(pkc_context *c, pkc_ptr src, int64_t n, int64_t ld, int64_t bytes) {
+    uint8_t *h = malloc((size_t)(n * bytes));
+    for (int64_t t = 0; t < n; t++) CHECK(c, pkc_download(c, h + t * bytes, src + (uint64_t)(t * ld), (size_t)bytes));
+    return h;
+}
+
+// pkc_matmul_add_norm against pkc_matmul_q8 (add) then pkc_rms_norm_q8: the residual rows, the
+// normed rows and their int8 rows bit for bit; on the GEMV path (one launch and, past 8 rows,
+// launches of 8), the GEMM path, with the norm unfused, and a captured graph replayed twice
+// (the ticket counter must come back to 0). Row lengths under, at and over rms_norm's 1024 threads.
+static void test_matmul_add_norm(pkc_context *c) {
+    static const struct { int type; int64_t m, k; } cases[] = {
+        {PK_Q5_0, 896, 896}, {PK_Q6_K, 896, 4864}, {PK_Q4_1, 576, 1536}, {PK_Q8_0, 2048, 512}, {PK_Q4_K, 1024, 256}};
+    static const int64_t ns[] = {1, 2, 5, 8, 13};
+    for (int ci = 0; ci < 5; ci++) {
+        const int type = cases[ci].type;
+        const int64_t m = cases[ci].m, k = cases[ci].k, ldy = m + 4, ldo = m + 8, ldq = (int64_t)pkc_q8_row_bytes(k);
+        const int64_t ldhq = (int64_t)pkc_q8_row_bytes(m);
+        const size_t rb = pkc_row_bytes(type, k);
+        uint8_t *w = malloc(rb * (size_t)m);
+        random_weights(type, w, m, k);
+        pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
+        float *g = host_floats(m);
+        for (int64_t i = 0; i < m; i++) g[i] = rng_uniform(0.5f, 1.5f);
+        pkc_ptr dg = dev_upload(c, g, (size_t)m * 4);
+        for (int ni = 0; ni < 5; ni++) {
+            const int64_t n = ns[ni];
+            float *x = host_floats(n * k), *y0 = host_floats(n * ldy);
+            fill_normal(x, n * k, 1.0f);
+            fill_normal(y0, n * ldy, 2.0f);
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+            CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+            for (int mode = 0; mode < 4; mode++) {
+                // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path; 3: the norm unfused
+                const int64_t saved = pkc_set_gemm_min_rows(c, mode == 2 ? 1 : INT64_MAX);
+                const int fused = pkc_set_norm_fused(c, mode != 3);
+                pkc_context *const cc = c;
+                const pkc_ptr qin = mode == 0 ? dq : 0;
+                pkc_ptr yr = dev_upload(c, y0, (size_t)(n * ldy) * 4), ya = dev_upload(c, y0, (size_t)(n * ldy) * 4);
+                pkc_ptr yg = dev_upload(c, y0, (size_t)(n * ldy) * 4);
+                pkc_ptr hr = dev_alloc(c, (size_t)(n * ldo) * 4), ha = dev_alloc(c, (size_t)(n * ldo) * 4), hg = dev_alloc(c, (size_t)(n * ldo) * 4);
+                pkc_ptr qr = dev_alloc(c, (size_t)(n * ldhq)), qa = dev_alloc(c, (size_t)(n * ldhq)), qg = dev_alloc(c, (size_t)(n * ldhq));
+                const int with_q = m % 32 == 0 && mode != 1;
+                // the reference: twice, the second for the graph replayed twice
+                float *ref_y[2], *ref_h[2];
+                uint8_t *ref_q[2];
+                for (int rep = 0; rep < 2; rep++) {
+                    CHECK(c, pkc_matmul_q8(c, type, dw, m, k, dx, k, qin, ldq, n, yr, ldy, 1));
+                    CHECK(c, pkc_rms_norm_q8(c, yr, ldy, dg, hr, ldo, n, m, 1e-6f, with_q ? qr : 0, ldhq));
+                    ref_y[rep] = download_floats(c, yr, n * ldy);
+                    ref_h[rep] = download_floats(c, hr, n * ldo);
+                    ref_q[rep] = with_q ? download_rows_bytes(c, qr, n, ldhq, ldhq) : NULL;
+                }
+                pkc_norm na = {dg, 1e-6f, ha, ldo, with_q ? qa : 0, ldhq}, ng = {dg, 1e-6f, hg, ldo, with_q ? qg : 0, ldhq};
+                CHECK(cc, pkc_matmul_add_norm(cc, type, dw, m, k, dx, k, qin, ldq, n, ya, ldy, &na));
+                int graph_ok = 1;
+                if (mode != 2) {
+                    pkc_graph *gr = NULL;
+                    graph_ok = pkc_graph_begin(cc) == PKC_OK && pkc_matmul_add_norm(cc, type, dw, m, k, dx, k, qin, ldq, n, yg, ldy, &ng) == PKC_OK &&
+                               pkc_graph_end(cc, &gr) == PKC_OK && pkc_graph_launch(cc, gr) == PKC_OK && pkc_graph_launch(cc, gr) == PKC_OK &&
+                               pkc_synchronize(cc) == PKC_OK;
+                    pkc_graph_destroy(cc, gr);
+                }
+                float *ay = download_floats(c, ya, n * ldy), *ah = download_floats(c, ha, n * ldo);
+                uint8_t *aq = with_q ? download_rows_bytes(c, qa, n, ldhq, ldhq) : NULL;
+                int64_t diff = 0;
+                for (int64_t t2 = 0; t2 < n; t2++)
+                    for (int64_t i = 0; i < m; i++)
+                        diff += !same_bits(ay[t2 * ldy + i], ref_y[0][t2 * ldy + i]) + !same_bits(ah[t2 * ldo + i], ref_h[0][t2 * ldo + i]);
+                if (with_q) diff += memcmp(aq, ref_q[0], (size_t)(n * ldhq)) != 0;
+                int64_t gdiff = 0;
+                if (mode != 2) {
+                    float *gy = download_floats(c, yg, n * ldy), *gh = download_floats(c, hg, n * ldo);
+                    uint8_t *gq = with_q ? download_rows_bytes(c, qg, n, ldhq, ldhq) : NULL;
+                    for (int64_t t2 = 0; t2 < n; t2++)
+                        for (int64_t i = 0; i < m; i++)
+                            gdiff += !same_bits(gy[t2 * ldy + i], ref_y[1][t2 * ldy + i]) + !same_bits(gh[t2 * ldo + i], ref_h[1][t2 * ldo + i]);
+                    if (with_q) gdiff += memcmp(gq, ref_q[1], (size_t)(n * ldhq)) != 0;
+                    free(gy); free(gh); free(gq);
+                }
+                static const char *const names[] = {"gemv, int8 rows", "gemv, floats", "gemm", "gemv, norm unfused"};
+                report(diff == 0 && gdiff == 0 && graph_ok,
+                       "matmul_add_norm %s %lldx%lld n=%lld (%s): %lld differences from matmul_q8 + rms_norm_q8, graph replayed twice %lld%s (tol exact)",
+                       type_name(type), (long long)m, (long long)k, (long long)n, names[mode], (long long)diff, (long long)gdiff,
+                       graph_ok ? "" : ", graph failed");
+                for (int rep = 0; rep < 2; rep++) { free(ref_y[rep]); free(ref_h[rep]); free(ref_q[rep]); }
+                free(ay); free(ah); free(aq);
+                pkc_ptr bufs[] = {yr, ya, yg, hr, ha, hg, qr, qa, qg};
+                for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) pkc_free(c, bufs[i]);
+                pkc_set_gemm_min_rows(c, saved);
+                pkc_set_norm_fused(c, fused);
+            }
+            pkc_free(c, dx); pkc_free(c, dq);
+            free(x); free(y0);
+        }
+        pkc_free(c, dw); pkc_free(c, dg);
+        free(w); free(g);
+    }
+}
+
 // pkc_matmul_runs against one pkc_matmul_q8 per run into the same columns: bit for bit, with
 // and without int8 rows, on the GEMV path (the side stream) and the GEMM path, run directly and
 // replayed from a captured graph. Qwen2.5's q|k (Q5_0) beside v (Q8_0), and three runs.
@@ -1102,7 +1203,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, lazy formats, kernel cache): no usable GPU\n");
+               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, matmul_add_norm, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return 0;
     }
@@ -1135,6 +1236,7 @@ int main(int argc, char **argv) {
     test_matmul(c);
     test_matmul_add(c);
     test_matmul_runs(c);
+    test_matmul_add_norm(c);
     test_glu(c);
     test_lazy_formats();
     test_cache(dir, info.kernels_from_cache);

@@ -136,6 +136,7 @@ static const fmt_info fmts[] = {
 };
 #define NFMT ((int)(sizeof fmts / sizeof fmts[0]))
 #define GEMV_MAX_ROWS 8
+#define NORM_MAX_ROWS 2 // the GEMVs with pkc_matmul_add_norm's tail (pkc_kernels.cu)
 #define GEMV_WARPS 4
 #define ATT_MAXG 8
 #define ATT_TILE 128
@@ -203,6 +204,7 @@ struct pkc_context {
     CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
+    CUdeviceptr norm_count; // pkc_matmul_add_norm's ticket counter (back to 0 after each launch)
     size_t cap_w, cap_x, cap_a;
     int64_t gemm_min_rows;
     int64_t gemv_min_warps; // gemv_rows_per_group
@@ -210,6 +212,7 @@ struct pkc_context {
     int64_t gemv_wide_warps; // gemv_lanes: a launch with fewer warps widens its lane groups
     int int8_rows;           // int8 rows of x where given: 0 by prefers_int8, 1 always, -1 never ($PLINTH_CUDA_INT8=0)
     int glu_fused;           // pkc_glu_fused ($PLINTH_CUDA_GLU=0: never)
+    int norm_fused;          // pkc_matmul_add_norm's norm in the GEMV's last block ($PLINTH_CUDA_NORM_FUSED=0: never)
     int capturing;
     pkc_device_info info;
     char err[2048];
@@ -866,6 +869,8 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     CU(c, c->cu.MemAlloc(&c->argmax_part, (size_t)ARGMAX_ROWS * ARGMAX_MAX_BLOCKS * 12), "cuMemAlloc (argmax)");
     CU(c, c->cu.MemAlloc(&c->argmax_count, (size_t)ARGMAX_ROWS * 4), "cuMemAlloc (argmax)");
     CU(c, c->cu.MemsetD8Async(c->argmax_count, 0, (size_t)ARGMAX_ROWS * 4, c->stream), "cuMemsetD8Async (argmax)");
+    CU(c, c->cu.MemAlloc(&c->norm_count, 16), "cuMemAlloc (norm counter)");
+    CU(c, c->cu.MemsetD8Async(c->norm_count, 0, 16, c->stream), "cuMemsetD8Async (norm counter)");
     c->gemm_min_rows = DEFAULT_GEMM_MIN_ROWS;
     const char *env = getenv("PLINTH_CUDA_GEMM_MIN_ROWS");
     if (env && atoll(env) > 0) c->gemm_min_rows = atoll(env);
@@ -878,6 +883,8 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->int8_rows = env && strcmp(env, "0") == 0 ? -1 : 0;
     env = getenv("PLINTH_CUDA_GLU");
     c->glu_fused = !(env && strcmp(env, "0") == 0);
+    env = getenv("PLINTH_CUDA_NORM_FUSED");
+    c->norm_fused = !(env && strcmp(env, "0") == 0);
     return PKC_OK;
 }
 
@@ -928,7 +935,7 @@ void pkc_close(pkc_context *c) {
         c->cu.CtxSetCurrent(c->cuctx);
         if (c->stream) c->cu.StreamSynchronize(c->stream);
         if (c->blas) c->cb.Destroy(c->blas);
-        CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws, c->argmax_part, c->argmax_count};
+        CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws, c->argmax_part, c->argmax_count, c->norm_count};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) c->cu.MemFree(bufs[i]);
         if (c->core) c->cu.ModuleUnload(c->core);
@@ -1235,21 +1242,27 @@ static int uses_int8(const pkc_context *c, int fi, int64_t m, int64_t k) {
 }
 
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
-                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add, const pkc_norm *norm);
 
 int pkc_matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                pkc_ptr y, int64_t ldy) {
-    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 0);
+    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 0, NULL);
 }
 
 int pkc_matmul_add(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                    pkc_ptr y, int64_t ldy) {
-    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 1);
+    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 1, NULL);
 }
 
 int pkc_matmul_q8(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add) {
-    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add != 0);
+    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add != 0, NULL);
+}
+
+int pkc_matmul_add_norm(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                        int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_norm *norm) {
+    if (c && !norm) return fail(c, PKC_ERR_INVALID, "pkc_matmul_add_norm: no norm");
+    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, 1, norm);
 }
 
 int64_t pkc_gemm_min_rows(const pkc_context *c) { return c ? c->gemm_min_rows : 0; }
@@ -1267,8 +1280,20 @@ static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int6
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n);
 static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units);
 
+// The device's NormOut (pkc_kernels.cu): a GEMV's norm tail.
+typedef struct norm_out {
+    CUdeviceptr g, h, q, counter;
+    int64_t ldh, ldq;
+    float eps;
+    int unused;
+} norm_out;
+_Static_assert(sizeof(norm_out) == 56, "norm_out is the kernels' NormOut");
+
+static int rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
+                    float eps, pkc_ptr q, int64_t ldq);
+
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
-                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add) {
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add, const pkc_norm *norm) {
     ENTER(c);
     const int fi = check_weights(c, "pkc_matmul", type, w, k);
     if (fi < 0) return -fi;
@@ -1277,8 +1302,18 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
                     (long long)m, (long long)k, (long long)n, (long long)ldx, (long long)ldy);
     int st = check_q8(c, "pkc_matmul_q8", k, q, ldq);
     if (st) return st;
+    if (norm && (m > 0x7fffffff || norm->ldo < m || norm->ldo % 4 != 0 || norm->out % 16 != 0 || !norm->weight))
+        return fail(c, PKC_ERR_INVALID, "pkc_matmul_add_norm: bad norm output (ldo >= m, a multiple of 4, 16-byte aligned) or weights");
+    if (norm && (st = check_q8(c, "pkc_matmul_add_norm", m, norm->q, norm->ldq))) return st;
     if (n == 0) return PKC_OK;
-    if (n >= c->gemm_min_rows) return matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add);
+    // The norm as its own launch after the product: on the GEMM path, past the GEMV kernels that
+    // have the norm tail (NORM_MAX_ROWS rows of x), or when not fused.
+    if (n >= c->gemm_min_rows || (norm && (!c->norm_fused || n > NORM_MAX_ROWS))) {
+        st = n >= c->gemm_min_rows ? matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add)
+                                   : matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add, NULL);
+        if (st || !norm) return st;
+        return rms_norm(c, y, ldy, norm->weight, norm->out, norm->ldo, n, m, norm->eps, norm->q, norm->ldq);
+    }
     // The int8 GEMV where x's int8 rows are given and the weights have codes; else float x.
     const int i8 = q && uses_int8(c, fi, m, k);
     int mm = (int)m, kk = (int)k;
@@ -1294,7 +1329,13 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         const int64_t rows_per_block = (((int64_t)GEMV_WARPS * 32) >> lanes_log2) * r;
         CUdeviceptr xt = i8 ? q + (uint64_t)(t0 * ldq) : x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
         int64_t ld = i8 ? ldq : ldx;
-        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &yt, &ldy, &lanes_log2, &add};
+        // With a norm, this launch's last block normalizes its rows of y.
+        norm_out no = {0};
+        if (norm) {
+            no = (norm_out){norm->weight, norm->out + (uint64_t)(t0 * norm->ldo) * 4, norm->q ? norm->q + (uint64_t)(t0 * norm->ldq) : 0,
+                            c->norm_count, norm->ldo, norm->ldq, norm->eps, 0};
+        }
+        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &yt, &ldy, &lanes_log2, &add, &no};
         st = launch(c, f, i8 ? "gemv8" : "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
         if (st) return st;
     }
@@ -1314,7 +1355,7 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
     // (cuBLAS works on the context's stream).
     if (count == 1 || n >= c->gemm_min_rows || n == 0) {
         for (int i = 0; i < count; i++)
-            if ((st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0)))
+            if ((st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL)))
                 return st;
         return PKC_OK;
     }
@@ -1323,12 +1364,12 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
         if ((st = check_weights(c, "pkc_matmul_runs", runs[i].type, runs[i].w, k)) < 0) return -st;
     CU(c, c->cu.EventRecord(c->fork, c->stream), "cuEventRecord");
     CU(c, c->cu.StreamWaitEvent(c->side, c->fork, 0), "cuStreamWaitEvent");
-    st = matmul(c, runs[0].type, runs[0].w, runs[0].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[0].column * 4, ldy, 0);
+    st = matmul(c, runs[0].type, runs[0].w, runs[0].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[0].column * 4, ldy, 0, NULL);
     // The later runs enqueue on the side stream (launch() uses c->stream).
     const CUstream main_stream = c->stream;
     c->stream = c->side;
     for (int i = 1; i < count && !st; i++)
-        st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0);
+        st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL);
     c->stream = main_stream;
     // Joined even after a failure, so that a capture can still end.
     CUresult r = c->cu.EventRecord(c->join, c->side);
@@ -1347,6 +1388,13 @@ int pkc_set_gemv_int8(pkc_context *c, int mode) {
     if (!c) return 0;
     const int old = c->int8_rows;
     c->int8_rows = mode > 0 ? 1 : mode < 0 ? -1 : 0;
+    return old;
+}
+
+int pkc_set_norm_fused(pkc_context *c, int on) {
+    if (!c) return 0;
+    const int old = c->norm_fused;
+    c->norm_fused = on != 0;
     return old;
 }
 
@@ -1408,6 +1456,11 @@ int pkc_rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, i
 int pkc_rms_norm_q8(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                     float eps, pkc_ptr q, int64_t ldq) {
     ENTER(c);
+    return rms_norm(c, x, ldx, w, y, ldy, n, k, eps, q, ldq);
+}
+
+static int rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
+                    float eps, pkc_ptr q, int64_t ldq) {
     if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
     int st = check_q8(c, "pkc_rms_norm_q8", k, q, ldq);
     if (st) return st;

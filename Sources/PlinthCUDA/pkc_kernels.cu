@@ -380,6 +380,93 @@ __device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 
 // 32): the CPU's own for Q4_0, Q5_0 and Q8_0 weights; for the others the CPU keeps its scale per
 // 32 as an f32 (the k-quants) or an f16 d·sum (Q8_1, Q4_1/Q5_1), so there the sums differ slightly.
 
+// ---- int8 activation rows -----------------------------------------------------------------------
+// Called by a whole warp, lane l holding value i = 32 b + l of a row: writes its byte and (lane 0)
+// the 32's scale into the row's int8 form (see gemv8_accumulate). The CPU's Q8_0 activation
+// rounding (Kernels/matmul.c, quantize_row_q8_32) step for step: d = amax / 127 rounded to f16,
+// the byte rint(v * (127 / amax)). Where 127 / amax overflows (amax below ~3.7e-37, d rounds to
+// 0) the bytes are 0, as the CPU's conversion of infinities leaves them.
+__device__ __forceinline__ void q8_store(float v, int i, i8 *qrow, int k) {
+    float a = fabsf(v);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    float id = a != 0.0f ? __fdiv_rn(127.0f, a) : 0.0f;
+    id = id < PKC_INF ? id : 0.0f;
+    qrow[i] = (i8)__float2int_rn(__fmul_rn(v, id));
+    if ((i & 31) == 0) ((float *)(qrow + k))[i >> 5] = h2f(f2h(__fdiv_rn(a, 127.0f)));
+}
+
+// ---- RMSNorm of a row by one block ----------------------------------------------------------------
+// pkc_rms_norm's arithmetic bit for bit with a block of any whole number of warps: its sum of
+// squares, in double as the CPU kernel accumulates it, is a tree over V = min(1024, k rounded up
+// to 32) threads (thread v sums values v, v + V, ... in order, a butterfly per warp, one over the
+// warps' partials, absent warps 0), which the block replays warp by warp. x is read through L2
+// (__ldcg): in the products' norm tail it was written by other blocks. part: 32 doubles, shared.
+__device__ __forceinline__ void rms_row(const float *xr, const float *w, float *yr, int k, float eps, i8 *qr, double *part) {
+    const int V = k >= 1024 ? 1024 : (k + 31) / 32 * 32, lane = threadIdx.x & 31;
+    for (int vw = threadIdx.x >> 5; vw < V / 32; vw += blockDim.x >> 5) {
+        double s = 0.0;
+        for (int i = vw * 32 + lane; i < k; i += V) {
+            const float v = __ldcg(xr + i);
+            s += (double)__fmul_rn(v, v);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) part[vw] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        double v = threadIdx.x < V / 32 ? part[threadIdx.x] : 0.0;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) part[0] = v;
+    }
+    __syncthreads();
+    const float mean = (float)(part[0] / (double)k);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    __syncthreads(); // part is free again
+    for (int i = threadIdx.x; i < k; i += blockDim.x) { // whole warps when q is given (k a multiple of 32)
+        const float v = __fmul_rn(__fmul_rn(__ldcg(xr + i), scale), w[i]);
+        yr[i] = v;
+        if (qr) q8_store(v, i, qr, k);
+    }
+}
+
+// A product into the residual rows that then normalizes them (pkc_matmul_add_norm): g is the
+// norm's weights (nullptr: no norm), h and q its float and int8 rows (q optional), counter a
+// zeroed word in device memory. Laid out as pk_cuda.c's norm_out.
+struct NormOut {
+    const float *g;
+    float *h;
+    i8 *q;
+    unsigned *counter;
+    i64 ldh, ldq;
+    float eps;
+    int unused;
+};
+
+// The last block of the launch to finish normalizes the n rows of y (m values each): every block
+// fences its stores of y before it takes its ticket, so the last one sees them all. It puts the
+// counter back to 0 for the next launch (a graph replays the same word). Compiled into the GEMVs
+// of 1 and 2 rows of x only (NORM_MAX_ROWS; pk_cuda.c launches the norm after the others): each
+// copy costs compile time, and decoding one or two sequences is where a launch weighs most.
+#define NORM_MAX_ROWS 2
+template <int N>
+__device__ __forceinline__ void norm_tail(const NormOut &no, const float *y, i64 ldy, int m) {
+    __shared__ unsigned ticket;
+    __shared__ double part[32];
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) ticket = atomicAdd(no.counter, 1u);
+    __syncthreads();
+    if (ticket != gridDim.x - 1) return;
+    __threadfence();
+#pragma unroll 1
+    for (int t = 0; t < N; t++)
+        rms_row(y + t * ldy, no.g, no.h + t * no.ldh, m, no.eps, no.q ? no.q + t * no.ldq : nullptr, part);
+    if (threadIdx.x == 0) *no.counter = 0;
+}
+
 #define GEMV_WARPS 4
 
 // kexp.h's e^x, step for step (the same bits as the CPU's).
@@ -498,7 +585,7 @@ __device__ __forceinline__ void gemv_units(const u8 *const *wr, int u, const voi
 // m + p and writes silu(gate) * up to y[p] (pkc_swiglu's arithmetic on the same sums).
 template <int T, int N, int R, int I8, int GLU = 0>
 __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y,
-                                          i64 ldy, int lanes_log2, int add) {
+                                          i64 ldy, int lanes_log2, int add, const NormOut &no) {
     typedef Fmt<T> F;
     static_assert(!GLU || R == 2, "a gated pair is two rows");
     const int lanes = 1 << lanes_log2;
@@ -584,22 +671,9 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
             }
         }
     }
-}
-
-// ---- int8 activation rows -----------------------------------------------------------------------
-// Called by a whole warp, lane l holding value i = 32 b + l of a row: writes its byte and (lane 0)
-// the 32's scale into the row's int8 form (see gemv8_accumulate). The CPU's Q8_0 activation
-// rounding (Kernels/matmul.c, quantize_row_q8_32) step for step: d = amax / 127 rounded to f16,
-// the byte rint(v * (127 / amax)). Where 127 / amax overflows (amax below ~3.7e-37, d rounds to
-// 0) the bytes are 0, as the CPU's conversion of infinities leaves them.
-__device__ __forceinline__ void q8_store(float v, int i, i8 *qrow, int k) {
-    float a = fabsf(v);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
-    float id = a != 0.0f ? __fdiv_rn(127.0f, a) : 0.0f;
-    id = id < PKC_INF ? id : 0.0f;
-    qrow[i] = (i8)__float2int_rn(__fmul_rn(v, id));
-    if ((i & 31) == 0) ((float *)(qrow + k))[i >> 5] = h2f(f2h(__fdiv_rn(a, 127.0f)));
+    if constexpr (!GLU && N <= NORM_MAX_ROWS) {
+        if (no.g) norm_tail<N>(no, y, ldy, m);
+    }
 }
 
 // ---- the core module: everything that is not per format -----------------------------------------
@@ -623,29 +697,7 @@ extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k
 extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy,
                                                                 int k, float eps, i8 *q, i64 ldq) {
     __shared__ double part[32];
-    const float *xr = x + blockIdx.x * ldx;
-    float *yr = y + blockIdx.x * ldy;
-    double s = 0.0;
-    for (int i = threadIdx.x; i < k; i += blockDim.x) s += (double)__fmul_rn(xr[i], xr[i]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        double v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (threadIdx.x == 0) part[0] = v;
-    }
-    __syncthreads();
-    const float mean = (float)(part[0] / (double)k);
-    const float scale = 1.0f / sqrtf(mean + eps);
-    i8 *qr = q ? q + blockIdx.x * ldq : nullptr;
-    for (int i = threadIdx.x; i < k; i += blockDim.x) { // whole warps when q is given
-        const float v = __fmul_rn(__fmul_rn(xr[i], scale), w[i]);
-        yr[i] = v;
-        if (qr) q8_store(v, i, qr, k);
-    }
+    rms_row(x + blockIdx.x * ldx, w, y + blockIdx.x * ldy, k, eps, q ? q + blockIdx.x * ldq : nullptr, part);
 }
 
 // The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
@@ -1063,7 +1115,7 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_glu(           \
         const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
         int add) {                                                                                           \
-        gemv_body<T, N, 2, I8, 1>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                      \
+        gemv_body<T, N, 2, I8, 1>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add, NormOut{});            \
     }
 
 // pkc_<gemv|gemv8>_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c:
@@ -1071,8 +1123,8 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
 #define GEMV_N(T, NAME, KIND, I8, N, R)                                                                      \
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_r##R(          \
         const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
-        int add) {                                                                                           \
-        gemv_body<T, N, R, I8>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add);                         \
+        int add, NormOut no) {                                                                               \
+        gemv_body<T, N, R, I8>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add, no);                     \
     }
 
 #if PKC_FORMAT == 0

@@ -162,6 +162,26 @@ int pkc_quantize_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, int64_t n, int64_t
 // $PLINTH_CUDA_INT8=0. The GEMM path and the float formats read x.
 int pkc_matmul_q8(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
+// pkc_matmul_q8 with add = 1 into the residual rows y (n rows of m), then RMSNorm of those rows:
+// norm->out = y / sqrt(mean(y^2) + eps) * weight (m floats) and, when norm->q is given, its int8
+// rows, as pkc_rms_norm_q8 writes them, bit for bit. At 1 or 2 rows of x on the GEMV path the
+// product's last block to finish does the norm, so a decode step saves the norm's launch (unless
+// $PLINTH_CUDA_NORM_FUSED=0); elsewhere it is a second launch. norm->out and norm->q may
+// be the product's own input rows (every block has read them before the last one writes).
+typedef struct pkc_norm {
+    pkc_ptr weight;
+    float eps;
+    pkc_ptr out;
+    int64_t ldo;
+    pkc_ptr q;
+    int64_t ldq;
+} pkc_norm;
+int pkc_matmul_add_norm(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                        int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_norm *norm);
+// Whether pkc_matmul_add_norm's GEMV path normalizes in the product's last block (1, the default
+// unless $PLINTH_CUDA_NORM_FUSED=0) or launches the norm after it (0). Returns the previous
+// setting; for tests and benchmarks, like the other pkc_set_* settings.
+int pkc_set_norm_fused(pkc_context *ctx, int on);
 // Several products of one input written side by side: run i multiplies its m_i x k weights
 // of its own type, y[t*ldy + column_i + r] = (W_i x_t)[r], as pkc_matmul_q8 (add = 0) would,
 // bit for bit. On the GEMV path the runs after the first go on a second stream forked from the

@@ -315,10 +315,19 @@ final class CUDAForward {
         return Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(k)))
     }
 
-    /// out += W input: a product feeding the residual stream.
-    private func matmulAdd(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
-        try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), out,
-                                Int64(ldy), 1), "matmul")
+    /// out += W input: a product feeding the residual stream; with `norm`, then out's rows
+    /// normalized by those weights into `h` (and the int8 rows `nq`), in the product's launch
+    /// on the GEMV path (pkc_matmul_add_norm).
+    private func matmulAdd(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int,
+                           norm: pkc_ptr? = nil, _ nq: Q8 = .none) throws {
+        guard let norm else {
+            try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), out,
+                                    Int64(ldy), 1), "matmul")
+            return
+        }
+        var spec = pkc_norm(weight: norm, eps: config.rmsEpsilon, out: h, ldo: Int64(config.embeddingLength), q: nq.ptr, ldq: nq.stride)
+        try check(pkc_matmul_add_norm(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), out,
+                                      Int64(ldy), &spec), "matmul and norm")
     }
 
     /// Each run of `p` times `input`, written side by side into rows of `out` (stride `ldy`);
@@ -430,9 +439,13 @@ final class CUDAForward {
         let halves = pkc_ptr(MemoryLayout<UInt16>.stride)
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
         let glu = pkc_glu_fused(ctx, Int64(n)) != 0
+        // Each norm but the first layer's is made by the product before it (matmulAdd's norm).
+        let attnQ8 = layers.map { q8(for: $0.qkv.runs.map(\.w), n) }
+        let oq = q8(for: [output], wanted)
+        try check(pkc_rms_norm_q8(ctx, x, Int64(e), layers[0].attnNorm, h, Int64(e), Int64(n), Int64(e), eps, attnQ8[0].ptr,
+                                  attnQ8[0].stride), "rms_norm")
         for (l, lw) in layers.enumerated() {
-            let aq = q8(for: lw.qkv.runs.map(\.w), n)
-            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.attnNorm, h, Int64(e), Int64(n), Int64(e), eps, aq.ptr, aq.stride), "rms_norm")
+            let aq = attnQ8[l]
             try matmul(lw.qkv, h, e, aq, n, qkv, qkvStride)
             let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
             var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
@@ -449,29 +462,29 @@ final class CUDAForward {
                                          slots, positions), "qkv_rope_store")
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
-            try matmulAdd(lw.wo, attn, qDim, .none, n, x, e)
             let fused = glu && lw.gateUp.runs.count == 1
             let gq = q8(for: lw.gateUp.runs.map(\.w), n)
-            try check(pkc_rms_norm_q8(ctx, x, Int64(e), lw.ffnNorm, h, Int64(e), Int64(n), Int64(e), eps, gq.ptr, gq.stride), "rms_norm")
+            try matmulAdd(lw.wo, attn, qDim, .none, n, x, e, norm: lw.ffnNorm, gq)
+            // The next norm: the next layer's, or the output's when every row wants logits.
+            let next: (pkc_ptr, Q8)? = l + 1 < layers.count ? (layers[l + 1].attnNorm, attnQ8[l + 1])
+                : wanted == n ? (outputNorm, oq) : nil
             if fused {
                 // gate | up and silu(gate) × up in one launch; the down product then reads floats.
                 let w = lw.gateUp.runs[0].w
                 try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, h, Int64(e), gq.ptr, gq.stride, Int64(n), gu,
                                          Int64(2 * f)), "gated matmul")
-                try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e)
+                try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e, norm: next?.0, next?.1 ?? .none)
             } else {
                 let fq = q8(for: [lw.down], n)
                 try matmul(lw.gateUp, h, e, gq, n, gu, 2 * f)
                 try check(pkc_swiglu_q8(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride), "swiglu")
-                try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e)
+                try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e, norm: next?.0, next?.1 ?? .none)
             }
         }
         guard wanted > 0 else { return }
-        // Only the rows that asked for logits go through the output projection.
-        let oq = q8(for: [output], wanted)
-        if wanted == n {
-            try check(pkc_rms_norm_q8(ctx, x, Int64(e), outputNorm, h, Int64(e), Int64(n), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
-        } else {
+        // Only the rows that asked for logits go through the output projection; when that is
+        // every row, the last product has normalized them already.
+        if wanted < n {
             try check(pkc_get_rows(ctx, Int32(GGMLType.f32.rawValue), x, Int64(n), Int64(e), rows, Int64(wanted), h, Int64(e)), "gathering rows")
             try check(pkc_rms_norm_q8(ctx, h, Int64(e), outputNorm, h, Int64(e), Int64(wanted), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
         }
