@@ -95,6 +95,10 @@ EOF
     for m in $(models); do
         bench "$m-single" -m "$W/$m.gguf" --backend cuda -p 512 -n 128 -r 5
         PLINTH_CUDA_GRAPHS=0 bench "$m-single-nographs" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 3
+        # Each launch-saving change off, one at a time: what it is worth on this machine.
+        PLINTH_CUDA_NORM_FUSED=0 bench "$m-single-nonormfuse" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 5
+        PLINTH_CUDA_GLU=0 bench "$m-single-noglu" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 5
+        PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 5
         bench "$m-batched64" -m "$W/$m.gguf" --backend cuda --parallel 64 -p 128 -n 64 -r 3
     done
     if [ -f "$W/smollm2.gguf" ]; then

@@ -213,6 +213,7 @@ struct pkc_context {
     int int8_rows;           // int8 rows of x where given: 0 by prefers_int8, 1 always, -1 never ($PLINTH_CUDA_INT8=0)
     int glu_fused;           // pkc_glu_fused ($PLINTH_CUDA_GLU=0: never)
     int norm_fused;          // pkc_matmul_add_norm's norm in the GEMV's last block ($PLINTH_CUDA_NORM_FUSED=0: never)
+    int runs_overlap;        // pkc_matmul_runs's side stream ($PLINTH_CUDA_OVERLAP=0: one run after another)
     int capturing;
     pkc_device_info info;
     char err[2048];
@@ -885,6 +886,8 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->glu_fused = !(env && strcmp(env, "0") == 0);
     env = getenv("PLINTH_CUDA_NORM_FUSED");
     c->norm_fused = !(env && strcmp(env, "0") == 0);
+    env = getenv("PLINTH_CUDA_OVERLAP");
+    c->runs_overlap = !(env && strcmp(env, "0") == 0);
     return PKC_OK;
 }
 
@@ -1352,8 +1355,8 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
                         (long long)runs[i].column, (long long)runs[i].m, (long long)ldy);
     int st;
     // One after another where there is nothing to overlap: a single run, or the GEMM path
-    // (cuBLAS works on the context's stream).
-    if (count == 1 || n >= c->gemm_min_rows || n == 0) {
+    // (cuBLAS works on the context's stream); or where $PLINTH_CUDA_OVERLAP=0.
+    if (count == 1 || n >= c->gemm_min_rows || n == 0 || !c->runs_overlap) {
         for (int i = 0; i < count; i++)
             if ((st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL)))
                 return st;
