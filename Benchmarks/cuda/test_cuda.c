@@ -741,6 +741,77 @@ static void test_swiglu_add(pkc_context *c) {
     free(y); free(x); free(b); free(got); free(want);
 }
 
+// pkc_topk against a full sort on the host (larger value, then lower id) of each row's allowed,
+// non-NaN values: ids and value bits exact. Rows with many ties (values on a coarse grid), NaNs,
+// -infinity, k of 0, 1, 40, 64 and 100 (taken as 64), masks allowing a handful of tokens or
+// most, fewer allowed tokens than k.
+typedef struct { float v; int i; } ranked;
+static int ranked_order(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static void test_topk(pkc_context *c) {
+    static const int64_t widths[] = {151936, 1000};
+    for (int a = 0; a < 2; a++) {
+        const int64_t n = 24, w = widths[a], ld = w + 32, words = (w + 31) / 32;
+        float *x = host_floats(n * ld);
+        int32_t ks[24], mrows[24];
+        uint32_t *masks = calloc((size_t)(n * words), 4);
+        for (int64_t r = 0; r < n; r++) {
+            static const int kk[] = {40, 64, 1, 100, 0, 40};
+            ks[r] = kk[r % 6];
+            for (int64_t i = 0; i < w; i++) x[r * ld + i] = r % 3 == 0 ? (float)(int)(rng_normal() * 2.0f) : rng_normal() * 3.0f;
+            mrows[r] = -1;
+            if (r % 4 == 1) { // a few allowed tokens: fewer than k
+                mrows[r] = (int32_t)r;
+                for (int j = 0; j < 12; j++) { const int64_t i = (int64_t)(rng_u64() % (uint64_t)w); masks[r * words + i / 32] |= 1u << (i % 32); }
+            } else if (r % 4 == 2) { // most tokens
+                mrows[r] = (int32_t)r;
+                for (int64_t i = 0; i < w; i++) if (rng_u64() % 8) masks[r * words + i / 32] |= 1u << (i % 32);
+            }
+        }
+        x[5 * ld + 3] = NAN; x[5 * ld + 4] = NAN;
+        for (int64_t i = 0; i < w; i += 2) x[7 * ld + i] = -INFINITY;
+        for (int64_t i = 0; i < w; i++) x[8 * ld + i] = -INFINITY;
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), dk = dev_upload(c, ks, sizeof ks), dmr = dev_upload(c, mrows, sizeof mrows);
+        pkc_ptr dm = dev_upload(c, masks, (size_t)(n * words) * 4), dout = dev_alloc(c, (size_t)(n * PKC_TOPK_MAX) * 8);
+        CHECK(c, pkc_memset(c, dout, 0x5a, (size_t)(n * PKC_TOPK_MAX) * 8));
+        CHECK(c, pkc_topk(c, dx, ld, n, w, dk, dm, words, dmr, dout));
+        int32_t *out = malloc((size_t)(n * PKC_TOPK_MAX) * 8);
+        CHECK(c, pkc_download(c, out, dout, (size_t)(n * PKC_TOPK_MAX) * 8));
+        ranked *all = malloc((size_t)w * sizeof *all);
+        int64_t bad = 0, checked = 0;
+        for (int64_t r = 0; r < n; r++) {
+            if (ks[r] == 0) { // skipped: untouched
+                bad += out[r * PKC_TOPK_MAX * 2] != 0x5a5a5a5a;
+                continue;
+            }
+            int64_t m = 0;
+            for (int64_t i = 0; i < w; i++) {
+                const float v = x[r * ld + i];
+                if (v != v || (mrows[r] >= 0 && !((masks[r * words + i / 32] >> (i % 32)) & 1u))) continue;
+                all[m++] = (ranked){v, (int)i};
+            }
+            qsort(all, (size_t)m, sizeof *all, ranked_order);
+            const int64_t k = ks[r] < PKC_TOPK_MAX ? ks[r] : PKC_TOPK_MAX;
+            for (int64_t j = 0; j < PKC_TOPK_MAX; j++) {
+                const int32_t id = out[(r * PKC_TOPK_MAX + j) * 2];
+                float v;
+                memcpy(&v, &out[(r * PKC_TOPK_MAX + j) * 2 + 1], 4);
+                const int want = j < k && j < m;
+                bad += want ? (id != all[j].i || !same_bits(v, all[j].v)) : id != -1;
+                checked++;
+            }
+        }
+        report(bad == 0, "topk width %lld, 24 rows (ties, NaN, -inf, masks, k 0/1/40/64/100): %lld of %lld entries differ from a full sort (tol exact)",
+               (long long)w, (long long)bad, (long long)checked);
+        pkc_free(c, dx); pkc_free(c, dk); pkc_free(c, dmr); pkc_free(c, dm); pkc_free(c, dout);
+        free(x); free(masks); free(out); free(all);
+    }
+}
+
 static void test_argmax_rows(pkc_context *c) {
     static const int64_t widths[] = {49152, 151936, 1000};
     for (int a = 0; a < 3; a++) {
@@ -1203,7 +1274,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, matmul_add_norm, lazy formats, kernel cache): no usable GPU\n");
+               "argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, matmul_add_norm, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return 0;
     }
@@ -1229,6 +1300,7 @@ int main(int argc, char **argv) {
     test_rope(c);
     test_swiglu_add(c);
     test_argmax_rows(c);
+    test_topk(c);
     test_qkv_rope_store(c);
     test_attention(c);
     test_graph(c);

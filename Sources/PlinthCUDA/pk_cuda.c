@@ -137,6 +137,7 @@ static const fmt_info fmts[] = {
 #define NFMT ((int)(sizeof fmts / sizeof fmts[0]))
 #define GEMV_MAX_ROWS 8
 #define NORM_MAX_ROWS 2 // the GEMVs with pkc_matmul_add_norm's tail (pkc_kernels.cu)
+#define PKC_TOPK_THREADS 512 // pkc_kernels.cu's TOPK_THREADS
 #define GEMV_WARPS 4
 #define ATT_MAXG 8
 #define ATT_TILE 128
@@ -201,7 +202,7 @@ struct pkc_context {
     // the stream by these events (in a capture: parallel branches of the graph).
     CUstream side;
     CUevent fork, join;
-    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
+    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
     CUdeviceptr norm_count; // pkc_matmul_add_norm's ticket counter (back to 0 after each launch)
@@ -628,7 +629,7 @@ static int get_core_functions(pkc_context *c, CUmodule m) {
     struct { CUfunction *f; const char *name; } named[] = {
         {&c->quantize_q8, "pkc_quantize_q8"}, {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
         {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->add_bias, "pkc_add_bias"},
-        {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
+        {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->topk, "pkc_topk"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if ((st = get_function(c, m, named[i].f, named[i].name))) return st;
@@ -1560,6 +1561,17 @@ int pkc_argmax_masked(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t 
         if (st) return st;
     }
     return PKC_OK;
+}
+
+int pkc_topk(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ks, pkc_ptr masks,
+             int64_t mask_words, pkc_ptr mask_rows, pkc_ptr out) {
+    ENTER(c);
+    if (n < 0 || n > 0x7fffffff || width <= 0 || width > 0x7fffffff || ld < width || !ks || !out || out % 8 != 0 ||
+        (masks && (mask_words <= 0 || !mask_rows)))
+        return fail(c, PKC_ERR_INVALID, "pkc_topk: bad sizes, no ks or out, or a mask without its rows");
+    int ww = (int)width;
+    void *args[] = {&x, &ld, &ww, &ks, &masks, &mask_words, &mask_rows, &out};
+    return launch(c, c->topk, "topk", (uint64_t)n, 1, PKC_TOPK_THREADS, 0, args);
 }
 
 // ---- KV cache and attention --------------------------------------------------------------------

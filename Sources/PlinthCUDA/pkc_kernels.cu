@@ -885,6 +885,89 @@ extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const u
     }
 }
 
+// ---- the k best tokens, for sampling ---------------------------------------------------------------
+
+#define TOPK_MAX 64
+#define TOPK_THREADS 512
+
+// a ranks before b: the larger value, then the lower id (the CPU sampler's order)
+__device__ __forceinline__ bool ranks_before(float av, int ai, float bv, int bi) { return av > bv || (av == bv && ai < bi); }
+
+// Row r's k = min(ks[r], TOPK_MAX) best allowed values (k 0: the row is skipped), best first, to
+// out[r * TOPK_MAX + j] as (id, value bits); the slots past the row's count get id -1. A row's
+// mask as pkc_argmax's. NaN values are skipped; -infinity ones count. One block per row: each
+// thread keeps the best k of the ids it scans, in rising order (so an equal value never displaces
+// a kept one), then k rounds of a block-wide pick take the best head of all threads' lists.
+extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float *x, i64 ld, int width, const int *ks,
+                                                                    const unsigned *masks, i64 mask_words,
+                                                                    const int *mask_rows, int2 *out) {
+    const int r = blockIdx.x;
+    const int k = min(ks[r], TOPK_MAX);
+    if (k <= 0) return;
+    int2 *o = out + (i64)r * TOPK_MAX;
+    const float *row = x + r * ld;
+    const int mrow = masks ? mask_rows[r] : -1;
+    const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
+    const int n = mask ? (int)min((i64)width, mask_words * 32) : width;
+    float lv[TOPK_MAX];
+    int li[TOPK_MAX];
+    int count = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
+        const float v = row[i];
+        if (v != v || (count == k && !(v > lv[k - 1]))) continue;
+        int j = count < k ? count++ : k - 1;
+        for (; j > 0 && v > lv[j - 1]; j--) {
+            lv[j] = lv[j - 1];
+            li[j] = li[j - 1];
+        }
+        lv[j] = v;
+        li[j] = i;
+    }
+    __shared__ float wv[TOPK_THREADS / 32];
+    __shared__ int wi[TOPK_THREADS / 32], wt[TOPK_THREADS / 32];
+    __shared__ int winner;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int head = 0;
+    for (int j = 0; j < k; j++) {
+        // an empty list offers (-infinity, no id), which every real entry ranks before
+        float v = head < count ? lv[head] : -PKC_INF;
+        int i = head < count ? li[head] : 0x7fffffff, t = threadIdx.x;
+#pragma unroll
+        for (int s = 16; s > 0; s >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, v, s);
+            const int oi = __shfl_xor_sync(0xffffffffu, i, s), ot = __shfl_xor_sync(0xffffffffu, t, s);
+            if (ranks_before(ov, oi, v, i)) { v = ov; i = oi; t = ot; }
+        }
+        if (lane == 0) { wv[warp] = v; wi[warp] = i; wt[warp] = t; }
+        __syncthreads();
+        if (warp == 0) {
+            const bool have = lane < (int)(blockDim.x >> 5);
+            v = have ? wv[lane] : -PKC_INF;
+            i = have ? wi[lane] : 0x7fffffff;
+            t = have ? wt[lane] : -1;
+#pragma unroll
+            for (int s = 16; s > 0; s >>= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, v, s);
+                const int oi = __shfl_xor_sync(0xffffffffu, i, s), ot = __shfl_xor_sync(0xffffffffu, t, s);
+                if (ranks_before(ov, oi, v, i)) { v = ov; i = oi; t = ot; }
+            }
+            if (lane == 0) {
+                winner = i == 0x7fffffff ? -1 : t;
+                o[j] = i == 0x7fffffff ? make_int2(-1, 0) : make_int2(i, __float_as_int(v));
+            }
+        }
+        __syncthreads();
+        const int w = winner;
+        if (w < 0) {
+            for (int e = j + 1 + threadIdx.x; e < TOPK_MAX; e += blockDim.x) o[e] = make_int2(-1, 0);
+            return;
+        }
+        if (threadIdx.x == w) head++;
+    }
+    for (int e = k + threadIdx.x; e < TOPK_MAX; e += blockDim.x) o[e] = make_int2(-1, 0);
+}
+
 // ---- KV cache and attention -------------------------------------------------------------------
 
 extern "C" __global__ void pkc_store_kv(u16 *kc, u16 *vc, i64 slot_stride, int kv_dim, const float *k, i64 ldk,

@@ -300,4 +300,69 @@ struct SamplerTests {
         #expect(lo < 0.001 && hi > 0.999)
         #expect(abs(Double(belowHalf) / Double(n) - 0.5) < 0.01)
     }
+
+    // MARK: Drawing from a row's best tokens (what a GPU returns for LogitsUse.top)
+
+    /// A row's `k` best allowed tokens, best first (the larger logit, then the lower id): what
+    /// pkc_topk returns, computed here by a full sort.
+    static func best(_ logits: [Float], _ k: Int, mask: [UInt32]? = nil) -> [TokenCandidate] {
+        var all: [TokenCandidate] = []
+        for (i, v) in logits.enumerated() where !v.isNaN {
+            if let mask, (mask[i / 32] >> UInt32(i % 32)) & 1 == 0 { continue }
+            all.append(TokenCandidate(id: Int32(i), logit: v))
+        }
+        all.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
+        return Array(all.prefix(k))
+    }
+
+    /// Sampling from the k best tokens gives the same tokens, draw for draw, as sampling the
+    /// whole row, under every filter, with ties on the k-th logit, and with a token mask (a row
+    /// where fewer than k tokens are allowed included).
+    @Test func drawingFromTheBestTokensMatchesTheWholeRow() {
+        var rng = RandomSource(seed: 7)
+        for trial in 0..<60 {
+            let n = 300 + trial * 37
+            // coarse logits (many ties) on every third trial
+            let logits: [Float] = (0..<n).map { _ in
+                let v = Float(rng.nextUnit() * 8 - 4)
+                return trial % 3 == 0 ? v.rounded() : v
+            }
+            let k = [1, 2, 5, 40, 64][trial % 5]
+            let p = SamplingParameters(temperature: [0.3, 0.8, 1.5][trial % 3], topK: k, topP: [1, 0.9, 0.5][trial % 3],
+                                       minP: trial % 2 == 0 ? 0.05 : 0, seed: UInt64(trial))
+            var mask: [UInt32]? = nil
+            if trial % 4 == 1 {
+                var m = [UInt32](repeating: 0, count: (n + 31) / 32)
+                let allowed = trial % 8 == 1 ? 3 : n / 2
+                for _ in 0..<allowed { let i = Int(rng.nextUnit() * Double(n)); m[i / 32] |= 1 << (UInt32(i) % 32) }
+                mask = m
+            }
+            var whole = Sampler(p), fromTop = Sampler(p)
+            #expect(fromTop.canSampleFromTop(history: [], vocabularySize: n) == (k > 1))
+            let top = Self.best(logits, k, mask: mask)
+            let a: [Int32] = logits.withUnsafeBufferPointer { buf in
+                (0..<50).map { _ in
+                    if let mask { return mask.withUnsafeBufferPointer { whole.sample(buf, allowedMask: $0) } }
+                    return whole.sample(buf)
+                }
+            }
+            let b: [Int32] = top.withUnsafeBufferPointer { buf in (0..<50).map { _ in fromTop.sample(top: buf) ?? -1 } }
+            #expect(a == b, "trial \(trial): k \(k), \(top.count) candidates")
+        }
+    }
+
+    /// Where drawing from the best tokens would not match the whole row, it is not offered:
+    /// greedy choice, no top-k, k at least the vocabulary, a repetition penalty with history.
+    @Test func theBestTokensAreOnlyOfferedWhereTheyDecide() {
+        let s = { (p: SamplingParameters) in Sampler(p) }
+        #expect(s(SamplingParameters(temperature: 0.8, topK: 40)).canSampleFromTop(history: [], vocabularySize: 1000))
+        #expect(!s(.greedy).canSampleFromTop(history: [], vocabularySize: 1000))
+        #expect(!s(SamplingParameters(temperature: 0.8, topK: 0)).canSampleFromTop(history: [], vocabularySize: 1000))
+        #expect(!s(SamplingParameters(temperature: 0.8, topK: 40)).canSampleFromTop(history: [], vocabularySize: 40))
+        let penalized = s(SamplingParameters(temperature: 0.8, topK: 40, repetitionPenalty: 1.2))
+        #expect(penalized.canSampleFromTop(history: [], vocabularySize: 1000))
+        #expect(!penalized.canSampleFromTop(history: [3, 4], vocabularySize: 1000))
+        var empty = s(SamplingParameters(temperature: 0.8, topK: 40))
+        #expect([TokenCandidate]().withUnsafeBufferPointer { empty.sample(top: $0) } == nil)
+    }
 }

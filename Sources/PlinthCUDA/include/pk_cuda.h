@@ -259,6 +259,15 @@ int pkc_argmax(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_t width
 // is allowed. mask_rows[t] < 0 (or masks 0) takes pkc_argmax's rule.
 int pkc_argmax_masked(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr masks,
                       int64_t mask_words, pkc_ptr mask_rows, pkc_ptr ids);
+// For sampling: row t's k = min(ks[t], PKC_TOPK_MAX) best values (ks int32, device; 0 skips the
+// row), allowed by its mask as in pkc_argmax_masked, best first: the larger value, then the lower
+// id, the CPU sampler's top-k order. out (8-byte aligned) gets PKC_TOPK_MAX entries per row of
+// {int32 id, float value}, id -1 past the row's count (fewer allowed tokens than k). NaN values
+// are skipped; -infinity ones count. A sampled row then costs 512 bytes to copy back, not a
+// vocabulary of floats.
+#define PKC_TOPK_MAX 64
+int pkc_topk(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ks, pkc_ptr masks,
+             int64_t mask_words, pkc_ptr mask_rows, pkc_ptr out);
 
 // ---- KV cache and attention --------------------------------------------------------------------
 

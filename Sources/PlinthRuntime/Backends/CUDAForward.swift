@@ -64,8 +64,10 @@ final class CUDAForward {
     /// launches) for steps that take the GEMV path: one byte per weight read instead of four.
     private let xq: pkc_ptr
     /// int32 metadata, maxBatch each: token ids, positions, slots, kv lengths, logit rows, the
-    /// logit rows' mask rows (-1: none), the chosen tokens.
+    /// logit rows' mask rows (-1: none), the chosen tokens, the logit rows' k for pkc_topk (0: none).
     private let meta: pkc_ptr
+    /// pkc_topk's output: LogitsUse.maxTopK (id, logit) pairs per logit row.
+    private let topBuffer: pkc_ptr
     private var hostMeta: [Int32]
     /// Allowed-token masks of the step's ``LogitsUse/argmax(allowed:)`` rows, maxBatch rows of
     /// maskWords words (device), and their host staging.
@@ -249,8 +251,9 @@ final class CUDAForward {
             xq = try alloc(q8Rows * pkc_q8_row_bytes(Int64(max(e, f))), "int8 activations")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
             ropeTable = try alloc(n * c.ropeDims * fl, "the RoPE table")
-            meta = try alloc(7 * n * MemoryLayout<Int32>.stride, "row tables")
-            hostMeta = Array(repeating: 0, count: 7 * n)
+            meta = try alloc(8 * n * MemoryLayout<Int32>.stride, "row tables")
+            hostMeta = Array(repeating: 0, count: 8 * n)
+            topBuffer = try alloc(n * LogitsUse.maxTopK * MemoryLayout<TokenCandidate>.stride, "sampling candidates")
             maskWords = (c.vocabularySize + 31) / 32
             masks = try alloc(n * maskWords * MemoryLayout<UInt32>.stride, "token masks")
             // The GEMM path's f16 copies, for every shape at the largest batch, so that no step allocates.
@@ -349,14 +352,28 @@ final class CUDAForward {
     /// Runs rows `range` of `batch` (at most maxBatch). For the rows that want logits, in batch
     /// order: ``LogitsUse/full`` rows' logits go to their place in `logitsOut` (row i at
     /// i × vocabulary) and `chosenOut[i]` = -1; ``LogitsUse/argmax(allowed:)`` rows get their
-    /// token in `chosenOut[i]` and nothing in `logitsOut`. Returns how many rows want logits.
+    /// token in `chosenOut[i]` and nothing in `logitsOut`; ``LogitsUse/top(k:allowed:)`` rows
+    /// their best tokens in `topOut` (row i at i × LogitsUse.maxTopK, id -1 past the row's
+    /// count) and `chosenOut[i]` = -2. Returns how many rows want logits.
     func step(_ batch: Batch, _ range: Range<Int>, logitsOut: UnsafeMutablePointer<Float>,
-              chosenOut: UnsafeMutablePointer<Int32>) throws -> Int {
+              chosenOut: UnsafeMutablePointer<Int32>, topOut: UnsafeMutablePointer<TokenCandidate>) throws -> Int {
         let c = config, n = range.count
         let mb = maxBatch
         // Row tables: ids | positions | slots | kv lengths | rows that want logits | their masks.
         var wanted = 0, maxKV: Int32 = 1, masked = 0
-        var fullRows: [Int] = []
+        var fullRows: [Int] = [], topRows: [Int] = []
+        /// A row's allowed tokens into the next mask row; its index.
+        func addMask(_ allowed: [UInt32]) -> Int32 {
+            if hostMasks.count < (masked + 1) * maskWords { hostMasks += Array(repeating: 0, count: maskWords) }
+            let words = min(allowed.count, maskWords)
+            hostMasks.withUnsafeMutableBufferPointer { dst in
+                let row = dst.baseAddress! + masked * maskWords
+                allowed.withUnsafeBufferPointer { row.update(from: $0.baseAddress!, count: words) }
+                (row + words).update(repeating: 0, count: maskWords - words)
+            }
+            masked += 1
+            return Int32(masked - 1)
+        }
         for (r, i) in range.enumerated() {
             let p = batch.positions[i]
             hostMeta[r] = batch.tokens[i]
@@ -367,21 +384,16 @@ final class CUDAForward {
             guard batch.wantsLogits[i] else { continue }
             hostMeta[4 * mb + wanted] = Int32(r)
             hostMeta[5 * mb + wanted] = -1
+            hostMeta[7 * mb + wanted] = 0
             switch batch.uses[i] {
-            case .full:
+            case .argmax(let allowed):
+                if let allowed { hostMeta[5 * mb + wanted] = addMask(allowed) }
+            case .top(let k, let allowed) where k >= 1 && k <= LogitsUse.maxTopK && k < c.vocabularySize:
+                hostMeta[7 * mb + wanted] = Int32(k)
+                if let allowed { hostMeta[5 * mb + wanted] = addMask(allowed) }
+                topRows.append(wanted)
+            case .full, .top:
                 fullRows.append(wanted)
-            case .argmax(nil):
-                break
-            case .argmax(let allowed?):
-                if hostMasks.count < (masked + 1) * maskWords { hostMasks += Array(repeating: 0, count: maskWords) }
-                let words = min(allowed.count, maskWords)
-                hostMasks.withUnsafeMutableBufferPointer { dst in
-                    let row = dst.baseAddress! + masked * maskWords
-                    allowed.withUnsafeBufferPointer { row.update(from: $0.baseAddress!, count: words) }
-                    (row + words).update(repeating: 0, count: maskWords - words)
-                }
-                hostMeta[5 * mb + wanted] = Int32(masked)
-                masked += 1
             }
             wanted += 1
         }
@@ -395,8 +407,9 @@ final class CUDAForward {
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
         let ids = meta, positions = meta + i32 * pkc_ptr(mb), slots = meta + 2 * i32 * pkc_ptr(mb)
         let kvLen = meta + 3 * i32 * pkc_ptr(mb), rows = meta + 4 * i32 * pkc_ptr(mb)
-        let maskRows = meta + 5 * i32 * pkc_ptr(mb), chosen = meta + 6 * i32 * pkc_ptr(mb)
-        try hostMeta.withUnsafeBytes { try check(pkc_upload(ctx, meta, $0.baseAddress, 6 * mb * 4), "uploading the row tables") }
+        let maskRows = meta + 5 * i32 * pkc_ptr(mb), chosen = meta + 6 * i32 * pkc_ptr(mb), topK = meta + 7 * i32 * pkc_ptr(mb)
+        // The chosen tokens' table goes up too (the kernels overwrite it): one upload.
+        try hostMeta.withUnsafeBytes { try check(pkc_upload(ctx, meta, $0.baseAddress, 8 * mb * 4), "uploading the row tables") }
         if masked > 0 {
             try hostMasks.withUnsafeBytes { try check(pkc_upload(ctx, masks, $0.baseAddress, masked * maskWords * 4), "uploading token masks") }
         }
@@ -404,9 +417,11 @@ final class CUDAForward {
         // Attention plans its split of positions by the longest context; planning by a bucket of
         // it keeps a decode step's launches the same for many steps, so its graph replays.
         let kvBucket = (maxKV + Self.kvBucket - 1) / Self.kvBucket * Self.kvBucket
-        let shape = StepShape(rows: rowsRun, wanted: wanted, argmax: fullRows.count < wanted, masked: masked > 0, kvBucket: kvBucket)
+        let shape = StepShape(rows: rowsRun, wanted: wanted, argmax: fullRows.count + topRows.count < wanted, top: !topRows.isEmpty,
+                              masked: masked > 0, kvBucket: kvBucket)
         try run(shape) {
-            try compute(shape, ids: ids, positions: positions, slots: slots, kvLen: kvLen, rows: rows, maskRows: maskRows, chosen: chosen)
+            try compute(shape, ids: ids, positions: positions, slots: slots, kvLen: kvLen, rows: rows, maskRows: maskRows, chosen: chosen,
+                        topK: topK)
         }
         guard wanted > 0 else { return 0 }
         let vocab = c.vocabularySize
@@ -415,8 +430,14 @@ final class CUDAForward {
             chosenOut.update(repeating: -1, count: wanted)
             return wanted
         }
-        // Argmax rows were chosen on the device; only the tokens come back, and the full rows' logits.
+        // Argmax rows were chosen on the device; only the tokens come back, the top rows' best
+        // tokens, and the full rows' logits.
         try check(pkc_download(ctx, chosenOut, chosen, wanted * MemoryLayout<Int32>.stride), "downloading chosen tokens")
+        if !topRows.isEmpty {
+            try check(pkc_download(ctx, topOut, topBuffer, wanted * LogitsUse.maxTopK * MemoryLayout<TokenCandidate>.stride),
+                      "downloading sampling candidates")
+            for r in topRows { chosenOut[r] = -2 }
+        }
         for r in fullRows {
             var one = Int32(r)
             try check(pkc_download_rows(ctx, logitsOut + r * vocab, logits, Int64(vocab), &one, 1, Int64(vocab)), "downloading logits")
@@ -428,7 +449,7 @@ final class CUDAForward {
     /// The launches of one step (everything between the uploads and the downloads), the same
     /// for every step of one ``StepShape``: what differs between such steps is in device memory.
     private func compute(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr, rows: pkc_ptr,
-                         maskRows: pkc_ptr, chosen: pkc_ptr) throws {
+                         maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr) throws {
         let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, wanted = shape.wanted
         let maxKV = shape.kvBucket
         try check(pkc_get_rows(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e)), "embedding")
@@ -495,6 +516,11 @@ final class CUDAForward {
             try check(pkc_argmax_masked(ctx, logits, vocab, Int64(wanted), vocab, shape.masked ? masks : 0,
                                         Int64(maskWords), maskRows, chosen), "argmax")
         }
+        if shape.top {
+            let vocab = Int64(c.vocabularySize)
+            try check(pkc_topk(ctx, logits, vocab, Int64(wanted), vocab, topK, shape.masked ? masks : 0, Int64(maskWords), maskRows,
+                               topBuffer), "top-k")
+        }
     }
 
     /// A step's launches as they depend on the batch: a captured graph replays them when the
@@ -503,6 +529,7 @@ final class CUDAForward {
         var rows: Int
         var wanted: Int
         var argmax: Bool
+        var top: Bool
         var masked: Bool
         var kvBucket: Int32
     }

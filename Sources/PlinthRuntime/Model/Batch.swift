@@ -47,4 +47,11 @@ public enum LogitsUse: Sendable, Equatable {
     /// Only the greedy choice: ``Sampler/argmax(_:)``, or with `allowed` (bit `i % 32` of word
     /// `i / 32` allows token `i`) the sampler's greedy choice among the allowed tokens.
     case argmax(allowed: [UInt32]?)
+    /// A draw among the row's k best tokens (``Sampler/sample(top:)``), at most ``maxTopK``,
+    /// among the `allowed` ones when given; the backend returns those k (id, logit) pairs
+    /// (``InferenceContext/topCandidates(_:)``), or the whole row when it does not reduce rows.
+    case top(k: Int, allowed: [UInt32]?)
+
+    /// The most tokens ``top(k:allowed:)`` asks for (the CUDA kernel's PKC_TOPK_MAX).
+    public static let maxTopK = 64
 }

@@ -50,15 +50,21 @@ public final class InferenceContext {
     /// Rows of the last step that produced logits, in batch order.
     public private(set) var logitRowCount = 0
     /// Per logits row of the last step: the token the backend chose (``LogitsUse/argmax(allowed:)``
-    /// rows on a GPU), or -1 where the row's logits are in host memory.
+    /// rows on a GPU), -2 where the row's best tokens are in `top` (``LogitsUse/top(k:allowed:)``),
+    /// or -1 where the row's logits are in host memory.
     private var chosen: [Int32] = []
+    /// ``LogitsUse/maxTopK`` entries per logits row of the last step (id -1 past a row's count),
+    /// for `topRows` rows.
+    private var top: UnsafeMutablePointer<TokenCandidate>? = nil
+    private var topRows = 0
 
     /// Adapters attached with ``attach(_:)``, by id.
     private var adapters: [Int: AttachedAdapter] = [:]
     private var nextAdapterID = 1
 
     /// Whether the backend picks ``LogitsUse/argmax(allowed:)`` rows' tokens itself (then only
-    /// ``chosenToken(_:)`` answers for them). On the CPU every row's logits are in host memory
+    /// ``chosenToken(_:)`` answers for them) and reduces ``LogitsUse/top(k:allowed:)`` rows to
+    /// their best tokens (``topCandidates(_:)``). On the CPU every row's logits are in host memory
     /// and the caller chooses, so it need not prepare masks ahead of the step.
     public var choosesTokens: Bool { device != nil }
 
@@ -152,6 +158,7 @@ public final class InferenceContext {
         pk_pool_destroy(pool)
         allocations.forEach { free($0) }
         free(logitsBuffer)
+        top?.deallocate()
     }
 
     /// Forgets a slot's tokens (or keeps its first `keeping`), so the slot can hold a new sequence.
@@ -221,11 +228,21 @@ public final class InferenceContext {
         return chosen[index]
     }
 
+    /// The best tokens of the `index`-th row that asked for logits in the last step, best first,
+    /// when that row's use was ``LogitsUse/top(k:allowed:)`` and the backend reduced it (a GPU);
+    /// nil when the row's logits are in host memory. Valid until the next step.
+    public func topCandidates(_ index: Int) -> UnsafeBufferPointer<TokenCandidate>? {
+        precondition(index >= 0 && index < logitRowCount, "logits row \(index) out of range")
+        guard device != nil, chosen[index] == -2 else { return nil }
+        let row = UnsafeBufferPointer(start: top! + index * LogitsUse.maxTopK, count: LogitsUse.maxTopK)
+        return UnsafeBufferPointer(rebasing: row.prefix { $0.id >= 0 })
+    }
+
     /// The logits of the `index`-th row that asked for them in the last step. Valid until the next
     /// step. Not for a row whose token the backend chose (``chosenToken(_:)``).
     public func logits(_ index: Int) -> UnsafeBufferPointer<Float> {
         precondition(index >= 0 && index < logitRowCount, "logits row \(index) out of range")
-        precondition(device == nil || chosen[index] < 0, "logits row \(index) was reduced to its argmax on the device")
+        precondition(device == nil || chosen[index] == -1, "logits row \(index) was reduced on the device (its argmax or best tokens)")
         return UnsafeBufferPointer(start: logitsBuffer + index * config.vocabularySize, count: config.vocabularySize)
     }
 
@@ -245,9 +262,15 @@ public final class InferenceContext {
             let end = min(start + maxBatch, batch.count)
             if let device {
                 if chosen.count < max(wanted, 1) { chosen = Array(repeating: -1, count: max(wanted, 1)) }
-                logitRowCount += try chosen.withUnsafeMutableBufferPointer {
-                    try device.step(batch, start..<end, logitsOut: logitsBuffer + logitRowCount * config.vocabularySize,
-                                    chosenOut: $0.baseAddress! + logitRowCount)
+                if topRows < max(wanted, 1) {
+                    top?.deallocate()
+                    topRows = max(wanted, 1)
+                    top = .allocate(capacity: topRows * LogitsUse.maxTopK)
+                }
+                let first = logitRowCount, topOut = top! + first * LogitsUse.maxTopK
+                logitRowCount += try chosen.withUnsafeMutableBufferPointer { chosenOut in
+                    try device.step(batch, start..<end, logitsOut: logitsBuffer + first * config.vocabularySize,
+                                    chosenOut: chosenOut.baseAddress! + first, topOut: topOut)
                 }
             } else {
                 step(batch, start..<end)

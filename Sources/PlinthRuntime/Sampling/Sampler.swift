@@ -35,6 +35,17 @@ public struct SamplingParameters: Sendable, Equatable {
     public var isGreedy: Bool { temperature <= 0 || topK == 1 }
 }
 
+/// A token and its logit: one of the few a backend returns for a row instead of all of them
+/// (``LogitsUse/top(k:allowed:)``). Laid out as the CUDA kernels write them (id, then value).
+public struct TokenCandidate: Sendable, Equatable {
+    public var id: Int32
+    public var logit: Float
+    public init(id: Int32, logit: Float) {
+        self.id = id
+        self.logit = logit
+    }
+}
+
 /// Draws tokens from logits with ``SamplingParameters``; owns its random state.
 public struct Sampler: Sendable {
     public let parameters: SamplingParameters
@@ -86,6 +97,26 @@ public struct Sampler: Sendable {
         }
     }
 
+    /// Whether ``sample(top:)`` given a row's `parameters.topK` best tokens chooses as
+    /// ``sample(_:history:allowed:)`` given all of them would: a draw at a temperature with
+    /// top-k on, no penalty in effect, and k below the vocabulary (else every token is a
+    /// candidate).
+    public func canSampleFromTop(history: ArraySlice<Int32>, vocabularySize: Int) -> Bool {
+        let p = parameters
+        return !p.isGreedy && p.topK > 0 && p.topK < vocabularySize && (p.repetitionPenalty == 1 || history.isEmpty)
+    }
+
+    /// Chooses among a row's best tokens (at most `parameters.topK`, best first: the larger
+    /// logit, then the lower id), where ``canSampleFromTop(history:vocabularySize:)`` holds:
+    /// the same token, and the same random draw, as sampling the whole row. Nil when `top` is empty.
+    public mutating func sample(top: UnsafeBufferPointer<TokenCandidate>) -> Int32? {
+        guard !top.isEmpty else { return nil }
+        candidates.removeAll(keepingCapacity: true)
+        for c in top.prefix(max(parameters.topK, 1)) { candidates.append((c.id, c.logit)) }
+        candidates.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
+        return draw()
+    }
+
     /// The choice among the tokens `forEachCandidate` visits (in increasing id order).
     @inline(__always)
     private mutating func choose(_ logits: UnsafeBufferPointer<Float>, history: ArraySlice<Int32>,
@@ -125,7 +156,12 @@ public struct Sampler: Sendable {
         }
         guard !candidates.isEmpty else { return Sampler.argmax(logits) }
         candidates.sort { $0.logit > $1.logit || ($0.logit == $1.logit && $0.id < $1.id) }
+        return draw()
+    }
 
+    /// The top-p and min-p cuts and the draw over `candidates`, sorted best first.
+    private mutating func draw() -> Int32 {
+        let p = parameters
         // Probabilities at temperature 1 decide the top-p and min-p cuts, as in llama.cpp.
         var probs = softmax(candidates.map(\.logit), temperature: 1)
         var keep = candidates.count

@@ -311,13 +311,17 @@ final class SchedulerCore: @unchecked Sendable {
                 seq.decoding = true
             }
             guard logits else { continue }
+            // What the backend left for this row: its token, its best tokens, or its logits.
             let chosen = context.chosenToken(row)
-            let out = chosen == nil ? context.logits(row) : UnsafeBufferPointer(start: nil, count: 0)
+            let top = chosen == nil ? context.topCandidates(row) : nil
+            let out = chosen == nil && top == nil ? context.logits(row) : UnsafeBufferPointer(start: nil, count: 0)
             row += 1
             let next: SequenceDecoder.Next
             do {
                 if let chosen {
                     next = try seq.decoder.advance(chosen: chosen, seq.emit)
+                } else if let top {
+                    next = try seq.decoder.advance(top: top, seq.emit)
                 } else {
                     next = try seq.decoder.advance(out, seq.emit)
                 }

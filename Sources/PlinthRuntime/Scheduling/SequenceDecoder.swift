@@ -131,10 +131,26 @@ struct SequenceDecoder {
     /// goes to ``advance(chosen:_:)``.
     mutating func logitsUse() -> LogitsUse {
         let p = sampler.parameters
-        guard p.isGreedy, p.repetitionPenalty == 1 || history.isEmpty, !needsLogits, logprobCount == nil else { return .full }
-        guard let constraint else { return .argmax(allowed: nil) }
-        let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
-        return .argmax(allowed: masked ? mask : nil)
+        guard !needsLogits, logprobCount == nil else { return .full }
+        let greedy = p.isGreedy && (p.repetitionPenalty == 1 || history.isEmpty)
+        let top = !greedy && p.topK <= LogitsUse.maxTopK
+            && sampler.canSampleFromTop(history: history[...], vocabularySize: tokenizer.vocabularySize)
+        guard greedy || top else { return .full }
+        var allowed: [UInt32]? = nil
+        if let constraint, mask.withUnsafeMutableBufferPointer({ constraint.fillAllowed($0) }) { allowed = mask }
+        return greedy ? .argmax(allowed: allowed) : .top(k: p.topK, allowed: allowed)
+    }
+
+    /// Continues with a draw among the row's best tokens, which the backend found under
+    /// ``logitsUse()``'s ``LogitsUse/top(k:allowed:)``: the token ``advance(_:_:)`` would draw.
+    /// A token the constraint's budget refuses (or no candidate at all) asks again with the logits.
+    mutating func advance(top: UnsafeBufferPointer<TokenCandidate>, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        needsLogits = false
+        guard let token = sampler.sample(top: top) else {
+            needsLogits = true
+            return .rewind(keeping: generatedCount)
+        }
+        return try advance(chosen: token, emit)
     }
 
     /// Continues with the token the backend chose under ``logitsUse()``.

@@ -1,0 +1,51 @@
+import Foundation
+@testable import PlinthRuntime
+import Testing
+
+/// What a sequence asks of a backend that reduces rows itself (``LogitsUse``), and that drawing
+/// from the best tokens the backend returns continues the sequence as its whole row would.
+struct SequenceDecoderTests {
+    static let tokenizer: Tokenizer? = TestModels.path(TestModels.smolLM2).flatMap { try? Tokenizer(gguf: GGUFFile(url: $0)) }
+
+    static func decoder(_ sampling: SamplingParameters, prompt: [Int32] = [], logprobs: Int? = nil) -> SequenceDecoder {
+        SequenceDecoder(tokenizer: tokenizer!, prompt: prompt, sampling: sampling, limit: 64, stopSequences: [], constraint: nil,
+                        logprobs: logprobs)
+    }
+
+    @Test(.enabled(if: tokenizer != nil, "needs SmolLM2's tokenizer (plinth models fetch)"))
+    func aSampledRowAsksForItsBestTokensWhereTheyDecide() {
+        var d = Self.decoder(SamplingParameters(temperature: 0.8, topK: 40))
+        #expect(d.logitsUse() == .top(k: 40, allowed: nil))
+        d = Self.decoder(.greedy)
+        #expect(d.logitsUse() == .argmax(allowed: nil))
+        d = Self.decoder(SamplingParameters(temperature: 0.8, topK: LogitsUse.maxTopK + 1))
+        #expect(d.logitsUse() == .full)
+        d = Self.decoder(SamplingParameters(temperature: 0.8, topK: 0))
+        #expect(d.logitsUse() == .full)
+        d = Self.decoder(SamplingParameters(temperature: 0.8, topK: 40), logprobs: 2)
+        #expect(d.logitsUse() == .full)
+        d = Self.decoder(SamplingParameters(temperature: 0.8, topK: 40, repetitionPenalty: 1.3), prompt: [1, 2, 3])
+        #expect(d.logitsUse() == .full)
+    }
+
+    @Test(.enabled(if: tokenizer != nil, "needs SmolLM2's tokenizer (plinth models fetch)"))
+    func drawingFromTheBestTokensContinuesAsTheWholeRow() throws {
+        let vocab = Self.tokenizer!.vocabularySize
+        var rng = RandomSource(seed: 3)
+        let p = SamplingParameters(temperature: 0.9, topK: 40, topP: 0.9, minP: 0.02, seed: 11)
+        var whole = Self.decoder(p, prompt: [1]), fromTop = Self.decoder(p, prompt: [1])
+        for _ in 0..<20 {
+            let logits: [Float] = (0..<vocab).map { _ in Float(rng.nextUnit() * 10 - 5) }
+            let top = SamplerTests.best(logits, 40)
+            _ = try logits.withUnsafeBufferPointer { try whole.advance($0, { _ in }) }
+            _ = try top.withUnsafeBufferPointer { try fromTop.advance(top: $0, { _ in }) }
+            #expect(whole.history == fromTop.history)
+        }
+        #expect(whole.history.count > 1)
+        // No candidates: the row is asked for again, with its logits.
+        var d = Self.decoder(p, prompt: [1])
+        let next = try [TokenCandidate]().withUnsafeBufferPointer { try d.advance(top: $0, { _ in }) }
+        guard case .rewind = next else { Issue.record("expected a rewind, got \(next)"); return }
+        #expect(d.logitsUse() == .full)
+    }
+}
