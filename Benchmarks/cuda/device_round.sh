@@ -153,17 +153,22 @@ eval)
     # file) at --parallel 64, 128 and 256, so that loading the model (in the timed run) is a small
     # part; and the device's CPU (16 threads) over the 600 at 16, for the outputs' comparison.
     python3 Benchmarks/eval/make_workload.py --records 6000 --out "$W/clauses6000.jsonl"
-    ev() { # NAME BACKEND PARALLEL INPUT
-        say "plinth eval $1: --backend $2 --parallel $3 --input $4"
-        PLINTH_BACKEND=$2 "$P" eval -m "$W/smollm2.gguf" --schema Benchmarks/eval/policy_clauses.schema.json \
-            --instructions-file Benchmarks/eval/policy_instructions.txt --input "$4" \
-            --output "$OUT/eval-$1.jsonl" --restart --quiet --parallel "$3" --max-tokens 96 --label targetGroup \
-            --label effectDirection --summary "$OUT/eval-$1.json" 2>>"$LOG" || say "exit $?"
+    ev() { # NAME BACKEND PARALLEL INPUT [EXTRA EVAL OPTIONS...]
+        local name=$1 backend=$2 parallel=$3 input=$4
+        shift 4
+        say "plinth eval $name: --backend $backend --parallel $parallel --input $input $*"
+        PLINTH_BACKEND=$backend "$P" eval -m "$W/smollm2.gguf" --schema Benchmarks/eval/policy_clauses.schema.json \
+            --instructions-file Benchmarks/eval/policy_instructions.txt --input "$input" \
+            --output "$OUT/eval-$name.jsonl" --restart --quiet --parallel "$parallel" --max-tokens 96 --label targetGroup \
+            --label effectDirection --summary "$OUT/eval-$name.json" "$@" 2>>"$LOG" || say "exit $?"
         python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: v for k, v in s.items() if not isinstance(v, (list, dict))})" \
             "$OUT/eval-$1.json" 2>&1 | tee -a "$LOG"
     }
     for n in ${EVAL_PARALLEL:-64 128 256}; do ev cuda-$n cuda $n "$W/clauses6000.jsonl"; done
     ev cpu-16 cpu 16 Benchmarks/eval/policy_clauses.jsonl
+    # Sampled decoding (top-k 40 at 0.8): rows reduced to their best tokens on the device, and not.
+    ev cuda-128-sampled cuda 128 "$W/clauses6000.jsonl" --temperature 0.8 --top-k 40 --seed 1
+    PLINTH_CUDA_TOPK=0 ev cuda-128-sampled-fullrows cuda 128 "$W/clauses6000.jsonl" --temperature 0.8 --top-k 40 --seed 1
     python3 - "$OUT/eval-cuda-128.jsonl" "$OUT/eval-cpu-16.jsonl" <<'EOF2' 2>&1 | tee -a "$LOG"
 import json, sys
 a, b = ([json.loads(l).get("value") for l in open(p)] for p in sys.argv[1:3])

@@ -893,11 +893,27 @@ extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const u
 // a ranks before b: the larger value, then the lower id (the CPU sampler's order)
 __device__ __forceinline__ bool ranks_before(float av, int ai, float bv, int bi) { return av > bv || (av == bv && ai < bi); }
 
+// One round of a warp's merge: every lane offers its list's head (v, i; an empty list offers
+// (-infinity, no id), which every real entry ranks before); all lanes learn the best, the lane
+// that offered it advances its head. Gives the best as (id, value bits), id -1 when none.
+__device__ __forceinline__ int2 topk_pick(float v, int i, int *head) {
+    const int own = i;
+#pragma unroll
+    for (int s = 16; s > 0; s >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, v, s);
+        const int oi = __shfl_xor_sync(0xffffffffu, i, s);
+        if (ranks_before(ov, oi, v, i)) { v = ov; i = oi; }
+    }
+    if (i == 0x7fffffff) return make_int2(-1, 0);
+    if (own == i) ++*head; // ids are distinct: only the offering lane matches
+    return make_int2(i, __float_as_int(v));
+}
+
 // Row r's k = min(ks[r], TOPK_MAX) best allowed values (k 0: the row is skipped), best first, to
 // out[r * TOPK_MAX + j] as (id, value bits); the slots past the row's count get id -1. A row's
 // mask as pkc_argmax's. NaN values are skipped; -infinity ones count. One block per row: each
 // thread keeps the best k of the ids it scans, in rising order (so an equal value never displaces
-// a kept one), then k rounds of a block-wide pick take the best head of all threads' lists.
+// a kept one); then the lists are merged by warps, and the warps' by the first.
 extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float *x, i64 ld, int width, const int *ks,
                                                                     const unsigned *masks, i64 mask_words,
                                                                     const int *mask_rows, int2 *out) {
@@ -924,48 +940,24 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
         lv[j] = v;
         li[j] = i;
     }
-    __shared__ float wv[TOPK_THREADS / 32];
-    __shared__ int wi[TOPK_THREADS / 32], wt[TOPK_THREADS / 32];
-    __shared__ int winner;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    // Each warp merges its lanes' lists into one (k rounds of a shuffle pick, no barriers), then
+    // the first warp merges the warps' lists the same way.
+    __shared__ int2 wl[TOPK_THREADS / 32][TOPK_MAX];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     int head = 0;
     for (int j = 0; j < k; j++) {
-        // an empty list offers (-infinity, no id), which every real entry ranks before
-        float v = head < count ? lv[head] : -PKC_INF;
-        int i = head < count ? li[head] : 0x7fffffff, t = threadIdx.x;
-#pragma unroll
-        for (int s = 16; s > 0; s >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, v, s);
-            const int oi = __shfl_xor_sync(0xffffffffu, i, s), ot = __shfl_xor_sync(0xffffffffu, t, s);
-            if (ranks_before(ov, oi, v, i)) { v = ov; i = oi; t = ot; }
-        }
-        if (lane == 0) { wv[warp] = v; wi[warp] = i; wt[warp] = t; }
-        __syncthreads();
-        if (warp == 0) {
-            const bool have = lane < (int)(blockDim.x >> 5);
-            v = have ? wv[lane] : -PKC_INF;
-            i = have ? wi[lane] : 0x7fffffff;
-            t = have ? wt[lane] : -1;
-#pragma unroll
-            for (int s = 16; s > 0; s >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, v, s);
-                const int oi = __shfl_xor_sync(0xffffffffu, i, s), ot = __shfl_xor_sync(0xffffffffu, t, s);
-                if (ranks_before(ov, oi, v, i)) { v = ov; i = oi; t = ot; }
-            }
-            if (lane == 0) {
-                winner = i == 0x7fffffff ? -1 : t;
-                o[j] = i == 0x7fffffff ? make_int2(-1, 0) : make_int2(i, __float_as_int(v));
-            }
-        }
-        __syncthreads();
-        const int w = winner;
-        if (w < 0) {
-            for (int e = j + 1 + threadIdx.x; e < TOPK_MAX; e += blockDim.x) o[e] = make_int2(-1, 0);
-            return;
-        }
-        if (threadIdx.x == w) head++;
+        const int2 e = topk_pick(head < count ? lv[head] : -PKC_INF, head < count ? li[head] : 0x7fffffff, &head);
+        if (lane == 0) wl[warp][j] = e;
     }
-    for (int e = k + threadIdx.x; e < TOPK_MAX; e += blockDim.x) o[e] = make_int2(-1, 0);
+    __syncthreads();
+    if (warp != 0) return;
+    head = 0;
+    for (int j = 0; j < k; j++) {
+        const int2 h = lane < warps && head < k ? wl[lane][head] : make_int2(-1, 0);
+        const int2 e = topk_pick(h.x >= 0 ? __int_as_float(h.y) : -PKC_INF, h.x >= 0 ? h.x : 0x7fffffff, &head);
+        if (lane == 0) o[j] = e;
+    }
+    for (int e = k + lane; e < TOPK_MAX; e += 32) o[e] = make_int2(-1, 0);
 }
 
 // ---- KV cache and attention -------------------------------------------------------------------

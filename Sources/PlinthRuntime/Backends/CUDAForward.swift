@@ -388,7 +388,7 @@ final class CUDAForward {
             switch batch.uses[i] {
             case .argmax(let allowed):
                 if let allowed { hostMeta[5 * mb + wanted] = addMask(allowed) }
-            case .top(let k, let allowed) where k >= 1 && k <= LogitsUse.maxTopK && k < c.vocabularySize:
+            case .top(let k, let allowed) where Self.reducesTop && k >= 1 && k <= LogitsUse.maxTopK && k < c.vocabularySize:
                 hostMeta[7 * mb + wanted] = Int32(k)
                 if let allowed { hostMeta[5 * mb + wanted] = addMask(allowed) }
                 topRows.append(wanted)
@@ -535,6 +535,10 @@ final class CUDAForward {
     }
 
     static let kvBucket: Int32 = 256
+
+    /// Whether ``LogitsUse/top(k:allowed:)`` rows come back as their best tokens (else whole
+    /// rows, as ``LogitsUse/full``): `PLINTH_CUDA_TOPK=0` turns it off, for comparisons.
+    static let reducesTop = ProcessInfo.processInfo.environment["PLINTH_CUDA_TOPK"] != "0"
 
     /// The rows a step of `n` runs: n up to 8 (each has its own GEMV kernel), then multiples of 8
     /// up to 64, of 32 up to 256, of 128 beyond; never past maxBatch.
