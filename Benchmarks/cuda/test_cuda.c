@@ -357,9 +357,10 @@ static uint8_t *download_rows_bytes(pkc_context *c, pkc_ptr src, int64_t n, int6
 // (the ticket counter must come back to 0). Row lengths under, at and over rms_norm's 1024 threads.
 static void test_matmul_add_norm(pkc_context *c) {
     static const struct { int type; int64_t m, k; } cases[] = {
-        {PK_Q5_0, 896, 896}, {PK_Q6_K, 896, 4864}, {PK_Q4_1, 576, 1536}, {PK_Q8_0, 2048, 512}, {PK_Q4_K, 1024, 256}};
+        {PK_Q5_0, 896, 896}, {PK_Q6_K, 896, 4864}, {PK_Q4_1, 576, 1536}, {PK_Q8_0, 2048, 512}, {PK_Q4_K, 1024, 256},
+        {PK_Q8_0, 576, 576}};
     static const int64_t ns[] = {1, 2, 5, 8, 13};
-    for (int ci = 0; ci < 5; ci++) {
+    for (int ci = 0; ci < 6; ci++) {
         const int type = cases[ci].type;
         const int64_t m = cases[ci].m, k = cases[ci].k, ldy = m + 4, ldo = m + 8, ldq = (int64_t)pkc_q8_row_bytes(k);
         const int64_t ldhq = (int64_t)pkc_q8_row_bytes(m);
@@ -377,16 +378,24 @@ static void test_matmul_add_norm(pkc_context *c) {
             fill_normal(y0, n * ldy, 2.0f);
             pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
             CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
-            for (int mode = 0; mode < 4; mode++) {
-                // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path; 3: the norm unfused
+            for (int mode = 0; mode < 6; mode++) {
+                // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path; 3: the norm unfused;
+                // 4: as 0 with the norm's int8 rows written over the product's own int8 input (as
+                // CUDAForward's down product does; m = k only); 5: as 0 with two rows of W per lane group
+                if (mode == 4 && (m != k || (int64_t)pkc_q8_row_bytes(m) != ldq)) continue;
                 const int64_t saved = pkc_set_gemm_min_rows(c, mode == 2 ? 1 : INT64_MAX);
                 const int fused = pkc_set_norm_fused(c, mode != 3);
+                const int saved_r = pkc_set_gemv_rows_per_group(c, mode == 5 ? 2 : 0);
                 pkc_context *const cc = c;
-                const pkc_ptr qin = mode == 0 ? dq : 0;
+                const pkc_ptr qin = mode == 0 || mode >= 4 ? dq : 0;
                 pkc_ptr yr = dev_upload(c, y0, (size_t)(n * ldy) * 4), ya = dev_upload(c, y0, (size_t)(n * ldy) * 4);
                 pkc_ptr yg = dev_upload(c, y0, (size_t)(n * ldy) * 4);
                 pkc_ptr hr = dev_alloc(c, (size_t)(n * ldo) * 4), ha = dev_alloc(c, (size_t)(n * ldo) * 4), hg = dev_alloc(c, (size_t)(n * ldo) * 4);
                 pkc_ptr qr = dev_alloc(c, (size_t)(n * ldhq)), qa = dev_alloc(c, (size_t)(n * ldhq)), qg = dev_alloc(c, (size_t)(n * ldhq));
+                // the rows' padding past m + m/8 bytes is written by no kernel: the same zeros in all three
+                CHECK(c, pkc_memset(c, qr, 0, (size_t)(n * ldhq)));
+                CHECK(c, pkc_memset(c, qa, 0, (size_t)(n * ldhq)));
+                CHECK(c, pkc_memset(c, qg, 0, (size_t)(n * ldhq)));
                 const int with_q = m % 32 == 0 && mode != 1;
                 // the reference: twice, the second for the graph replayed twice
                 float *ref_y[2], *ref_h[2];
@@ -399,9 +408,15 @@ static void test_matmul_add_norm(pkc_context *c) {
                     ref_q[rep] = with_q ? download_rows_bytes(c, qr, n, ldhq, ldhq) : NULL;
                 }
                 pkc_norm na = {dg, 1e-6f, ha, ldo, with_q ? qa : 0, ldhq}, ng = {dg, 1e-6f, hg, ldo, with_q ? qg : 0, ldhq};
-                CHECK(cc, pkc_matmul_add_norm(cc, type, dw, m, k, dx, k, qin, ldq, n, ya, ldy, &na));
+                if (mode == 4) {
+                    // the input's int8 rows in qa, which the norm then overwrites
+                    CHECK(c, pkc_copy(c, qa, dq, (size_t)(n * ldq)));
+                    CHECK(cc, pkc_matmul_add_norm(cc, type, dw, m, k, dx, k, qa, ldq, n, ya, ldy, &na));
+                } else {
+                    CHECK(cc, pkc_matmul_add_norm(cc, type, dw, m, k, dx, k, qin, ldq, n, ya, ldy, &na));
+                }
                 int graph_ok = 1;
-                if (mode != 2) {
+                if (mode != 2 && mode != 4) {
                     pkc_graph *gr = NULL;
                     graph_ok = pkc_graph_begin(cc) == PKC_OK && pkc_matmul_add_norm(cc, type, dw, m, k, dx, k, qin, ldq, n, yg, ldy, &ng) == PKC_OK &&
                                pkc_graph_end(cc, &gr) == PKC_OK && pkc_graph_launch(cc, gr) == PKC_OK && pkc_graph_launch(cc, gr) == PKC_OK &&
@@ -416,7 +431,7 @@ static void test_matmul_add_norm(pkc_context *c) {
                         diff += !same_bits(ay[t2 * ldy + i], ref_y[0][t2 * ldy + i]) + !same_bits(ah[t2 * ldo + i], ref_h[0][t2 * ldo + i]);
                 if (with_q) diff += memcmp(aq, ref_q[0], (size_t)(n * ldhq)) != 0;
                 int64_t gdiff = 0;
-                if (mode != 2) {
+                if (mode != 2 && mode != 4) {
                     float *gy = download_floats(c, yg, n * ldy), *gh = download_floats(c, hg, n * ldo);
                     uint8_t *gq = with_q ? download_rows_bytes(c, qg, n, ldhq, ldhq) : NULL;
                     for (int64_t t2 = 0; t2 < n; t2++)
@@ -425,7 +440,8 @@ static void test_matmul_add_norm(pkc_context *c) {
                     if (with_q) gdiff += memcmp(gq, ref_q[1], (size_t)(n * ldhq)) != 0;
                     free(gy); free(gh); free(gq);
                 }
-                static const char *const names[] = {"gemv, int8 rows", "gemv, floats", "gemm", "gemv, norm unfused"};
+                static const char *const names[] = {"gemv, int8 rows", "gemv, floats", "gemm", "gemv, norm unfused",
+                                                    "gemv, norm's int8 rows over the input's", "gemv, 2 rows of W per group"};
                 report(diff == 0 && gdiff == 0 && graph_ok,
                        "matmul_add_norm %s %lldx%lld n=%lld (%s): %lld differences from matmul_q8 + rms_norm_q8, graph replayed twice %lld%s (tol exact)",
                        type_name(type), (long long)m, (long long)k, (long long)n, names[mode], (long long)diff, (long long)gdiff,
@@ -436,6 +452,7 @@ static void test_matmul_add_norm(pkc_context *c) {
                 for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) pkc_free(c, bufs[i]);
                 pkc_set_gemm_min_rows(c, saved);
                 pkc_set_norm_fused(c, fused);
+                pkc_set_gemv_rows_per_group(c, saved_r);
             }
             pkc_free(c, dx); pkc_free(c, dq);
             free(x); free(y0);
@@ -772,7 +789,7 @@ static void test_topk(pkc_context *c) {
                 for (int64_t i = 0; i < w; i++) if (rng_u64() % 8) masks[r * words + i / 32] |= 1u << (i % 32);
             }
         }
-        x[5 * ld + 3] = NAN; x[5 * ld + 4] = NAN;
+        x[0 * ld + 3] = NAN; x[0 * ld + 4] = NAN; // an unmasked row: each thread's first values enter its list
         for (int64_t i = 0; i < w; i += 2) x[7 * ld + i] = -INFINITY;
         for (int64_t i = 0; i < w; i++) x[8 * ld + i] = -INFINITY;
         pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), dk = dev_upload(c, ks, sizeof ks), dmr = dev_upload(c, mrows, sizeof mrows);

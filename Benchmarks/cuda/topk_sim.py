@@ -1,7 +1,8 @@
-# pkc_topk's algorithm (pkc_kernels.cu) simulated on the CPU: each of 512 threads keeps its best k
-# of the ids it scans, warps merge their lanes' lists by k rounds of a pick, the first warp merges the
-# warps' lists; checked against a full sort (ties, NaN, -inf, masks, k 1/40/64/100). The kernel's own
-# test is test_cuda's test_topk on a GPU; this checks the merge logic where there is none.
+# pkc_topk's algorithm (pkc_kernels.cu) simulated on the CPU: a row in chunks of up to 32 blocks of
+# 256 threads; each thread keeps its best k of the ids it scans, warps merge their lanes' lists by k
+# rounds of a pick, the first warp the warps', the row's last block the blocks'. Checked against
+# a full sort (ties, NaN, -inf, masks, k 1/40/64/100). The kernel's own test is test_cuda's
+# test_topk on a GPU; this checks the algorithm where there is none.
 #   python3 Benchmarks/cuda/topk_sim.py   -> "bad 0"
 import random, math
 INF=float('inf'); NONE=0x7fffffff
@@ -11,51 +12,42 @@ def pick(offers):  # offers: list of (v,i) per lane -> best
     for ov,oi in offers[1:]:
         if before(ov,oi,v,i): v,i=ov,oi
     return (v,i)
-def topk(row, k, mask=None, T=512, K=64):
-    k=min(k,K); n=len(row)
-    lists=[]
-    for t in range(T):
-        lv=[];li=[]
-        for i in range(t,n,T):
-            if mask is not None and not mask[i]: continue
-            v=row[i]
-            if v!=v or (len(lv)==k and not (v>lv[k-1])): continue
-            if len(lv)<k: lv.append(None); li.append(None); j=len(lv)-1
-            else: j=k-1
-            while j>0 and v>lv[j-1]: lv[j]=lv[j-1]; li[j]=li[j-1]; j-=1
-            lv[j]=v; li[j]=i
-        lists.append((lv,li))
-    W=T//32; wl=[]
-    for w in range(W):
-        heads=[0]*32; out=[]
-        for j in range(k):
-            offers=[]
-            for l in range(32):
-                lv,li=lists[w*32+l]; h=heads[l]
-                offers.append((lv[h],li[h]) if h<len(lv) else (-INF,NONE))
-            v,i=pick(offers)
-            if i==NONE: out.append((-1,0)); continue
-            for l in range(32):
-                lv,li=lists[w*32+l]; h=heads[l]
-                if h<len(lv) and li[h]==i: heads[l]+=1
-            out.append((i,v))
-        wl.append(out)
-    heads=[0]*32; o=[]
+def merge(lists, k):  # one warp over up to 32 sorted lists of (id, v), id -1 ending a list
+    heads=[0]*len(lists); out=[]
     for j in range(k):
-        offers=[]
-        for l in range(32):
-            if l<W and heads[l]<k and wl[l][heads[l]][0]>=0: offers.append((wl[l][heads[l]][1], wl[l][heads[l]][0]))
-            else: offers.append((-INF,NONE))
-        v,i=pick(offers)
-        if i==NONE: o.append((-1,0)); continue
-        for l in range(min(W,32)):
-            if heads[l]<k and wl[l][heads[l]][0]==i: heads[l]+=1
-        o.append((i,v))
-    return o+[(-1,0)]*(K-k)
+        offers=[(lst[h][1], lst[h][0]) if h<len(lst) and h<k and lst[h][0]>=0 else (-INF,NONE) for lst,h in zip(lists,heads)]
+        v,i=pick(offers) if offers else (-INF,NONE)
+        if i==NONE: out.append((-1,0)); continue
+        for l,lst in enumerate(lists):
+            if heads[l]<len(lst) and lst[heads[l]][0]==i: heads[l]+=1
+        out.append((i,v))
+    return out
+def topk(row, k, mask=None, T=256, K=64, B=32):
+    k=min(k,K); n=len(row)
+    nb=min(B,(n+4095)//4096)
+    chunk=((n+nb-1)//nb+31)&~31
+    blocks=[]
+    for b in range(nb):
+        lo=b*chunk; hi=min(n,lo+chunk)
+        lists=[]
+        for t in range(T):
+            lv=[];li=[]
+            for i in range(lo+t,hi,T):
+                if mask is not None and not mask[i]: continue
+                v=row[i]
+                if v!=v or (len(lv)==k and not (v>lv[k-1])): continue
+                if len(lv)<k: lv.append(None); li.append(None); j=len(lv)-1
+                else: j=k-1
+                while j>0 and v>lv[j-1]: lv[j]=lv[j-1]; li[j]=li[j-1]; j-=1
+                lv[j]=v; li[j]=i
+            lists.append(list(zip(li,lv)))
+        warps=[merge(lists[w*32:(w+1)*32],k) for w in range(T//32)]
+        blocks.append(merge(warps,k))
+    return merge(blocks,k)+[(-1,0)]*(K-k)
 random.seed(1)
 bad=0
 for trial in range(40):
-    n=random.choice([1000,5000,20000])
+    n=random.choice([1000,5000,20000,151936 if trial%10==0 else 40000])
     row=[float(round(random.gauss(0,2))) if trial%3==0 else random.gauss(0,3) for _ in range(n)]
     if trial%5==1: row[3]=float('nan')
     if trial%7==2:

@@ -137,7 +137,9 @@ static const fmt_info fmts[] = {
 #define NFMT ((int)(sizeof fmts / sizeof fmts[0]))
 #define GEMV_MAX_ROWS 8
 #define NORM_MAX_ROWS 2 // the GEMVs with pkc_matmul_add_norm's tail (pkc_kernels.cu)
-#define PKC_TOPK_THREADS 512 // pkc_kernels.cu's TOPK_THREADS
+#define PKC_TOPK_THREADS 256 // pkc_kernels.cu's TOPK_THREADS
+#define PKC_TOPK_BLOCKS 32   // pkc_kernels.cu's TOPK_BLOCKS
+#define TOPK_ROWS 256        // pkc_topk: rows per launch (its scratch)
 #define GEMV_WARPS 4
 #define ATT_MAXG 8
 #define ATT_TILE 128
@@ -206,6 +208,7 @@ struct pkc_context {
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
     CUdeviceptr norm_count; // pkc_matmul_add_norm's ticket counter (back to 0 after each launch)
+    CUdeviceptr topk_part, topk_count; // pkc_topk's per-block lists and per-row counters
     size_t cap_w, cap_x, cap_a;
     int64_t gemm_min_rows;
     int64_t gemv_min_warps; // gemv_rows_per_group
@@ -685,11 +688,15 @@ static int install_module(pkc_context *c, int fi, const void *cubin) {
 // Makes the modules `want` (format indexes or CORE_MODULE; loaded ones are skipped) ready: each
 // from the cache when a valid entry loads, else compiled (in parallel) and then cached.
 static int load_modules(pkc_context *c, const int *want, int count) {
+    int missing = -2;
+    for (int i = 0; i < count && missing == -2; i++)
+        if (want[i] == CORE_MODULE ? !c->core : !c->fk[want[i]].module) missing = want[i];
+    if (missing == -2) return PKC_OK;
     if (c->capturing)
         return fail(c, PKC_ERR_INVALID, "the %s kernels are needed during graph capture: call pkc_prepare with the model's "
-                    "weight types first", module_name(want[0]));
+                    "weight types first", module_name(missing));
     const double t0 = now_seconds();
-    module_job *jobs = calloc((size_t)(count > 0 ? count : 1), sizeof *jobs);
+    module_job *jobs = calloc((size_t)count, sizeof *jobs);
     if (!jobs) return fail(c, PKC_ERR_OUT_OF_MEMORY, "out of host memory");
     int n = 0, st = PKC_OK;
     for (int i = 0; i < count; i++) {
@@ -724,8 +731,14 @@ static int load_modules(pkc_context *c, const int *want, int count) {
             free(j->cubin);
             continue;
         }
-        if (!st && j->status) st = fail(c, j->status, "%s", j->err);
-        if (!st && (st = install_module(c, j->fi, j->cubin)) == PKC_OK && j->path[0]) cache_write(j->path, j->key, j->cubin, j->size);
+        // Each module that compiled is installed and cached, whatever became of the others; the
+        // first failure is the one reported.
+        char first[sizeof c->err];
+        snprintf(first, sizeof first, "%s", c->err);
+        int s = j->status ? fail(c, j->status, "%s", j->err) : install_module(c, j->fi, j->cubin);
+        if (s == PKC_OK && j->path[0]) cache_write(j->path, j->key, j->cubin, j->size);
+        if (s != PKC_OK && st != PKC_OK) snprintf(c->err, sizeof c->err, "%s", first); // keep the first message
+        if (st == PKC_OK) st = s;
         free(j->cubin);
     }
     free(jobs);
@@ -872,6 +885,9 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     CU(c, c->cu.MemAlloc(&c->argmax_count, (size_t)ARGMAX_ROWS * 4), "cuMemAlloc (argmax)");
     CU(c, c->cu.MemsetD8Async(c->argmax_count, 0, (size_t)ARGMAX_ROWS * 4, c->stream), "cuMemsetD8Async (argmax)");
     CU(c, c->cu.MemAlloc(&c->norm_count, 16), "cuMemAlloc (norm counter)");
+    CU(c, c->cu.MemAlloc(&c->topk_part, (size_t)TOPK_ROWS * PKC_TOPK_BLOCKS * PKC_TOPK_MAX * 8), "cuMemAlloc (top-k)");
+    CU(c, c->cu.MemAlloc(&c->topk_count, (size_t)TOPK_ROWS * 4), "cuMemAlloc (top-k)");
+    CU(c, c->cu.MemsetD8Async(c->topk_count, 0, (size_t)TOPK_ROWS * 4, c->stream), "cuMemsetD8Async (top-k)");
     CU(c, c->cu.MemsetD8Async(c->norm_count, 0, 16, c->stream), "cuMemsetD8Async (norm counter)");
     c->gemm_min_rows = DEFAULT_GEMM_MIN_ROWS;
     const char *env = getenv("PLINTH_CUDA_GEMM_MIN_ROWS");
@@ -939,7 +955,8 @@ void pkc_close(pkc_context *c) {
         c->cu.CtxSetCurrent(c->cuctx);
         if (c->stream) c->cu.StreamSynchronize(c->stream);
         if (c->blas) c->cb.Destroy(c->blas);
-        CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws, c->argmax_part, c->argmax_count, c->norm_count};
+        CUdeviceptr bufs[] = {c->scratch_w, c->scratch_x, c->scratch_a, c->blas_ws, c->argmax_part, c->argmax_count, c->norm_count,
+                                c->topk_part, c->topk_count};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) c->cu.MemFree(bufs[i]);
         if (c->core) c->cu.ModuleUnload(c->core);
@@ -1306,7 +1323,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
                     (long long)m, (long long)k, (long long)n, (long long)ldx, (long long)ldy);
     int st = check_q8(c, "pkc_matmul_q8", k, q, ldq);
     if (st) return st;
-    if (norm && (m > 0x7fffffff || norm->ldo < m || norm->ldo % 4 != 0 || norm->out % 16 != 0 || !norm->weight))
+    if (norm && (m > 0x7fffffff || norm->ldo < m || norm->ldo % 4 != 0 || !norm->out || norm->out % 16 != 0 || !norm->weight))
         return fail(c, PKC_ERR_INVALID, "pkc_matmul_add_norm: bad norm output (ldo >= m, a multiple of 4, 16-byte aligned) or weights");
     if (norm && (st = check_q8(c, "pkc_matmul_add_norm", m, norm->q, norm->ldq))) return st;
     if (n == 0) return PKC_OK;
@@ -1570,8 +1587,18 @@ int pkc_topk(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pk
         (masks && (mask_words <= 0 || !mask_rows)))
         return fail(c, PKC_ERR_INVALID, "pkc_topk: bad sizes, no ks or out, or a mask without its rows");
     int ww = (int)width;
-    void *args[] = {&x, &ld, &ww, &ks, &masks, &mask_words, &mask_rows, &out};
-    return launch(c, c->topk, "topk", (uint64_t)n, 1, PKC_TOPK_THREADS, 0, args);
+    // Blocks over ~4096 values each, up to TOPK_BLOCKS per row: a row's scan is many short
+    // chains of loads, not one block's long one.
+    const int64_t nb = (width + 4095) / 4096 < PKC_TOPK_BLOCKS ? (width + 4095) / 4096 : PKC_TOPK_BLOCKS;
+    for (int64_t t0 = 0; t0 < n; t0 += TOPK_ROWS) {
+        const unsigned rows = (unsigned)(n - t0 < TOPK_ROWS ? n - t0 : TOPK_ROWS);
+        CUdeviceptr xt = x + (uint64_t)(t0 * ld) * 4, kt = ks + (uint64_t)t0 * 4, ot = out + (uint64_t)(t0 * PKC_TOPK_MAX) * 8;
+        CUdeviceptr mrt = mask_rows ? mask_rows + (uint64_t)t0 * 4 : 0;
+        void *args[] = {&xt, &ld, &ww, &kt, &masks, &mask_words, &mrt, &ot, &c->topk_part, &c->topk_count};
+        const int st = launch(c, c->topk, "topk", (uint64_t)nb, rows, PKC_TOPK_THREADS, 0, args);
+        if (st) return st;
+    }
+    return PKC_OK;
 }
 
 // ---- KV cache and attention --------------------------------------------------------------------

@@ -888,7 +888,8 @@ extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const u
 // ---- the k best tokens, for sampling ---------------------------------------------------------------
 
 #define TOPK_MAX 64
-#define TOPK_THREADS 512
+#define TOPK_THREADS 256
+#define TOPK_BLOCKS 32
 
 // a ranks before b: the larger value, then the lower id (the CPU sampler's order)
 __device__ __forceinline__ bool ranks_before(float av, int ai, float bv, int bi) { return av > bv || (av == bv && ai < bi); }
@@ -909,26 +910,42 @@ __device__ __forceinline__ int2 topk_pick(float v, int i, int *head) {
     return make_int2(i, __float_as_int(v));
 }
 
+// By one whole warp: the best k of up to 32 sorted lists (lane l takes list l; entries (id, value
+// bits), an id of -1 ending a list) into dst, best first, id -1 past the lists' entries.
+__device__ __forceinline__ void topk_merge(const int2 (*lists)[TOPK_MAX], int count, int k, int2 *dst) {
+    const int lane = threadIdx.x & 31;
+    int head = 0;
+    for (int j = 0; j < k; j++) {
+        const int2 h = lane < count && head < k ? lists[lane][head] : make_int2(-1, 0);
+        const int2 e = topk_pick(h.x >= 0 ? __int_as_float(h.y) : -PKC_INF, h.x >= 0 ? h.x : 0x7fffffff, &head);
+        if (lane == 0) dst[j] = e;
+    }
+}
+
 // Row r's k = min(ks[r], TOPK_MAX) best allowed values (k 0: the row is skipped), best first, to
 // out[r * TOPK_MAX + j] as (id, value bits); the slots past the row's count get id -1. A row's
-// mask as pkc_argmax's. NaN values are skipped; -infinity ones count. One block per row: each
-// thread keeps the best k of the ids it scans, in rising order (so an equal value never displaces
-// a kept one); then the lists are merged by warps, and the warps' by the first.
+// mask as pkc_argmax's. NaN values are skipped; -infinity ones count. Up to TOPK_BLOCKS blocks per
+// row (grid: blocks x rows), each over a chunk of the row: every thread keeps the best k of the
+// ids it scans, in rising order (so an equal value never displaces a kept one); the warps merge
+// their lanes' lists, the first warp the warps', into the block's list in part; the row's last
+// block to finish (a ticket, as pkc_argmax) merges the blocks' lists and puts the counter back.
 extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float *x, i64 ld, int width, const int *ks,
                                                                     const unsigned *masks, i64 mask_words,
-                                                                    const int *mask_rows, int2 *out) {
-    const int r = blockIdx.x;
+                                                                    const int *mask_rows, int2 *out, int2 *part,
+                                                                    unsigned *counters) {
+    const int r = blockIdx.y, nb = gridDim.x;
     const int k = min(ks[r], TOPK_MAX);
     if (k <= 0) return;
-    int2 *o = out + (i64)r * TOPK_MAX;
     const float *row = x + r * ld;
     const int mrow = masks ? mask_rows[r] : -1;
     const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
     const int n = mask ? (int)min((i64)width, mask_words * 32) : width;
+    const int chunk = ((n + nb - 1) / nb + 31) & ~31;
+    const int lo = blockIdx.x * chunk, hi = min(n, lo + chunk);
     float lv[TOPK_MAX];
     int li[TOPK_MAX];
     int count = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
         const float v = row[i];
         if (v != v || (count == k && !(v > lv[k - 1]))) continue;
@@ -940,24 +957,35 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
         lv[j] = v;
         li[j] = i;
     }
-    // Each warp merges its lanes' lists into one (k rounds of a shuffle pick, no barriers), then
-    // the first warp merges the warps' lists the same way.
-    __shared__ int2 wl[TOPK_THREADS / 32][TOPK_MAX];
+    __shared__ int2 lists[TOPK_BLOCKS > TOPK_THREADS / 32 ? TOPK_BLOCKS : TOPK_THREADS / 32][TOPK_MAX];
+    __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     int head = 0;
     for (int j = 0; j < k; j++) {
         const int2 e = topk_pick(head < count ? lv[head] : -PKC_INF, head < count ? li[head] : 0x7fffffff, &head);
-        if (lane == 0) wl[warp][j] = e;
+        if (lane == 0) lists[warp][j] = e;
     }
     __syncthreads();
-    if (warp != 0) return;
-    head = 0;
-    for (int j = 0; j < k; j++) {
-        const int2 h = lane < warps && head < k ? wl[lane][head] : make_int2(-1, 0);
-        const int2 e = topk_pick(h.x >= 0 ? __int_as_float(h.y) : -PKC_INF, h.x >= 0 ? h.x : 0x7fffffff, &head);
-        if (lane == 0) o[j] = e;
+    int2 *mine = part + ((i64)r * nb + blockIdx.x) * TOPK_MAX;
+    if (warp == 0) topk_merge(lists, warps, k, mine);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&counters[r], 1u) == (unsigned)nb - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int e = threadIdx.x; e < nb * k; e += blockDim.x) {
+        const int b = e / k, j = e - b * k;
+        const int2 *src = part + ((i64)r * nb + b) * TOPK_MAX + j;
+        lists[b][j] = make_int2(__ldcg(&src->x), __ldcg(&src->y));
     }
-    for (int e = k + lane; e < TOPK_MAX; e += 32) o[e] = make_int2(-1, 0);
+    __syncthreads();
+    int2 *o = out + (i64)r * TOPK_MAX;
+    if (warp == 0) {
+        topk_merge(lists, nb, k, o);
+        for (int e = k + lane; e < TOPK_MAX; e += 32) o[e] = make_int2(-1, 0);
+        if (lane == 0) counters[r] = 0;
+    }
 }
 
 // ---- KV cache and attention -------------------------------------------------------------------

@@ -68,6 +68,7 @@ struct SequenceDecoder {
 
     /// Chooses the next token(s) from the logits of the sequence's last token.
     mutating func advance(_ logits: UnsafeBufferPointer<Float>, _ emit: (GenerationEvent) -> Void) throws -> Next {
+        needsLogits = false
         let next = try choose(logits, emit)
         sampledLogprob = nil
         return next
@@ -143,7 +144,9 @@ struct SequenceDecoder {
 
     /// Continues with a draw among the row's best tokens, which the backend found under
     /// ``logitsUse()``'s ``LogitsUse/top(k:allowed:)``: the token ``advance(_:_:)`` would draw.
-    /// A token the constraint's budget refuses (or no candidate at all) asks again with the logits.
+    /// A token the constraint's budget refuses (or no candidate at all) asks again with the logits;
+    /// from such a refusal on, a seeded run's draws differ from the whole rows' (the refused draw
+    /// was taken here, and the rewound step draws again), not their distribution.
     mutating func advance(top: UnsafeBufferPointer<TokenCandidate>, _ emit: (GenerationEvent) -> Void) throws -> Next {
         needsLogits = false
         guard let token = sampler.sample(top: top) else {
