@@ -65,6 +65,9 @@ llamabuild)
         && echo BUILD-OK" >"$W/llama-build.log" 2>&1 </dev/null &
     sleep 2; say "llama.cpp build started" ;;
 kernels)
+    say "first-use NVRTC time per model's modules, on this machine's CPUs (compile_cuda)"
+    for types in 3,8,0 6,8,12,14,0; do "$W/devbin/compile_cuda" --types "$types" "$(nproc)" 2>&1 | tee -a "$LOG"; done
+    "$W/devbin/compile_cuda" "$(nproc)" 2>&1 | tee -a "$LOG"
     say "PlinthCUDA kernel tests"
     # In plinth's own kernel cache, which the tests leave holding a good cubin: plinth need not compile again.
     "$W/devbin/test_cuda" "$PLINTH_HOME/cuda" >"$OUT/kernel-tests.log" 2>&1

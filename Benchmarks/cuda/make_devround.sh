@@ -6,7 +6,7 @@
 #   sh Benchmarks/cuda/make_devround.sh [LLAMA]
 #
 #   c1  plinth.xz (static, stripped), lib/*.xz (its libraries beyond glibc/libstdc++),
-#       devbin.tar.xz (test_cuda, bench_cuda), GPL-3 (the fidelity stage's text), then the first
+#       devbin.tar.xz (test_cuda, bench_cuda, compile_cuda), GPL-3 (the fidelity stage's text), then the first
 #       part of the models
 #   c2  LLAMA, then the next part of the models
 #   c3… the rest of the models: pay.part-NN, pieces of one tar of

@@ -377,12 +377,15 @@ static void test_matmul_add_norm(pkc_context *c) {
             fill_normal(x, n * k, 1.0f);
             fill_normal(y0, n * ldy, 2.0f);
             pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+            CHECK(c, pkc_memset(c, dq, 0, (size_t)(n * ldq)));
             CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+            // the int8 rows' bytes a kernel writes (values, then a float scale per 32); the rest is padding
+            const int64_t qbytes = m + m / 8, qcap = n * (ldq > ldhq ? ldq : ldhq);
             for (int mode = 0; mode < 6; mode++) {
                 // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path; 3: the norm unfused;
-                // 4: as 0 with the norm's int8 rows written over the product's own int8 input (as
-                // CUDAForward's down product does; m = k only); 5: as 0 with two rows of W per lane group
-                if (mode == 4 && (m != k || (int64_t)pkc_q8_row_bytes(m) != ldq)) continue;
+                // 4: as 0 with the norm's int8 rows (stride ldhq) written over the product's own int8
+                // input (stride ldq), as CUDAForward's down product does; 5: as 0 with two rows of W
+                // per lane group (forced at 1 and 2 rows of x)
                 const int64_t saved = pkc_set_gemm_min_rows(c, mode == 2 ? 1 : INT64_MAX);
                 const int fused = pkc_set_norm_fused(c, mode != 3);
                 const int saved_r = pkc_set_gemv_rows_per_group(c, mode == 5 ? 2 : 0);
@@ -391,11 +394,7 @@ static void test_matmul_add_norm(pkc_context *c) {
                 pkc_ptr yr = dev_upload(c, y0, (size_t)(n * ldy) * 4), ya = dev_upload(c, y0, (size_t)(n * ldy) * 4);
                 pkc_ptr yg = dev_upload(c, y0, (size_t)(n * ldy) * 4);
                 pkc_ptr hr = dev_alloc(c, (size_t)(n * ldo) * 4), ha = dev_alloc(c, (size_t)(n * ldo) * 4), hg = dev_alloc(c, (size_t)(n * ldo) * 4);
-                pkc_ptr qr = dev_alloc(c, (size_t)(n * ldhq)), qa = dev_alloc(c, (size_t)(n * ldhq)), qg = dev_alloc(c, (size_t)(n * ldhq));
-                // the rows' padding past m + m/8 bytes is written by no kernel: the same zeros in all three
-                CHECK(c, pkc_memset(c, qr, 0, (size_t)(n * ldhq)));
-                CHECK(c, pkc_memset(c, qa, 0, (size_t)(n * ldhq)));
-                CHECK(c, pkc_memset(c, qg, 0, (size_t)(n * ldhq)));
+                pkc_ptr qr = dev_alloc(c, (size_t)qcap), qa = dev_alloc(c, (size_t)qcap), qg = dev_alloc(c, (size_t)qcap);
                 const int with_q = m % 32 == 0 && mode != 1;
                 // the reference: twice, the second for the graph replayed twice
                 float *ref_y[2], *ref_h[2];
@@ -405,7 +404,7 @@ static void test_matmul_add_norm(pkc_context *c) {
                     CHECK(c, pkc_rms_norm_q8(c, yr, ldy, dg, hr, ldo, n, m, 1e-6f, with_q ? qr : 0, ldhq));
                     ref_y[rep] = download_floats(c, yr, n * ldy);
                     ref_h[rep] = download_floats(c, hr, n * ldo);
-                    ref_q[rep] = with_q ? download_rows_bytes(c, qr, n, ldhq, ldhq) : NULL;
+                    ref_q[rep] = with_q ? download_rows_bytes(c, qr, n, ldhq, qbytes) : NULL;
                 }
                 pkc_norm na = {dg, 1e-6f, ha, ldo, with_q ? qa : 0, ldhq}, ng = {dg, 1e-6f, hg, ldo, with_q ? qg : 0, ldhq};
                 if (mode == 4) {
@@ -424,20 +423,20 @@ static void test_matmul_add_norm(pkc_context *c) {
                     pkc_graph_destroy(cc, gr);
                 }
                 float *ay = download_floats(c, ya, n * ldy), *ah = download_floats(c, ha, n * ldo);
-                uint8_t *aq = with_q ? download_rows_bytes(c, qa, n, ldhq, ldhq) : NULL;
+                uint8_t *aq = with_q ? download_rows_bytes(c, qa, n, ldhq, qbytes) : NULL;
                 int64_t diff = 0;
                 for (int64_t t2 = 0; t2 < n; t2++)
                     for (int64_t i = 0; i < m; i++)
                         diff += !same_bits(ay[t2 * ldy + i], ref_y[0][t2 * ldy + i]) + !same_bits(ah[t2 * ldo + i], ref_h[0][t2 * ldo + i]);
-                if (with_q) diff += memcmp(aq, ref_q[0], (size_t)(n * ldhq)) != 0;
+                if (with_q) diff += memcmp(aq, ref_q[0], (size_t)(n * qbytes)) != 0;
                 int64_t gdiff = 0;
                 if (mode != 2 && mode != 4) {
                     float *gy = download_floats(c, yg, n * ldy), *gh = download_floats(c, hg, n * ldo);
-                    uint8_t *gq = with_q ? download_rows_bytes(c, qg, n, ldhq, ldhq) : NULL;
+                    uint8_t *gq = with_q ? download_rows_bytes(c, qg, n, ldhq, qbytes) : NULL;
                     for (int64_t t2 = 0; t2 < n; t2++)
                         for (int64_t i = 0; i < m; i++)
                             gdiff += !same_bits(gy[t2 * ldy + i], ref_y[1][t2 * ldy + i]) + !same_bits(gh[t2 * ldo + i], ref_h[1][t2 * ldo + i]);
-                    if (with_q) gdiff += memcmp(gq, ref_q[1], (size_t)(n * ldhq)) != 0;
+                    if (with_q) gdiff += memcmp(gq, ref_q[1], (size_t)(n * qbytes)) != 0;
                     free(gy); free(gh); free(gq);
                 }
                 static const char *const names[] = {"gemv, int8 rows", "gemv, floats", "gemm", "gemv, norm unfused",

@@ -83,7 +83,6 @@ struct SequenceDecoder {
         guard let constraint else {
             return try take(sampler.sample(logits, history: history[...]), emit)
         }
-        needsLogits = false
         let masked = mask.withUnsafeMutableBufferPointer { constraint.fillAllowed($0) }
         guard masked else { return try take(sampler.sample(logits, history: history[...]), emit) }
         func sample() -> Int32 { mask.withUnsafeBufferPointer { sampler.sample(logits, history: history[...], allowedMask: $0) } }
