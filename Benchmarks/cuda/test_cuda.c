@@ -769,17 +769,19 @@ static int ranked_order(const void *a, const void *b) {
 }
 
 static void test_topk(pkc_context *c) {
-    static const int64_t widths[] = {151936, 1000};
-    for (int a = 0; a < 2; a++) {
-        const int64_t n = 24, w = widths[a], ld = w + 32, words = (w + 31) / 32;
+    // the last: past TOPK_ROWS (256) rows, so two launches, and no masks at all
+    static const struct { int64_t width, rows; int masked; } runs[] = {{151936, 24, 1}, {1000, 24, 1}, {1000, 300, 0}};
+    for (int a = 0; a < 3; a++) {
+        const int64_t n = runs[a].rows, w = runs[a].width, ld = w + 32, words = (w + 31) / 32;
         float *x = host_floats(n * ld);
-        int32_t ks[24], mrows[24];
+        int32_t *ks = malloc((size_t)n * 4), *mrows = malloc((size_t)n * 4);
         uint32_t *masks = calloc((size_t)(n * words), 4);
         for (int64_t r = 0; r < n; r++) {
             static const int kk[] = {40, 64, 1, 100, 0, 40};
             ks[r] = kk[r % 6];
             for (int64_t i = 0; i < w; i++) x[r * ld + i] = r % 3 == 0 ? (float)(int)(rng_normal() * 2.0f) : rng_normal() * 3.0f;
             mrows[r] = -1;
+            if (!runs[a].masked) continue;
             if (r % 4 == 1) { // a few allowed tokens: fewer than k
                 mrows[r] = (int32_t)r;
                 for (int j = 0; j < 12; j++) { const int64_t i = (int64_t)(rng_u64() % (uint64_t)w); masks[r * words + i / 32] |= 1u << (i % 32); }
@@ -791,10 +793,10 @@ static void test_topk(pkc_context *c) {
         x[0 * ld + 3] = NAN; x[0 * ld + 4] = NAN; // an unmasked row: each thread's first values enter its list
         for (int64_t i = 0; i < w; i += 2) x[7 * ld + i] = -INFINITY;
         for (int64_t i = 0; i < w; i++) x[8 * ld + i] = -INFINITY;
-        pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), dk = dev_upload(c, ks, sizeof ks), dmr = dev_upload(c, mrows, sizeof mrows);
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), dk = dev_upload(c, ks, (size_t)n * 4), dmr = dev_upload(c, mrows, (size_t)n * 4);
         pkc_ptr dm = dev_upload(c, masks, (size_t)(n * words) * 4), dout = dev_alloc(c, (size_t)(n * PKC_TOPK_MAX) * 8);
         CHECK(c, pkc_memset(c, dout, 0x5a, (size_t)(n * PKC_TOPK_MAX) * 8));
-        CHECK(c, pkc_topk(c, dx, ld, n, w, dk, dm, words, dmr, dout));
+        CHECK(c, pkc_topk(c, dx, ld, n, w, dk, runs[a].masked ? dm : 0, words, dmr, dout));
         int32_t *out = malloc((size_t)(n * PKC_TOPK_MAX) * 8);
         CHECK(c, pkc_download(c, out, dout, (size_t)(n * PKC_TOPK_MAX) * 8));
         ranked *all = malloc((size_t)w * sizeof *all);
@@ -821,10 +823,10 @@ static void test_topk(pkc_context *c) {
                 checked++;
             }
         }
-        report(bad == 0, "topk width %lld, 24 rows (ties, NaN, -inf, masks, k 0/1/40/64/100): %lld of %lld entries differ from a full sort (tol exact)",
-               (long long)w, (long long)bad, (long long)checked);
+        report(bad == 0, "topk width %lld, %lld rows (ties, NaN, -inf, %s, k 0/1/40/64/100): %lld of %lld entries differ from a full sort (tol exact)",
+               (long long)w, (long long)n, runs[a].masked ? "masks" : "no masks", (long long)bad, (long long)checked);
         pkc_free(c, dx); pkc_free(c, dk); pkc_free(c, dmr); pkc_free(c, dm); pkc_free(c, dout);
-        free(x); free(masks); free(out); free(all);
+        free(x); free(masks); free(out); free(all); free(ks); free(mrows);
     }
 }
 
