@@ -21,8 +21,12 @@ for f in "$root"/Kernels/*.c; do
 done
 # An archive, so that each program takes only the kernels it uses (the benchmark needs no BLAS).
 ar rcs "$obj/libpk.a" "$obj"/k_*.o
-blas=/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.a
-[ -f "$blas" ] || blas=/usr/lib/x86_64-linux-gnu/libopenblas.a
+blas=
+for f in /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.a /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.a \
+    /usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.a /usr/lib/x86_64-linux-gnu/libopenblas.a; do
+    [ -f "$f" ] && { blas=$f; break; }
+done
+[ -n "$blas" ] || { echo "build.sh: no static OpenBLAS (libopenblas.a; Scripts/bootstrap installs libopenblas-dev)" >&2; exit 1; }
 for prog in test_cuda bench_cuda compile_cuda; do
     "$CC" -std=gnu11 -O2 -Wall -Wextra -Werror -Wno-unused-function -I"$root/Sources/PlinthCUDA/include" -I"$root/Kernels/include" \
         -s -o "$out/$prog" "$here/$prog.c" "$obj"/pk_cuda.o "$obj"/pkc_kernels_src.o "$obj/libpk.a" "$blas" \
