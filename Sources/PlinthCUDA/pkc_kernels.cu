@@ -445,22 +445,30 @@ struct NormOut {
     int unused;
 };
 
-// The last block of the launch to finish normalizes the n rows of y (m values each): every block
-// fences its stores of y before it takes its ticket, so the last one sees them all. It puts the
-// counter back to 0 for the next launch (a graph replays the same word). Compiled into the GEMVs
+// The ticket of a "last block" merge, called by every thread of each of `blocks` blocks after
+// its stores: true in the block that counts in last, which then sees every other block's stores
+// (read them through L2: __ldcg). Every thread fences its own stores before the barrier, and one
+// thread per block counts. The caller puts the counter back to 0 for the next launch (a graph
+// replays the same word).
+__device__ __forceinline__ bool last_block(unsigned *counter, unsigned blocks) {
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == blocks - 1;
+    __syncthreads();
+    if (last) __threadfence();
+    return last;
+}
+
+// The last block of the launch to finish (last_block) normalizes the n rows of y (m values
+// each) and puts the counter back. Compiled into the GEMVs
 // of 1 and 2 rows of x only (NORM_MAX_ROWS; pk_cuda.c launches the norm after the others): each
 // copy costs compile time, and decoding one or two sequences is where a launch weighs most.
 #define NORM_MAX_ROWS 2
 template <int N>
 __device__ __forceinline__ void norm_tail(const NormOut &no, const float *y, i64 ldy, int m) {
-    __shared__ unsigned ticket;
     __shared__ double part[32];
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) ticket = atomicAdd(no.counter, 1u);
-    __syncthreads();
-    if (ticket != gridDim.x - 1) return;
-    __threadfence();
+    if (!last_block(no.counter, gridDim.x)) return;
 #pragma unroll 1
     for (int t = 0; t < N; t++)
         rms_row(y + t * ldy, no.g, no.h + t * no.ldh, m, no.eps, no.q ? no.q + t * no.ldq : nullptr, part);
@@ -837,48 +845,57 @@ __device__ __forceinline__ ArgBest arg_block(ArgBest a) {
     return a;
 }
 
-// Rows of `width` split over gridDim.x blocks each (blockIdx.y: the row): every block merges its
+// Row blockIdx.y of x (`width` values), limited to its token mask when it has one (mask_rows[row]
+// >= 0 names a row of `masks`; the mask's words may cover fewer values than width), split over
+// gridDim.x blocks: this block's chunk [lo, hi), whole 32s.
+struct RowPart {
+    const float *row;
+    const unsigned *mask;
+    int lo, hi;
+    __device__ __forceinline__ bool allowed(int i) const { return !mask || ((mask[i >> 5] >> (i & 31)) & 1u); }
+};
+
+__device__ __forceinline__ RowPart row_part(const float *x, i64 ld, int width, const unsigned *masks, i64 mask_words,
+                                            const int *mask_rows) {
+    const int r = blockIdx.y, nb = gridDim.x;
+    const int mrow = masks ? mask_rows[r] : -1;
+    const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
+    const int n = mask ? (int)min((i64)width, mask_words * 32) : width;
+    const int chunk = ((n + nb - 1) / nb + 31) & ~31;
+    const int lo = blockIdx.x * chunk;
+    return {x + r * ld, mask, lo, min(n, lo + chunk)};
+}
+
+// Rows of `width` split over gridDim.x blocks each (blockIdx.y: the row, row_part): every block merges its
 // part into part[row][block]; the last block of a row to finish merges the parts and writes
 // ids[row], then zeroes the row's counter for the next launch (graphs replay it). A single
 // block over a 152k vocabulary took ~4% of a Qwen2.5 decode step.
 extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const unsigned *masks, i64 mask_words,
                                       const int *mask_rows, int *ids, ArgBest *part, unsigned *counters) {
-    __shared__ bool last;
     const int r = blockIdx.y, nb = gridDim.x;
-    const float *row = x + r * ld;
-    const int mrow = masks ? mask_rows[r] : -1;
-    const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
-    const int words = mask ? (int)min((i64)width, mask_words * 32) : width;
-    const int chunk = ((words + nb - 1) / nb + 31) & ~31;
-    const int lo = blockIdx.x * chunk, hi = min(words, lo + chunk);
+    const RowPart p = row_part(x, ld, width, masks, mask_words, mask_rows);
     ArgBest a = {-PKC_INF, 0x7fffffff, 0x7fffffff};
-    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
+    for (int i = p.lo + threadIdx.x; i < p.hi; i += blockDim.x) {
+        if (!p.allowed(i)) continue;
         if (a.first == 0x7fffffff) a.first = i;
-        const float v = row[i];
+        const float v = p.row[i];
         // i rises per thread: a later equal never replaces; -infinity counts once something is allowed
         if (v == v && (a.i == 0x7fffffff || v > a.v)) { a.v = v; a.i = i; }
     }
     a = arg_block(a);
-    if (threadIdx.x == 0) {
-        part[(i64)r * nb + blockIdx.x] = a;
-        __threadfence();
-        last = atomicAdd(&counters[r], 1u) == (unsigned)nb - 1;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (threadIdx.x == 0) part[(i64)r * nb + blockIdx.x] = a;
+    if (!last_block(&counters[r], nb)) return;
     a = {-PKC_INF, 0x7fffffff, 0x7fffffff};
     for (int b = threadIdx.x; b < nb; b += blockDim.x) {
-        const volatile ArgBest *p = part + (i64)r * nb + b;
-        arg_take(a, p->v, p->i, p->first);
+        const volatile ArgBest *pb = part + (i64)r * nb + b;
+        arg_take(a, pb->v, pb->i, pb->first);
     }
     a = arg_block(a);
     if (threadIdx.x == 0) {
         int out;
-        if (!mask) out = (a.i == 0x7fffffff || a.v == -PKC_INF) ? 0 : a.i;
+        if (!p.mask) out = (a.i == 0x7fffffff || a.v == -PKC_INF) ? 0 : a.i;
         else if (a.first == 0x7fffffff) out = 0;
-        else if (row[a.first] != row[a.first] || a.i == 0x7fffffff) out = a.first;
+        else if (p.row[a.first] != p.row[a.first] || a.i == 0x7fffffff) out = a.first;
         else out = a.i;
         ids[r] = out;
         counters[r] = 0;
@@ -928,7 +945,7 @@ __device__ __forceinline__ void topk_merge(const int2 (*lists)[TOPK_MAX], int co
 // row (grid: blocks x rows), each over a chunk of the row: every thread keeps the best k of the
 // ids it scans, in rising order (so an equal value never displaces a kept one); the warps merge
 // their lanes' lists, the first warp the warps', into the block's list in part; the row's last
-// block to finish (a ticket, as pkc_argmax) merges the blocks' lists and puts the counter back.
+// block to finish (last_block) merges the blocks' lists and puts the counter back.
 extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float *x, i64 ld, int width, const int *ks,
                                                                     const unsigned *masks, i64 mask_words,
                                                                     const int *mask_rows, int2 *out, int2 *part,
@@ -936,18 +953,13 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
     const int r = blockIdx.y, nb = gridDim.x;
     const int k = min(ks[r], TOPK_MAX);
     if (k <= 0) return;
-    const float *row = x + r * ld;
-    const int mrow = masks ? mask_rows[r] : -1;
-    const unsigned *mask = mrow >= 0 ? masks + (i64)mrow * mask_words : nullptr;
-    const int n = mask ? (int)min((i64)width, mask_words * 32) : width;
-    const int chunk = ((n + nb - 1) / nb + 31) & ~31;
-    const int lo = blockIdx.x * chunk, hi = min(n, lo + chunk);
+    const RowPart p = row_part(x, ld, width, masks, mask_words, mask_rows);
     float lv[TOPK_MAX];
     int li[TOPK_MAX];
     int count = 0;
-    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        if (mask && !((mask[i >> 5] >> (i & 31)) & 1u)) continue;
-        const float v = row[i];
+    for (int i = p.lo + threadIdx.x; i < p.hi; i += blockDim.x) {
+        if (!p.allowed(i)) continue;
+        const float v = p.row[i];
         if (v != v || (count == k && !(v > lv[k - 1]))) continue;
         int j = count < k ? count++ : k - 1;
         for (; j > 0 && v > lv[j - 1]; j--) {
@@ -958,7 +970,6 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
         li[j] = i;
     }
     __shared__ int2 lists[TOPK_BLOCKS > TOPK_THREADS / 32 ? TOPK_BLOCKS : TOPK_THREADS / 32][TOPK_MAX];
-    __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     int head = 0;
     for (int j = 0; j < k; j++) {
@@ -968,12 +979,7 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
     __syncthreads();
     int2 *mine = part + ((i64)r * nb + blockIdx.x) * TOPK_MAX;
     if (warp == 0) topk_merge(lists, warps, k, mine);
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&counters[r], 1u) == (unsigned)nb - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!last_block(&counters[r], nb)) return;
     for (int e = threadIdx.x; e < nb * k; e += blockDim.x) {
         const int b = e / k, j = e - b * k;
         const int2 *src = part + ((i64)r * nb + b) * TOPK_MAX + j;
