@@ -224,6 +224,34 @@ static void group_sums(const float w[256], int size, float *sums) {
     }
 }
 
+// Q2_K's, Q4_K's and Q5_K's groups with an importance (llama-quantize's --imatrix): each group of
+// `size` fitted by the weighted offset search (codes 0..nmax into L), then the groups' scales
+// and mins as codes 0..scale_max (Ls, Lm) by weighted searches of their own, each group weighing
+// its weights' sum. Gives the f16 header's d and dmin values.
+static void weighted_offset_groups(const float *x, const float *importance, float spread, int size, int nmax, int scale_max,
+                                   uint8_t L[256], uint8_t *Ls, uint8_t *Lm, float *d, float *m) {
+    const int groups = 256 / size;
+    float w[256], sw[16], scales[16], mins[16];
+    uint8_t aux[32];
+    importance_weights(x, importance, spread, w);
+    for (int j = 0; j < groups; j++)
+        scales[j] = offset_codes(size, nmax, x + size * j, w + size * j, L + size * j, &mins[j], aux, -0.9f, 0.05f, 36, 0);
+    group_sums(w, size, sw);
+    *d = positive_codes(groups, scale_max, scales, Ls, sw);
+    *m = positive_codes(groups, scale_max, mins, Lm, sw);
+}
+
+// Codes 0..code_max of the non-negative values v on the largest one's grid (all 0 when it is
+// 0), as ggml's reference rounding makes a super-block's scales and mins; returns the grid's step.
+static float codes_on_largest(const float *v, int n, float code_max, uint8_t *L) {
+    float max = 0.0f;
+    for (int j = 0; j < n; j++)
+        if (v[j] > max) max = v[j];
+    const float inv = max > 0 ? code_max / max : 0.0f;
+    for (int j = 0; j < n; j++) L[j] = (uint8_t)round_even(inv * v[j]);
+    return max / code_max;
+}
+
 // A group's fit: codes in [-nmax, nmax) into L (plus nmax), weighted by qw where the fit
 // takes weights (NULL: its own); returns the group's scale.
 typedef float (*group_fit)(int n, int nmax, const float *x, int8_t *L, const float *qw);
@@ -249,19 +277,13 @@ static float fit_groups(const float *x, int nmax, group_fit fit, int8_t L[256], 
 // and the 6-bit scales are the groups' on the largest one's grid; with one, the fits and the
 // scales' own grids are weighted searches (llama-quantize's --imatrix).
 static void k_groups(const float *x, const float *importance, int nmax, uint8_t *block, uint8_t L[256]) {
-    float scales[8], mins[8];
-    uint8_t aux[32], Ls[8], Lm[8];
+    uint8_t Ls[8], Lm[8];
     float d_block, m_block;
     if (importance) {
-        float w[256], sw[8];
-        importance_weights(x, importance, 2.0f, w);
-        for (int j = 0; j < 8; j++)
-            scales[j] = offset_codes(32, nmax, x + 32 * j, w + 32 * j, L + 32 * j, &mins[j], aux, -0.9f, 0.05f, 36, 0);
-        group_sums(w, 32, sw);
-        d_block = positive_codes(8, 63, scales, Ls, sw);
-        m_block = positive_codes(8, 63, mins, Lm, sw);
+        weighted_offset_groups(x, importance, 2.0f, 32, nmax, 63, L, Ls, Lm, &d_block, &m_block);
     } else {
-        float w[32], max_scale = 0.0f, max_min = 0.0f;
+        float w[32], scales[8], mins[8];
+        uint8_t aux[32];
         for (int j = 0; j < 8; j++) {
             const float *xg = x + 32 * j;
             float sum_x2 = 0.0f;
@@ -269,17 +291,9 @@ static void k_groups(const float *x, const float *importance, int nmax, uint8_t 
             const float av_x = sqrtf(sum_x2 / 32);
             for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xg[l]);
             scales[j] = offset_codes(32, nmax, xg, w, L + 32 * j, &mins[j], aux, nmax == 15 ? -1.0f : -0.5f, 0.1f, nmax == 15 ? 20 : 15, 0);
-            if (scales[j] > max_scale) max_scale = scales[j];
-            if (mins[j] > max_min) max_min = mins[j];
         }
-        const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-        const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
-        for (int j = 0; j < 8; j++) {
-            Ls[j] = (uint8_t)round_even(inv_scale * scales[j]);
-            Lm[j] = (uint8_t)round_even(inv_min * mins[j]);
-        }
-        d_block = max_scale / 63.0f;
-        m_block = max_min / 63.0f;
+        d_block = codes_on_largest(scales, 8, 63.0f, Ls);
+        m_block = codes_on_largest(mins, 8, 63.0f, Lm);
     }
     uint8_t *sc = block + 4;
     memset(sc, 0, 12);
@@ -391,34 +405,19 @@ static void pack_planes(const uint8_t L[256], uint8_t qs[64]) {
 // Layout: scales[16], qs[64] (pack_planes), d, dmin.
 static void q2_K_rows(const float *x, const float *importance, uint8_t *y, int64_t n) {
     for (int64_t b = 0; b < n / 256; b++, x += 256, y += 84) {
-        uint8_t L[256], aux[16];
-        float scales[16], mins[16];
-        uint8_t Ls[16], Lm[16];
+        uint8_t L[256], Ls[16], Lm[16];
         float d_block, m_block;
         if (importance) {
-            float w[256], sw[16];
-            importance_weights(x, importance + 256 * b, 1.0f, w);
-            for (int j = 0; j < 16; j++)
-                scales[j] = offset_codes(16, 3, x + 16 * j, w + 16 * j, L + 16 * j, &mins[j], aux, -0.9f, 0.05f, 36, 0);
-            group_sums(w, 16, sw);
-            d_block = positive_codes(16, 15, scales, Ls, sw);
-            m_block = positive_codes(16, 15, mins, Lm, sw);
+            weighted_offset_groups(x, importance + 256 * b, 1.0f, 16, 3, 15, L, Ls, Lm, &d_block, &m_block);
         } else {
-            float w[16], max_scale = 0.0f, max_min = 0.0f;
+            float w[16], scales[16], mins[16];
+            uint8_t aux[16];
             for (int j = 0; j < 16; j++) {
                 for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
                 scales[j] = offset_codes(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], aux, -0.5f, 0.1f, 15, 1);
-                if (scales[j] > max_scale) max_scale = scales[j];
-                if (mins[j] > max_min) max_min = mins[j];
             }
-            // The groups' scales and mins on the largest one's grid (all 0 when it is 0).
-            const float is = max_scale > 0 ? 15.0f / max_scale : 0.0f, im = max_min > 0 ? 15.0f / max_min : 0.0f;
-            for (int j = 0; j < 16; j++) {
-                Ls[j] = (uint8_t)round_even(is * scales[j]);
-                Lm[j] = (uint8_t)round_even(im * mins[j]);
-            }
-            d_block = max_scale / 15.0f;
-            m_block = max_min / 15.0f;
+            d_block = codes_on_largest(scales, 16, 15.0f, Ls);
+            m_block = codes_on_largest(mins, 16, 15.0f, Lm);
         }
         uint8_t *sc = y;
         for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
