@@ -685,8 +685,23 @@ static int install_module(pkc_context *c, int fi, const void *cubin) {
     return PKC_OK;
 }
 
-// Makes the modules `want` (format indexes or CORE_MODULE; loaded ones are skipped) ready: each
-// from the cache when a valid entry loads, else compiled (in parallel) and then cached.
+// The distinct format indexes of `types` (NULL: every format) into want; returns how many, or
+// minus the status (the message set) for a type the kernels do not handle.
+static int format_set(pkc_context *c, const char *what, const int *types, int count, int want[NFMT]) {
+    int n = 0;
+    for (int i = 0; i < (types ? count : NFMT); i++) {
+        const int fi = types ? fmt_index(types[i]) : i;
+        if (fi < 0) return -fail(c, PKC_ERR_UNSUPPORTED, "%s: weight type %d is not supported by the CUDA kernels", what, types[i]);
+        int seen = 0;
+        for (int j = 0; j < n; j++) seen |= want[j] == fi;
+        if (!seen) want[n++] = fi;
+    }
+    return n;
+}
+
+// Makes the distinct modules `want` (format indexes or CORE_MODULE; loaded ones are skipped)
+// ready: each from the cache when a valid entry loads, else compiled (in parallel) and then
+// cached.
 static int load_modules(pkc_context *c, const int *want, int count) {
     int missing = -2;
     for (int i = 0; i < count && missing == -2; i++)
@@ -701,9 +716,7 @@ static int load_modules(pkc_context *c, const int *want, int count) {
     int n = 0, st = PKC_OK;
     for (int i = 0; i < count; i++) {
         const int fi = want[i];
-        int seen = fi == CORE_MODULE ? c->core != NULL : c->fk[fi].module != NULL;
-        for (int j = 0; j < n; j++) seen |= jobs[j].fi == fi;
-        if (seen) continue;
+        if (fi == CORE_MODULE ? c->core != NULL : c->fk[fi].module != NULL) continue;
         module_job *j = &jobs[n++];
         j->nv = &c->nv;
         j->arch = c->arch;
@@ -725,22 +738,22 @@ static int load_modules(pkc_context *c, const int *want, int count) {
     int compile = 0;
     for (int i = 0; i < n; i++) compile += !jobs[i].from_cache;
     if (compile) compile_jobs(jobs, n, compile_threads());
+    // Each module that compiled is installed and cached, whatever became of the others; the first
+    // failure is the one reported.
+    char first[sizeof c->err] = "";
     for (int i = 0; i < n; i++) {
         module_job *j = &jobs[i];
-        if (j->from_cache) {
-            free(j->cubin);
-            continue;
+        if (!j->from_cache) {
+            const int s = j->status ? fail(c, j->status, "%s", j->err) : install_module(c, j->fi, j->cubin);
+            if (s == PKC_OK && j->path[0]) cache_write(j->path, j->key, j->cubin, j->size);
+            if (s != PKC_OK && st == PKC_OK) {
+                st = s;
+                snprintf(first, sizeof first, "%s", c->err);
+            }
         }
-        // Each module that compiled is installed and cached, whatever became of the others; the
-        // first failure is the one reported.
-        char first[sizeof c->err];
-        snprintf(first, sizeof first, "%s", c->err);
-        int s = j->status ? fail(c, j->status, "%s", j->err) : install_module(c, j->fi, j->cubin);
-        if (s == PKC_OK && j->path[0]) cache_write(j->path, j->key, j->cubin, j->size);
-        if (s != PKC_OK && st != PKC_OK) snprintf(c->err, sizeof c->err, "%s", first); // keep the first message
-        if (st == PKC_OK) st = s;
         free(j->cubin);
     }
+    if (st != PKC_OK) snprintf(c->err, sizeof c->err, "%s", first);
     free(jobs);
     if (compile) c->info.kernels_from_cache = 0;
     c->info.compile_seconds += now_seconds() - t0;
@@ -764,15 +777,9 @@ static int load_kernels(pkc_context *c, const char *cache_dir) {
 int pkc_prepare(pkc_context *c, const int *types, int count) {
     ENTER(c);
     if (count < 0 || (count > 0 && !types)) return fail(c, PKC_ERR_INVALID, "pkc_prepare: no types");
-    int want[NFMT], n = 0;
-    for (int i = 0; i < count; i++) {
-        const int fi = fmt_index(types[i]);
-        if (fi < 0) return fail(c, PKC_ERR_UNSUPPORTED, "pkc_prepare: weight type %d is not supported by the CUDA kernels", types[i]);
-        int seen = 0;
-        for (int j = 0; j < n; j++) seen |= want[j] == fi;
-        if (!seen) want[n++] = fi;
-    }
-    return n ? load_modules(c, want, n) : PKC_OK;
+    int want[NFMT];
+    const int n = format_set(c, "pkc_prepare", types, count, want);
+    return n < 0 ? -n : n ? load_modules(c, want, n) : PKC_OK;
 }
 
 int pkc_compile_check(int arch, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
@@ -781,16 +788,12 @@ int pkc_compile_check(int arch, const int *types, int count, int threads, double
     pkc_context *c = calloc(1, sizeof *c);
     module_job *jobs = calloc(NFMT + 1, sizeof *jobs);
     int st = c && jobs ? load_nvrtc(c) : PKC_ERR_OUT_OF_MEMORY;
-    int n = 0;
-    if (st == PKC_OK) jobs[n++].fi = CORE_MODULE;
-    for (int i = 0; st == PKC_OK && i < (types ? count : NFMT); i++) {
-        const int fi = types ? fmt_index(types[i]) : i;
-        if (fi < 0) st = fail(c, PKC_ERR_UNSUPPORTED, "weight type %d is not supported by the CUDA kernels", types[i]);
-        int seen = 0;
-        for (int j = 0; j < n; j++) seen |= jobs[j].fi == fi;
-        if (!seen && fi >= 0) jobs[n++].fi = fi;
-    }
+    int want[NFMT], n = 0;
+    if (st == PKC_OK && (n = format_set(c, "pkc_compile_check", types, count, want)) < 0) st = -n;
     if (st == PKC_OK) {
+        jobs[0].fi = CORE_MODULE;
+        for (int i = 0; i < n; i++) jobs[i + 1].fi = want[i];
+        n++;
         for (int i = 0; i < n; i++) {
             jobs[i].nv = &c->nv;
             jobs[i].arch = arch;
