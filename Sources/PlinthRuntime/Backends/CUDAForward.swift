@@ -35,7 +35,13 @@ final class CUDAForward {
     /// Products of one input written side by side in one activation row: each run is one launch
     /// (matrices back to back in memory with one type), its output from `column` on.
     private struct Products {
-        var runs: [(w: Matrix, column: Int)]
+        let runs: [(w: Matrix, column: Int)]
+        /// The runs as pkc_matmul_runs takes them, made once.
+        let launches: [pkc_run]
+        init(runs: [(w: Matrix, column: Int)]) {
+            self.runs = runs
+            launches = runs.map { pkc_run(type: $0.w.type, w: $0.w.ptr, m: $0.w.rows, column: Int64($0.column)) }
+        }
     }
     private struct Layer {
         var attnNorm, ffnNorm: pkc_ptr
@@ -336,9 +342,8 @@ final class CUDAForward {
     /// Each run of `p` times `input`, written side by side into rows of `out` (stride `ldy`);
     /// runs of different types overlap on the device (pkc_matmul_runs).
     private func matmul(_ p: Products, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
-        let runs = p.runs.map { pkc_run(type: $0.w.type, w: $0.w.ptr, m: $0.w.rows, column: Int64($0.column)) }
-        try check(pkc_matmul_runs(ctx, runs, Int32(runs.count), p.runs[0].w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n),
-                                  out, Int64(ldy)), "matmul")
+        try check(pkc_matmul_runs(ctx, p.launches, Int32(p.launches.count), p.runs[0].w.cols, input, Int64(ldx), q.ptr, q.stride,
+                                  Int64(n), out, Int64(ldy)), "matmul")
     }
 
     /// Copies the first `count` positions of slot `source` into slot `target` in every layer.
