@@ -1,13 +1,22 @@
 #!/bin/sh
-# The CUDA backend's checks that need no GPU (CI runs them): the device tools (test_cuda,
-# bench_cuda, compile_cuda) build against the current kernels and headers, and every kernel
-# module compiles with NVRTC for sm_90 (the H100 of the device rounds). NVRTC comes from PyPI
-# (nvidia-cuda-nvrtc-cu12) into a venv under ~/.cache/plinth, once; where it cannot be
-# installed the compile check is skipped with a line saying so.
+# The CUDA backend's checks that need no GPU (CI runs them):
+# 1. the device tools (test_cuda, bench_cuda, compile_cuda) build against the current kernels
+#    and headers;
+# 2. test_cuda --quick passes on the CPU emulator of a CUDA device (Benchmarks/cuda/emu): every
+#    kernel against the CPU kernels, the host code's launches, graphs, streams and caches;
+# 3. every kernel module compiles with NVRTC for sm_90 (the H100 of the device rounds). NVRTC
+#    comes from PyPI (nvidia-cuda-nvrtc-cu12) into a venv under ~/.cache/plinth, once; where it
+#    cannot be installed this step is skipped with a line saying so.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-out=${TMPDIR:-/tmp}/plinth-cuda-tools
+tmp=${TMPDIR:-/tmp}
+out=$tmp/plinth-cuda-tools
 "$here/build.sh" "$out"
+
+emu=$tmp/plinth-cuda-emu
+"$here/emu/build.sh" "$emu"
+LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu "$out/test_cuda" "$tmp/plinth-cuda-emu-cache" --quick --require-device
+
 venv=${XDG_CACHE_HOME:-$HOME/.cache}/plinth/nvrtc-venv
 lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
 if [ -z "$lib" ]; then

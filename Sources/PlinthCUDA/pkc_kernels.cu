@@ -26,8 +26,14 @@ typedef long long i64;
 
 #define PKC_INF __int_as_float(0x7f800000)
 
+#ifdef PKC_EMULATOR // Benchmarks/cuda/emu: this source compiled as host C++, for the CPU emulator
+__device__ __forceinline__ float h2f(u16 h) { return pkc_emu_h2f(h); }
+__device__ __forceinline__ u16 f2h(float f) { return pkc_emu_f2h(f); }
+#else
 __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#define PKC_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
 __device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
 
 // Blocks of 10, 18, 22, 34, 110 and 210 bytes are only 2-byte aligned: read them 16 bits at a time.
@@ -1025,7 +1031,7 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
                                                i64 ldq, int n_head, int n_kv_head, int hd, const int *slots,
                                                const int *kv_len, float scale, int split_len, float *out, i64 ldo,
                                                float *partial) {
-    extern __shared__ float smem[];
+    PKC_DYNAMIC_SHARED(float, smem);
     float *qs = smem;                          // G * hd
     float *ps = qs + G * hd;                   // G * ATT_TILE
     float *stat = ps + G * ATT_TILE;           // per head: alpha of this tile, running max, running sum (4G)

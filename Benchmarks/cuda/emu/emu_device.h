@@ -1,0 +1,134 @@
+// The CUDA device-side vocabulary that pkc_kernels.cu uses, for compiling it as host C++ in the
+// CPU emulator (Benchmarks/cuda/emu). Threads are fibers that switch only at barriers and
+// shuffles (emu_runtime.cpp); blocks run one after another, so __shared__ variables are
+// function statics and atomics need no hardware support. Arithmetic follows the device's where
+// that is specified (the _rn intrinsics, fmaf, f16 conversions); expf and sincosf are glibc's,
+// which differ from the device's approximations in the last bits.
+#pragma once
+#include <math.h>
+#include <cstdint>
+#include <cstring>
+
+struct pkc_emu_uint3 {
+    unsigned x, y, z;
+};
+
+namespace pkc_emu {
+struct Fiber;
+extern Fiber *current;
+extern pkc_emu_uint3 block_index, block_dim, grid_dim;
+extern unsigned char *dynamic_shared;
+// The running fiber's threadIdx: its first member (emu_runtime.cpp).
+inline const pkc_emu_uint3 &thread_index() { return *reinterpret_cast<const pkc_emu_uint3 *>(current); }
+void sync_block();
+void sync_warp();
+// Every lane of the warp puts `bits` in; each gets back lane `from`'s (its own where `from` is
+// outside the warp).
+uint64_t exchange(uint64_t bits, int from);
+[[noreturn]] void fail(const char *what);
+} // namespace pkc_emu
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define PKC_DYNAMIC_SHARED(type, name) type *name = reinterpret_cast<type *>(pkc_emu::dynamic_shared)
+#define threadIdx (pkc_emu::thread_index())
+#define blockIdx (pkc_emu::block_index)
+#define blockDim (pkc_emu::block_dim)
+#define gridDim (pkc_emu::grid_dim)
+
+struct alignas(8) int2 { int x, y; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) float4 { float x, y, z, w; };
+inline int2 make_int2(int x, int y) { return int2{x, y}; }
+
+inline void __syncthreads() { pkc_emu::sync_block(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    if (mask != 0xffffffffu) pkc_emu::fail("__syncwarp with a partial mask is not emulated");
+    pkc_emu::sync_warp();
+}
+template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+    static_assert(sizeof(T) <= 8, "shuffled values are at most 8 bytes");
+    if (mask != 0xffffffffu) pkc_emu::fail("__shfl_xor_sync with a partial mask is not emulated");
+    const int lane = (int)(pkc_emu::thread_index().x & 31), from = lane ^ lane_mask;
+    // Outside the caller's segment of `width` lanes a lane reads its own value.
+    const bool inside = from < ((lane / width) + 1) * width;
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(T));
+    bits = pkc_emu::exchange(bits, inside ? from : -1);
+    T out;
+    std::memcpy(&out, &bits, sizeof(T));
+    return out;
+}
+
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline unsigned atomicAdd(unsigned *p, unsigned v) {
+    const unsigned old = *p;
+    *p = old + v;
+    return old;
+}
+template <class T> inline T __ldcg(const T *p) { return *p; }
+
+inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; }
+inline float __uint_as_float(unsigned v) { float f; std::memcpy(&f, &v, 4); return f; }
+inline int __float_as_int(float f) { int v; std::memcpy(&v, &f, 4); return v; }
+// The build compiles with -ffp-contract=off, so these are single IEEE operations as on the device.
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline int __float2int_rn(float f) { return (int)std::nearbyint(f); }
+
+inline int __dp4a(int a, int b, int c) {
+    for (int i = 0; i < 4; i++) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+    return c;
+}
+inline unsigned __vsub4(unsigned a, unsigned b) {
+    unsigned r = 0;
+    for (int i = 0; i < 4; i++) r |= ((((a >> (8 * i)) & 0xff) - ((b >> (8 * i)) & 0xff)) & 0xff) << (8 * i);
+    return r;
+}
+// Byte n of the result is byte (s >> 4n) & 7 of the eight bytes y:x.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    const uint64_t both = ((uint64_t)y << 32) | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; n++) r |= (unsigned)((both >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);
+    return r;
+}
+
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+
+// IEEE half <-> float, rounding to nearest even (cvt.rn.f16.f32 and cvt.f32.f16).
+inline float pkc_emu_h2f(unsigned short h) {
+    const unsigned sign = (unsigned)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    unsigned bits;
+    if (e == 0x1f) bits = sign | 0x7f800000u | (m << 13);
+    else if (e) bits = sign | ((e + 112) << 23) | (m << 13);
+    else if (!m) bits = sign;
+    else {
+        const float f = (float)m * 5.9604644775390625e-8f; // m * 2^-24, exact
+        std::memcpy(&bits, &f, 4);
+        bits |= sign;
+    }
+    return __uint_as_float(bits);
+}
+inline unsigned short pkc_emu_f2h(float f) {
+    unsigned x;
+    std::memcpy(&x, &f, 4);
+    const unsigned short sign = (unsigned short)((x >> 16) & 0x8000);
+    const unsigned ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return sign | (ax > 0x7f800000u ? 0x7e00 | ((ax >> 13) & 0x3ff) : 0x7c00);
+    if (ax >= 0x477ff000u) return sign | 0x7c00; // rounds to >= 65520: infinity
+    if (ax < 0x38800000u) {                       // below 2^-14: a subnormal half (or zero)
+        const float a = __uint_as_float(ax) * 16777216.0f; // * 2^24: the result in units of 2^-24
+        return sign | (unsigned short)std::nearbyint(a);
+    }
+    const unsigned rounded = ax + 0xfffu + ((ax >> 13) & 1); // to nearest even at bit 13
+    return sign | (unsigned short)((rounded - 0x38000000u) >> 13);
+}

@@ -1,0 +1,809 @@
+// A CUDA device emulated on the CPU, for testing PlinthCUDA where there is no GPU: the driver
+// API, NVRTC and cuBLAS as far as pk_cuda.c uses them, in one shared library that build.sh
+// links as libcuda.so.1, libnvrtc.so and libcublas.so. "Compiling" a module picks the kernels
+// built from the same pkc_kernels.cu as host C++ (emu_module.cpp); a launch runs every block,
+// one after another in a scrambled order, and every thread of a block as a fiber that switches
+// only at __syncthreads, __syncwarp and shuffles, in a scrambled order too, so code that leans
+// on an order CUDA does not promise tends to show it. Streams run in issue order; a stream
+// capture records the launches, copies and GEMMs and a graph launch replays them.
+//
+// What it checks: the kernels' arithmetic and indexing, barriers (a divergent barrier is an
+// error naming the kernel), the host code's launches, graphs, streams and caches. What it cannot:
+// speed, races between blocks running at once, and the device's expf/sincosf last bits.
+#include "emu_device.h"
+#include "emu_kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cblas.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+namespace pkc_emu_source {
+#include "pkc_kernels_src.c"
+}
+
+namespace pkc_emu {
+
+// ---- fibers ------------------------------------------------------------------------------------
+
+extern "C" void pkc_emu_switch(void **save, void *to);
+#if defined(__x86_64__)
+// Saves the callee-saved registers on the current stack, stores the stack pointer in *save,
+// and continues on `to`, a stack this left (or one made by new_stack).
+asm(R"(
+    .text
+    .globl pkc_emu_switch
+    .type pkc_emu_switch, @function
+pkc_emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size pkc_emu_switch, .-pkc_emu_switch
+)");
+#else
+#error "the CUDA emulator's fiber switch is written for x86-64"
+#endif
+
+enum State { ready, wait_warp, wait_block, done };
+
+struct Fiber {
+    pkc_emu_uint3 tid{}; // first: thread_index() reads it through the pointer
+    void *sp = nullptr;
+    char *stack = nullptr;
+    int warp = 0;
+    State state = ready;
+    bool started = false;
+    unsigned exchanges = 0; // its parity picks the slot: one barrier per shuffle
+    uint64_t slot[2] = {0, 0};
+};
+
+// Plain globals, not thread_local: one kernel runs at a time (run's lock), and a TLS lookup per
+// threadIdx costs more than the arithmetic around it.
+Fiber *current;
+pkc_emu_uint3 block_index, block_dim, grid_dim;
+unsigned char *dynamic_shared;
+
+namespace {
+
+constexpr size_t stack_size = 256 * 1024;
+
+struct Block {
+    std::vector<Fiber> fibers;
+    std::vector<int> alive_in_warp, waiting_in_warp, queue;
+    std::vector<char *> *free_stacks = nullptr;
+    size_t head = 0;
+    int alive = 0, waiting_block = 0;
+    void *scheduler_sp = nullptr;
+    const Kernel *kernel = nullptr;
+    void **args = nullptr;
+    bool aborted = false;
+    std::string error;
+};
+
+Block *block;
+
+char *take_stack(Block &b) {
+    if (!b.free_stacks->empty()) {
+        char *s = b.free_stacks->back();
+        b.free_stacks->pop_back();
+        return s;
+    }
+    // A guard page below each stack: an overflow faults instead of corrupting a neighbour.
+    void *p = mmap(nullptr, stack_size + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "pkc-emu: out of memory for fiber stacks\n");
+        abort();
+    }
+    mprotect(p, 4096, PROT_NONE);
+    return static_cast<char *>(p) + 4096;
+}
+
+[[noreturn]] void leave(State s) {
+    current->state = s;
+    void *dead;
+    pkc_emu_switch(&dead, block->scheduler_sp);
+    __builtin_unreachable();
+}
+
+void fiber_main() {
+    block->kernel->invoke(block->kernel->fn, block->args);
+    leave(done);
+}
+
+void *new_stack(char *stack) {
+    uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + stack_size) & ~uintptr_t(15);
+    uintptr_t *sp = reinterpret_cast<uintptr_t *>(top);
+    *--sp = 0;                                         // fiber_main's return address: it never returns
+    *--sp = reinterpret_cast<uintptr_t>(&fiber_main); // where pkc_emu_switch's ret goes
+    for (int i = 0; i < 6; i++) *--sp = 0;             // rbp, rbx, r12-r15
+    return sp;
+}
+
+void wait(State s) {
+    current->state = s;
+    pkc_emu_switch(&current->sp, block->scheduler_sp);
+}
+
+void release_warp(Block &b, int w) {
+    const int lo = w * 32, hi = std::min<int>(lo + 32, (int)b.fibers.size());
+    for (int i = lo; i < hi; i++)
+        if (b.fibers[i].state == wait_warp) {
+            b.fibers[i].state = ready;
+            b.queue.push_back(i);
+        }
+    b.waiting_in_warp[w] = 0;
+}
+
+void release_block(Block &b) {
+    for (size_t i = 0; i < b.fibers.size(); i++)
+        if (b.fibers[i].state == wait_block) {
+            b.fibers[i].state = ready;
+            b.queue.push_back((int)i);
+        }
+    b.waiting_block = 0;
+}
+
+const char *state_name(State s) {
+    switch (s) {
+    case ready: return "running";
+    case wait_warp: return "at a warp barrier or shuffle";
+    case wait_block: return "at __syncthreads";
+    default: return "finished";
+    }
+}
+
+// Runs one block: every thread from the start, switching at barriers, until all are done.
+// Returns false with b.error set when the block cannot finish (a barrier some threads never
+// reach, or a call the emulator refuses).
+bool run_block(Block &b, unsigned threads, uint64_t seed) {
+    b.fibers.assign(threads, Fiber{});
+    const int warps = (int)((threads + 31) / 32);
+    b.alive_in_warp.assign(warps, 0);
+    b.waiting_in_warp.assign(warps, 0);
+    b.queue.clear();
+    b.head = 0;
+    b.alive = (int)threads;
+    b.waiting_block = 0;
+    b.aborted = false;
+    for (unsigned i = 0; i < threads; i++) {
+        Fiber &f = b.fibers[i];
+        f.tid = {i % block_dim.x, (i / block_dim.x) % block_dim.y, i / (block_dim.x * block_dim.y)};
+        f.warp = (int)(i / 32);
+        b.alive_in_warp[f.warp]++;
+    }
+    // Threads start in a scrambled order (a stride coprime with the count).
+    uint64_t stride = (seed | 1) % threads;
+    while (threads > 1 && std::__gcd<uint64_t>(stride, threads) != 1) stride++;
+    if (threads == 1) stride = 1;
+    for (unsigned i = 0; i < threads; i++) b.queue.push_back((int)((seed + i * stride) % threads));
+    while (b.head < b.queue.size()) {
+        const int i = b.queue[b.head++];
+        Fiber &f = b.fibers[i];
+        current = &f;
+        if (!f.started) {
+            f.started = true;
+            f.stack = take_stack(b);
+            f.sp = new_stack(f.stack);
+        }
+        pkc_emu_switch(&b.scheduler_sp, f.sp);
+        if (b.aborted) break;
+        switch (f.state) {
+        case done:
+            b.free_stacks->push_back(f.stack);
+            f.stack = nullptr;
+            b.alive--;
+            b.alive_in_warp[f.warp]--;
+            if (b.waiting_in_warp[f.warp] && b.waiting_in_warp[f.warp] == b.alive_in_warp[f.warp]) release_warp(b, f.warp);
+            if (b.waiting_block && b.waiting_block == b.alive) release_block(b);
+            break;
+        case wait_warp:
+            if (++b.waiting_in_warp[f.warp] == b.alive_in_warp[f.warp]) release_warp(b, f.warp);
+            break;
+        case wait_block:
+            if (++b.waiting_block == b.alive) release_block(b);
+            break;
+        case ready: break;
+        }
+        if (b.queue.size() > 4 * threads && b.head > 2 * threads) { // keep the queue short
+            b.queue.erase(b.queue.begin(), b.queue.begin() + (long)b.head);
+            b.head = 0;
+        }
+    }
+    if (b.alive > 0 && !b.aborted) {
+        char why[300];
+        int first = 0;
+        while (b.fibers[first].state == done) first++;
+        int other = first + 1;
+        while (other < (int)threads && (b.fibers[other].state == done || b.fibers[other].state == b.fibers[first].state))
+            other++;
+        snprintf(why, sizeof why, "a barrier some threads never reach: thread %d is %s%s%s%s", first,
+                 state_name(b.fibers[first].state), other < (int)threads ? ", thread " : "",
+                 other < (int)threads ? std::to_string(other).c_str() : "",
+                 other < (int)threads ? (std::string(" is ") + state_name(b.fibers[other].state)).c_str() : "");
+        b.error = why;
+    }
+    // A stopped fiber's stack holds nothing that needs unwinding: take it back.
+    for (Fiber &f : b.fibers)
+        if (f.stack) b.free_stacks->push_back(f.stack), f.stack = nullptr;
+    return b.alive == 0 && !b.aborted;
+}
+
+} // namespace
+
+static_assert(offsetof(Fiber, tid) == 0, "thread_index() reads the fiber's first member");
+
+void sync_block() { wait(wait_block); }
+void sync_warp() { wait(wait_warp); }
+
+// Lanes alternate between two slots, so one barrier is enough: a lane can write the next
+// shuffle's slot before the others read this one's, and the shuffle after that waits for them.
+uint64_t exchange(uint64_t bits, int from) {
+    Fiber *self = current;
+    const unsigned p = self->exchanges++ & 1;
+    self->slot[p] = bits;
+    wait(wait_warp);
+    if (from < 0) return bits;
+    const size_t j = (size_t)self->warp * 32 + (size_t)from;
+    // The partner may have exited since the barrier, but it must have taken part in this shuffle.
+    if (j >= block->fibers.size() || block->fibers[j].exchanges < self->exchanges)
+        fail("a shuffle reads a lane that has exited or does not exist");
+    return block->fibers[j].slot[p];
+}
+
+void fail(const char *what) {
+    if (block->error.empty()) block->error = what;
+    block->aborted = true;
+    leave(done);
+}
+
+// ---- modules and launches ----------------------------------------------------------------------
+
+namespace {
+
+std::mutex &registry_lock() {
+    static std::mutex m;
+    return m;
+}
+std::map<int, const Module *> &registry() {
+    static std::map<int, const Module *> r;
+    return r;
+}
+
+std::atomic<uint64_t> launch_counter{0};
+
+uint64_t mix(uint64_t x) {
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2f4fb3ull;
+    return x ^ (x >> 33);
+}
+
+// The base of the scrambled orders: PKC_EMU_SEED, or a fixed default so runs repeat.
+uint64_t seed_base() {
+    static const uint64_t s = [] {
+        const char *e = getenv("PKC_EMU_SEED");
+        return e ? strtoull(e, nullptr, 10) : 12345ull;
+    }();
+    return s;
+}
+
+} // namespace
+
+void register_module(const Module *m) {
+    std::lock_guard<std::mutex> g(registry_lock());
+    registry()[m->format] = m;
+}
+
+struct Launch {
+    const Kernel *kernel;
+    unsigned grid[3], threads[3];
+    unsigned shared_bytes;
+    std::vector<std::vector<unsigned char>> values; // owned copies of the arguments (captured launches)
+};
+
+// Runs a kernel to the end. Returns an empty string, or why it failed.
+std::string run(const Kernel *k, const unsigned grid[3], const unsigned threads[3], unsigned shared_bytes, void **args) {
+    static std::mutex one_at_a_time; // the fibers' state is per OS thread, but kernels share statics
+    std::lock_guard<std::mutex> g(one_at_a_time);
+    const uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
+    const unsigned count = threads[0] * threads[1] * threads[2];
+    if (count == 0 || count > 1024 || blocks == 0) return "invalid launch dimensions";
+    if (shared_bytes > 227 * 1024) return "more dynamic shared memory than a block can have";
+    static std::vector<char *> stacks; // kept from launch to launch
+    Block b;
+    b.free_stacks = &stacks;
+    b.kernel = k;
+    b.args = args;
+    block = &b;
+    std::vector<unsigned char> shared(shared_bytes + 16);
+    block_dim = {threads[0], threads[1], threads[2]};
+    grid_dim = {grid[0], grid[1], grid[2]};
+    const uint64_t seed = mix(seed_base() + launch_counter.fetch_add(1));
+    uint64_t stride = blocks > 1 ? (mix(seed) | 1) % blocks : 1;
+    while (blocks > 1 && std::__gcd<uint64_t>(stride, blocks) != 1) stride++;
+    std::string error;
+    for (uint64_t n = 0; n < blocks && error.empty(); n++) {
+        const uint64_t i = (seed + n * stride) % blocks;
+        block_index = {(unsigned)(i % grid[0]), (unsigned)((i / grid[0]) % grid[1]), (unsigned)(i / ((uint64_t)grid[0] * grid[1]))};
+        // Uninitialized shared memory on a device: NaN-looking bytes here, so reads before writes show.
+        if (shared_bytes) memset(shared.data(), 0xff, shared_bytes);
+        dynamic_shared = shared.data();
+        if (!run_block(b, count, mix(seed ^ i))) {
+            char where[160];
+            snprintf(where, sizeof where, "%s, block (%u,%u,%u): ", k->name, block_index.x, block_index.y, block_index.z);
+            error = where + b.error;
+        }
+    }
+    block = nullptr;
+    current = nullptr;
+    return error;
+}
+
+} // namespace pkc_emu
+
+// ---- the driver API ----------------------------------------------------------------------------
+
+using namespace pkc_emu;
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_INVALID_IMAGE = 200,
+    CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_LAUNCH_FAILED = 719,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+};
+
+namespace {
+
+struct Graph;
+
+struct Op {
+    enum Kind { kernel, copy, set, gemm, host_read } kind;
+    Launch launch;
+    void *dst = nullptr;
+    const void *src = nullptr;
+    size_t bytes = 0;
+    unsigned char value = 0;
+    std::vector<unsigned char> gemm_args; // a Gemm, below
+};
+
+struct Stream {
+    Graph *capture = nullptr;
+};
+struct Event {
+    Graph *capture = nullptr;
+    double time = 0;
+};
+struct Graph {
+    std::vector<Op> ops;
+    bool invalid = false;
+    std::string why;
+};
+
+struct Gemm {
+    int ta, tb, m, n, k;
+    float alpha, beta;
+    const void *a, *b;
+    void *c;
+    int atype, btype, ctype, lda, ldb, ldc;
+};
+
+std::mutex state_lock;
+std::map<CUdeviceptr, size_t> allocations;
+size_t allocated = 0;
+Stream default_stream;
+thread_local std::string last_launch_error;
+
+double now() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+size_t total_memory() {
+    const char *e = getenv("PKC_EMU_MEMORY_GIB");
+    if (e) return (size_t)(atof(e) * 1073741824.0);
+    return (size_t)sysconf(_SC_PHYS_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+Stream *stream_of(void *s) { return s ? static_cast<Stream *>(s) : &default_stream; }
+
+float f16_to_f32(uint16_t h) { return pkc_emu_h2f(h); }
+
+void do_gemm(const Gemm &g) {
+    // Column-major, as cuBLAS: op(A) is m x k, op(B) k x n, C m x n. Halves become floats first.
+    auto as_f32 = [](const void *p, int type, size_t count) {
+        std::vector<float> out(count);
+        if (type == 0) memcpy(out.data(), p, count * 4);
+        else
+            for (size_t i = 0; i < count; i++) out[i] = f16_to_f32(static_cast<const uint16_t *>(p)[i]);
+        return out;
+    };
+    const size_t acount = (size_t)g.lda * (g.ta ? g.m : g.k), bcount = (size_t)g.ldb * (g.tb ? g.k : g.n);
+    std::vector<float> a = as_f32(g.a, g.atype, acount), b = as_f32(g.b, g.btype, bcount);
+    std::vector<float> c((size_t)g.ldc * g.n);
+    if (g.ctype == 0) memcpy(c.data(), g.c, c.size() * 4);
+    else
+        for (size_t i = 0; i < c.size(); i++) c[i] = f16_to_f32(static_cast<const uint16_t *>(g.c)[i]);
+    cblas_sgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha,
+                a.data(), g.lda, b.data(), g.ldb, g.beta, c.data(), g.ldc);
+    if (g.ctype == 0) memcpy(g.c, c.data(), c.size() * 4);
+    else
+        for (size_t j = 0; j < (size_t)g.n; j++)
+            for (size_t i = 0; i < (size_t)g.m; i++)
+                static_cast<uint16_t *>(g.c)[j * g.ldc + i] = pkc_emu_f2h(c[j * g.ldc + i]);
+}
+
+CUresult execute(Op &op) {
+    switch (op.kind) {
+    case Op::kernel: {
+        std::vector<void *> args(op.launch.values.size());
+        for (size_t i = 0; i < args.size(); i++) args[i] = op.launch.values[i].data();
+        last_launch_error = run(op.launch.kernel, op.launch.grid, op.launch.threads, op.launch.shared_bytes, args.data());
+        if (!last_launch_error.empty()) {
+            fprintf(stderr, "pkc-emu: %s\n", last_launch_error.c_str());
+            return CUDA_ERROR_LAUNCH_FAILED;
+        }
+        return CUDA_SUCCESS;
+    }
+    case Op::copy: memmove(op.dst, op.src, op.bytes); return CUDA_SUCCESS;
+    case Op::set: memset(op.dst, op.value, op.bytes); return CUDA_SUCCESS;
+    case Op::gemm: {
+        Gemm g;
+        memcpy(&g, op.gemm_args.data(), sizeof g);
+        do_gemm(g);
+        return CUDA_SUCCESS;
+    }
+    default: return CUDA_SUCCESS;
+    }
+}
+
+// Runs the op now, or records it where the stream is being captured.
+CUresult submit(void *stream, Op op) {
+    Stream *s = stream_of(stream);
+    if (s->capture) {
+        s->capture->ops.push_back(std::move(op));
+        return CUDA_SUCCESS;
+    }
+    return execute(op);
+}
+
+bool is_device_range(CUdeviceptr p, size_t bytes) {
+    std::lock_guard<std::mutex> g(state_lock);
+    auto it = allocations.upper_bound(p);
+    if (it == allocations.begin()) return false;
+    --it;
+    return p >= it->first && p + bytes <= it->first + it->second;
+}
+
+
+CUresult submit_gemm(void *stream, const Gemm &g) {
+    Op op{Op::gemm, {}, nullptr, nullptr, 0, 0, {}};
+    op.gemm_args.resize(sizeof g);
+    memcpy(op.gemm_args.data(), &g, sizeof g);
+    return submit(stream, std::move(op));
+}
+
+} // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int *v) { *v = 12080; return CUDA_SUCCESS; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(int *d, int ordinal) {
+    if (ordinal != 0) return CUDA_ERROR_INVALID_VALUE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, int) {
+    snprintf(name, (size_t)len, "CPU emulator of a CUDA device (Benchmarks/cuda/emu, not a GPU)");
+    return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, int) {
+    switch (attr) {
+    case 16: { // multiprocessors: an H100's by default, so launches are shaped as in the device rounds
+        const char *e = getenv("PKC_EMU_SMS");
+        *v = e ? atoi(e) : 132;
+        return CUDA_SUCCESS;
+    }
+    case 75: *v = 9; return CUDA_SUCCESS;
+    case 76: *v = 0; return CUDA_SUCCESS;
+    default: *v = 0; return CUDA_SUCCESS;
+    }
+}
+CUresult cuDeviceTotalMem_v2(size_t *bytes, int) { *bytes = total_memory(); return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int) { static int token; *ctx = &token; return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRelease_v2(int) { return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(void *) { return CUDA_SUCCESS; }
+CUresult cuStreamCreate(void **s, unsigned) { *s = new Stream(); return CUDA_SUCCESS; }
+CUresult cuStreamDestroy_v2(void *s) { delete static_cast<Stream *>(s); return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(void *) { return CUDA_SUCCESS; }
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    std::lock_guard<std::mutex> g(state_lock);
+    if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (bytes > total_memory() - std::min(allocated, total_memory())) return CUDA_ERROR_OUT_OF_MEMORY;
+    void *m = nullptr;
+    if (posix_memalign(&m, 256, bytes) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    // Fresh device memory is not zeroed: make that visible.
+    memset(m, 0xa5, bytes);
+    *p = (CUdeviceptr)(uintptr_t)m;
+    allocations[*p] = bytes;
+    allocated += bytes;
+    return CUDA_SUCCESS;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    std::lock_guard<std::mutex> g(state_lock);
+    auto it = allocations.find(p);
+    if (it == allocations.end()) return p ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    allocated -= it->second;
+    allocations.erase(it);
+    free((void *)(uintptr_t)p);
+    return CUDA_SUCCESS;
+}
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    std::lock_guard<std::mutex> g(state_lock);
+    *total = total_memory();
+    *free_bytes = *total - std::min(allocated, *total);
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy(void *dst, const void *src, size_t bytes, void *stream) {
+    Op op{Op::copy, {}, dst, src, bytes, 0, {}};
+    return submit(stream, std::move(op));
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, void *s) {
+    if (!is_device_range(dst, bytes)) return CUDA_ERROR_INVALID_VALUE;
+    return copy((void *)(uintptr_t)dst, src, bytes, s);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, void *s) {
+    if (!is_device_range(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
+    return copy(dst, (const void *)(uintptr_t)src, bytes, s);
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, void *s) {
+    if (!is_device_range(dst, bytes) || !is_device_range(src, bytes)) return CUDA_ERROR_INVALID_VALUE;
+    return copy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes, s);
+}
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t bytes, void *s) {
+    if (!is_device_range(dst, bytes)) return CUDA_ERROR_INVALID_VALUE;
+    Op op{Op::set, {}, (void *)(uintptr_t)dst, nullptr, bytes, v, {}};
+    return submit(s, std::move(op));
+}
+
+// ---- modules: NVRTC's "cubin" here names the module and the source it was built from ---------
+
+struct EmuModule {
+    const Module *module;
+};
+
+static uint64_t source_hash(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t built_source_hash() {
+    static const uint64_t h = source_hash(pkc_emu_source::pkc_kernels_source);
+    return h;
+}
+
+CUresult cuModuleLoadData(void **out, const void *image) {
+    int format = 0;
+    unsigned long long hash = 0;
+    if (sscanf(static_cast<const char *>(image), "pkc-emu module format=%d source=%llx", &format, &hash) != 2 ||
+        hash != built_source_hash())
+        return CUDA_ERROR_INVALID_IMAGE;
+    std::lock_guard<std::mutex> g(registry_lock());
+    auto it = registry().find(format);
+    if (it == registry().end()) return CUDA_ERROR_INVALID_IMAGE;
+    *out = new EmuModule{it->second};
+    return CUDA_SUCCESS;
+}
+CUresult cuModuleUnload(void *m) { delete static_cast<EmuModule *>(m); return CUDA_SUCCESS; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    const Module *mod = static_cast<EmuModule *>(m)->module;
+    for (int i = 0; i < mod->count; i++)
+        if (strcmp(mod->kernels[i].name, name) == 0) {
+            *f = const_cast<Kernel *>(&mod->kernels[i]);
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+CUresult cuFuncSetAttribute(void *, int, int) { return CUDA_SUCCESS; }
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void *stream, void **params, void **extra) {
+    if (!f || extra) return CUDA_ERROR_INVALID_VALUE;
+    const Kernel *k = static_cast<const Kernel *>(f);
+    Op op{Op::kernel, {}, nullptr, nullptr, 0, 0, {}};
+    op.launch.kernel = k;
+    op.launch.grid[0] = gx, op.launch.grid[1] = gy, op.launch.grid[2] = gz;
+    op.launch.threads[0] = bx, op.launch.threads[1] = by, op.launch.threads[2] = bz;
+    op.launch.shared_bytes = shared;
+    // The arguments are copied, as the driver does at the call.
+    for (int i = 0; i < k->arg_count; i++) {
+        const unsigned char *p = static_cast<const unsigned char *>(params[i]);
+        op.launch.values.emplace_back(p, p + k->arg_sizes[i]);
+    }
+    return submit(stream, std::move(op));
+}
+
+CUresult cuEventCreate(void **e, unsigned) { *e = new Event(); return CUDA_SUCCESS; }
+CUresult cuEventDestroy_v2(void *e) { delete static_cast<Event *>(e); return CUDA_SUCCESS; }
+CUresult cuEventRecord(void *e, void *s) {
+    Event *ev = static_cast<Event *>(e);
+    ev->capture = stream_of(s)->capture;
+    ev->time = now();
+    return CUDA_SUCCESS;
+}
+CUresult cuEventSynchronize(void *) { return CUDA_SUCCESS; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
+    *ms = (float)((static_cast<Event *>(b)->time - static_cast<Event *>(a)->time) * 1e3);
+    return CUDA_SUCCESS;
+}
+// A stream that waits on an event recorded in a capture joins that capture (the fork of a
+// side stream); one that waits on an event recorded outside leaves nothing to do.
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned) {
+    Event *ev = static_cast<Event *>(e);
+    Stream *st = stream_of(s);
+    if (ev->capture) st->capture = ev->capture;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture_v2(void *s, int) {
+    Stream *st = stream_of(s);
+    if (st->capture) return CUDA_ERROR_INVALID_VALUE;
+    st->capture = new Graph();
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamEndCapture(void *s, void **graph) {
+    Stream *st = stream_of(s);
+    if (!st->capture) return CUDA_ERROR_INVALID_VALUE;
+    *graph = st->capture;
+    st->capture = nullptr;
+    return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
+    Graph *g = new Graph(*static_cast<Graph *>(graph)); // an executable graph is a copy
+    *exec = g;
+    return CUDA_SUCCESS;
+}
+CUresult cuGraphLaunch(void *exec, void *s) {
+    Graph *g = static_cast<Graph *>(exec);
+    Stream *st = stream_of(s);
+    if (st->capture) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    for (Op &op : g->ops) {
+        const CUresult r = execute(op);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult cuGraphExecDestroy(void *g) { delete static_cast<Graph *>(g); return CUDA_SUCCESS; }
+CUresult cuGraphDestroy(void *g) { delete static_cast<Graph *>(g); return CUDA_SUCCESS; }
+
+CUresult cuGetErrorName(CUresult r, const char **s) {
+    switch (r) {
+    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+    case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+    default: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult cuGetErrorString(CUresult r, const char **s) {
+    if (r == CUDA_ERROR_LAUNCH_FAILED && !last_launch_error.empty()) {
+        *s = last_launch_error.c_str();
+        return CUDA_SUCCESS;
+    }
+    return cuGetErrorName(r, s);
+}
+
+// ---- NVRTC ---------------------------------------------------------------------------------------
+
+struct Program {
+    std::string source, log, image;
+};
+
+int nvrtcVersion(int *major, int *minor) { *major = 0, *minor = 1; return 0; } // not a real NVRTC: its cache keys differ
+int nvrtcGetNumSupportedArchs(int *n) { *n = 1; return 0; }
+int nvrtcGetSupportedArchs(int *a) { a[0] = 90; return 0; }
+int nvrtcCreateProgram(void **p, const char *src, const char *, int, const char *const *, const char *const *) {
+    if (!src) return 5; // NVRTC_ERROR_INVALID_INPUT
+    *p = new Program{src, "", ""};
+    return 0;
+}
+int nvrtcCompileProgram(void *p, int n, const char *const *opts) {
+    Program *prog = static_cast<Program *>(p);
+    if (source_hash(prog->source.c_str()) != built_source_hash()) {
+        prog->log = "the CUDA emulator was built from another pkc_kernels.cu: rebuild it (Benchmarks/cuda/emu/build.sh)";
+        return 6; // NVRTC_ERROR_COMPILATION
+    }
+    int format = -1;
+    for (int i = 0; i < n; i++)
+        if (strncmp(opts[i], "-DPKC_FORMAT=", 13) == 0) format = atoi(opts[i] + 13);
+    {
+        std::lock_guard<std::mutex> g(registry_lock());
+        if (!registry().count(format)) {
+            prog->log = "the CUDA emulator has no module for PKC_FORMAT=" + std::to_string(format);
+            return 6;
+        }
+    }
+    char image[128];
+    snprintf(image, sizeof image, "pkc-emu module format=%d source=%llx", format, (unsigned long long)built_source_hash());
+    prog->image.assign(image, strlen(image) + 1);
+    return 0;
+}
+int nvrtcGetProgramLogSize(void *p, size_t *n) { *n = static_cast<Program *>(p)->log.size() + 1; return 0; }
+int nvrtcGetProgramLog(void *p, char *s) {
+    const std::string &l = static_cast<Program *>(p)->log;
+    memcpy(s, l.c_str(), l.size() + 1);
+    return 0;
+}
+int nvrtcGetCUBINSize(void *p, size_t *n) { *n = static_cast<Program *>(p)->image.size(); return 0; }
+int nvrtcGetCUBIN(void *p, char *out) {
+    const std::string &img = static_cast<Program *>(p)->image;
+    memcpy(out, img.data(), img.size());
+    return 0;
+}
+int nvrtcDestroyProgram(void **p) {
+    delete static_cast<Program *>(*p);
+    *p = nullptr;
+    return 0;
+}
+const char *nvrtcGetErrorString(int r) { return r == 0 ? "NVRTC_SUCCESS" : r == 6 ? "NVRTC_ERROR_COMPILATION" : "NVRTC_ERROR"; }
+
+// ---- cuBLAS ------------------------------------------------------------------------------------
+
+struct Blas {
+    void *stream = nullptr;
+};
+
+int cublasCreate_v2(void **h) { *h = new Blas(); return 0; }
+int cublasDestroy_v2(void *h) { delete static_cast<Blas *>(h); return 0; }
+int cublasSetStream_v2(void *h, void *s) { static_cast<Blas *>(h)->stream = s; return 0; }
+int cublasSetWorkspace_v2(void *, void *, size_t) { return 0; }
+int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *a, int atype, int lda,
+                 const void *b, int btype, int ldb, const void *beta, void *c, int ctype, int ldc, int compute, int) {
+    const int CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15;
+    if (m < 0 || n < 0 || k < 0 || lda < 1 || ldb < 1 || ldc < std::max(1, m)) return CUBLAS_STATUS_INVALID_VALUE;
+    if ((atype != 0 && atype != 2) || (btype != 0 && btype != 2) || (ctype != 0 && ctype != 2) || compute != 68)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    Gemm g{ta, tb, m, n, k, *static_cast<const float *>(alpha), *static_cast<const float *>(beta), a, b, c,
+           atype, btype, ctype, lda, ldb, ldc};
+    return submit_gemm(static_cast<Blas *>(h)->stream, g) == CUDA_SUCCESS ? 0 : 13; // EXECUTION_FAILED
+}
+
+} // extern "C"
