@@ -21,7 +21,7 @@ for d in /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/x86_64-linu
 done
 [ -n "$blas_inc" ] || { echo "emu/build.sh: no cblas.h (apt install libopenblas-dev)" >&2; exit 1; }
 # -ffp-contract=off: the device's __fmul_rn/__fadd_rn are single roundings, never fused.
-flags="-std=c++17 -O2 -g0 -fPIC -ffp-contract=off -fno-strict-aliasing -Wall -Wno-unused-function -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unknown-pragmas -Wno-sign-compare -I$here -I$src -I$blas_inc"
+flags="-std=c++17 -O2 -g0 ${PKC_EMU_CXXFLAGS:-} -fPIC -ffp-contract=off -fno-strict-aliasing -Wall -Wno-unused-function -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unknown-pragmas -Wno-sign-compare -I$here -I$src -I$blas_inc"
 # The modules: the core one (-1) and one per format the source has.
 formats="-1 $(sed -n 's/^#if PKC_FORMAT == \([0-9]*\)$/\1/p' "$src/pkc_kernels.cu" | tr '\n' ' ')"
 module() {
@@ -47,6 +47,6 @@ $CXX $flags -c "$here/emu_runtime.cpp" -o "$obj/runtime.o"
 objs=$obj/runtime.o
 for f in $formats; do objs="$objs $obj/m$(echo "$f" | tr -- '-' 'n').o"; done
 # shellcheck disable=SC2086
-$CXX -shared -Wl,-soname,libpkcemu.so -o "$out/libpkcemu.so" $objs -lopenblas -lpthread
+$CXX ${PKC_EMU_CXXFLAGS:-} -shared -Wl,-soname,libpkcemu.so -o "$out/libpkcemu.so" $objs -lopenblas -lpthread
 for name in libcuda.so.1 libcuda.so libnvrtc.so libcublas.so; do ln -sf libpkcemu.so "$out/$name"; done
 echo "built $out/libpkcemu.so ($(echo $formats | wc -w) modules); run with LD_LIBRARY_PATH=$out PLINTH_CUDA_LIB_DIR=$out"

@@ -25,6 +25,9 @@
 
 #include <cblas.h>
 #include <sys/mman.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -133,6 +136,11 @@ void fiber_main() {
 }
 
 void *new_stack(char *stack) {
+#if defined(__SANITIZE_ADDRESS__)
+    // A fiber leaves its frames without returning: their redzones stay poisoned (an ASan build
+    // of the emulator, PKC_EMU_CXXFLAGS=-fsanitize=address, checks the kernels' memory accesses).
+    __asan_unpoison_memory_region(stack, stack_size);
+#endif
     uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + stack_size) & ~uintptr_t(15);
     uintptr_t *sp = reinterpret_cast<uintptr_t *>(top);
     *--sp = 0;                                         // fiber_main's return address: it never returns
@@ -380,6 +388,7 @@ enum {
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_LAUNCH_FAILED = 719,
     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904,
 };
 
 namespace {
@@ -396,11 +405,16 @@ struct Op {
     std::vector<unsigned char> gemm_args; // a Gemm, below
 };
 
+// In a capture, `recorded` counts the ops a stream put in the graph and `joined` how many of
+// them the origin stream has waited for: a capture may only end with every fork joined back.
 struct Stream {
     Graph *capture = nullptr;
+    size_t recorded = 0, joined = 0;
 };
 struct Event {
     Graph *capture = nullptr;
+    Stream *source = nullptr;
+    size_t seq = 0;
     double time = 0;
 };
 struct Graph {
@@ -418,6 +432,7 @@ struct Gemm {
 };
 
 std::mutex state_lock;
+std::vector<Stream *> streams; // every stream made, for the end of a capture
 std::map<CUdeviceptr, size_t> allocations;
 size_t allocated = 0;
 Stream default_stream;
@@ -439,28 +454,38 @@ Stream *stream_of(void *s) { return s ? static_cast<Stream *>(s) : &default_stre
 
 float f16_to_f32(uint16_t h) { return pkc_emu_h2f(h); }
 
+// A column-major matrix of `rows` x `cols` at leading dimension `ld`, as floats: the elements
+// only, since the last column may end the allocation.
+std::vector<float> read_matrix(const void *p, int type, int rows, int cols, int ld) {
+    std::vector<float> out((size_t)rows * cols);
+    for (size_t j = 0; j < (size_t)cols; j++)
+        for (size_t i = 0; i < (size_t)rows; i++)
+            out[j * rows + i] = type == 0 ? static_cast<const float *>(p)[j * ld + i]
+                                          : f16_to_f32(static_cast<const uint16_t *>(p)[j * ld + i]);
+    return out;
+}
+
 void do_gemm(const Gemm &g) {
-    // Column-major, as cuBLAS: op(A) is m x k, op(B) k x n, C m x n. Halves become floats first.
-    auto as_f32 = [](const void *p, int type, size_t count) {
-        std::vector<float> out(count);
-        if (type == 0) memcpy(out.data(), p, count * 4);
-        else
-            for (size_t i = 0; i < count; i++) out[i] = f16_to_f32(static_cast<const uint16_t *>(p)[i]);
-        return out;
-    };
-    const size_t acount = (size_t)g.lda * (g.ta ? g.m : g.k), bcount = (size_t)g.ldb * (g.tb ? g.k : g.n);
-    std::vector<float> a = as_f32(g.a, g.atype, acount), b = as_f32(g.b, g.btype, bcount);
-    std::vector<float> c((size_t)g.ldc * g.n);
-    if (g.ctype == 0) memcpy(c.data(), g.c, c.size() * 4);
-    else
-        for (size_t i = 0; i < c.size(); i++) c[i] = f16_to_f32(static_cast<const uint16_t *>(g.c)[i]);
-    cblas_sgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, g.alpha,
-                a.data(), g.lda, b.data(), g.ldb, g.beta, c.data(), g.ldc);
-    if (g.ctype == 0) memcpy(g.c, c.data(), c.size() * 4);
-    else
-        for (size_t j = 0; j < (size_t)g.n; j++)
-            for (size_t i = 0; i < (size_t)g.m; i++)
-                static_cast<uint16_t *>(g.c)[j * g.ldc + i] = pkc_emu_f2h(c[j * g.ldc + i]);
+    // Column-major, as cuBLAS: op(A) is m x k, op(B) k x n, C m x n.
+    const int ar = g.ta ? g.k : g.m, ac = g.ta ? g.m : g.k, br = g.tb ? g.n : g.k, bc = g.tb ? g.k : g.n;
+    const std::vector<float> a = read_matrix(g.a, g.atype, ar, ac, g.lda), b = read_matrix(g.b, g.btype, br, bc, g.ldb);
+    std::vector<float> ab((size_t)g.m * g.n);
+    if (g.m && g.n)
+        cblas_sgemm(CblasColMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f,
+                    a.data(), std::max(ar, 1), b.data(), std::max(br, 1), 0.0f, ab.data(), std::max(g.m, 1));
+    // Then alpha * AB + beta * C element by element, as cuBLAS's epilogue does (OpenBLAS's beta
+    // folds C into its partial sums: another rounding).
+    for (size_t j = 0; j < (size_t)g.n; j++)
+        for (size_t i = 0; i < (size_t)g.m; i++) {
+            const float p = g.alpha * ab[j * g.m + i];
+            if (g.ctype == 0) {
+                float &y = static_cast<float *>(g.c)[j * g.ldc + i];
+                y = g.beta == 0.0f ? p : p + g.beta * y;
+            } else {
+                uint16_t &y = static_cast<uint16_t *>(g.c)[j * g.ldc + i];
+                y = pkc_emu_f2h(g.beta == 0.0f ? p : p + g.beta * f16_to_f32(y));
+            }
+        }
 }
 
 CUresult execute(Op &op) {
@@ -492,6 +517,7 @@ CUresult submit(void *stream, Op op) {
     Stream *s = stream_of(stream);
     if (s->capture) {
         s->capture->ops.push_back(std::move(op));
+        s->recorded++;
         return CUDA_SUCCESS;
     }
     return execute(op);
@@ -545,8 +571,19 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, int) { *bytes = total_memory(); retu
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int) { static int token; *ctx = &token; return CUDA_SUCCESS; }
 CUresult cuDevicePrimaryCtxRelease_v2(int) { return CUDA_SUCCESS; }
 CUresult cuCtxSetCurrent(void *) { return CUDA_SUCCESS; }
-CUresult cuStreamCreate(void **s, unsigned) { *s = new Stream(); return CUDA_SUCCESS; }
-CUresult cuStreamDestroy_v2(void *s) { delete static_cast<Stream *>(s); return CUDA_SUCCESS; }
+CUresult cuStreamCreate(void **s, unsigned) {
+    Stream *st = new Stream();
+    std::lock_guard<std::mutex> g(state_lock);
+    streams.push_back(st);
+    *s = st;
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+    std::lock_guard<std::mutex> g(state_lock);
+    streams.erase(std::remove(streams.begin(), streams.end(), static_cast<Stream *>(s)), streams.end());
+    delete static_cast<Stream *>(s);
+    return CUDA_SUCCESS;
+}
 CUresult cuStreamSynchronize(void *) { return CUDA_SUCCESS; }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
@@ -661,7 +698,10 @@ CUresult cuEventCreate(void **e, unsigned) { *e = new Event(); return CUDA_SUCCE
 CUresult cuEventDestroy_v2(void *e) { delete static_cast<Event *>(e); return CUDA_SUCCESS; }
 CUresult cuEventRecord(void *e, void *s) {
     Event *ev = static_cast<Event *>(e);
-    ev->capture = stream_of(s)->capture;
+    Stream *st = stream_of(s);
+    ev->capture = st->capture;
+    ev->source = st;
+    ev->seq = st->recorded;
     ev->time = now();
     return CUDA_SUCCESS;
 }
@@ -675,7 +715,12 @@ CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned) {
     Event *ev = static_cast<Event *>(e);
     Stream *st = stream_of(s);
-    if (ev->capture) st->capture = ev->capture;
+    if (ev->capture && st->capture != ev->capture) { // a fork: this stream joins the capture
+        st->capture = ev->capture;
+        st->recorded = st->joined = 0;
+    } else if (ev->capture && ev->source != st) { // a join: the source's ops so far are waited for
+        ev->source->joined = std::max(ev->source->joined, ev->seq);
+    }
     return CUDA_SUCCESS;
 }
 
@@ -688,8 +733,22 @@ CUresult cuStreamBeginCapture_v2(void *s, int) {
 CUresult cuStreamEndCapture(void *s, void **graph) {
     Stream *st = stream_of(s);
     if (!st->capture) return CUDA_ERROR_INVALID_VALUE;
-    *graph = st->capture;
+    Graph *g = st->capture;
+    bool unjoined = false;
+    {
+        std::lock_guard<std::mutex> lock(state_lock);
+        for (Stream *other : streams)
+            if (other != st && other->capture == g) {
+                unjoined |= other->joined < other->recorded;
+                other->capture = nullptr; // the capture ends for every stream in it
+            }
+    }
     st->capture = nullptr;
+    if (unjoined) {
+        delete g;
+        return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    }
+    *graph = g;
     return CUDA_SUCCESS;
 }
 CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
@@ -719,6 +778,7 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
     case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
     case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_UNJOINED: *s = "CUDA_ERROR_STREAM_CAPTURE_UNJOINED"; break;
     default: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
@@ -763,7 +823,9 @@ int nvrtcCompileProgram(void *p, int n, const char *const *opts) {
     }
     char image[128];
     snprintf(image, sizeof image, "pkc-emu module format=%d source=%llx", format, (unsigned long long)built_source_hash());
+    // Padded to a cubin's order of size, so that the cache's tests may damage bytes inside it.
     prog->image.assign(image, strlen(image) + 1);
+    prog->image.resize(4096, '\0');
     return 0;
 }
 int nvrtcGetProgramLogSize(void *p, size_t *n) { *n = static_cast<Program *>(p)->log.size() + 1; return 0; }
