@@ -4,11 +4,15 @@
 #    and headers;
 # 2. test_cuda --quick passes on the CPU emulator of a CUDA device (Benchmarks/cuda/emu): every
 #    kernel against the CPU kernels, the host code's launches, graphs, streams and caches;
-# 3. every kernel module compiles with NVRTC for sm_90 (the H100 of the device rounds). NVRTC
+# 3. the Swift CUDA backend tests pass on the emulator (SmolLM2's: greedy text against
+#    llama.cpp's fixtures, CPU agreement, the device's masked argmax and top-k), where the test
+#    build is there (.ci/run has built it); Qwen2.5-Coder's takes ~13 minutes emulated: not here;
+# 4. every kernel module compiles with NVRTC for sm_90 (the H100 of the device rounds). NVRTC
 #    comes from PyPI (nvidia-cuda-nvrtc-cu12) into a venv under ~/.cache/plinth, once; where it
 #    cannot be installed this step is skipped with a line saying so.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
 tmp=${TMPDIR:-/tmp}
 out=$tmp/plinth-cuda-tools
 "$here/build.sh" "$out"
@@ -16,6 +20,20 @@ out=$tmp/plinth-cuda-tools
 emu=$tmp/plinth-cuda-emu
 "$here/emu/build.sh" "$emu"
 LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu "$out/test_cuda" "$tmp/plinth-cuda-emu-cache" --quick --require-device
+if [ -e "$root/.build/release/PlinthPackageTests.xctest" ]; then
+    log=$tmp/plinth-cuda-emu-swift.log
+    # A test skipped here (no device opened, no model) would pass vacuously: that is a failure.
+    if ! (cd "$root" && LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu swift test -c release -Xswiftc -enable-testing \
+        --skip-build --filter 'CUDABackendTests/(autoPicksCUDA|smolLM2Reference|cpuAgreement|topCandidates)') >"$log" 2>&1 ||
+        grep -q ' skipped' "$log" || [ "$(grep -c '✔ Test "' "$log")" -ne 4 ]; then
+        cat "$log"
+        echo "ci_check: the Swift CUDA tests on the emulator failed, or did not all run" >&2
+        exit 1
+    fi
+    grep -E '^\[|✔ Test "' "$log"
+else
+    echo "ci_check: no test build in .build/release; the Swift CUDA tests on the emulator are skipped" >&2
+fi
 
 venv=${XDG_CACHE_HOME:-$HOME/.cache}/plinth/nvrtc-venv
 lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)

@@ -105,4 +105,48 @@ struct CUDABackendTests {
         }
         print("[cuda] masked argmax: \(agree) of \(n) rows chose the CPU's token")
     }
+    /// Sampled rows reduced on the device: the same decode step run twice on one context, once
+    /// returning whole rows and once each row's k best tokens (`LogitsUse.top`), with and without
+    /// a mask. The candidates must be the whole row's best k, best first (ties: lower id first),
+    /// bit for bit, since both runs compute the same logits.
+    @Test("On the device, a sampled row's k best tokens are those of its whole row",
+          .enabled(if: unavailable == nil, noGPU), .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func topCandidates() throws {
+        let fx = try GenerationFixture.load("smollm2")
+        let transformer = try Transformer(url: try #require(Self.smolLM2))
+        let cases = Array(fx.cases.prefix(6))
+        let n = cases.count
+        let gpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: n, backend: .cuda)
+        var prefill = Batch()
+        for (s, c) in cases.enumerated() {
+            for (i, t) in c.prompt_ids.enumerated() { prefill.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
+        }
+        try gpu.forward(prefill)
+        let next = (0..<n).map { Sampler.argmax(gpu.logits($0)) }
+        func step(_ use: (Int) -> LogitsUse) throws {
+            var b = Batch()
+            for (s, c) in cases.enumerated() { b.add(next[s], position: c.prompt_ids.count, slot: s, logits: true, use: use(s)) }
+            try gpu.forward(b)
+        }
+        try step { _ in .full }
+        let rows = (0..<n).map { Array(gpu.logits($0)) }
+        let vocab = transformer.config.vocabularySize
+        let odd = [UInt32](repeating: 0xAAAA_AAAA, count: (vocab + 31) / 32)  // odd token ids
+        let ks = [1, 40, LogitsUse.maxTopK, 7, 64, 2]
+        for masked in [false, true] {
+            try step { s in .top(k: ks[s], allowed: masked ? odd : nil) }
+            for s in 0..<n {
+                let got = try #require(gpu.topCandidates(s), "row \(s) came back whole, not reduced")
+                let want = rows[s].enumerated()
+                    .filter { !masked || $0.offset % 2 == 1 }
+                    .sorted { $0.element != $1.element ? $0.element > $1.element : $0.offset < $1.offset }
+                    .prefix(ks[s])
+                #expect(got.count == ks[s], "row \(s): \(got.count) candidates for k = \(ks[s])")
+                for (g, w) in zip(got, want) {
+                    #expect(Int(g.id) == w.offset && g.logit.bitPattern == w.element.bitPattern,
+                            "row \(s)\(masked ? " (odd ids)" : ""): candidate (\(g.id), \(g.logit)), the row's (\(w.offset), \(w.element))")
+                }
+            }
+        }
+    }
 }
