@@ -3,8 +3,10 @@ import PlinthRuntime
 import Testing
 
 /// The CUDA backend against the CPU backend and against llama.cpp. Where no GPU can be used (CI)
-/// the GPU tests are reported as skipped with the reason, and the fallback test runs instead.
-/// The kernels' own tests against the CPU kernels are `Benchmarks/cuda/test_cuda.c`.
+/// the GPU tests are reported as skipped with the reason, and the fallback test runs instead;
+/// `Benchmarks/cuda/ci_check.sh` then runs SmolLM2's on the CPU emulator of a CUDA device
+/// (`Benchmarks/cuda/emu`). The kernels' own tests against the CPU kernels are
+/// `Benchmarks/cuda/test_cuda.c`.
 @Suite(.serialized)
 struct CUDABackendTests {
     static let unavailable = Backend.cudaUnavailableReason
@@ -147,6 +149,45 @@ struct CUDABackendTests {
                             "row \(s)\(masked ? " (odd ids)" : ""): candidate (\(g.id), \(g.logit)), the row's (\(w.offset), \(w.element))")
                 }
             }
+        }
+    }
+    /// Decoding one and two sequences, the steps a chat or `plinth bench` takes (the products'
+    /// fused norm tails and the fused gate|up work only at one or two rows; the other tests decode
+    /// many rows at once): every step's logits on the device against the CPU's, both fed the
+    /// CPU's greedy tokens so they stay on one path.
+    @Test("Decoding one or two sequences, CUDA's logits at every step agree with the CPU's",
+          .enabled(if: unavailable == nil, noGPU), .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func decodeAgreement() throws {
+        let fx = try GenerationFixture.load("smollm2")
+        let transformer = try Transformer(url: try #require(Self.smolLM2))
+        let tolerance = max(1e-2, 2 * (fx.cases.map(\.llama_self.logit_error).max() ?? 0))
+        for rows in [1, 2] {
+            let cases = Array(fx.cases.prefix(rows))
+            let cpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: rows, backend: .cpu)
+            let gpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: rows, backend: .cuda)
+            var batch = Batch()
+            for (s, c) in cases.enumerated() {
+                for (i, t) in c.prompt_ids.enumerated() { batch.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
+            }
+            var positions = cases.map(\.prompt_ids.count)
+            var worst: Float = 0
+            for step in 0..<17 {
+                try cpu.forward(batch)
+                try gpu.forward(batch)
+                var next = Batch()
+                for s in 0..<rows {
+                    let a = cpu.logits(s), b = gpu.logits(s)
+                    let range = a.max()! - a.min()!
+                    var d: Float = 0
+                    for i in 0..<a.count { d = max(d, abs(a[i] - b[i])) }
+                    worst = max(worst, d / range)
+                    #expect(d / range <= tolerance, "\(rows) rows, step \(step), sequence \(s): logits differ by \(d / range) of the range")
+                    next.add(Sampler.argmax(a), position: positions[s], slot: s, logits: true)
+                    positions[s] += 1
+                }
+                batch = next
+            }
+            print("[cuda] decoding \(rows) sequence(s), 16 steps: worst CPU-CUDA logit difference \(worst) of the range (tolerance \(tolerance))")
         }
     }
 }
