@@ -22,9 +22,9 @@ extern unsigned char *dynamic_shared;
 inline const pkc_emu_uint3 &thread_index() { return *reinterpret_cast<const pkc_emu_uint3 *>(current); }
 void sync_block();
 void sync_warp();
-// Every lane of the warp puts `bits` in; each gets back lane `from`'s (its own where `from` is
-// outside the warp).
-uint64_t exchange(uint64_t bits, int from);
+// __shfl_xor_sync's exchange: every lane of the warp puts `bits` in and gets back those of lane
+// (its lane ^ lane_mask), or its own where that lane is past the caller's segment of `width`.
+uint64_t exchange_xor(uint64_t bits, int lane_mask, int width);
 [[noreturn]] void fail(const char *what);
 } // namespace pkc_emu
 
@@ -53,12 +53,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
 template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
     static_assert(sizeof(T) <= 8, "shuffled values are at most 8 bytes");
     if (mask != 0xffffffffu) pkc_emu::fail("__shfl_xor_sync with a partial mask is not emulated");
-    const int lane = (int)(pkc_emu::thread_index().x & 31), from = lane ^ lane_mask;
-    // Outside the caller's segment of `width` lanes a lane reads its own value.
-    const bool inside = from < ((lane / width) + 1) * width;
     uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
-    bits = pkc_emu::exchange(bits, inside ? from : -1);
+    bits = pkc_emu::exchange_xor(bits, lane_mask, width);
     T out;
     std::memcpy(&out, &bits, sizeof(T));
     return out;
@@ -80,19 +77,27 @@ inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
-inline int __float2int_rn(float f) { return (int)std::nearbyint(f); }
+// cvt.rni.s32.f32: saturating, NaN to 0.
+inline int __float2int_rn(float f) {
+    if (f != f) return 0;
+    const float r = std::nearbyint(f);
+    return r >= 2147483648.0f ? 2147483647 : r < -2147483648.0f ? (-2147483647 - 1) : (int)r;
+}
 
-inline int __dp4a(int a, int b, int c) {
-    for (int i = 0; i < 4; i++) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
-    return c;
+inline int __dp4a(int a, int b, int c) { // wraps as the device's 32-bit add does
+    unsigned r = (unsigned)c;
+    for (int i = 0; i < 4; i++) r += (unsigned)((int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i)));
+    return (int)r;
 }
 inline unsigned __vsub4(unsigned a, unsigned b) {
     unsigned r = 0;
     for (int i = 0; i < 4; i++) r |= ((((a >> (8 * i)) & 0xff) - ((b >> (8 * i)) & 0xff)) & 0xff) << (8 * i);
     return r;
 }
-// Byte n of the result is byte (s >> 4n) & 7 of the eight bytes y:x.
+// Byte n of the result is byte (s >> 4n) & 7 of the eight bytes y:x. (Bit 3 of a selector nibble
+// is not part of __byte_perm's contract.)
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    if (s & 0x8888u) pkc_emu::fail("__byte_perm with bit 3 of a selector set is not emulated");
     const uint64_t both = ((uint64_t)y << 32) | x;
     unsigned r = 0;
     for (int n = 0; n < 4; n++) r |= (unsigned)((both >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);

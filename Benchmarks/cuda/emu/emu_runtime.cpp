@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -70,6 +71,7 @@ pkc_emu_switch:
 #endif
 
 enum State { ready, wait_warp, wait_block, done };
+enum WarpOp { no_op, shuffle_op, syncwarp_op }; // what a lane waits at, in wait_warp
 
 struct Fiber {
     pkc_emu_uint3 tid{}; // first: thread_index() reads it through the pointer
@@ -77,6 +79,7 @@ struct Fiber {
     char *stack = nullptr;
     int warp = 0;
     State state = ready;
+    WarpOp warp_op = no_op;
     bool started = false;
     unsigned exchanges = 0; // its parity picks the slot: one barrier per shuffle
     uint64_t slot[2] = {0, 0};
@@ -102,6 +105,7 @@ struct Block {
     const Kernel *kernel = nullptr;
     void **args = nullptr;
     bool aborted = false;
+    unsigned releases = 0; // scrambles the order in which a barrier lets its threads go
     std::string error;
 };
 
@@ -149,27 +153,46 @@ void *new_stack(char *stack) {
     return sp;
 }
 
-void wait(State s) {
+void wait(State s, WarpOp op = no_op) {
     current->state = s;
+    current->warp_op = op;
     pkc_emu_switch(&current->sp, block->scheduler_sp);
 }
 
-void release_warp(Block &b, int w) {
-    const int lo = w * 32, hi = std::min<int>(lo + 32, (int)b.fibers.size());
-    for (int i = lo; i < hi; i++)
-        if (b.fibers[i].state == wait_warp) {
+// Threads [lo, hi) waiting in `s` go on, starting from a rotating point and alternately up or
+// down, so that no thread is always first after a barrier.
+void release(Block &b, int lo, int hi, State s) {
+    const int count = hi - lo;
+    const unsigned r = b.releases++;
+    const int start = (int)((r * 2654435761u) % (unsigned)count);
+    for (int n = 0; n < count; n++) {
+        const int i = lo + (r & 1 ? (start + n) % count : (start - n + count) % count);
+        if (b.fibers[i].state == s) {
             b.fibers[i].state = ready;
             b.queue.push_back(i);
         }
+    }
+}
+
+// A warp's barrier: every live lane must wait at the same kind (a shuffle or __syncwarp).
+void release_warp(Block &b, int w) {
+    const int lo = w * 32, hi = std::min<int>(lo + 32, (int)b.fibers.size());
+    WarpOp op = no_op;
+    for (int i = lo; i < hi; i++) {
+        const Fiber &f = b.fibers[i];
+        if (f.state != wait_warp) continue;
+        if (op != no_op && f.warp_op != op && b.error.empty()) {
+            b.error = "lanes of one warp wait at different places (a shuffle and __syncwarp)";
+            b.aborted = true;
+        }
+        op = f.warp_op;
+    }
+    release(b, lo, hi, wait_warp);
     b.waiting_in_warp[w] = 0;
 }
 
 void release_block(Block &b) {
-    for (size_t i = 0; i < b.fibers.size(); i++)
-        if (b.fibers[i].state == wait_block) {
-            b.fibers[i].state = ready;
-            b.queue.push_back((int)i);
-        }
+    release(b, 0, (int)b.fibers.size(), wait_block);
     b.waiting_block = 0;
 }
 
@@ -203,10 +226,11 @@ bool run_block(Block &b, unsigned threads, uint64_t seed) {
     }
     // Threads start in a scrambled order (a stride coprime with the count).
     uint64_t stride = (seed | 1) % threads;
-    while (threads > 1 && std::__gcd<uint64_t>(stride, threads) != 1) stride++;
+    while (threads > 1 && std::gcd<uint64_t, uint64_t>(stride, threads) != 1) stride++;
     if (threads == 1) stride = 1;
-    for (unsigned i = 0; i < threads; i++) b.queue.push_back((int)((seed + i * stride) % threads));
-    while (b.head < b.queue.size()) {
+    const uint64_t first = seed % threads;
+    for (unsigned i = 0; i < threads; i++) b.queue.push_back((int)((first + i * stride) % threads));
+    while (b.head < b.queue.size() && !b.aborted) {
         const int i = b.queue[b.head++];
         Fiber &f = b.fibers[i];
         current = &f;
@@ -263,16 +287,18 @@ bool run_block(Block &b, unsigned threads, uint64_t seed) {
 static_assert(offsetof(Fiber, tid) == 0, "thread_index() reads the fiber's first member");
 
 void sync_block() { wait(wait_block); }
-void sync_warp() { wait(wait_warp); }
+void sync_warp() { wait(wait_warp, syncwarp_op); }
 
 // Lanes alternate between two slots, so one barrier is enough: a lane can write the next
 // shuffle's slot before the others read this one's, and the shuffle after that waits for them.
-uint64_t exchange(uint64_t bits, int from) {
+uint64_t exchange_xor(uint64_t bits, int lane_mask, int width) {
     Fiber *self = current;
     const unsigned p = self->exchanges++ & 1;
     self->slot[p] = bits;
-    wait(wait_warp);
-    if (from < 0) return bits;
+    wait(wait_warp, shuffle_op);
+    // The lane is the linear thread index's low 5 bits (2-D blocks included).
+    const int lane = (int)((self - block->fibers.data()) & 31), from = lane ^ lane_mask;
+    if (from >= ((lane / width) + 1) * width) return bits; // past the caller's segment
     const size_t j = (size_t)self->warp * 32 + (size_t)from;
     // The partner may have exited since the barrier, but it must have taken part in this shuffle.
     if (j >= block->fibers.size() || block->fibers[j].exchanges < self->exchanges)
@@ -346,15 +372,15 @@ std::string run(const Kernel *k, const unsigned grid[3], const unsigned threads[
     b.kernel = k;
     b.args = args;
     block = &b;
-    std::vector<unsigned char> shared(shared_bytes + 16);
+    std::vector<unsigned char> shared(std::max(shared_bytes, 1u)); // exact: an ASan build sees overruns
     block_dim = {threads[0], threads[1], threads[2]};
     grid_dim = {grid[0], grid[1], grid[2]};
     const uint64_t seed = mix(seed_base() + launch_counter.fetch_add(1));
     uint64_t stride = blocks > 1 ? (mix(seed) | 1) % blocks : 1;
-    while (blocks > 1 && std::__gcd<uint64_t>(stride, blocks) != 1) stride++;
+    while (blocks > 1 && std::gcd<uint64_t, uint64_t>(stride, blocks) != 1) stride++;
     std::string error;
     for (uint64_t n = 0; n < blocks && error.empty(); n++) {
-        const uint64_t i = (seed + n * stride) % blocks;
+        const uint64_t i = (seed % blocks + n * stride) % blocks;
         block_index = {(unsigned)(i % grid[0]), (unsigned)((i / grid[0]) % grid[1]), (unsigned)(i / ((uint64_t)grid[0] * grid[1]))};
         // Uninitialized shared memory on a device: NaN-looking bytes here, so reads before writes show.
         if (shared_bytes) memset(shared.data(), 0xff, shared_bytes);
@@ -387,7 +413,10 @@ enum {
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_LAUNCH_FAILED = 719,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
+    CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
     CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904,
 };
 
@@ -396,7 +425,7 @@ namespace {
 struct Graph;
 
 struct Op {
-    enum Kind { kernel, copy, set, gemm, host_read } kind;
+    enum Kind { kernel, copy, set, gemm } kind;
     Launch launch;
     void *dst = nullptr;
     const void *src = nullptr;
@@ -411,16 +440,18 @@ struct Stream {
     Graph *capture = nullptr;
     size_t recorded = 0, joined = 0;
 };
+// An event names its capture by id: the capture may have ended (and its graph gone) by the
+// time a stream waits on it.
 struct Event {
-    Graph *capture = nullptr;
+    uint64_t capture = 0;
     Stream *source = nullptr;
     size_t seq = 0;
     double time = 0;
 };
 struct Graph {
     std::vector<Op> ops;
-    bool invalid = false;
-    std::string why;
+    uint64_t id = 0;
+    Stream *origin = nullptr;
 };
 
 struct Gemm {
@@ -432,7 +463,18 @@ struct Gemm {
 };
 
 std::mutex state_lock;
-std::vector<Stream *> streams; // every stream made, for the end of a capture
+std::vector<Stream *> streams;          // every stream made, for the end of a capture
+std::map<uint64_t, Graph *> open_captures;
+uint64_t next_capture_id = 1;
+// Captures this thread has begun and not ended: the driver refuses "unsafe" calls meanwhile
+// (allocations, synchronizations) in the thread-local mode pk_cuda.c uses.
+thread_local int captures_here = 0;
+
+Graph *open_capture(uint64_t id) {
+    std::lock_guard<std::mutex> g(state_lock);
+    auto it = open_captures.find(id);
+    return it == open_captures.end() ? nullptr : it->second;
+}
 std::map<CUdeviceptr, size_t> allocations;
 size_t allocated = 0;
 Stream default_stream;
@@ -584,9 +626,10 @@ CUresult cuStreamDestroy_v2(void *s) {
     delete static_cast<Stream *>(s);
     return CUDA_SUCCESS;
 }
-CUresult cuStreamSynchronize(void *) { return CUDA_SUCCESS; }
+CUresult cuStreamSynchronize(void *) { return captures_here ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS; }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    if (captures_here) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     std::lock_guard<std::mutex> g(state_lock);
     if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
     if (bytes > total_memory() - std::min(allocated, total_memory())) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -600,6 +643,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
     return CUDA_SUCCESS;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
+    if (captures_here) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     std::lock_guard<std::mutex> g(state_lock);
     auto it = allocations.find(p);
     if (it == allocations.end()) return p ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
@@ -675,12 +719,32 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
         }
     return CUDA_ERROR_NOT_FOUND;
 }
-CUresult cuFuncSetAttribute(void *, int, int) { return CUDA_SUCCESS; }
+// The dynamic shared memory a kernel may take beyond the default 48 KiB (attribute 8).
+static std::mutex attribute_lock;
+static std::map<const Kernel *, int> shared_opt_in;
+CUresult cuFuncSetAttribute(void *f, int attr, int value) {
+    if (attr == 8) {
+        if (value < 0 || value > 227 * 1024) return CUDA_ERROR_INVALID_VALUE;
+        std::lock_guard<std::mutex> g(attribute_lock);
+        shared_opt_in[static_cast<const Kernel *>(f)] = value;
+    }
+    return CUDA_SUCCESS;
+}
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void *stream, void **params, void **extra) {
     if (!f || extra) return CUDA_ERROR_INVALID_VALUE;
     const Kernel *k = static_cast<const Kernel *>(f);
+    // The device's limits: block 1024 x 1024 x 64 and 1024 threads, grid y and z 65535, and
+    // dynamic shared memory past 48 KiB only where cuFuncSetAttribute allowed it.
+    if (!gx || !gy || !gz || !bx || !by || !bz || gx > 0x7fffffffu || gy > 65535 || gz > 65535 || bx > 1024 ||
+        by > 1024 || bz > 64 || (uint64_t)bx * by * bz > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (shared > 48 * 1024) {
+        std::lock_guard<std::mutex> g(attribute_lock);
+        auto it = shared_opt_in.find(k);
+        if (it == shared_opt_in.end() || (int)shared > it->second) return CUDA_ERROR_INVALID_VALUE;
+    }
     Op op{Op::kernel, {}, nullptr, nullptr, 0, 0, {}};
     op.launch.kernel = k;
     op.launch.grid[0] = gx, op.launch.grid[1] = gy, op.launch.grid[2] = gz;
@@ -699,26 +763,31 @@ CUresult cuEventDestroy_v2(void *e) { delete static_cast<Event *>(e); return CUD
 CUresult cuEventRecord(void *e, void *s) {
     Event *ev = static_cast<Event *>(e);
     Stream *st = stream_of(s);
-    ev->capture = st->capture;
+    ev->capture = st->capture ? st->capture->id : 0;
     ev->source = st;
     ev->seq = st->recorded;
     ev->time = now();
     return CUDA_SUCCESS;
 }
-CUresult cuEventSynchronize(void *) { return CUDA_SUCCESS; }
+CUresult cuEventSynchronize(void *) { return captures_here ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
     *ms = (float)((static_cast<Event *>(b)->time - static_cast<Event *>(a)->time) * 1e3);
     return CUDA_SUCCESS;
 }
-// A stream that waits on an event recorded in a capture joins that capture (the fork of a
-// side stream); one that waits on an event recorded outside leaves nothing to do.
+// A stream that waits on an event recorded in an open capture joins that capture (the fork of
+// a side stream); the origin waiting on a side stream's event joins that stream's work so far.
+// A capturing stream may not wait on work outside its capture; outside any capture, waiting
+// on an event has nothing left to do (work runs in issue order).
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned) {
     Event *ev = static_cast<Event *>(e);
     Stream *st = stream_of(s);
-    if (ev->capture && st->capture != ev->capture) { // a fork: this stream joins the capture
-        st->capture = ev->capture;
+    Graph *g = ev->capture ? open_capture(ev->capture) : nullptr;
+    if (!g) return st->capture ? CUDA_ERROR_STREAM_CAPTURE_ISOLATION : CUDA_SUCCESS;
+    if (st->capture != g) { // a fork: this stream joins the capture
+        if (st->capture) return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+        st->capture = g;
         st->recorded = st->joined = 0;
-    } else if (ev->capture && ev->source != st) { // a join: the source's ops so far are waited for
+    } else if (st == g->origin && ev->source != st) { // a join into the origin
         ev->source->joined = std::max(ev->source->joined, ev->seq);
     }
     return CUDA_SUCCESS;
@@ -727,16 +796,25 @@ CUresult cuStreamWaitEvent(void *s, void *e, unsigned) {
 CUresult cuStreamBeginCapture_v2(void *s, int) {
     Stream *st = stream_of(s);
     if (st->capture) return CUDA_ERROR_INVALID_VALUE;
-    st->capture = new Graph();
+    Graph *g = new Graph();
+    g->origin = st;
+    std::lock_guard<std::mutex> lock(state_lock);
+    g->id = next_capture_id++;
+    open_captures[g->id] = g;
+    st->capture = g;
+    captures_here++;
     return CUDA_SUCCESS;
 }
 CUresult cuStreamEndCapture(void *s, void **graph) {
     Stream *st = stream_of(s);
     if (!st->capture) return CUDA_ERROR_INVALID_VALUE;
     Graph *g = st->capture;
+    if (st != g->origin) return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED; // only where it began
     bool unjoined = false;
+    captures_here--;
     {
         std::lock_guard<std::mutex> lock(state_lock);
+        open_captures.erase(g->id);
         for (Stream *other : streams)
             if (other != st && other->capture == g) {
                 unjoined |= other->joined < other->recorded;
@@ -777,7 +855,10 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
     case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
     case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; break;
     case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED: *s = "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_ISOLATION: *s = "CUDA_ERROR_STREAM_CAPTURE_ISOLATION"; break;
     case CUDA_ERROR_STREAM_CAPTURE_UNJOINED: *s = "CUDA_ERROR_STREAM_CAPTURE_UNJOINED"; break;
     default: *s = "CUDA_ERROR_UNKNOWN"; return CUDA_ERROR_INVALID_VALUE;
     }
@@ -860,8 +941,12 @@ int cublasSetWorkspace_v2(void *, void *, size_t) { return 0; }
 int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *a, int atype, int lda,
                  const void *b, int btype, int ldb, const void *beta, void *c, int ctype, int ldc, int compute, int) {
     const int CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15;
-    if (m < 0 || n < 0 || k < 0 || lda < 1 || ldb < 1 || ldc < std::max(1, m)) return CUBLAS_STATUS_INVALID_VALUE;
-    if ((atype != 0 && atype != 2) || (btype != 0 && btype != 2) || (ctype != 0 && ctype != 2) || compute != 68)
+    const int ar = ta ? k : m, br = tb ? n : k;
+    if (m < 0 || n < 0 || k < 0 || lda < std::max(1, ar) || ldb < std::max(1, br) || ldc < std::max(1, m))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    // The combinations cuBLAS has with 32-bit compute: f32 x f32 -> f32, f16 x f16 -> f16 or f32.
+    if (compute != 68 || atype != btype || (atype != 0 && atype != 2) || (ctype != 0 && ctype != 2) ||
+        (atype == 0 && ctype != 0))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     Gemm g{ta, tb, m, n, k, *static_cast<const float *>(alpha), *static_cast<const float *>(beta), a, b, c,
            atype, btype, ctype, lda, ldb, ldc};
