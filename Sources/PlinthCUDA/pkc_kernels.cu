@@ -27,8 +27,8 @@ typedef long long i64;
 #define PKC_INF __int_as_float(0x7f800000)
 
 #ifdef PKC_EMULATOR // Benchmarks/cuda/emu: this source compiled as host C++, for the CPU emulator
-__device__ __forceinline__ float h2f(u16 h) { return pkc_emu_h2f(h); }
-__device__ __forceinline__ u16 f2h(float f) { return pkc_emu_f2h(f); }
+__device__ __forceinline__ float h2f(u16 h) { return half_to_f32(h); }
+__device__ __forceinline__ u16 f2h(float f) { return f32_to_half(f); }
 #else
 __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }

@@ -21,7 +21,7 @@ for d in /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/x86_64-linu
 done
 [ -n "$blas_inc" ] || { echo "emu/build.sh: no cblas.h (apt install libopenblas-dev)" >&2; exit 1; }
 # -ffp-contract=off: the device's __fmul_rn/__fadd_rn are single roundings, never fused.
-flags="-std=c++17 -O2 -g0 ${PKC_EMU_CXXFLAGS:-} -fPIC -ffp-contract=off -fno-strict-aliasing -Wall -Wno-unused-function -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unknown-pragmas -Wno-sign-compare -I$here -I$src -I$blas_inc"
+flags="-std=c++17 -O2 -g0 ${PKC_EMU_CXXFLAGS:-} -fPIC -ffp-contract=off -fno-strict-aliasing -Wall -Wno-unused-function -Wno-unused-variable -Wno-unused-but-set-variable -Wno-unknown-pragmas -Wno-sign-compare -I$here -I$src -I$root/Kernels -I$blas_inc"
 # The modules: the core one (-1) and one per format the source has.
 formats="-1 $(sed -n 's/^#if PKC_FORMAT == \([0-9]*\)$/\1/p' "$src/pkc_kernels.cu" | tr '\n' ' ')"
 module() {

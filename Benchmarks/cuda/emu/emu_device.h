@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "half.h" // Kernels/: the f16 conversions (the device's cvt.rn, exactly)
+
 struct pkc_emu_uint3 {
     unsigned x, y, z;
 };
@@ -109,31 +111,3 @@ inline int max(int a, int b) { return a > b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 inline long long max(long long a, long long b) { return a > b ? a : b; }
 
-// IEEE half <-> float, rounding to nearest even (cvt.rn.f16.f32 and cvt.f32.f16).
-inline float pkc_emu_h2f(unsigned short h) {
-    const unsigned sign = (unsigned)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    unsigned bits;
-    if (e == 0x1f) bits = sign | 0x7f800000u | (m << 13);
-    else if (e) bits = sign | ((e + 112) << 23) | (m << 13);
-    else if (!m) bits = sign;
-    else {
-        const float f = (float)m * 5.9604644775390625e-8f; // m * 2^-24, exact
-        std::memcpy(&bits, &f, 4);
-        bits |= sign;
-    }
-    return __uint_as_float(bits);
-}
-inline unsigned short pkc_emu_f2h(float f) {
-    unsigned x;
-    std::memcpy(&x, &f, 4);
-    const unsigned short sign = (unsigned short)((x >> 16) & 0x8000);
-    const unsigned ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return sign | (ax > 0x7f800000u ? 0x7e00 | ((ax >> 13) & 0x3ff) : 0x7c00);
-    if (ax >= 0x477ff000u) return sign | 0x7c00; // rounds to >= 65520: infinity
-    if (ax < 0x38800000u) {                       // below 2^-14: a subnormal half (or zero)
-        const float a = __uint_as_float(ax) * 16777216.0f; // * 2^24: the result in units of 2^-24
-        return sign | (unsigned short)std::nearbyint(a);
-    }
-    const unsigned rounded = ax + 0xfffu + ((ax >> 13) & 1); // to nearest even at bit 13
-    return sign | (unsigned short)((rounded - 0x38000000u) >> 13);
-}
