@@ -13,6 +13,13 @@ struct CUDABackendTests {
     static let smolLM2 = TestModels.path(TestModels.smolLM2)
     static var noGPU: Comment { Comment(rawValue: "no usable CUDA GPU: \(unavailable ?? "")") }
 
+    /// The largest difference between two logit rows, as a share of the first row's range.
+    static func relativeDifference(_ a: UnsafeBufferPointer<Float>, _ b: UnsafeBufferPointer<Float>) -> Float {
+        var d: Float = 0
+        for i in 0..<a.count { d = max(d, abs(a[i] - b[i])) }
+        return d / (a.max()! - a.min()!)
+    }
+
     @Test("Without a GPU, the cuda backend is a typed error and auto runs on the CPU",
           .enabled(if: unavailable != nil, "a CUDA GPU is present"),
           .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
@@ -56,10 +63,7 @@ struct CUDABackendTests {
         let fx = try GenerationFixture.load("smollm2")
         let transformer = try Transformer(url: try #require(Self.smolLM2))
         let n = fx.cases.count
-        var prefill = Batch()
-        for (s, c) in fx.cases.enumerated() {
-            for (i, t) in c.prompt_ids.enumerated() { prefill.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
-        }
+        let prefill = fx.promptBatch()
         let cpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: n, backend: .cpu)
         let gpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: n, backend: .cuda)
         try cpu.forward(prefill)
@@ -68,12 +72,8 @@ struct CUDABackendTests {
         var worst: Float = 0
         var cpuLogits: [[Float]] = []
         for s in 0..<n {
-            let a = Array(cpu.logits(s)), b = Array(gpu.logits(s))
-            let range = a.max()! - a.min()!
-            var d: Float = 0
-            for i in 0..<a.count { d = max(d, abs(a[i] - b[i])) }
-            worst = max(worst, d / range)
-            cpuLogits.append(a)
+            worst = max(worst, Self.relativeDifference(cpu.logits(s), gpu.logits(s)))
+            cpuLogits.append(Array(cpu.logits(s)))
         }
         print("[cuda] worst CPU-CUDA prefill logit difference: \(worst) of the range (llama.cpp's own noise: \(selfWorst))")
         #expect(worst <= max(1e-2, 2 * selfWorst))
@@ -119,11 +119,7 @@ struct CUDABackendTests {
         let cases = Array(fx.cases.prefix(6))
         let n = cases.count
         let gpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: n, backend: .cuda)
-        var prefill = Batch()
-        for (s, c) in cases.enumerated() {
-            for (i, t) in c.prompt_ids.enumerated() { prefill.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
-        }
-        try gpu.forward(prefill)
+        try gpu.forward(fx.promptBatch(first: n))
         let next = (0..<n).map { Sampler.argmax(gpu.logits($0)) }
         func step(_ use: (Int) -> LogitsUse) throws {
             var b = Batch()
@@ -165,10 +161,7 @@ struct CUDABackendTests {
             let cases = Array(fx.cases.prefix(rows))
             let cpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: rows, backend: .cpu)
             let gpu = try InferenceContext(transformer: transformer, contextLength: 256, slots: rows, backend: .cuda)
-            var batch = Batch()
-            for (s, c) in cases.enumerated() {
-                for (i, t) in c.prompt_ids.enumerated() { batch.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
-            }
+            var batch = fx.promptBatch(first: rows)
             var positions = cases.map(\.prompt_ids.count)
             var worst: Float = 0
             for step in 0..<17 {
@@ -176,13 +169,10 @@ struct CUDABackendTests {
                 try gpu.forward(batch)
                 var next = Batch()
                 for s in 0..<rows {
-                    let a = cpu.logits(s), b = gpu.logits(s)
-                    let range = a.max()! - a.min()!
-                    var d: Float = 0
-                    for i in 0..<a.count { d = max(d, abs(a[i] - b[i])) }
-                    worst = max(worst, d / range)
-                    #expect(d / range <= tolerance, "\(rows) rows, step \(step), sequence \(s): logits differ by \(d / range) of the range")
-                    next.add(Sampler.argmax(a), position: positions[s], slot: s, logits: true)
+                    let d = Self.relativeDifference(cpu.logits(s), gpu.logits(s))
+                    worst = max(worst, d)
+                    #expect(d <= tolerance, "\(rows) rows, step \(step), sequence \(s): logits differ by \(d) of the range")
+                    next.add(Sampler.argmax(cpu.logits(s)), position: positions[s], slot: s, logits: true)
                     positions[s] += 1
                 }
                 batch = next

@@ -21,11 +21,7 @@ struct ReferenceGenerationTests {
         let ctx = try InferenceContext(transformer: transformer, contextLength: maxLen + 1, slots: n, maxBatch: 256, backend: backend)
         var outcome = Outcome()
 
-        var prefill = Batch()
-        for (s, c) in fx.cases.enumerated() {
-            for (i, t) in c.prompt_ids.enumerated() { prefill.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
-        }
-        try ctx.forward(prefill)
+        try ctx.forward(fx.promptBatch())
         var next = [Int32](repeating: 0, count: n)
         for s in 0..<n {
             let ours = ctx.logits(s)

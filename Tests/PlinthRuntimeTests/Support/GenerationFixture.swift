@@ -1,4 +1,5 @@
 import Foundation
+import PlinthRuntime
 
 /// llama.cpp's reference outputs for one model (made by Scripts/make_generation_fixtures.py).
 struct GenerationFixture: Decodable {
@@ -26,6 +27,16 @@ struct GenerationFixture: Decodable {
     /// The cases whose last-position logits are stored, in file order; all when absent.
     var logit_cases: [Int]?
     var cases: [Case]
+
+    /// The prompts of the first `count` cases (all when nil) as one batch: case s in slot s,
+    /// logits at each prompt's last token.
+    func promptBatch(first count: Int? = nil) -> Batch {
+        var batch = Batch()
+        for (s, c) in cases.prefix(count ?? cases.count).enumerated() {
+            for (i, t) in c.prompt_ids.enumerated() { batch.add(t, position: i, slot: s, logits: i == c.prompt_ids.count - 1) }
+        }
+        return batch
+    }
 
     static func load(_ name: String) throws -> GenerationFixture {
         try TestModels.fixture("generation/\(name).json")
