@@ -95,6 +95,24 @@ namespace {
 
 constexpr size_t stack_size = 256 * 1024;
 
+uint64_t mix(uint64_t x) {
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2f4fb3ull;
+    return x ^ (x >> 33);
+}
+
+// A scrambled order of 0..<count from a seed: a start and a stride coprime with the count, so
+// every index comes once (the blocks of a launch, the threads of a block).
+struct Scramble {
+    uint64_t first, stride, count;
+    Scramble(uint64_t seed, uint64_t n) : first(seed % n), stride(n > 1 ? (mix(seed) | 1) % n : 1), count(n) {
+        while (n > 1 && std::gcd<uint64_t, uint64_t>(stride, n) != 1) stride++;
+    }
+    uint64_t operator[](uint64_t i) const { return (first + i * stride) % count; }
+};
+
 struct Block {
     std::vector<Fiber> fibers;
     std::vector<int> alive_in_warp, waiting_in_warp, queue;
@@ -224,12 +242,8 @@ bool run_block(Block &b, unsigned threads, uint64_t seed) {
         f.warp = (int)(i / 32);
         b.alive_in_warp[f.warp]++;
     }
-    // Threads start in a scrambled order (a stride coprime with the count).
-    uint64_t stride = (seed | 1) % threads;
-    while (threads > 1 && std::gcd<uint64_t, uint64_t>(stride, threads) != 1) stride++;
-    if (threads == 1) stride = 1;
-    const uint64_t first = seed % threads;
-    for (unsigned i = 0; i < threads; i++) b.queue.push_back((int)((first + i * stride) % threads));
+    const Scramble order(seed, threads); // threads start in a scrambled order
+    for (unsigned i = 0; i < threads; i++) b.queue.push_back((int)order[i]);
     while (b.head < b.queue.size() && !b.aborted) {
         const int i = b.queue[b.head++];
         Fiber &f = b.fibers[i];
@@ -327,14 +341,6 @@ std::map<int, const Module *> &registry() {
 
 std::atomic<uint64_t> launch_counter{0};
 
-uint64_t mix(uint64_t x) {
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ull;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2f4fb3ull;
-    return x ^ (x >> 33);
-}
-
 // The base of the scrambled orders: PKC_EMU_SEED, or a fixed default so runs repeat.
 uint64_t seed_base() {
     static const uint64_t s = [] {
@@ -376,11 +382,10 @@ std::string run(const Kernel *k, const unsigned grid[3], const unsigned threads[
     block_dim = {threads[0], threads[1], threads[2]};
     grid_dim = {grid[0], grid[1], grid[2]};
     const uint64_t seed = mix(seed_base() + launch_counter.fetch_add(1));
-    uint64_t stride = blocks > 1 ? (mix(seed) | 1) % blocks : 1;
-    while (blocks > 1 && std::gcd<uint64_t, uint64_t>(stride, blocks) != 1) stride++;
+    const Scramble order(seed, blocks);
     std::string error;
     for (uint64_t n = 0; n < blocks && error.empty(); n++) {
-        const uint64_t i = (seed % blocks + n * stride) % blocks;
+        const uint64_t i = order[n];
         block_index = {(unsigned)(i % grid[0]), (unsigned)((i / grid[0]) % grid[1]), (unsigned)(i / ((uint64_t)grid[0] * grid[1]))};
         // Uninitialized shared memory on a device: NaN-looking bytes here, so reads before writes show.
         if (shared_bytes) memset(shared.data(), 0xff, shared_bytes);
@@ -424,6 +429,14 @@ namespace {
 
 struct Graph;
 
+struct Gemm { // cublasGemmEx's arguments
+    int ta, tb, m, n, k;
+    float alpha, beta;
+    const void *a, *b;
+    void *c;
+    int atype, btype, ctype, lda, ldb, ldc;
+};
+
 struct Op {
     enum Kind { kernel, copy, set, gemm } kind;
     Launch launch;
@@ -431,7 +444,7 @@ struct Op {
     const void *src = nullptr;
     size_t bytes = 0;
     unsigned char value = 0;
-    std::vector<unsigned char> gemm_args; // a Gemm, below
+    Gemm blas{}; // a gemm op's arguments
 };
 
 // In a capture, `recorded` counts the ops a stream put in the graph and `joined` how many of
@@ -452,14 +465,6 @@ struct Graph {
     std::vector<Op> ops;
     uint64_t id = 0;
     Stream *origin = nullptr;
-};
-
-struct Gemm {
-    int ta, tb, m, n, k;
-    float alpha, beta;
-    const void *a, *b;
-    void *c;
-    int atype, btype, ctype, lda, ldb, ldc;
 };
 
 std::mutex state_lock;
@@ -494,8 +499,6 @@ size_t total_memory() {
 
 Stream *stream_of(void *s) { return s ? static_cast<Stream *>(s) : &default_stream; }
 
-float f16_to_f32(uint16_t h) { return pkc_emu_h2f(h); }
-
 // A column-major matrix of `rows` x `cols` at leading dimension `ld`, as floats: the elements
 // only, since the last column may end the allocation.
 std::vector<float> read_matrix(const void *p, int type, int rows, int cols, int ld) {
@@ -503,7 +506,7 @@ std::vector<float> read_matrix(const void *p, int type, int rows, int cols, int 
     for (size_t j = 0; j < (size_t)cols; j++)
         for (size_t i = 0; i < (size_t)rows; i++)
             out[j * rows + i] = type == 0 ? static_cast<const float *>(p)[j * ld + i]
-                                          : f16_to_f32(static_cast<const uint16_t *>(p)[j * ld + i]);
+                                          : half_to_f32(static_cast<const uint16_t *>(p)[j * ld + i]);
     return out;
 }
 
@@ -525,7 +528,7 @@ void do_gemm(const Gemm &g) {
                 y = g.beta == 0.0f ? p : p + g.beta * y;
             } else {
                 uint16_t &y = static_cast<uint16_t *>(g.c)[j * g.ldc + i];
-                y = pkc_emu_f2h(g.beta == 0.0f ? p : p + g.beta * f16_to_f32(y));
+                y = f32_to_half(g.beta == 0.0f ? p : p + g.beta * half_to_f32(y));
             }
         }
 }
@@ -544,12 +547,7 @@ CUresult execute(Op &op) {
     }
     case Op::copy: memmove(op.dst, op.src, op.bytes); return CUDA_SUCCESS;
     case Op::set: memset(op.dst, op.value, op.bytes); return CUDA_SUCCESS;
-    case Op::gemm: {
-        Gemm g;
-        memcpy(&g, op.gemm_args.data(), sizeof g);
-        do_gemm(g);
-        return CUDA_SUCCESS;
-    }
+    case Op::gemm: do_gemm(op.blas); return CUDA_SUCCESS;
     default: return CUDA_SUCCESS;
     }
 }
@@ -575,9 +573,7 @@ bool is_device_range(CUdeviceptr p, size_t bytes) {
 
 
 CUresult submit_gemm(void *stream, const Gemm &g) {
-    Op op{Op::gemm, {}, nullptr, nullptr, 0, 0, {}};
-    op.gemm_args.resize(sizeof g);
-    memcpy(op.gemm_args.data(), &g, sizeof g);
+    Op op{Op::gemm, {}, nullptr, nullptr, 0, 0, g};
     return submit(stream, std::move(op));
 }
 
