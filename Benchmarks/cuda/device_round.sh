@@ -1,122 +1,279 @@
 #!/bin/bash
-# The device side of the CUDA end-to-end round (the `device` tool), in stages, because the
-# models, the static plinth and llama.cpp's source together exceed one call's 64 MiB carry: each
-# call stashes what it carried under /tmp/pd (kept while the machine stays warm) and runs a stage.
+# The device side of the CUDA end-to-end round (the `device` tool), for a lease of 15 device
+# minutes. The static plinth, the kernel tests, llama.cpp's CUDA tools and the models exceed one
+# call's 64 MiB, so make_devround.sh cuts them into carries .devcarry/c1..cN, and each call is
 #
-#   bash Benchmarks/cuda/device_round.sh stash DIR     copy DIR's files to /tmp/pd/stash
-#   bash Benchmarks/cuda/device_round.sh setup         unpack plinth, its libraries and the kernel tests;
-#                                                      with llama-src.tar.xz stashed, start llama.cpp's
-#                                                      CUDA build in the background; with lb.tar.xz, unpack it
-#   bash Benchmarks/cuda/device_round.sh llamabuild    only that: llama.cpp's build (or its binaries)
-#   bash Benchmarks/cuda/device_round.sh kernels       PlinthCUDA's kernel tests (devbin/test_cuda)
-#   bash Benchmarks/cuda/device_round.sh llamabin      unpack llama.cpp binaries built earlier (lb.tar.xz)
-#   bash Benchmarks/cuda/device_round.sh models        assemble the models (pay.part-* -> smollm2.gguf,
-#                                                      sha256-checked, and qwen-rep.gguf)
-#   bash Benchmarks/cuda/device_round.sh plinth        plinth: bench (single, batched 64) per model,
-#                                                      greedy CPU vs CUDA, guided output, the clause workload
-#   bash Benchmarks/cuda/device_round.sh eval          plinth eval (600 clauses) on CUDA and CPU; the clause
-#                                                      workload on CUDA at 16 and 64 sessions
-#   bash Benchmarks/cuda/device_round.sh fidelity      SmolLM2 against its F32 reference (KL divergence, as
-#                                                      Benchmarks/README.md measures the CPU): CPU, CUDA at
-#                                                      prefill batches (GEMM), CUDA at 8-token steps (the
-#                                                      decode GEMV, int8 rows and float rows)
-#   bash Benchmarks/cuda/device_round.sh profile       ncu: kernel durations of decode steps per model
-#   bash Benchmarks/cuda/device_round.sh llama         llama-bench and llama-batched-bench (CUDA) per model
+#   bash Benchmarks/cuda/device_round.sh call K      (K = 1..N; then `call` alone until all is done)
 #
-# Made here by Benchmarks/cuda/make_devround.sh. Logs and JSON: $OUT/round.tar.xz.
+# which stashes cK under /tmp/pd (kept while the machine stays warm, 30 s after a call), unpacks
+# every carried file whose bytes have all arrived, and then runs the stages below that are ready,
+# in order of what issue 25 needs most, until the call has used ROUND_CALL_SECONDS (default 420;
+# a stage is not started when its estimate would pass that). Every call ends with the targets
+# table (plinth against llama.cpp) of what has been measured so far, also written to
+# $OUT/summary.txt, and the device time since the first call; the logs and JSON come back as
+# $OUT/round.tar.xz.
+#
+# Stages, by priority (a stage runs once; `run STAGE` runs one again by hand):
+#   kernels-quick    test_cuda --quick (every kernel, two shapes) and first-use NVRTC times
+#   bench-M          plinth bench: tg128 and pp512 (-r 5), batched decode of 64 sequences
+#   llama-M          llama-bench and llama-batched-bench (CUDA) on the same file
+#   ablate-M         tg128 with graphs, the fused norm, the fused GLU and the side stream off
+#   eval             plinth eval: 6,000 clauses at --parallel 256; sampled with and without top-k on the device
+#   fidelity         SmolLM2 against its F32 reference (KL divergence), CPU and CUDA paths
+#   agree            CUDA against CPU: greedy chat text (8 prompts), plinth eval's values (600 clauses)
+#   kernels-full     test_cuda on every shape
+#   profile          ncu kernel durations of decode steps (where ncu can read counters)
+# M is qwen-rep (Qwen2.5-Coder-0.5B's shape and types) or smollm2.
+#
+# ROUND_SMOKE=1 runs every stage at toy sizes: the rehearsal on the CPU emulator
+# (Benchmarks/cuda/rehearse.sh), which checks every command line of the round without a device.
 set -u
-W=/tmp/pd
-mkdir -p "$W/stash" "$W/bin/lib" "$W/home"
+W=${ROUND_DIR:-/tmp/pd}
+mkdir -p "$W/stash" "$W/got" "$W/bin/lib" "$W/home" "$W/done"
+[ -f "$W/t0" ] || date +%s >"$W/t0"
 # Everything a stage writes stays in $W/out (the device tool empties $OUT before each call);
-# each stage ends by packing it into $OUT/round.tar.xz (one file, under the tool's file limits).
+# each call ends by packing it into $OUT/round.tar.xz (one file, under the tool's file limits).
 RET="${OUT:-}"
 OUT="$W/out"
 mkdir -p "$OUT"
 LOG="$OUT/round.log"
-pack() { [ -n "$RET" ] && [ "$RET" != "$OUT" ] && tar cf - -C "$W" out | xz -T4 -6 >"$RET/round.tar.xz"; }
+pack() {
+    [ -n "$RET" ] && [ "$RET" != "$OUT" ] || return 0
+    tar cf - -C "$W" out | xz -T4 -6 >"$RET/round.tar.xz"
+    [ -f "$OUT/summary.txt" ] && cp "$OUT/summary.txt" "$RET/"
+}
 trap pack EXIT
 export PLINTH_HOME="$W/home"
 export LD_LIBRARY_PATH="$W/bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 P="$W/bin/plinth"
-say() { echo "== $*" | tee -a "$LOG"; }
-models() { for m in smollm2 qwen-rep; do [ -f "$W/$m.gguf" ] && echo "$m"; done; }
+say() { echo "== [+$(($(date +%s) - $(cat "$W/t0")))s] $*" | tee -a "$LOG"; }
+model_file() { echo "$W/$1.gguf"; }
+have_model() { [ -f "$W/$1.gguf" ]; }
+models_here() { for m in qwen-rep smollm2; do have_model "$m" && echo "$m"; done; }
 
-case "${1:-}" in
-stash)
-    cp -r "${2:?stash DIR}"/. "$W/stash/" && ls -la "$W/stash" ;;
-setup)
-    say "machine"
-    { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader; nproc; } 2>&1 | tee -a "$LOG"
-    xz -dc "$W/stash/plinth.xz" >"$P" && chmod +x "$P"
-    for f in "$W"/stash/lib/*.xz; do xz -dc "$f" >"$W/bin/lib/$(basename "$f" .xz)"; done
-    ldd "$P" | tee -a "$LOG"
-    [ -f "$W/stash/devbin.tar.xz" ] && tar xJf "$W/stash/devbin.tar.xz" -C "$W"
-    [ -f "$W/stash/lb.tar.xz" ] && exec bash "$0" llamabin
-    [ -f "$W/stash/llama-src.tar.xz" ] && exec bash "$0" llamabuild
-    exit 0 ;;
-llamabuild)
-    [ -f "$W/stash/lb.tar.xz" ] && exec bash "$0" llamabin
-    mkdir -p "$W/llama" && tar xJf "$W/stash/llama-src.tar.xz" -C "$W/llama"
-    export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-    # Built beside the plinth runs, on 12 of the 16 cores; `llama` waits for it.
-    setsid nohup bash -c "cd $W/llama/llama.cpp && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-        -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON && cmake --build build -j 12 --target llama-bench llama-batched-bench \
-        && echo BUILD-OK" >"$W/llama-build.log" 2>&1 </dev/null &
-    sleep 2; say "llama.cpp build started" ;;
-kernels)
-    say "first-use NVRTC time per model's modules, on this machine's CPUs (compile_cuda)"
-    for types in 3,8,0 6,8,12,14,0; do "$W/devbin/compile_cuda" --types "$types" "$(nproc)" 2>&1 | tee -a "$LOG"; done
-    "$W/devbin/compile_cuda" "$(nproc)" 2>&1 | tee -a "$LOG"
-    say "PlinthCUDA kernel tests"
-    # In plinth's own kernel cache, which the tests leave holding a good cubin: plinth need not compile again.
-    "$W/devbin/test_cuda" "$PLINTH_HOME/cuda" >"$OUT/kernel-tests.log" 2>&1
-    grep -v "^PASS" "$OUT/kernel-tests.log" | tee -a "$LOG" ;;
-llamabin)
-    # llama.cpp's binaries from an earlier round's build (tar of build/bin), where the build put them.
-    mkdir -p "$W/llama/llama.cpp/build/bin" && tar xJf "$W/stash/lb.tar.xz" -C "$W/llama/llama.cpp/build/bin"
-    echo BUILD-OK >"$W/llama-build.log" ;;
-models)
-    # The payload's pieces (pay.part-NN, in order) make one tar of xz'd models.
-    cat "$W"/stash/pay.part-* | tar xf - -C "$W/stash"
-    xz -dc "$W/stash/smollm2.gguf.xz" >"$W/smollm2.gguf"
-    echo "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53  $W/smollm2.gguf" | sha256sum -c | tee -a "$LOG"
-    [ -f "$W/stash/qwen-rep.gguf.xz" ] && xz -dc "$W/stash/qwen-rep.gguf.xz" >"$W/qwen-rep.gguf"
-    ls -la "$W"/*.gguf | tee -a "$LOG" ;;
-plinth)
-    bench() { # NAME ARGS...
-        local name="$1"; shift
-        say "plinth bench $name: $*"
-        "$P" bench "$@" --json >"$OUT/plinth-$name.json" 2>>"$LOG" || say "exit $?"
-        python3 - "$OUT/plinth-$name.json" <<'EOF' 2>&1 | tee -a "$LOG"
+if [ -n "${ROUND_SMOKE:-}" ]; then
+    PP=16 TG=4 REPS=1 BPAR=4 BPP=8 BTG=4 EVN=4 EVPAR=4 EVTOK=24 CTX=64 CHUNKS=1 GEN=8 PROMPTS=2
+else
+    PP=512 TG=128 REPS=5 BPAR=64 BPP=128 BTG=64 EVN=6000 EVPAR=256 EVTOK=96 CTX=512 CHUNKS=20 GEN=64 PROMPTS=8
+fi
+
+# The JSON of one result file, printed as one line per test.
+show_bench() {
+    python3 - "$1" <<'EOF' 2>&1 | tee -a "$LOG"
 import json, sys
-d = json.load(open(sys.argv[1]))
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit(f"  no result in {sys.argv[1]}: {e}")
 for r in d["results"]:
     print("  %s  %-14s %10.1f t/s (min %.1f, max %.1f)" % (d["backend"], r["test"], r["median_ts"], r["min_ts"], r["max_ts"]))
 EOF
-    }
-    for m in $(models); do
-        bench "$m-single" -m "$W/$m.gguf" --backend cuda -p 512 -n 128 -r 5
-        PLINTH_CUDA_GRAPHS=0 bench "$m-single-nographs" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 3
-        # Each launch-saving change off, one at a time: what it is worth on this machine.
-        PLINTH_CUDA_NORM_FUSED=0 bench "$m-single-nonormfuse" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 5
-        PLINTH_CUDA_GLU=0 bench "$m-single-noglu" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 5
-        PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$W/$m.gguf" --backend cuda -p 0 -n 128 -r 5
-        bench "$m-batched64" -m "$W/$m.gguf" --backend cuda --parallel 64 -p 128 -n 64 -r 3
+}
+
+bench() { # NAME ARGS...
+    local name="$1"; shift
+    say "plinth bench $name: $*"
+    "$P" bench "$@" --json >"$OUT/plinth-$name.json" 2>>"$LOG" || say "exit $?"
+    show_bench "$OUT/plinth-$name.json"
+}
+
+# --- carrying and unpacking -------------------------------------------------------------------
+
+stash() { cp -r "${1:?stash DIR}"/. "$W/stash/" && say "stashed $1: $(du -sh "$1" | cut -f1)"; }
+
+machine() {
+    say "machine"
+    { date -u; nproc; if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+      else echo "no nvidia-smi"; fi; } 2>&1 | tee -a "$LOG"
+}
+
+# The carried files arrive as one stream (pay.manifest: name, bytes, sha256, in stream order),
+# cut into pay.part-NN across the carries; a file is taken out, checked and put to use once all
+# its bytes are here, so each call's stages start on what has arrived.
+unpack() {
+    local have=0 f off=0 name size sum parts
+    [ -f "$W/stash/pay.manifest" ] || { say "no pay.manifest stashed (the first call carries .devcarry/c1)"; return 0; }
+    parts=$(ls "$W"/stash/pay.part-* 2>/dev/null | wc -l)
+    # Calls run in order: a part missing before the last means a call was skipped.
+    [ "$parts" -eq 0 ] || [ "$(ls "$W"/stash/pay.part-* | tail -n 1 | sed 's/.*part-0*//')" -eq "$parts" ] ||
+        { say "parts missing: only $(ls "$W"/stash/pay.part-* | xargs -n 1 basename | tr '\n' ' ')"; return 0; }
+    for f in "$W"/stash/pay.part-*; do [ -f "$f" ] && have=$((have + $(stat -c %s "$f"))); done
+    while read -r name size sum; do
+        if [ ! -f "$W/got/$name" ] && [ $((off + size)) -le "$have" ]; then
+            cat "$W"/stash/pay.part-* | tail -c +$((off + 1)) | head -c "$size" >"$W/got/$name.tmp"
+            if echo "$sum  $W/got/$name.tmp" | sha256sum -c --status; then
+                mv "$W/got/$name.tmp" "$W/got/$name"
+                put "$name"
+            else
+                say "$name: sha256 mismatch"; rm -f "$W/got/$name.tmp"
+            fi
+        fi
+        off=$((off + size))
+    done <"$W/stash/pay.manifest"
+    say "here: $(ls "$W/got" | tr '\n' ' ')($((have / 1048576)) of $((off / 1048576)) MiB)"
+    llama_check
+}
+
+put() { # NAME: a carried file, complete and checked, put where the stages use it
+    case $1 in
+        plinth.xz) xz -dc "$W/got/$1" >"$P.tmp" && chmod +x "$P.tmp" && mv "$P.tmp" "$P" ;;
+        libs.tar.xz) tar xJf "$W/got/$1" -C "$W/bin/lib" ;;
+        devbin.tar.xz) tar xJf "$W/got/$1" -C "$W" ;;
+        lb.tar.xz) mkdir -p "$LB" && tar xJf "$W/got/$1" -C "$LB" ;;
+        *.gguf.xz) xz -dc "$W/got/$1" >"$W/${1%.xz}.tmp" && mv "$W/${1%.xz}.tmp" "$W/${1%.xz}" ;;
+    esac
+    say "$1 arrived"
+    if [ -x "$P" ] && [ -f "$W/got/libs.tar.xz" ] && [ ! -f "$W/plinth-ok" ]; then
+        "$P" --help >/dev/null 2>&1 && touch "$W/plinth-ok" || say "plinth does not start: $(ldd "$P" 2>&1 | grep 'not found')"
+    fi
+}
+
+# llama.cpp: the tools built by build_llama_cuda.sh (lb.tar.xz), checked by listing the devices;
+# where they do not run here, its source (llama-src.tar.xz) built on this machine in the
+# background (12 of the 16 cores), which the llama stages wait for.
+LB="$W/llama/bin"
+llama_env() {
+    # cuBLAS for the tools built elsewhere: the toolkit's, else the Python wheels'.
+    local d
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib $(ls -d /opt/*/.venv/lib/python3*/site-packages/nvidia/cu13/lib /usr/local/lib/python3*/dist-packages/nvidia/cu13/lib 2>/dev/null); do
+        [ -e "$d/libcublas.so.13" ] && { echo "$LB:$d"; return; }
     done
-    if [ -f "$W/smollm2.gguf" ]; then
-        M="$W/smollm2.gguf"
-        say "greedy generation, CPU vs CUDA (chat, 64 tokens)"
-        same=0; total=0
-        while IFS= read -r prompt; do
-            for b in cpu cuda; do
-                "$P" generate -m "$M" --backend $b --chat --greedy -n 64 -p "$prompt" >"$W/gen-$b.txt" 2>"$W/gen-$b.err"
-            done
-            total=$((total + 1))
-            if cmp -s "$W/gen-cpu.txt" "$W/gen-cuda.txt"; then same=$((same + 1)); r=same; else r=DIFFERENT; fi
-            { echo "-- $prompt: $r ($(tail -n 1 "$W/gen-cuda.err"))"; echo "   cpu:  $(tr '\n' ' ' <"$W/gen-cpu.txt")"
-              echo "   cuda: $(tr '\n' ' ' <"$W/gen-cuda.txt")"; } >>"$LOG"
-        done <<'EOF'
+    echo "$LB"
+}
+llama_ready() { [ -x "$LB/llama-bench" ] && grep -q BUILD-OK "$W/llama-build.log" 2>/dev/null; }
+llama_check() {
+    [ -f "$W/llama-build.log" ] && return 0
+    if [ -f "$W/got/lb.tar.xz" ] && [ ! -f "$W/llama-carried-failed" ]; then
+        if LD_LIBRARY_PATH="$(llama_env):$LD_LIBRARY_PATH" "$LB/llama-bench" --list-devices >"$W/llama-devices.txt" 2>&1 &&
+            { grep -q CUDA "$W/llama-devices.txt" || [ -n "${ROUND_SMOKE:-}" ]; }; then
+            echo BUILD-OK >"$W/llama-build.log"
+            say "llama.cpp (carried build): $(grep -A1 'Available devices' "$W/llama-devices.txt" | tail -n 1)"
+            return 0
+        fi
+        touch "$W/llama-carried-failed"
+        say "the carried llama.cpp build does not run here:"; tail -n 5 "$W/llama-devices.txt" | tee -a "$LOG"
+    fi
+    [ -f "$W/got/llama-src.tar.xz" ] || return 0
+    # The carried tools come first in the stream: the source is built only once they have failed.
+    if grep -q '^lb.tar.xz ' "$W/stash/pay.manifest" && [ ! -f "$W/llama-carried-failed" ]; then return 0; fi
+    mkdir -p "$W/llama/src" "$LB" && tar xJf "$W/got/llama-src.tar.xz" -C "$W/llama/src"
+    export CUDACXX="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+    setsid nohup bash -c "cmake -S '$W/llama/src/src' -B '$W/llama/build' -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON && cmake --build '$W/llama/build' -j 12 --target llama-bench llama-batched-bench \
+        && cp -a '$W/llama/build/bin/.' '$LB/' && echo BUILD-OK" >"$W/llama-build.log" 2>&1 </dev/null &
+    say "llama.cpp's CUDA build started here (the llama stages wait for it)"
+}
+
+# --- stages ---------------------------------------------------------------------------------
+
+kernels() { # quick|full
+    if [ "$1" = quick ]; then
+        say "first-use NVRTC time per model's modules, on this machine's CPUs (compile_cuda)"
+        for types in 3,8,0 6,8,12,14,0; do "$W/devbin/compile_cuda" --types "$types" "$(nproc)" 2>&1 | tee -a "$LOG"; done
+    fi
+    say "PlinthCUDA kernel tests ($1)"
+    # In plinth's own kernel cache, which the tests leave holding a good cubin: plinth need not compile again.
+    # (The rehearsal runs the quick set for both: the whole one takes ~16 minutes emulated.)
+    "$W/devbin/test_cuda" "$PLINTH_HOME/cuda" $({ [ "$1" = quick ] || [ -n "${ROUND_SMOKE:-}" ]; } && echo --quick) \
+        >"$OUT/kernel-tests-$1.log" 2>&1
+    grep -v "^PASS" "$OUT/kernel-tests-$1.log" | tee -a "$LOG"
+}
+
+bench_model() { # M
+    local m=$1 f; f=$(model_file "$1")
+    bench "$m-single" -m "$f" --backend cuda -p $PP -n $TG -r $REPS
+    bench "$m-batched64" -m "$f" --backend cuda --parallel $BPAR -p $BPP -n $BTG -r $((REPS > 3 ? 3 : REPS))
+}
+
+ablate_model() { # M: each launch-saving change off, one at a time: what it is worth on this machine
+    local m=$1 f; f=$(model_file "$1")
+    PLINTH_CUDA_GRAPHS=0 bench "$m-single-nographs" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    PLINTH_CUDA_NORM_FUSED=0 bench "$m-single-nonormfuse" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    PLINTH_CUDA_GLU=0 bench "$m-single-noglu" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    # And once more as it ships, last, so that drift over the stage shows.
+    bench "$m-single-again" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+}
+
+llama_model() { # M
+    local m=$1 f; f=$(model_file "$1")
+    local env; env="$(llama_env):$LD_LIBRARY_PATH"
+    say "llama-bench $m"
+    LD_LIBRARY_PATH=$env "$LB/llama-bench" -m "$f" -ngl 99 -p $PP -n $TG -r $REPS -o json >"$OUT/llama-$m-single.json" 2>>"$LOG" || say "exit $?"
+    python3 - "$OUT/llama-$m-single.json" <<'EOF' 2>&1 | tee -a "$LOG"
+import json, statistics, sys
+for r in json.load(open(sys.argv[1])):
+    print("  llama.cpp n_prompt=%d n_gen=%d %.1f t/s (median %.1f)" % (r["n_prompt"], r["n_gen"], r["avg_ts"], statistics.median(r["samples_ts"])))
+EOF
+    say "llama-batched-bench $m"
+    LD_LIBRARY_PATH=$env "$LB/llama-batched-bench" -m "$f" -ngl 99 -npp $BPP -ntg $BTG -npl $BPAR -c $(((BPP + BTG) * BPAR + 256)) \
+        --output-format jsonl >"$OUT/llama-$m-batched64.txt" 2>>"$LOG" || say "exit $?"
+    grep speed_tg "$OUT/llama-$m-batched64.txt" | tee -a "$LOG"
+}
+
+ev() { # NAME BACKEND PARALLEL INPUT [EXTRA EVAL OPTIONS...]
+    local name=$1 backend=$2 parallel=$3 input=$4
+    shift 4
+    say "plinth eval $name: --backend $backend --parallel $parallel --input $input $*"
+    PLINTH_BACKEND=$backend "$P" eval -m "$(model_file smollm2)" --schema Benchmarks/eval/policy_clauses.schema.json \
+        --instructions-file Benchmarks/eval/policy_instructions.txt --input "$input" \
+        --output "$OUT/eval-$name.jsonl" --restart --quiet --parallel "$parallel" --max-tokens $EVTOK --label targetGroup \
+        --label effectDirection --summary "$OUT/eval-$name.json" "$@" 2>>"$LOG" || say "exit $?"
+    python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: v for k, v in s.items() if not isinstance(v, (list, dict))})" \
+        "$OUT/eval-$name.json" 2>&1 | tee -a "$LOG"
+}
+
+eval_stage() {
+    # Policy clauses (Benchmarks/eval; the 2-core CPU figure is in Benchmarks/README.md): the same
+    # generator's 6,000 (its first 600 are the 600-record file), so that loading the model (in the
+    # timed run) is a small part. EVAL_PARALLEL sweeps more concurrencies.
+    python3 Benchmarks/eval/make_workload.py --records $EVN --out "$W/clauses.jsonl"
+    for n in ${EVAL_PARALLEL:-$EVPAR}; do ev cuda-$n cuda $n "$W/clauses.jsonl"; done
+    # Sampled decoding (top-k 40 at 0.8): rows reduced to their best tokens on the device, and not.
+    ev cuda-sampled cuda $EVPAR "$W/clauses.jsonl" --temperature 0.8 --top-k 40 --seed 1
+    PLINTH_CUDA_TOPK=0 ev cuda-sampled-fullrows cuda $EVPAR "$W/clauses.jsonl" --temperature 0.8 --top-k 40 --seed 1
+    cmp -s "$OUT/eval-cuda-sampled.jsonl" "$OUT/eval-cuda-sampled-fullrows.jsonl" &&
+        say "sampled eval: the same output with and without the top-k reduction" ||
+        say "sampled eval: outputs differ with and without the top-k reduction"
+}
+
+fidelity_stage() {
+    # The F32 reference is the file's own dequantization (plinth quantize --type F32, which is
+    # llama-quantize's F32 byte for byte); its log-probabilities on the GPL-3 text (-c 512, 20
+    # chunks at most) are the base each run is compared with.
+    local TEXT=/usr/share/common-licenses/GPL-3 M; M=$(model_file smollm2)
+    [ -f "$TEXT" ] || TEXT="$W/stash/GPL-3"
+    say "fidelity: F32 reference of SmolLM2 and its log-probabilities (CPU)"
+    [ -f "$W/smol-f32.gguf" ] || "$P" quantize -m "$M" --type F32 -o "$W/smol-f32.gguf" >>"$LOG" 2>&1 || say "exit $?"
+    "$P" perplexity -m "$W/smol-f32.gguf" -f "$TEXT" -c $CTX --chunks $CHUNKS --backend cpu --kl-divergence-base "$W/smol-f32.kld" \
+        2>&1 | grep -E "Final|error" | tee -a "$LOG"
+    kld() { # NAME BACKEND BATCH [ENV...]
+        local name="$1" b="$2" batch="$3"; shift 3
+        say "fidelity $name: --backend $b -b $batch $*"
+        env "$@" "$P" perplexity -m "$M" --kl-divergence --kl-divergence-base "$W/smol-f32.kld" --backend "$b" -b "$batch" \
+            >"$OUT/kld-$name.txt" 2>&1 || say "exit $?"
+        grep -E "Mean +KLD|Same top|RMS Δp|Mean PPL\(Q\)|error" "$OUT/kld-$name.txt" | tee -a "$LOG"
+    }
+    kld cpu cpu $CTX
+    kld cuda-prefill cuda $CTX
+    kld cuda-steps8 cuda 8
+    kld cuda-steps8-float cuda 8 PLINTH_CUDA_INT8=0
+}
+
+agree_stage() {
+    local M; M=$(model_file smollm2)
+    say "greedy generation, CPU vs CUDA (chat, $GEN tokens)"
+    local same=0 total=0 prompt b r
+    while IFS= read -r prompt; do
+        for b in cpu cuda; do
+            "$P" generate -m "$M" --backend $b --chat --greedy -n $GEN -p "$prompt" >"$W/gen-$b.txt" 2>"$W/gen-$b.err"
+        done
+        total=$((total + 1))
+        if cmp -s "$W/gen-cpu.txt" "$W/gen-cuda.txt"; then same=$((same + 1)); r=same; else r=DIFFERENT; fi
+        { echo "-- $prompt: $r ($(tail -n 1 "$W/gen-cuda.err"))"; echo "   cpu:  $(tr '\n' ' ' <"$W/gen-cpu.txt")"
+          echo "   cuda: $(tr '\n' ' ' <"$W/gen-cuda.txt")"; } >>"$LOG"
+    done < <(head -n $PROMPTS <<'EOF'
 What is the capital of France?
 Write a haiku about Linux.
 Explain recursion in one sentence.
@@ -126,102 +283,31 @@ Give me a name for a pet turtle.
 Why is the sky blue?
 Translate 'good morning' into Spanish.
 EOF
-        say "greedy agreement: $same of $total identical"
-        say "clause workload (bench-concurrent), CUDA then CPU (16 threads)"
-        for b in cuda cpu; do
-            PLINTH_BACKEND=$b "$P" bench-concurrent -m "$M" --input Benchmarks/workloads/clauses.jsonl -r 2 --json \
-                >"$OUT/concurrent-$b.json" 2>>"$LOG" || say "exit $?"
-        done
-        python3 - "$OUT/concurrent-cuda.json" "$OUT/concurrent-cpu.json" <<'EOF' 2>&1 | tee -a "$LOG"
+)
+    say "greedy agreement: $same of $total identical"
+    # plinth eval's values on the CPU (600 records; 16 threads) against CUDA's on the same records.
+    head -n $((EVN < 600 ? EVN : 600)) Benchmarks/eval/policy_clauses.jsonl >"$W/clauses600.jsonl"
+    ev cpu-16 cpu 16 "$W/clauses600.jsonl"
+    [ -f "$OUT/eval-cuda-$EVPAR.jsonl" ] || ev cuda-$EVPAR cuda $EVPAR "$W/clauses600.jsonl"
+    python3 - "$OUT/eval-cuda-$EVPAR.jsonl" "$OUT/eval-cpu-16.jsonl" <<'EOF' 2>&1 | tee -a "$LOG"
 import json, sys
-for p in sys.argv[1:]:
-    try:
-        d = json.load(open(p))
-    except Exception as e:
-        print(p, "no result", e); continue
-    print(p, {k: v for k, v in d.items() if not isinstance(v, (list, dict))})
-try:
-    a, b = (json.load(open(p))["outputs"] for p in sys.argv[1:3])
-    same = sum(x == y for x, y in zip(a, b))
-    print(f"clause outputs, CUDA vs CPU: {same} of {len(a)} identical")
-    for x, y in zip(a, b):
-        if x != y: print("  cuda:", x, "\n  cpu: ", y)
-except Exception as e:
-    print("no output comparison:", e)
+a, b = ({r["id"]: r.get("value") for r in map(json.loads, open(p))} for p in sys.argv[1:3])
+same = sum(a.get(i) == v for i, v in b.items())
+print(f"plinth eval values, CUDA vs CPU (16 threads), the first {len(b)} records: {same} identical")
+for i in [i for i, v in b.items() if a.get(i) != v][:10]: print(f"  {i}: cuda {a.get(i)}\n         cpu  {b[i]}")
 EOF
-    fi ;;
-eval)
-    # plinth eval over policy clauses (Benchmarks/eval; the 2-core CPU figure, 600 clauses, is in
-    # Benchmarks/README.md): CUDA over 6,000 (the same generator; its first 600 are the 600-record
-    # file) at --parallel 64, 128 and 256, so that loading the model (in the timed run) is a small
-    # part; and the device's CPU (16 threads) over the 600 at 16, for the outputs' comparison.
-    python3 Benchmarks/eval/make_workload.py --records 6000 --out "$W/clauses6000.jsonl"
-    ev() { # NAME BACKEND PARALLEL INPUT [EXTRA EVAL OPTIONS...]
-        local name=$1 backend=$2 parallel=$3 input=$4
-        shift 4
-        say "plinth eval $name: --backend $backend --parallel $parallel --input $input $*"
-        PLINTH_BACKEND=$backend "$P" eval -m "$W/smollm2.gguf" --schema Benchmarks/eval/policy_clauses.schema.json \
-            --instructions-file Benchmarks/eval/policy_instructions.txt --input "$input" \
-            --output "$OUT/eval-$name.jsonl" --restart --quiet --parallel "$parallel" --max-tokens 96 --label targetGroup \
-            --label effectDirection --summary "$OUT/eval-$name.json" "$@" 2>>"$LOG" || say "exit $?"
-        python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: v for k, v in s.items() if not isinstance(v, (list, dict))})" \
-            "$OUT/eval-$1.json" 2>&1 | tee -a "$LOG"
-    }
-    for n in ${EVAL_PARALLEL:-64 128 256}; do ev cuda-$n cuda $n "$W/clauses6000.jsonl"; done
-    ev cpu-16 cpu 16 Benchmarks/eval/policy_clauses.jsonl
-    # Sampled decoding (top-k 40 at 0.8): rows reduced to their best tokens on the device, and not.
-    ev cuda-128-sampled cuda 128 "$W/clauses6000.jsonl" --temperature 0.8 --top-k 40 --seed 1
-    PLINTH_CUDA_TOPK=0 ev cuda-128-sampled-fullrows cuda 128 "$W/clauses6000.jsonl" --temperature 0.8 --top-k 40 --seed 1
-    python3 - "$OUT/eval-cuda-128.jsonl" "$OUT/eval-cpu-16.jsonl" <<'EOF2' 2>&1 | tee -a "$LOG"
-import json, sys
-a, b = ([json.loads(l).get("value") for l in open(p)] for p in sys.argv[1:3])
-a = a[:len(b)]
-same = sum(x == y for x, y in zip(a, b))
-print(f"plinth eval values, CUDA (128) vs CPU (16), first {len(b)} records: {same} identical")
-diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
-for i in diff[:10]: print(f"  record {i}: cuda {a[i]}\n             cpu  {b[i]}")
-EOF2
-    # The clause workload at several concurrencies on CUDA (EVAL_CONCURRENCY, default "16 64").
-    for n in ${EVAL_CONCURRENCY:-16 64}; do
-        say "clause workload on CUDA, $n concurrent sessions"
-        PLINTH_BACKEND=cuda "$P" bench-concurrent -m "$W/smollm2.gguf" --input Benchmarks/workloads/clauses.jsonl -r 2 \
-            --concurrency "$n" --json >"$OUT/concurrent-cuda-$n.json" 2>>"$LOG" || say "exit $?"
-        python3 - "$OUT/concurrent-cuda-$n.json" <<'EOF' 2>&1 | tee -a "$LOG"
-import json, sys
-d = json.load(open(sys.argv[1]))
-print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})
-EOF
-    done ;;
-fidelity)
-    # The F32 reference is the file's own dequantization (plinth quantize --type F32, which is
-    # llama-quantize's F32 byte for byte); its log-probabilities on the GPL-3 text (-c 512, 14
-    # chunks) are the base each run is compared with.
-    TEXT=/usr/share/common-licenses/GPL-3
-    [ -f "$TEXT" ] || TEXT="$W/stash/GPL-3"
-    M="$W/smollm2.gguf"
-    say "fidelity: F32 reference of SmolLM2 and its log-probabilities (CPU, 16 threads)"
-    [ -f "$W/smol-f32.gguf" ] || "$P" quantize -m "$M" --type F32 -o "$W/smol-f32.gguf" >>"$LOG" 2>&1 || say "exit $?"
-    "$P" perplexity -m "$W/smol-f32.gguf" -f "$TEXT" -c 512 --chunks 20 --backend cpu --kl-divergence-base "$W/smol-f32.kld" \
-        2>&1 | grep -E "Final|error" | tee -a "$LOG"
-    kld() { # NAME BACKEND BATCH [ENV...]
-        local name="$1" b="$2" batch="$3"; shift 3
-        say "fidelity $name: --backend $b -b $batch $*"
-        env "$@" "$P" perplexity -m "$M" --kl-divergence --kl-divergence-base "$W/smol-f32.kld" --backend "$b" -b "$batch" \
-            >"$OUT/kld-$name.txt" 2>&1 || say "exit $?"
-        grep -E "Mean +KLD|Same top|RMS Δp|Mean PPL\(Q\)|error" "$OUT/kld-$name.txt" | tee -a "$LOG"
-    }
-    kld cpu cpu 512
-    kld cuda-prefill cuda 512
-    kld cuda-steps8 cuda 8
-    kld cuda-steps8-float cuda 8 PLINTH_CUDA_INT8=0 ;;
-profile)
+}
+
+profile_stage() {
     # Kernel durations of decode steps (ncu, one launch at a time, no graphs): where a token's
     # time goes, per kernel name, for each model; skips the load and the prompt.
-    for m in $(models); do
+    command -v ncu >/dev/null || { say "no ncu"; return 0; }
+    local m
+    for m in $(models_here); do
         say "ncu: decode kernels of $m"
-        PLINTH_CUDA_GRAPHS=0 timeout 240 ncu --metrics gpu__time_duration.sum --csv --launch-skip 3000 --launch-count 900 \
-            "$P" bench -m "$W/$m.gguf" --backend cuda -p 16 -n 64 -r 1 --no-warmup >"$OUT/ncu-$m.csv" 2>>"$LOG" || say "exit $?"
-        python3 - "$OUT/ncu-$m.csv" <<'EOF2' 2>&1 | tee -a "$LOG"
+        PLINTH_CUDA_GRAPHS=0 timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip 3000 --launch-count 900 \
+            "$P" bench -m "$(model_file "$m")" --backend cuda -p 16 -n 64 -r 1 --no-warmup >"$OUT/ncu-$m.csv" 2>>"$LOG" || say "exit $?"
+        python3 - "$OUT/ncu-$m.csv" <<'EOF' 2>&1 | tee -a "$LOG"
 import csv, sys, collections
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 head = rows[0]; k = head.index("Kernel Name"); v = head.index("Metric Value"); u = head.index("Metric Unit")
@@ -235,26 +321,124 @@ total = sum(t.values())
 print(f"  {sum(n.values())} kernels, {total:.0f} us")
 for name, x in sorted(t.items(), key=lambda p: -p[1])[:25]:
     print(f"  {x:9.1f} us {100 * x / total:5.1f}%  {n[name]:5d} x {x / n[name]:7.2f} us  {name}")
-EOF2
-    done ;;
-llama)
-    for i in $(seq 1 100); do grep -q BUILD-OK "$W/llama-build.log" && break; grep -qi "error" "$W/llama-build.log" && break; sleep 5; done
-    tail -n 5 "$W/llama-build.log" | tee -a "$LOG"
-    B="$W/llama/llama.cpp/build/bin"
-    export LD_LIBRARY_PATH="$B:$LD_LIBRARY_PATH"
-    for m in $(models); do
-        say "llama-bench $m"
-        "$B/llama-bench" -m "$W/$m.gguf" -ngl 99 -p 512 -n 128 -r 5 -o json >"$OUT/llama-$m-single.json" 2>>"$LOG"
-        python3 - "$OUT/llama-$m-single.json" <<'EOF' 2>&1 | tee -a "$LOG"
-import json, sys
-for r in json.load(open(sys.argv[1])):
-    print("  llama.cpp n_prompt=%d n_gen=%d %.1f t/s" % (r["n_prompt"], r["n_gen"], r["avg_ts"]))
 EOF
-        say "llama-batched-bench $m"
-        "$B/llama-batched-bench" -m "$W/$m.gguf" -ngl 99 -npp 128 -ntg 64 -npl 64 -c 12400 --output-format jsonl \
-            >"$OUT/llama-$m-batched64.txt" 2>>"$LOG"
-        grep speed_tg "$OUT/llama-$m-batched64.txt" | tee -a "$LOG"
-    done ;;
+    done
+}
+
+# The issue's targets from what has been measured so far.
+summary() {
+    python3 - "$OUT" "$PP" "$TG" "$BPAR" "${ROUND_CPU_EVAL_RPS:-}" <<'EOF' 2>&1 | tee "$OUT/summary.txt"
+import glob, json, os, re, statistics, sys
+out, pp, tg, par, cpu_rps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+def load(p):
+    try: return json.load(open(os.path.join(out, p)))
+    except Exception: return None
+def plinth(m, kind, name="single"):
+    d = load(f"plinth-{m}-{name}.json")
+    for r in (d or {}).get("results", []):
+        if r["kind"] == kind and (name != "single" or r["sequences"] == 1): return r["median_ts"]
+def llama(m, kind):
+    d = load(f"llama-{m}-single.json") or []
+    for r in d:
+        if (kind == "pp" and r["n_prompt"] == pp and r["n_gen"] == 0) or (kind == "tg" and r["n_gen"] == tg and r["n_prompt"] == 0):
+            return r["avg_ts"]
+def llama_batched(m):
+    try:
+        for line in open(os.path.join(out, f"llama-{m}-batched64.txt")):
+            if '"speed_tg"' in line: return json.loads(line)["speed_tg"]
+    except Exception: return None
+rows = []
+for m in ("smollm2", "qwen-rep"):
+    for label, a, b, target in ((f"tg{tg}", plinth(m, "tg"), llama(m, "tg"), 1.2), (f"pp{pp}", plinth(m, "pp"), llama(m, "pp"), 1.0),
+                                (f"batched decode x{par}", plinth(m, "tg", "batched64"), llama_batched(m), 1.5)):
+        if a is None and b is None: continue
+        ratio = a / b if a and b else None
+        rows.append((m, label, a, b, ratio, target))
+print("| model | test | plinth t/s | llama.cpp t/s | ratio | target |")
+print("| --- | --- | ---: | ---: | ---: | ---: |")
+f = lambda x, d=1: "—" if x is None else f"{x:,.{d}f}"
+for m, label, a, b, r, t in rows:
+    print(f"| {m} | {label} | {f(a)} | {f(b)} | {f(r, 2)}{'' if r is None else (' ✓' if r >= t else ' ✗')} | {t}× |")
+for p in sorted(glob.glob(os.path.join(out, "eval-*.json"))):
+    name = os.path.basename(p)[5:-5]
+    if name.endswith(".jsonl.run"): continue
+    s = load(os.path.basename(p))
+    if not s or "recordsPerSecond" not in s:
+        print(f"eval {name}: no summary"); continue
+    extra = f", {s['recordsPerSecond'] / float(cpu_rps):.1f}× the 2-core CPU's {cpu_rps}" if cpu_rps and name[5:].isdigit() else ""
+    print(f"eval {name}: {s['recordsPerSecond']:.1f} records/s, {s['validValues']}/{s['records']} valid{extra}")
+for p in sorted(glob.glob(os.path.join(out, "kld-*.txt"))):
+    text = open(p).read(); k = re.search(r"Mean +KLD[^0-9-]*([-0-9.e]+)", text); t = re.search(r"Same top[^0-9]*([0-9.]+)", text)
+    print(f"fidelity {os.path.basename(p)[4:-4]}: mean KLD {k.group(1) if k else '?'}, same top {t.group(1) if t else '?'} %")
+for p in sorted(glob.glob(os.path.join(out, "kernel-tests-*.log"))):
+    lines = open(p).read().strip().splitlines()
+    print(f"{os.path.basename(p)[:-4]}: {lines[-1] if lines else 'no output'}")
+EOF
+    say "device time so far: $(($(date +%s) - $(cat "$W/t0"))) s since the first call began"
+}
+
+# --- the call driver --------------------------------------------------------------------------
+
+# NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
+STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
+bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:45:plinth,qwen-rep eval:90:plinth,smollm2
+fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:30:plinth,smollm2 kernels-full:200:devbin
+profile:150:plinth,smollm2"
+ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build
+    local n w=0
+    for n in $(echo "$1" | tr , ' '); do
+        case $n in
+            devbin) [ -x "$W/devbin/test_cuda" ] || return 1 ;;
+            plinth) [ -f "$W/plinth-ok" ] || return 1 ;;
+            llama) llama_ready || w=2 ;;
+            *) have_model "$n" || return 1 ;;
+        esac
+    done
+    return $w
+}
+run_stage() {
+    local t=$(date +%s) st=$1
+    case $st in
+        kernels-quick) kernels quick ;;
+        kernels-full) kernels full ;;
+        bench-*) bench_model "${st#bench-}" ;;
+        llama-*) llama_model "${st#llama-}" ;;
+        ablate-*) ablate_model "${st#ablate-}" ;;
+        eval) eval_stage ;;
+        fidelity) fidelity_stage ;;
+        agree) agree_stage ;;
+        profile) profile_stage ;;
+        *) echo "no stage $st" >&2; return 2 ;;
+    esac
+    touch "$W/done/$st"
+    say "stage $st took $(($(date +%s) - t)) s"
+}
+
+case "${1:-}" in
+call)
+    start=$(date +%s) budget=${ROUND_CALL_SECONDS:-420}
+    [ -f "$W/machine-done" ] || { machine; touch "$W/machine-done"; }
+    [ -n "${2:-}" ] && stash ".devcarry/c$2"
+    unpack
+    # A stage that waits for a carry holds back the stages after it (they would delay its bytes);
+    # one that waits for llama.cpp's build does not.
+    left="" held=""
+    for entry in $STAGES; do
+        IFS=: read -r st est needs <<<"$entry"
+        [ -f "$W/done/$st" ] && continue
+        ready "$needs"; r=$?
+        if [ $r -eq 1 ]; then left="$left $st(waits)"; held=1; continue; fi
+        if [ $r -eq 2 ]; then left="$left $st(waits for llama.cpp)"; continue; fi
+        if [ -n "$held" ] || [ $(($(date +%s) - start + est)) -gt "$budget" ]; then left="$left $st"; continue; fi
+        run_stage "$st"
+    done
+    summary
+    say "left for later calls:${left:- nothing}" ;;
+run)
+    run_stage "${2:?run STAGE}" && summary ;;
+stash) stash "${2:?stash DIR}" ;;
+unpack) unpack ;;
+summary) summary ;;
 *)
-    sed -n 2,17p "$0"; exit 2 ;;
+    sed -n 2,27p "$0"; exit 2 ;;
 esac

@@ -46,7 +46,10 @@ for p in $pids; do wait "$p" || status=1; done
 $CXX $flags -c "$here/emu_runtime.cpp" -o "$obj/runtime.o"
 objs=$obj/runtime.o
 for f in $formats; do objs="$objs $obj/m$(echo "$f" | tr -- '-' 'n').o"; done
+# -Bsymbolic: the kernels are extern "C" and share their names with PlinthCUDA's host functions
+# (pkc_rope_table is both); a program that exports its own (plinth built with
+# --static-swift-stdlib does) would otherwise be handed those as the kernels.
 # shellcheck disable=SC2086
-$CXX ${PKC_EMU_CXXFLAGS:-} -shared -Wl,-soname,libpkcemu.so -o "$out/libpkcemu.so" $objs -lopenblas -lpthread
+$CXX ${PKC_EMU_CXXFLAGS:-} -shared -Wl,-Bsymbolic -Wl,-soname,libpkcemu.so -o "$out/libpkcemu.so" $objs -lopenblas -lpthread
 for name in libcuda.so.1 libcuda.so libnvrtc.so libcublas.so; do ln -sf libpkcemu.so "$out/$name"; done
 echo "built $out/libpkcemu.so ($(echo $formats | wc -w) modules); run with LD_LIBRARY_PATH=$out PLINTH_CUDA_LIB_DIR=$out"
