@@ -52,9 +52,9 @@ have_model() { [ -f "$W/$1.gguf" ]; }
 models_here() { for m in qwen-rep smollm2; do have_model "$m" && echo "$m"; done; }
 
 if [ -n "${ROUND_SMOKE:-}" ]; then
-    PP=16 TG=4 REPS=1 BPAR=4 BPP=8 BTG=4 EVN=4 EVPAR=4 EVTOK=24 CTX=64 CHUNKS=1 GEN=8 PROMPTS=2
+    PP=16 TG=4 REPS=1 BPAR=4 BPP=8 BTG=4 EVN=4 EVPAR=4 CTX=64 CHUNKS=1 GEN=8 PROMPTS=2
 else
-    PP=512 TG=128 REPS=5 BPAR=64 BPP=128 BTG=64 EVN=6000 EVPAR=256 EVTOK=96 CTX=512 CHUNKS=20 GEN=64 PROMPTS=8
+    PP=512 TG=128 REPS=5 BPAR=64 BPP=128 BTG=64 EVN=6000 EVPAR=256 CTX=512 CHUNKS=20 GEN=64 PROMPTS=8
 fi
 
 # The JSON of one result file, printed as one line per test.
@@ -138,7 +138,8 @@ llama_env() {
     for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib $(ls -d /opt/*/.venv/lib/python3*/site-packages/nvidia/cu13/lib /usr/local/lib/python3*/dist-packages/nvidia/cu13/lib 2>/dev/null); do
         [ -e "$d/libcublas.so.13" ] && { echo "$LB:$d"; return; }
     done
-    echo "$LB"
+    d=$(find /usr /opt -name libcublas.so.13 2>/dev/null | head -n 1)
+    echo "$LB${d:+:$(dirname "$d")}"
 }
 llama_ready() { [ -x "$LB/llama-bench" ] && grep -q BUILD-OK "$W/llama-build.log" 2>/dev/null; }
 llama_check() {
@@ -218,7 +219,7 @@ ev() { # NAME BACKEND PARALLEL INPUT [EXTRA EVAL OPTIONS...]
     say "plinth eval $name: --backend $backend --parallel $parallel --input $input $*"
     PLINTH_BACKEND=$backend "$P" eval -m "$(model_file smollm2)" --schema Benchmarks/eval/policy_clauses.schema.json \
         --instructions-file Benchmarks/eval/policy_instructions.txt --input "$input" \
-        --output "$OUT/eval-$name.jsonl" --restart --quiet --parallel "$parallel" --max-tokens $EVTOK --label targetGroup \
+        --output "$OUT/eval-$name.jsonl" --restart --quiet --parallel "$parallel" --max-tokens 96 --label targetGroup \
         --label effectDirection --summary "$OUT/eval-$name.json" "$@" 2>>"$LOG" || say "exit $?"
     python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print({k: v for k, v in s.items() if not isinstance(v, (list, dict))})" \
         "$OUT/eval-$name.json" 2>&1 | tee -a "$LOG"
@@ -368,7 +369,7 @@ for p in sorted(glob.glob(os.path.join(out, "eval-*.json"))):
     extra = f", {s['recordsPerSecond'] / float(cpu_rps):.1f}× the 2-core CPU's {cpu_rps}" if cpu_rps and name[5:].isdigit() else ""
     print(f"eval {name}: {s['recordsPerSecond']:.1f} records/s, {s['validValues']}/{s['records']} valid{extra}")
 for p in sorted(glob.glob(os.path.join(out, "kld-*.txt"))):
-    text = open(p).read(); k = re.search(r"Mean +KLD[^0-9-]*([-0-9.e]+)", text); t = re.search(r"Same top[^0-9]*([0-9.]+)", text)
+    text = open(p).read(); k = re.search(r"Mean +KLD\s*:\s*([-0-9.e]+)", text); t = re.search(r"Same top p\s*:\s*([0-9.]+)", text)
     print(f"fidelity {os.path.basename(p)[4:-4]}: mean KLD {k.group(1) if k else '?'}, same top {t.group(1) if t else '?'} %")
 for p in sorted(glob.glob(os.path.join(out, "kernel-tests-*.log"))):
     lines = open(p).read().strip().splitlines()

@@ -94,7 +94,8 @@ done
 n=$((i - 1))
 rm -f "$T/pay.bin"
 
-cat "$D/c1/pay.manifest"
+# Which call completes which file (what the stages can start on).
+awk -v room="$room" '{ end += $2; c = int((end + room - 1) / room); printf "  %-18s %6.1f MB  complete after call %d\n", $1, $2 / 1e6, c }' "$D/c1/pay.manifest"
 echo "tree $tree bytes; each call carries at most $room bytes; $total bytes in $n carries"
 echo "The calls (the device tool's run), back to back, each within the 30 s the machine stays warm:"
 for k in $(seq 1 "$n"); do

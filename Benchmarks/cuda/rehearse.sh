@@ -37,6 +37,12 @@ missing=$(for st in kernels-quick bench-qwen-rep llama-qwen-rep bench-smollm2 ll
 grep -q "qwen-rep | tg" "$out/summary.txt" && grep -q "smollm2 | batched" "$out/summary.txt" &&
     grep -q "^eval cuda-" "$out/summary.txt" && grep -q "^fidelity cuda-steps8:" "$out/summary.txt" ||
     { echo "rehearse: the summary lacks a stage's figures" >&2; exit 1; }
+# Guided generation is valid by construction: every eval record a value, every value valid.
+python3 - "$ROUND_DIR"/out/eval-*.json <<'EOF' || { echo "rehearse: an eval run has errors or invalid values" >&2; exit 1; }
+import json, sys
+bad = [p for p in sys.argv[1:] if not p.endswith(".run.json") and json.load(open(p))["validValues"] != json.load(open(p))["records"]]
+print("\n".join(bad)); sys.exit(1 if bad else 0)
+EOF
 if grep -E "exit [0-9]+|No such file|command not found|Traceback|unrecognized|Error:" "$ROUND_DIR/out/round.log"; then
     echo "rehearse: the round's log has errors (above)" >&2; exit 1
 fi
