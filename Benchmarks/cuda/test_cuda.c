@@ -5,7 +5,8 @@
 // Usage: test_cuda [cache-dir]    (default cache: /tmp/plinth-cuda-test-cache, emptied first)
 //
 // Tolerances (why):
-// - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_prefix, download_rows: exact.
+// - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_prefix, download_rows, lora,
+//   lora_embed: exact.
 //   The dequantizers form sc * q exactly and add the offset with one rounding, as the CPU does.
 // - swiglu: exact (the same kexp polynomial, IEEE division and products, no contraction).
 // - rms_norm: within 2 ulp of the CPU (both sum squares in double; only the summation order
@@ -1207,6 +1208,144 @@ static void test_graph(pkc_context *c) {
     free(w); free(x);
 }
 
+// ---- LoRA ----------------------------------------------------------------------------------------
+
+// pkc_lora_apply against pk_lora_apply on the same int8 pairs: 11 ops (two launches) of ranks 1
+// to 64 over rows of a 13-row batch, outputs from 1 to 5 column blocks, inputs with a tail (k not
+// a multiple of 16); direct and graph-replayed. pkc_lora_embed against LoRAPair.addDelta's loop.
+// Both exact: the same operations in the same order.
+static void test_lora(pkc_context *c) {
+    const int64_t n = 13;
+    const int64_t ks[] = {576, 100, 896};
+    const int64_t ranks[] = {1, 2, 8, 16, 33, 64, 2, 4, 1, 17, 8};
+    const int64_t ms[] = {576, 192, 1300, 4864, 64, 896, 128, 3000, 576, 192, 1025};
+    enum { NOPS = 11 };
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+        const int64_t k = ks[ki];
+        float *x = host_floats(n * (k + 3));
+        fill_normal(x, n * (k + 3), 1.0f);
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * (k + 3)) * 4);
+        pk_lora_op cpu[NOPS];
+        pkc_lora_op gpu[NOPS];
+        float *ys[NOPS];
+        float *want[NOPS];
+        pkc_ptr dys[NOPS], dev_mem[NOPS][5];
+        for (int o = 0; o < NOPS; o++) {
+            const int64_t r = ranks[o], m = ms[o], ldy = m + 5;
+            float *a = host_floats(r * k), *bt = host_floats(r * m);
+            fill_normal(a, r * k, 0.05f);
+            fill_normal(bt, r * m, 0.05f);
+            int8_t *qa = malloc((size_t)(r * k)), *qb = malloc((size_t)(r * m));
+            float *sa = host_floats(r), *sb = host_floats(r);
+            pk_lora_quantize_rows(a, r, k, qa, sa);
+            pk_lora_quantize_rows(bt, r, m, qb, sb);
+            // Each op takes a different subset of the rows, in a scrambled order.
+            int32_t *rows = malloc((size_t)n * 4);
+            int64_t cnt = 0;
+            for (int64_t t = 0; t < n; t++)
+                if ((t + o) % 3 != 0 || o == 0) rows[cnt++] = (int32_t)((t * 5 + o) % n);
+            ys[o] = host_floats(n * ldy);
+            fill_normal(ys[o], n * ldy, 1.0f);
+            want[o] = host_floats(n * ldy);
+            memcpy(want[o], ys[o], (size_t)(n * ldy) * 4);
+            dys[o] = dev_upload(c, ys[o], (size_t)(n * ldy) * 4);
+            dev_mem[o][0] = dev_upload(c, qa, (size_t)(r * k));
+            dev_mem[o][1] = dev_upload(c, qb, (size_t)(r * m));
+            dev_mem[o][2] = dev_upload(c, sa, (size_t)r * 4);
+            dev_mem[o][3] = dev_upload(c, sb, (size_t)r * 4);
+            dev_mem[o][4] = dev_upload(c, rows, (size_t)cnt * 4);
+            const float scale = 0.5f + (float)o;
+            cpu[o] = (pk_lora_op){.a = qa, .bt = qb, .a_scale = sa, .bt_scale = sb, .rank = r, .m = m, .scale = scale,
+                                  .y = want[o], .ldy = ldy, .rows = rows, .n = cnt};
+            gpu[o] = (pkc_lora_op){.a = dev_mem[o][0], .bt = dev_mem[o][1], .a_scale = dev_mem[o][2], .bt_scale = dev_mem[o][3],
+                                   .rank = r, .m = m, .scale = scale, .y = dys[o], .ldy = ldy, .rows = dev_mem[o][4], .n = cnt};
+            free(a); free(bt);
+        }
+        // The device reads rows of stride k + 3 (as a step's inputs are strided); the CPU packed rows.
+        float *packed = host_floats(n * k);
+        for (int64_t t = 0; t < n; t++) memcpy(packed + t * k, x + t * (k + 3), (size_t)k * 4);
+        if (pk_lora_apply(pool, cpu, NOPS, packed, k) != 0) { fprintf(stderr, "pk_lora_apply failed\n"); exit(2); }
+        free(packed);
+        CHECK(c, pkc_lora_apply(c, gpu, NOPS, dx, k + 3, k));
+        int64_t bad = 0, total = 0;
+        for (int o = 0; o < NOPS; o++) {
+            const int64_t ldy = ms[o] + 5;
+            float *got = download_floats(c, dys[o], n * ldy);
+            for (int64_t i = 0; i < n * ldy; i++) bad += !same_bits(got[i], want[o][i]);
+            total += n * ldy;
+            free(got);
+        }
+        report(bad == 0, "lora k=%lld, %d ops of ranks 1-64 over a 13-row batch: %lld of %lld values differ from pk_lora_apply (tol bit-exact)",
+               (long long)k, NOPS, (long long)bad, (long long)total);
+        if (ki == 0) {
+            // The same ops captured and replayed twice on fresh outputs.
+            for (int o = 0; o < NOPS; o++) CHECK(c, pkc_upload(c, dys[o], ys[o], (size_t)(n * (ms[o] + 5)) * 4));
+            pkc_graph *g = NULL;
+            CHECK(c, pkc_graph_begin(c));
+            CHECK(c, pkc_lora_apply(c, gpu, NOPS, dx, k + 3, k));
+            CHECK(c, pkc_graph_end(c, &g));
+            int64_t gbad = 0;
+            for (int rep = 0; rep < 2; rep++) {
+                for (int o = 0; o < NOPS; o++) CHECK(c, pkc_upload(c, dys[o], ys[o], (size_t)(n * (ms[o] + 5)) * 4));
+                CHECK(c, pkc_graph_launch(c, g));
+                for (int o = 0; o < NOPS; o++) {
+                    const int64_t ldy = ms[o] + 5;
+                    float *got = download_floats(c, dys[o], n * ldy);
+                    for (int64_t i = 0; i < n * ldy; i++) gbad += !same_bits(got[i], want[o][i]);
+                    free(got);
+                }
+            }
+            pkc_graph_destroy(c, g);
+            report(gbad == 0, "lora graph-replayed twice: %lld values differ from pk_lora_apply (tol bit-exact)", (long long)gbad);
+            // Bad arguments are refused with a message, nothing launched.
+            pkc_lora_op wide = gpu[0];
+            wide.rank = PKC_LORA_MAX_RANK + 1;
+            const int st = pkc_lora_apply(c, &wide, 1, dx, k + 3, k);
+            report(st == PKC_ERR_INVALID && strstr(pkc_error(c), "rank") != NULL, "lora refuses rank %d: %s", PKC_LORA_MAX_RANK + 1,
+                   pkc_error(c));
+        }
+        for (int o = 0; o < NOPS; o++) {
+            free((void *)cpu[o].a); free((void *)cpu[o].bt); free((void *)cpu[o].a_scale); free((void *)cpu[o].bt_scale);
+            free((void *)cpu[o].rows); free(ys[o]); free(want[o]);
+            pkc_free(c, dys[o]);
+            for (int j = 0; j < 5; j++) pkc_free(c, dev_mem[o][j]);
+        }
+        pkc_free(c, dx);
+        free(x);
+    }
+
+    // The embedding's pair: rank 3, vocabulary 1000, rows 0, 2, 3 and 6 of 7.
+    const int64_t rank = 3, vocab = 1000, e = 576, ldx = 580, nr = 7;
+    float *a = host_floats(rank * e), *bt = host_floats(rank * vocab), *x = host_floats(nr * ldx);
+    fill_normal(a, rank * e, 0.05f);
+    fill_normal(bt, rank * vocab, 0.05f);
+    fill_normal(x, nr * ldx, 1.0f);
+    const int32_t ids[7] = {5, 999, 0, 417, 5, 3, 998}, rows[4] = {0, 2, 3, 6};
+    const float scale = 1.75f;
+    float *want = host_floats(nr * ldx);
+    memcpy(want, x, (size_t)(nr * ldx) * 4);
+    for (int i = 0; i < 4; i++) {
+        float *out = want + rows[i] * ldx;
+        for (int64_t r = 0; r < rank; r++) {
+            const float s = scale * bt[r * vocab + ids[rows[i]]];
+            for (int64_t j = 0; j < e; j++) {
+                const float p = s * a[r * e + j];
+                out[j] = out[j] + p;
+            }
+        }
+    }
+    pkc_ptr da = dev_upload(c, a, (size_t)(rank * e) * 4), db = dev_upload(c, bt, (size_t)(rank * vocab) * 4);
+    pkc_ptr dxe = dev_upload(c, x, (size_t)(nr * ldx) * 4), dids = dev_upload(c, ids, sizeof ids), drows = dev_upload(c, rows, sizeof rows);
+    CHECK(c, pkc_lora_embed(c, da, db, rank, vocab, scale, drows, 4, dids, dxe, ldx, e));
+    float *got = download_floats(c, dxe, nr * ldx);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < nr * ldx; i++) bad += !same_bits(got[i], want[i]);
+    report(bad == 0, "lora_embed rank 3, 4 of 7 rows: %lld values differ from LoRAPair.addDelta's loop (tol bit-exact; other rows untouched)",
+           (long long)bad);
+    pkc_free(c, da); pkc_free(c, db); pkc_free(c, dxe); pkc_free(c, dids); pkc_free(c, drows);
+    free(a); free(bt); free(x); free(want); free(got);
+}
+
 static void test_errors(pkc_context *c) {
     pkc_ptr p = dev_alloc(c, 4096);
     int st = pkc_matmul(c, 99, p, 4, 32, p, 32, 1, p, 4);
@@ -1306,7 +1445,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, matmul_add_norm, lazy formats, kernel cache): no usable GPU\n");
+               "argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, matmul_add_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return require_device ? 1 : 0;
     }
@@ -1342,6 +1481,7 @@ int main(int argc, char **argv) {
     test_matmul_runs(c);
     test_matmul_add_norm(c);
     test_glu(c);
+    test_lora(c);
     test_lazy_formats();
     test_cache(dir, info.kernels_from_cache);
 

@@ -204,7 +204,8 @@ struct pkc_context {
     // the stream by these events (in a capture: parallel branches of the graph).
     CUstream side;
     CUevent fork, join;
-    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine;
+    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine, lora,
+        lora_embed;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
     CUdeviceptr norm_count; // pkc_matmul_add_norm's ticket counter (back to 0 after each launch)
@@ -633,7 +634,8 @@ static int get_core_functions(pkc_context *c, CUmodule m) {
         {&c->quantize_q8, "pkc_quantize_q8"}, {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
         {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->add_bias, "pkc_add_bias"},
         {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->topk, "pkc_topk"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
-        {&c->attn_combine, "pkc_attention_combine"}};
+        {&c->attn_combine, "pkc_attention_combine"}, {&c->lora, "pkc_lora"},
+        {&c->lora_embed, "pkc_lora_embed"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if ((st = get_function(c, m, named[i].f, named[i].name))) return st;
     return PKC_OK;
@@ -1558,6 +1560,62 @@ int pkc_add_bias(pkc_context *c, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t n
     int nn = (int)n, mm = (int)m;
     void *args[] = {&y, &ldy, &bias, &nn, &mm};
     return launch(c, c->add_bias, "add_bias", blocks_for(n * m, 256), 1, 256, 0, args);
+}
+
+// pkc_lora's arguments (pkc_kernels.cu: LoraOp, LoraOps): every field 8 bytes but the last two,
+// so the host and device layouts agree.
+#define LORA_OPS 8
+#define LORA_COLS 1024
+typedef struct {
+    pkc_ptr a, bt, a_scale, bt_scale, y, rows;
+    int64_t ldy, rank, m, n, first_block, col_blocks;
+    float scale, unused;
+} lora_arg;
+typedef struct {
+    lora_arg op[LORA_OPS];
+    int64_t count;
+} lora_args;
+
+int pkc_lora_apply(pkc_context *c, const pkc_lora_op *ops, int nops, pkc_ptr x, int64_t ldx, int64_t k) {
+    ENTER(c);
+    if (nops < 0 || (nops > 0 && !ops) || k <= 0 || k > 0x7fffffff || ldx < k || !x)
+        return fail(c, PKC_ERR_INVALID, "pkc_lora_apply: bad arguments");
+    for (int i = 0; i < nops; i++) {
+        const pkc_lora_op *o = &ops[i];
+        if (o->rank < 1 || o->rank > PKC_LORA_MAX_RANK || o->m <= 0 || o->m > 0x7fffffff || o->ldy < o->m || o->n < 0 ||
+            o->n > 0x7fffffff || !o->a || !o->bt || !o->a_scale || !o->bt_scale || !o->y || (o->n > 0 && !o->rows))
+            return fail(c, PKC_ERR_INVALID, "pkc_lora_apply: op %d: rank %lld (1...%d), %lld outputs, stride %lld, %lld rows", i,
+                        (long long)o->rank, PKC_LORA_MAX_RANK, (long long)o->m, (long long)o->ldy, (long long)o->n);
+    }
+    int kk = (int)k;
+    for (int first = 0; first < nops; first += LORA_OPS) {
+        lora_args a;
+        memset(&a, 0, sizeof a);
+        uint64_t blocks = 0;
+        for (int i = first; i < nops && i < first + LORA_OPS; i++) {
+            const pkc_lora_op *o = &ops[i];
+            lora_arg *l = &a.op[a.count++];
+            *l = (lora_arg){.a = o->a, .bt = o->bt, .a_scale = o->a_scale, .bt_scale = o->bt_scale, .y = o->y, .rows = o->rows,
+                            .ldy = o->ldy, .rank = o->rank, .m = o->m, .n = o->n, .first_block = (int64_t)blocks,
+                            .col_blocks = (o->m + LORA_COLS - 1) / LORA_COLS, .scale = o->scale};
+            blocks += (uint64_t)o->n * (uint64_t)l->col_blocks;
+        }
+        void *args[] = {&a, &x, &ldx, &kk};
+        const int st = launch(c, c->lora, "lora", blocks, 1, 256, 0, args);
+        if (st) return st;
+    }
+    return PKC_OK;
+}
+
+int pkc_lora_embed(pkc_context *c, pkc_ptr a, pkc_ptr bt, int64_t rank, int64_t vocab, float scale, pkc_ptr rows, int64_t n,
+                   pkc_ptr ids, pkc_ptr x, int64_t ldx, int64_t e) {
+    ENTER(c);
+    if (rank < 1 || rank > PKC_LORA_MAX_RANK || vocab <= 0 || n < 0 || n > 0x7fffffff || e <= 0 || e > 0x7fffffff || ldx < e ||
+        !a || !bt || !x || (n > 0 && (!rows || !ids)))
+        return fail(c, PKC_ERR_INVALID, "pkc_lora_embed: bad arguments");
+    int rr = (int)rank, ee = (int)e;
+    void *args[] = {&a, &bt, &rr, &vocab, &scale, &rows, &ids, &x, &ldx, &ee};
+    return launch(c, c->lora_embed, "lora_embed", (uint64_t)n, 1, 256, 0, args);
 }
 
 int pkc_argmax(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ids) {

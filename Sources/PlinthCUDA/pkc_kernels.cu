@@ -1197,6 +1197,79 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
     }
 }
 
+// ---- LoRA: hot-swapped adapters' low-rank products --------------------------------------------
+
+// pk_lora_apply's arithmetic (Kernels/lora.c), bit for bit: for each row of each op,
+// t[r] = (A row r . x) * a_scale[r] * bt_scale[r], the dot as 16 partial sums of every 16th
+// element halved pairwise (a half-warp here, 16 lanes there); then every output
+// y[j] = fmaf(scale, s, y[j]) with s the fmaf chain of t[r] * bt[r][j] over r in order. A block
+// takes one row of one op and up to LORA_COLS of its outputs, recomputing t (rank x k
+// multiply-adds, small beside the outputs' rank x LORA_COLS), so a decode row spreads over
+// m / LORA_COLS blocks. Ops are passed by value (a captured graph keeps them); the host splits
+// longer lists into launches of PKC_LORA_OPS. LoraOp's layout is pk_cuda.c's lora_arg.
+#define PKC_LORA_OPS 8
+#define LORA_COLS 1024
+#define LORA_THREADS 256
+#define LORA_MAX_RANK 1024
+struct LoraOp {
+    const i8 *a, *bt;
+    const float *a_scale, *bt_scale;
+    float *y;
+    const int *rows;
+    i64 ldy, rank, m, n, first_block, col_blocks;
+    float scale, unused;
+};
+struct LoraOps {
+    LoraOp op[PKC_LORA_OPS];
+    i64 count;
+};
+
+extern "C" __global__ void __launch_bounds__(LORA_THREADS) pkc_lora(const LoraOps ops, const float *x, i64 ldx, int k) {
+    __shared__ float t[LORA_MAX_RANK];
+    int o = 0;
+    while (o + 1 < ops.count && (i64)blockIdx.x >= ops.op[o + 1].first_block) o++;
+    const LoraOp &op = ops.op[o];
+    const i64 local = (i64)blockIdx.x - op.first_block;
+    const i64 i = local / op.col_blocks;
+    const i64 c0 = (local - i * op.col_blocks) * LORA_COLS;
+    const int row = op.rows[i], rank = (int)op.rank, lane = threadIdx.x & 15;
+    const float *xr = x + (i64)row * ldx;
+    // Every lane runs every round (the shuffles take the whole warp); lanes past the rank add zeros.
+    for (int r0 = 0; r0 < rank; r0 += LORA_THREADS / 16) {
+        const int r = r0 + (int)(threadIdx.x >> 4);
+        float acc = 0.0f;
+        if (r < rank) {
+            const i8 *a = op.a + (i64)r * k;
+            for (int e = lane; e < k; e += 16) acc = fmaf(xr[e], (float)a[e], acc);
+        }
+        for (int w = 8; w > 0; w >>= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, w, 16));
+        if (r < rank && lane == 0) t[r] = __fmul_rn(__fmul_rn(acc, op.a_scale[r]), op.bt_scale[r]);
+    }
+    __syncthreads();
+    const i64 c1 = min(c0 + LORA_COLS, op.m);
+    float *y = op.y + (i64)row * op.ldy;
+    for (i64 j = c0 + threadIdx.x; j < c1; j += LORA_THREADS) {
+        float s = 0.0f;
+        for (int r = 0; r < rank; r++) s = fmaf(t[r], (float)op.bt[(i64)r * op.m + j], s);
+        y[j] = fmaf(op.scale, s, y[j]);
+    }
+}
+
+// The token embedding's adapter delta (LoRAPair.addDelta's arithmetic, bit for bit): row rows[b]
+// of x, token ids[rows[b]], gets (scale * bt[r][token]) * a[r][j] added to each value j, r in
+// order, with separate roundings. a: rank x e floats; bt: rank x vocab floats. A block per row.
+extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int rank, i64 vocab, float scale, const int *rows,
+                                          const int *ids, float *x, i64 ldx, int e) {
+    const int row = rows[blockIdx.x];
+    const i64 token = ids[row];
+    float *xr = x + (i64)row * ldx;
+    for (int j = threadIdx.x; j < e; j += blockDim.x) {
+        float v = xr[j];
+        for (int r = 0; r < rank; r++) v = __fadd_rn(v, __fmul_rn(__fmul_rn(scale, bt[(i64)r * vocab + token]), a[(i64)r * e + j]));
+        xr[j] = v;
+    }
+}
+
 #endif // PKC_FORMAT < 0
 
 // ---- per-format entry points --------------------------------------------------------------------

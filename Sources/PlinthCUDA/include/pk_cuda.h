@@ -269,6 +269,32 @@ int pkc_argmax_masked(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_
 int pkc_topk(pkc_context *ctx, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pkc_ptr ks, pkc_ptr masks,
              int64_t mask_words, pkc_ptr mask_rows, pkc_ptr out);
 
+// ---- LoRA adapters (unmerged) ------------------------------------------------------------------
+
+// One adapter's pair on one matrix for n rows of a step, pk_lora_op's (Kernels/include/pk_lora.h)
+// fields in device memory: A (rank x k) and bt (B transposed, rank x m) int8 row-major, row r
+// scaled by a_scale[r] / bt_scale[r] (pk_lora_quantize_rows); rows (int32, n) are the indices of
+// the op's rows in x and in y (stride ldy).
+typedef struct pkc_lora_op {
+    pkc_ptr a, bt, a_scale, bt_scale;
+    int64_t rank, m;
+    float scale;
+    pkc_ptr y;
+    int64_t ldy;
+    pkc_ptr rows;
+    int64_t n;
+} pkc_lora_op;
+#define PKC_LORA_MAX_RANK 1024
+// y[rows[i]] += scale * B (A x[rows[i]]) for every op, pk_lora_apply's arithmetic bit for bit
+// (x rows of k floats, stride ldx). Ops must not write the same y elements. Graph-capturable: the
+// ops are kernel arguments, not device memory.
+int pkc_lora_apply(pkc_context *ctx, const pkc_lora_op *ops, int nops, pkc_ptr x, int64_t ldx, int64_t k);
+// The token embedding's pair for n rows: x[rows[i]] (stride ldx, e floats) += scale * bt[.][t] * a
+// with t = ids[rows[i]] (a: rank x e floats, bt: rank x vocab floats; rows, ids int32), in
+// LoRAPair.addDelta's order and roundings.
+int pkc_lora_embed(pkc_context *ctx, pkc_ptr a, pkc_ptr bt, int64_t rank, int64_t vocab, float scale, pkc_ptr rows,
+                   int64_t n, pkc_ptr ids, pkc_ptr x, int64_t ldx, int64_t e);
+
 // ---- KV cache and attention --------------------------------------------------------------------
 
 // A layer's cache is two f16 arrays, keys and values, each [slot][position][kv_dim]: position p
