@@ -185,6 +185,10 @@ bench_model() { # M
     local m=$1 f; f=$(model_file "$1")
     bench "$m-single" -m "$f" --backend cuda -p $PP -n $TG -r $REPS
     bench "$m-batched64" -m "$f" --backend cuda --parallel $BPAR -p $BPP -n $BTG -r $((REPS > 3 ? 3 : REPS))
+    # An unmerged adapter on every sequence (the content tagger, SmolLM2's): what it costs.
+    [ "$m" = smollm2 ] && bench "$m-batched64-adapter" -m "$f" --backend cuda --parallel $BPAR -p $BPP -n $BTG \
+        -r $((REPS > 3 ? 3 : REPS)) --adapter Adapters/content-tagger/content-tagger.gguf
+    return 0
 }
 
 ablate_model() { # M: each launch-saving change off, one at a time: what it is worth on this machine
@@ -362,6 +366,8 @@ print("| --- | --- | ---: | ---: | ---: | ---: |")
 f = lambda x, d=1: "—" if x is None else f"{x:,.{d}f}"
 for m, label, a, b, r, t in rows:
     print(f"| {m} | {label} | {f(a)} | {f(b)} | {f(r, 2)}{'' if r is None else (' ✓' if r >= t else ' ✗')} | {t}× |")
+a, b = plinth("smollm2", "tg", "batched64-adapter"), plinth("smollm2", "tg", "batched64")
+if a and b: print(f"smollm2 batched decode x{par} with an unmerged adapter on every sequence: {a:,.1f} t/s, {a / b:.2f}× without")
 for p in sorted(glob.glob(os.path.join(out, "eval-*.json"))):
     name = os.path.basename(p)[5:-5]
     if name.endswith(".jsonl.run"): continue

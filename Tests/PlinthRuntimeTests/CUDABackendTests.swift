@@ -1,4 +1,5 @@
 import Foundation
+import PlinthKernels
 import PlinthRuntime
 import Testing
 
@@ -179,5 +180,198 @@ struct CUDABackendTests {
             }
             print("[cuda] decoding \(rows) sequence(s), 16 steps: worst CPU-CUDA logit difference \(worst) of the range (tolerance \(tolerance))")
         }
+    }
+
+    /// A GGUF LoRA (rank 4, scale 2) on one kind of matrix: the token embedding, the output, or
+    /// one matrix of every layer; A's values uniform in ±1/√inputs, B's in ±`b`.
+    static func siteAdapter(_ c: ModelConfig, _ site: String, b: Double) -> [UInt8] {
+        var t = RandomTensors(seed: UInt64(site.utf8.reduce(25) { $0 &* 31 &+ UInt64($1) }))
+        let r = 4, e = c.embeddingLength, vocab = c.vocabularySize, ff = c.feedForwardLength
+        let q = c.headCount * c.headDim, kv = c.kvHeadCount * c.headDim
+        // ggml dimensions, innermost first: A is [inputs, r], B [r, outputs]; the embedding's
+        // pair is stored flipped.
+        switch site {
+        case "token_embd":
+            t.add("token_embd.weight.lora_a", [r, vocab], scale: b)
+            t.add("token_embd.weight.lora_b", [r, e], scale: 1 / Double(r).squareRoot())
+        case "output":
+            t.add("output.weight.lora_a", [e, r], scale: 1 / Double(e).squareRoot())
+            t.add("output.weight.lora_b", [r, vocab], scale: b)
+        default:
+            let (inputs, outputs) = ["attn_q": (e, q), "attn_k": (e, kv), "attn_v": (e, kv), "attn_output": (q, e),
+                                     "ffn_gate": (e, ff), "ffn_up": (e, ff), "ffn_down": (ff, e)][site]!
+            for l in 0..<c.layerCount {
+                t.add("blk.\(l).\(site).weight.lora_a", [inputs, r], scale: 1 / Double(inputs).squareRoot())
+                t.add("blk.\(l).\(site).weight.lora_b", [r, outputs], scale: b)
+            }
+        }
+        var builder = GGUFBuilder()
+        builder.add("general.architecture", .string(c.architecture.rawValue))
+        builder.add("general.type", .string("adapter"))
+        builder.add("adapter.type", .string("lora"))
+        builder.add("adapter.lora.alpha", .float32(8))
+        for name in t.order {
+            let (dims, values) = t.tensors[name]!
+            builder.addTensor(.init(name, dims: dims.map(UInt64.init), type: .f32, data: values.withUnsafeBytes { Array($0) }))
+        }
+        return builder.bytes()
+    }
+
+    /// A two-layer tiny llama (``TinyLlama``) with its matrices in `type` (F32 or Q8_0).
+    static func tinyModel(_ type: GGMLType) throws -> Transformer {
+        var tiny = TinyLlama(layers: 2)
+        tiny.context = 64
+        var replace: [String: GGUFBuilder.Tensor] = [:]
+        if type != .f32 {
+            for name in tiny.order {
+                let (dims, values) = tiny.weights[name]!
+                guard dims.count == 2 else { continue }
+                var bytes = [UInt8](repeating: 0, count: type.rowBytes(dims[0])! * dims[1])
+                bytes.withUnsafeMutableBytes { out in
+                    values.withUnsafeBufferPointer { _ = pk_quantize(Int32(type.rawValue), $0.baseAddress!, out.baseAddress!, Int64(values.count)) }
+                }
+                replace[name] = .init(name, dims: dims.map(UInt64.init), type: type, data: bytes)
+            }
+        }
+        return try withTemporaryFile(tiny.bytes(replace: replace)) { try Transformer(url: $0) }
+    }
+
+    /// Unmerged adapters on the device against the CPU, on a tiny model whose products the two
+    /// backends compute alike (F32 weights; Q8_0 weights, whose decode products take the same int8
+    /// rows of their inputs on both), so that their logits differ by little beside an adapter's
+    /// effect. One adapter per place a pair can sit (the embedding, each of a layer's seven
+    /// matrices, the output), each on a sequence of one prompt beside a sequence without: each
+    /// adapter's effect (its row's logits less the base row's) on the device must be the CPU's,
+    /// within a few percent of it (a pair the device skipped, or added in the wrong place, is off
+    /// by about all of it). With F32 weights the backends' logits differ by ~1e-3 of an effect;
+    /// with Q8_0, by a few percent (the int8 rounding of each product's input turns their tiny
+    /// differences, in attention's and the norms' sums, into whole steps of a byte): the bounds
+    /// are 2 % and 25 %. First the prompt in one step (the GEMM path), then a token at two rows,
+    /// the base's and one adapter's, where the device fuses norms and the gated product into the
+    /// products (which adapted layers must not); the last steps replay a captured graph. After a
+    /// detach, a row naming the adapter is refused.
+    @Test("Adapters run unmerged on CUDA as on the CPU", .enabled(if: unavailable == nil, noGPU), arguments: [GGMLType.f32, .q8_0])
+    func adapters(weights: GGMLType) throws {
+        let transformer = try Self.tinyModel(weights)
+        let c = transformer.config
+        let sites = ["token_embd", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "output"]
+        let adapters = try sites.map { site in
+            try withTemporaryFile(Self.siteAdapter(c, site, b: 0.5)) { try LoRAAdapter(contentsOf: $0, for: transformer) }
+        }
+        // Slot 0: the base; slot 1 + i: adapter i; the last slot: scratch for the base's copies.
+        let slots = adapters.count + 2, scratch = slots - 1
+        let cpu = try InferenceContext(transformer: transformer, contextLength: 64, slots: slots, backend: .cpu)
+        let gpu = try InferenceContext(transformer: transformer, contextLength: 64, slots: slots, backend: .cuda)
+        let ids = try adapters.map { a in
+            let id = try cpu.attach(a)
+            #expect(try gpu.attach(a) == id)
+            return id
+        }
+        let prompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
+        let bound: Float = weights == .f32 ? 0.02 : 0.25
+        /// Adapter `i`'s effect (row `r` less row `base`) on both backends: the device's error
+        /// as a share of the CPU's effect, and the CPU's effect as a share of its logits' range.
+        func effect(_ i: Int, row r: Int, base: Int) -> (error: Float, size: Float) {
+            let ca = cpu.logits(r), ga = gpu.logits(r), cb = cpu.logits(base), gb = gpu.logits(base)
+            var err: Float = 0, size: Float = 0
+            for j in 0..<ca.count {
+                let dc = ca[j] - cb[j], dg = ga[j] - gb[j]
+                err = max(err, abs(dg - dc))
+                size = max(size, abs(dc))
+            }
+            return (err / size, size / (cb.max()! - cb.min()!))
+        }
+        var report: [String] = []
+        func check(_ i: Int, row r: Int, base: Int, within bound: Float, _ what: String) {
+            let (error, size) = effect(i, row: r, base: base)
+            report.append("\(sites[i]) \(String(format: "%.2f/%.4f", size, error))")
+            #expect(size > 0.05, "\(what): adapter \(sites[i]) moves the logits by \(size) of their range: too little to check")
+            #expect(error < bound, "\(what): adapter \(sites[i])'s effect on the device is off by \(error) of the CPU's")
+        }
+
+        // 1. The prompt on every slot but the scratch one, in one step.
+        var batch = Batch()
+        for slot in 0..<(slots - 1) {
+            for (p, t) in prompt.enumerated() {
+                batch.add(t, position: p, slot: slot, logits: p == prompt.count - 1, adapter: slot == 0 ? 0 : ids[slot - 1])
+            }
+        }
+        try cpu.forward(batch)
+        try gpu.forward(batch)
+        for i in adapters.indices { check(i, row: 1 + i, base: 0, within: bound, "the prompt in one step") }
+        print("[cuda] adapters, \(weights.name), the prompt in one step (effect/error): \(report.joined(separator: ", "))")
+        let token = Sampler.argmax(cpu.logits(0))
+
+        // 2. One token at two rows: a copy of the base's cache, and adapter i's sequence.
+        func twoRows(_ i: Int, _ what: String) throws {
+            for ctx in [cpu, gpu] { try ctx.copyPrefix(from: 0, to: scratch, count: prompt.count) }
+            var b = Batch()
+            b.add(token, position: prompt.count, slot: scratch, logits: true)
+            b.add(token, position: prompt.count, slot: 1 + i, logits: true, adapter: ids[i])
+            try cpu.forward(b)
+            try gpu.forward(b)
+            check(i, row: 1, base: 0, within: bound, what)
+            for ctx in [cpu, gpu] { ctx.reset(slot: 1 + i, keeping: prompt.count) }
+        }
+        report = []
+        for i in adapters.indices { try twoRows(i, "a token at two rows") }
+        // The same step twice more with the last adapter: the second run is captured, the third replays it.
+        for _ in 0..<2 { try twoRows(adapters.count - 1, "a token at two rows, again") }
+        print("[cuda] adapters, \(weights.name), a token at two rows (effect/error): \(report.joined(separator: ", "))")
+
+        // Detached, an adapter is gone: a row naming it is refused.
+        gpu.detach(ids[0])
+        #expect(throws: ModelError.self) { try gpu.forward(.sequence([token], slot: scratch, adapter: ids[0])) }
+    }
+
+    /// The PEFT fixture's adapter (rank 2 on every layer matrix of SmolLM2) beside rows without
+    /// it: the prompts in one step, then decoding at two rows; every row's logits within
+    /// `decodeAgreement`'s tolerance of the CPU's, the adapter's effect larger than that.
+    @Test("A PEFT adapter on SmolLM2 runs on CUDA as on the CPU", .enabled(if: unavailable == nil, noGPU),
+          .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func peftAdapter() throws {
+        let fx = try GenerationFixture.load("smollm2")
+        let tolerance = max(1e-2, 2 * (fx.cases.map(\.llama_self.logit_error).max() ?? 0))
+        let transformer = try Transformer(url: try #require(Self.smolLM2))
+        let peft = try LoRAAdapter(contentsOf: LoRAFixture.peft, for: transformer)
+        let cpu = try InferenceContext(transformer: transformer, contextLength: 128, slots: 3, backend: .cpu)
+        let gpu = try InferenceContext(transformer: transformer, contextLength: 128, slots: 3, backend: .cuda)
+        let id = try cpu.attach(peft)
+        #expect(try gpu.attach(peft) == id)
+        let prompts = try LoRAFixture.prompts()
+        let plan: [(prompt: Int, adapter: Int)] = [(0, id), (0, 0), (1, id)]
+        var batch = Batch()
+        var positions: [Int] = []
+        for (slot, p) in plan.enumerated() {
+            let tokens = prompts[p.prompt].ids
+            for (i, t) in tokens.enumerated() { batch.add(t, position: i, slot: slot, logits: i == tokens.count - 1, adapter: p.adapter) }
+            positions.append(tokens.count)
+        }
+        var worst: Float = 0
+        func compare(_ what: String, _ rows: Int) -> [Int32] {
+            (0..<rows).map { r in
+                let d = Self.relativeDifference(cpu.logits(r), gpu.logits(r))
+                worst = max(worst, d)
+                #expect(d <= tolerance, "\(what), row \(r): logits differ by \(d) of the range")
+                return Sampler.argmax(cpu.logits(r))
+            }
+        }
+        try cpu.forward(batch)
+        try gpu.forward(batch)
+        var next = compare("prompts", plan.count)
+        let effect = Self.relativeDifference(cpu.logits(0), cpu.logits(1))
+        #expect(effect > tolerance, "the adapter moves the logits by \(effect) of the range: too little to check")
+        for step in 0..<4 {
+            var b = Batch()
+            for s in [0, 2] {
+                b.add(next[s], position: positions[s], slot: s, logits: true, adapter: id)
+                positions[s] += 1
+            }
+            try cpu.forward(b)
+            try gpu.forward(b)
+            let chosen = compare("two rows, step \(step)", 2)
+            (next[0], next[2]) = (chosen[0], chosen[1])
+        }
+        print("[cuda] PEFT adapter on SmolLM2: effect \(effect) of the range; worst CPU-CUDA logit difference \(worst) (tolerance \(tolerance))")
     }
 }

@@ -35,7 +35,8 @@ struct TinyLlama {
     /// Tensor names in file order.
     private(set) var order: [String] = []
 
-    init(heads: Int = 2, kvHeads: Int = 1, feedForward: Int = 128, seed: UInt64 = 2024) {
+    init(layers: Int = 1, heads: Int = 2, kvHeads: Int = 1, feedForward: Int = 128, seed: UInt64 = 2024) {
+        self.layers = layers
         self.heads = heads
         self.kvHeads = kvHeads
         self.feedForward = feedForward

@@ -70,8 +70,10 @@ final class CUDAForward {
     /// launches) for steps that take the GEMV path: one byte per weight read instead of four.
     private let xq: pkc_ptr
     /// int32 metadata, maxBatch each: token ids, positions, slots, kv lengths, logit rows, the
-    /// logit rows' mask rows (-1: none), the chosen tokens, the logit rows' k for pkc_topk (0: none).
+    /// logit rows' mask rows (-1: none), the chosen tokens, the logit rows' k for pkc_topk (0: none),
+    /// the rows with adapters and the logit rows with adapters (grouped by adapter: ``AdapterGroup``).
     private let meta: pkc_ptr
+    private static let metaTables = 10
     /// pkc_topk's output: LogitsUse.maxTopK (id, logit) pairs per logit row.
     private let topBuffer: pkc_ptr
     private var hostMeta: [Int32]
@@ -257,8 +259,8 @@ final class CUDAForward {
             xq = try alloc(q8Rows * pkc_q8_row_bytes(Int64(max(e, f))), "int8 activations")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
             ropeTable = try alloc(n * c.ropeDims * fl, "the RoPE table")
-            meta = try alloc(8 * n * MemoryLayout<Int32>.stride, "row tables")
-            hostMeta = Array(repeating: 0, count: 8 * n)
+            meta = try alloc(Self.metaTables * n * MemoryLayout<Int32>.stride, "row tables")
+            hostMeta = Array(repeating: 0, count: Self.metaTables * n)
             topBuffer = try alloc(n * LogitsUse.maxTopK * MemoryLayout<TokenCandidate>.stride, "sampling candidates")
             maskWords = (c.vocabularySize + 31) / 32
             masks = try alloc(n * maskWords * MemoryLayout<UInt32>.stride, "token masks")
@@ -278,6 +280,7 @@ final class CUDAForward {
 
     deinit {
         for g in graphs.values { pkc_graph_destroy(ctx, g) }
+        for a in adapters.values { _ = pkc_free(ctx, a.memory) }
         for p in allocations { _ = pkc_free(ctx, p) }
         pkc_close(ctx)
     }
@@ -346,6 +349,88 @@ final class CUDAForward {
                                   Int64(n), out, Int64(ldy)), "matmul")
     }
 
+    /// An attached adapter's pairs on the device (one allocation): the int8 copies the CPU's
+    /// kernels read (``AttachedAdapter``), and the embedding's pair as floats.
+    private struct DeviceAdapter {
+        struct Pair {
+            var a, bt, aScale, btScale: pkc_ptr
+            var rank, rows: Int64
+            var scale: Float
+        }
+        /// By layer, then ``AdapterTarget/Matrix/index``.
+        var layers: [[Pair?]]
+        var output: Pair?
+        var embedding: (a: pkc_ptr, bt: pkc_ptr, rank: Int64, vocabulary: Int64, scale: Float)?
+        var memory: pkc_ptr
+    }
+    private var adapters: [Int: DeviceAdapter] = [:]
+
+    /// Places `adapter`'s pairs on the device for the rows of later steps that name `id`.
+    func attach(_ id: Int, _ adapter: AttachedAdapter) throws {
+        var pieces: [(offset: Int, bytes: Int, upload: (pkc_ptr) throws -> Void)] = []
+        var total = 0
+        /// The offset of a piece of `bytes` in the allocation (16-byte aligned).
+        func place(_ bytes: Int, _ upload: @escaping (pkc_ptr) throws -> Void) -> Int {
+            let offset = (total + 15) / 16 * 16
+            pieces.append((offset, bytes, upload))
+            total = offset + bytes
+            return offset
+        }
+        func place(_ data: UnsafeRawPointer, _ bytes: Int) -> Int {
+            place(bytes) { [ctx] dst in try self.check(pkc_upload(ctx, dst, data, bytes), "uploading an adapter") }
+        }
+        func place(_ values: [Float]) -> Int {
+            place(values.count * MemoryLayout<Float>.stride) { [ctx] dst in
+                try values.withUnsafeBytes { try self.check(pkc_upload(ctx, dst, $0.baseAddress, $0.count), "uploading an adapter") }
+            }
+        }
+        let fl = MemoryLayout<Float>.stride
+        var offsets: [AdapterTarget: (a: Int, bt: Int, aScale: Int, btScale: Int)] = [:]
+        for (target, p) in adapter.pairs {
+            offsets[target] = (place(p.a, p.rank * p.columns), place(p.bt, p.rank * p.rows),
+                               place(p.aScale, p.rank * fl), place(p.btScale, p.rank * fl))
+        }
+        // The embedding's pair is read as floats, as LoRAPair.addDelta reads it.
+        let embedding = adapter.adapter.pairs[.tokenEmbedding]
+        let embeddingOffsets = embedding.map { (a: place($0.a), bt: place($0.bt)) }
+        var memory: pkc_ptr = 0
+        try check(pkc_alloc(ctx, max(total, 16), &memory), "allocating an adapter")
+        do {
+            for p in pieces { try p.upload(memory + pkc_ptr(p.offset)) }
+            try check(pkc_synchronize(ctx), "uploading an adapter")
+        } catch {
+            _ = pkc_free(ctx, memory)
+            throw error
+        }
+        var device = DeviceAdapter(layers: Array(repeating: Array(repeating: nil, count: AdapterTarget.Matrix.allCases.count),
+                                                 count: config.layerCount),
+                                   output: nil, embedding: nil, memory: memory)
+        for (target, p) in adapter.pairs {
+            let o = offsets[target]!
+            let pair = DeviceAdapter.Pair(a: memory + pkc_ptr(o.a), bt: memory + pkc_ptr(o.bt), aScale: memory + pkc_ptr(o.aScale),
+                                          btScale: memory + pkc_ptr(o.btScale), rank: Int64(p.rank), rows: Int64(p.rows), scale: p.scale)
+            switch target {
+            case .layer(let l, let m) where l < config.layerCount: device.layers[l][m.index] = pair
+            case .output: device.output = pair
+            default: break
+            }
+        }
+        if let e = embedding, let o = embeddingOffsets {
+            device.embedding = (memory + pkc_ptr(o.a), memory + pkc_ptr(o.bt), Int64(e.rank), Int64(e.rows), e.scale)
+        }
+        adapters[id] = device
+    }
+
+    /// Frees adapter `id`'s pairs and the captured steps that used them.
+    func detach(_ id: Int) {
+        guard let a = adapters.removeValue(forKey: id) else { return }
+        for (shape, g) in graphs where shape.adapters.contains(where: { $0.id == id }) {
+            pkc_graph_destroy(ctx, g)
+            graphs[shape] = nil
+        }
+        _ = pkc_free(ctx, a.memory)
+    }
+
     /// Copies the first `count` positions of slot `source` into slot `target` in every layer.
     func copyPrefix(from source: Int, to target: Int, count: Int) throws {
         guard count > 0 else { return }
@@ -379,7 +464,16 @@ final class CUDAForward {
             masked += 1
             return Int32(masked - 1)
         }
+        // Rows with adapters by adapter, in the order adapters first appear.
+        var adapterRows: [Int: (rows: [Int32], logitRows: [Int32])] = [:]
+        var adapterOrder: [Int] = []
         for (r, i) in range.enumerated() {
+            let a = batch.adapters[i]
+            if a != 0 {
+                if adapterRows[a] == nil { adapterOrder.append(a); adapterRows[a] = ([], []) }
+                adapterRows[a]!.rows.append(Int32(r))
+                if batch.wantsLogits[i] { adapterRows[a]!.logitRows.append(Int32(wanted)) }
+            }
             let p = batch.positions[i]
             hostMeta[r] = batch.tokens[i]
             hostMeta[mb + r] = p
@@ -409,12 +503,23 @@ final class CUDAForward {
         for r in n..<rowsRun {
             (hostMeta[r], hostMeta[mb + r], hostMeta[2 * mb + r], hostMeta[3 * mb + r]) = (0, 0, Int32(slotCount), 1)
         }
+        var groups: [AdapterGroup] = []
+        var at = 0, logitAt = 0
+        for a in adapterOrder {
+            let g = adapterRows[a]!
+            for (j, r) in g.rows.enumerated() { hostMeta[8 * mb + at + j] = r }
+            for (j, r) in g.logitRows.enumerated() { hostMeta[9 * mb + logitAt + j] = r }
+            at += g.rows.count
+            logitAt += g.logitRows.count
+            groups.append(AdapterGroup(id: a, rows: g.rows.count, logitRows: g.logitRows.count))
+        }
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
         let ids = meta, positions = meta + i32 * pkc_ptr(mb), slots = meta + 2 * i32 * pkc_ptr(mb)
         let kvLen = meta + 3 * i32 * pkc_ptr(mb), rows = meta + 4 * i32 * pkc_ptr(mb)
         let maskRows = meta + 5 * i32 * pkc_ptr(mb), chosen = meta + 6 * i32 * pkc_ptr(mb), topK = meta + 7 * i32 * pkc_ptr(mb)
         // The chosen tokens' table goes up too (the kernels overwrite it): one upload.
-        try hostMeta.withUnsafeBytes { try check(pkc_upload(ctx, meta, $0.baseAddress, 8 * mb * 4), "uploading the row tables") }
+        let tables = groups.isEmpty ? 8 : Self.metaTables
+        try hostMeta.withUnsafeBytes { try check(pkc_upload(ctx, meta, $0.baseAddress, tables * mb * 4), "uploading the row tables") }
         if masked > 0 {
             try hostMasks.withUnsafeBytes { try check(pkc_upload(ctx, masks, $0.baseAddress, masked * maskWords * 4), "uploading token masks") }
         }
@@ -423,7 +528,7 @@ final class CUDAForward {
         // it keeps a decode step's launches the same for many steps, so its graph replays.
         let kvBucket = (maxKV + Self.kvBucket - 1) / Self.kvBucket * Self.kvBucket
         let shape = StepShape(rows: rowsRun, wanted: wanted, argmax: fullRows.count + topRows.count < wanted, top: !topRows.isEmpty,
-                              masked: masked > 0, kvBucket: kvBucket)
+                              masked: masked > 0, kvBucket: kvBucket, adapters: groups)
         try run(shape) {
             try compute(shape, ids: ids, positions: positions, slots: slots, kvLen: kvLen, rows: rows, maskRows: maskRows, chosen: chosen,
                         topK: topK)
@@ -465,14 +570,59 @@ final class CUDAForward {
         let halves = pkc_ptr(MemoryLayout<UInt16>.stride)
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
         let glu = pkc_glu_fused(ctx, Int64(n)) != 0
-        // Each norm but the first layer's is made by the product before it (matmulAdd's norm).
+        let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
+        let groups = shape.adapters
+        let adapterRows = meta + 8 * i32 * pkc_ptr(maxBatch), adapterLogitRows = meta + 9 * i32 * pkc_ptr(maxBatch)
+        /// Whether a row of this step runs an adapter with a pair on one of layer l's `matrices`.
+        func adapted(_ l: Int, _ matrices: [AdapterTarget.Matrix]) -> Bool {
+            groups.contains { g in matrices.contains { adapters[g.id]?.layers[l][$0.index] != nil } }
+        }
+        /// Adds each group's pairs for `sites` (outputs of one product of `input`, rows of `k`
+        /// floats with stride `ldx`) to its rows, or its logit rows.
+        func lora(_ sites: [(pair: (DeviceAdapter) -> DeviceAdapter.Pair?, y: pkc_ptr, ldy: Int)], input: pkc_ptr, ldx: Int,
+                  k: Int, logitRows: Bool = false) throws {
+            var ops: [pkc_lora_op] = []
+            var start = 0
+            for g in groups {
+                let count = logitRows ? g.logitRows : g.rows
+                let table = (logitRows ? adapterLogitRows : adapterRows) + pkc_ptr(start) * i32
+                start += count
+                guard count > 0, let a = adapters[g.id] else { continue }
+                for site in sites {
+                    guard let p = site.pair(a) else { continue }
+                    ops.append(pkc_lora_op(a: p.a, bt: p.bt, a_scale: p.aScale, bt_scale: p.btScale, rank: p.rank, m: p.rows,
+                                           scale: p.scale, y: site.y, ldy: Int64(site.ldy), rows: table, n: Int64(count)))
+                }
+            }
+            guard !ops.isEmpty else { return }
+            try check(pkc_lora_apply(ctx, ops, Int32(ops.count), input, Int64(ldx), Int64(k)), "adapter products")
+        }
+        func layerPair(_ l: Int, _ m: AdapterTarget.Matrix) -> (DeviceAdapter) -> DeviceAdapter.Pair? { { $0.layers[l][m.index] } }
+        /// x's rows normalized into h (and the int8 rows `q`): a norm no product before it made.
+        func norm(_ weight: pkc_ptr, _ q: Q8) throws {
+            try check(pkc_rms_norm_q8(ctx, x, Int64(e), weight, h, Int64(e), Int64(n), Int64(e), eps, q.ptr, q.stride), "rms_norm")
+        }
+        if !groups.isEmpty {
+            var start = 0
+            for g in groups {
+                defer { start += g.rows }
+                guard let p = adapters[g.id]?.embedding else { continue }
+                try check(pkc_lora_embed(ctx, p.a, p.bt, p.rank, p.vocabulary, p.scale, adapterRows + pkc_ptr(start) * i32, Int64(g.rows),
+                                         ids, x, Int64(e), Int64(e)), "adapter embedding")
+            }
+        }
+        // Each norm but the first layer's is made by the product before it (matmulAdd's norm),
+        // unless an adapter's product must be added first.
         let attnQ8 = layers.map { q8(for: $0.qkv.runs.map(\.w), n) }
         let oq = q8(for: [output], wanted)
-        try check(pkc_rms_norm_q8(ctx, x, Int64(e), layers[0].attnNorm, h, Int64(e), Int64(n), Int64(e), eps, attnQ8[0].ptr,
-                                  attnQ8[0].stride), "rms_norm")
+        try norm(layers[0].attnNorm, attnQ8[0])
         for (l, lw) in layers.enumerated() {
             let aq = attnQ8[l]
             try matmul(lw.qkv, h, e, aq, n, qkv, qkvStride)
+            if !groups.isEmpty {
+                try lora([(layerPair(l, .attnQ), qkv, qkvStride), (layerPair(l, .attnK), qkv + pkc_ptr(qDim) * fl, qkvStride),
+                          (layerPair(l, .attnV), qkv + pkc_ptr(qDim + kvDim) * fl, qkvStride)], input: h, ldx: e, k: e)
+            }
             let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
             var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
             // Bias, rotation of q's and k's heads and the cache store in one launch; biases that
@@ -488,23 +638,36 @@ final class CUDAForward {
                                          slots, positions), "qkv_rope_store")
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
-            let fused = glu && lw.gateUp.runs.count == 1
             let gq = q8(for: lw.gateUp.runs.map(\.w), n)
-            try matmulAdd(lw.wo, attn, qDim, .none, n, x, e, norm: lw.ffnNorm, gq)
+            let woAdapted = adapted(l, [.attnOutput]), ffAdapted = adapted(l, [.ffnGate, .ffnUp]), downAdapted = adapted(l, [.ffnDown])
+            let fused = glu && lw.gateUp.runs.count == 1 && !ffAdapted
+            try matmulAdd(lw.wo, attn, qDim, .none, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
+            if woAdapted {
+                try lora([(layerPair(l, .attnOutput), x, e)], input: attn, ldx: qDim, k: qDim)
+                try norm(lw.ffnNorm, gq)
+            }
             // The next norm: the next layer's, or the output's when every row wants logits.
             let next: (pkc_ptr, Q8)? = l + 1 < layers.count ? (layers[l + 1].attnNorm, attnQ8[l + 1])
                 : wanted == n ? (outputNorm, oq) : nil
+            let fusedNext = downAdapted ? nil : next
             if fused {
                 // gate | up and silu(gate) × up in one launch; the down product then reads floats.
                 let w = lw.gateUp.runs[0].w
                 try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, h, Int64(e), gq.ptr, gq.stride, Int64(n), gu,
                                          Int64(2 * f)), "gated matmul")
-                try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e, norm: next?.0, next?.1 ?? .none)
+                try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e, norm: fusedNext?.0, fusedNext?.1 ?? .none)
             } else {
                 let fq = q8(for: [lw.down], n)
                 try matmul(lw.gateUp, h, e, gq, n, gu, 2 * f)
+                if ffAdapted {
+                    try lora([(layerPair(l, .ffnGate), gu, 2 * f), (layerPair(l, .ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: h, ldx: e, k: e)
+                }
                 try check(pkc_swiglu_q8(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride), "swiglu")
-                try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e, norm: next?.0, next?.1 ?? .none)
+                try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e, norm: fusedNext?.0, fusedNext?.1 ?? .none)
+            }
+            if downAdapted {
+                try lora([(layerPair(l, .ffnDown), x, e)], input: gu, ldx: 2 * f, k: f)
+                if let next { try norm(next.0, next.1) }
             }
         }
         guard wanted > 0 else { return }
@@ -516,6 +679,9 @@ final class CUDAForward {
         }
         try check(pkc_matmul_q8(ctx, output.type, output.ptr, output.rows, output.cols, h, Int64(e), oq.ptr, oq.stride,
                                 Int64(wanted), logits, output.rows, 0), "matmul")
+        if !groups.isEmpty {
+            try lora([({ $0.output }, logits, c.vocabularySize)], input: h, ldx: e, k: e, logitRows: true)
+        }
         if shape.argmax {
             let vocab = Int64(c.vocabularySize)
             try check(pkc_argmax_masked(ctx, logits, vocab, Int64(wanted), vocab, shape.masked ? masks : 0,
@@ -537,6 +703,15 @@ final class CUDAForward {
         var top: Bool
         var masked: Bool
         var kvBucket: Int32
+        var adapters: [AdapterGroup]
+    }
+
+    /// One adapter's rows in a step: `rows` of them (then `logitRows` of the rows that want
+    /// logits) in the row tables, after the groups before it.
+    struct AdapterGroup: Hashable {
+        var id: Int
+        var rows: Int
+        var logitRows: Int
     }
 
     static let kvBucket: Int32 = 256

@@ -197,23 +197,27 @@ public final class InferenceContext {
     /// so sequences with different adapters (or none) share one step. Attaching an adapter
     /// already attached returns its id.
     ///
-    /// - Throws: ``AdapterError`` when the adapter was read for another model, or the backend
-    ///   cannot apply adapters unmerged (the CUDA backend, for now).
+    /// - Throws: ``AdapterError`` when the adapter was read for another model, or its pairs
+    ///   cannot be placed on the GPU (``AdapterError/unsupportedBackend(_:)``: out of device memory).
     public func attach(_ adapter: LoRAAdapter) throws(AdapterError) -> Int {
         if let (id, _) = adapters.first(where: { $0.value.adapter === adapter }) { return id }
-        guard device == nil else {
-            throw .unsupportedBackend("the CUDA backend does not apply adapters unmerged yet; merge the adapter or run on the CPU")
-        }
         try adapter.checkShapes(in: config)
         let id = nextAdapterID
+        let attached = AttachedAdapter(adapter, layerCount: config.layerCount)
+        if let device {
+            do { try device.attach(id, attached) } catch {
+                throw .unsupportedBackend("adapter '\(adapter.name)' could not be placed on the GPU: \(error.localizedDescription)")
+            }
+        }
         nextAdapterID += 1
-        adapters[id] = AttachedAdapter(adapter, layerCount: config.layerCount)
+        adapters[id] = attached
         return id
     }
 
     /// Forgets an attached adapter. Slots whose caches it computed should be reset by the caller.
     public func detach(_ id: Int) {
         adapters[id] = nil
+        device?.detach(id)
     }
 
     /// The adapter attached as `id`.
