@@ -55,8 +55,8 @@ final class AttachedAdapter {
 
 /// The rows of one step that run each adapter.
 struct AdapterRows {
-    /// Each adapter used by the step's rows, with where its rows lie in `rows`.
-    var groups: [(adapter: AttachedAdapter, start: Int, count: Int)] = []
+    /// Each adapter used by the step's rows (its id and itself), with where its rows lie in `rows`.
+    var groups: [(id: Int, adapter: AttachedAdapter, start: Int, count: Int)] = []
     /// The groups' rows (indices into the step's rows), one group after another: the list the
     /// kernels read, built once per step.
     var rows: [Int32] = []
@@ -65,16 +65,16 @@ struct AdapterRows {
 
     /// Groups `rows` (indices into the step's rows, in order) by adapter id; id 0 is none.
     init(ids: [Int], adapters: [Int: AttachedAdapter]) {
-        var lists: [(adapter: AttachedAdapter, rows: [Int32])] = []
+        var lists: [(id: Int, rows: [Int32])] = []
         var at: [Int: Int] = [:]
         for (r, id) in ids.enumerated() where id != 0 {
             if let g = at[id] { lists[g].rows.append(Int32(r)) } else {
                 at[id] = lists.count
-                lists.append((adapters[id]!, [Int32(r)]))
+                lists.append((id, [Int32(r)]))
             }
         }
         for l in lists {
-            groups.append((l.adapter, rows.count, l.rows.count))
+            groups.append((l.id, adapters[l.id]!, rows.count, l.rows.count))
             rows += l.rows
         }
     }

@@ -390,6 +390,12 @@ final class CUDAForward {
             offsets[target] = (place(p.a, p.rank * p.columns), place(p.bt, p.rank * p.rows),
                                place(p.aScale, p.rank * fl), place(p.btScale, p.rank * fl))
         }
+        /// A pair's place on the device, by its target.
+        func devicePair(_ target: AdapterTarget, _ memory: pkc_ptr) -> DeviceAdapter.Pair? {
+            guard let p = adapter.pairs[target], let o = offsets[target] else { return nil }
+            return DeviceAdapter.Pair(a: memory + pkc_ptr(o.a), bt: memory + pkc_ptr(o.bt), aScale: memory + pkc_ptr(o.aScale),
+                                      btScale: memory + pkc_ptr(o.btScale), rank: Int64(p.rank), rows: Int64(p.rows), scale: p.scale)
+        }
         // The embedding's pair is read as floats, as LoRAPair.addDelta reads it.
         let embedding = adapter.adapter.pairs[.tokenEmbedding]
         let embeddingOffsets = embedding.map { (a: place($0.a), bt: place($0.bt)) }
@@ -402,19 +408,9 @@ final class CUDAForward {
             _ = pkc_free(ctx, memory)
             throw error
         }
-        var device = DeviceAdapter(layers: Array(repeating: Array(repeating: nil, count: AdapterTarget.Matrix.allCases.count),
-                                                 count: config.layerCount),
-                                   output: nil, embedding: nil, memory: memory)
-        for (target, p) in adapter.pairs {
-            let o = offsets[target]!
-            let pair = DeviceAdapter.Pair(a: memory + pkc_ptr(o.a), bt: memory + pkc_ptr(o.bt), aScale: memory + pkc_ptr(o.aScale),
-                                          btScale: memory + pkc_ptr(o.btScale), rank: Int64(p.rank), rows: Int64(p.rows), scale: p.scale)
-            switch target {
-            case .layer(let l, let m) where l < config.layerCount: device.layers[l][m.index] = pair
-            case .output: device.output = pair
-            default: break
-            }
-        }
+        let matrices = AdapterTarget.Matrix.allCases
+        var device = DeviceAdapter(layers: (0..<config.layerCount).map { l in matrices.map { devicePair(.layer(l, $0), memory) } },
+                                   output: devicePair(.output, memory), embedding: nil, memory: memory)
         if let e = embedding, let o = embeddingOffsets {
             device.embedding = (memory + pkc_ptr(o.a), memory + pkc_ptr(o.bt), Int64(e.rank), Int64(e.rows), e.scale)
         }
@@ -424,7 +420,7 @@ final class CUDAForward {
     /// Frees adapter `id`'s pairs and the captured steps that used them.
     func detach(_ id: Int) {
         guard let a = adapters.removeValue(forKey: id) else { return }
-        for (shape, g) in graphs where shape.adapters.contains(where: { $0.id == id }) {
+        for (shape, g) in graphs where (shape.adapterRows + shape.adapterLogitRows).contains(where: { $0.id == id }) {
             pkc_graph_destroy(ctx, g)
             graphs[shape] = nil
         }
@@ -445,7 +441,8 @@ final class CUDAForward {
     /// token in `chosenOut[i]` and nothing in `logitsOut`; ``LogitsUse/top(k:allowed:)`` rows
     /// their best tokens in `topOut` (row i at i × LogitsUse.maxTopK, id -1 past the row's
     /// count) and `chosenOut[i]` = -2. Returns how many rows want logits.
-    func step(_ batch: Batch, _ range: Range<Int>, logitsOut: UnsafeMutablePointer<Float>,
+    func step(_ batch: Batch, _ range: Range<Int>, adapters lora: (rows: AdapterRows, logitRows: AdapterRows),
+              logitsOut: UnsafeMutablePointer<Float>,
               chosenOut: UnsafeMutablePointer<Int32>, topOut: UnsafeMutablePointer<TokenCandidate>) throws -> Int {
         let c = config, n = range.count
         let mb = maxBatch
@@ -464,16 +461,7 @@ final class CUDAForward {
             masked += 1
             return Int32(masked - 1)
         }
-        // Rows with adapters by adapter, in the order adapters first appear.
-        var adapterRows: [Int: (rows: [Int32], logitRows: [Int32])] = [:]
-        var adapterOrder: [Int] = []
         for (r, i) in range.enumerated() {
-            let a = batch.adapters[i]
-            if a != 0 {
-                if adapterRows[a] == nil { adapterOrder.append(a); adapterRows[a] = ([], []) }
-                adapterRows[a]!.rows.append(Int32(r))
-                if batch.wantsLogits[i] { adapterRows[a]!.logitRows.append(Int32(wanted)) }
-            }
             let p = batch.positions[i]
             hostMeta[r] = batch.tokens[i]
             hostMeta[mb + r] = p
@@ -503,22 +491,17 @@ final class CUDAForward {
         for r in n..<rowsRun {
             (hostMeta[r], hostMeta[mb + r], hostMeta[2 * mb + r], hostMeta[3 * mb + r]) = (0, 0, Int32(slotCount), 1)
         }
-        var groups: [AdapterGroup] = []
-        var at = 0, logitAt = 0
-        for a in adapterOrder {
-            let g = adapterRows[a]!
-            for (j, r) in g.rows.enumerated() { hostMeta[8 * mb + at + j] = r }
-            for (j, r) in g.logitRows.enumerated() { hostMeta[9 * mb + logitAt + j] = r }
-            at += g.rows.count
-            logitAt += g.logitRows.count
-            groups.append(AdapterGroup(id: a, rows: g.rows.count, logitRows: g.logitRows.count))
+        // The adapters' rows (and logit rows), one adapter's after another.
+        for (table, rows) in [(8, lora.rows.rows), (9, lora.logitRows.rows)] {
+            for (j, r) in rows.enumerated() { hostMeta[table * mb + j] = r }
         }
+        func groups(_ a: AdapterRows) -> [AdapterGroup] { a.groups.map { AdapterGroup(id: $0.id, start: $0.start, count: $0.count) } }
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
         let ids = meta, positions = meta + i32 * pkc_ptr(mb), slots = meta + 2 * i32 * pkc_ptr(mb)
         let kvLen = meta + 3 * i32 * pkc_ptr(mb), rows = meta + 4 * i32 * pkc_ptr(mb)
         let maskRows = meta + 5 * i32 * pkc_ptr(mb), chosen = meta + 6 * i32 * pkc_ptr(mb), topK = meta + 7 * i32 * pkc_ptr(mb)
         // The chosen tokens' table goes up too (the kernels overwrite it): one upload.
-        let tables = groups.isEmpty ? 8 : Self.metaTables
+        let tables = lora.rows.isEmpty ? 8 : Self.metaTables
         try hostMeta.withUnsafeBytes { try check(pkc_upload(ctx, meta, $0.baseAddress, tables * mb * 4), "uploading the row tables") }
         if masked > 0 {
             try hostMasks.withUnsafeBytes { try check(pkc_upload(ctx, masks, $0.baseAddress, masked * maskWords * 4), "uploading token masks") }
@@ -528,7 +511,8 @@ final class CUDAForward {
         // it keeps a decode step's launches the same for many steps, so its graph replays.
         let kvBucket = (maxKV + Self.kvBucket - 1) / Self.kvBucket * Self.kvBucket
         let shape = StepShape(rows: rowsRun, wanted: wanted, argmax: fullRows.count + topRows.count < wanted, top: !topRows.isEmpty,
-                              masked: masked > 0, kvBucket: kvBucket, adapters: groups)
+                              masked: masked > 0, kvBucket: kvBucket, adapterRows: groups(lora.rows),
+                              adapterLogitRows: groups(lora.logitRows))
         try run(shape) {
             try compute(shape, ids: ids, positions: positions, slots: slots, kvLen: kvLen, rows: rows, maskRows: maskRows, chosen: chosen,
                         topK: topK)
@@ -571,8 +555,8 @@ final class CUDAForward {
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
         let glu = pkc_glu_fused(ctx, Int64(n)) != 0
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
-        let groups = shape.adapters
-        let adapterRows = meta + 8 * i32 * pkc_ptr(maxBatch), adapterLogitRows = meta + 9 * i32 * pkc_ptr(maxBatch)
+        let groups = shape.adapterRows
+        let rowTable = meta + 8 * i32 * pkc_ptr(maxBatch), logitRowTable = meta + 9 * i32 * pkc_ptr(maxBatch)
         /// Whether a row of this step runs an adapter with a pair on one of layer l's `matrices`.
         func adapted(_ l: Int, _ matrices: [AdapterTarget.Matrix]) -> Bool {
             groups.contains { g in matrices.contains { adapters[g.id]?.layers[l][$0.index] != nil } }
@@ -582,16 +566,13 @@ final class CUDAForward {
         func lora(_ sites: [(pair: (DeviceAdapter) -> DeviceAdapter.Pair?, y: pkc_ptr, ldy: Int)], input: pkc_ptr, ldx: Int,
                   k: Int, logitRows: Bool = false) throws {
             var ops: [pkc_lora_op] = []
-            var start = 0
-            for g in groups {
-                let count = logitRows ? g.logitRows : g.rows
-                let table = (logitRows ? adapterLogitRows : adapterRows) + pkc_ptr(start) * i32
-                start += count
-                guard count > 0, let a = adapters[g.id] else { continue }
+            for g in logitRows ? shape.adapterLogitRows : groups {
+                guard let a = adapters[g.id] else { continue }
+                let table = (logitRows ? logitRowTable : rowTable) + pkc_ptr(g.start) * i32
                 for site in sites {
                     guard let p = site.pair(a) else { continue }
                     ops.append(pkc_lora_op(a: p.a, bt: p.bt, a_scale: p.aScale, bt_scale: p.btScale, rank: p.rank, m: p.rows,
-                                           scale: p.scale, y: site.y, ldy: Int64(site.ldy), rows: table, n: Int64(count)))
+                                           scale: p.scale, y: site.y, ldy: Int64(site.ldy), rows: table, n: Int64(g.count)))
                 }
             }
             guard !ops.isEmpty else { return }
@@ -602,14 +583,10 @@ final class CUDAForward {
         func norm(_ weight: pkc_ptr, _ q: Q8) throws {
             try check(pkc_rms_norm_q8(ctx, x, Int64(e), weight, h, Int64(e), Int64(n), Int64(e), eps, q.ptr, q.stride), "rms_norm")
         }
-        if !groups.isEmpty {
-            var start = 0
-            for g in groups {
-                defer { start += g.rows }
-                guard let p = adapters[g.id]?.embedding else { continue }
-                try check(pkc_lora_embed(ctx, p.a, p.bt, p.rank, p.vocabulary, p.scale, adapterRows + pkc_ptr(start) * i32, Int64(g.rows),
-                                         ids, x, Int64(e), Int64(e)), "adapter embedding")
-            }
+        for g in groups {
+            guard let p = adapters[g.id]?.embedding else { continue }
+            try check(pkc_lora_embed(ctx, p.a, p.bt, p.rank, p.vocabulary, p.scale, rowTable + pkc_ptr(g.start) * i32, Int64(g.count),
+                                     ids, x, Int64(e), Int64(e)), "adapter embedding")
         }
         // Each norm but the first layer's is made by the product before it (matmulAdd's norm),
         // unless an adapter's product must be added first.
@@ -703,15 +680,16 @@ final class CUDAForward {
         var top: Bool
         var masked: Bool
         var kvBucket: Int32
-        var adapters: [AdapterGroup]
+        /// The rows with adapters, and the rows of those that want logits (``AdapterRows``).
+        var adapterRows: [AdapterGroup]
+        var adapterLogitRows: [AdapterGroup]
     }
 
-    /// One adapter's rows in a step: `rows` of them (then `logitRows` of the rows that want
-    /// logits) in the row tables, after the groups before it.
+    /// One adapter's rows in a step: `count` of them from `start` in their row table.
     struct AdapterGroup: Hashable {
         var id: Int
-        var rows: Int
-        var logitRows: Int
+        var start: Int
+        var count: Int
     }
 
     static let kvBucket: Int32 = 256

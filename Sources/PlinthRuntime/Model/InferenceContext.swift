@@ -272,8 +272,10 @@ public final class InferenceContext {
                     top = .allocate(capacity: topRows * LogitsUse.maxTopK)
                 }
                 let first = logitRowCount, topOut = top! + first * LogitsUse.maxTopK
+                let rows = Array(start..<end)
+                let lora = (rows: adapterRows(batch, rows), logitRows: adapterRows(batch, rows.filter { batch.wantsLogits[$0] }))
                 logitRowCount += try chosen.withUnsafeMutableBufferPointer { chosenOut in
-                    try device.step(batch, start..<end, logitsOut: logitsBuffer + first * config.vocabularySize,
+                    try device.step(batch, start..<end, adapters: lora, logitsOut: logitsBuffer + first * config.vocabularySize,
                                     chosenOut: chosenOut.baseAddress! + first, topOut: topOut)
                 }
             } else {
