@@ -272,8 +272,9 @@ public final class InferenceContext {
                     top = .allocate(capacity: topRows * LogitsUse.maxTopK)
                 }
                 let first = logitRowCount, topOut = top! + first * LogitsUse.maxTopK
-                let rows = Array(start..<end)
-                let lora = (rows: adapterRows(batch, rows), logitRows: adapterRows(batch, rows.filter { batch.wantsLogits[$0] }))
+                let none = AdapterRows(ids: [], adapters: [:])
+                let lora = adapters.isEmpty ? (rows: none, logitRows: none)
+                    : (rows: adapterRows(batch, Array(start..<end)), logitRows: adapterRows(batch, (start..<end).filter { batch.wantsLogits[$0] }))
                 logitRowCount += try chosen.withUnsafeMutableBufferPointer { chosenOut in
                     try device.step(batch, start..<end, adapters: lora, logitsOut: logitsBuffer + first * config.vocabularySize,
                                     chosenOut: chosenOut.baseAddress! + first, topOut: topOut)
