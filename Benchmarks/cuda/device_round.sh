@@ -17,7 +17,7 @@
 #   kernels-quick    test_cuda --quick (every kernel, two shapes) and first-use NVRTC times
 #   bench-M          plinth bench: tg128 and pp512 (-r 5), batched decode of 64 sequences
 #   llama-M          llama-bench and llama-batched-bench (CUDA) on the same file
-#   ablate-M         tg128 with graphs, the fused norm, the fused GLU and the side stream off
+#   ablate-M         tg128 with graphs, the fused norm, the fused GLU, the side stream, dependent launch off
 #   eval             plinth eval: 6,000 clauses at --parallel 256; sampled with and without top-k on the device
 #   fidelity         SmolLM2 against its F32 reference (KL divergence), CPU and CUDA paths
 #   agree            CUDA against CPU: greedy chat text (8 prompts), plinth eval's values (600 clauses)
@@ -197,6 +197,7 @@ ablate_model() { # M: each launch-saving change off, one at a time: what it is w
     PLINTH_CUDA_NORM_FUSED=0 bench "$m-single-nonormfuse" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_GLU=0 bench "$m-single-noglu" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    PLINTH_CUDA_PDL=0 bench "$m-single-nopdl" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     # And once more as it ships, last, so that drift over the stage shows.
     bench "$m-single-again" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
 }
@@ -366,6 +367,13 @@ print("| --- | --- | ---: | ---: | ---: | ---: |")
 f = lambda x, d=1: "—" if x is None else f"{x:,.{d}f}"
 for m, label, a, b, r, t in rows:
     print(f"| {m} | {label} | {f(a)} | {f(b)} | {f(r, 2)}{'' if r is None else (' ✓' if r >= t else ' ✗')} | {t}× |")
+for m in ("qwen-rep", "smollm2"):
+    base = plinth(m, "tg", "single-again") or plinth(m, "tg")
+    offs = [(n, plinth(m, "tg", f"single-no{n}")) for n in ("graphs", "normfuse", "glu", "overlap", "pdl")]
+    offs = [(n, v) for n, v in offs if v]
+    if base and offs:
+        print(f"{m} tg{tg} with one launch saving off, against {base:,.1f} t/s as shipped: "
+              + ", ".join(f"no{n} {v:,.1f} ({v / base:.2f}×)" for n, v in offs))
 a, b = plinth("smollm2", "tg", "batched64-adapter"), plinth("smollm2", "tg", "batched64")
 if a and b: print(f"smollm2 batched decode x{par} with an unmerged adapter on every sequence: {a:,.1f} t/s, {a / b:.2f}× without")
 for p in sorted(glob.glob(os.path.join(out, "eval-*.json"))):
@@ -390,8 +398,8 @@ EOF
 
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
-bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:45:plinth,qwen-rep eval:90:plinth,smollm2
-fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:30:plinth,smollm2 kernels-full:200:devbin
+bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:55:plinth,qwen-rep eval:90:plinth,smollm2
+fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:36:plinth,smollm2 kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build
     local n w=0

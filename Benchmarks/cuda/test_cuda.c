@@ -6,7 +6,7 @@
 //
 // Tolerances (why):
 // - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_prefix, download_rows, lora,
-//   lora_embed: exact.
+//   lora_embed, dependent launch (overlapped launches against the same one after another): exact.
 //   The dequantizers form sc * q exactly and add the offset with one rounding, as the CPU does.
 // - swiglu: exact (the same kexp polynomial, IEEE division and products, no contraction).
 // - rms_norm: within 2 ulp of the CPU (both sum squares in double; only the summation order
@@ -1208,6 +1208,86 @@ static void test_graph(pkc_context *c) {
     free(w); free(x);
 }
 
+// ---- dependent launch ----------------------------------------------------------------------------
+
+// Launches made to overlap the kernel before them (pkc_set_dependent_launch) against the same
+// launches made one after another: a chain of additions (exact sums), and layers of a decode
+// step's shape (RMSNorm with int8 rows, then a GEMV adding into the residual it normed), direct
+// and graph-replayed: bit for bit. On a GPU a kernel that read before waiting would see the
+// previous one's output half written; the emulator checks that each thread waits first.
+static void test_dependent_launch(pkc_context *c) {
+    pkc_device_info info;
+    CHECK(c, pkc_device_info_get(c, &info));
+    if (!info.dependent_launch) {
+        const int refused = pkc_set_dependent_launch(c, 1) == 0 && pkc_set_dependent_launch(c, 0) == 0;
+        report(refused, "dependent launch unavailable here (%s): turning it on is refused", info.dependent_launch_off);
+        return;
+    }
+    // The chain: y += x, 32 times, each launch reading the sum the one before wrote.
+    const int64_t count = quick ? (int64_t)1 << 16 : (int64_t)1 << 22;
+    float *x = host_floats(count), *y = host_floats(count);
+    for (int64_t i = 0; i < count; i++) x[i] = (float)(i % 29);
+    pkc_ptr dx = dev_upload(c, x, (size_t)count * 4), dy = dev_alloc(c, (size_t)count * 4);
+    CHECK(c, pkc_memset(c, dy, 0, (size_t)count * 4));
+    unsigned long long before = info.dependent_launches;
+    for (int i = 0; i < 32; i++) CHECK(c, pkc_add(c, dy, dx, count));
+    CHECK(c, pkc_download(c, y, dy, (size_t)count * 4));
+    CHECK(c, pkc_device_info_get(c, &info));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < count; i++) bad += y[i] != x[i] * 32;
+    report(bad == 0 && info.dependent_launches == before + 31,
+           "dependent launch: 32 chained adds of %lld floats, %llu launches overlapping the one before (want 31): %lld wrong sums "
+           "(tol exact)", (long long)count, info.dependent_launches - before, (long long)bad);
+
+    // Layers: h, q = rms_norm_q8(r); r += W_l h (int8 rows), for each layer.
+    const int layers = quick ? 4 : 12;
+    const int64_t k = 896;
+    const size_t rb = pkc_row_bytes(PK_Q8_0, k), ldq = pkc_q8_row_bytes(k);
+    uint8_t *w = malloc(rb * (size_t)(k * layers));
+    random_weights(PK_Q8_0, w, k * layers, k);
+    float *r0 = host_floats(k), *norm = host_floats(k), *out[3];
+    fill_normal(r0, k, 1.0f);
+    for (int64_t i = 0; i < k; i++) norm[i] = 1.0f + 0.01f * (float)(i % 7);
+    pkc_ptr dw = dev_upload(c, w, rb * (size_t)(k * layers)), dn = dev_upload(c, norm, (size_t)k * 4);
+    pkc_ptr dr = dev_alloc(c, (size_t)k * 4), dh = dev_alloc(c, (size_t)k * 4), dq = dev_alloc(c, ldq);
+    pkc_graph *g = NULL;
+    unsigned long long overlapped[3];
+    for (int pass = 0; pass < 3; pass++) { // one after another; overlapped; overlapped in a graph
+        out[pass] = host_floats(k);
+        pkc_set_dependent_launch(c, pass > 0);
+        CHECK(c, pkc_device_info_get(c, &info));
+        before = info.dependent_launches;
+        if (pass == 2) CHECK(c, pkc_graph_begin(c));
+        else CHECK(c, pkc_upload(c, dr, r0, (size_t)k * 4));
+        for (int l = 0; l < layers; l++) {
+            CHECK(c, pkc_rms_norm_q8(c, dr, k, dn, dh, k, 1, k, 1e-6f, dq, (int64_t)ldq));
+            CHECK(c, pkc_matmul_q8(c, PK_Q8_0, dw + (pkc_ptr)(rb * (size_t)(k * l)), k, k, dh, k, dq, (int64_t)ldq, 1, dr, k, 1));
+        }
+        if (pass == 2) {
+            CHECK(c, pkc_graph_end(c, &g));
+            for (int rep = 0; rep < 2; rep++) { // twice, from the same start
+                CHECK(c, pkc_upload(c, dr, r0, (size_t)k * 4));
+                CHECK(c, pkc_graph_launch(c, g));
+            }
+        }
+        CHECK(c, pkc_download(c, out[pass], dr, (size_t)k * 4));
+        CHECK(c, pkc_device_info_get(c, &info));
+        overlapped[pass] = info.dependent_launches - before;
+    }
+    int same = 1;
+    for (int64_t i = 0; i < k; i++) same &= same_bits(out[0][i], out[1][i]) && same_bits(out[0][i], out[2][i]);
+    report(same && overlapped[0] == 0 && overlapped[1] >= (unsigned long long)(2 * layers - 1) &&
+               overlapped[2] >= (unsigned long long)(2 * layers - 1),
+           "dependent launch: %d layers of rms_norm_q8 + Q8_0 gemv into the residual, overlapped (%llu launches) and "
+           "graph-replayed twice (%llu) equal one after another (%llu) (tol exact)",
+           layers, overlapped[1], overlapped[2], overlapped[0]);
+    pkc_set_dependent_launch(c, 1);
+    pkc_graph_destroy(c, g);
+    pkc_free(c, dx); pkc_free(c, dy); pkc_free(c, dw); pkc_free(c, dn); pkc_free(c, dr); pkc_free(c, dh); pkc_free(c, dq);
+    free(x); free(y); free(w); free(r0); free(norm);
+    for (int pass = 0; pass < 3; pass++) free(out[pass]);
+}
+
 // ---- LoRA ----------------------------------------------------------------------------------------
 
 // pkc_lora_apply against pk_lora_apply on the same int8 pairs: 11 ops (two launches) of ranks 1
@@ -1445,7 +1525,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, errors, matmul_runs, matmul_add_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
+               "argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, dependent launch, errors, matmul_runs, matmul_add_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return require_device ? 1 : 0;
     }
@@ -1455,6 +1535,7 @@ int main(int argc, char **argv) {
            info.name, info.cc_major, info.cc_minor, info.multiprocessors, info.total_memory / 1073741824.0,
            info.free_memory / 1073741824.0, info.driver_version, info.nvrtc_major, info.nvrtc_minor,
            info.kernels_from_cache ? "from the cache" : "compiled", info.compile_seconds);
+    printf("dependent launch: %s%s\n", info.dependent_launch ? "on" : "off: ", info.dependent_launch_off);
     (void)t0;
     // Every format's module at once, in parallel: what pkc_prepare costs a first load.
     const double tp = wall_seconds();
@@ -1475,6 +1556,7 @@ int main(int argc, char **argv) {
     test_qkv_rope_store(c);
     test_attention(c);
     test_graph(c);
+    test_dependent_launch(c);
     test_errors(c);
     test_matmul(c);
     test_matmul_add(c);

@@ -41,7 +41,27 @@ enum {
     CU_EVENT_DISABLE_TIMING = 2,
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
     CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
 };
+
+// cuLaunchKernelEx's configuration, laid out as cuda.h's CUlaunchAttribute (an id, then a
+// 64-byte union at offset 8) and CUlaunchConfig.
+typedef struct CUlaunchAttribute {
+    int id;
+    int pad_;
+    union {
+        char bytes[64];
+        int programmatic_serialization;
+        unsigned long long align_;
+    } value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig {
+    unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+    CUstream stream;
+    CUlaunchAttribute *attrs;
+    unsigned attr_count;
+} CUlaunchConfig;
+_Static_assert(sizeof(CUlaunchAttribute) == 72 && sizeof(CUlaunchConfig) == 56, "cuda.h's layouts");
 
 typedef struct cu_api {
     CUresult (*Init)(unsigned);
@@ -84,6 +104,7 @@ typedef struct cu_api {
     CUresult (*GraphDestroy)(CUgraph);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); // optional (CUDA 12.0+)
 } cu_api;
 
 typedef int nvrtcResult;
@@ -219,6 +240,12 @@ struct pkc_context {
     int glu_fused;           // pkc_glu_fused ($PLINTH_CUDA_GLU=0: never)
     int norm_fused;          // pkc_matmul_add_norm's norm in the GEMV's last block ($PLINTH_CUDA_NORM_FUSED=0: never)
     int runs_overlap;        // pkc_matmul_runs's side stream ($PLINTH_CUDA_OVERLAP=0: one run after another)
+    // Programmatic dependent launch (pkc_set_dependent_launch): whether this device and driver
+    // have it (and passed the self-test at open), and whether it is on.
+    int pdl_ok, pdl;
+    // The stream whose last operation was one of our kernels, if any: only a kernel launched
+    // right after another on its stream is launched to overlap it.
+    CUstream kernel_last;
     int capturing;
     pkc_device_info info;
     char err[2048];
@@ -371,9 +398,12 @@ static int load_driver(pkc_context *c) {
         "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
         "cuStreamWaitEvent",
         "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch",
-        "cuGraphExecDestroy", "cuGraphDestroy", "cuGetErrorName", "cuGetErrorString"};
-    _Static_assert(sizeof(cu_api) == sizeof syms / sizeof syms[0] * sizeof(void *), "cu_api and its names");
-    const char *missing = bind(c->libcuda, (void **)&c->cu, syms, NULL, (int)(sizeof syms / sizeof syms[0]));
+        "cuGraphExecDestroy", "cuGraphDestroy", "cuGetErrorName", "cuGetErrorString", "cuLaunchKernelEx"};
+    enum { count = (int)(sizeof syms / sizeof syms[0]) };
+    _Static_assert(sizeof(cu_api) == count * sizeof(void *), "cu_api and its names");
+    int optional[count] = {0};
+    optional[count - 1] = 1;
+    const char *missing = bind(c->libcuda, (void **)&c->cu, syms, optional, count);
     if (missing) return fail(c, PKC_ERR_NO_DRIVER, "the NVIDIA driver is too old: libcuda.so.1 lacks %s", missing);
     return PKC_OK;
 }
@@ -833,6 +863,8 @@ int pkc_compile_check(int arch, const int *types, int count, int threads, double
 #define ARGMAX_ROWS 1024
 #define ARGMAX_MAX_BLOCKS 64
 
+static void setup_dependent_launch(pkc_context *c);
+
 static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     int st = load_driver(c);
     if (st) return st;
@@ -910,6 +942,7 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->norm_fused = !(env && strcmp(env, "0") == 0);
     env = getenv("PLINTH_CUDA_OVERLAP");
     c->runs_overlap = !(env && strcmp(env, "0") == 0);
+    setup_dependent_launch(c);
     return PKC_OK;
 }
 
@@ -1011,12 +1044,14 @@ int pkc_upload(pkc_context *c, pkc_ptr dst, const void *src, size_t bytes) {
     ENTER(c);
     if (bytes == 0) return PKC_OK;
     // From pageable memory the copy is staged before this returns, so src may be reused.
+    c->kernel_last = NULL;
     CU(c, c->cu.MemcpyHtoDAsync(dst, src, bytes, c->stream), "cuMemcpyHtoDAsync");
     return PKC_OK;
 }
 
 int pkc_download(pkc_context *c, void *dst, pkc_ptr src, size_t bytes) {
     ENTER(c);
+    c->kernel_last = NULL;
     if (bytes) CU(c, c->cu.MemcpyDtoHAsync(dst, src, bytes, c->stream), "cuMemcpyDtoHAsync");
     CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize");
     return PKC_OK;
@@ -1027,6 +1062,7 @@ int pkc_download_rows(pkc_context *c, float *dst, pkc_ptr src, int64_t ld, const
     ENTER(c);
     if (count < 0 || width < 0 || ld < width || (count > 0 && (!rows || !dst)))
         return fail(c, PKC_ERR_INVALID, "pkc_download_rows: bad sizes");
+    c->kernel_last = NULL;
     for (int64_t i = 0; i < count; i++) {
         if (rows[i] < 0) return fail(c, PKC_ERR_INVALID, "pkc_download_rows: negative row %d", rows[i]);
         CU(c, c->cu.MemcpyDtoHAsync(dst + i * width, src + (uint64_t)((int64_t)rows[i] * ld) * 4, (size_t)width * 4, c->stream),
@@ -1038,12 +1074,14 @@ int pkc_download_rows(pkc_context *c, float *dst, pkc_ptr src, int64_t ld, const
 
 int pkc_copy(pkc_context *c, pkc_ptr dst, pkc_ptr src, size_t bytes) {
     ENTER(c);
+    c->kernel_last = NULL;
     if (bytes) CU(c, c->cu.MemcpyDtoDAsync(dst, src, bytes, c->stream), "cuMemcpyDtoDAsync");
     return PKC_OK;
 }
 
 int pkc_memset(pkc_context *c, pkc_ptr dst, uint8_t value, size_t bytes) {
     ENTER(c);
+    c->kernel_last = NULL;
     if (bytes) CU(c, c->cu.MemsetD8Async(dst, value, bytes, c->stream), "cuMemsetD8Async");
     return PKC_OK;
 }
@@ -1080,12 +1118,14 @@ int pkc_reserve(pkc_context *c, int64_t m, int64_t k, int64_t n) {
 
 int pkc_timer_start(pkc_context *c) {
     ENTER(c);
+    c->kernel_last = NULL;
     CU(c, c->cu.EventRecord(c->ev0, c->stream), "cuEventRecord");
     return PKC_OK;
 }
 
 int pkc_timer_stop(pkc_context *c, float *ms) {
     ENTER(c);
+    c->kernel_last = NULL;
     CU(c, c->cu.EventRecord(c->ev1, c->stream), "cuEventRecord");
     CU(c, c->cu.EventSynchronize(c->ev1), "cuEventSynchronize");
     float v = 0.0f;
@@ -1097,6 +1137,7 @@ int pkc_timer_stop(pkc_context *c, float *ms) {
 int pkc_graph_begin(pkc_context *c) {
     ENTER(c);
     if (c->capturing) return fail(c, PKC_ERR_INVALID, "pkc_graph_begin: already capturing");
+    c->kernel_last = NULL;
     CU(c, c->cu.StreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
     c->capturing = 1;
     return PKC_OK;
@@ -1106,6 +1147,7 @@ int pkc_graph_end(pkc_context *c, pkc_graph **out) {
     ENTER(c);
     if (!c->capturing || !out) return fail(c, PKC_ERR_INVALID, "pkc_graph_end: not capturing");
     c->capturing = 0;
+    c->kernel_last = NULL;
     *out = NULL;
     CUgraph g = NULL;
     CU(c, c->cu.StreamEndCapture(c->stream, &g), "cuStreamEndCapture");
@@ -1130,6 +1172,7 @@ int pkc_graph_end(pkc_context *c, pkc_graph **out) {
 int pkc_graph_launch(pkc_context *c, pkc_graph *g) {
     ENTER(c);
     if (!g) return fail(c, PKC_ERR_INVALID, "pkc_graph_launch: no graph");
+    c->kernel_last = NULL;
     CU(c, c->cu.GraphLaunch(g->exec, c->stream), "cuGraphLaunch");
     return PKC_OK;
 }
@@ -1145,11 +1188,27 @@ void pkc_graph_destroy(pkc_context *c, pkc_graph *g) {
 
 // ---- launches ----------------------------------------------------------------------------------
 
+// A kernel that follows another on its stream is launched to overlap it where dependent launch
+// is on: its blocks may be scheduled while that one finishes, and wait in PKC_DEPENDENT() for
+// its results, so the gap between the two (a few microseconds in a decode step of ~150 small
+// launches) is mostly hidden. After a copy, an event or a cuBLAS call it is an ordinary launch.
 static int launch(pkc_context *c, CUfunction f, const char *name, uint64_t gx, unsigned gy, unsigned block,
                   unsigned shared, void **args) {
     if (gx == 0 || gy == 0) return PKC_OK;
     if (gx > 0x7fffffffu) return fail(c, PKC_ERR_INVALID, "%s: grid of %llu blocks is too large", name, (unsigned long long)gx);
-    const CUresult r = c->cu.LaunchKernel(f, (unsigned)gx, gy, 1, block, 1, 1, shared, c->stream, args, NULL);
+    CUresult r;
+    if (c->pdl && c->kernel_last == c->stream) {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmatic_serialization = 1;
+        const CUlaunchConfig cfg = {(unsigned)gx, gy, 1, block, 1, 1, shared, c->stream, &attr, 1};
+        r = c->cu.LaunchKernelEx(&cfg, f, args, NULL);
+        if (r == CUDA_SUCCESS) c->info.dependent_launches++;
+    } else {
+        r = c->cu.LaunchKernel(f, (unsigned)gx, gy, 1, block, 1, 1, shared, c->stream, args, NULL);
+    }
+    c->kernel_last = r == CUDA_SUCCESS ? c->stream : NULL;
     if (r != CUDA_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "launch of %s", name);
@@ -1238,6 +1297,7 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
         return fail(c, PKC_ERR_INVALID, "pkc_matmul: sizes beyond cuBLAS's int range");
     if (fmts[fi].type == 0) {
         // f32 weights: straight through in f32 (no copy)
+        c->kernel_last = NULL;
         s = c->cb.GemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, (const void *)(uintptr_t)w,
                          CUDA_R_32F, (int)k, (const void *)(uintptr_t)x, CUDA_R_32F, (int)ldx, &zero,
                          (void *)(uintptr_t)y, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -1257,6 +1317,7 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
     int nn = (int)n, kk = (int)k;
     void *args[] = {&x, &ldx, &b, &nn, &kk};
     if ((st = launch(c, c->to_f16, "to_f16", blocks_for(n * k, 256), 1, 256, 0, args))) return st;
+    c->kernel_last = NULL;
     s = c->cb.GemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, (const void *)(uintptr_t)a,
                      CUDA_R_16F, (int)k, (const void *)(uintptr_t)b, CUDA_R_16F, (int)k, &zero, (void *)(uintptr_t)y,
                      CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
@@ -1388,6 +1449,7 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
     // The format modules first, so that nothing loads between the fork and the join.
     for (int i = 0; i < count; i++)
         if ((st = check_weights(c, "pkc_matmul_runs", runs[i].type, runs[i].w, k)) < 0) return -st;
+    c->kernel_last = NULL; // the fork and the join: events
     CU(c, c->cu.EventRecord(c->fork, c->stream), "cuEventRecord");
     CU(c, c->cu.StreamWaitEvent(c->side, c->fork, 0), "cuStreamWaitEvent");
     st = matmul(c, runs[0].type, runs[0].w, runs[0].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[0].column * 4, ldy, 0, NULL);
@@ -1398,6 +1460,7 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
         st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL);
     c->stream = main_stream;
     // Joined even after a failure, so that a capture can still end.
+    c->kernel_last = NULL;
     CUresult r = c->cu.EventRecord(c->join, c->side);
     if (r == CUDA_SUCCESS) r = c->cu.StreamWaitEvent(c->stream, c->join, 0);
     if (st) return st;
@@ -1552,6 +1615,81 @@ int pkc_add(pkc_context *c, pkc_ptr y, pkc_ptr x, int64_t count) {
     if (count < 0) return fail(c, PKC_ERR_INVALID, "pkc_add: negative count");
     void *args[] = {&y, &x, &count};
     return launch(c, c->add, "add", blocks_for(count, 256), 1, 256, 0, args);
+}
+
+// Chains of dependent additions, launched one after another and in a graph replayed twice: the
+// sums must be exact. Returns the first failure (message set).
+static int dependent_launch_self_test(pkc_context *c) {
+    enum { N = 4096, CHAIN = 8 };
+    float *host = malloc(2 * N * sizeof(float));
+    if (!host) return fail(c, PKC_ERR_OUT_OF_MEMORY, "out of host memory");
+    float *got = host + N;
+    for (int i = 0; i < N; i++) host[i] = (float)(i % 13);
+    pkc_ptr x = 0, y = 0;
+    pkc_graph *g = NULL;
+    char first[sizeof c->err] = "";
+    int st = pkc_alloc(c, N * sizeof(float), &x);
+    if (!st) st = pkc_alloc(c, N * sizeof(float), &y);
+    if (!st) st = pkc_upload(c, x, host, N * sizeof(float));
+    if (!st) st = pkc_memset(c, y, 0, N * sizeof(float));
+    for (int i = 0; i < CHAIN && !st; i++) st = pkc_add(c, y, x, N);
+    if (!st && (st = pkc_graph_begin(c)) == PKC_OK) {
+        for (int i = 0; i < CHAIN && !st; i++) st = pkc_add(c, y, x, N);
+        if (st) snprintf(first, sizeof first, "%s", c->err);
+        const int end = pkc_graph_end(c, &g); // ends the capture whatever happened in it
+        if (!st) st = end;
+        else snprintf(c->err, sizeof c->err, "%s", first);
+    }
+    for (int r = 0; r < 2 && !st; r++) st = pkc_graph_launch(c, g);
+    if (!st) st = pkc_download(c, got, y, N * sizeof(float));
+    // Each chain's launches after its first overlap the one before (the tracking in launch()).
+    if (!st && c->info.dependent_launches != 2 * (CHAIN - 1))
+        st = fail(c, PKC_ERR_DRIVER, "%llu dependent launches where %d were due", c->info.dependent_launches,
+                  2 * (CHAIN - 1));
+    for (int i = 0; i < N && !st; i++)
+        if (got[i] != host[i] * (3 * CHAIN))
+            st = fail(c, PKC_ERR_DRIVER, "element %d is %g after chains of dependent launches, not %g", i, got[i],
+                      host[i] * (3 * CHAIN));
+    if (g) pkc_graph_destroy(c, g);
+    if (st) snprintf(first, sizeof first, "%s", c->err);
+    if (x) pkc_free(c, x);
+    if (y) pkc_free(c, y);
+    if (st) snprintf(c->err, sizeof c->err, "%s", first);
+    free(host);
+    return st;
+}
+
+// Dependent launch where the device is sm_90 or newer and the driver 12.3 or newer (the first to
+// capture such launches into graphs), unless $PLINTH_CUDA_PDL=0, once the self-test passes.
+// Otherwise it stays off, the reason in the device info; the context works either way.
+static void setup_dependent_launch(pkc_context *c) {
+    const char *env = getenv("PLINTH_CUDA_PDL");
+    const char *why = NULL;
+    if (env && strcmp(env, "0") == 0) why = "off by $PLINTH_CUDA_PDL=0";
+    else if (c->info.cc_major < 9) why = "the device is older than sm_90";
+    else if (c->info.driver_version < 12030 || !c->cu.LaunchKernelEx) why = "the driver is older than CUDA 12.3";
+    if (why) {
+        snprintf(c->info.dependent_launch_off, sizeof c->info.dependent_launch_off, "%s", why);
+        return;
+    }
+    c->pdl = 1;
+    if (dependent_launch_self_test(c) != PKC_OK) {
+        c->pdl = 0;
+        snprintf(c->info.dependent_launch_off, sizeof c->info.dependent_launch_off, "self-test failed: %s", c->err);
+        c->err[0] = 0;
+        return;
+    }
+    c->pdl_ok = 1;
+    c->info.dependent_launch = 1;
+    c->info.dependent_launches = 0;
+}
+
+int pkc_set_dependent_launch(pkc_context *c, int on) {
+    if (!c) return 0;
+    const int old = c->pdl;
+    c->pdl = on && c->pdl_ok;
+    c->info.dependent_launch = c->pdl;
+    return old;
 }
 
 int pkc_add_bias(pkc_context *c, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t n, int64_t m) {
@@ -1768,6 +1906,7 @@ int pkc_copy_prefix(pkc_context *c, const pkc_kv *cache, int layers, int64_t lay
         return fail(c, PKC_ERR_INVALID, "pkc_copy_prefix: bad sizes");
     if (src == dst || count == 0) return PKC_OK;
     const size_t bytes = (size_t)(count * cache->kv_dim) * 2;
+    c->kernel_last = NULL;
     for (int l = 0; l < layers; l++) {
         const uint64_t base = (uint64_t)(l * layer_stride) * 2;
         const uint64_t so = base + (uint64_t)((int64_t)src * cache->slot_stride) * 2;

@@ -34,6 +34,20 @@ __device__ __forceinline__ float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;"
 __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 #define PKC_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
+// Programmatic dependent launch (sm_90): pk_cuda.c may launch a kernel while the one before it
+// in the stream is still running. So every kernel starts with PKC_DEPENDENT(): wait until that
+// kernel has finished and its writes are visible (a no-op for a launch without the attribute),
+// then let the next kernel's blocks be scheduled early, to wait likewise in spare slots (waiting
+// first bounds it to two kernels at a time). It must come before any access to global memory:
+// it is every kernel's first statement (Benchmarks/cuda/embed.sh --check holds to that).
+#ifdef PKC_EMULATOR
+#define PKC_DEPENDENT() pkc_emu::dependent_launch_point()
+#elif __CUDA_ARCH__ >= 900
+#define PKC_DEPENDENT() asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define PKC_DEPENDENT() ((void)0)
+#endif
+
 __device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
 
 // Blocks of 10, 18, 22, 34, 110 and 210 bytes are only 2-byte aligned: read them 16 bits at a time.
@@ -696,6 +710,7 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
 
 // Rows of floats to int8 rows (k a multiple of 32): a thread per value.
 extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k, i8 *q, i64 ldq) {
+    PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * k) return; // whole warps: n * k is a multiple of 32
     const i64 t = idx / k;
@@ -710,6 +725,7 @@ extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k
 // Launched with up to 1024 threads (pk_cuda.c), hence the bounds.
 extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy,
                                                                 int k, float eps, i8 *q, i64 ldq) {
+    PKC_DEPENDENT();
     __shared__ double part[32];
     rms_row(x + blockIdx.x * ldx, w, y + blockIdx.x * ldy, k, eps, q ? q + blockIdx.x * ldq : nullptr, part);
 }
@@ -717,6 +733,7 @@ extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, 
 // The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
 // does (so the angles are the CPU's bits; only cos/sin may differ by an ulp or two).
 extern "C" __global__ void pkc_rope_table(const int *positions, int n, int pairs, float theta_scale, float *table) {
+    PKC_DEPENDENT();
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= n * pairs) return;
     const int t = idx / pairs, i = idx - t * pairs;
@@ -730,6 +747,7 @@ extern "C" __global__ void pkc_rope_table(const int *positions, int n, int pairs
 
 extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int head_dim, int pairs, const float *table,
                                     int neox) {
+    PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * heads * pairs) return;
     const int i = (int)(idx % pairs);
@@ -746,6 +764,7 @@ extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int 
 
 // With q (k a multiple of 32), the results also go to int8 rows.
 extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k, i8 *q, i64 ldq) {
+    PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * k) return; // whole warps when q is given: n * k is a multiple of 32
     const i64 t = idx / k, i = idx - t * k;
@@ -756,6 +775,7 @@ extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64
 }
 
 extern "C" __global__ void pkc_add(float *y, const float *x, i64 count) {
+    PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx < count) y[idx] = __fadd_rn(y[idx], x[idx]);
 }
@@ -767,6 +787,7 @@ extern "C" __global__ void pkc_add(float *y, const float *x, i64 count) {
 extern "C" __global__ void pkc_qkv_rope_store(float *x, int n, i64 stride, int q_heads, int kv_heads, int head_dim,
                                               int pairs, const float *table, int neox, const float *bias, u16 *kc,
                                               u16 *vc, i64 slot_stride, const int *slots, const int *positions) {
+    PKC_DEPENDENT();
     const int half = head_dim >> 1, heads = q_heads + 2 * kv_heads;
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * heads * half) return;
@@ -798,6 +819,7 @@ extern "C" __global__ void pkc_qkv_rope_store(float *x, int n, i64 stride, int q
     cache[o + ib] = f2h(x1);
 }
 extern "C" __global__ void pkc_add_bias(float *y, i64 ldy, const float *bias, int n, int m) {
+    PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * m) return;
     const i64 t = idx / m, i = idx - t * m;
@@ -806,6 +828,7 @@ extern "C" __global__ void pkc_add_bias(float *y, i64 ldy, const float *bias, in
 
 // Rows to f16 (the GEMM path's activations).
 extern "C" __global__ void pkc_to_f16(const float *x, i64 ldx, u16 *y, int n, int k) {
+    PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * k) return;
     const i64 t = idx / k, i = idx - t * k;
@@ -878,6 +901,7 @@ __device__ __forceinline__ RowPart row_part(const float *x, i64 ld, int width, c
 // block over a 152k vocabulary took ~4% of a Qwen2.5 decode step.
 extern "C" __global__ void pkc_argmax(const float *x, i64 ld, int width, const unsigned *masks, i64 mask_words,
                                       const int *mask_rows, int *ids, ArgBest *part, unsigned *counters) {
+    PKC_DEPENDENT();
     const int r = blockIdx.y, nb = gridDim.x;
     const RowPart p = row_part(x, ld, width, masks, mask_words, mask_rows);
     ArgBest a = {-PKC_INF, 0x7fffffff, 0x7fffffff};
@@ -956,6 +980,7 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
                                                                     const unsigned *masks, i64 mask_words,
                                                                     const int *mask_rows, int2 *out, int2 *part,
                                                                     unsigned *counters) {
+    PKC_DEPENDENT();
     const int r = blockIdx.y, nb = gridDim.x;
     const int k = min(ks[r], TOPK_MAX);
     if (k <= 0) return;
@@ -1004,6 +1029,7 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
 
 extern "C" __global__ void pkc_store_kv(u16 *kc, u16 *vc, i64 slot_stride, int kv_dim, const float *k, i64 ldk,
                                         const float *v, i64 ldv, int n, const int *slots, const int *positions) {
+    PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * kv_dim) return;
     const int t = (int)(idx / kv_dim), i = (int)(idx - (i64)t * kv_dim);
@@ -1161,6 +1187,7 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
         const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q, i64 ldq, int n_head,       \
         int n_kv_head, int hd, const int *slots, const int *kv_len, float scale, int split_len, float *out,   \
         i64 ldo, float *partial) {                                                                            \
+        PKC_DEPENDENT();                                                                                      \
         attention_body<G>(kc, vc, slot_stride, kv_dim, q, ldq, n_head, n_kv_head, hd, slots, kv_len, scale,   \
                           split_len, out, ldo, partial);                                                      \
     }
@@ -1176,6 +1203,7 @@ ATT_KERNEL(8)
 // Merges the splits of one (row, head): block per (row, head), a thread per dim.
 extern "C" __global__ void pkc_attention_combine(const float *partial, int n_head, int hd, int splits, float *out,
                                                  i64 ldo) {
+    PKC_DEPENDENT();
     const int th = blockIdx.x;
     const int t = th / n_head, h = th - t * n_head;
     const float *pp = partial + (i64)th * splits * (hd + 2);
@@ -1225,6 +1253,7 @@ struct LoraOps {
 };
 
 extern "C" __global__ void __launch_bounds__(LORA_THREADS) pkc_lora(const LoraOps ops, const float *x, i64 ldx, int k) {
+    PKC_DEPENDENT();
     __shared__ float t[LORA_MAX_RANK];
     int o = 0;
     while (o + 1 < ops.count && (i64)blockIdx.x >= ops.op[o + 1].first_block) o++;
@@ -1260,6 +1289,7 @@ extern "C" __global__ void __launch_bounds__(LORA_THREADS) pkc_lora(const LoraOp
 // order, with separate roundings. a: rank x e floats; bt: rank x vocab floats. A block per row.
 extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int rank, i64 vocab, float scale, const int *rows,
                                           const int *ids, float *x, i64 ldx, int e) {
+    PKC_DEPENDENT();
     const int row = rows[blockIdx.x];
     const i64 token = ids[row];
     float *xr = x + (i64)row * ldx;
@@ -1277,14 +1307,17 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
 #define FORMAT_KERNELS(T, NAME)                                                                              \
     extern "C" __global__ void pkc_dequant_f32_##NAME(const u8 *src, i64 row_bytes, i64 n, int k, float *dst,  \
                                                       i64 ldd) {                                             \
+        PKC_DEPENDENT();                                                                                     \
         dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, 0, 0);                                          \
     }                                                                                                        \
     extern "C" __global__ void pkc_dequant_f16_##NAME(const u8 *src, i64 row_bytes, i64 n, int k, u16 *dst,    \
                                                       i64 ldd) {                                             \
+        PKC_DEPENDENT();                                                                                     \
         dequant_units<T, 1>(src, row_bytes, n, k, dst, ldd, 0, 0);                                          \
     }                                                                                                        \
     extern "C" __global__ void pkc_get_rows_##NAME(const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, \
                                                    i64 n, float *dst, i64 ldd) {                             \
+        PKC_DEPENDENT();                                                                                     \
         dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, ids, n_rows);                                   \
     }                                                                                                        \
     GEMV_ALL(T, NAME, gemv, 0)
@@ -1303,6 +1336,7 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_glu(           \
         const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
         int add) {                                                                                           \
+        PKC_DEPENDENT();                                                                                     \
         gemv_body<T, N, 2, I8, 1>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add, NormOut{});            \
     }
 
@@ -1312,6 +1346,7 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_r##R(          \
         const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
         int add, NormOut no) {                                                                               \
+        PKC_DEPENDENT();                                                                                     \
         gemv_body<T, N, R, I8>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add, no);                     \
     }
 

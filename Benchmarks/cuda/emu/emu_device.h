@@ -24,6 +24,10 @@ extern unsigned char *dynamic_shared;
 inline const pkc_emu_uint3 &thread_index() { return *reinterpret_cast<const pkc_emu_uint3 *>(current); }
 void sync_block();
 void sync_warp();
+// PKC_DEPENDENT(): griddepcontrol.wait then launch_dependents. Launches run one after another
+// here, so there is nothing to wait for; the emulator checks that every thread gets there
+// before any barrier or shuffle and before it ends.
+void dependent_launch_point();
 // __shfl_xor_sync's exchange: every lane of the warp puts `bits` in and gets back those of lane
 // (its lane ^ lane_mask), or its own where that lane is past the caller's segment of `width`.
 uint64_t exchange_xor(uint64_t bits, int lane_mask, int width);

@@ -81,6 +81,7 @@ struct Fiber {
     State state = ready;
     WarpOp warp_op = no_op;
     bool started = false;
+    bool dependent = false; // has passed PKC_DEPENDENT()
     unsigned exchanges = 0; // its parity picks the slot: one barrier per shuffle
     uint64_t slot[2] = {0, 0};
 };
@@ -257,6 +258,10 @@ bool run_block(Block &b, unsigned threads, uint64_t seed) {
         if (b.aborted) break;
         switch (f.state) {
         case done:
+            if (!f.dependent && !b.aborted) {
+                b.error = "thread " + std::to_string(i) + " ended without PKC_DEPENDENT() (the wait for the kernel before)";
+                b.aborted = true;
+            }
             b.free_stacks->push_back(f.stack);
             f.stack = nullptr;
             b.alive--;
@@ -300,12 +305,21 @@ bool run_block(Block &b, unsigned threads, uint64_t seed) {
 
 static_assert(offsetof(Fiber, tid) == 0, "thread_index() reads the fiber's first member");
 
-void sync_block() { wait(wait_block); }
-void sync_warp() { wait(wait_warp, syncwarp_op); }
+// Every kernel's first statement: before it a thread may not reach a barrier or a shuffle.
+void dependent_launch_point() {
+    if (current->dependent) fail("PKC_DEPENDENT() twice in one thread");
+    current->dependent = true;
+}
+static void check_dependent() {
+    if (!current->dependent) fail("a barrier or shuffle before PKC_DEPENDENT()");
+}
+void sync_block() { check_dependent(); wait(wait_block); }
+void sync_warp() { check_dependent(); wait(wait_warp, syncwarp_op); }
 
 // Lanes alternate between two slots, so one barrier is enough: a lane can write the next
 // shuffle's slot before the others read this one's, and the shuffle after that waits for them.
 uint64_t exchange_xor(uint64_t bits, int lane_mask, int width) {
+    check_dependent();
     Fiber *self = current;
     const unsigned p = self->exchanges++ & 1;
     self->slot[p] = bits;
@@ -752,6 +766,36 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         op.launch.values.emplace_back(p, p + k->arg_sizes[i]);
     }
     return submit(stream, std::move(op));
+}
+
+// cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig and CUlaunchAttribute). The one
+// attribute pk_cuda.c sets is programmatic stream serialization (6), which lets a kernel start
+// before the one ahead of it ends; here launches run one after another, so it changes nothing,
+// while every kernel's PKC_DEPENDENT() is checked as for any launch.
+struct LaunchAttribute {
+    int id;
+    int pad;
+    union {
+        char bytes[64];
+        int value;
+        unsigned long long align;
+    } v;
+};
+struct LaunchConfig {
+    unsigned gx, gy, gz, bx, by, bz, shared;
+    void *stream;
+    LaunchAttribute *attrs;
+    unsigned count;
+};
+static_assert(sizeof(LaunchAttribute) == 72 && sizeof(LaunchConfig) == 56, "cuda.h's layouts");
+CUresult cuLaunchKernelEx(const LaunchConfig *cfg, void *f, void **params, void **extra) {
+    if (!cfg || (cfg->count && !cfg->attrs)) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < cfg->count; i++) {
+        const LaunchAttribute &a = cfg->attrs[i];
+        if (a.id == 0) continue;                                     // CU_LAUNCH_ATTRIBUTE_IGNORE
+        if (a.id != 6 || (a.v.value != 0 && a.v.value != 1)) return CUDA_ERROR_INVALID_VALUE; // not emulated
+    }
+    return cuLaunchKernel(f, cfg->gx, cfg->gy, cfg->gz, cfg->bx, cfg->by, cfg->bz, cfg->shared, cfg->stream, params, extra);
 }
 
 CUresult cuEventCreate(void **e, unsigned) { *e = new Event(); return CUDA_SUCCESS; }

@@ -72,6 +72,10 @@ typedef struct pkc_device_info {
     size_t total_memory, free_memory; // bytes, free as of this call
     int kernels_from_cache;           // 1 when every kernel module so far came from the cache
     double compile_seconds;           // time spent so far loading or compiling kernel modules
+    // Dependent launch (pkc_set_dependent_launch): 1 when on; when off, why.
+    int dependent_launch;
+    char dependent_launch_off[512];
+    unsigned long long dependent_launches; // kernels launched so far to overlap the one before
 } pkc_device_info;
 int pkc_device_info_get(pkc_context *ctx, pkc_device_info *info);
 
@@ -208,6 +212,13 @@ int pkc_glu_fused(const pkc_context *ctx, int64_t n);
 // Returns the previous mode. Like the other pkc_set_* settings, for tests and benchmarks: a
 // caller that captures graphs (CUDAForward) must not see them change after it has captured.
 int pkc_set_gemv_int8(pkc_context *ctx, int mode);
+// Whether a kernel that follows another on the stream is launched to overlap it (programmatic
+// dependent launch: its blocks are scheduled while the one before finishes, then wait for its
+// results), hiding most of the gap between launches. Available on sm_90 or newer with a CUDA
+// 12.3+ driver, after a self-test at open; on there by default unless $PLINTH_CUDA_PDL=0 (which
+// also makes it unavailable). pkc_device_info says which, and why not. Turns it off (0) or on
+// (1, where available); returns the previous setting. Results are the same either way.
+int pkc_set_dependent_launch(pkc_context *ctx, int on);
 // Whether pkc_matmul_q8 (and pkc_matmul_glu, m being its 2f rows) of these weights and n rows
 // of x would read int8 rows given to it: the GEMV path, k whole 32s, and the format's int8
 // policy. A caller makes the rows (pkc_rms_norm_q8, pkc_swiglu_q8) only where some product reads them.
