@@ -128,7 +128,11 @@ final class CUDAForward {
         var info = pkc_device_info()
         if pkc_device_info_get(ctx, &info) == 0 {
             let name = withUnsafeBytes(of: &info.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            deviceName = "\(name), sm_\(info.cc_major)\(info.cc_minor)"
+            // Whether launches overlap (pkc_set_dependent_launch), where the device could: a
+            // benchmark's record then says which way it ran.
+            let off = withUnsafeBytes(of: &info.dependent_launch_off) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let overlap = info.dependent_launch != 0 ? ", dependent launch" : info.cc_major >= 9 ? ", no dependent launch (\(off))" : ""
+            deviceName = "\(name), sm_\(info.cc_major)\(info.cc_minor)\(overlap)"
         } else {
             deviceName = "CUDA device 0"
         }
