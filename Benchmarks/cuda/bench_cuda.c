@@ -366,9 +366,11 @@ int main(int argc, char **argv) {
     CHECK(c, pkc_prepare(c, all_types, NTYPES));
     pkc_device_info info;
     CHECK(c, pkc_device_info_get(c, &info));
-    printf("device: %s (cc %d.%d, %d SMs, %.1f GiB), driver %d, NVRTC %d.%d; kernels %s in %.2f s\n\n", info.name,
+    printf("device: %s (cc %d.%d, %d SMs, %.1f GiB), driver %d, NVRTC %d.%d; kernels %s in %.2f s\n", info.name,
            info.cc_major, info.cc_minor, info.multiprocessors, info.total_memory / 1073741824.0, info.driver_version,
            info.nvrtc_major, info.nvrtc_minor, info.kernels_from_cache ? "from the cache" : "compiled", info.compile_seconds);
+    // Back-to-back calls overlap where it is on: rounds before 2026-11-29 had it off (PLINTH_CUDA_PDL=0).
+    printf("dependent launch: %s%s\n\n", info.dependent_launch ? "on" : "off: ", info.dependent_launch_off);
     if (argc > 6 && strcmp(argv[2], "profile") == 0) {
         // profile TYPE M K N: 20 calls of one matmul (for ncu --launch-skip 10 --launch-count 1)
         const int type = atoi(argv[3]);
