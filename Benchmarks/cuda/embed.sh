@@ -15,8 +15,14 @@ gen() {
     printf '%s\n' '    ;'
 }
 # Every kernel's first statement is PKC_DEPENDENT(): a kernel launched to overlap the one before
-# it must wait for it before touching memory (pkc_kernels.cu).
+# it must wait for it before touching memory (pkc_kernels.cu); and no load may be hoisted above
+# that wait.
 awk '
+    # Loads through the non-coherent cache may be moved before the wait: none (llama.cpp#24030).
+    /__restrict__|__ldg/ && !/^[[:space:]]*\/\// {
+        print FILENAME ":" NR ": __restrict__ or __ldg, which dependent launch cannot have" > "/dev/stderr"
+        bad = 1
+    }
     /__global__/ && !/^[[:space:]]*\/\// { sig = 1 }
     sig && /[{][[:space:]]*[\\]?[[:space:]]*$/ { sig = 0; first = 1; next }
     first {

@@ -104,7 +104,7 @@ typedef struct cu_api {
     CUresult (*GraphDestroy)(CUgraph);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
-    CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); // optional (CUDA 12.0+)
+    CUresult (*LaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **); // optional (older drivers lack it)
 } cu_api;
 
 typedef int nvrtcResult;
@@ -863,7 +863,7 @@ int pkc_compile_check(int arch, const int *types, int count, int threads, double
 #define ARGMAX_ROWS 1024
 #define ARGMAX_MAX_BLOCKS 64
 
-static void setup_dependent_launch(pkc_context *c);
+static int setup_dependent_launch(pkc_context *c);
 
 static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     int st = load_driver(c);
@@ -942,8 +942,7 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->norm_fused = !(env && strcmp(env, "0") == 0);
     env = getenv("PLINTH_CUDA_OVERLAP");
     c->runs_overlap = !(env && strcmp(env, "0") == 0);
-    setup_dependent_launch(c);
-    return PKC_OK;
+    return setup_dependent_launch(c);
 }
 
 static int probed_devices;
@@ -1661,8 +1660,9 @@ static int dependent_launch_self_test(pkc_context *c) {
 
 // Dependent launch where the device is sm_90 or newer and the driver 12.3 or newer (the first to
 // capture such launches into graphs), unless $PLINTH_CUDA_PDL=0, once the self-test passes.
-// Otherwise it stays off, the reason in the device info; the context works either way.
-static void setup_dependent_launch(pkc_context *c) {
+// Otherwise it stays off, the reason in the device info; the context works either way, unless
+// the failure left the context unusable (a fault in a kernel): then opening fails.
+static int setup_dependent_launch(pkc_context *c) {
     const char *env = getenv("PLINTH_CUDA_PDL");
     const char *why = NULL;
     if (env && strcmp(env, "0") == 0) why = "off by $PLINTH_CUDA_PDL=0";
@@ -1670,18 +1670,21 @@ static void setup_dependent_launch(pkc_context *c) {
     else if (c->info.driver_version < 12030 || !c->cu.LaunchKernelEx) why = "the driver is older than CUDA 12.3";
     if (why) {
         snprintf(c->info.dependent_launch_off, sizeof c->info.dependent_launch_off, "%s", why);
-        return;
+        return PKC_OK;
     }
     c->pdl = 1;
-    if (dependent_launch_self_test(c) != PKC_OK) {
+    const int st = dependent_launch_self_test(c);
+    c->info.dependent_launches = 0;
+    if (st != PKC_OK) {
         c->pdl = 0;
         snprintf(c->info.dependent_launch_off, sizeof c->info.dependent_launch_off, "self-test failed: %s", c->err);
         c->err[0] = 0;
-        return;
+        CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize (after the dependent launch self-test)");
+        return PKC_OK;
     }
     c->pdl_ok = 1;
     c->info.dependent_launch = 1;
-    c->info.dependent_launches = 0;
+    return PKC_OK;
 }
 
 int pkc_set_dependent_launch(pkc_context *c, int on) {
