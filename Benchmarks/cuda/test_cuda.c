@@ -8,8 +8,9 @@
 // - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_prefix, download_rows, lora,
 //   lora_embed, dependent launch (overlapped launches against the same one after another): exact.
 //   The dequantizers form sc * q exactly and add the offset with one rounding, as the CPU does.
-// - swiglu: exact (the same kexp polynomial, IEEE division and products, no contraction).
-// - rms_norm: within 2 ulp of the CPU (both sum squares in double; only the summation order
+// - swiglu, geglu, scale: exact (the same kexp polynomial, IEEE division and products, no
+//   contraction); softcap: 4 ulp (the device's tanhf against glibc's).
+// - rms_norm, rms_norm_heads: within 2 ulp of the CPU (both sum squares in double; only the summation order
 //   differs, which can move the f32 mean by an ulp).
 // - rope: the table within 2e-7 absolute of the CPU's (same angles bit for bit; CUDA's and
 //   glibc's sinf/cosf each within ~1 ulp); the rotation itself exact given the same table.
@@ -914,6 +915,88 @@ static void test_argmax_rows(pkc_context *c) {
     }
 }
 
+// ---- Gemma's operations ---------------------------------------------------------------------------
+
+// The per-head norm (against pk_rms_norm over the heads as rows; 2 ulp as rms_norm), GEGLU
+// (pk_geglu: exact, and its int8 rows the CPU's rounding), the embedding scale (exact) and the
+// logit softcap (the device's tanhf: 4 ulp of cap * tanhf(y / cap) by glibc).
+static void test_gemma_ops(pkc_context *c) {
+    {
+        const int64_t n = 5, heads = 4, hd = 256, ld = heads * hd + 8;
+        float *x = host_floats(n * ld), *w = host_floats(hd), *ref = host_floats(n * heads * hd);
+        fill_normal(x, n * ld, 3.0f);
+        fill_normal(w, hd, 1.0f);
+        float *xc = host_floats(n * heads * hd);
+        for (int64_t t = 0; t < n; t++) memcpy(xc + t * heads * hd, x + t * ld, (size_t)(heads * hd) * 4);
+        pk_rms_norm(NULL, xc, w, ref, n * heads, hd, 1e-6f);
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), dw = dev_upload(c, w, (size_t)hd * 4);
+        CHECK(c, pkc_rms_norm_heads(c, dx, ld, (int)heads, dw, n, hd, 1e-6f));
+        float *y = download_floats(c, dx, n * ld);
+        int64_t worst = 0, pad = 0;
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < ld; i++) {
+                if (i >= heads * hd) { pad += !same_bits(y[t * ld + i], x[t * ld + i]); continue; }
+                const int64_t u = ulps(y[t * ld + i], ref[t * heads * hd + i]);
+                worst = u > worst ? u : worst;
+            }
+        report(worst <= 2 && pad == 0, "rms_norm_heads n=5 x 4 heads of 256 (strided): max %lld ulp from pk_rms_norm (tol 2 ulp; %lld padding values touched)",
+               (long long)worst, (long long)pad);
+        pkc_free(c, dx); pkc_free(c, dw);
+        free(x); free(w); free(ref); free(xc); free(y);
+    }
+    static const int64_t ks[] = {2048, 999};
+    for (int a = 0; a < 2; a++) {
+        const int64_t n = 7, k = ks[a], ldg = k + 3, ldu = k + 9;
+        float *g = host_floats(n * ldg), *u = host_floats(n * ldu);
+        fill_normal(g, n * ldg, 4.0f);
+        fill_normal(u, n * ldu, 1.0f);
+        g[0] = 100.0f; g[1] = -100.0f; g[2] = 0.0f; g[3] = -0.0f; g[4] = 9.0f; g[5] = -9.0f; // kexp's clamps, signed zeros
+        const int64_t ldq = k % 32 == 0 ? (int64_t)pkc_q8_row_bytes(k) + 16 : 0;
+        pkc_ptr dg = dev_upload(c, g, (size_t)(n * ldg) * 4), du = dev_upload(c, u, (size_t)(n * ldu) * 4);
+        pkc_ptr dq = ldq ? dev_alloc(c, (size_t)(n * ldq)) : 0;
+        CHECK(c, pkc_geglu_q8(c, dg, ldg, du, ldu, n, k, dq, ldq));
+        float *y = download_floats(c, dg, n * ldg);
+        float *gc = host_floats(n * k), *uc = host_floats(n * k);
+        for (int64_t t = 0; t < n; t++) {
+            memcpy(gc + t * k, g + t * ldg, (size_t)k * 4);
+            memcpy(uc + t * k, u + t * ldu, (size_t)k * 4);
+        }
+        pk_geglu(NULL, gc, uc, n, k);
+        int64_t bad = 0;
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < k; i++) bad += !same_bits(y[t * ldg + i], gc[t * k + i]);
+        const int64_t badq = ldq ? q8_mismatches(c, dq, ldq, y, ldg, n, k) : 0;
+        report(bad == 0 && badq == 0, "geglu%s n=7 k=%lld (strided): %lld values differ from pk_geglu, %lld int8 rows or scales from the CPU's rounding (tol bit-exact)",
+               ldq ? "_q8" : "", (long long)k, (long long)bad, (long long)badq);
+        pkc_free(c, dg); pkc_free(c, du);
+        if (dq) pkc_free(c, dq);
+        free(g); free(u); free(y); free(gc); free(uc);
+    }
+    {
+        const int64_t count = 262144 + 7;
+        const float scale = sqrtf(640.0f), cap = 30.0f;
+        float *x = host_floats(count);
+        fill_normal(x, count, 20.0f);
+        x[0] = 1e30f; x[1] = -1e30f; x[2] = 0.0f; x[3] = -0.0f;
+        pkc_ptr dx = dev_upload(c, x, (size_t)count * 4), dy = dev_upload(c, x, (size_t)count * 4);
+        CHECK(c, pkc_scale(c, dx, count, scale));
+        CHECK(c, pkc_softcap(c, dy, count, cap));
+        float *got = download_floats(c, dx, count), *cap_got = download_floats(c, dy, count);
+        int64_t bad = 0, worst = 0;
+        for (int64_t i = 0; i < count; i++) {
+            bad += !same_bits(got[i], x[i] * scale);
+            const int64_t u = ulps(cap_got[i], cap * tanhf(x[i] / cap));
+            worst = u > worst ? u : worst;
+        }
+        const int refused = pkc_softcap(c, dy, count, 0.0f) == PKC_ERR_INVALID;
+        report(bad == 0 && worst <= 4 && refused,
+               "scale %lld values by sqrt(640): %lld differ from x * s (tol exact); softcap 30: max %lld ulp from cap*tanhf(x/cap) (tol 4 ulp); cap 0 refused",
+               (long long)count, (long long)bad, (long long)worst);
+        pkc_free(c, dx); pkc_free(c, dy);
+        free(x); free(got); free(cap_got);
+    }
+}
+
 // ---- KV cache and attention --------------------------------------------------------------------
 
 typedef struct {
@@ -1000,9 +1083,10 @@ static void test_store(pkc_context *c, kv_world *w, const int32_t *len) {
     free(gk); free(gv);
 }
 
-// Runs attention for rows (slot, kv_len) on both sides and checks.
+// Runs attention for rows (slot, kv_len) on both sides and checks; window > 0: each row's last
+// `window` positions only (pkc_attention_window against pk_attention_window).
 static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_t n, const int32_t *slot,
-                           const int32_t *kvlen) {
+                           const int32_t *kvlen, int window) {
     const int64_t qd = (int64_t)w->n_head * w->head_dim, ldq = qd + 4, ldo = qd + 12;
     float *q = host_floats(n * ldq);
     fill_normal(q, n * ldq, 1.0f);
@@ -1012,7 +1096,9 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     pkc_ptr dq = dev_upload(c, q, (size_t)(n * ldq) * 4), dsl = dev_upload(c, slot, (size_t)n * 4);
     pkc_ptr dlen = dev_upload(c, kvlen, (size_t)n * 4), dout = dev_alloc(c, (size_t)(n * ldo) * 4);
     CHECK(c, pkc_memset(c, dout, 0xff, (size_t)(n * ldo) * 4));
-    CHECK(c, pkc_attention(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, scale, dout, ldo));
+    if (window) CHECK(c, pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv,
+                                              window, scale, dout, ldo));
+    else CHECK(c, pkc_attention(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, scale, dout, ldo));
     float *out = download_floats(c, dout, n * ldo);
     // CPU
     float *qc = host_floats(n * qd), *oc = host_floats(n * qd);
@@ -1021,7 +1107,10 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     for (int64_t t = 0; t < n; t++) { keys[t] = w->ck[slot[t]]; vals[t] = w->cv[slot[t]]; }
     const int threads = pk_pool_threads(pool);
     float *scratch = host_floats((int64_t)pk_attention_scratch_floats(max_kv, w->n_head / w->n_kv_head, threads));
-    pk_attention(pool, qc, n, w->n_head, w->n_kv_head, w->head_dim, keys, vals, kvlen, w->kv_dim, scale, oc, scratch);
+    int32_t *start = malloc((size_t)n * 4);
+    for (int64_t t = 0; t < n; t++) start[t] = window && kvlen[t] > window ? kvlen[t] - window : 0;
+    pk_attention_window(pool, qc, n, w->n_head, w->n_kv_head, w->head_dim, keys, vals, window ? start : NULL, kvlen, w->kv_dim,
+                        scale, oc, scratch);
     // float64 reference from the f16 cache (CPU copy) and f16-rounded queries
     double eg = 0.0, ec = 0.0, vmax = 0.0;
     int64_t unwritten = 0;
@@ -1032,7 +1121,7 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
         for (int h = 0; h < w->n_head; h++) {
             const int kvh = h / group;
             double mx = -INFINITY;
-            for (int64_t p = 0; p < kvlen[t]; p++) {
+            for (int64_t p = start[t]; p < kvlen[t]; p++) {
                 double d = 0.0;
                 for (int i = 0; i < hd; i++)
                     d += (double)pk_f16_to_f32(pk_f32_to_f16(q[t * ldq + h * hd + i])) * (double)cpu_key(w, s, p, (int64_t)kvh * hd + i);
@@ -1040,9 +1129,9 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
                 mx = fmax(mx, sc[p]);
             }
             double sum = 0.0;
-            for (int64_t p = 0; p < kvlen[t]; p++) { sc[p] = exp(sc[p] - mx); sum += sc[p]; }
+            for (int64_t p = start[t]; p < kvlen[t]; p++) { sc[p] = exp(sc[p] - mx); sum += sc[p]; }
             for (int i = 0; i < hd; i++) acc[i] = 0.0;
-            for (int64_t p = 0; p < kvlen[t]; p++)
+            for (int64_t p = start[t]; p < kvlen[t]; p++)
                 for (int i = 0; i < hd; i++) {
                     const double v = pk_f16_to_f32(w->cv[s][p * w->kv_dim + (int64_t)kvh * hd + i]);
                     acc[i] += sc[p] / sum * v;
@@ -1059,8 +1148,11 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     }
     if (vmax == 0.0) vmax = 1.0;
     const int ok = unwritten == 0 && eg <= 2e-5 * vmax && ec <= 2e-3 * vmax;
-    report(ok, "attention %-34s %3lld rows, heads %d/%d, max kv %4d: |gpu-f64| %.1e, |gpu-cpu| %.1e of max|v| %.2f (tol 2e-5, 2e-3)%s",
-           name, (long long)n, w->n_head, w->n_kv_head, max_kv, eg / vmax, ec / vmax, vmax, unwritten ? " UNWRITTEN" : "");
+    char win[32] = "";
+    if (window) snprintf(win, sizeof win, ", window %d", window);
+    report(ok, "attention %-34s %3lld rows, heads %d/%d%s, max kv %4d: |gpu-f64| %.1e, |gpu-cpu| %.1e of max|v| %.2f (tol 2e-5, 2e-3)%s",
+           name, (long long)n, w->n_head, w->n_kv_head, win, max_kv, eg / vmax, ec / vmax, vmax, unwritten ? " UNWRITTEN" : "");
+    free(start);
     pkc_free(c, dq); pkc_free(c, dsl); pkc_free(c, dlen); pkc_free(c, dout);
     free(q); free(out); free(qc); free(oc); free(keys); free(vals); free(scratch); free(sc); free(acc);
 }
@@ -1117,8 +1209,12 @@ static void test_qkv_rope_store(pkc_context *c) {
 }
 
 static void test_attention(pkc_context *c) {
-    struct { int n_head, n_kv_head, head_dim; const char *name; } models[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {8, 2, 128, "hd128"}};
-    for (int mi = 0; mi < 3; mi++) {
+    // Gemma 3 270M's shape: its local layers' sliding window of 512 (and 300, shorter than a
+    // split) on every case, and the decode case also without one (its global layers).
+    struct { int n_head, n_kv_head, head_dim, window; const char *name; } models[] = {
+        {9, 3, 64, 0, "smol"}, {14, 2, 64, 0, "qwen"}, {8, 2, 128, 0, "hd128"}, {4, 1, 256, 512, "gemma"}, {4, 1, 256, 300, "gemma"}};
+    for (int mi = 0; mi < 5; mi++) {
+        const int win = models[mi].window;
         kv_world w;
         const int slots = 64, max_pos = 1100;
         kv_world_init(c, &w, models[mi].n_head, models[mi].n_kv_head, models[mi].head_dim, slots, max_pos);
@@ -1132,21 +1228,22 @@ static void test_attention(pkc_context *c) {
         int32_t sl[64], kl[64];
         for (int s = 0; s < slots; s++) { sl[s] = (s * 37) % slots; kl[s] = len[sl[s]]; }
         snprintf(name, sizeof name, "%s decode, 64 seqs ragged", models[mi].name);
-        attention_case(c, &w, name, 64, sl, kl);
+        attention_case(c, &w, name, 64, sl, kl, win);
+        if (win == 512) attention_case(c, &w, name, 64, sl, kl, 0);
         // chunked prefill: 37 rows of slot 3, causal, the chunk starting at 700
         int32_t psl[37], pkl[37];
         for (int i = 0; i < 37; i++) { psl[i] = 3; pkl[i] = 700 + i + 1; }
         snprintf(name, sizeof name, "%s prefill chunk 37 of one slot", models[mi].name);
-        attention_case(c, &w, name, 37, psl, pkl);
+        attention_case(c, &w, name, 37, psl, pkl, win);
         // few rows, long contexts: the split path, with an empty row
         int32_t fsl[3] = {1, 3, 0}, fkl[3] = {1024, 1099, 0};
         snprintf(name, sizeof name, "%s 3 rows split (one kv_len 0)", models[mi].name);
-        attention_case(c, &w, name, 3, fsl, fkl);
+        attention_case(c, &w, name, 3, fsl, fkl, win);
         // mixed: prefill rows and decode rows in one call
         int32_t msl[20], mkl[20];
         for (int i = 0; i < 20; i++) { msl[i] = i < 12 ? 2 : 4 + i; mkl[i] = i < 12 ? 100 + i : len[4 + i]; }
         snprintf(name, sizeof name, "%s mixed prefill+decode", models[mi].name);
-        attention_case(c, &w, name, 20, msl, mkl);
+        attention_case(c, &w, name, 20, msl, mkl, win);
         if (mi == 0) {
             // copy_prefix: slot 1's first 300 positions to slot 5 (a one-layer cache); the rest of slot 5 stays
             const int64_t ss = w.kv.slot_stride;
@@ -1530,7 +1627,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, dependent launch, errors, matmul_runs, matmul_add_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
+               "rms_norm_heads, geglu, scale, softcap, argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, dependent launch, errors, matmul_runs, matmul_add_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return require_device ? 1 : 0;
     }
@@ -1556,6 +1653,7 @@ int main(int argc, char **argv) {
     test_rms_norm(c);
     test_rope(c);
     test_swiglu_add(c);
+    test_gemma_ops(c);
     test_argmax_rows(c);
     test_topk(c);
     test_qkv_rope_store(c);

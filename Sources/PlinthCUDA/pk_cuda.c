@@ -225,7 +225,7 @@ struct pkc_context {
     // the stream by these events (in a capture: parallel branches of the graph).
     CUstream side;
     CUevent fork, join;
-    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine, lora,
+    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine, lora,
         lora_embed;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -662,7 +662,7 @@ static int get_core_functions(pkc_context *c, CUmodule m) {
     }
     struct { CUfunction *f; const char *name; } named[] = {
         {&c->quantize_q8, "pkc_quantize_q8"}, {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
-        {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->add_bias, "pkc_add_bias"},
+        {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->scale, "pkc_scale"}, {&c->add_bias, "pkc_add_bias"},
         {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->topk, "pkc_topk"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}, {&c->lora, "pkc_lora"},
         {&c->lora_embed, "pkc_lora_embed"}};
@@ -1376,7 +1376,7 @@ typedef struct norm_out {
 _Static_assert(sizeof(norm_out) == 56, "norm_out is the kernels' NormOut");
 
 static int rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
-                    float eps, pkc_ptr q, int64_t ldq);
+                    float eps, pkc_ptr q, int64_t ldq, int heads);
 
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add, const pkc_norm *norm) {
@@ -1398,7 +1398,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         st = n >= c->gemm_min_rows ? matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add)
                                    : matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add, NULL);
         if (st || !norm) return st;
-        return rms_norm(c, y, ldy, norm->weight, norm->out, norm->ldo, n, m, norm->eps, norm->q, norm->ldq);
+        return rms_norm(c, y, ldy, norm->weight, norm->out, norm->ldo, n, m, norm->eps, norm->q, norm->ldq, 1);
     }
     // The int8 GEMV where x's int8 rows are given and the weights have codes; else float x.
     const int i8 = q && uses_int8(c, fi, m, k);
@@ -1544,20 +1544,27 @@ int pkc_rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, i
 int pkc_rms_norm_q8(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                     float eps, pkc_ptr q, int64_t ldq) {
     ENTER(c);
-    return rms_norm(c, x, ldx, w, y, ldy, n, k, eps, q, ldq);
+    return rms_norm(c, x, ldx, w, y, ldy, n, k, eps, q, ldq, 1);
+}
+
+int pkc_rms_norm_heads(pkc_context *c, pkc_ptr x, int64_t ldx, int heads, pkc_ptr w, int64_t n, int64_t k, float eps) {
+    ENTER(c);
+    if (heads <= 0 || ldx < (int64_t)heads * k) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm_heads: bad sizes");
+    return rms_norm(c, x, ldx, w, x, ldx, n, k, eps, 0, 0, heads);
 }
 
 static int rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
-                    float eps, pkc_ptr q, int64_t ldq) {
-    if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k) return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
+                    float eps, pkc_ptr q, int64_t ldq, int heads) {
+    if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k || n * heads > 0x7fffffff)
+        return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
     int st = check_q8(c, "pkc_rms_norm_q8", k, q, ldq);
     if (st) return st;
     int kk = (int)k;
-    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps, &q, &ldq};
+    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps, &q, &ldq, &heads};
     // A thread per value up to 1024: one load of x per thread in each pass, no loop (a decode
     // step's norm is one block, a chain of latencies).
     const unsigned threads = k >= 1024 ? 1024u : (unsigned)((k + 31) / 32 * 32);
-    return launch(c, c->rms, "rms_norm", (uint64_t)n, 1, threads, 0, args);
+    return launch(c, c->rms, "rms_norm", (uint64_t)(n * heads), 1, threads, 0, args);
 }
 
 int pkc_quantize_q8(pkc_context *c, pkc_ptr x, int64_t ldx, int64_t n, int64_t k, pkc_ptr q, int64_t ldq) {
@@ -1597,16 +1604,28 @@ int pkc_swiglu(pkc_context *c, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ld
     return pkc_swiglu_q8(c, gate, ldg, up, ldu, n, k, 0, 0);
 }
 
+static int gated(pkc_context *c, int gelu, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k,
+                 pkc_ptr q, int64_t ldq) {
+    const char *name = gelu ? "pkc_geglu" : "pkc_swiglu";
+    if (n < 0 || n > 0x7fffffff || k <= 0 || k > 0x7fffffff || ldg < k || ldu < k)
+        return fail(c, PKC_ERR_INVALID, "%s: bad sizes", name);
+    int st = check_q8(c, name, k, q, ldq);
+    if (st) return st;
+    int nn = (int)n, kk = (int)k;
+    void *args[] = {&gate, &ldg, &up, &ldu, &nn, &kk, &q, &ldq, &gelu};
+    return launch(c, c->swiglu, name + 4, blocks_for(n * k, 256), 1, 256, 0, args);
+}
+
 int pkc_swiglu_q8(pkc_context *c, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k, pkc_ptr q,
                   int64_t ldq) {
     ENTER(c);
-    if (n < 0 || n > 0x7fffffff || k <= 0 || k > 0x7fffffff || ldg < k || ldu < k)
-        return fail(c, PKC_ERR_INVALID, "pkc_swiglu: bad sizes");
-    int st = check_q8(c, "pkc_swiglu_q8", k, q, ldq);
-    if (st) return st;
-    int nn = (int)n, kk = (int)k;
-    void *args[] = {&gate, &ldg, &up, &ldu, &nn, &kk, &q, &ldq};
-    return launch(c, c->swiglu, "swiglu", blocks_for(n * k, 256), 1, 256, 0, args);
+    return gated(c, 0, gate, ldg, up, ldu, n, k, q, ldq);
+}
+
+int pkc_geglu_q8(pkc_context *c, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k, pkc_ptr q,
+                 int64_t ldq) {
+    ENTER(c);
+    return gated(c, 1, gate, ldg, up, ldu, n, k, q, ldq);
 }
 
 int pkc_add(pkc_context *c, pkc_ptr y, pkc_ptr x, int64_t count) {
@@ -1693,6 +1712,23 @@ int pkc_set_dependent_launch(pkc_context *c, int on) {
     c->pdl = on && c->pdl_ok;
     c->info.dependent_launch = c->pdl;
     return old;
+}
+
+static int scale_launch(pkc_context *c, const char *name, pkc_ptr y, int64_t count, float s, float cap) {
+    if (count < 0) return fail(c, PKC_ERR_INVALID, "%s: negative count", name);
+    void *args[] = {&y, &count, &s, &cap};
+    return launch(c, c->scale, name, blocks_for(count, 256), 1, 256, 0, args);
+}
+
+int pkc_scale(pkc_context *c, pkc_ptr y, int64_t count, float s) {
+    ENTER(c);
+    return scale_launch(c, "scale", y, count, s, 0.0f);
+}
+
+int pkc_softcap(pkc_context *c, pkc_ptr y, int64_t count, float cap) {
+    ENTER(c);
+    if (!(cap > 0.0f)) return fail(c, PKC_ERR_INVALID, "pkc_softcap: the cap must be positive");
+    return scale_launch(c, "softcap", y, count, 1.0f, cap);
 }
 
 int pkc_add_bias(pkc_context *c, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t n, int64_t m) {
@@ -1848,13 +1884,22 @@ int pkc_qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t
 int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                   int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
                   pkc_ptr out, int64_t ldo) {
+    return pkc_attention_window(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, 0, scale, out, ldo);
+}
+
+int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
+                         int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
+                         float scale, pkc_ptr out, int64_t ldo) {
     ENTER(c);
     int st = check_kv(c, "pkc_attention", cache);
     if (st) return st;
     if (n < 0 || n > 0x7fffffff || n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0 || head_dim <= 0 ||
         head_dim > 256 || head_dim < 8 || (head_dim & (head_dim - 1)) != 0 || (int64_t)n_kv_head * head_dim != cache->kv_dim ||
-        ldq < (int64_t)n_head * head_dim || ldo < (int64_t)n_head * head_dim || max_kv < 0 || max_kv > 0x7fffffff)
+        ldq < (int64_t)n_head * head_dim || ldo < (int64_t)n_head * head_dim || max_kv < 0 || max_kv > 0x7fffffff ||
+        window < 0)
         return fail(c, PKC_ERR_INVALID, "pkc_attention: bad sizes");
+    // A row reads at most `window` positions: the splits are over that span.
+    if (window > 0 && max_kv > window) max_kv = window;
     const int group = n_head / n_kv_head;
     if (group > ATT_MAXG)
         return fail(c, PKC_ERR_UNSUPPORTED, "pkc_attention: %d query heads per kv head (at most %d)", group, ATT_MAXG);
@@ -1889,7 +1934,8 @@ int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, i
     // queries, a tile of scores, the stats (4 per head, keeping what follows 16-byte aligned) and
     // the position groups' partial outputs (ATT_THREADS * 8 / head_dim groups of group * head_dim)
     const unsigned shared = (unsigned)((g * head_dim + g * ATT_TILE + 4 * g + ATT_THREADS * 8 * g) * 4);
-    void *args[] = {&kc, &vc, &ss, &kvd, &q, &ldq, &n_head, &n_kv_head, &head_dim, &slots, &kv_len, &scale, &sl, &out, &ldo, &partial};
+    void *args[] = {&kc, &vc, &ss, &kvd, &q, &ldq, &n_head, &n_kv_head, &head_dim, &slots, &kv_len, &scale, &sl, &out, &ldo, &partial,
+                    &window};
     if ((st = launch(c, c->attn[g - 1], "attention", (uint64_t)units, (unsigned)splits, ATT_THREADS, shared, args))) return st;
     if (splits > 1) {
         int sp = (int)splits;

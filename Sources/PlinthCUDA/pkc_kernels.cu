@@ -516,6 +516,12 @@ __device__ __forceinline__ float kexp(float x) {
 
 // silu(g) * u: pk_swiglu's arithmetic, bit for bit.
 __device__ __forceinline__ float silu_mul(float g, float u) { return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, kexp(-g))), u); }
+// gelu(g) * u in gelu's tanh form, as Kernels/ops.c's gated_span: 0.5 (1 + tanh v) = sigmoid(2v)
+// with 2v = 2 sqrt(2/pi) (g + 0.044715 g^3), op by op.
+__device__ __forceinline__ float gelu_mul(float g, float u) {
+    const float x = __fmul_rn(1.5957691216057308f, __fadd_rn(g, __fmul_rn(0.044715f, __fmul_rn(__fmul_rn(g, g), g))));
+    return __fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, kexp(-x))), u);
+}
 
 template <int T, int N, int R>
 __device__ __forceinline__ void gemv_accumulate(int u, const float (*q)[16], const float (*sc)[4], const float (*of)[4],
@@ -721,13 +727,16 @@ extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k
 // ---- elementwise ------------------------------------------------------------------------------
 
 // RMSNorm: one block per row; the sum of squares in double, as the CPU kernel accumulates it.
-// With q (k a multiple of 32), the normed row also goes to int8 row blockIdx.x of q.
+// With q (k a multiple of 32), the normed row also goes to int8 row blockIdx.x of q. With heads
+// > 1 each row of x (and y) is that many rows of k side by side (a row's query or key heads,
+// Gemma's per-head norm): block b takes row b / heads, head b % heads; q is then not given.
 // Launched with up to 1024 threads (pk_cuda.c), hence the bounds.
 extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy,
-                                                                int k, float eps, i8 *q, i64 ldq) {
+                                                                int k, float eps, i8 *q, i64 ldq, int heads) {
     PKC_DEPENDENT();
     __shared__ double part[32];
-    rms_row(x + blockIdx.x * ldx, w, y + blockIdx.x * ldy, k, eps, q ? q + blockIdx.x * ldq : nullptr, part);
+    const i64 t = blockIdx.x / heads, hk = (i64)(blockIdx.x - t * heads) * k;
+    rms_row(x + t * ldx + hk, w, y + t * ldy + hk, k, eps, q ? q + t * ldq : nullptr, part);
 }
 
 // The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
@@ -762,14 +771,15 @@ extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int 
     v[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
 }
 
-// With q (k a multiple of 32), the results also go to int8 rows.
-extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k, i8 *q, i64 ldq) {
+// With q (k a multiple of 32), the results also go to int8 rows. gelu: GEGLU instead of SwiGLU.
+extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k, i8 *q, i64 ldq,
+                                      int gelu) {
     PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * k) return; // whole warps when q is given: n * k is a multiple of 32
     const i64 t = idx / k, i = idx - t * k;
     const float g = gate[t * ldg + i];
-    const float v = silu_mul(g, up[t * ldu + i]);
+    const float v = gelu ? gelu_mul(g, up[t * ldu + i]) : silu_mul(g, up[t * ldu + i]);
     gate[t * ldg + i] = v;
     if (q) q8_store(v, (int)i, q + t * ldq, k);
 }
@@ -778,6 +788,14 @@ extern "C" __global__ void pkc_add(float *y, const float *x, i64 count) {
     PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx < count) y[idx] = __fadd_rn(y[idx], x[idx]);
+}
+
+// y *= s (Gemma's embedding scale), or with cap > 0 y = cap tanh(y / cap) (a final logit softcap).
+extern "C" __global__ void pkc_scale(float *y, i64 count, float s, float cap) {
+    PKC_DEPENDENT();
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= count) return;
+    y[idx] = cap > 0.0f ? __fmul_rn(cap, tanhf(__fdiv_rn(y[idx], cap))) : __fmul_rn(y[idx], s);
 }
 
 // A layer's q | k | v rows after their product, in one launch: the bias added (when given, one
@@ -1056,7 +1074,7 @@ template <int G>
 __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q,
                                                i64 ldq, int n_head, int n_kv_head, int hd, const int *slots,
                                                const int *kv_len, float scale, int split_len, float *out, i64 ldo,
-                                               float *partial) {
+                                               float *partial, int window) {
     PKC_DYNAMIC_SHARED(float, smem);
     float *qs = smem;                          // G * hd
     float *ps = qs + G * hd;                   // G * ATT_TILE
@@ -1066,7 +1084,8 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
     const int kvh = head0 / (n_head / n_kv_head);
     const int split = blockIdx.y, splits = gridDim.y;
     const int len = kv_len[t];
-    const int p_begin = split * split_len;
+    // A sliding window (window > 0): the last `window` positions, the row's own included.
+    const int p_begin = (window > 0 && len > window ? len - window : 0) + split * split_len;
     const int p_end = min(len, p_begin + split_len);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const i64 base = (i64)slots[t] * slot_stride + (i64)kvh * hd;
@@ -1186,10 +1205,10 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
     extern "C" __global__ void __launch_bounds__(ATT_THREADS) pkc_attention_g##G(                            \
         const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q, i64 ldq, int n_head,       \
         int n_kv_head, int hd, const int *slots, const int *kv_len, float scale, int split_len, float *out,   \
-        i64 ldo, float *partial) {                                                                            \
+        i64 ldo, float *partial, int window) {                                                                \
         PKC_DEPENDENT();                                                                                      \
         attention_body<G>(kc, vc, slot_stride, kv_dim, q, ldq, n_head, n_kv_head, hd, slots, kv_len, scale,   \
-                          split_len, out, ldo, partial);                                                      \
+                          split_len, out, ldo, partial, window);                                              \
     }
 ATT_KERNEL(1)
 ATT_KERNEL(2)

@@ -243,6 +243,9 @@ int pkc_rms_norm(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y,
 // pkc_rms_norm that also writes the normed rows as int8 rows to q (q 0: not).
 int pkc_rms_norm_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                     float eps, pkc_ptr q, int64_t ldq);
+// In place, each of `heads` rows of k floats side by side in each of n rows of x (row stride
+// ldx): pk_rms_norm of every head with the same k weights (Gemma's query and key norms).
+int pkc_rms_norm_heads(pkc_context *ctx, pkc_ptr x, int64_t ldx, int heads, pkc_ptr w, int64_t n, int64_t k, float eps);
 // The RoPE table of pk_rope_table: table[t*rope_dims + 2i], [.. + 2i + 1] = cos, sin of pair i's
 // angle for positions[t] (int32, device), t < n. Once per step; every layer's pkc_rope uses it.
 int pkc_rope_table(pkc_context *ctx, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table);
@@ -256,8 +259,17 @@ int pkc_swiglu(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t 
 // pkc_swiglu that also writes the results as int8 rows to q (q 0: not).
 int pkc_swiglu_q8(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k, pkc_ptr q,
                   int64_t ldq);
+// gate = gelu(gate) * up with gelu's tanh form (pk_geglu's arithmetic, bit for bit); q as
+// pkc_swiglu_q8's.
+int pkc_geglu_q8(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k, pkc_ptr q,
+                 int64_t ldq);
 // y += x over `count` floats.
 int pkc_add(pkc_context *ctx, pkc_ptr y, pkc_ptr x, int64_t count);
+// y *= s over `count` floats (an embedding scale: exact, as the CPU's multiply).
+int pkc_scale(pkc_context *ctx, pkc_ptr y, int64_t count, float s);
+// y = cap * tanh(y / cap) over `count` floats (a final logit softcap; the device's tanhf, within
+// an ulp or two of glibc's).
+int pkc_softcap(pkc_context *ctx, pkc_ptr y, int64_t count, float cap);
 // y[t*ldy + i] += bias[i] for t < n, i < m.
 int pkc_add_bias(pkc_context *ctx, pkc_ptr y, int64_t ldy, pkc_ptr bias, int64_t n, int64_t m);
 // ids[t] = the index of the largest of row t's `width` values (row stride ld), for t < n: the
@@ -343,6 +355,11 @@ int pkc_qkv_rope_store(pkc_context *ctx, const pkc_kv *cache, pkc_ptr qkv, int64
 int pkc_attention(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                   int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
                   pkc_ptr out, int64_t ldo);
+// pkc_attention over a sliding window: each row attends to its last `window` positions, its own
+// included (pk_attention_window with starts kv_len - window); 0: no window.
+int pkc_attention_window(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
+                         int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
+                         float scale, pkc_ptr out, int64_t ldo);
 
 // Copies the first `count` positions of slot `src` to slot `dst` in `layers` layer caches, the
 // layer l cache at cache->k/v + l * layer_stride halves (prefix sharing).
