@@ -7,7 +7,9 @@ import Testing
 /// global one), query heads wider than the embedding, QK norms, post-norms, GeGLU, tied
 /// embeddings and a final soft-cap, against a naive forward pass in Double.
 struct TinyGemma {
-    let layers = 2, embedding = 32, heads = 2, kvHeads = 1, headDim = 24, feedForward = 64, vocabulary = 32
+    let layers = 2, embedding = 32, heads = 2, kvHeads = 1, feedForward = 64, vocabulary = 32
+    /// 24 by default (not a power of two, as no real model's); the CUDA tests take 32.
+    let headDim: Int
     let window = 3
     let globalBase: Float = 100, localBase: Float = 10000
     let epsilon: Float = 1e-6
@@ -18,7 +20,8 @@ struct TinyGemma {
     private(set) var weights: [String: (dims: [Int], values: [Float])] = [:]
     private(set) var order: [String] = []
 
-    init(seed: UInt64 = 31) {
+    init(seed: UInt64 = 31, headDim: Int = 24) {
+        self.headDim = headDim
         var t = RandomTensors(seed: seed)
         let e = embedding, ff = feedForward
         t.add("token_embd.weight", [e, vocabulary], scale: 0.3)

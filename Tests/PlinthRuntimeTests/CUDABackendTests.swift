@@ -52,6 +52,42 @@ struct CUDABackendTests {
           .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
     func smolLM2Reference() throws { try ReferenceGenerationTests.check(TestModels.smolLM2, "smollm2", backend: .cuda) }
 
+    @Test("Gemma 3 on CUDA matches llama.cpp as the CPU does", .enabled(if: unavailable == nil, noGPU),
+          .enabled(if: TestModels.path(TestModels.gemma3) != nil, "Gemma 3 not fetched"))
+    func gemma3Reference() throws { try ReferenceGenerationTests.check(TestModels.gemma3, "gemma3", backend: .cuda) }
+
+    /// Gemma 3's layers run as recorded (QK norms, post-norms, GeGLU, a sliding window, two RoPE
+    /// bases, the embedding scale, a final softcap) against the naive pass in Double: two
+    /// sequences in one step (the GEMM path), then one token at a time past the window (the
+    /// GEMV path, graph-replayed).
+    @Test("A tiny Gemma 3 on CUDA matches the naive forward pass", .enabled(if: unavailable == nil, noGPU))
+    func tinyGemma() throws {
+        let tiny = TinyGemma(headDim: 32) // the attention kernel's head sizes are powers of two
+        let t = try ArchitectureTests.load(tiny.bytes())
+        let tokens: [Int32] = [3, 17, 9, 30, 1, 22, 5, 11]
+        let reference = tiny.referenceLogits(tokens)
+        let ctx = try InferenceContext(transformer: t, contextLength: 16, slots: 2, backend: .cuda)
+        #expect(ctx.backend == .cuda)
+        var b = Batch()
+        for (i, tok) in tokens.enumerated() { b.add(tok, position: i, slot: 0, logits: true) }
+        for (i, tok) in tokens.prefix(5).enumerated() { b.add(tok, position: i, slot: 1, logits: true) }
+        try ctx.forward(b)
+        var worst = 0.0
+        for row in 0..<13 {
+            let pos = row < 8 ? row : row - 8
+            for v in 0..<tiny.vocabulary { worst = max(worst, abs(Double(ctx.logits(row)[v]) - reference[pos][v])) }
+        }
+        #expect(worst < 2e-3, "two sequences in one step: largest logit difference \(worst)")
+        ctx.reset(slot: 0)
+        var decoding = 0.0
+        for (i, tok) in tokens.enumerated() {
+            try ctx.forward(Batch.sequence([tok], startingAt: i))
+            for v in 0..<tiny.vocabulary { decoding = max(decoding, abs(Double(ctx.logits(0)[v]) - reference[i][v])) }
+        }
+        #expect(decoding < 2e-3, "one token at a time: largest logit difference \(decoding)")
+        print("[cuda] tiny Gemma 3 against the naive pass: \(worst) (one step), \(decoding) (decoding)")
+    }
+
     @Test("Qwen2.5-Coder on CUDA matches llama.cpp as the CPU does", .enabled(if: unavailable == nil, noGPU),
           .enabled(if: TestModels.path(TestModels.qwen25Coder) != nil, "Qwen2.5-Coder not fetched"))
     func qwen25Reference() throws { try ReferenceGenerationTests.check(TestModels.qwen25Coder, "qwen25", backend: .cuda) }

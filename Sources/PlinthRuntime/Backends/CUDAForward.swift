@@ -51,11 +51,21 @@ final class CUDAForward {
         var wo, down: Matrix
         /// gate | up
         var gateUp: Products
+        /// Every matrix and vector of the layer by role, for the recorded layers (``programs``).
+        var matrices: [LayerTensor: Matrix]
+        var vectors: [LayerTensor: pkc_ptr]
     }
     private let embedding: Matrix
     private let output: Matrix
     private let outputNorm: pkc_ptr
     private let layers: [Layer]
+    /// Families without the fused step of ``compute(_:ids:positions:slots:kvLen:rows:maskRows:chosen:topK:)``
+    /// (Gemma 3) run their architecture's layers as recorded (``LayerOp``), one launch or a few
+    /// per operation: each layer's program, or none for the fused families.
+    private let programs: [[LayerOp]]
+    private let ropes: [RoPE]
+    private let embeddingScale: Float?
+    private let logitSoftcap: Float?
 
     private let kCache, vCache: pkc_ptr
     /// Halves between one layer's cache and the next's (slots × slot stride).
@@ -63,8 +73,11 @@ final class CUDAForward {
     private let slotStride: Int64
 
     /// x: the residual stream; h: normed rows; qkv: q | k | v per row (qkvStride floats);
-    /// gu: gate | up per row (2 × feed-forward floats), the gate becoming silu(gate) × up.
-    private let x, h, qkv, attn, gu, logits, ropeTable: pkc_ptr
+    /// gu: gate | up per row (2 × feed-forward floats), the gate becoming silu(gate) × up;
+    /// tmp: a recorded layer's ``StepBuffer/output`` (0 for the fused families).
+    private let x, h, qkv, attn, gu, logits, tmp: pkc_ptr
+    /// One RoPE table per entry of ``ropes``.
+    private let ropeTables: [pkc_ptr]
     private let qkvStride: Int
     /// The int8 rows of the products' inputs (the norms' and swiglu's outputs, made by the same
     /// launches) for steps that take the GEMV path: one byte per weight read instead of four.
@@ -88,8 +101,8 @@ final class CUDAForward {
     private var uncapturable: Set<StepShape> = []
     private var allocations: [pkc_ptr] = []
 
-    /// The families whose layer this step runs.
-    static let architectures: Set<Architecture> = [Llama.architecture, Qwen2.architecture]
+    /// The families whose layer the fused step runs; the others run as recorded.
+    static let fusedArchitectures: Set<Architecture> = [Llama.architecture, Qwen2.architecture]
 
     /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
     /// when CUDA cannot run this model here, ``BackendError/cudaFailed(_:)`` when a device call fails.
@@ -99,13 +112,15 @@ final class CUDAForward {
         // A weight type without CUDA kernels makes the model unrunnable here.
         let matrices = [w.tokenEmbedding, w.output] + w.layers.flatMap(\.matrices)
         let ctx = try CUDAForward.open()
-        // The device step is Llama's block (with Qwen2's biases and RoPE pairs); other families
-        // run on the CPU until their layers have device operations.
-        guard CUDAForward.architectures.contains(c.architecture) else {
-            pkc_close(ctx)
-            throw BackendError.cudaUnavailable("the \(c.architecture) architecture has no CUDA step yet")
-        }
-        guard !transformer.architecture.ropes.contains(where: \.isScaled) else {
+        // Llama's block (with Qwen2's biases and RoPE pairs) has a fused step; other families run
+        // their recorded layers.
+        let architecture = transformer.architecture
+        programs = CUDAForward.fusedArchitectures.contains(c.architecture) ? []
+            : (0..<c.layerCount).map { LayerRecorder.ops(of: architecture, layer: $0) }
+        ropes = architecture.ropes
+        embeddingScale = architecture.embeddingScale
+        logitSoftcap = architecture.logitSoftcap
+        guard !architecture.ropes.contains(where: \.isScaled) else {
             pkc_close(ctx)
             throw BackendError.cudaUnavailable("RoPE scaling has no CUDA step yet")
         }
@@ -184,9 +199,13 @@ final class CUDAForward {
                 place(l.wDown.data, bytes(l.wDown))
             }
             place(w.outputNorm.data, vectorBytes(w.outputNorm))
+            let biasRoles: [LayerTensor] = [.attnQBias, .attnKBias, .attnVBias]
             for l in w.layers {
-                for t in [l.attnNorm, l.ffnNorm] { place(t.data, vectorBytes(t)) }
-                let biases = [l.bq, l.bk, l.bv].compactMap { $0 }
+                // The norms' weights (and any other vector a family declares); the biases back to back.
+                for r in LayerTensor.allCases where !r.isMatrix && !biasRoles.contains(r) {
+                    if let t = l[r] { place(t.data, vectorBytes(t)) }
+                }
+                let biases = biasRoles.compactMap { l[$0] }
                 for (i, b) in biases.enumerated() { place(b.data, vectorBytes(b), joined: i > 0) }
             }
             let base = try alloc(total, "the weights")
@@ -237,9 +256,12 @@ final class CUDAForward {
             output = matrix(w.output)
             outputNorm = vector(w.outputNorm)
             layers = w.layers.map { l in
-                Layer(attnNorm: vector(l.attnNorm), ffnNorm: vector(l.ffnNorm),
-                      qkv: products([l.wq, l.wk, l.wv]), qkvBias: biases(l), wo: matrix(l.wo), down: matrix(l.wDown),
-                      gateUp: products([l.wGate, l.wUp]))
+                let roles = LayerTensor.allCases.compactMap { r in l[r].map { (r, $0) } }
+                return Layer(attnNorm: vector(l.attnNorm), ffnNorm: vector(l.ffnNorm),
+                             qkv: products([l.wq, l.wk, l.wv]), qkvBias: biases(l), wo: matrix(l.wo), down: matrix(l.wDown),
+                             gateUp: products([l.wGate, l.wUp]),
+                             matrices: Dictionary(uniqueKeysWithValues: roles.filter { $0.0.isMatrix }.map { ($0.0, matrix($0.1)) }),
+                             vectors: Dictionary(uniqueKeysWithValues: roles.filter { !$0.0.isMatrix }.map { ($0.0, vector($0.1)) }))
             }
 
             // The KV cache: all layers' keys in one array, values in another.
@@ -262,7 +284,8 @@ final class CUDAForward {
             let q8Rows = min(n, max(Int(pkc_gemm_min_rows(ctx)) - 1, 0))
             xq = try alloc(q8Rows * pkc_q8_row_bytes(Int64(max(e, f))), "int8 activations")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
-            ropeTable = try alloc(n * c.ropeDims * fl, "the RoPE table")
+            ropeTables = try ropes.map { _ in try alloc(n * c.ropeDims * fl, "a RoPE table") }
+            tmp = programs.isEmpty ? 0 : try alloc(n * e * fl, "activations")
             meta = try alloc(Self.metaTables * n * MemoryLayout<Int32>.stride, "row tables")
             hostMeta = Array(repeating: 0, count: Self.metaTables * n)
             topBuffer = try alloc(n * LogitsUse.maxTopK * MemoryLayout<TokenCandidate>.stride, "sampling candidates")
@@ -548,49 +571,31 @@ final class CUDAForward {
     /// for every step of one ``StepShape``: what differs between such steps is in device memory.
     private func compute(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr, rows: pkc_ptr,
                          maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr) throws {
+        try embed(shape, ids: ids, positions: positions)
+        guard programs.isEmpty else {
+            try runPrograms(shape, positions: positions, slots: slots, kvLen: kvLen)
+            return try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: false)
+        }
         let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, wanted = shape.wanted
         let maxKV = shape.kvBucket
-        try check(pkc_get_rows(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e)), "embedding")
-        try check(pkc_rope_table(ctx, positions, Int64(n), Int32(c.ropeDims), c.ropeFreqBase, ropeTable), "rope table")
         let eps = c.rmsEpsilon
         let scale = 1 / Float(c.headDim).squareRoot()
         let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
         let halves = pkc_ptr(MemoryLayout<UInt16>.stride)
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
         let glu = pkc_glu_fused(ctx, Int64(n)) != 0
-        let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
         let groups = shape.adapterRows
-        let rowTable = meta + 8 * i32 * pkc_ptr(maxBatch), logitRowTable = meta + 9 * i32 * pkc_ptr(maxBatch)
         /// Whether a row of this step runs an adapter with a pair on one of layer l's `matrices`.
         func adapted(_ l: Int, _ matrices: [AdapterTarget.Matrix]) -> Bool {
             groups.contains { g in matrices.contains { adapters[g.id]?.layers[l][$0.index] != nil } }
         }
-        /// Adds each group's pairs for `sites` (outputs of one product of `input`, rows of `k`
-        /// floats with stride `ldx`) to its rows, or its logit rows.
-        func lora(_ sites: [(pair: (DeviceAdapter) -> DeviceAdapter.Pair?, y: pkc_ptr, ldy: Int)], input: pkc_ptr, ldx: Int,
-                  k: Int, logitRows: Bool = false) throws {
-            var ops: [pkc_lora_op] = []
-            for g in logitRows ? shape.adapterLogitRows : groups {
-                guard let a = adapters[g.id] else { continue }
-                let table = (logitRows ? logitRowTable : rowTable) + pkc_ptr(g.start) * i32
-                for site in sites {
-                    guard let p = site.pair(a) else { continue }
-                    ops.append(pkc_lora_op(a: p.a, bt: p.bt, a_scale: p.aScale, bt_scale: p.btScale, rank: p.rank, m: p.rows,
-                                           scale: p.scale, y: site.y, ldy: Int64(site.ldy), rows: table, n: Int64(g.count)))
-                }
-            }
-            guard !ops.isEmpty else { return }
-            try check(pkc_lora_apply(ctx, ops, Int32(ops.count), input, Int64(ldx), Int64(k)), "adapter products")
+        func lora(_ sites: [LoRASite], input: pkc_ptr, ldx: Int, k: Int) throws {
+            try applyLoRA(shape, sites, input: input, ldx: ldx, k: k)
         }
         func layerPair(_ l: Int, _ m: AdapterTarget.Matrix) -> (DeviceAdapter) -> DeviceAdapter.Pair? { { $0.layers[l][m.index] } }
         /// x's rows normalized into h (and the int8 rows `q`): a norm no product before it made.
         func norm(_ weight: pkc_ptr, _ q: Q8) throws {
             try check(pkc_rms_norm_q8(ctx, x, Int64(e), weight, h, Int64(e), Int64(n), Int64(e), eps, q.ptr, q.stride), "rms_norm")
-        }
-        for g in groups {
-            guard let p = adapters[g.id]?.embedding else { continue }
-            try check(pkc_lora_embed(ctx, p.a, p.bt, p.rank, p.vocabulary, p.scale, rowTable + pkc_ptr(g.start) * i32, Int64(g.count),
-                                     ids, x, Int64(e), Int64(e)), "adapter embedding")
         }
         // Each norm but the first layer's is made by the product before it (matmulAdd's norm),
         // unless an adapter's product must be added first.
@@ -615,7 +620,7 @@ final class CUDAForward {
                 }
             }
             try check(pkc_qkv_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
-                                         Int32(c.headDim), Int32(c.ropeDims), ropeTable, neox, wholeBias ? lw.qkvBias[0].ptr : 0,
+                                         Int32(c.headDim), Int32(c.ropeDims), ropeTables[0], neox, wholeBias ? lw.qkvBias[0].ptr : 0,
                                          slots, positions), "qkv_rope_store")
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
@@ -651,18 +656,185 @@ final class CUDAForward {
                 if let next { try norm(next.0, next.1) }
             }
         }
+        // When every row wants logits, the last product has normalized them already.
+        try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: wanted == n)
+    }
+
+    /// One product's outputs an adapter's pair adds to: the pair by adapter, and the rows.
+    private typealias LoRASite = (pair: (DeviceAdapter) -> DeviceAdapter.Pair?, y: pkc_ptr, ldy: Int)
+
+    /// Adds each of the step's adapter groups' pairs for `sites` (outputs of one product of
+    /// `input`, rows of `k` floats with stride `ldx`) to its rows, or its logit rows.
+    private func applyLoRA(_ shape: StepShape, _ sites: [LoRASite], input: pkc_ptr, ldx: Int, k: Int, logitRows: Bool = false) throws {
+        let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
+        let table0 = meta + (logitRows ? 9 : 8) * i32 * pkc_ptr(maxBatch)
+        var ops: [pkc_lora_op] = []
+        for g in logitRows ? shape.adapterLogitRows : shape.adapterRows {
+            guard let a = adapters[g.id] else { continue }
+            let table = table0 + pkc_ptr(g.start) * i32
+            for site in sites {
+                guard let p = site.pair(a) else { continue }
+                ops.append(pkc_lora_op(a: p.a, bt: p.bt, a_scale: p.aScale, bt_scale: p.btScale, rank: p.rank, m: p.rows,
+                                       scale: p.scale, y: site.y, ldy: Int64(site.ldy), rows: table, n: Int64(g.count)))
+            }
+        }
+        guard !ops.isEmpty else { return }
+        try check(pkc_lora_apply(ctx, ops, Int32(ops.count), input, Int64(ldx), Int64(k)), "adapter products")
+    }
+
+    /// The recorded layers (``programs``), operation by operation, on the step's rows. The
+    /// buffers: ``StepBuffer/query``, ``StepBuffer/key`` and ``StepBuffer/value`` are the
+    /// columns of qkv (so a layer's q, k and v products run as the fused step's are, side by
+    /// side); a norm whose next operation is a product also writes the int8 rows it reads.
+    private func runPrograms(_ shape: StepShape, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws {
+        let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, hd = c.headDim
+        let fl = pkc_ptr(MemoryLayout<Float>.stride), halves = pkc_ptr(MemoryLayout<UInt16>.stride)
+        let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
+        func place(_ b: StepBuffer) -> (ptr: pkc_ptr, ld: Int, width: Int) {
+            switch b {
+            case .residual: (x, e, e)
+            case .normed: (h, e, e)
+            case .query: (qkv, qkvStride, qDim)
+            case .key: (qkv + pkc_ptr(qDim) * fl, qkvStride, kvDim)
+            case .value: (qkv + pkc_ptr(qDim + kvDim) * fl, qkvStride, kvDim)
+            case .attention: (attn, qDim, qDim)
+            case .output: (tmp, e, e)
+            }
+        }
+        /// The matrices an operation multiplies its input by.
+        func products(_ op: LayerOp) -> [LayerTensor] {
+            switch op {
+            case .project(_, let ps): ps.map(\.0)
+            case .feedForward: [.ffnGate, .ffnUp]
+            default: []
+            }
+        }
+        for (l, (lw, ops)) in zip(layers, programs).enumerated() {
+            func matrix(_ r: LayerTensor) throws -> Matrix {
+                guard let m = lw.matrices[r] else { throw BackendError.cudaFailed("layer \(l) has no \(r) matrix") }
+                return m
+            }
+            func vector(_ r: LayerTensor) throws -> pkc_ptr {
+                guard let v = lw.vectors[r] else { throw BackendError.cudaFailed("layer \(l) has no \(r) vector") }
+                return v
+            }
+            func pair(_ r: LayerTensor) -> (DeviceAdapter) -> DeviceAdapter.Pair? {
+                let m = r.adapterMatrix
+                return { a in m.flatMap { a.layers[l][$0.index] } }
+            }
+            // The int8 rows the last norm made, and of which buffer.
+            var made: (buffer: StepBuffer, q: Q8)?
+            for (i, op) in ops.enumerated() {
+                let q = made.map { m in op.reads(m.buffer) ? m.q : .none } ?? .none
+                var madeNow: (buffer: StepBuffer, q: Q8)?
+                switch op {
+                case .norm(let source, let weight, let target):
+                    let (sp, sld, width) = place(source), (tp, tld, _) = place(target)
+                    let next = i + 1 < ops.count && ops[i + 1].reads(target) ? try products(ops[i + 1]).map(matrix) : []
+                    let nq = q8(for: next, n)
+                    try check(pkc_rms_norm_q8(ctx, sp, Int64(sld), try vector(weight), tp, Int64(tld), Int64(n), Int64(width),
+                                              c.rmsEpsilon, nq.ptr, nq.stride), "rms_norm")
+                    if nq.ptr != 0 { madeNow = (target, nq) }
+                case .headNorm(let b, let weight):
+                    let (p, ld, width) = place(b)
+                    try check(pkc_rms_norm_heads(ctx, p, Int64(ld), Int32(width / hd), try vector(weight), Int64(n), Int64(hd),
+                                                 c.rmsEpsilon), "head norm")
+                case .project(let input, let ps):
+                    let (xp, ldx, k) = place(input)
+                    if ps.map(\.0) == [.attnQ, .attnK, .attnV], ps.map(\.1) == [.query, .key, .value] {
+                        try matmul(lw.qkv, xp, ldx, q, n, qkv, qkvStride)
+                    } else {
+                        for (r, out) in ps {
+                            let w = try matrix(r), (yp, ldy, _) = place(out)
+                            try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, xp, Int64(ldx), q.ptr, q.stride, Int64(n), yp,
+                                                    Int64(ldy), 0), "matmul")
+                        }
+                    }
+                    // The rows' adapters, then the biases (the CPU's order).
+                    if !shape.adapterRows.isEmpty {
+                        try applyLoRA(shape, ps.map { (pair($0.0), place($0.1).ptr, place($0.1).ld) }, input: xp, ldx: ldx, k: k)
+                    }
+                    for (r, out) in ps {
+                        guard let b = r.bias.flatMap({ lw.vectors[$0] }) else { continue }
+                        let (yp, ldy, width) = place(out)
+                        try check(pkc_add_bias(ctx, yp, Int64(ldy), b, Int64(n), Int64(width)), "bias")
+                    }
+                case .rope(let b, let table):
+                    let (p, ld, width) = place(b)
+                    try check(pkc_rope(ctx, p, Int64(n), Int64(ld), Int32(width / hd), Int32(hd), Int32(c.ropeDims), ropeTables[table],
+                                       neox), "rope")
+                case .attend(let window, let scale):
+                    let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
+                    var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
+                    let (kp, ldk, _) = place(.key), (vp, ldv, _) = place(.value), (qp, ldq, _) = place(.query)
+                    try check(pkc_store_kv(ctx, &cache, kp, Int64(ldk), vp, Int64(ldv), Int64(n), slots, positions), "store_kv")
+                    try check(pkc_attention_window(ctx, &cache, qp, Int64(ldq), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
+                                                   Int32(hd), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
+                                                   attn, Int64(qDim)), "attention")
+                case .feedForward(let input, let activation, let target):
+                    let (xp, ldx, k) = place(input), (yp, ldy, _) = place(target)
+                    try matmul(lw.gateUp, xp, ldx, q, n, gu, 2 * f)
+                    if !shape.adapterRows.isEmpty {
+                        try applyLoRA(shape, [(pair(.ffnGate), gu, 2 * f), (pair(.ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: xp,
+                                      ldx: ldx, k: k)
+                    }
+                    let down = try matrix(.ffnDown), fq = q8(for: [down], n)
+                    let gated = activation == .silu ? pkc_swiglu_q8 : pkc_geglu_q8
+                    try check(gated(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride),
+                              "gated activation")
+                    try check(pkc_matmul_q8(ctx, down.type, down.ptr, down.rows, down.cols, gu, Int64(2 * f), fq.ptr, fq.stride,
+                                            Int64(n), yp, Int64(ldy), 0), "matmul")
+                    if !shape.adapterRows.isEmpty {
+                        try applyLoRA(shape, [(pair(.ffnDown), yp, ldy)], input: gu, ldx: 2 * f, k: f)
+                    }
+                case .addToResidual(let b):
+                    let (p, ld, width) = place(b)
+                    guard ld == e, width == e else { throw BackendError.cudaFailed("adding a \(b) buffer to the residual stream") }
+                    try check(pkc_add(ctx, x, p, Int64(n * e)), "residual add")
+                }
+                // The int8 rows stay valid until their buffer is written again.
+                if let m = made, op.writes(m.buffer) { made = nil }
+                if let m = madeNow { made = m }
+            }
+        }
+    }
+
+    /// The step's first launches: token embeddings into x (with the rows' adapters' embedding
+    /// pairs, then the family's scale) and the RoPE tables of the step's positions.
+    private func embed(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr) throws {
+        let c = config, e = c.embeddingLength, n = shape.rows
+        try check(pkc_get_rows(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e)), "embedding")
+        for (table, rope) in zip(ropeTables, ropes) {
+            try check(pkc_rope_table(ctx, positions, Int64(n), Int32(c.ropeDims), rope.base, table), "rope table")
+        }
+        let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
+        for g in shape.adapterRows {
+            guard let p = adapters[g.id]?.embedding else { continue }
+            try check(pkc_lora_embed(ctx, p.a, p.bt, p.rank, p.vocabulary, p.scale, meta + 8 * i32 * pkc_ptr(maxBatch) + pkc_ptr(g.start) * i32,
+                                     Int64(g.count), ids, x, Int64(e), Int64(e)), "adapter embedding")
+        }
+        if let s = embeddingScale { try check(pkc_scale(ctx, x, Int64(n * e), s), "embedding scale") }
+    }
+
+    /// The step's last launches: the rows that asked for logits through the output norm (unless
+    /// `normed`: the last product normalized every row into h) and projection, then their
+    /// adapters, the family's softcap, and the device's choices (argmax, top-k).
+    private func outputs(_ shape: StepShape, rows: pkc_ptr, maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr, normed: Bool) throws {
+        let c = config, e = c.embeddingLength, n = shape.rows, wanted = shape.wanted, eps = c.rmsEpsilon
         guard wanted > 0 else { return }
-        // Only the rows that asked for logits go through the output projection; when that is
-        // every row, the last product has normalized them already.
+        let oq = q8(for: [output], wanted)
         if wanted < n {
             try check(pkc_get_rows(ctx, Int32(GGMLType.f32.rawValue), x, Int64(n), Int64(e), rows, Int64(wanted), h, Int64(e)), "gathering rows")
             try check(pkc_rms_norm_q8(ctx, h, Int64(e), outputNorm, h, Int64(e), Int64(wanted), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
+        } else if !normed {
+            try check(pkc_rms_norm_q8(ctx, x, Int64(e), outputNorm, h, Int64(e), Int64(n), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
         }
         try check(pkc_matmul_q8(ctx, output.type, output.ptr, output.rows, output.cols, h, Int64(e), oq.ptr, oq.stride,
                                 Int64(wanted), logits, output.rows, 0), "matmul")
-        if !groups.isEmpty {
-            try lora([({ $0.output }, logits, c.vocabularySize)], input: h, ldx: e, k: e, logitRows: true)
+        if !shape.adapterLogitRows.isEmpty {
+            try applyLoRA(shape, [({ $0.output }, logits, c.vocabularySize)], input: h, ldx: e, k: e, logitRows: true)
         }
+        if let cap = logitSoftcap { try check(pkc_softcap(ctx, logits, Int64(wanted * c.vocabularySize), cap), "logit softcap") }
         if shape.argmax {
             let vocab = Int64(c.vocabularySize)
             try check(pkc_argmax_masked(ctx, logits, vocab, Int64(wanted), vocab, shape.masked ? masks : 0,

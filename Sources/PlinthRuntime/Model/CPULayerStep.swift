@@ -1,40 +1,5 @@
 import PlinthKernels
 
-/// One operation of a layer as its architecture asked for it (``LayerStep``).
-enum LayerOp {
-    case norm(StepBuffer, LayerTensor, into: StepBuffer)
-    case headNorm(StepBuffer, LayerTensor)
-    case project(StepBuffer, [(LayerTensor, StepBuffer)])
-    case rope(StepBuffer, table: Int)
-    case attend(window: Int?, scale: Float)
-    case feedForward(StepBuffer, Activation, into: StepBuffer)
-    case addToResidual(StepBuffer)
-
-    func reads(_ b: StepBuffer) -> Bool {
-        switch self {
-        case .norm(let source, _, _): source == b
-        case .headNorm(let x, _), .rope(let x, _), .addToResidual(let x): x == b
-        case .project(let input, _), .feedForward(let input, _, _): input == b
-        case .attend: b == .query || b == .key || b == .value
-        }
-    }
-
-    func writes(_ b: StepBuffer) -> Bool {
-        switch self {
-        case .norm(_, _, let target), .feedForward(_, _, let target): target == b
-        case .headNorm(let x, _), .rope(let x, _): x == b
-        case .project(_, let products): products.contains { $0.1 == b }
-        case .attend: b == .attention
-        case .addToResidual: b == .residual
-        }
-    }
-}
-
-/// The operations of the layer being recorded, reused from layer to layer.
-final class LayerProgram {
-    var ops: [LayerOp] = []
-}
-
 /// The step operations of one layer on the CPU (``LayerStep``), over the rows of one chunk of a
 /// batch: the context's buffers, its KV cache for the layer, its thread pool.
 ///
