@@ -697,44 +697,53 @@ static void test_rope(pkc_context *c) {
     pkc_free(c, dpos);
 }
 
-static void test_swiglu_add(pkc_context *c) {
+// SwiGLU (gelu 0) or GEGLU (1) against pk_swiglu / pk_geglu on strided rows, bit for bit (the
+// clamps of kexp and signed zeros included); with int8 rows (k a multiple of 32), the same
+// floats and the CPU's rounding of them.
+static void test_gated(pkc_context *c, int gelu) {
+    const char *name = gelu ? "geglu" : "swiglu";
     static const int64_t ks[] = {1536, 4864, 999};
     for (int a = 0; a < 3; a++) {
         const int64_t n = 7, k = ks[a], ldg = k + 3, ldu = k + 9;
         float *g = host_floats(n * ldg), *u = host_floats(n * ldu);
         fill_normal(g, n * ldg, 4.0f);
         fill_normal(u, n * ldu, 1.0f);
-        g[0] = 100.0f; g[1] = -100.0f; g[2] = 0.0f; g[3] = -0.0f; // the clamps of kexp and signed zeros
+        g[0] = 100.0f; g[1] = -100.0f; g[2] = 0.0f; g[3] = -0.0f; g[4] = 9.0f; g[5] = -9.0f;
         pkc_ptr dg = dev_upload(c, g, (size_t)(n * ldg) * 4), du = dev_upload(c, u, (size_t)(n * ldu) * 4);
-        CHECK(c, pkc_swiglu(c, dg, ldg, du, ldu, n, k));
+        CHECK(c, gelu ? pkc_geglu_q8(c, dg, ldg, du, ldu, n, k, 0, 0) : pkc_swiglu(c, dg, ldg, du, ldu, n, k));
         float *y = download_floats(c, dg, n * ldg);
         float *gc = host_floats(n * k), *uc = host_floats(n * k);
         for (int64_t t = 0; t < n; t++) {
             memcpy(gc + t * k, g + t * ldg, (size_t)k * 4);
             memcpy(uc + t * k, u + t * ldu, (size_t)k * 4);
         }
-        pk_swiglu(NULL, gc, uc, n, k);
+        if (gelu) pk_geglu(NULL, gc, uc, n, k);
+        else pk_swiglu(NULL, gc, uc, n, k);
         int64_t bad = 0;
         for (int64_t t = 0; t < n; t++)
             for (int64_t i = 0; i < k; i++) bad += !same_bits(y[t * ldg + i], gc[t * k + i]);
-        report(bad == 0, "swiglu n=7 k=%lld (strided): %lld values differ from pk_swiglu (tol bit-exact)", (long long)k,
-               (long long)bad);
+        report(bad == 0, "%s n=7 k=%lld (strided): %lld values differ from pk_%s (tol bit-exact)", name, (long long)k,
+               (long long)bad, name);
         if (k % 32 == 0) {
             const int64_t ldq = (int64_t)pkc_q8_row_bytes(k) + 16;
             pkc_ptr dg2 = dev_upload(c, g, (size_t)(n * ldg) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
-            CHECK(c, pkc_swiglu_q8(c, dg2, ldg, du, ldu, n, k, dq, ldq));
+            CHECK(c, (gelu ? pkc_geglu_q8 : pkc_swiglu_q8)(c, dg2, ldg, du, ldu, n, k, dq, ldq));
             float *y2 = download_floats(c, dg2, n * ldg);
             int64_t diff = 0;
             for (int64_t i = 0; i < n * ldg; i++) diff += !same_bits(y[i], y2[i]);
             const int64_t badq = q8_mismatches(c, dq, ldq, y, ldg, n, k);
-            report(diff == 0 && badq == 0, "swiglu_q8 n=7 k=%lld: %lld floats differ from swiglu, %lld int8 rows or scales from the CPU's rounding (tol exact)",
-                   (long long)k, (long long)diff, (long long)badq);
+            report(diff == 0 && badq == 0, "%s_q8 n=7 k=%lld: %lld floats differ from %s, %lld int8 rows or scales from the CPU's rounding (tol exact)",
+                   name, (long long)k, (long long)diff, name, (long long)badq);
             pkc_free(c, dg2); pkc_free(c, dq);
             free(y2);
         }
         pkc_free(c, dg); pkc_free(c, du);
         free(g); free(u); free(y); free(gc); free(uc);
     }
+}
+
+static void test_swiglu_add(pkc_context *c) {
+    test_gated(c, 0);
     // add and add_bias
     const int64_t n = 13, m = 896, ld = 900;
     float *y = host_floats(n * ld), *x = host_floats(n * ld), *b = host_floats(m);
@@ -918,8 +927,8 @@ static void test_argmax_rows(pkc_context *c) {
 // ---- Gemma's operations ---------------------------------------------------------------------------
 
 // The per-head norm (against pk_rms_norm over the heads as rows; 2 ulp as rms_norm), GEGLU
-// (pk_geglu: exact, and its int8 rows the CPU's rounding), the embedding scale (exact) and the
-// logit softcap (the device's tanhf: 4 ulp of cap * tanhf(y / cap) by glibc).
+// (test_gated), the embedding scale (exact) and the logit softcap (the device's tanhf: 4 ulp of
+// cap * tanhf(y / cap) by glibc).
 static void test_gemma_ops(pkc_context *c) {
     {
         const int64_t n = 5, heads = 4, hd = 256, ld = heads * hd + 8;
@@ -944,34 +953,7 @@ static void test_gemma_ops(pkc_context *c) {
         pkc_free(c, dx); pkc_free(c, dw);
         free(x); free(w); free(ref); free(xc); free(y);
     }
-    static const int64_t ks[] = {2048, 999};
-    for (int a = 0; a < 2; a++) {
-        const int64_t n = 7, k = ks[a], ldg = k + 3, ldu = k + 9;
-        float *g = host_floats(n * ldg), *u = host_floats(n * ldu);
-        fill_normal(g, n * ldg, 4.0f);
-        fill_normal(u, n * ldu, 1.0f);
-        g[0] = 100.0f; g[1] = -100.0f; g[2] = 0.0f; g[3] = -0.0f; g[4] = 9.0f; g[5] = -9.0f; // kexp's clamps, signed zeros
-        const int64_t ldq = k % 32 == 0 ? (int64_t)pkc_q8_row_bytes(k) + 16 : 0;
-        pkc_ptr dg = dev_upload(c, g, (size_t)(n * ldg) * 4), du = dev_upload(c, u, (size_t)(n * ldu) * 4);
-        pkc_ptr dq = ldq ? dev_alloc(c, (size_t)(n * ldq)) : 0;
-        CHECK(c, pkc_geglu_q8(c, dg, ldg, du, ldu, n, k, dq, ldq));
-        float *y = download_floats(c, dg, n * ldg);
-        float *gc = host_floats(n * k), *uc = host_floats(n * k);
-        for (int64_t t = 0; t < n; t++) {
-            memcpy(gc + t * k, g + t * ldg, (size_t)k * 4);
-            memcpy(uc + t * k, u + t * ldu, (size_t)k * 4);
-        }
-        pk_geglu(NULL, gc, uc, n, k);
-        int64_t bad = 0;
-        for (int64_t t = 0; t < n; t++)
-            for (int64_t i = 0; i < k; i++) bad += !same_bits(y[t * ldg + i], gc[t * k + i]);
-        const int64_t badq = ldq ? q8_mismatches(c, dq, ldq, y, ldg, n, k) : 0;
-        report(bad == 0 && badq == 0, "geglu%s n=7 k=%lld (strided): %lld values differ from pk_geglu, %lld int8 rows or scales from the CPU's rounding (tol bit-exact)",
-               ldq ? "_q8" : "", (long long)k, (long long)bad, (long long)badq);
-        pkc_free(c, dg); pkc_free(c, du);
-        if (dq) pkc_free(c, dq);
-        free(g); free(u); free(y); free(gc); free(uc);
-    }
+    test_gated(c, 1);
     {
         const int64_t count = 262144 + 7;
         const float scale = sqrtf(640.0f), cap = 30.0f;

@@ -64,26 +64,10 @@ struct CUDABackendTests {
     func tinyGemma() throws {
         let tiny = TinyGemma(headDim: 32) // the attention kernel's head sizes are powers of two
         let t = try ArchitectureTests.load(tiny.bytes())
-        let tokens: [Int32] = [3, 17, 9, 30, 1, 22, 5, 11]
-        let reference = tiny.referenceLogits(tokens)
         let ctx = try InferenceContext(transformer: t, contextLength: 16, slots: 2, backend: .cuda)
         #expect(ctx.backend == .cuda)
-        var b = Batch()
-        for (i, tok) in tokens.enumerated() { b.add(tok, position: i, slot: 0, logits: true) }
-        for (i, tok) in tokens.prefix(5).enumerated() { b.add(tok, position: i, slot: 1, logits: true) }
-        try ctx.forward(b)
-        var worst = 0.0
-        for row in 0..<13 {
-            let pos = row < 8 ? row : row - 8
-            for v in 0..<tiny.vocabulary { worst = max(worst, abs(Double(ctx.logits(row)[v]) - reference[pos][v])) }
-        }
+        let (worst, decoding) = try tiny.largestDifferences(ctx)
         #expect(worst < 2e-3, "two sequences in one step: largest logit difference \(worst)")
-        ctx.reset(slot: 0)
-        var decoding = 0.0
-        for (i, tok) in tokens.enumerated() {
-            try ctx.forward(Batch.sequence([tok], startingAt: i))
-            for v in 0..<tiny.vocabulary { decoding = max(decoding, abs(Double(ctx.logits(0)[v]) - reference[i][v])) }
-        }
         #expect(decoding < 2e-3, "one token at a time: largest logit difference \(decoding)")
         print("[cuda] tiny Gemma 3 against the naive pass: \(worst) (one step), \(decoding) (decoding)")
     }

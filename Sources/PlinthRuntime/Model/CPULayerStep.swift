@@ -7,7 +7,7 @@ import PlinthKernels
 /// neighbouring operations run as one kernel call where the results are the same bits:
 /// an RMSNorm as the prologue of the products that read it, a bias, the gated activation and an
 /// add to the residual stream as epilogues of the products that make their input.
-struct CPULayerStep: LayerStep {
+struct CPULayerStep: RecordingLayerStep {
     let context: InferenceContext
     let layer: Int
     let weights: LayerWeights
@@ -18,17 +18,7 @@ struct CPULayerStep: LayerStep {
 
     private var n: Int { rows.count }
     private var c: ModelConfig { context.transformer.config }
-    private var program: LayerProgram { context.layerProgram }
-
-    func norm(_ source: StepBuffer, _ weight: LayerTensor, into target: StepBuffer) { program.ops.append(.norm(source, weight, into: target)) }
-    func headNorm(_ b: StepBuffer, _ weight: LayerTensor) { program.ops.append(.headNorm(b, weight)) }
-    func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)]) { program.ops.append(.project(input, products)) }
-    func rope(_ b: StepBuffer, table: Int) { program.ops.append(.rope(b, table: table)) }
-    func attend(window: Int?, scale: Float) { program.ops.append(.attend(window: window, scale: scale)) }
-    func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer) {
-        program.ops.append(.feedForward(input, activation, into: target))
-    }
-    func addToResidual(_ b: StepBuffer) { program.ops.append(.addToResidual(b)) }
+    var program: LayerProgram { context.layerProgram }
 
     /// Runs the recorded operations, fusing where the bits allow, and clears the record.
     func run() {

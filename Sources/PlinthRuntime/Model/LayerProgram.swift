@@ -37,16 +37,13 @@ final class LayerProgram {
     var ops: [LayerOp] = []
 }
 
-/// A ``LayerStep`` that only records: layer `index`'s operations, as its architecture asks for them.
-struct LayerRecorder: LayerStep {
-    let program = LayerProgram()
+/// A ``LayerStep`` whose operations append to a program (the CPU's step, which then runs it;
+/// ``LayerRecorder``, which only keeps it).
+protocol RecordingLayerStep: LayerStep {
+    var program: LayerProgram { get }
+}
 
-    static func ops(of architecture: any ModelArchitecture, layer index: Int) -> [LayerOp] {
-        let recorder = LayerRecorder()
-        architecture.layer(index, recorder)
-        return recorder.program.ops
-    }
-
+extension RecordingLayerStep {
     func norm(_ source: StepBuffer, _ weight: LayerTensor, into target: StepBuffer) { program.ops.append(.norm(source, weight, into: target)) }
     func headNorm(_ b: StepBuffer, _ weight: LayerTensor) { program.ops.append(.headNorm(b, weight)) }
     func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)]) { program.ops.append(.project(input, products)) }
@@ -56,4 +53,15 @@ struct LayerRecorder: LayerStep {
         program.ops.append(.feedForward(input, activation, into: target))
     }
     func addToResidual(_ b: StepBuffer) { program.ops.append(.addToResidual(b)) }
+}
+
+/// A step that only records: layer `index`'s operations, as its architecture asks for them.
+struct LayerRecorder: RecordingLayerStep {
+    let program = LayerProgram()
+
+    static func ops(of architecture: any ModelArchitecture, layer index: Int) -> [LayerOp] {
+        let recorder = LayerRecorder()
+        architecture.layer(index, recorder)
+        return recorder.program.ops
+    }
 }
