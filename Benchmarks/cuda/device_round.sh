@@ -198,6 +198,7 @@ ablate_model() { # M: each launch-saving change off, one at a time: what it is w
     PLINTH_CUDA_GLU=0 bench "$m-single-noglu" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_PDL=0 bench "$m-single-nopdl" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    PLINTH_CUDA_ROPE_FUSED=0 bench "$m-single-norope" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     # And once more as it ships, last, so that drift over the stage shows.
     bench "$m-single-again" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
 }
@@ -369,7 +370,7 @@ for m, label, a, b, r, t in rows:
     print(f"| {m} | {label} | {f(a)} | {f(b)} | {f(r, 2)}{'' if r is None else (' ✓' if r >= t else ' ✗')} | {t}× |")
 for m in ("qwen-rep", "smollm2"):
     base = plinth(m, "tg", "single-again") or plinth(m, "tg")
-    offs = [(n, plinth(m, "tg", f"single-no{n}")) for n in ("graphs", "normfuse", "glu", "overlap", "pdl")]
+    offs = [(n, plinth(m, "tg", f"single-no{n}")) for n in ("graphs", "normfuse", "glu", "overlap", "pdl", "rope")]
     offs = [(n, v) for n, v in offs if v]
     if base and offs:
         print(f"{m} tg{tg} with one launch saving off, against {base:,.1f} t/s as shipped: "
@@ -398,8 +399,8 @@ EOF
 
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
-bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:55:plinth,qwen-rep eval:90:plinth,smollm2
-fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:36:plinth,smollm2 kernels-full:200:devbin
+bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:63:plinth,qwen-rep eval:90:plinth,smollm2
+fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build
     local n w=0

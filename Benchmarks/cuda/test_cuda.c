@@ -7,6 +7,8 @@
 // Tolerances (why):
 // - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_prefix, download_rows, lora,
 //   lora_embed, dependent launch (overlapped launches against the same one after another): exact.
+// - the fused launches against the launches they replace (matmul_add_norm, matmul_post_norm,
+//   matmul_glu with SwiGLU and GEGLU, qkv_rope_store, qkv_norm_rope_store, matmul_runs_rope_store): exact.
 //   The dequantizers form sc * q exactly and add the offset with one rounding, as the CPU does.
 // - swiglu, geglu, scale: exact (the same kexp polynomial, IEEE division and products, no
 //   contraction); softcap: 4 ulp (the device's tanhf against glibc's).
@@ -463,6 +465,115 @@ static void test_matmul_add_norm(pkc_context *c) {
     }
 }
 
+// pkc_matmul_post_norm against pkc_matmul_q8 (add 0), pkc_rms_norm of its rows in place,
+// pkc_add into the residual and pkc_rms_norm_q8 of the residual (when a next norm is given): the
+// product's rows, the residual, the normed rows and their int8 rows bit for bit, on the paths of
+// test_matmul_add_norm and replayed from a graph twice (the residual then has two additions).
+static void test_matmul_post_norm(pkc_context *c) {
+    static const struct { int type; int64_t m, k; } cases[] = {{PK_Q8_0, 640, 2048}, {PK_Q4_K, 1152, 256}, {PK_Q5_0, 640, 640}};
+    static const int64_t ns[] = {1, 2, 5};
+    for (int ci = 0; ci < 3; ci++) {
+        const int type = cases[ci].type;
+        const int64_t m = cases[ci].m, k = cases[ci].k, ldy = m + 4, ldr = m + 12, ldo = m + 8, ldq = (int64_t)pkc_q8_row_bytes(k);
+        const int64_t ldhq = (int64_t)pkc_q8_row_bytes(m), qbytes = m + m / 8;
+        const size_t rb = pkc_row_bytes(type, k);
+        uint8_t *w = malloc(rb * (size_t)m);
+        random_weights(type, w, m, k);
+        pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
+        float *g = host_floats(2 * m);
+        for (int64_t i = 0; i < 2 * m; i++) g[i] = rng_uniform(0.5f, 1.5f);
+        pkc_ptr dpost = dev_upload(c, g, (size_t)m * 4), dg = dev_upload(c, g + m, (size_t)m * 4);
+        int64_t bad = 0, runs = 0;
+        int graph_ok = 1;
+        for (int ni = 0; ni < 3; ni++) {
+            const int64_t n = ns[ni];
+            float *x = host_floats(n * k), *r0 = host_floats(n * ldr);
+            fill_normal(x, n * k, 1.0f);
+            fill_normal(r0, n * ldr, 2.0f);
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+            CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+            for (int mode = 0; mode < 8; mode++) {
+                // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path; 3: the norms unfused;
+                // 4: two rows of W per lane group; 5-7: as 0-2 with no next norm
+                const int path = mode >= 5 ? mode - 5 : mode, next = mode < 5;
+                const int64_t saved = pkc_set_gemm_min_rows(c, path == 2 ? 1 : INT64_MAX);
+                const int fused = pkc_set_norm_fused(c, path != 3);
+                const int saved_r = pkc_set_gemv_rows_per_group(c, path == 4 ? 2 : 0);
+                const pkc_ptr qin = path == 1 ? 0 : dq;
+                const int with_q = next && m % 32 == 0 && path != 1;
+                // [0]: the reference, [1]: the call, [2]: the graph replayed twice (reference: twice)
+                pkc_ptr y[3], res[3], h[3], q[3];
+                for (int i = 0; i < 3; i++) {
+                    y[i] = dev_alloc(c, (size_t)(n * ldy) * 4);
+                    res[i] = dev_upload(c, r0, (size_t)(n * ldr) * 4);
+                    h[i] = dev_alloc(c, (size_t)(n * ldo) * 4);
+                    q[i] = dev_alloc(c, (size_t)(n * ldhq));
+                    CHECK(c, pkc_memset(c, y[i], 0, (size_t)(n * ldy) * 4));
+                    CHECK(c, pkc_memset(c, h[i], 0, (size_t)(n * ldo) * 4));
+                    CHECK(c, pkc_memset(c, q[i], 0, (size_t)(n * ldhq)));
+                }
+                float *ref[2][3];
+                uint8_t *refq[2];
+                for (int rep = 0; rep < 2; rep++) {
+                    CHECK(c, pkc_matmul_q8(c, type, dw, m, k, dx, k, qin, ldq, n, y[0], ldy, 0));
+                    CHECK(c, pkc_rms_norm(c, y[0], ldy, dpost, y[0], ldy, n, m, 1e-6f));
+                    for (int64_t t = 0; t < n; t++) CHECK(c, pkc_add(c, res[0] + (uint64_t)(t * ldr) * 4, y[0] + (uint64_t)(t * ldy) * 4, m));
+                    if (next) CHECK(c, pkc_rms_norm_q8(c, res[0], ldr, dg, h[0], ldo, n, m, 1e-5f, with_q ? q[0] : 0, ldhq));
+                    ref[rep][0] = download_floats(c, y[0], n * ldy);
+                    ref[rep][1] = download_floats(c, res[0], n * ldr);
+                    ref[rep][2] = download_floats(c, h[0], n * ldo);
+                    refq[rep] = with_q ? download_rows_bytes(c, q[0], n, ldhq, qbytes) : NULL;
+                }
+                pkc_post_norm pn[3];
+                pkc_norm nn[3];
+                for (int i = 1; i < 3; i++) {
+                    pn[i] = (pkc_post_norm){dpost, 1e-6f, res[i], ldr};
+                    nn[i] = (pkc_norm){dg, 1e-5f, h[i], ldo, with_q ? q[i] : 0, ldhq};
+                }
+                CHECK(c, pkc_matmul_post_norm(c, type, dw, m, k, dx, k, qin, ldq, n, y[1], ldy, &pn[1], next ? &nn[1] : NULL));
+                pkc_graph *gr = NULL;
+                const int gok = pkc_graph_begin(c) == PKC_OK &&
+                                pkc_matmul_post_norm(c, type, dw, m, k, dx, k, qin, ldq, n, y[2], ldy, &pn[2], next ? &nn[2] : NULL) == PKC_OK &&
+                                pkc_graph_end(c, &gr) == PKC_OK && pkc_graph_launch(c, gr) == PKC_OK && pkc_graph_launch(c, gr) == PKC_OK &&
+                                pkc_synchronize(c) == PKC_OK;
+                pkc_graph_destroy(c, gr);
+                graph_ok &= gok;
+                for (int i = 1; i < 3; i++) {
+                    const int rep = i - 1;
+                    float *gy = download_floats(c, y[i], n * ldy), *gres = download_floats(c, res[i], n * ldr), *gh = download_floats(c, h[i], n * ldo);
+                    for (int64_t t = 0; t < n; t++) {
+                        for (int64_t j = 0; j < m; j++) {
+                            bad += !same_bits(gy[t * ldy + j], ref[rep][0][t * ldy + j]);
+                            bad += !same_bits(gres[t * ldr + j], ref[rep][1][t * ldr + j]);
+                            if (next) bad += !same_bits(gh[t * ldo + j], ref[rep][2][t * ldo + j]);
+                        }
+                    }
+                    if (with_q) {
+                        uint8_t *gq = download_rows_bytes(c, q[i], n, ldhq, qbytes);
+                        bad += memcmp(gq, refq[rep], (size_t)(n * qbytes)) != 0;
+                        free(gq);
+                    }
+                    free(gy); free(gres); free(gh);
+                }
+                runs++;
+                for (int rep = 0; rep < 2; rep++) { for (int j = 0; j < 3; j++) free(ref[rep][j]); free(refq[rep]); }
+                for (int i = 0; i < 3; i++) { pkc_free(c, y[i]); pkc_free(c, res[i]); pkc_free(c, h[i]); pkc_free(c, q[i]); }
+                pkc_set_gemm_min_rows(c, saved);
+                pkc_set_norm_fused(c, fused);
+                pkc_set_gemv_rows_per_group(c, saved_r);
+            }
+            pkc_free(c, dx); pkc_free(c, dq);
+            free(x); free(r0);
+        }
+        report(bad == 0 && graph_ok,
+               "matmul_post_norm %s %lldx%lld n=1,2,5 (gemv int8 and float x, gemm, unfused, 2 rows of W per group; with and without a next norm): "
+               "%lld differences in %lld runs from matmul_q8 + rms_norm + add + rms_norm_q8, direct and graph-replayed twice%s (tol exact)",
+               type_name(type), (long long)m, (long long)k, (long long)bad, (long long)runs, graph_ok ? "" : ", a graph failed");
+        pkc_free(c, dw); pkc_free(c, dpost); pkc_free(c, dg);
+        free(w); free(g);
+    }
+}
+
 // pkc_matmul_runs against one pkc_matmul_q8 per run into the same columns: bit for bit, with
 // and without int8 rows, on the GEMV path (the side stream) and the GEMM path, run directly and
 // replayed from a captured graph. Qwen2.5's q|k (Q5_0) beside v (Q8_0), and three runs.
@@ -530,9 +641,102 @@ static void test_matmul_runs(pkc_context *c) {
     report(st == PKC_ERR_INVALID, "matmul_runs: a run past ldy is refused (\"%s\")", pkc_error(c));
 }
 
-// The gated product (pkc_matmul_glu) against the product of all 2f rows then pkc_swiglu: bit for
-// bit, float x and int8 x, by the policy and with int8 x forced, at 1 and 2 rows.
-static void test_glu(pkc_context *c) {
+// pkc_matmul_runs_rope_store against pkc_matmul_runs + pkc_qkv_rope_store: the q | k | v rows and
+// both caches bit for bit, direct and graph-replayed twice (the tail's ticket must come back to 0),
+// at 1 and 2 rows (the tail in the products' last block), 5 rows (after them), 2 rows on the GEMM
+// path and with the tail turned off. SmolLM2's layer (one Q8_0 run, no bias) and Qwen2.5's (q|k
+// Q5_0 beside v Q8_0 on the side stream, a bias, NeoX pairs).
+static void test_matmul_runs_rope_store(pkc_context *c) {
+    static const struct { int qh, kvh, hd, neox, bias, count, types[2]; int64_t k; const char *name; } cases[] = {
+        {9, 3, 64, 0, 0, 1, {PK_Q8_0}, 576, "smollm2 (one run)"}, {14, 2, 64, 1, 1, 2, {PK_Q5_0, PK_Q8_0}, 896, "qwen2.5 (two runs, bias)"}};
+    static const struct { int64_t n; int gemm, fused; } modes[] = {{1, 0, 1}, {2, 0, 1}, {5, 0, 1}, {2, 1, 1}, {1, 0, 0}};
+    int32_t pos[5] = {3, 9, 0, 14, 7}, slot[5] = {1, 0, 2, 2, 1};
+    pkc_ptr dpos = dev_upload(c, pos, sizeof pos), dslot = dev_upload(c, slot, sizeof slot);
+    for (int ci = 0; ci < 2; ci++) {
+        const int qh = cases[ci].qh, kvh = cases[ci].kvh, hd = cases[ci].hd;
+        const int64_t k = cases[ci].k, kvd = (int64_t)kvh * hd, width = (int64_t)(qh + 2 * kvh) * hd, ldy = width + 8;
+        const int64_t ldq = (int64_t)pkc_q8_row_bytes(k), cache_halves = 3 * 16 * kvd;
+        // the runs: all of q | k | v in one, or q | k then v
+        pkc_run runs[2];
+        uint8_t *w[2];
+        const int64_t ms[2] = {cases[ci].count == 1 ? width : (qh + kvh) * (int64_t)hd, kvd};
+        for (int i = 0; i < cases[ci].count; i++) {
+            const size_t bytes = pkc_row_bytes(cases[ci].types[i], k) * (size_t)ms[i];
+            w[i] = malloc(bytes);
+            random_weights(cases[ci].types[i], w[i], ms[i], k);
+            runs[i] = (pkc_run){cases[ci].types[i], dev_upload(c, w[i], bytes), ms[i], i == 0 ? 0 : ms[0]};
+        }
+        float *bias = host_floats(width);
+        fill_normal(bias, width, 0.5f);
+        pkc_ptr db = dev_upload(c, bias, (size_t)width * 4), table = dev_alloc(c, 5 * (size_t)hd * 4);
+        CHECK(c, pkc_rope_table(c, dpos, 5, hd, 10000.0f, table));
+        int64_t bad = 0;
+        int graph_ok = 1;
+        for (int mi = 0; mi < 5; mi++) {
+            const int64_t n = modes[mi].n;
+            const int64_t saved = pkc_set_gemm_min_rows(c, modes[mi].gemm ? 1 : INT64_MAX);
+            const int fused = pkc_set_rope_fused(c, modes[mi].fused);
+            float *x = host_floats(n * k);
+            fill_normal(x, n * k, 1.0f);
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+            CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+            // [0] the reference, [1] the call, [2] the graph
+            pkc_ptr y[3];
+            pkc_kv kv[3];
+            for (int i = 0; i < 3; i++) {
+                y[i] = dev_alloc(c, (size_t)(n * ldy) * 4);
+                CHECK(c, pkc_memset(c, y[i], 0, (size_t)(n * ldy) * 4));
+                kv[i] = (pkc_kv){dev_alloc(c, (size_t)cache_halves * 2), dev_alloc(c, (size_t)cache_halves * 2), 16 * kvd, kvd};
+                CHECK(c, pkc_memset(c, kv[i].k, 0x11, (size_t)cache_halves * 2));
+                CHECK(c, pkc_memset(c, kv[i].v, 0x11, (size_t)cache_halves * 2));
+            }
+            const pkc_ptr b = cases[ci].bias ? db : 0;
+            CHECK(c, pkc_matmul_runs(c, runs, cases[ci].count, k, dx, k, dq, ldq, n, y[0], ldy));
+            CHECK(c, pkc_qkv_rope_store(c, &kv[0], y[0], n, ldy, qh, kvh, hd, hd, table, cases[ci].neox, b, dslot, dpos));
+            pkc_rope_store rs[3];
+            for (int i = 1; i < 3; i++) rs[i] = (pkc_rope_store){kv[i], qh, kvh, hd, hd, table, cases[ci].neox, b, dslot, dpos};
+            CHECK(c, pkc_matmul_runs_rope_store(c, runs, cases[ci].count, k, dx, k, dq, ldq, n, y[1], ldy, &rs[1]));
+            pkc_graph *gr = NULL;
+            const int gok = pkc_graph_begin(c) == PKC_OK &&
+                            pkc_matmul_runs_rope_store(c, runs, cases[ci].count, k, dx, k, dq, ldq, n, y[2], ldy, &rs[2]) == PKC_OK &&
+                            pkc_graph_end(c, &gr) == PKC_OK && pkc_graph_launch(c, gr) == PKC_OK && pkc_graph_launch(c, gr) == PKC_OK &&
+                            pkc_synchronize(c) == PKC_OK;
+            pkc_graph_destroy(c, gr);
+            graph_ok &= gok;
+            float *ref = download_floats(c, y[0], n * ldy);
+            uint16_t *rk = malloc((size_t)cache_halves * 2), *rv = malloc((size_t)cache_halves * 2), *h = malloc((size_t)cache_halves * 2);
+            CHECK(c, pkc_download(c, rk, kv[0].k, (size_t)cache_halves * 2));
+            CHECK(c, pkc_download(c, rv, kv[0].v, (size_t)cache_halves * 2));
+            for (int i = 1; i < 3; i++) {
+                float *got = download_floats(c, y[i], n * ldy);
+                for (int64_t t = 0; t < n; t++)
+                    for (int64_t j = 0; j < width; j++) bad += !same_bits(got[t * ldy + j], ref[t * ldy + j]);
+                CHECK(c, pkc_download(c, h, kv[i].k, (size_t)cache_halves * 2));
+                for (int64_t j = 0; j < cache_halves; j++) bad += h[j] != rk[j];
+                CHECK(c, pkc_download(c, h, kv[i].v, (size_t)cache_halves * 2));
+                for (int64_t j = 0; j < cache_halves; j++) bad += h[j] != rv[j];
+                free(got);
+            }
+            free(ref); free(rk); free(rv); free(h); free(x);
+            for (int i = 0; i < 3; i++) { pkc_free(c, y[i]); pkc_free(c, kv[i].k); pkc_free(c, kv[i].v); }
+            pkc_free(c, dx); pkc_free(c, dq);
+            pkc_set_gemm_min_rows(c, saved);
+            pkc_set_rope_fused(c, fused);
+        }
+        report(bad == 0 && graph_ok,
+               "matmul_runs_rope_store %s: %lld values and cache halves differ from matmul_runs + qkv_rope_store at n=1,2 (tail), 5, 2 "
+               "(gemm) and 1 (tail off), direct and graph-replayed twice%s (tol exact)",
+               cases[ci].name, (long long)bad, graph_ok ? "" : ", a graph failed");
+        for (int i = 0; i < cases[ci].count; i++) { pkc_free(c, runs[i].w); free(w[i]); }
+        pkc_free(c, db); pkc_free(c, table);
+        free(bias);
+    }
+    pkc_free(c, dpos); pkc_free(c, dslot);
+}
+
+// The gated product (pkc_matmul_glu) against the product of all 2f rows then pkc_swiglu (or
+// pkc_geglu_q8): bit for bit, float x and int8 x, by the policy and with int8 x forced, at 1 and 2 rows.
+static void test_glu(pkc_context *c, int gelu) {
     static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_F16};
     static const int64_t shapes[][2] = {{1536, 576}, {4864, 896}, {512, 4096}};
     for (int ti = 0; ti < 6; ti++)
@@ -555,9 +759,9 @@ static void test_glu(pkc_context *c) {
                     CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
                     const pkc_ptr q = mode ? dq : 0;
                     const int saved = pkc_set_gemv_int8(c, mode == 2 ? 1 : 0);
-                    CHECK(c, pkc_matmul_glu(c, type, dw, f, k, dx, k, q, ldq, n, dy, ldy));
+                    CHECK(c, pkc_matmul_glu(c, type, dw, f, k, dx, k, q, ldq, n, dy, ldy, gelu));
                     CHECK(c, pkc_matmul_q8(c, type, dw, m, k, dx, k, q, ldq, n, dr, m, 0));
-                    CHECK(c, pkc_swiglu(c, dr, m, dr + (uint64_t)f * 4, m, n, f));
+                    CHECK(c, (gelu ? pkc_geglu_q8 : pkc_swiglu_q8)(c, dr, m, dr + (uint64_t)f * 4, m, n, f, 0, 0));
                     pkc_set_gemv_int8(c, saved);
                     float *y = download_floats(c, dy, n * ldy), *r = download_floats(c, dr, n * m);
                     for (int64_t t = 0; t < n; t++)
@@ -566,8 +770,9 @@ static void test_glu(pkc_context *c) {
                     pkc_free(c, dx); pkc_free(c, dq); pkc_free(c, dy); pkc_free(c, dr);
                     free(x); free(y); free(r);
                 }
-            report(bad == 0, "matmul_glu %s f=%lld k=%lld n=1,2 (float x, int8 x by policy and forced): %lld of %lld differ from matmul + swiglu (tol exact)",
-                   type_name(type), (long long)f, (long long)k, (long long)bad, (long long)total);
+            report(bad == 0, "matmul_glu%s %s f=%lld k=%lld n=1,2 (float x, int8 x by policy and forced): %lld of %lld differ from matmul + %s (tol exact)",
+                   gelu ? " (gelu)" : "", type_name(type), (long long)f, (long long)k, (long long)bad, (long long)total,
+                   gelu ? "geglu" : "swiglu");
             pkc_free(c, dw);
             free(w);
         }
@@ -1139,23 +1344,31 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     free(q); free(out); free(qc); free(oc); free(keys); free(vals); free(scratch); free(sc); free(acc);
 }
 
-// pkc_qkv_rope_store against pkc_add_bias + pkc_rope + pkc_store_kv on the same rows: the rows
-// (q, k, v) and both caches bit for bit.
+// The fused q | k | v launches against the launches they replace, on the same rows: the rows
+// (q, k, v) and both caches bit for bit. pkc_qkv_rope_store against pkc_add_bias + pkc_rope +
+// pkc_store_kv; pkc_qkv_norm_rope_store against pkc_rms_norm_heads (q, k) + pkc_rope +
+// pkc_store_kv (Gemma 3 270M's heads, a query norm only, no norms with a partial rotation, heads
+// of 96 with idle threads).
 static void test_qkv_rope_store(pkc_context *c) {
-    struct { int qh, kvh, hd, rd, neox, bias; const char *name; } cases[] = {
-        {9, 3, 64, 64, 0, 0, "smol (normal, no bias)"}, {14, 2, 64, 64, 1, 1, "qwen (neox, bias)"},
-        {4, 2, 128, 32, 0, 1, "partial rope 32 of 128 (normal, bias)"}, {4, 1, 128, 64, 1, 0, "partial 64 of 128 (neox)"}};
+    struct { int qh, kvh, hd, rd, neox, bias, norms; const char *name; } cases[] = {
+        {9, 3, 64, 64, 0, 0, -1, "smol (normal, no bias)"}, {14, 2, 64, 64, 1, 1, -1, "qwen (neox, bias)"},
+        {4, 2, 128, 32, 0, 1, -1, "partial rope 32 of 128 (normal, bias)"}, {4, 1, 128, 64, 1, 0, -1, "partial 64 of 128 (neox)"},
+        // norms: -1 pkc_qkv_rope_store; else pkc_qkv_norm_rope_store, bit 0 the query norm, bit 1 the key norm
+        {4, 1, 256, 256, 1, 0, 3, "gemma3 270m (neox, q and k norms)"}, {8, 2, 64, 64, 0, 0, 1, "q norm only (normal)"},
+        {4, 2, 128, 64, 1, 0, 0, "no norms, partial 64 of 128 (neox)"}, {3, 1, 96, 96, 0, 0, 3, "heads of 96 (normal, norms; idle threads)"}};
     const int64_t n = 6, slots_n = 3, positions = 16;
     int32_t pos[6] = {0, 1, 2, 7, 15, 3}, slot[6] = {0, 0, 0, 1, 2, 2};
     pkc_ptr dpos = dev_upload(c, pos, sizeof pos), dslot = dev_upload(c, slot, sizeof slot);
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        const int qh = cases[ci].qh, kvh = cases[ci].kvh, hd = cases[ci].hd, rd = cases[ci].rd;
+        const int qh = cases[ci].qh, kvh = cases[ci].kvh, hd = cases[ci].hd, rd = cases[ci].rd, norms = cases[ci].norms;
         const int64_t kvd = (int64_t)kvh * hd, width = (int64_t)(qh + 2 * kvh) * hd, stride = width + 8;
         const int64_t cache_halves = slots_n * positions * kvd;
-        float *x = host_floats(n * stride), *bias = host_floats(width);
+        float *x = host_floats(n * stride), *bias = host_floats(width), *g = host_floats(2 * hd);
         fill_normal(x, n * stride, 2.0f);
         fill_normal(bias, width, 0.5f);
-        pkc_ptr table = dev_alloc(c, (size_t)(n * rd) * 4), db = dev_upload(c, bias, (size_t)width * 4);
+        for (int i = 0; i < 2 * hd; i++) g[i] = rng_uniform(0.5f, 1.5f);
+        pkc_ptr table = dev_alloc(c, (size_t)(n * rd) * 4), db = dev_upload(c, bias, (size_t)width * 4), dg = dev_upload(c, g, (size_t)(2 * hd) * 4);
+        const pkc_ptr qn = norms > 0 && (norms & 1) ? dg : 0, kn = norms > 0 && (norms & 2) ? dg + (pkc_ptr)hd * 4 : 0;
         CHECK(c, pkc_rope_table(c, dpos, n, rd, 10000.0f, table));
         pkc_ptr xa = dev_upload(c, x, (size_t)(n * stride) * 4), xb = dev_upload(c, x, (size_t)(n * stride) * 4);
         pkc_kv ca = {dev_alloc(c, (size_t)cache_halves * 2), dev_alloc(c, (size_t)cache_halves * 2), positions * kvd, kvd};
@@ -1165,14 +1378,22 @@ static void test_qkv_rope_store(pkc_context *c) {
             CHECK(c, pkc_memset(c, i ? cb.v : ca.v, 0x11, (size_t)cache_halves * 2));
         }
         if (cases[ci].bias) CHECK(c, pkc_add_bias(c, xa, stride, db, n, width));
+        if (qn) CHECK(c, pkc_rms_norm_heads(c, xa, stride, qh, qn, n, hd, 1e-6f));
+        if (kn) CHECK(c, pkc_rms_norm_heads(c, xa + (pkc_ptr)(qh * hd) * 4, stride, kvh, kn, n, hd, 1e-6f));
         CHECK(c, pkc_rope(c, xa, n, stride, qh + kvh, hd, rd, table, cases[ci].neox));
         CHECK(c, pkc_store_kv(c, &ca, xa + (pkc_ptr)(qh * hd) * 4, stride, xa + (pkc_ptr)((qh + kvh) * hd) * 4, stride, n, dslot, dpos));
-        CHECK(c, pkc_qkv_rope_store(c, &cb, xb, n, stride, qh, kvh, hd, rd, table, cases[ci].neox, cases[ci].bias ? db : 0,
-                                    dslot, dpos));
+        if (norms < 0)
+            CHECK(c, pkc_qkv_rope_store(c, &cb, xb, n, stride, qh, kvh, hd, rd, table, cases[ci].neox, cases[ci].bias ? db : 0,
+                                        dslot, dpos));
+        else
+            CHECK(c, pkc_qkv_norm_rope_store(c, &cb, xb, n, stride, qh, kvh, hd, rd, table, cases[ci].neox, qn, kn, 1e-6f, dslot, dpos));
         float *ya = download_floats(c, xa, n * stride), *yb = download_floats(c, xb, n * stride);
-        int64_t bad = 0;
+        int64_t bad = 0, moved = 0;
         for (int64_t t = 0; t < n; t++)
-            for (int64_t i = 0; i < width; i++) bad += !same_bits(ya[t * stride + i], yb[t * stride + i]);
+            for (int64_t i = 0; i < width; i++) {
+                bad += !same_bits(ya[t * stride + i], yb[t * stride + i]);
+                moved += !same_bits(yb[t * stride + i], x[t * stride + i]);
+            }
         uint16_t *ka = malloc((size_t)cache_halves * 2), *kb = malloc((size_t)cache_halves * 2);
         int64_t badc = 0;
         for (int i = 0; i < 2; i++) {
@@ -1180,11 +1401,15 @@ static void test_qkv_rope_store(pkc_context *c) {
             CHECK(c, pkc_download(c, kb, i ? cb.v : cb.k, (size_t)cache_halves * 2));
             for (int64_t j = 0; j < cache_halves; j++) badc += ka[j] != kb[j];
         }
-        report(bad == 0 && badc == 0, "qkv_rope_store %s: %lld row values and %lld cache halves differ from add_bias + rope + store_kv (tol exact)",
-               cases[ci].name, (long long)bad, (long long)badc);
-        pkc_ptr frees[] = {table, db, xa, xb, ca.k, ca.v, cb.k, cb.v};
+        // the rotated q and k values changed (in the rows not at position 0), at the least
+        const int64_t changed_min = (n - 1) * (int64_t)(qh + kvh) * rd / 2;
+        report(bad == 0 && badc == 0 && moved >= changed_min,
+               "%s %s: %lld row values and %lld cache halves differ from %s + rope + store_kv (tol exact); %lld values changed",
+               norms < 0 ? "qkv_rope_store" : "qkv_norm_rope_store", cases[ci].name, (long long)bad, (long long)badc,
+               norms < 0 ? "add_bias" : "rms_norm_heads", (long long)moved);
+        pkc_ptr frees[] = {table, db, dg, xa, xb, ca.k, ca.v, cb.k, cb.v};
         for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++) CHECK(c, pkc_free(c, frees[i]));
-        free(x); free(bias); free(ya); free(yb); free(ka); free(kb);
+        free(x); free(bias); free(g); free(ya); free(yb); free(ka); free(kb);
     }
     CHECK(c, pkc_free(c, dpos));
     CHECK(c, pkc_free(c, dslot));
@@ -1609,7 +1834,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "rms_norm_heads, geglu, scale, softcap, argmax, topk, download_rows, store_kv, qkv_rope_store, attention, copy_prefix, graph, dependent launch, errors, matmul_runs, matmul_add_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
+               "rms_norm_heads, geglu, scale, softcap, argmax, topk, download_rows, store_kv, qkv_rope_store, qkv_norm_rope_store, attention, copy_prefix, graph, dependent launch, errors, matmul_runs, matmul_runs_rope_store, matmul_add_norm, matmul_post_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return require_device ? 1 : 0;
     }
@@ -1647,7 +1872,10 @@ int main(int argc, char **argv) {
     test_matmul_add(c);
     test_matmul_runs(c);
     test_matmul_add_norm(c);
-    test_glu(c);
+    test_matmul_runs_rope_store(c);
+    test_glu(c, 0);
+    test_glu(c, 1);
+    test_matmul_post_norm(c);
     test_lora(c);
     test_lazy_formats();
     test_cache(dir, info.kernels_from_cache);

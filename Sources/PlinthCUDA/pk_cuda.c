@@ -225,7 +225,7 @@ struct pkc_context {
     // the stream by these events (in a capture: parallel branches of the graph).
     CUstream side;
     CUevent fork, join;
-    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, attn[ATT_MAXG], attn_combine, lora,
+    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, qkv_norm_rope_store, attn[ATT_MAXG], attn_combine, lora,
         lora_embed;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -239,6 +239,7 @@ struct pkc_context {
     int int8_rows;           // int8 rows of x where given: 0 by prefers_int8, 1 always, -1 never ($PLINTH_CUDA_INT8=0)
     int glu_fused;           // pkc_glu_fused ($PLINTH_CUDA_GLU=0: never)
     int norm_fused;          // pkc_matmul_add_norm's norm in the GEMV's last block ($PLINTH_CUDA_NORM_FUSED=0: never)
+    int rope_fused;          // pkc_matmul_runs_rope_store's rope and store in the GEMVs' last block ($PLINTH_CUDA_ROPE_FUSED=0: never)
     int runs_overlap;        // pkc_matmul_runs's side stream ($PLINTH_CUDA_OVERLAP=0: one run after another)
     // Programmatic dependent launch (pkc_set_dependent_launch): whether this device and driver
     // have it (and passed the self-test at open), and whether it is on.
@@ -664,6 +665,7 @@ static int get_core_functions(pkc_context *c, CUmodule m) {
         {&c->quantize_q8, "pkc_quantize_q8"}, {&c->rms, "pkc_rms_norm"}, {&c->rope_table, "pkc_rope_table"}, {&c->rope, "pkc_rope"},
         {&c->swiglu, "pkc_swiglu"}, {&c->add, "pkc_add"}, {&c->scale, "pkc_scale"}, {&c->add_bias, "pkc_add_bias"},
         {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->topk, "pkc_topk"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
+        {&c->qkv_norm_rope_store, "pkc_qkv_norm_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}, {&c->lora, "pkc_lora"},
         {&c->lora_embed, "pkc_lora_embed"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
@@ -940,6 +942,8 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->glu_fused = !(env && strcmp(env, "0") == 0);
     env = getenv("PLINTH_CUDA_NORM_FUSED");
     c->norm_fused = !(env && strcmp(env, "0") == 0);
+    env = getenv("PLINTH_CUDA_ROPE_FUSED");
+    c->rope_fused = !(env && strcmp(env, "0") == 0);
     env = getenv("PLINTH_CUDA_OVERLAP");
     c->runs_overlap = !(env && strcmp(env, "0") == 0);
     return setup_dependent_launch(c);
@@ -1323,32 +1327,56 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
     return s ? cublas_fail(c, s, "cublasGemmEx (f16)") : PKC_OK;
 }
 
+// The device's NormOut (pkc_kernels.cu): a GEMV's norm tail.
+typedef struct norm_out {
+    CUdeviceptr g, h, q, counter, post, r;
+    int64_t ldh, ldq, ldr;
+    float eps, post_eps;
+} norm_out;
+_Static_assert(sizeof(norm_out) == 80, "norm_out is the kernels' NormOut");
+
+// The device's RopeOut (pkc_kernels.cu): a q | k | v GEMV's rope-and-store tail.
+typedef struct rope_out {
+    CUdeviceptr x, table, bias, kc, vc, slots, positions, counter;
+    int64_t stride, slot_stride;
+    int q_heads, kv_heads, head_dim, pairs, neox;
+    unsigned blocks;
+} rope_out;
+_Static_assert(sizeof(rope_out) == 104, "rope_out is the kernels' RopeOut");
+
 static int uses_int8(const pkc_context *c, int fi, int64_t m, int64_t k) {
     return c->int8_rows > 0 ? !is_float_format(fi) : c->int8_rows == 0 && prefers_int8(fi, m, k);
 }
 
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
-                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add, const pkc_norm *norm);
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add, const pkc_norm *norm,
+                  const pkc_post_norm *post, const rope_out *ro);
 
 int pkc_matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                pkc_ptr y, int64_t ldy) {
-    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 0, NULL);
+    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 0, NULL, NULL, NULL);
 }
 
 int pkc_matmul_add(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                    pkc_ptr y, int64_t ldy) {
-    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 1, NULL);
+    return matmul(c, type, w, m, k, x, ldx, 0, 0, n, y, ldy, 1, NULL, NULL, NULL);
 }
 
 int pkc_matmul_q8(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add) {
-    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add != 0, NULL);
+    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add != 0, NULL, NULL, NULL);
 }
 
 int pkc_matmul_add_norm(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                         int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_norm *norm) {
     if (c && !norm) return fail(c, PKC_ERR_INVALID, "pkc_matmul_add_norm: no norm");
-    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, 1, norm);
+    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, 1, norm, NULL, NULL);
+}
+
+int pkc_matmul_post_norm(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                         int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_post_norm *post, const pkc_norm *norm) {
+    if (c && !post) return fail(c, PKC_ERR_INVALID, "pkc_matmul_post_norm: no post-norm");
+    return matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, 0, norm, post, NULL);
 }
 
 int64_t pkc_gemm_min_rows(const pkc_context *c) { return c ? c->gemm_min_rows : 0; }
@@ -1366,20 +1394,29 @@ static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int6
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n);
 static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units);
 
-// The device's NormOut (pkc_kernels.cu): a GEMV's norm tail.
-typedef struct norm_out {
-    CUdeviceptr g, h, q, counter;
-    int64_t ldh, ldq;
-    float eps;
-    int unused;
-} norm_out;
-_Static_assert(sizeof(norm_out) == 56, "norm_out is the kernels' NormOut");
+// The blocks of a GEMV launch: m rows of W of k weights, `rows` rows of x (matmul's geometry).
+static uint64_t gemv_blocks(const pkc_context *c, int64_t m, int64_t k, int64_t rows) {
+    const int lanes_log2 = gemv_lanes(c, m, k / 16);
+    const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
+    return blocks_for(m, (unsigned)((((int64_t)GEMV_WARPS * 32) >> lanes_log2) * r));
+}
+
 
 static int rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                     float eps, pkc_ptr q, int64_t ldq, int heads);
 
+// The unfused form of a post-norm's tail: y's rows normalized in place, then added to the residual.
+static int post_norm_add(pkc_context *c, pkc_ptr y, int64_t ldy, int64_t n, int64_t m, const pkc_post_norm *post) {
+    int st = rms_norm(c, y, ldy, post->weight, y, ldy, n, m, post->eps, 0, 0, 1);
+    if (st) return st;
+    if (ldy == m && post->ldr == m) return pkc_add(c, post->residual, y, n * m);
+    for (int64_t t = 0; t < n && !st; t++) st = pkc_add(c, post->residual + (uint64_t)(t * post->ldr) * 4, y + (uint64_t)(t * ldy) * 4, m);
+    return st;
+}
+
 static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
-                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add, const pkc_norm *norm) {
+                  int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add, const pkc_norm *norm, const pkc_post_norm *post,
+                  const rope_out *ro) {
     ENTER(c);
     const int fi = check_weights(c, "pkc_matmul", type, w, k);
     if (fi < 0) return -fi;
@@ -1391,14 +1428,22 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     if (norm && (m > 0x7fffffff || norm->ldo < m || norm->ldo % 4 != 0 || !norm->out || norm->out % 16 != 0 || !norm->weight))
         return fail(c, PKC_ERR_INVALID, "pkc_matmul_add_norm: bad norm output (ldo >= m, a multiple of 4, 16-byte aligned) or weights");
     if (norm && (st = check_q8(c, "pkc_matmul_add_norm", m, norm->q, norm->ldq))) return st;
+    if (post && (!post->weight || !post->residual || post->residual % 16 != 0 || post->ldr < m || post->ldr % 4 != 0 || ldy % 4 != 0 ||
+                 y % 16 != 0 || add))
+        return fail(c, PKC_ERR_INVALID, "pkc_matmul_post_norm: bad residual rows (ldr >= m, a multiple of 4, 16-byte aligned) or weights");
     if (n == 0) return PKC_OK;
-    // The norm as its own launch after the product: on the GEMM path, past the GEMV kernels that
-    // have the norm tail (NORM_MAX_ROWS rows of x), or when not fused.
-    if (n >= c->gemm_min_rows || (norm && (!c->norm_fused || n > NORM_MAX_ROWS))) {
+    if (ro && (n > NORM_MAX_ROWS || n >= c->gemm_min_rows || norm || post))
+        return fail(c, PKC_ERR_INVALID, "pkc_matmul: a rope tail at %lld rows, or with a norm", (long long)n);
+    // The norms (and the residual add) as their own launches after the product: on the GEMM path,
+    // past the GEMV kernels that have the norm tail (NORM_MAX_ROWS rows of x), or when not fused.
+    if (n >= c->gemm_min_rows || ((norm || post) && (!c->norm_fused || n > NORM_MAX_ROWS))) {
         st = n >= c->gemm_min_rows ? matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add)
-                                   : matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add, NULL);
+                                   : matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add, NULL, NULL, NULL);
+        if (!st && post) st = post_norm_add(c, y, ldy, n, m, post);
         if (st || !norm) return st;
-        return rms_norm(c, y, ldy, norm->weight, norm->out, norm->ldo, n, m, norm->eps, norm->q, norm->ldq, 1);
+        const pkc_ptr src = post ? post->residual : y;
+        const int64_t lds = post ? post->ldr : ldy;
+        return rms_norm(c, src, lds, norm->weight, norm->out, norm->ldo, n, m, norm->eps, norm->q, norm->ldq, 1);
     }
     // The int8 GEMV where x's int8 rows are given and the weights have codes; else float x.
     const int i8 = q && uses_int8(c, fi, m, k);
@@ -1412,25 +1457,37 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         const fmt_kernels *fk = &c->fk[fi];
         const CUfunction f = i8 ? (r == 1 ? fk->gemv8[rows - 1] : fk->gemv8_r[rows - 1])
                                 : (r == 1 ? fk->gemv[rows - 1] : fk->gemv_r[rows - 1]);
-        const int64_t rows_per_block = (((int64_t)GEMV_WARPS * 32) >> lanes_log2) * r;
         CUdeviceptr xt = i8 ? q + (uint64_t)(t0 * ldq) : x + (uint64_t)(t0 * ldx) * 4, yt = y + (uint64_t)(t0 * ldy) * 4;
         int64_t ld = i8 ? ldq : ldx;
         // With a norm, this launch's last block normalizes its rows of y.
         norm_out no = {0};
+        if (norm || post) no.counter = c->norm_count;
         if (norm) {
-            no = (norm_out){norm->weight, norm->out + (uint64_t)(t0 * norm->ldo) * 4, norm->q ? norm->q + (uint64_t)(t0 * norm->ldq) : 0,
-                            c->norm_count, norm->ldo, norm->ldq, norm->eps, 0};
+            no.g = norm->weight;
+            no.h = norm->out + (uint64_t)(t0 * norm->ldo) * 4;
+            no.q = norm->q ? norm->q + (uint64_t)(t0 * norm->ldq) : 0;
+            no.ldh = norm->ldo;
+            no.ldq = norm->ldq;
+            no.eps = norm->eps;
         }
-        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &yt, &ldy, &lanes_log2, &add, &no};
-        st = launch(c, f, i8 ? "gemv8" : "gemv", blocks_for(m, (unsigned)rows_per_block), 1, GEMV_WARPS * 32, 0, args);
+        if (post) {
+            no.post = post->weight;
+            no.r = post->residual + (uint64_t)(t0 * post->ldr) * 4;
+            no.ldr = post->ldr;
+            no.post_eps = post->eps;
+        }
+        rope_out rt = ro ? *ro : (rope_out){0};
+        void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &yt, &ldy, &lanes_log2, &add, &no, &rt};
+        st = launch(c, f, i8 ? "gemv8" : "gemv", gemv_blocks(c, m, k, rows), 1, GEMV_WARPS * 32, 0, args);
         if (st) return st;
     }
     return PKC_OK;
 }
 
-int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
-                    int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy) {
-    ENTER(c);
+// pkc_matmul_runs with, where ro is given, the rope tail in each run's launch (n <= NORM_MAX_ROWS
+// on the GEMV path; ro->blocks counts every run's blocks).
+static int matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                       int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const rope_out *ro) {
     if (count < 1 || !runs) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs: no runs");
     for (int i = 0; i < count; i++)
         if (runs[i].column < 0 || runs[i].m <= 0 || runs[i].column + runs[i].m > ldy)
@@ -1441,7 +1498,7 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
     // (cuBLAS works on the context's stream); or where $PLINTH_CUDA_OVERLAP=0.
     if (count == 1 || n >= c->gemm_min_rows || n == 0 || !c->runs_overlap) {
         for (int i = 0; i < count; i++)
-            if ((st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL)))
+            if ((st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL, NULL, ro)))
                 return st;
         return PKC_OK;
     }
@@ -1451,12 +1508,12 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
     c->kernel_last = NULL; // the fork and the join: events
     CU(c, c->cu.EventRecord(c->fork, c->stream), "cuEventRecord");
     CU(c, c->cu.StreamWaitEvent(c->side, c->fork, 0), "cuStreamWaitEvent");
-    st = matmul(c, runs[0].type, runs[0].w, runs[0].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[0].column * 4, ldy, 0, NULL);
+    st = matmul(c, runs[0].type, runs[0].w, runs[0].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[0].column * 4, ldy, 0, NULL, NULL, ro);
     // The later runs enqueue on the side stream (launch() uses c->stream).
     const CUstream main_stream = c->stream;
     c->stream = c->side;
     for (int i = 1; i < count && !st; i++)
-        st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL);
+        st = matmul(c, runs[i].type, runs[i].w, runs[i].m, k, x, ldx, q, ldq, n, y + (uint64_t)runs[i].column * 4, ldy, 0, NULL, NULL, ro);
     c->stream = main_stream;
     // Joined even after a failure, so that a capture can still end.
     c->kernel_last = NULL;
@@ -1465,6 +1522,45 @@ int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, p
     if (st) return st;
     if (r != CUDA_SUCCESS) return cu_fail(c, r, "joining the side stream");
     return PKC_OK;
+}
+
+int pkc_matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                    int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy) {
+    ENTER(c);
+    return matmul_runs(c, runs, count, k, x, ldx, q, ldq, n, y, ldy, NULL);
+}
+
+static int check_qkv(pkc_context *c, const char *what, const pkc_kv *cache, int64_t n, int64_t stride, int q_heads,
+                     int kv_heads, int head_dim, int rope_dims);
+static int qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                          int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
+                          pkc_ptr positions);
+
+int pkc_matmul_runs_rope_store(pkc_context *c, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                               int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_rope_store *rs) {
+    ENTER(c);
+    if (!rs) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs_rope_store: no rope");
+    int st = check_qkv(c, "pkc_matmul_runs_rope_store", &rs->cache, n, ldy, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims);
+    if (st) return st;
+    if (!c->rope_fused || n < 1 || n > NORM_MAX_ROWS || n >= c->gemm_min_rows) {
+        if ((st = matmul_runs(c, runs, count, k, x, ldx, q, ldq, n, y, ldy, NULL))) return st;
+        return qkv_rope_store(c, &rs->cache, y, n, ldy, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims, rs->table, rs->neox,
+                              rs->bias, rs->slots, rs->positions);
+    }
+    rope_out ro = {y, rs->table, rs->bias, rs->cache.k, rs->cache.v, rs->slots, rs->positions, c->norm_count, ldy,
+                   rs->cache.slot_stride, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims / 2, rs->neox, 0};
+    uint64_t blocks = 0;
+    for (int i = 0; i < count && runs; i++) blocks += gemv_blocks(c, runs[i].m, k, n);
+    if (blocks > 0xffffffffu) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs_rope_store: %llu blocks", (unsigned long long)blocks);
+    ro.blocks = (unsigned)blocks;
+    return matmul_runs(c, runs, count, k, x, ldx, q, ldq, n, y, ldy, &ro);
+}
+
+int pkc_set_rope_fused(pkc_context *c, int on) {
+    if (!c) return 0;
+    const int old = c->rope_fused;
+    c->rope_fused = on != 0;
+    return old;
 }
 
 int pkc_matmul_reads_q8(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
@@ -1491,7 +1587,7 @@ int pkc_glu_fused(const pkc_context *c, int64_t n) {
 }
 
 int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
-                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy) {
+                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int gelu) {
     ENTER(c);
     const int fi = check_weights(c, "pkc_matmul_glu", type, w, k);
     if (fi < 0) return -fi;
@@ -1504,10 +1600,10 @@ int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pk
     const int i8 = q && uses_int8(c, fi, 2 * f, k);
     // The lanes of the plain product of all 2f rows, so that each sum is that product's bit for bit.
     int lanes_log2 = gemv_lanes(c, 2 * f, k / 16);
-    int mm = (int)f, kk = (int)k, add = 0;
+    int mm = (int)f, kk = (int)k, g = gelu != 0;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k), ld = i8 ? ldq : ldx;
     CUdeviceptr xt = i8 ? q : x;
-    void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &y, &ldy, &lanes_log2, &add};
+    void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &y, &ldy, &lanes_log2, &g};
     const CUfunction fn = i8 ? c->fk[fi].glu8[n - 1] : c->fk[fi].glu[n - 1];
     return launch(c, fn, "gemv glu", blocks_for(f, (unsigned)((GEMV_WARPS * 32) >> lanes_log2)), 1, GEMV_WARPS * 32, 0, args);
 }
@@ -1862,16 +1958,30 @@ int pkc_store_kv(pkc_context *c, const pkc_kv *cache, pkc_ptr k, int64_t ldk, pk
     return launch(c, c->store_kv, "store_kv", blocks_for(n * cache->kv_dim, 256), 1, 256, 0, args);
 }
 
+// The shapes of a q | k | v rope-and-store: n rows (stride floats) of q_heads + 2 kv_heads heads.
+static int check_qkv(pkc_context *c, const char *what, const pkc_kv *cache, int64_t n, int64_t stride, int q_heads,
+                     int kv_heads, int head_dim, int rope_dims) {
+    int st = check_kv(c, what, cache);
+    if (st) return st;
+    if (n < 0 || n > 0x7fffffff || q_heads <= 0 || kv_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0 ||
+        rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim || (int64_t)kv_heads * head_dim != cache->kv_dim ||
+        stride < (int64_t)(q_heads + 2 * kv_heads) * head_dim || n * (q_heads + 2 * kv_heads) > 0x7fffffff)
+        return fail(c, PKC_ERR_INVALID, "%s: bad sizes", what);
+    return PKC_OK;
+}
+
 int pkc_qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
                        int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
                        pkc_ptr positions) {
     ENTER(c);
-    int st = check_kv(c, "pkc_qkv_rope_store", cache);
+    int st = check_qkv(c, "pkc_qkv_rope_store", cache, n, stride, q_heads, kv_heads, head_dim, rope_dims);
     if (st) return st;
-    if (n < 0 || n > 0x7fffffff || q_heads <= 0 || kv_heads <= 0 || head_dim <= 0 || head_dim % 2 != 0 ||
-        rope_dims <= 0 || rope_dims % 2 != 0 || rope_dims > head_dim || (int64_t)kv_heads * head_dim != cache->kv_dim ||
-        stride < (int64_t)(q_heads + 2 * kv_heads) * head_dim)
-        return fail(c, PKC_ERR_INVALID, "pkc_qkv_rope_store: bad sizes");
+    return qkv_rope_store(c, cache, qkv, n, stride, q_heads, kv_heads, head_dim, rope_dims, table, neox, bias, slots, positions);
+}
+
+static int qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                          int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
+                          pkc_ptr positions) {
     int nn = (int)n, pairs = rope_dims / 2;
     CUdeviceptr kc = cache->k, vc = cache->v;
     int64_t ss = cache->slot_stride;
@@ -1879,6 +1989,25 @@ int pkc_qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t
                     &slots, &positions};
     return launch(c, c->qkv_rope_store, "qkv_rope_store", blocks_for(n * (q_heads + 2 * kv_heads) * (head_dim / 2), 256), 1,
                   256, 0, args);
+}
+
+int pkc_qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                            int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr q_norm,
+                            pkc_ptr k_norm, float eps, pkc_ptr slots, pkc_ptr positions) {
+    ENTER(c);
+    int st = check_qkv(c, "pkc_qkv_norm_rope_store", cache, n, stride, q_heads, kv_heads, head_dim, rope_dims);
+    if (st) return st;
+    const int64_t heads = (int64_t)q_heads + 2 * (int64_t)kv_heads;
+    if (n == 0) return PKC_OK;
+    int pairs = rope_dims / 2;
+    CUdeviceptr kc = cache->k, vc = cache->v;
+    int64_t ss = cache->slot_stride;
+    void *args[] = {&qkv, &stride, &q_heads, &kv_heads, &head_dim, &pairs, &table, &neox, &q_norm, &k_norm, &eps, &kc, &vc, &ss,
+                    &slots, &positions};
+    // A thread per pair of a head, in whole warps (rms_row's), up to 1024.
+    const int half = head_dim / 2;
+    const unsigned threads = half >= 1024 ? 1024u : (unsigned)((half + 31) / 32 * 32);
+    return launch(c, c->qkv_norm_rope_store, "qkv_norm_rope_store", (uint64_t)(n * heads), 1, threads, 0, args);
 }
 
 int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,

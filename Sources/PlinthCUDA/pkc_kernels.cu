@@ -452,17 +452,68 @@ __device__ __forceinline__ void rms_row(const float *xr, const float *w, float *
     }
 }
 
+// Pair i of a head: a rotated one as pk_rope takes it (neox: i and i + pairs, else 2i and 2i + 1),
+// otherwise the head two by two.
+__device__ __forceinline__ void pair_index(bool rot, int neox, int i, int pairs, int &ia, int &ib) {
+    ia = rot && neox ? i : 2 * i;
+    ib = rot && neox ? i + pairs : 2 * i + 1;
+}
+
+// (x0, x1) rotated by pair i of row t of a RoPE table (pkc_rope_table): pk_rope's arithmetic.
+__device__ __forceinline__ void rotate(const float *table, i64 t, int pairs, int i, float &x0, float &x1) {
+    const float c = table[t * 2 * pairs + 2 * i], s = table[t * 2 * pairs + 2 * i + 1];
+    const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+    x1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+    x0 = r0;
+}
+
+// Where head h of a q | k | v row (a key or value head: h >= q_heads) goes in the cache, for the
+// row's slot and position (pkc_store_kv's layout).
+__device__ __forceinline__ u16 *cache_head(int h, int q_heads, int kv_heads, int head_dim, u16 *kc, u16 *vc, i64 slot_stride,
+                                          int slot, int position) {
+    const bool is_k = h - q_heads < kv_heads;
+    const int kh = is_k ? h - q_heads : h - q_heads - kv_heads;
+    return (is_k ? kc : vc) + (i64)slot * slot_stride + (i64)position * kv_heads * head_dim + (i64)kh * head_dim;
+}
+
+// Pair i of head h of q | k | v row t (xr: the row): the bias added (when given: one vector over
+// the whole row), rotated (q and k heads, i < pairs), written back, and k and v rounded into the
+// cache: pkc_qkv_rope_store's work on one pair. Loads through L2 (in a product's tail, other
+// blocks wrote the row).
+__device__ __forceinline__ void qkv_pair(float *xr, int t, int h, int i, int q_heads, int kv_heads, int head_dim, int pairs,
+                                         const float *table, int neox, const float *bias, u16 *kc, u16 *vc, i64 slot_stride,
+                                         const int *slots, const int *positions) {
+    float *v = xr + (i64)h * head_dim;
+    const float *b = bias ? bias + (i64)h * head_dim : nullptr;
+    const bool rot = h < q_heads + kv_heads && i < pairs;
+    int ia, ib;
+    pair_index(rot, neox, i, pairs, ia, ib);
+    float x0 = __ldcg(v + ia), x1 = __ldcg(v + ib);
+    if (b) { x0 = __fadd_rn(x0, b[ia]); x1 = __fadd_rn(x1, b[ib]); }
+    if (rot) rotate(table, t, pairs, i, x0, x1);
+    v[ia] = x0;
+    v[ib] = x1;
+    if (h < q_heads) return;
+    u16 *cache = cache_head(h, q_heads, kv_heads, head_dim, kc, vc, slot_stride, slots[t], positions[t]);
+    cache[ia] = f2h(x0);
+    cache[ib] = f2h(x1);
+}
+
 // A product into the residual rows that then normalizes them (pkc_matmul_add_norm): g is the
 // norm's weights (nullptr: no norm), h and q its float and int8 rows (q optional), counter a
-// zeroed word in device memory. Laid out as pk_cuda.c's norm_out.
+// zeroed word in device memory. With post (pkc_matmul_post_norm), the product's rows are first
+// normalized in place by post's weights and added to the residual rows r, which g then
+// normalizes (Gemma's norm after attention and after the feed-forward). Laid out as pk_cuda.c's
+// norm_out.
 struct NormOut {
     const float *g;
     float *h;
     i8 *q;
     unsigned *counter;
-    i64 ldh, ldq;
-    float eps;
-    int unused;
+    const float *post;
+    float *r;
+    i64 ldh, ldq, ldr;
+    float eps, post_eps;
 };
 
 // The ticket of a "last block" merge, called by every thread of each of `blocks` blocks after
@@ -481,18 +532,56 @@ __device__ __forceinline__ bool last_block(unsigned *counter, unsigned blocks) {
 }
 
 // The last block of the launch to finish (last_block) normalizes the n rows of y (m values
-// each) and puts the counter back. Compiled into the GEMVs
-// of 1 and 2 rows of x only (NORM_MAX_ROWS; pk_cuda.c launches the norm after the others): each
-// copy costs compile time, and decoding one or two sequences is where a launch weighs most.
+// each) and puts the counter back; with no.post, it first normalizes y's rows in place and adds
+// them to the residual rows, the ones it then normalizes (the arithmetic of pkc_rms_norm, pkc_add
+// and pkc_rms_norm_q8 one after another). Compiled into the GEMVs of 1 and 2 rows of x only
+// (NORM_MAX_ROWS; pk_cuda.c launches the norms after the others): each copy costs compile time,
+// and decoding one or two sequences is where a launch weighs most.
 #define NORM_MAX_ROWS 2
 template <int N>
-__device__ __forceinline__ void norm_tail(const NormOut &no, const float *y, i64 ldy, int m) {
+__device__ __forceinline__ void norm_tail(const NormOut &no, float *y, i64 ldy, int m) {
     __shared__ double part[32];
     if (!last_block(no.counter, gridDim.x)) return;
 #pragma unroll 1
-    for (int t = 0; t < N; t++)
-        rms_row(y + t * ldy, no.g, no.h + t * no.ldh, m, no.eps, no.q ? no.q + t * no.ldq : nullptr, part);
+    for (int t = 0; t < N; t++) {
+        const float *src = y + t * ldy;
+        if (no.post) {
+            float *yr = y + t * ldy, *rr = no.r + t * no.ldr;
+            rms_row(yr, no.post, yr, m, no.post_eps, nullptr, part);
+            __syncthreads(); // the row's normed values, written by every thread
+            for (int i = threadIdx.x; i < m; i += blockDim.x) rr[i] = __fadd_rn(__ldcg(rr + i), __ldcg(yr + i));
+            __syncthreads();
+            src = rr;
+        }
+        if (no.g) rms_row(src, no.g, no.h + t * no.ldh, m, no.eps, no.q ? no.q + t * no.ldq : nullptr, part);
+    }
     if (threadIdx.x == 0) *no.counter = 0;
+}
+
+// A q | k | v product's tail (pkc_matmul_runs_rope_store): the last block of the product's
+// launches (each run's: `blocks` in all, counted on one word) does pkc_qkv_rope_store's work on
+// the rows of x (stride floats; nullptr: no tail). Laid out as pk_cuda.c's rope_out.
+struct RopeOut {
+    float *x;
+    const float *table, *bias;
+    u16 *kc, *vc;
+    const int *slots, *positions;
+    unsigned *counter;
+    i64 stride, slot_stride;
+    int q_heads, kv_heads, head_dim, pairs, neox;
+    unsigned blocks;
+};
+
+template <int N>
+__device__ __forceinline__ void rope_tail(const RopeOut &ro) {
+    if (!last_block(ro.counter, ro.blocks)) return;
+    const int half = ro.head_dim >> 1, pairs = (ro.q_heads + 2 * ro.kv_heads) * half;
+#pragma unroll 1
+    for (int t = 0; t < N; t++)
+        for (int j = threadIdx.x; j < pairs; j += blockDim.x)
+            qkv_pair(ro.x + t * ro.stride, t, j / half, j % half, ro.q_heads, ro.kv_heads, ro.head_dim, ro.pairs, ro.table, ro.neox,
+                     ro.bias, ro.kc, ro.vc, ro.slot_stride, ro.slots, ro.positions);
+    if (threadIdx.x == 0) *ro.counter = 0;
 }
 
 #define GEMV_WARPS 4
@@ -616,10 +705,11 @@ __device__ __forceinline__ void gemv_units(const u8 *const *wr, int u, const voi
 }
 
 // GLU = 1 (R = 2): W is 2m rows, gate rows then up rows; the group of pair p takes rows p and
-// m + p and writes silu(gate) * up to y[p] (pkc_swiglu's arithmetic on the same sums).
+// m + p and writes silu(gate) * up to y[p] (pkc_swiglu's arithmetic on the same sums), or with
+// mode 1 gelu(gate) * up (pkc_geglu's). Without GLU, mode 1 adds the sums to y.
 template <int T, int N, int R, int I8, int GLU = 0>
 __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y,
-                                          i64 ldy, int lanes_log2, int add, const NormOut &no) {
+                                          i64 ldy, int lanes_log2, int mode, const NormOut &no, const RopeOut &ro) {
     typedef Fmt<T> F;
     static_assert(!GLU || R == 2, "a gated pair is two rows");
     const int lanes = 1 << lanes_log2;
@@ -692,7 +782,7 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
     if constexpr (GLU) {
         if (sub == 0 && row0 < m) {
 #pragma unroll
-            for (int t = 0; t < N; t++) y[t * ldy + row0] = silu_mul(acc[t][0], acc[t][1]);
+            for (int t = 0; t < N; t++) y[t * ldy + row0] = mode ? gelu_mul(acc[t][0], acc[t][1]) : silu_mul(acc[t][0], acc[t][1]);
         }
     } else if (sub == 0) {
 #pragma unroll
@@ -701,12 +791,13 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
 #pragma unroll
             for (int t = 0; t < N; t++) {
                 float *yp = y + t * ldy + row0 + r;
-                *yp = add ? *yp + acc[t][r] : acc[t][r];
+                *yp = mode ? *yp + acc[t][r] : acc[t][r];
             }
         }
     }
     if constexpr (!GLU && N <= NORM_MAX_ROWS) {
-        if (no.g) norm_tail<N>(no, y, ldy, m);
+        if (no.g || no.post) norm_tail<N>(no, y, ldy, m);
+        else if (ro.x) rope_tail<N>(ro);
     }
 }
 
@@ -764,11 +855,12 @@ extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int 
     const int h = (int)(th % heads);
     const i64 t = th / heads;
     float *v = x + t * stride + (i64)h * head_dim;
-    const float c = table[t * 2 * pairs + 2 * i], s = table[t * 2 * pairs + 2 * i + 1];
-    const int ia = neox ? i : 2 * i, ib = neox ? i + pairs : 2 * i + 1;
-    const float x0 = v[ia], x1 = v[ib];
-    v[ia] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-    v[ib] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+    int ia, ib;
+    pair_index(true, neox, i, pairs, ia, ib);
+    float x0 = v[ia], x1 = v[ib];
+    rotate(table, t, pairs, i, x0, x1);
+    v[ia] = x0;
+    v[ib] = x1;
 }
 
 // With q (k a multiple of 32), the results also go to int8 rows. gelu: GEGLU instead of SwiGLU.
@@ -813,28 +905,40 @@ extern "C" __global__ void pkc_qkv_rope_store(float *x, int n, i64 stride, int q
     const i64 th = idx / half;
     const int h = (int)(th % heads);
     const int t = (int)(th / heads);
-    float *v = x + t * stride + (i64)h * head_dim;
-    const float *b = bias ? bias + (i64)h * head_dim : nullptr;
-    // Rotated pairs (i < pairs) as pkc_rope takes them; the rest of the head two by two.
-    const bool rot = h < q_heads + kv_heads && i < pairs;
-    const int ia = !rot ? 2 * i : neox ? i : 2 * i, ib = !rot ? 2 * i + 1 : neox ? i + pairs : 2 * i + 1;
-    float x0 = v[ia], x1 = v[ib];
-    if (b) { x0 = __fadd_rn(x0, b[ia]); x1 = __fadd_rn(x1, b[ib]); }
-    if (rot) {
-        const float c = table[(i64)t * 2 * pairs + 2 * i], s = table[(i64)t * 2 * pairs + 2 * i + 1];
-        const float r0 = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-        x1 = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
-        x0 = r0;
+    qkv_pair(x + t * stride, t, h, i, q_heads, kv_heads, head_dim, pairs, table, neox, bias, kc, vc, slot_stride, slots, positions);
+}
+// pkc_qkv_rope_store's work after each query head normalized by qn and each key head by kn (a
+// per-head RMSNorm, Gemma's; either may be absent), as pkc_rms_norm_heads, pkc_rope and
+// pkc_store_kv one after another, bit for bit; no bias. A block per head of a row (rms_row's
+// whole warps), its threads over the head's pairs.
+extern "C" __global__ void __launch_bounds__(1024) pkc_qkv_norm_rope_store(float *x, i64 stride, int q_heads, int kv_heads,
+                                                                           int head_dim, int pairs, const float *table,
+                                                                           int neox, const float *qn, const float *kn,
+                                                                           float eps, u16 *kc, u16 *vc, i64 slot_stride,
+                                                                           const int *slots, const int *positions) {
+    PKC_DEPENDENT();
+    __shared__ double part[32];
+    const int heads = q_heads + 2 * kv_heads, t = blockIdx.x / heads, h = blockIdx.x - t * heads;
+    float *v = x + (i64)t * stride + (i64)h * head_dim;
+    const float *g = h < q_heads ? qn : h < q_heads + kv_heads ? kn : nullptr;
+    if (g) { // the same for the whole block
+        rms_row(v, g, v, head_dim, eps, nullptr, part);
+        __syncthreads(); // the pairs below are other threads' values
     }
-    v[ia] = x0;
-    v[ib] = x1;
-    if (h < q_heads) return;
-    const int kvd = kv_heads * head_dim;
-    const int kh = h - q_heads < kv_heads ? h - q_heads : h - q_heads - kv_heads;
-    u16 *cache = h - q_heads < kv_heads ? kc : vc;
-    const i64 o = (i64)slots[t] * slot_stride + (i64)positions[t] * kvd + (i64)kh * head_dim;
-    cache[o + ia] = f2h(x0);
-    cache[o + ib] = f2h(x1);
+    const bool is_v = h >= q_heads + kv_heads;
+    u16 *cache = h < q_heads ? nullptr : cache_head(h, q_heads, kv_heads, head_dim, kc, vc, slot_stride, slots[t], positions[t]);
+    for (int i = threadIdx.x; i < head_dim >> 1; i += blockDim.x) {
+        const bool rot = !is_v && i < pairs;
+        int ia, ib;
+        pair_index(rot, neox, i, pairs, ia, ib);
+        float x0 = __ldcg(v + ia), x1 = __ldcg(v + ib);
+        if (rot) rotate(table, t, pairs, i, x0, x1);
+        v[ia] = x0;
+        v[ib] = x1;
+        if (!cache) continue;
+        cache[ia] = f2h(x0);
+        cache[ib] = f2h(x1);
+    }
 }
 extern "C" __global__ void pkc_add_bias(float *y, i64 ldy, const float *bias, int n, int m) {
     PKC_DEPENDENT();
@@ -1350,13 +1454,14 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
     GEMV_N(T, NAME, KIND, I8, 7, 1) GEMV_N(T, NAME, KIND, I8, 8, 1) GEMV_N(T, NAME, KIND, I8, 1, 2)          \
     GEMV_N(T, NAME, KIND, I8, 2, 2) GEMV_GLU(T, NAME, KIND, I8, 1) GEMV_GLU(T, NAME, KIND, I8, 2)
 
-// pkc_<gemv|gemv8>_<format>_<N>_glu: the gate|up product and silu(gate) * up in one launch.
+// pkc_<gemv|gemv8>_<format>_<N>_glu: the gate|up product and silu(gate) * up (gelu 1: gelu(gate)
+// * up) in one launch.
 #define GEMV_GLU(T, NAME, KIND, I8, N)                                                                       \
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_glu(           \
         const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
-        int add) {                                                                                           \
+        int gelu) {                                                                                          \
         PKC_DEPENDENT();                                                                                     \
-        gemv_body<T, N, 2, I8, 1>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add, NormOut{});            \
+        gemv_body<T, N, 2, I8, 1>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, gelu, NormOut{}, RopeOut{}); \
     }
 
 // pkc_<gemv|gemv8>_<format>_<N>_r<R>: N rows of x, R rows of W per lane group (pk_cuda.c:
@@ -1364,9 +1469,9 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
 #define GEMV_N(T, NAME, KIND, I8, N, R)                                                                      \
     extern "C" __global__ void __launch_bounds__(GEMV_WARPS * 32) pkc_##KIND##_##NAME##_##N##_r##R(          \
         const u8 *w, int m, int k, i64 row_bytes, const void *x, i64 ldx, float *y, i64 ldy, int lanes_log2,    \
-        int add, NormOut no) {                                                                               \
+        int add, NormOut no, RopeOut ro) {                                                                   \
         PKC_DEPENDENT();                                                                                     \
-        gemv_body<T, N, R, I8>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add, no);                     \
+        gemv_body<T, N, R, I8>(w, m, k, row_bytes, x, ldx, y, ldy, lanes_log2, add, no, ro);                 \
     }
 
 #if PKC_FORMAT == 0

@@ -1,6 +1,6 @@
 import Foundation
 import PlinthKernels
-import PlinthRuntime
+@testable import PlinthRuntime
 import Testing
 
 /// The CUDA backend against the CPU backend and against llama.cpp. Where no GPU can be used (CI)
@@ -238,7 +238,12 @@ struct CUDABackendTests {
     }
 
     /// A two-layer tiny llama (``TinyLlama``) with its matrices in `type` (F32 or Q8_0).
-    static func tinyModel(_ type: GGMLType) throws -> Transformer {
+    /// A tiny model of `family` ("llama", or "gemma3" with F32 weights) in weights of `type`.
+    static func tinyModel(_ type: GGMLType, family: String = "llama") throws -> Transformer {
+        if family == "gemma3" {
+            guard type == .f32 else { throw ModelError.invalidMetadata(key: "general.file_type", reason: "the tiny Gemma is F32 only") }
+            return try withTemporaryFile(TinyGemma(headDim: 32).bytes()) { try Transformer(url: $0) }
+        }
         var tiny = TinyLlama(layers: 2)
         tiny.context = 64
         var replace: [String: GGUFBuilder.Tensor] = [:]
@@ -269,14 +274,18 @@ struct CUDABackendTests {
     /// are 2 % and 25 %. First the prompt in one step (the GEMM path), then a token at two rows,
     /// the base's and one adapter's, where the device fuses norms and the gated product into the
     /// products (which adapted layers must not); the last steps replay a captured graph. After a
-    /// detach, a row naming the adapter is refused.
-    @Test("Adapters run unmerged on CUDA as on the CPU", .enabled(if: unavailable == nil, noGPU), arguments: [GGMLType.f32, .q8_0])
-    func adapters(weights: GGMLType) throws {
-        let transformer = try Self.tinyModel(weights)
+    /// detach, a row naming the adapter is refused. The tiny Gemma 3 (F32) runs its planned
+    /// launches (``PlannedLaunch``), a group with an adapted matrix as its recorded operations.
+    @Test("Adapters run unmerged on CUDA as on the CPU", .enabled(if: unavailable == nil, noGPU),
+          arguments: zip([GGMLType.f32, .q8_0, .f32], ["llama", "llama", "gemma3"]))
+    func adapters(weights: GGMLType, family: String) throws {
+        let transformer = try Self.tinyModel(weights, family: family)
         let c = transformer.config
         let sites = ["token_embd", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "output"]
+        // Gemma's post-norms shrink an adapter's effect on the logits: a stronger B keeps it measurable.
+        let strength = family == "gemma3" ? 1.0 : 0.5
         let adapters = try sites.map { site in
-            try withTemporaryFile(Self.siteAdapter(c, site, b: 0.5)) { try LoRAAdapter(contentsOf: $0, for: transformer) }
+            try withTemporaryFile(Self.siteAdapter(c, site, b: strength)) { try LoRAAdapter(contentsOf: $0, for: transformer) }
         }
         // Slot 0: the base; slot 1 + i: adapter i; the last slot: scratch for the base's copies.
         let slots = adapters.count + 2, scratch = slots - 1
@@ -319,7 +328,7 @@ struct CUDABackendTests {
         try cpu.forward(batch)
         try gpu.forward(batch)
         for i in adapters.indices { check(i, row: 1 + i, base: 0, within: bound, "the prompt in one step") }
-        print("[cuda] adapters, \(weights.name), the prompt in one step (effect/error): \(report.joined(separator: ", "))")
+        print("[cuda] adapters, \(family) \(weights.name), the prompt in one step (effect/error): \(report.joined(separator: ", "))")
         let token = Sampler.argmax(cpu.logits(0))
 
         // 2. One token at two rows: a copy of the base's cache, and adapter i's sequence.
@@ -337,11 +346,57 @@ struct CUDABackendTests {
         for i in adapters.indices { try twoRows(i, "a token at two rows") }
         // The same step twice more with the last adapter: the second run is captured, the third replays it.
         for _ in 0..<2 { try twoRows(adapters.count - 1, "a token at two rows, again") }
-        print("[cuda] adapters, \(weights.name), a token at two rows (effect/error): \(report.joined(separator: ", "))")
+        print("[cuda] adapters, \(family) \(weights.name), a token at two rows (effect/error): \(report.joined(separator: ", "))")
 
         // Detached, an adapter is gone: a row naming it is refused.
         gpu.detach(ids[0])
         #expect(throws: ModelError.self) { try gpu.forward(.sequence([token], slot: scratch, adapter: ids[0])) }
+    }
+
+    /// Llama's block run through the recorded path (its layers grouped by ``PlannedLaunch`` as
+    /// Gemma's are) gives the fused step's logits bit for bit: the same kernels with the same
+    /// arithmetic, grouped the same way (attention's launch without norms, the products adding
+    /// straight into the residual with the next norm in their last block). The prompt on two
+    /// sequences in one step (the GEMM path), five rows (the GEMV path, no tails), then decoding
+    /// at two rows and at one (the tails; graphs captured and replayed).
+    @Test("Llama's layers run as recorded on CUDA give the fused step's logits", .enabled(if: unavailable == nil, noGPU),
+          arguments: [GGMLType.f32, .q8_0])
+    func recordedMatchesFused(weights: GGMLType) throws {
+        let transformer = try Self.tinyModel(weights)
+        let fused = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda)
+        let recorded = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda, recordedLayers: true)
+        var differing = 0, compared = 0
+        func step(_ b: Batch) throws {
+            try fused.forward(b)
+            try recorded.forward(b)
+            for r in 0..<b.wantsLogits.filter({ $0 }).count {
+                compared += 1
+                if !zip(fused.logits(r), recorded.logits(r)).allSatisfy({ $0.bitPattern == $1.bitPattern }) { differing += 1 }
+            }
+        }
+        let prompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
+        var b = Batch()
+        for slot in 0..<2 {
+            for (p, t) in prompt.enumerated() { b.add(t, position: p, slot: slot, logits: p == prompt.count - 1) }
+        }
+        try step(b)
+        var length = [prompt.count, prompt.count]
+        b = Batch()
+        for (slot, count) in [(0, 3), (1, 2)] {
+            for i in 0..<count { b.add(Int32(5 + i), position: length[slot] + i, slot: slot, logits: true) }
+            length[slot] += count
+        }
+        try step(b)
+        for rows in [2, 2, 2, 1, 1, 1] {
+            b = Batch()
+            for slot in 0..<rows {
+                b.add(Sampler.argmax(fused.logits(slot)), position: length[slot], slot: slot, logits: true)
+                length[slot] += 1
+            }
+            try step(b)
+        }
+        #expect(compared == 2 + 5 + 9)
+        #expect(differing == 0, "\(differing) of \(compared) logit rows differ between the recorded and the fused step")
     }
 
     /// The PEFT fixture's adapter (rank 2 on every layer matrix of SmolLM2) beside rows without

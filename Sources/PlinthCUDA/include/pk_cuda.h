@@ -182,6 +182,20 @@ typedef struct pkc_norm {
 } pkc_norm;
 int pkc_matmul_add_norm(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                         int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_norm *norm);
+// A product whose rows are normalized before they join the residual stream (Gemma's norms after
+// attention and after the feed-forward): y = W x (pkc_matmul_q8, add = 0), then y's rows
+// normalized in place by post->weight, added to the residual rows (post->residual, stride
+// post->ldr), and, with norm (may be NULL), those normalized as pkc_matmul_add_norm's into
+// norm->out and norm->q: pkc_rms_norm, pkc_add and pkc_rms_norm_q8 one after another, bit for
+// bit, in the product's last block where pkc_matmul_add_norm's norm is.
+typedef struct pkc_post_norm {
+    pkc_ptr weight;
+    float eps;
+    pkc_ptr residual;
+    int64_t ldr;
+} pkc_post_norm;
+int pkc_matmul_post_norm(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                         int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_post_norm *post, const pkc_norm *norm);
 // Whether pkc_matmul_add_norm's GEMV path normalizes in the product's last block (1, the default
 // unless $PLINTH_CUDA_NORM_FUSED=0) or launches the norm after it (0). Returns the previous
 // setting; for tests and benchmarks, like the other pkc_set_* settings.
@@ -201,11 +215,12 @@ int pkc_matmul_runs(pkc_context *ctx, const pkc_run *runs, int count, int64_t k,
                     int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy);
 // A gated product in one launch: W is 2f x k, the f gate rows then the f up rows (one matrix of
 // one type); y[t*ldy + i] = silu(gate_i . x_t) * (up_i . x_t) for i < f, with pkc_matmul's sums
-// and pkc_swiglu's arithmetic bit for bit (x's int8 rows q as pkc_matmul_q8 takes them, or 0).
-// Only where pkc_glu_fused(ctx, n) says so: 1 or 2 rows of x below the GEMM path, unless
-// $PLINTH_CUDA_GLU=0; elsewhere PKC_ERR_INVALID.
+// and pkc_swiglu's arithmetic bit for bit (x's int8 rows q as pkc_matmul_q8 takes them, or 0);
+// with gelu, gelu(gate_i . x_t) * (up_i . x_t) as pkc_geglu_q8's. Only where pkc_glu_fused(ctx,
+// n) says so: 1 or 2 rows of x below the GEMM path, unless $PLINTH_CUDA_GLU=0; elsewhere
+// PKC_ERR_INVALID.
 int pkc_matmul_glu(pkc_context *ctx, int type, pkc_ptr w, int64_t f, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
-                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy);
+                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int gelu);
 int pkc_glu_fused(const pkc_context *ctx, int64_t n);
 // Whether the GEMV reads x's int8 rows when given them: 0 by a measured policy per format and
 // size (the default), 1 always (formats with codes), -1 never (also $PLINTH_CUDA_INT8=0).
@@ -341,6 +356,30 @@ int pkc_store_kv(pkc_context *ctx, const pkc_kv *cache, pkc_ptr k, int64_t ldk, 
 int pkc_qkv_rope_store(pkc_context *ctx, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
                        int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
                        pkc_ptr positions);
+
+// pkc_matmul_runs into a layer's q | k | v rows (y, stride ldy), then pkc_qkv_rope_store's work on
+// them (the bias, when given one vector over the whole row; RoPE of the q and k heads; k and v into
+// the cache), with the same results bit for bit: at 1 or 2 rows of x on the GEMV path in the last
+// block to finish of the products' launches (their blocks counted together, on both streams), so a
+// decode step saves that launch (unless $PLINTH_CUDA_ROPE_FUSED=0); elsewhere after them.
+typedef struct pkc_rope_store {
+    pkc_kv cache;
+    int q_heads, kv_heads, head_dim, rope_dims;
+    pkc_ptr table;
+    int neox;
+    pkc_ptr bias, slots, positions;
+} pkc_rope_store;
+int pkc_matmul_runs_rope_store(pkc_context *ctx, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
+                               int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_rope_store *rs);
+// Whether pkc_matmul_runs_rope_store's GEMV path does the rope in the products' last block (1,
+// the default) or launches it after them (0); returns the previous setting.
+int pkc_set_rope_fused(pkc_context *ctx, int on);
+// pkc_rms_norm_heads of the q heads by q_norm and of the k heads by k_norm (either may be 0: not
+// normalized; the same eps), then pkc_rope of both and pkc_store_kv of k and v: one launch with
+// the results of those, bit for bit (no bias; pkc_qkv_rope_store's rows and cache otherwise).
+int pkc_qkv_norm_rope_store(pkc_context *ctx, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                            int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr q_norm,
+                            pkc_ptr k_norm, float eps, pkc_ptr slots, pkc_ptr positions);
 
 // Causal attention for a ragged batch of n query rows: row t (q row stride ldq floats, n_head
 // heads of head_dim) attends to positions [0, kv_len[t]) of slot slots[t] (int32, device), kv

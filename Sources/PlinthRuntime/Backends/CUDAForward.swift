@@ -51,7 +51,7 @@ final class CUDAForward {
         var wo, down: Matrix
         /// gate | up
         var gateUp: Products
-        /// Every matrix and vector of the layer by role, for the recorded layers (``programs``).
+        /// Every matrix and vector of the layer by role, for the recorded layers (``plan``).
         var matrices: [LayerTensor: Matrix]
         var vectors: [LayerTensor: pkc_ptr]
     }
@@ -60,9 +60,9 @@ final class CUDAForward {
     private let outputNorm: pkc_ptr
     private let layers: [Layer]
     /// Families without the fused step of ``compute(_:ids:positions:slots:kvLen:rows:maskRows:chosen:topK:)``
-    /// (Gemma 3) run their architecture's layers as recorded (``LayerOp``), one launch or a few
-    /// per operation: each layer's program, or none for the fused families.
-    private let programs: [[LayerOp]]
+    /// (Gemma 3) run their architecture's layers as recorded (``LayerOp``), grouped into launches
+    /// (``PlannedLaunch``); empty for the fused families.
+    private let plan: [PlannedLaunch]
     private let ropes: [RoPE]
     private let embeddingScale: Float?
     private let logitSoftcap: Float?
@@ -106,7 +106,8 @@ final class CUDAForward {
 
     /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
     /// when CUDA cannot run this model here, ``BackendError/cudaFailed(_:)`` when a device call fails.
-    init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int) throws {
+    /// `recorded`: run the recorded layers even where the family has the fused step (for tests).
+    init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, recorded: Bool = false) throws {
         let c = transformer.config
         let w = transformer.weights
         // A weight type without CUDA kernels makes the model unrunnable here.
@@ -115,8 +116,9 @@ final class CUDAForward {
         // Llama's block (with Qwen2's biases and RoPE pairs) has a fused step; other families run
         // their recorded layers.
         let architecture = transformer.architecture
-        programs = CUDAForward.fusedArchitectures.contains(c.architecture) ? []
-            : (0..<c.layerCount).map { LayerRecorder.ops(of: architecture, layer: $0) }
+        plan = !recorded && CUDAForward.fusedArchitectures.contains(c.architecture) ? []
+            : PlannedLaunch.plan((0..<c.layerCount).map { LayerRecorder.ops(of: architecture, layer: $0) },
+                                 hasVector: { l, r in w.layers[l][r] != nil })
         ropes = architecture.ropes
         embeddingScale = architecture.embeddingScale
         logitSoftcap = architecture.logitSoftcap
@@ -285,7 +287,7 @@ final class CUDAForward {
             xq = try alloc(q8Rows * pkc_q8_row_bytes(Int64(max(e, f))), "int8 activations")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
             ropeTables = try ropes.map { _ in try alloc(n * c.ropeDims * fl, "a RoPE table") }
-            tmp = programs.isEmpty ? 0 : try alloc(n * e * fl, "activations")
+            tmp = plan.isEmpty ? 0 : try alloc(n * e * fl, "activations")
             meta = try alloc(Self.metaTables * n * MemoryLayout<Int32>.stride, "row tables")
             hostMeta = Array(repeating: 0, count: Self.metaTables * n)
             topBuffer = try alloc(n * LogitsUse.maxTopK * MemoryLayout<TokenCandidate>.stride, "sampling candidates")
@@ -572,16 +574,14 @@ final class CUDAForward {
     private func compute(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr, rows: pkc_ptr,
                          maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr) throws {
         try embed(shape, ids: ids, positions: positions)
-        guard programs.isEmpty else {
-            try runPrograms(shape, positions: positions, slots: slots, kvLen: kvLen)
-            return try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: false)
+        guard plan.isEmpty else {
+            let normed = try runPlan(shape, positions: positions, slots: slots, kvLen: kvLen)
+            return try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: normed)
         }
         let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, wanted = shape.wanted
         let maxKV = shape.kvBucket
         let eps = c.rmsEpsilon
         let scale = 1 / Float(c.headDim).squareRoot()
-        let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
-        let halves = pkc_ptr(MemoryLayout<UInt16>.stride)
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
         let glu = pkc_glu_fused(ctx, Int64(n)) != 0
         let groups = shape.adapterRows
@@ -604,24 +604,32 @@ final class CUDAForward {
         try norm(layers[0].attnNorm, attnQ8[0])
         for (l, lw) in layers.enumerated() {
             let aq = attnQ8[l]
-            try matmul(lw.qkv, h, e, aq, n, qkv, qkvStride)
-            if !groups.isEmpty {
-                try lora([(layerPair(l, .attnQ), qkv, qkvStride), (layerPair(l, .attnK), qkv + pkc_ptr(qDim) * fl, qkvStride),
-                          (layerPair(l, .attnV), qkv + pkc_ptr(qDim + kvDim) * fl, qkvStride)], input: h, ldx: e, k: e)
-            }
-            let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
-            var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
-            // Bias, rotation of q's and k's heads and the cache store in one launch; biases that
-            // are not one vector over the whole row go first on their own.
+            var cache = cacheOf(l)
+            // Bias, rotation of q's and k's heads and the cache store in one launch, or in the q | k
+            // | v product's (pkc_matmul_runs_rope_store); biases that are not one vector over the
+            // whole row go first on their own, and adapters' deltas come before any of it.
             let wholeBias = lw.qkvBias.count == 1 && lw.qkvBias[0].column == 0 && lw.qkvBias[0].count == qkvStride
-            if !wholeBias {
-                for b in lw.qkvBias {
-                    try check(pkc_add_bias(ctx, qkv + pkc_ptr(b.column) * fl, Int64(qkvStride), b.ptr, Int64(n), Int64(b.count)), "bias")
+            if groups.isEmpty && (wholeBias || lw.qkvBias.isEmpty) {
+                var rope = pkc_rope_store(cache: cache, q_heads: Int32(c.headCount), kv_heads: Int32(c.kvHeadCount), head_dim: Int32(c.headDim),
+                                          rope_dims: Int32(c.ropeDims), table: ropeTables[0], neox: neox,
+                                          bias: wholeBias ? lw.qkvBias[0].ptr : 0, slots: slots, positions: positions)
+                try check(pkc_matmul_runs_rope_store(ctx, lw.qkv.launches, Int32(lw.qkv.launches.count), Int64(e), h, Int64(e), aq.ptr,
+                                                     aq.stride, Int64(n), qkv, Int64(qkvStride), &rope), "matmul and rope")
+            } else {
+                try matmul(lw.qkv, h, e, aq, n, qkv, qkvStride)
+                if !groups.isEmpty {
+                    try lora([(layerPair(l, .attnQ), qkv, qkvStride), (layerPair(l, .attnK), qkv + pkc_ptr(qDim) * fl, qkvStride),
+                              (layerPair(l, .attnV), qkv + pkc_ptr(qDim + kvDim) * fl, qkvStride)], input: h, ldx: e, k: e)
                 }
+                if !wholeBias {
+                    for b in lw.qkvBias {
+                        try check(pkc_add_bias(ctx, qkv + pkc_ptr(b.column) * fl, Int64(qkvStride), b.ptr, Int64(n), Int64(b.count)), "bias")
+                    }
+                }
+                try check(pkc_qkv_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
+                                             Int32(c.headDim), Int32(c.ropeDims), ropeTables[0], neox, wholeBias ? lw.qkvBias[0].ptr : 0,
+                                             slots, positions), "qkv_rope_store")
             }
-            try check(pkc_qkv_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
-                                         Int32(c.headDim), Int32(c.ropeDims), ropeTables[0], neox, wholeBias ? lw.qkvBias[0].ptr : 0,
-                                         slots, positions), "qkv_rope_store")
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
             let gq = q8(for: lw.gateUp.runs.map(\.w), n)
@@ -640,7 +648,7 @@ final class CUDAForward {
                 // gate | up and silu(gate) × up in one launch; the down product then reads floats.
                 let w = lw.gateUp.runs[0].w
                 try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, h, Int64(e), gq.ptr, gq.stride, Int64(n), gu,
-                                         Int64(2 * f)), "gated matmul")
+                                         Int64(2 * f), 0), "gated matmul")
                 try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e, norm: fusedNext?.0, fusedNext?.1 ?? .none)
             } else {
                 let fq = q8(for: [lw.down], n)
@@ -682,120 +690,230 @@ final class CUDAForward {
         try check(pkc_lora_apply(ctx, ops, Int32(ops.count), input, Int64(ldx), Int64(k)), "adapter products")
     }
 
-    /// The recorded layers (``programs``), operation by operation, on the step's rows. The
-    /// buffers: ``StepBuffer/query``, ``StepBuffer/key`` and ``StepBuffer/value`` are the
-    /// columns of qkv (so a layer's q, k and v products run as the fused step's are, side by
-    /// side); a norm whose next operation is a product also writes the int8 rows it reads.
-    private func runPrograms(_ shape: StepShape, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws {
-        let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, hd = c.headDim
-        let fl = pkc_ptr(MemoryLayout<Float>.stride), halves = pkc_ptr(MemoryLayout<UInt16>.stride)
-        let neox: Int32 = c.architecture.neoxRoPE ? 1 : 0
-        func place(_ b: StepBuffer) -> (ptr: pkc_ptr, ld: Int, width: Int) {
-            switch b {
-            case .residual: (x, e, e)
-            case .normed: (h, e, e)
-            case .query: (qkv, qkvStride, qDim)
-            case .key: (qkv + pkc_ptr(qDim) * fl, qkvStride, kvDim)
-            case .value: (qkv + pkc_ptr(qDim + kvDim) * fl, qkvStride, kvDim)
-            case .attention: (attn, qDim, qDim)
-            case .output: (tmp, e, e)
+    /// The recorded layers (``plan``) on the step's rows. The buffers: ``StepBuffer/query``,
+    /// ``StepBuffer/key`` and ``StepBuffer/value`` are the columns of qkv (so a layer's q, k and v
+    /// products run as the fused step's are, side by side). A norm (on its own or in a product's
+    /// last block) also writes int8 rows where the launch after it multiplies its output. A
+    /// launch that an adapter of the step changes runs as its recorded operations. Returns
+    /// whether the last launch normalized every row into h for the output (as the fused step's).
+    private func runPlan(_ shape: StepShape, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws -> Bool {
+        let c = config, n = shape.rows, groups = shape.adapterRows
+        let launches = plan.flatMap { p -> [PlannedLaunch] in
+            let matrices: [LayerTensor] = switch p.kind {
+            case .op, .attention: []
+            case .product(_, let w, _, _): [w]
+            case .feedForward: [.ffnGate, .ffnUp, .ffnDown]
+            }
+            let adapted = groups.contains { g in matrices.contains { m in m.adapterMatrix.flatMap { adapters[g.id]?.layers[p.layer][$0.index] } != nil } }
+            return adapted ? p.ops.map { PlannedLaunch(layer: $0.layer, kind: .op($0.op), ops: [$0]) } : [p]
+        }
+        /// The matrices launch i multiplies its input by.
+        func products(_ i: Int) throws -> [Matrix] {
+            let p = launches[i], lw = layers[p.layer]
+            switch p.kind {
+            case .op(.project(_, let ps)):
+                // q | k | v as the side-by-side runs that multiply them (the int8 policy is by run)
+                if ps.map(\.0) == [.attnQ, .attnK, .attnV] { return lw.qkv.runs.map(\.w) }
+                return try ps.map { try matrix($0.0, p.layer) }
+            case .op(.feedForward), .feedForward: return lw.gateUp.runs.map(\.w)
+            case .product(_, let w, _, _): return [try matrix(w, p.layer)]
+            default: return []
             }
         }
-        /// The matrices an operation multiplies its input by.
-        func products(_ op: LayerOp) -> [LayerTensor] {
-            switch op {
-            case .project(_, let ps): ps.map(\.0)
-            case .feedForward: [.ffnGate, .ffnUp]
-            default: []
+        // The int8 rows the launch before made, and of which buffer.
+        var made: (buffer: StepBuffer, q: Q8)?
+        var normed = false
+        for (i, p) in launches.enumerated() {
+            let q = made.map { m in p.input == m.buffer ? m.q : .none } ?? .none
+            /// The int8 rows for a norm of this launch into `target`: where the next launch multiplies it.
+            func normQ8(_ target: StepBuffer) throws -> Q8 {
+                guard i + 1 < launches.count, launches[i + 1].input == target else { return .none }
+                let q = q8(for: try products(i + 1), n)
+                if q.ptr != 0 { made = (target, q) }
+                return q
             }
-        }
-        for (l, (lw, ops)) in zip(layers, programs).enumerated() {
-            func matrix(_ r: LayerTensor) throws -> Matrix {
-                guard let m = lw.matrices[r] else { throw BackendError.cudaFailed("layer \(l) has no \(r) matrix") }
-                return m
-            }
-            func vector(_ r: LayerTensor) throws -> pkc_ptr {
-                guard let v = lw.vectors[r] else { throw BackendError.cudaFailed("layer \(l) has no \(r) vector") }
-                return v
-            }
-            func pair(_ r: LayerTensor) -> (DeviceAdapter) -> DeviceAdapter.Pair? {
-                let m = r.adapterMatrix
-                return { a in m.flatMap { a.layers[l][$0.index] } }
-            }
-            // The int8 rows the last norm made, and of which buffer.
-            var made: (buffer: StepBuffer, q: Q8)?
-            for (i, op) in ops.enumerated() {
-                let q = made.map { m in op.reads(m.buffer) ? m.q : .none } ?? .none
-                var madeNow: (buffer: StepBuffer, q: Q8)?
-                switch op {
-                case .norm(let source, let weight, let target):
-                    let (sp, sld, width) = place(source), (tp, tld, _) = place(target)
-                    let next = i + 1 < ops.count && ops[i + 1].reads(target) ? try products(ops[i + 1]).map(matrix) : []
-                    let nq = q8(for: next, n)
-                    try check(pkc_rms_norm_q8(ctx, sp, Int64(sld), try vector(weight), tp, Int64(tld), Int64(n), Int64(width),
-                                              c.rmsEpsilon, nq.ptr, nq.stride), "rms_norm")
-                    if nq.ptr != 0 { madeNow = (target, nq) }
-                case .headNorm(let b, let weight):
-                    let (p, ld, width) = place(b)
-                    try check(pkc_rms_norm_heads(ctx, p, Int64(ld), Int32(width / hd), try vector(weight), Int64(n), Int64(hd),
-                                                 c.rmsEpsilon), "head norm")
-                case .project(let input, let ps):
-                    let (xp, ldx, k) = place(input)
-                    if ps.map(\.0) == [.attnQ, .attnK, .attnV], ps.map(\.1) == [.query, .key, .value] {
-                        try matmul(lw.qkv, xp, ldx, q, n, qkv, qkvStride)
-                    } else {
-                        for (r, out) in ps {
-                            let w = try matrix(r), (yp, ldy, _) = place(out)
-                            try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, xp, Int64(ldx), q.ptr, q.stride, Int64(n), yp,
-                                                    Int64(ldy), 0), "matmul")
-                        }
-                    }
-                    // The rows' adapters, then the biases (the CPU's order).
-                    if !shape.adapterRows.isEmpty {
-                        try applyLoRA(shape, ps.map { (pair($0.0), place($0.1).ptr, place($0.1).ld) }, input: xp, ldx: ldx, k: k)
-                    }
-                    for (r, out) in ps {
-                        guard let b = r.bias.flatMap({ lw.vectors[$0] }) else { continue }
-                        let (yp, ldy, width) = place(out)
-                        try check(pkc_add_bias(ctx, yp, Int64(ldy), b, Int64(n), Int64(width)), "bias")
-                    }
-                case .rope(let b, let table):
-                    let (p, ld, width) = place(b)
-                    try check(pkc_rope(ctx, p, Int64(n), Int64(ld), Int32(width / hd), Int32(hd), Int32(c.ropeDims), ropeTables[table],
-                                       neox), "rope")
-                case .attend(let window, let scale):
-                    let offset = pkc_ptr(l) * pkc_ptr(layerStride) * halves
-                    var cache = pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
-                    let (kp, ldk, _) = place(.key), (vp, ldv, _) = place(.value), (qp, ldq, _) = place(.query)
-                    try check(pkc_store_kv(ctx, &cache, kp, Int64(ldk), vp, Int64(ldv), Int64(n), slots, positions), "store_kv")
-                    try check(pkc_attention_window(ctx, &cache, qp, Int64(ldq), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
-                                                   Int32(hd), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
-                                                   attn, Int64(qDim)), "attention")
-                case .feedForward(let input, let activation, let target):
-                    let (xp, ldx, k) = place(input), (yp, ldy, _) = place(target)
+            made = nil
+            switch p.kind {
+            case .op(let op):
+                let nq: Q8 = if case .norm(_, _, let target) = op { try normQ8(target) } else { .none }
+                try run(op, layer: p.layer, shape, q: q, normQ8: nq, positions: positions, slots: slots, kvLen: kvLen)
+            case .attention(let qNorm, let kNorm, let table, let window, let scale):
+                var cache = cacheOf(p.layer)
+                try check(pkc_qkv_norm_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
+                                                  Int32(c.headDim), Int32(c.ropeDims), ropeTables[table], neox,
+                                                  try qNorm.map { try vector($0, p.layer) } ?? 0, try kNorm.map { try vector($0, p.layer) } ?? 0,
+                                                  c.rmsEpsilon, slots, positions), "qkv_norm_rope_store")
+                try attend(layer: p.layer, shape, window: window, scale: scale, slots: slots, kvLen: kvLen)
+            case .product(let input, let w, let through, let post):
+                let (xp, ldx, _) = place(input)
+                normed = try residualProduct(try matrix(w, p.layer), xp, ldx, q, n, through: through, post: post, p, last: i + 1 == launches.count,
+                                             shape, normQ8: normQ8)
+            case .feedForward(let input, let activation, let through, let post):
+                let lw = layers[p.layer], f = c.feedForwardLength
+                let (xp, ldx, _) = place(input)
+                let down = try matrix(.ffnDown, p.layer)
+                var dq = Q8.none
+                if pkc_glu_fused(ctx, Int64(n)) != 0 && lw.gateUp.runs.count == 1 {
+                    // gate | up and the activation in one launch; the down product then reads floats.
+                    let w = lw.gateUp.runs[0].w
+                    try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, xp, Int64(ldx), q.ptr, q.stride, Int64(n), gu,
+                                             Int64(2 * f), activation == .geluTanh ? 1 : 0), "gated matmul")
+                } else {
                     try matmul(lw.gateUp, xp, ldx, q, n, gu, 2 * f)
-                    if !shape.adapterRows.isEmpty {
-                        try applyLoRA(shape, [(pair(.ffnGate), gu, 2 * f), (pair(.ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: xp,
-                                      ldx: ldx, k: k)
-                    }
-                    let down = try matrix(.ffnDown), fq = q8(for: [down], n)
-                    let gated = activation == .silu ? pkc_swiglu_q8 : pkc_geglu_q8
-                    try check(gated(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride),
-                              "gated activation")
-                    try check(pkc_matmul_q8(ctx, down.type, down.ptr, down.rows, down.cols, gu, Int64(2 * f), fq.ptr, fq.stride,
-                                            Int64(n), yp, Int64(ldy), 0), "matmul")
-                    if !shape.adapterRows.isEmpty {
-                        try applyLoRA(shape, [(pair(.ffnDown), yp, ldy)], input: gu, ldx: 2 * f, k: f)
-                    }
-                case .addToResidual(let b):
-                    let (p, ld, width) = place(b)
-                    guard ld == e, width == e else { throw BackendError.cudaFailed("adding a \(b) buffer to the residual stream") }
-                    try check(pkc_add(ctx, x, p, Int64(n * e)), "residual add")
+                    dq = q8(for: [down], n)
+                    try gated(activation, n, dq)
                 }
-                // The int8 rows stay valid until their buffer is written again.
-                if let m = made, op.writes(m.buffer) { made = nil }
-                if let m = madeNow { made = m }
+                normed = try residualProduct(down, gu, 2 * f, dq, n, through: through, post: post, p, last: i + 1 == launches.count,
+                                             shape, normQ8: normQ8)
             }
+        }
+        return normed
+    }
+
+    /// The residual's rows plus W input's (through `through`, normalized by `post` first where
+    /// given), then the launch's next norm (or, as the step's last launch when every row wants
+    /// logits, the output's), in the product's launch on the GEMV path. Returns whether the output norm ran.
+    private func residualProduct(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, through: StepBuffer, post: LayerTensor?,
+                                 _ p: PlannedLaunch, last: Bool, _ shape: StepShape, normQ8: (StepBuffer) throws -> Q8) throws -> Bool {
+        let c = config, e = c.embeddingLength
+        guard w.rows == e else { throw BackendError.cudaFailed("a product of \(w.rows) rows joining a residual stream of \(e)") }
+        var norm: pkc_norm?
+        if let next = p.next {
+            let (tp, tld, _) = place(next.target), nq = try normQ8(next.target)
+            norm = pkc_norm(weight: try vector(next.weight, next.layer), eps: c.rmsEpsilon, out: tp, ldo: Int64(tld), q: nq.ptr, ldq: nq.stride)
+        } else if last, shape.wanted == n {
+            let oq = q8(for: [output], n)
+            norm = pkc_norm(weight: outputNorm, eps: c.rmsEpsilon, out: h, ldo: Int64(e), q: oq.ptr, ldq: oq.stride)
+        }
+        if let post {
+            let (yp, ldy, _) = place(through)
+            var spec = pkc_post_norm(weight: try vector(post, p.layer), eps: c.rmsEpsilon, residual: x, ldr: Int64(e))
+            let rc = withUnsafePointer(to: norm ?? pkc_norm()) { np in
+                pkc_matmul_post_norm(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), yp, Int64(ldy), &spec,
+                                     norm == nil ? nil : np)
+            }
+            try check(rc, "matmul and norms")
+        } else if var norm {
+            try check(pkc_matmul_add_norm(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), x, Int64(e),
+                                          &norm), "matmul and norm")
+        } else {
+            try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), x, Int64(e), 1), "matmul")
+        }
+        return p.next == nil && norm != nil
+    }
+
+    /// Where a recorded step's buffer lies: its first float, row stride and width.
+    private func place(_ b: StepBuffer) -> (ptr: pkc_ptr, ld: Int, width: Int) {
+        let e = config.embeddingLength, fl = pkc_ptr(MemoryLayout<Float>.stride)
+        return switch b {
+        case .residual: (x, e, e)
+        case .normed: (h, e, e)
+        case .query: (qkv, qkvStride, qDim)
+        case .key: (qkv + pkc_ptr(qDim) * fl, qkvStride, kvDim)
+        case .value: (qkv + pkc_ptr(qDim + kvDim) * fl, qkvStride, kvDim)
+        case .attention: (attn, qDim, qDim)
+        case .output: (tmp, e, e)
+        }
+    }
+
+    private func matrix(_ r: LayerTensor, _ l: Int) throws -> Matrix {
+        guard let m = layers[l].matrices[r] else { throw BackendError.cudaFailed("layer \(l) has no \(r) matrix") }
+        return m
+    }
+
+    private func vector(_ r: LayerTensor, _ l: Int) throws -> pkc_ptr {
+        guard let v = layers[l].vectors[r] else { throw BackendError.cudaFailed("layer \(l) has no \(r) vector") }
+        return v
+    }
+
+    private var neox: Int32 { config.architecture.neoxRoPE ? 1 : 0 }
+
+    /// Layer l's part of the KV cache.
+    private func cacheOf(_ l: Int) -> pkc_kv {
+        let offset = pkc_ptr(l) * pkc_ptr(layerStride) * pkc_ptr(MemoryLayout<UInt16>.stride)
+        return pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
+    }
+
+    /// Attention of the step's queries over layer l's cache (the keys and values already stored).
+    private func attend(layer l: Int, _ shape: StepShape, window: Int?, scale: Float, slots: pkc_ptr, kvLen: pkc_ptr) throws {
+        let c = config
+        var cache = cacheOf(l)
+        try check(pkc_attention_window(ctx, &cache, qkv, Int64(qkvStride), Int64(shape.rows), Int32(c.headCount), Int32(c.kvHeadCount),
+                                       Int32(c.headDim), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
+                                       attn, Int64(qDim)), "attention")
+    }
+
+    /// gu's gate half = activation(gate) × up over n rows, and its int8 rows `q` (where given).
+    private func gated(_ activation: Activation, _ n: Int, _ q: Q8) throws {
+        let f = config.feedForwardLength, fl = pkc_ptr(MemoryLayout<Float>.stride)
+        let fn = activation == .silu ? pkc_swiglu_q8 : pkc_geglu_q8
+        try check(fn(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), q.ptr, q.stride), "gated activation")
+    }
+
+    /// One recorded operation of layer l, as recorded: `q` the int8 rows of its products' input
+    /// (or none), `normQ8` the int8 rows a norm writes (or none).
+    private func run(_ op: LayerOp, layer l: Int, _ shape: StepShape, q: Q8, normQ8 nq: Q8, positions: pkc_ptr, slots: pkc_ptr,
+                     kvLen: pkc_ptr) throws {
+        let c = config, n = shape.rows, f = c.feedForwardLength, hd = c.headDim, lw = layers[l]
+        let fl = pkc_ptr(MemoryLayout<Float>.stride)
+        func pair(_ r: LayerTensor) -> (DeviceAdapter) -> DeviceAdapter.Pair? {
+            let m = r.adapterMatrix
+            return { a in m.flatMap { a.layers[l][$0.index] } }
+        }
+        switch op {
+        case .norm(let source, let weight, let target):
+            let (sp, sld, width) = place(source), (tp, tld, _) = place(target)
+            try check(pkc_rms_norm_q8(ctx, sp, Int64(sld), try vector(weight, l), tp, Int64(tld), Int64(n), Int64(width), c.rmsEpsilon,
+                                      nq.ptr, nq.stride), "rms_norm")
+        case .headNorm(let b, let weight):
+            let (p, ld, width) = place(b)
+            try check(pkc_rms_norm_heads(ctx, p, Int64(ld), Int32(width / hd), try vector(weight, l), Int64(n), Int64(hd), c.rmsEpsilon),
+                      "head norm")
+        case .project(let input, let ps):
+            let (xp, ldx, k) = place(input)
+            if ps.map(\.0) == [.attnQ, .attnK, .attnV], ps.map(\.1) == [.query, .key, .value] {
+                try matmul(lw.qkv, xp, ldx, q, n, qkv, qkvStride)
+            } else {
+                for (r, out) in ps {
+                    let w = try matrix(r, l), (yp, ldy, _) = place(out)
+                    try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, xp, Int64(ldx), q.ptr, q.stride, Int64(n), yp, Int64(ldy), 0),
+                              "matmul")
+                }
+            }
+            // The rows' adapters, then the biases (the CPU's order).
+            if !shape.adapterRows.isEmpty {
+                try applyLoRA(shape, ps.map { r, out in let (yp, ldy, _) = place(out); return (pair(r), yp, ldy) }, input: xp, ldx: ldx, k: k)
+            }
+            for (r, out) in ps {
+                guard let b = r.bias.flatMap({ lw.vectors[$0] }) else { continue }
+                let (yp, ldy, width) = place(out)
+                try check(pkc_add_bias(ctx, yp, Int64(ldy), b, Int64(n), Int64(width)), "bias")
+            }
+        case .rope(let b, let table):
+            let (p, ld, width) = place(b)
+            try check(pkc_rope(ctx, p, Int64(n), Int64(ld), Int32(width / hd), Int32(hd), Int32(c.ropeDims), ropeTables[table], neox), "rope")
+        case .attend(let window, let scale):
+            var cache = cacheOf(l)
+            let (kp, ldk, _) = place(.key), (vp, ldv, _) = place(.value)
+            try check(pkc_store_kv(ctx, &cache, kp, Int64(ldk), vp, Int64(ldv), Int64(n), slots, positions), "store_kv")
+            try attend(layer: l, shape, window: window, scale: scale, slots: slots, kvLen: kvLen)
+        case .feedForward(let input, let activation, let target):
+            let (xp, ldx, k) = place(input), (yp, ldy, _) = place(target)
+            try matmul(lw.gateUp, xp, ldx, q, n, gu, 2 * f)
+            if !shape.adapterRows.isEmpty {
+                try applyLoRA(shape, [(pair(.ffnGate), gu, 2 * f), (pair(.ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: xp, ldx: ldx, k: k)
+            }
+            let down = try matrix(.ffnDown, l), fq = q8(for: [down], n)
+            try gated(activation, n, fq)
+            try check(pkc_matmul_q8(ctx, down.type, down.ptr, down.rows, down.cols, gu, Int64(2 * f), fq.ptr, fq.stride, Int64(n), yp,
+                                    Int64(ldy), 0), "matmul")
+            if !shape.adapterRows.isEmpty {
+                try applyLoRA(shape, [(pair(.ffnDown), yp, ldy)], input: gu, ldx: 2 * f, k: f)
+            }
+        case .addToResidual(let b):
+            let (p, ld, width) = place(b), e = c.embeddingLength
+            guard ld == e, width == e else { throw BackendError.cudaFailed("adding a \(b) buffer to the residual stream") }
+            try check(pkc_add(ctx, x, p, Int64(n * e)), "residual add")
         }
     }
 

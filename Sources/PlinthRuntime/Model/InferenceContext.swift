@@ -71,8 +71,16 @@ public final class InferenceContext {
     /// Creates a context with `slots` KV-cache slots of `contextLength` positions on `backend`
     /// (default: `PLINTH_BACKEND`, else ``Backend/auto``). Throws ``BackendError`` when
     /// ``Backend/cuda`` is asked for and cannot run the model here.
-    public init(transformer: Transformer, contextLength: Int? = nil, slots: Int = 1, maxBatch: Int = 512,
-                threads: Int? = nil, backend: Backend = .default) throws {
+    public convenience init(transformer: Transformer, contextLength: Int? = nil, slots: Int = 1, maxBatch: Int = 512,
+                            threads: Int? = nil, backend: Backend = .default) throws {
+        try self.init(transformer: transformer, contextLength: contextLength, slots: slots, maxBatch: maxBatch, threads: threads,
+                      backend: backend, recordedLayers: false)
+    }
+
+    /// `recordedLayers`: on CUDA, every family's layers run as recorded (``PlannedLaunch``), the
+    /// fused families' too (tests compare the two).
+    init(transformer: Transformer, contextLength: Int? = nil, slots: Int = 1, maxBatch: Int = 512,
+         threads: Int? = nil, backend: Backend = .default, recordedLayers: Bool) throws {
         let c = transformer.config
         self.transformer = transformer
         self.config = c
@@ -88,7 +96,7 @@ public final class InferenceContext {
         if backend != .cpu {
             do {
                 device = try CUDAForward(transformer: transformer, contextLength: self.contextLength, slots: slotCount,
-                                         maxBatch: self.maxBatch)
+                                         maxBatch: self.maxBatch, recorded: recordedLayers)
             } catch BackendError.cudaUnavailable(let why) where backend == .auto {
                 BackendNotes.once(.fallback, "running on the CPU: the CUDA backend is unavailable (\(why))")
             }
