@@ -1494,6 +1494,12 @@ static int matmul_runs(pkc_context *c, const pkc_run *runs, int count, int64_t k
             return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs: run %d's rows %lld.. (%lld) are not within ldy %lld", i,
                         (long long)runs[i].column, (long long)runs[i].m, (long long)ldy);
     int st;
+    // A tail's ticket spans every run's launch: what could refuse a later run is checked (and its
+    // module loaded) before the first one launches.
+    for (int i = 0; ro && i < count; i++) {
+        if ((st = check_weights(c, "pkc_matmul_runs_rope_store", runs[i].type, runs[i].w, k)) < 0) return -st;
+        if (runs[i].m > 0x7fffffff) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs_rope_store: run %d has %lld rows", i, (long long)runs[i].m);
+    }
     // One after another where there is nothing to overlap: a single run, or the GEMM path
     // (cuBLAS works on the context's stream); or where $PLINTH_CUDA_OVERLAP=0.
     if (count == 1 || n >= c->gemm_min_rows || n == 0 || !c->runs_overlap) {
@@ -1553,7 +1559,13 @@ int pkc_matmul_runs_rope_store(pkc_context *c, const pkc_run *runs, int count, i
     for (int i = 0; i < count && runs; i++) blocks += gemv_blocks(c, runs[i].m, k, n);
     if (blocks > 0xffffffffu) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs_rope_store: %llu blocks", (unsigned long long)blocks);
     ro.blocks = (unsigned)blocks;
-    return matmul_runs(c, runs, count, k, x, ldx, q, ldq, n, y, ldy, &ro);
+    st = matmul_runs(c, runs, count, k, x, ldx, q, ldq, n, y, ldy, &ro);
+    if (st) {
+        // A run may have failed after others had counted: the ticket goes back to 0 for later tails.
+        c->kernel_last = NULL;
+        c->cu.MemsetD8Async(c->norm_count, 0, 4, c->stream);
+    }
+    return st;
 }
 
 int pkc_set_rope_fused(pkc_context *c, int on) {
@@ -1582,9 +1594,9 @@ int pkc_set_norm_fused(pkc_context *c, int on) {
     return old;
 }
 
-int pkc_glu_fused(const pkc_context *c, int64_t n) {
-    return c && c->glu_fused && n >= 1 && n <= 2 && n < c->gemm_min_rows;
-}
+int pkc_glu_rows(const pkc_context *c, int64_t n) { return c && n >= 1 && n <= 2 && n < c->gemm_min_rows; }
+
+int pkc_glu_fused(const pkc_context *c, int64_t n) { return pkc_glu_rows(c, n) && c->glu_fused; }
 
 int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                    int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int gelu) {

@@ -222,6 +222,9 @@ int pkc_matmul_runs(pkc_context *ctx, const pkc_run *runs, int count, int64_t k,
 int pkc_matmul_glu(pkc_context *ctx, int type, pkc_ptr w, int64_t f, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                    int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int gelu);
 int pkc_glu_fused(const pkc_context *ctx, int64_t n);
+// Whether n rows are where pkc_matmul_glu can run (1 or 2, below the GEMM path), whatever
+// $PLINTH_CUDA_GLU says: a caller feeds the down product the same rows there either way.
+int pkc_glu_rows(const pkc_context *ctx, int64_t n);
 // Whether the GEMV reads x's int8 rows when given them: 0 by a measured policy per format and
 // size (the default), 1 always (formats with codes), -1 never (also $PLINTH_CUDA_INT8=0).
 // Returns the previous mode. Like the other pkc_set_* settings, for tests and benchmarks: a

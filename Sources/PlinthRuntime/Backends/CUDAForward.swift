@@ -356,6 +356,14 @@ final class CUDAForward {
         return Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(k)))
     }
 
+    /// The int8 rows of the down product's input (the gated activation): none at the rows where the
+    /// gated product can run fused (1 or 2 on the GEMV path; its down product reads floats), also
+    /// where it does not (turned off, an adapter on gate or up, gate and up not one run), so that a
+    /// row's logits do not depend on the other rows' adapters or on the switch.
+    private func downQ8(_ down: Matrix, _ n: Int) -> Q8 {
+        pkc_glu_rows(ctx, Int64(n)) != 0 ? .none : q8(for: [down], n)
+    }
+
     /// out += W input: a product feeding the residual stream; with `norm`, then out's rows
     /// normalized by those weights into `h` (and the int8 rows `nq`), in the product's launch
     /// on the GEMV path (pkc_matmul_add_norm).
@@ -651,7 +659,7 @@ final class CUDAForward {
                                          Int64(2 * f), 0), "gated matmul")
                 try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e, norm: fusedNext?.0, fusedNext?.1 ?? .none)
             } else {
-                let fq = q8(for: [lw.down], n)
+                let fq = downQ8(lw.down, n)
                 try matmul(lw.gateUp, h, e, gq, n, gu, 2 * f)
                 if ffAdapted {
                     try lora([(layerPair(l, .ffnGate), gu, 2 * f), (layerPair(l, .ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: h, ldx: e, k: e)
@@ -760,7 +768,7 @@ final class CUDAForward {
                                              Int64(2 * f), activation == .geluTanh ? 1 : 0), "gated matmul")
                 } else {
                     try matmul(lw.gateUp, xp, ldx, q, n, gu, 2 * f)
-                    dq = q8(for: [down], n)
+                    dq = downQ8(down, n)
                     try gated(activation, n, dq)
                 }
                 normed = try residualProduct(down, gu, 2 * f, dq, n, through: through, post: post, p, last: i + 1 == launches.count,
@@ -903,7 +911,7 @@ final class CUDAForward {
             if !shape.adapterRows.isEmpty {
                 try applyLoRA(shape, [(pair(.ffnGate), gu, 2 * f), (pair(.ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: xp, ldx: ldx, k: k)
             }
-            let down = try matrix(.ffnDown, l), fq = q8(for: [down], n)
+            let down = try matrix(.ffnDown, l), fq = downQ8(down, n)
             try gated(activation, n, fq)
             try check(pkc_matmul_q8(ctx, down.type, down.ptr, down.rows, down.cols, gu, Int64(2 * f), fq.ptr, fq.stride, Int64(n), yp,
                                     Int64(ldy), 0), "matmul")
