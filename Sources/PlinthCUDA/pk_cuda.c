@@ -1394,11 +1394,12 @@ static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int6
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n);
 static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units);
 
-// The blocks of a GEMV launch: m rows of W of k weights, `rows` rows of x (matmul's geometry).
-static uint64_t gemv_blocks(const pkc_context *c, int64_t m, int64_t k, int64_t rows) {
-    const int lanes_log2 = gemv_lanes(c, m, k / 16);
-    const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
-    return blocks_for(m, (unsigned)((((int64_t)GEMV_WARPS * 32) >> lanes_log2) * r));
+// A GEMV launch's geometry for m rows of W of k weights and `rows` rows of x: its lanes per row
+// group (log2), rows of W per group and blocks.
+static uint64_t gemv_geometry(const pkc_context *c, int64_t m, int64_t k, int64_t rows, int *lanes_log2, int *r) {
+    *lanes_log2 = gemv_lanes(c, m, k / 16);
+    *r = gemv_rows_per_group(c, m, *lanes_log2, rows);
+    return blocks_for(m, (unsigned)((((int64_t)GEMV_WARPS * 32) >> *lanes_log2) * *r));
 }
 
 
@@ -1449,11 +1450,10 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     const int i8 = q && uses_int8(c, fi, m, k);
     int mm = (int)m, kk = (int)k;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
-    const int64_t units = k / 16;
     for (int64_t t0 = 0; t0 < n; t0 += GEMV_MAX_ROWS) {
         const int64_t rows = n - t0 < GEMV_MAX_ROWS ? n - t0 : GEMV_MAX_ROWS;
-        int lanes_log2 = gemv_lanes(c, m, units);
-        const int r = gemv_rows_per_group(c, m, lanes_log2, rows);
+        int lanes_log2, r;
+        const uint64_t blocks = gemv_geometry(c, m, k, rows, &lanes_log2, &r);
         const fmt_kernels *fk = &c->fk[fi];
         const CUfunction f = i8 ? (r == 1 ? fk->gemv8[rows - 1] : fk->gemv8_r[rows - 1])
                                 : (r == 1 ? fk->gemv[rows - 1] : fk->gemv_r[rows - 1]);
@@ -1478,7 +1478,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
         }
         rope_out rt = ro ? *ro : (rope_out){0};
         void *args[] = {&w, &mm, &kk, &row_bytes, &xt, &ld, &yt, &ldy, &lanes_log2, &add, &no, &rt};
-        st = launch(c, f, i8 ? "gemv8" : "gemv", gemv_blocks(c, m, k, rows), 1, GEMV_WARPS * 32, 0, args);
+        st = launch(c, f, i8 ? "gemv8" : "gemv", blocks, 1, GEMV_WARPS * 32, 0, args);
         if (st) return st;
     }
     return PKC_OK;
@@ -1556,7 +1556,10 @@ int pkc_matmul_runs_rope_store(pkc_context *c, const pkc_run *runs, int count, i
     rope_out ro = {y, rs->table, rs->bias, rs->cache.k, rs->cache.v, rs->slots, rs->positions, c->norm_count, ldy,
                    rs->cache.slot_stride, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims / 2, rs->neox, 0};
     uint64_t blocks = 0;
-    for (int i = 0; i < count && runs; i++) blocks += gemv_blocks(c, runs[i].m, k, n);
+    for (int i = 0; i < count && runs; i++) {
+        int lanes_log2, r;
+        blocks += gemv_geometry(c, runs[i].m, k, n, &lanes_log2, &r);
+    }
     if (blocks > 0xffffffffu) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs_rope_store: %llu blocks", (unsigned long long)blocks);
     ro.blocks = (unsigned)blocks;
     st = matmul_runs(c, runs, count, k, x, ldx, q, ldq, n, y, ldy, &ro);
@@ -1568,12 +1571,14 @@ int pkc_matmul_runs_rope_store(pkc_context *c, const pkc_run *runs, int count, i
     return st;
 }
 
-int pkc_set_rope_fused(pkc_context *c, int on) {
-    if (!c) return 0;
-    const int old = c->rope_fused;
-    c->rope_fused = on != 0;
+// A switch set to on (0 or 1); returns its previous setting.
+static int set_switch(int *flag, int on) {
+    const int old = *flag;
+    *flag = on != 0;
     return old;
 }
+
+int pkc_set_rope_fused(pkc_context *c, int on) { return c ? set_switch(&c->rope_fused, on) : 0; }
 
 int pkc_matmul_reads_q8(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
     const int fi = fmt_index(type);
@@ -1587,12 +1592,7 @@ int pkc_set_gemv_int8(pkc_context *c, int mode) {
     return old;
 }
 
-int pkc_set_norm_fused(pkc_context *c, int on) {
-    if (!c) return 0;
-    const int old = c->norm_fused;
-    c->norm_fused = on != 0;
-    return old;
-}
+int pkc_set_norm_fused(pkc_context *c, int on) { return c ? set_switch(&c->norm_fused, on) : 0; }
 
 int pkc_glu_rows(const pkc_context *c, int64_t n) { return c && n >= 1 && n <= 2 && n < c->gemm_min_rows; }
 

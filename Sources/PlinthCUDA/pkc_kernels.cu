@@ -925,20 +925,9 @@ extern "C" __global__ void __launch_bounds__(1024) pkc_qkv_norm_rope_store(float
         rms_row(v, g, v, head_dim, eps, nullptr, part);
         __syncthreads(); // the pairs below are other threads' values
     }
-    const bool is_v = h >= q_heads + kv_heads;
-    u16 *cache = h < q_heads ? nullptr : cache_head(h, q_heads, kv_heads, head_dim, kc, vc, slot_stride, slots[t], positions[t]);
-    for (int i = threadIdx.x; i < head_dim >> 1; i += blockDim.x) {
-        const bool rot = !is_v && i < pairs;
-        int ia, ib;
-        pair_index(rot, neox, i, pairs, ia, ib);
-        float x0 = __ldcg(v + ia), x1 = __ldcg(v + ib);
-        if (rot) rotate(table, t, pairs, i, x0, x1);
-        v[ia] = x0;
-        v[ib] = x1;
-        if (!cache) continue;
-        cache[ia] = f2h(x0);
-        cache[ib] = f2h(x1);
-    }
+    for (int i = threadIdx.x; i < head_dim >> 1; i += blockDim.x)
+        qkv_pair(x + (i64)t * stride, t, h, i, q_heads, kv_heads, head_dim, pairs, table, neox, nullptr, kc, vc, slot_stride, slots,
+                 positions);
 }
 extern "C" __global__ void pkc_add_bias(float *y, i64 ldy, const float *bias, int n, int m) {
     PKC_DEPENDENT();

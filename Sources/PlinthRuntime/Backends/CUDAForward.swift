@@ -591,7 +591,6 @@ final class CUDAForward {
         let eps = c.rmsEpsilon
         let scale = 1 / Float(c.headDim).squareRoot()
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
-        let glu = pkc_glu_fused(ctx, Int64(n)) != 0
         let groups = shape.adapterRows
         /// Whether a row of this step runs an adapter with a pair on one of layer l's `matrices`.
         func adapted(_ l: Int, _ matrices: [AdapterTarget.Matrix]) -> Bool {
@@ -642,7 +641,6 @@ final class CUDAForward {
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
             let gq = q8(for: lw.gateUp.runs.map(\.w), n)
             let woAdapted = adapted(l, [.attnOutput]), ffAdapted = adapted(l, [.ffnGate, .ffnUp]), downAdapted = adapted(l, [.ffnDown])
-            let fused = glu && lw.gateUp.runs.count == 1 && !ffAdapted
             try matmulAdd(lw.wo, attn, qDim, .none, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
             if woAdapted {
                 try lora([(layerPair(l, .attnOutput), x, e)], input: attn, ldx: qDim, k: qDim)
@@ -652,21 +650,10 @@ final class CUDAForward {
             let next: (pkc_ptr, Q8)? = l + 1 < layers.count ? (layers[l + 1].attnNorm, attnQ8[l + 1])
                 : wanted == n ? (outputNorm, oq) : nil
             let fusedNext = downAdapted ? nil : next
-            if fused {
-                // gate | up and silu(gate) × up in one launch; the down product then reads floats.
-                let w = lw.gateUp.runs[0].w
-                try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, h, Int64(e), gq.ptr, gq.stride, Int64(n), gu,
-                                         Int64(2 * f), 0), "gated matmul")
-                try matmulAdd(lw.down, gu, 2 * f, .none, n, x, e, norm: fusedNext?.0, fusedNext?.1 ?? .none)
-            } else {
-                let fq = downQ8(lw.down, n)
-                try matmul(lw.gateUp, h, e, gq, n, gu, 2 * f)
-                if ffAdapted {
-                    try lora([(layerPair(l, .ffnGate), gu, 2 * f), (layerPair(l, .ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: h, ldx: e, k: e)
-                }
-                try check(pkc_swiglu_q8(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), fq.ptr, fq.stride), "swiglu")
-                try matmulAdd(lw.down, gu, 2 * f, fq, n, x, e, norm: fusedNext?.0, fusedNext?.1 ?? .none)
-            }
+            let dq = try gatedProduct(lw, .silu, h, e, gq, n, adapt: !ffAdapted ? nil : { [self] in
+                try lora([(layerPair(l, .ffnGate), gu, 2 * f), (layerPair(l, .ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: h, ldx: e, k: e)
+            })
+            try matmulAdd(lw.down, gu, 2 * f, dq, n, x, e, norm: fusedNext?.0, fusedNext?.1 ?? .none)
             if downAdapted {
                 try lora([(layerPair(l, .ffnDown), x, e)], input: gu, ldx: 2 * f, k: f)
                 if let next { try norm(next.0, next.1) }
@@ -706,7 +693,7 @@ final class CUDAForward {
     /// whether the last launch normalized every row into h for the output (as the fused step's).
     private func runPlan(_ shape: StepShape, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws -> Bool {
         let c = config, n = shape.rows, groups = shape.adapterRows
-        let launches = plan.flatMap { p -> [PlannedLaunch] in
+        let launches = groups.isEmpty ? plan : plan.flatMap { p -> [PlannedLaunch] in
             let matrices: [LayerTensor] = switch p.kind {
             case .op, .attention: []
             case .product(_, let w, _, _): [w]
@@ -757,22 +744,11 @@ final class CUDAForward {
                 normed = try residualProduct(try matrix(w, p.layer), xp, ldx, q, n, through: through, post: post, p, last: i + 1 == launches.count,
                                              shape, normQ8: normQ8)
             case .feedForward(let input, let activation, let through, let post):
-                let lw = layers[p.layer], f = c.feedForwardLength
+                let lw = layers[p.layer]
                 let (xp, ldx, _) = place(input)
-                let down = try matrix(.ffnDown, p.layer)
-                var dq = Q8.none
-                if pkc_glu_fused(ctx, Int64(n)) != 0 && lw.gateUp.runs.count == 1 {
-                    // gate | up and the activation in one launch; the down product then reads floats.
-                    let w = lw.gateUp.runs[0].w
-                    try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, xp, Int64(ldx), q.ptr, q.stride, Int64(n), gu,
-                                             Int64(2 * f), activation == .geluTanh ? 1 : 0), "gated matmul")
-                } else {
-                    try matmul(lw.gateUp, xp, ldx, q, n, gu, 2 * f)
-                    dq = downQ8(down, n)
-                    try gated(activation, n, dq)
-                }
-                normed = try residualProduct(down, gu, 2 * f, dq, n, through: through, post: post, p, last: i + 1 == launches.count,
-                                             shape, normQ8: normQ8)
+                let dq = try gatedProduct(lw, activation, xp, ldx, q, n)
+                normed = try residualProduct(lw.down, gu, 2 * c.feedForwardLength, dq, n, through: through, post: post, p,
+                                             last: i + 1 == launches.count, shape, normQ8: normQ8)
             }
         }
         return normed
@@ -851,11 +827,25 @@ final class CUDAForward {
                                        attn, Int64(qDim)), "attention")
     }
 
-    /// gu's gate half = activation(gate) × up over n rows, and its int8 rows `q` (where given).
-    private func gated(_ activation: Activation, _ n: Int, _ q: Q8) throws {
+    /// gu = gate | up of n rows of `input` (int8 rows `q` or none), its gate half then
+    /// activation(gate) × up: in one launch where the gated product runs fused (1 or 2 rows, gate and
+    /// up one run) and no `adapt` adds adapters' deltas to gate | up before the activation. Returns
+    /// the int8 rows the down product reads (``downQ8(_:_:)``).
+    private func gatedProduct(_ lw: Layer, _ activation: Activation, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int,
+                              adapt: (() throws -> Void)? = nil) throws -> Q8 {
         let f = config.feedForwardLength, fl = pkc_ptr(MemoryLayout<Float>.stride)
+        if adapt == nil, pkc_glu_fused(ctx, Int64(n)) != 0, lw.gateUp.runs.count == 1 {
+            let w = lw.gateUp.runs[0].w
+            try check(pkc_matmul_glu(ctx, w.type, w.ptr, w.rows / 2, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), gu, Int64(2 * f),
+                                     activation == .geluTanh ? 1 : 0), "gated matmul")
+            return .none
+        }
+        try matmul(lw.gateUp, input, ldx, q, n, gu, 2 * f)
+        try adapt?()
+        let dq = downQ8(lw.down, n)
         let fn = activation == .silu ? pkc_swiglu_q8 : pkc_geglu_q8
-        try check(fn(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), q.ptr, q.stride), "gated activation")
+        try check(fn(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), dq.ptr, dq.stride), "gated activation")
+        return dq
     }
 
     /// One recorded operation of layer l, as recorded: `q` the int8 rows of its products' input
@@ -906,13 +896,10 @@ final class CUDAForward {
             try check(pkc_store_kv(ctx, &cache, kp, Int64(ldk), vp, Int64(ldv), Int64(n), slots, positions), "store_kv")
             try attend(layer: l, shape, window: window, scale: scale, slots: slots, kvLen: kvLen)
         case .feedForward(let input, let activation, let target):
-            let (xp, ldx, k) = place(input), (yp, ldy, _) = place(target)
-            try matmul(lw.gateUp, xp, ldx, q, n, gu, 2 * f)
-            if !shape.adapterRows.isEmpty {
+            let (xp, ldx, k) = place(input), (yp, ldy, _) = place(target), down = lw.down
+            let fq = try gatedProduct(lw, activation, xp, ldx, q, n, adapt: shape.adapterRows.isEmpty ? nil : { [self] in
                 try applyLoRA(shape, [(pair(.ffnGate), gu, 2 * f), (pair(.ffnUp), gu + pkc_ptr(f) * fl, 2 * f)], input: xp, ldx: ldx, k: k)
-            }
-            let down = try matrix(.ffnDown, l), fq = downQ8(down, n)
-            try gated(activation, n, fq)
+            })
             try check(pkc_matmul_q8(ctx, down.type, down.ptr, down.rows, down.cols, gu, Int64(2 * f), fq.ptr, fq.stride, Int64(n), yp,
                                     Int64(ldy), 0), "matmul")
             if !shape.adapterRows.isEmpty {
