@@ -26,7 +26,7 @@ LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu "$out/test_cuda" "$tmp/plinth-cuda
 if [ -e "$root/.build/release/PlinthPackageTests.xctest" ]; then
     log=$tmp/plinth-cuda-emu-swift.log
     # A test skipped here (no device opened, no model) would pass vacuously: that is a failure.
-    tests="autoPicksCUDA smolLM2Reference cpuAgreement topCandidates decodeAgreement adapters peftAdapter tinyGemma recordedMatchesFused"
+    tests="autoPicksCUDA smolLM2Reference cpuAgreement topCandidates decodeAgreement adapters peftAdapter tinyGemma recordedMatchesFused launchesPerStep"
     if ! (cd "$root" && LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu swift test -c release -Xswiftc -enable-testing \
         --skip-build --filter "CUDABackendTests/($(echo $tests | tr ' ' '|'))") >"$log" 2>&1 ||
         grep -q ' skipped' "$log" || [ "$(grep -c '✔ Test "' "$log")" -ne "$(echo $tests | wc -w)" ]; then

@@ -866,6 +866,74 @@ static void test_rms_norm(pkc_context *c) {
         }
 }
 
+// pkc_embed_norm_rope against pkc_get_rows, pkc_rms_norm_q8 and pkc_rope_table one after another:
+// the gathered rows, the normed rows, their int8 rows and the table bit for bit, with and
+// without the int8 rows and the table, ids out of range included.
+static void test_embed_norm_rope(pkc_context *c) {
+    struct { int type; int64_t k; } cases[] = {{PK_Q8_0, 576}, {PK_Q4_1, 576}, {PK_Q5_0, 896}, {PK_Q6_K, 1536},
+                                               {PK_F16, 2048}, {PK_F32, 64}};
+    static const int64_t nsz[] = {1, 2, 9};
+    int32_t ids[9] = {5, 0, 36, -1, 17, 5, 37, 2, 30}, pos[9];
+    for (int i = 0; i < 9; i++) pos[i] = i == 0 ? 0 : (int32_t)(rng_u64() % 32768);
+    pkc_ptr dids = dev_upload(c, ids, sizeof ids), dpos = dev_upload(c, pos, sizeof pos);
+    const int64_t m = 37;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int b = 0; b < 3; b++)
+            for (int variant = 0; variant < 2; variant++) { // 0: int8 rows and a table; 1: neither
+                const int type = cases[ci].type;
+                const int64_t k = cases[ci].k, n = nsz[b], ldo = k + 4, ldy = k + 8, rd = 64;
+                const size_t rb = pkc_row_bytes(type, k);
+                uint8_t *wt = malloc(rb * (size_t)m);
+                random_weights(type, wt, m, k);
+                float *g = host_floats(k);
+                fill_normal(g, k, 1.0f);
+                const int64_t ldq = variant == 0 && k % 32 == 0 ? (int64_t)pkc_q8_row_bytes(k) : 0;
+                pkc_ptr dw = dev_upload(c, wt, rb * (size_t)m), dg = dev_upload(c, g, (size_t)k * 4);
+                pkc_ptr dx[2], dy[2], dq[2] = {0, 0}, dt[2] = {0, 0};
+                for (int j = 0; j < 2; j++) {
+                    dx[j] = dev_alloc(c, (size_t)(n * ldo) * 4);
+                    dy[j] = dev_alloc(c, (size_t)(n * ldy) * 4);
+                    CHECK(c, pkc_memset(c, dx[j], 0, (size_t)(n * ldo) * 4));
+                    CHECK(c, pkc_memset(c, dy[j], 0, (size_t)(n * ldy) * 4));
+                    if (ldq) {
+                        dq[j] = dev_alloc(c, (size_t)(n * ldq));
+                        CHECK(c, pkc_memset(c, dq[j], 0, (size_t)(n * ldq)));
+                    }
+                    if (variant == 0) {
+                        dt[j] = dev_alloc(c, (size_t)(n * rd) * 4);
+                        CHECK(c, pkc_memset(c, dt[j], 0, (size_t)(n * rd) * 4));
+                    }
+                }
+                CHECK(c, pkc_get_rows(c, type, dw, m, k, dids, n, dx[0], ldo));
+                CHECK(c, pkc_rms_norm_q8(c, dx[0], ldo, dg, dy[0], ldy, n, k, 1e-5f, dq[0], ldq));
+                if (dt[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, 1000000.0f, dt[0]));
+                CHECK(c, pkc_embed_norm_rope(c, type, dw, m, k, dids, n, dx[1], ldo, dg, dy[1], ldy, 1e-5f, dq[1], ldq, dpos,
+                                             (int)rd, 1000000.0f, dt[1]));
+                int64_t bad = 0;
+                const pkc_ptr *bufs[] = {dx, dy, dq, dt};
+                const int64_t sizes[] = {n * ldo * 4, n * ldy * 4, n * ldq, dt[0] ? n * rd * 4 : 0};
+                for (int j = 0; j < 4; j++) {
+                    if (!sizes[j]) continue;
+                    uint8_t *a = malloc((size_t)sizes[j]), *bb = malloc((size_t)sizes[j]);
+                    CHECK(c, pkc_download(c, a, bufs[j][0], (size_t)sizes[j]));
+                    CHECK(c, pkc_download(c, bb, bufs[j][1], (size_t)sizes[j]));
+                    for (int64_t i = 0; i < sizes[j]; i++) bad += a[i] != bb[i];
+                    free(a); free(bb);
+                }
+                report(bad == 0, "embed_norm_rope %-4s k=%lld n=%lld %s: %lld bytes differ from get_rows + rms_norm_q8 + rope_table (tol exact)",
+                       type_name(type), (long long)k, (long long)n, variant == 0 ? "with int8 rows and table" : "rows only",
+                       (long long)bad);
+                for (int j = 0; j < 2; j++) {
+                    pkc_free(c, dx[j]); pkc_free(c, dy[j]);
+                    if (dq[j]) pkc_free(c, dq[j]);
+                    if (dt[j]) pkc_free(c, dt[j]);
+                }
+                pkc_free(c, dw); pkc_free(c, dg);
+                free(wt); free(g);
+            }
+    pkc_free(c, dids); pkc_free(c, dpos);
+}
+
 static void test_rope(pkc_context *c) {
     struct { int heads, head_dim, rope_dims, neox; float base; const char *name; } cases[] = {
         {9, 64, 64, 0, 10000.0f, "smol q (normal)"}, {3, 64, 64, 0, 10000.0f, "smol k (normal)"},
@@ -1859,6 +1927,7 @@ int main(int argc, char **argv) {
     test_dequantize(c);
     test_rms_norm(c);
     test_rope(c);
+    test_embed_norm_rope(c);
     test_swiglu_add(c);
     test_gemma_ops(c);
     test_argmax_rows(c);

@@ -199,7 +199,7 @@ struct pkc_graph {
 typedef struct fmt_kernels {
     CUmodule module; // NULL until loaded
     // gemv_r[n - 1]: the variant of two rows of W per lane group at n rows of x (n = 1, 2).
-    CUfunction gemv[GEMV_MAX_ROWS], gemv_r[2], dq32, dq16, rows;
+    CUfunction gemv[GEMV_MAX_ROWS], gemv_r[2], dq32, dq16, rows, embed;
     // The int8-row GEMVs of the quantized formats (NULL for the float ones).
     CUfunction gemv8[GEMV_MAX_ROWS], gemv8_r[2];
     // The gated products (pkc_matmul_glu) at 1 and 2 rows of x: float x, int8 x.
@@ -701,7 +701,9 @@ static int get_format_functions(pkc_context *c, int i, CUmodule m) {
     snprintf(name, sizeof name, "pkc_dequant_f16_%s", nm);
     if ((st = get_function(c, m, &f->dq16, name))) return st;
     snprintf(name, sizeof name, "pkc_get_rows_%s", nm);
-    return get_function(c, m, &f->rows, name);
+    if ((st = get_function(c, m, &f->rows, name))) return st;
+    snprintf(name, sizeof name, "pkc_embed_norm_rope_%s", nm);
+    return get_function(c, m, &f->embed, name);
 }
 
 // Loads a module's cubin and takes its functions; the module is kept only when both work.
@@ -1212,6 +1214,7 @@ static int launch(pkc_context *c, CUfunction f, const char *name, uint64_t gx, u
         r = c->cu.LaunchKernel(f, (unsigned)gx, gy, 1, block, 1, 1, shared, c->stream, args, NULL);
     }
     c->kernel_last = r == CUDA_SUCCESS ? c->stream : NULL;
+    if (r == CUDA_SUCCESS) c->info.kernel_launches++;
     if (r != CUDA_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "launch of %s", name);
@@ -1221,6 +1224,18 @@ static int launch(pkc_context *c, CUfunction f, const char *name, uint64_t gx, u
 }
 
 static uint64_t blocks_for(int64_t threads, unsigned block) { return (uint64_t)((threads + block - 1) / block); }
+
+// A row's norm block: a thread per value up to 1024, so one load of x per thread in each pass,
+// no loop (a decode step's norm is one block, a chain of latencies).
+static unsigned norm_threads(int64_t k) { return k >= 1024 ? 1024u : (unsigned)((k + 31) / 32 * 32); }
+
+// Checks an int8 row buffer's arguments (when q is given).
+static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int64_t ldq) {
+    if (q && (k % 32 != 0 || ldq < (int64_t)pkc_q8_row_bytes(k) || ldq % 16 != 0 || q % 16 != 0))
+        return fail(c, PKC_ERR_INVALID, "%s: int8 rows need k a multiple of 32, ldq >= pkc_q8_row_bytes(k) and 16-byte alignment",
+                    what);
+    return PKC_OK;
+}
 
 int pkc_supports_type(int type) { return fmt_index(type) >= 0; }
 
@@ -1271,6 +1286,27 @@ int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_
     int kk = (int)k;
     void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &n, &out, &ldo};
     return launch(c, c->fk[i].rows, "get_rows", blocks_for(n * (k / 16), 256), 1, 256, 0, args);
+}
+
+int pkc_embed_norm_rope(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
+                        pkc_ptr out, int64_t ldo, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q, int64_t ldq,
+                        pkc_ptr positions, int rope_dims, float freq_base, pkc_ptr rope_table) {
+    ENTER(c);
+    const int i = check_weights(c, "pkc_embed_norm_rope", type, table, k);
+    if (i < 0) return -i;
+    if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k ||
+        (rope_table && (rope_dims <= 0 || rope_dims % 2 != 0)))
+        return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4) or out alignment");
+    int st = check_q8(c, "pkc_embed_norm_rope", k, q, ldq);
+    if (st) return st;
+    int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
+    int kk = (int)k, pairs = rope_dims / 2;
+    // pkc_rope_table's angle step (the host's powf, as the CPU's)
+    float theta_scale = rope_table ? powf(freq_base, -2.0f / (float)rope_dims) : 0.0f;
+    void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &out, &ldo, &w, &y, &ldy, &eps, &q, &ldq, &positions, &pairs,
+                    &theta_scale, &rope_table};
+    // pkc_rms_norm's block: a thread per value up to 1024.
+    return launch(c, c->fk[i].embed, "embed_norm_rope", (uint64_t)n, 1, norm_threads(k), 0, args);
 }
 
 int pkc_set_gemv_rows_per_group(pkc_context *c, int rows) {
@@ -1382,14 +1418,6 @@ int pkc_matmul_post_norm(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t
 int64_t pkc_gemm_min_rows(const pkc_context *c) { return c ? c->gemm_min_rows : 0; }
 
 size_t pkc_q8_row_bytes(int64_t k) { return k <= 0 ? 0 : ((size_t)k + (size_t)(k / 32) * 4 + 15) / 16 * 16; }
-
-// Checks an int8 row buffer's arguments (when q is given).
-static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int64_t ldq) {
-    if (q && (k % 32 != 0 || ldq < (int64_t)pkc_q8_row_bytes(k) || ldq % 16 != 0 || q % 16 != 0))
-        return fail(c, PKC_ERR_INVALID, "%s: int8 rows need k a multiple of 32, ldq >= pkc_q8_row_bytes(k) and 16-byte alignment",
-                    what);
-    return PKC_OK;
-}
 
 static int gemv_rows_per_group(const pkc_context *c, int64_t m, int lanes_log2, int64_t n);
 static int gemv_lanes(const pkc_context *c, int64_t m, int64_t units);
@@ -1669,10 +1697,7 @@ static int rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y
     if (st) return st;
     int kk = (int)k;
     void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps, &q, &ldq, &heads};
-    // A thread per value up to 1024: one load of x per thread in each pass, no loop (a decode
-    // step's norm is one block, a chain of latencies).
-    const unsigned threads = k >= 1024 ? 1024u : (unsigned)((k + 31) / 32 * 32);
-    return launch(c, c->rms, "rms_norm", (uint64_t)(n * heads), 1, threads, 0, args);
+    return launch(c, c->rms, "rms_norm", (uint64_t)(n * heads), 1, norm_threads(k), 0, args);
 }
 
 int pkc_quantize_q8(pkc_context *c, pkc_ptr x, int64_t ldx, int64_t n, int64_t k, pkc_ptr q, int64_t ldq) {

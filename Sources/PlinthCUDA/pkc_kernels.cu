@@ -344,16 +344,12 @@ template <int T> __device__ __forceinline__ float dq(float sc, float q, float of
 
 // ---- dequantization ---------------------------------------------------------------------------
 
-// One thread per unit of n rows x k weights: f32 (dst row stride ldd) or f16 (OUT16).
+// Unit u (16 weights) of row r of the output: f32 (dst row stride ldd) or f16 (OUT16), from
+// source row r, or ids[r] (rows of zeros for ids outside [0, n_rows)).
 template <int T, int OUT16>
-__device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 n, int k, void *dst, i64 ldd,
-                                              const int *ids, i64 n_rows) {
+__device__ __forceinline__ void dequant_unit(const u8 *src, i64 row_bytes, i64 r, int u, void *dst, i64 ldd, const int *ids,
+                                             i64 n_rows) {
     typedef Fmt<T> F;
-    const int units = k / 16;
-    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= n * units) return;
-    const i64 r = idx / units;
-    const int u = (int)(idx - r * units);
     const int blk = u / F::UPB, sub = u % F::UPB;
     i64 srow = r;
     bool zero = false;
@@ -380,6 +376,17 @@ __device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 
             d[0] = v[0]; d[1] = v[1]; d[2] = v[2]; d[3] = v[3];
         }
     }
+}
+
+// One thread per unit of n rows x k weights.
+template <int T, int OUT16>
+__device__ __forceinline__ void dequant_units(const u8 *src, i64 row_bytes, i64 n, int k, void *dst, i64 ldd,
+                                              const int *ids, i64 n_rows) {
+    const int units = k / 16;
+    const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n * units) return;
+    const i64 r = idx / units;
+    dequant_unit<T, OUT16>(src, row_bytes, r, (int)(idx - r * units), dst, ldd, ids, n_rows);
 }
 
 // ---- GEMV: y[t][r] = W[r] . x[t] for t < N ------------------------------------------------------
@@ -801,6 +808,34 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
     }
 }
 
+// Entry (t, i) of a RoPE table: the angle of pair i advances by repeated multiplication from the
+// position, as pk_rope_table does (so the angles are the CPU's bits; only cos/sin may differ by
+// an ulp or two).
+__device__ __forceinline__ void rope_entry(const int *positions, int t, int i, int pairs, float theta_scale, float *table) {
+    float theta = (float)positions[t];
+    for (int j = 0; j < i; j++) theta = __fmul_rn(theta, theta_scale);
+    float s, c;
+    sincosf(theta, &s, &c);
+    table[(i64)t * 2 * pairs + 2 * i] = c;
+    table[(i64)t * 2 * pairs + 2 * i + 1] = s;
+}
+
+// The step's first launches in one (pkc_embed_norm_rope): block t gathers row ids[t] of the
+// table into x (pkc_get_rows), fills row t of the RoPE table (pkc_rope_table; table nullptr:
+// none), then normalizes its row into y and the int8 row q (pkc_rms_norm_q8), bit for bit.
+template <int T>
+__device__ __forceinline__ void embed_norm_rope(const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x,
+                                                i64 ldx, const float *w, float *y, i64 ldy, float eps, i8 *q, i64 ldq,
+                                                const int *positions, int pairs, float theta_scale, float *table) {
+    __shared__ double part[32];
+    const int t = blockIdx.x;
+    for (int u = threadIdx.x; u < k / 16; u += blockDim.x) dequant_unit<T, 0>(src, row_bytes, t, u, x, ldx, ids, n_rows);
+    if (table)
+        for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, theta_scale, table);
+    __syncthreads(); // the row, written by every thread
+    rms_row(x + (i64)t * ldx, w, y + (i64)t * ldy, k, eps, q ? q + (i64)t * ldq : nullptr, part);
+}
+
 // ---- the core module: everything that is not per format -----------------------------------------
 
 #if PKC_FORMAT < 0
@@ -830,19 +865,12 @@ extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, 
     rms_row(x + t * ldx + hk, w, y + t * ldy + hk, k, eps, q ? q + t * ldq : nullptr, part);
 }
 
-// The angle of pair i advances by repeated multiplication from the position, as pk_rope_table
-// does (so the angles are the CPU's bits; only cos/sin may differ by an ulp or two).
 extern "C" __global__ void pkc_rope_table(const int *positions, int n, int pairs, float theta_scale, float *table) {
     PKC_DEPENDENT();
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= n * pairs) return;
-    const int t = idx / pairs, i = idx - t * pairs;
-    float theta = (float)positions[t];
-    for (int j = 0; j < i; j++) theta = __fmul_rn(theta, theta_scale);
-    float s, c;
-    sincosf(theta, &s, &c);
-    table[(i64)t * 2 * pairs + 2 * i] = c;
-    table[(i64)t * 2 * pairs + 2 * i + 1] = s;
+    const int t = idx / pairs;
+    rope_entry(positions, t, idx - t * pairs, pairs, theta_scale, table);
 }
 
 extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int head_dim, int pairs, const float *table,
@@ -1431,6 +1459,13 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
                                                    i64 n, float *dst, i64 ldd) {                             \
         PKC_DEPENDENT();                                                                                     \
         dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, ids, n_rows);                                   \
+    }                                                                                                        \
+    extern "C" __global__ void __launch_bounds__(1024) pkc_embed_norm_rope_##NAME(                             \
+        const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x, i64 ldx, const float *w, float *y, \
+        i64 ldy, float eps, i8 *q, i64 ldq, const int *positions, int pairs, float theta_scale, float *table) {  \
+        PKC_DEPENDENT();                                                                                     \
+        embed_norm_rope<T>(src, row_bytes, n_rows, k, ids, x, ldx, w, y, ldy, eps, q, ldq, positions, pairs,     \
+                           theta_scale, table);                                                              \
     }                                                                                                        \
     GEMV_ALL(T, NAME, gemv, 0)
 

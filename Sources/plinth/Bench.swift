@@ -95,7 +95,7 @@ struct Bench: ParsableCommand {
             var rng = RandomSource(seed: seed)
             let ids = try adapters.map { try context.attach(LoRAAdapter(named: $0, for: transformer)) }
             if !ids.isEmpty && parallel == nil { throw ValidationError("--adapter needs --parallel") }
-            let runner = BenchRunner(context: context, vocabularySize: config.vocabularySize, adapters: ids)
+            var runner = BenchRunner(context: context, vocabularySize: config.vocabularySize, adapters: ids)
             var results: [BenchResult] = []
             if let parallel {
                 results = try runner.batched(sequences: parallel, prompt: promptTokens, gen: genTokens,
@@ -113,7 +113,9 @@ struct Bench: ParsableCommand {
                                      threads: context.threadCount, repetitions: repetitions,
                                      parallel: parallel, contextLength: context.contextLength,
                                      peakRSSBytes: peakRSSBytes(), weights: describe(transformer.weights.packing),
-                                     backend: context.deviceName.map { "cuda (\($0))" } ?? context.backend.rawValue,
+                                     backend: context.deviceName.map { name in
+                                         "cuda (\(name)\(runner.stepKernels.map { ", \($0) kernels a decode step" } ?? ""))"
+                                     } ?? context.backend.rawValue,
                                      results: results)
             FileHandle.standardOutput.write(Data((json ? report.json() : report.table()).utf8))
         }
@@ -187,6 +189,8 @@ struct BenchRunner {
     let vocabularySize: Int
     /// Attached adapters, sequence i of a batched test running adapters[i % count].
     var adapters: [Int] = []
+    /// Kernels a single-sequence decode step launches on a GPU (the tg test's warm-up step).
+    private(set) var stepKernels: Int?
 
     private func adapter(_ sequence: Int) -> Int { adapters.isEmpty ? 0 : adapters[sequence % adapters.count] }
 
@@ -208,15 +212,20 @@ struct BenchRunner {
         return BenchResult(test: "pp\(n)", kind: "pp", promptTokens: n, genTokens: 0, sequences: 1, samples: samples)
     }
 
-    func generation(_ n: Int, repetitions: Int, warmup: Bool, rng: inout RandomSource) throws -> BenchResult {
+    mutating func generation(_ n: Int, repetitions: Int, warmup: Bool, rng: inout RandomSource) throws -> BenchResult {
         var samples: [Double] = []
         for rep in (warmup ? -1 : 0)..<repetitions {
             context.reset(slot: 0)
             let first = randomTokens(1, &rng)[0]
             let steps = rep < 0 ? 1 : n // like llama-bench, the warm-up is a single step
+            let launched = context.kernelLaunches
             let t0 = DispatchTime.now().uptimeNanoseconds
             try benchPhaseGeneration(context, first, steps)
             let t1 = DispatchTime.now().uptimeNanoseconds
+            // The warm-up step is its shape's first, run directly: its launches are a decode step's.
+            if rep < 0, let before = launched, let after = context.kernelLaunches, after > before {
+                stepKernels = Int(after - before)
+            }
             if rep >= 0 { samples.append(Double(n) * 1e9 / Double(max(t1 - t0, 1))) }
             progress("tg\(n)", rep, repetitions, samples.last)
         }

@@ -399,6 +399,44 @@ struct CUDABackendTests {
         #expect(differing == 0, "\(differing) of \(compared) logit rows differ between the recorded and the fused step")
     }
 
+    /// What a decode step launches, counted, so that a fused launch that stops fusing (its
+    /// results are the same bits) shows here. The tiny Llama's step, at one row and at two: one
+    /// launch for the embedding, the first norm and the RoPE table; five a layer (q|k|v with RoPE
+    /// and the cache store in its last block, attention, the output product with the residual add
+    /// and the feed-forward norm, the gated product, the down product with the add and the next
+    /// norm); the output product and the argmax. The tiny Gemma 3's planned step: six a layer
+    /// (q|k|v, the head norms with RoPE and the store, attention, the output product with its
+    /// post-norm, add and next norm, the gated GEGLU product, the down product likewise) and
+    /// eight more (the embedding, its scale, two RoPE tables, the first norm, the output product,
+    /// the softcap, the argmax).
+    @Test("A decode step launches what the fused launches promise", .enabled(if: unavailable == nil, noGPU),
+          arguments: zip([GGMLType.f32, .q8_0, .f32], ["llama", "llama", "gemma3"]))
+    func launchesPerStep(weights: GGMLType, family: String) throws {
+        let transformer = try Self.tinyModel(weights, family: family)
+        let gpu = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda)
+        let layers = transformer.config.layerCount
+        let expected = family == "gemma3" ? 6 * layers + 8 : 5 * layers + 3
+        let prompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
+        var b = Batch()
+        for slot in 0..<2 {
+            for (p, t) in prompt.enumerated() { b.add(t, position: p, slot: slot, logits: p == prompt.count - 1) }
+        }
+        try gpu.forward(b)
+        var length = [prompt.count, prompt.count]
+        for rows in [1, 2] {
+            b = Batch()
+            for slot in 0..<rows {
+                b.add(Int32(3 + slot), position: length[slot], slot: slot, logits: true, use: .argmax(allowed: nil))
+                length[slot] += 1
+            }
+            // The shape's first step runs directly: every launch counts once.
+            let before = try #require(gpu.kernelLaunches)
+            try gpu.forward(b)
+            let launched = try #require(gpu.kernelLaunches) - before
+            #expect(launched == UInt64(expected), "\(family) \(weights.name), \(rows) rows: \(launched) kernels a step, not \(expected)")
+        }
+    }
+
     /// The PEFT fixture's adapter (rank 2 on every layer matrix of SmolLM2) beside rows without
     /// it: the prompts in one step, then decoding at two rows; every row's logits within
     /// `decodeAgreement`'s tolerance of the CPU's, the adapter's effect larger than that.

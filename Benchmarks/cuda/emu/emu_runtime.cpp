@@ -547,7 +547,33 @@ void do_gemm(const Gemm &g) {
         }
 }
 
+// PKC_EMU_TRACE=FILE: one line per operation run (a kernel's name, grid and block; copies,
+// memsets and GEMMs by kind) and one per graph replayed, to count what a step launches.
+static FILE *trace_file() {
+    static FILE *f = [] {
+        const char *path = getenv("PKC_EMU_TRACE");
+        return path && *path ? fopen(path, "w") : nullptr;
+    }();
+    return f;
+}
+static void trace(const Op &op) {
+    FILE *f = trace_file();
+    if (!f) return;
+    switch (op.kind) {
+    case Op::kernel:
+        fprintf(f, "kernel %s %ux%ux%u %ux%ux%u\n", op.launch.kernel->name, op.launch.grid[0], op.launch.grid[1],
+                op.launch.grid[2], op.launch.threads[0], op.launch.threads[1], op.launch.threads[2]);
+        break;
+    case Op::copy: fprintf(f, "copy %zu\n", op.bytes); break;
+    case Op::set: fprintf(f, "memset %zu\n", op.bytes); break;
+    case Op::gemm: fprintf(f, "gemm %dx%dx%d\n", op.blas.m, op.blas.n, op.blas.k); break;
+    default: break;
+    }
+    fflush(f);
+}
+
 CUresult execute(Op &op) {
+    trace(op);
     switch (op.kind) {
     case Op::kernel: {
         std::vector<void *> args(op.launch.values.size());
@@ -878,6 +904,7 @@ CUresult cuGraphLaunch(void *exec, void *s) {
     Graph *g = static_cast<Graph *>(exec);
     Stream *st = stream_of(s);
     if (st->capture) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (FILE *f = trace_file()) fprintf(f, "graph %zu\n", g->ops.size());
     for (Op &op : g->ops) {
         const CUresult r = execute(op);
         if (r != CUDA_SUCCESS) return r;

@@ -76,6 +76,9 @@ typedef struct pkc_device_info {
     int dependent_launch;
     char dependent_launch_off[512];
     unsigned long long dependent_launches; // kernels launched so far to overlap the one before
+    // Kernels launched so far, those captured into graphs included (a graph's replays are not
+    // launches): the difference across a captured step is the kernels that step's graph holds.
+    unsigned long long kernel_launches;
 } pkc_device_info;
 int pkc_device_info_get(pkc_context *ctx, pkc_device_info *info);
 
@@ -141,6 +144,12 @@ int pkc_dequantize(pkc_context *ctx, int type, pkc_ptr src, int64_t n, int64_t k
 // ids (int32, device). Ids outside [0, n_rows) give a row of zeros.
 int pkc_get_rows(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                  pkc_ptr out, int64_t ldo);
+// A step's first three launches in one, bit for bit: pkc_get_rows into out, pkc_rms_norm_q8 of
+// out by w into y (and the int8 rows q; 0: none), and pkc_rope_table of the n positions into
+// rope_table (0: no table). A block per row.
+int pkc_embed_norm_rope(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
+                        pkc_ptr out, int64_t ldo, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q, int64_t ldq,
+                        pkc_ptr positions, int rope_dims, float freq_base, pkc_ptr rope_table);
 
 // y[t*ldy + r] = sum_i W[r][i] * x[t*ldx + i] for t < n, r < m: the m x k weights W of `type`
 // times n rows of x. Below the crossover (pkc_set_gemm_min_rows; default measured on an H100)

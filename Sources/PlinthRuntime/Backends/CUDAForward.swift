@@ -24,6 +24,11 @@ final class CUDAForward {
     private let kvDim: Int, qDim: Int
     /// Device description for messages ("NVIDIA H100 80GB HBM3, sm_90").
     let deviceName: String
+    /// Kernels launched so far, those captured into graphs included (a replay launches none).
+    var kernelLaunches: UInt64 {
+        var info = pkc_device_info()
+        return pkc_device_info_get(ctx, &info) == 0 ? UInt64(info.kernel_launches) : 0
+    }
 
     /// A matrix on the device.
     private struct Matrix {
@@ -581,8 +586,8 @@ final class CUDAForward {
     /// for every step of one ``StepShape``: what differs between such steps is in device memory.
     private func compute(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr, rows: pkc_ptr,
                          maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr) throws {
-        try embed(shape, ids: ids, positions: positions)
         guard plan.isEmpty else {
+            try embed(shape, ids: ids, positions: positions)
             let normed = try runPlan(shape, positions: positions, slots: slots, kvLen: kvLen)
             return try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: normed)
         }
@@ -608,7 +613,16 @@ final class CUDAForward {
         // unless an adapter's product must be added first.
         let attnQ8 = layers.map { q8(for: $0.qkv.runs.map(\.w), n) }
         let oq = q8(for: [output], wanted)
-        try norm(layers[0].attnNorm, attnQ8[0])
+        // The embedding, the RoPE table and the first norm in one launch, unless an adapter adds
+        // to the embedding first.
+        if embeddingScale == nil, ropes.count == 1, !groups.contains(where: { adapters[$0.id]?.embedding != nil }) {
+            try check(pkc_embed_norm_rope(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e),
+                                          layers[0].attnNorm, h, Int64(e), eps, attnQ8[0].ptr, attnQ8[0].stride, positions,
+                                          Int32(c.ropeDims), ropes[0].base, ropeTables[0]), "embedding")
+        } else {
+            try embed(shape, ids: ids, positions: positions)
+            try norm(layers[0].attnNorm, attnQ8[0])
+        }
         for (l, lw) in layers.enumerated() {
             let aq = attnQ8[l]
             var cache = cacheOf(l)

@@ -18,6 +18,9 @@ public final class InferenceContext {
     public let backend: Backend
     /// The GPU running the step, e.g. "NVIDIA H100 80GB HBM3, sm_90"; nil on the CPU.
     public var deviceName: String? { device?.deviceName }
+    /// Kernels the GPU step has launched so far; nil on the CPU. A step's first run launches
+    /// its kernels and its capture into a graph counts them again; replays count nothing.
+    public var kernelLaunches: UInt64? { device?.kernelLaunches }
     /// Tokens stored in each slot's cache.
     public private(set) var slotLengths: [Int]
 
