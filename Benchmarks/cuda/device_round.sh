@@ -17,7 +17,8 @@
 #   kernels-quick    test_cuda --quick (every kernel, two shapes) and first-use NVRTC times
 #   bench-M          plinth bench: tg128 and pp512 (-r 5), batched decode of 64 sequences
 #   llama-M          llama-bench and llama-batched-bench (CUDA) on the same file
-#   ablate-M         tg128 with graphs, the fused norm, the fused GLU, the side stream, dependent launch off
+#   ablate-M         tg128 with graphs, the fused norm, the fused GLU, the side stream, dependent launch, the fused
+#                    RoPE off; qwen-rep's batched decode without the f16 weight copies
 #   eval             plinth eval: 6,000 clauses at --parallel 256; sampled with and without top-k on the device
 #   fidelity         SmolLM2 against its F32 reference (KL divergence), CPU and CUDA paths
 #   agree            CUDA against CPU: greedy chat text (8 prompts), plinth eval's values (600 clauses)
@@ -199,6 +200,10 @@ ablate_model() { # M: each launch-saving change off, one at a time: what it is w
     PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_PDL=0 bench "$m-single-nopdl" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_ROPE_FUSED=0 bench "$m-single-norope" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    # The GEMM path (the batch's prompts and its 64-row decode) dequantizing every product's
+    # weights at each step, as before the f16 copies (Qwen's shape only: the lease is short).
+    [ "$m" = qwen-rep ] && PLINTH_CUDA_F16_WEIGHTS=0 bench "$m-batched64-nof16" -m "$f" --backend cuda --parallel $BPAR \
+        -p $BPP -n $BTG -r $((REPS > 3 ? 3 : REPS))
     # And once more as it ships, last, so that drift over the stage shows.
     bench "$m-single-again" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
 }
@@ -375,6 +380,13 @@ for m in ("qwen-rep", "smollm2"):
     if base and offs:
         print(f"{m} tg{tg} with one launch saving off, against {base:,.1f} t/s as shipped: "
               + ", ".join(f"no{n} {v:,.1f} ({v / base:.2f}×)" for n, v in offs))
+for m in ("qwen-rep", "smollm2"):
+    pair = [(k, plinth(m, k, "batched64-nof16"), plinth(m, k, "batched64")) for k in ("pp", "tg")]
+    if all(a and b for _, a, b in pair):
+        print(f"{m} batched x{par} without the f16 weight copies: " + ", ".join(f"{k} {a:,.1f} t/s ({a / b:.2f}× with)" for k, a, b in pair))
+    d = load(f"plinth-{m}-single.json")
+    k = re.search(r"(\d+) kernels a decode step", (d or {}).get("backend", ""))
+    if k: print(f"{m}: {k.group(1)} kernels a decode step")
 a, b = plinth("smollm2", "tg", "batched64-adapter"), plinth("smollm2", "tg", "batched64")
 if a and b: print(f"smollm2 batched decode x{par} with an unmerged adapter on every sequence: {a:,.1f} t/s, {a / b:.2f}× without")
 for p in sorted(glob.glob(os.path.join(out, "eval-*.json"))):
@@ -399,7 +411,7 @@ EOF
 
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
-bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:63:plinth,qwen-rep eval:90:plinth,smollm2
+bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:73:plinth,qwen-rep eval:90:plinth,smollm2
 fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build

@@ -784,6 +784,75 @@ static void test_glu(pkc_context *c, int gelu) {
 static int quick;
 static int quick_shape(const shape *s) { return strcmp(s->name, "smol attn_k") == 0 || strcmp(s->name, "odd") == 0; }
 
+// The GEMM path with f16 copies of the weights (pkc_cache_f16) against the same products
+// dequantizing at each call, bit for bit: a run of three matrices copied as one, then the run,
+// its second matrix and its last rows multiplied (rows within the copy), a matrix of the same
+// format not copied, and one copy of rows that start mid-run. A product that finds its copy
+// launches one kernel (x to f16) where it launched two; overlapping copies are refused. Each
+// format's weights are freed before the next one's are allocated, often at the same address:
+// their copies must go with them (pkc_free), or the next format would find a stale copy.
+static void test_f16_cache(pkc_context *c) {
+    static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_BF16, PK_F16};
+    const int64_t saved = pkc_set_gemm_min_rows(c, 1);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const int type = types[ti];
+        const int64_t k = 512, rows[3] = {64, 32, 48}, m = 144, n = 11;
+        const size_t rb = pkc_row_bytes(type, k);
+        uint8_t *w = malloc(rb * (size_t)(m + 40));
+        random_weights(type, w, m + 40, k);
+        pkc_ptr dw = dev_upload(c, w, rb * (size_t)(m + 40)); // the run, then 40 rows of another matrix
+        float *x = host_floats(n * k);
+        fill_normal(x, n * k, 1.0f);
+        pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dy = dev_alloc(c, (size_t)(n * m) * 4);
+        // (first row, rows): the run, its second matrix, its last 48 rows, the other matrix
+        const int64_t parts[4][2] = {{0, m}, {rows[0], rows[1]}, {m - rows[2], rows[2]}, {m, 40}};
+        float *want[4], *got[4];
+        unsigned long long launched[4];
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1) CHECK(c, pkc_cache_f16(c, type, dw, m, k));
+            for (int i = 0; i < 4; i++) {
+                pkc_device_info before, after;
+                CHECK(c, pkc_device_info_get(c, &before));
+                CHECK(c, pkc_matmul(c, type, dw + (pkc_ptr)(parts[i][0] * (int64_t)rb), parts[i][1], k, dx, k, n, dy, parts[i][1]));
+                CHECK(c, pkc_device_info_get(c, &after));
+                float *y = download_floats(c, dy, n * parts[i][1]);
+                if (pass == 0) want[i] = y;
+                else got[i] = y;
+                launched[i] = after.kernel_launches - before.kernel_launches;
+            }
+        }
+        pkc_device_info info;
+        CHECK(c, pkc_device_info_get(c, &info));
+        int64_t bad = 0;
+        for (int i = 0; i < 4; i++)
+            for (int64_t j = 0; j < n * parts[i][1]; j++) bad += !same_bits(want[i][j], got[i][j]);
+        const int copied = type != PK_F16;
+        // copied: the run's three products launch only x's conversion; the other matrix still
+        // dequantizes (F16 weights never do)
+        const unsigned long long plain = copied ? 2 : 1;
+        const int launches_ok = launched[0] == 1 && launched[1] == 1 && launched[2] == 1 && launched[3] == plain;
+        // Overlapping the run: refused. Rows past it (the other matrix): a copy of their own.
+        const int overlap = pkc_cache_f16(c, type, dw + (pkc_ptr)(rows[0] * (int64_t)rb), 8, k);
+        const int refused = !copied || overlap == PKC_ERR_INVALID;
+        if (copied) CHECK(c, pkc_cache_f16(c, type, dw + (pkc_ptr)(m * (int64_t)rb), 40, k));
+        pkc_device_info info2;
+        CHECK(c, pkc_device_info_get(c, &info2));
+        float *y = host_floats(n * 40);
+        CHECK(c, pkc_matmul(c, type, dw + (pkc_ptr)(m * (int64_t)rb), 40, k, dx, k, n, dy, 40));
+        CHECK(c, pkc_download(c, y, dy, (size_t)(n * 40) * 4));
+        for (int64_t j = 0; j < n * 40; j++) bad += !same_bits(want[3][j], y[j]);
+        const size_t copy_bytes = copied ? (size_t)((m + 40) * k * 2) : 0;
+        report(bad == 0 && launches_ok && refused && info2.f16_weight_bytes - info.f16_weight_bytes + (copied ? (size_t)(m * k * 2) : 0) == copy_bytes,
+               "f16 weight copies %-4s: %lld values differ from dequantizing at each product (tol exact); launches per product %llu %llu %llu %llu; overlap %s",
+               type_name(type), (long long)bad, launched[0], launched[1], launched[2], launched[3],
+               copied ? (overlap == PKC_ERR_INVALID ? "refused" : "accepted") : "not copied (F16)");
+        for (int i = 0; i < 4; i++) { free(want[i]); free(got[i]); }
+        free(y); free(w); free(x);
+        pkc_free(c, dw); pkc_free(c, dx); pkc_free(c, dy);
+    }
+    pkc_set_gemm_min_rows(c, saved);
+}
+
 static int big_shape_type(int type) { return type == PK_Q4_0 || type == PK_Q4_1 || type == PK_Q5_0 || type == PK_Q8_0 || type == PK_F16; }
 
 static void test_matmul(pkc_context *c) {
@@ -1938,6 +2007,7 @@ int main(int argc, char **argv) {
     test_dependent_launch(c);
     test_errors(c);
     test_matmul(c);
+    test_f16_cache(c);
     test_matmul_add(c);
     test_matmul_runs(c);
     test_matmul_add_norm(c);

@@ -80,6 +80,7 @@ typedef struct cu_api {
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemGetInfo)(size_t *, size_t *);
+    CUresult (*MemGetAddressRange)(CUdeviceptr *, size_t *, CUdeviceptr);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
@@ -248,6 +249,10 @@ struct pkc_context {
     // right after another on its stream is launched to overlap it.
     CUstream kernel_last;
     int capturing;
+    // f16 copies of weights the GEMM path reads instead of dequantizing them (pkc_cache_f16),
+    // sorted by weight address.
+    struct f16_copy { CUdeviceptr w, f16; int64_t m, k; int fi; } *f16;
+    int f16_count, f16_cap;
     pkc_device_info info;
     char err[2048];
 };
@@ -394,7 +399,7 @@ static int load_driver(pkc_context *c) {
         "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
         "cuDeviceTotalMem_v2", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent",
         "cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuMemAlloc_v2", "cuMemFree_v2",
-        "cuMemGetInfo_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async",
+        "cuMemGetInfo_v2", "cuMemGetAddressRange_v2", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", "cuMemsetD8Async",
         "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
         "cuEventCreate", "cuEventDestroy_v2", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
         "cuStreamWaitEvent",
@@ -1002,6 +1007,7 @@ void pkc_close(pkc_context *c) {
                                 c->topk_part, c->topk_count};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) c->cu.MemFree(bufs[i]);
+        for (int i = 0; i < c->f16_count; i++) c->cu.MemFree(c->f16[i].f16);
         if (c->core) c->cu.ModuleUnload(c->core);
         for (int i = 0; i < NFMT; i++)
             if (c->fk[i].module) c->cu.ModuleUnload(c->fk[i].module);
@@ -1015,6 +1021,7 @@ void pkc_close(pkc_context *c) {
     }
     // cuBLAS and NVRTC stay loaded: unloading libraries that may have registered handlers at
     // exit is not worth the risk; the driver likewise.
+    free(c->f16);
     free(c);
 }
 
@@ -1041,7 +1048,26 @@ int pkc_alloc(pkc_context *c, size_t bytes, pkc_ptr *out) {
 
 int pkc_free(pkc_context *c, pkc_ptr ptr) {
     ENTER(c);
-    if (ptr) CU(c, c->cu.MemFree(ptr), "cuMemFree");
+    if (!ptr) return PKC_OK;
+    if (c->f16_count) {
+        // The f16 copies of weights in this allocation go with it: its addresses may be reused.
+        CUdeviceptr base = 0;
+        size_t size = 0;
+        CU(c, c->cu.MemGetAddressRange(&base, &size, ptr), "cuMemGetAddressRange");
+        int kept = 0;
+        for (int i = 0; i < c->f16_count; i++) {
+            const struct f16_copy e = c->f16[i];
+            if (e.w >= base && e.w < base + size) {
+                CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize"); // work in flight may read it
+                CU(c, c->cu.MemFree(e.f16), "cuMemFree");
+                c->info.f16_weight_bytes -= (size_t)(e.m * e.k) * 2;
+            } else {
+                c->f16[kept++] = e;
+            }
+        }
+        c->f16_count = kept;
+    }
+    CU(c, c->cu.MemFree(ptr), "cuMemFree");
     return PKC_OK;
 }
 
@@ -1327,6 +1353,62 @@ static int cublas_fail(pkc_context *c, cublasStatus_t s, const char *what) {
     return fail(c, s == 3 ? PKC_ERR_OUT_OF_MEMORY : PKC_ERR_CUBLAS, "%s failed (cuBLAS status %d)", what, s);
 }
 
+// The f16 copy of the m x k weights at w, where one was made (pkc_cache_f16) of them or of a
+// run of matrices that holds them (whole rows of one format and k); 0 when none.
+static CUdeviceptr cached_f16(const pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k) {
+    int lo = 0, hi = c->f16_count; // the last copy whose weights start at or before w
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (c->f16[mid].w <= w) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return 0;
+    const struct f16_copy *e = &c->f16[lo - 1];
+    const int64_t row_bytes = (int64_t)pkc_row_bytes(fmts[fi].type, k);
+    if (e->fi != fi || e->k != k || (int64_t)(w - e->w) % row_bytes != 0) return 0;
+    const int64_t row = (int64_t)(w - e->w) / row_bytes;
+    return row + m <= e->m ? e->f16 + (CUdeviceptr)(row * k * 2) : 0;
+}
+
+int pkc_cache_f16(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k) {
+    ENTER(c);
+    const int fi = check_weights(c, "pkc_cache_f16", type, w, k);
+    if (fi < 0) return -fi;
+    if (m <= 0) return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: no rows");
+    if (c->capturing) return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: allocates, so not during graph capture");
+    // F32 and F16 weights go to cuBLAS as they are: nothing to copy.
+    if (fmts[fi].type == 0 || fmts[fi].type == 1) return PKC_OK;
+    int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
+    for (int i = 0; i < c->f16_count; i++)
+        if (w < c->f16[i].w + (CUdeviceptr)(c->f16[i].m * pkc_row_bytes(fmts[c->f16[i].fi].type, c->f16[i].k)) &&
+            c->f16[i].w < w + (CUdeviceptr)(m * row_bytes))
+            return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: these weights overlap ones already copied");
+    if (c->f16_count == c->f16_cap) {
+        const int cap = c->f16_cap ? 2 * c->f16_cap : 64;
+        struct f16_copy *grown = realloc(c->f16, (size_t)cap * sizeof *grown);
+        if (!grown) return fail(c, PKC_ERR_OUT_OF_MEMORY, "pkc_cache_f16: out of host memory");
+        c->f16 = grown;
+        c->f16_cap = cap;
+    }
+    CUdeviceptr f16 = 0;
+    CU(c, c->cu.MemAlloc(&f16, (size_t)(m * k) * 2), "cuMemAlloc (f16 weights)");
+    int64_t ldd = k;
+    int kk = (int)k;
+    void *args[] = {&w, &row_bytes, &m, &kk, &f16, &ldd};
+    const int st = launch(c, c->fk[fi].dq16, "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args);
+    if (st) {
+        c->cu.MemFree(f16);
+        return st;
+    }
+    int at = c->f16_count;
+    while (at > 0 && c->f16[at - 1].w > w) at--;
+    memmove(&c->f16[at + 1], &c->f16[at], (size_t)(c->f16_count - at) * sizeof *c->f16);
+    c->f16[at] = (struct f16_copy){w, f16, m, k, fi};
+    c->f16_count++;
+    c->info.f16_weight_bytes += (size_t)(m * k) * 2;
+    return PKC_OK;
+}
+
 static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
                        pkc_ptr y, int64_t ldy, int add) {
     const float one = 1.0f, zero = add ? 1.0f : 0.0f; // beta: y = W x (+ y)
@@ -1342,8 +1424,8 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
                          (void *)(uintptr_t)y, CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         return s ? cublas_fail(c, s, "cublasGemmEx (f32)") : PKC_OK;
     }
-    CUdeviceptr a = w;
-    if (fmts[fi].type != 1) {
+    CUdeviceptr a = fmts[fi].type == 1 ? w : cached_f16(c, fi, w, m, k);
+    if (!a) {
         if ((st = ensure(c, &c->scratch_w, &c->cap_w, (size_t)(m * k) * 2))) return st;
         a = c->scratch_w;
         int64_t row_bytes = (int64_t)pkc_row_bytes(fmts[fi].type, k), ldd = k;

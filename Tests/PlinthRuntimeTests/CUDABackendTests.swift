@@ -408,20 +408,34 @@ struct CUDABackendTests {
     /// (q|k|v, the head norms with RoPE and the store, attention, the output product with its
     /// post-norm, add and next norm, the gated GEGLU product, the down product likewise) and
     /// eight more (the embedding, its scale, two RoPE tables, the first norm, the output product,
-    /// the softcap, the argmax).
-    @Test("A decode step launches what the fused launches promise", .enabled(if: unavailable == nil, noGPU),
+    /// the softcap, the argmax). With Q8_0 weights, every product the GEMM path takes has an f16
+    /// copy (none for F32), so the two prompts in one step launch nine a layer (the four products'
+    /// conversions of x to f16, the rope-and-store, attention, two norms, swiglu; cuBLAS's own
+    /// not counted), but for the last layer's second norm, and three more (the first launch; the
+    /// logit rows gathered, normed, multiplied).
+    @Test("A step launches what the fused launches and the f16 weights promise", .enabled(if: unavailable == nil, noGPU),
           arguments: zip([GGMLType.f32, .q8_0, .f32], ["llama", "llama", "gemma3"]))
     func launchesPerStep(weights: GGMLType, family: String) throws {
         let transformer = try Self.tinyModel(weights, family: family)
         let gpu = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda)
-        let layers = transformer.config.layerCount
+        let c = transformer.config, layers = c.layerCount
         let expected = family == "gemma3" ? 6 * layers + 8 : 5 * layers + 3
+        // Q8_0: each layer's q|k|v, output, gate|up and down, and the output matrix.
+        let layerWeights = c.embeddingLength * (c.headCount + 2 * c.kvHeadCount) * c.headDim + c.headCount * c.headDim * c.embeddingLength
+            + 3 * c.embeddingLength * c.feedForwardLength
+        let copies = weights == .q8_0 ? 2 * (layers * layerWeights + c.vocabularySize * c.embeddingLength) : 0
+        #expect(gpu.f16WeightBytes == copies)
         let prompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
         var b = Batch()
         for slot in 0..<2 {
             for (p, t) in prompt.enumerated() { b.add(t, position: p, slot: slot, logits: p == prompt.count - 1) }
         }
+        let start = try #require(gpu.kernelLaunches)
         try gpu.forward(b)
+        if weights == .q8_0 {
+            let launched = try #require(gpu.kernelLaunches) - start
+            #expect(launched == UInt64(9 * layers + 3), "the prompts' step: \(launched) kernels, not \(9 * layers + 3)")
+        }
         var length = [prompt.count, prompt.count]
         for rows in [1, 2] {
             b = Batch()

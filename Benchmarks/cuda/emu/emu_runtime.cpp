@@ -688,6 +688,16 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     free((void *)(uintptr_t)p);
     return CUDA_SUCCESS;
 }
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+    std::lock_guard<std::mutex> g(state_lock);
+    auto it = allocations.upper_bound(p);
+    if (it == allocations.begin()) return CUDA_ERROR_NOT_FOUND;
+    --it;
+    if (p >= it->first + it->second) return CUDA_ERROR_NOT_FOUND;
+    if (base) *base = it->first;
+    if (size) *size = it->second;
+    return CUDA_SUCCESS;
+}
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
     std::lock_guard<std::mutex> g(state_lock);
     *total = total_memory();

@@ -36,6 +36,12 @@ final class CUDAForward {
         var ptr: pkc_ptr
         var rows: Int64   // m: output features
         var cols: Int64   // k: input features
+
+        /// Whether `m`'s rows are rows of this matrix (a run of matrices holds each of them).
+        func holds(_ m: Matrix) -> Bool {
+            let rowBytes = pkc_ptr(pkc_row_bytes(type, cols))
+            return m.type == type && m.cols == cols && m.ptr >= ptr && m.ptr + pkc_ptr(m.rows) * rowBytes <= ptr + pkc_ptr(rows) * rowBytes
+        }
     }
     /// Products of one input written side by side in one activation row: each run is one launch
     /// (matrices back to back in memory with one type), its output from `column` on.
@@ -298,11 +304,19 @@ final class CUDAForward {
             topBuffer = try alloc(n * LogitsUse.maxTopK * MemoryLayout<TokenCandidate>.stride, "sampling candidates")
             maskWords = (c.vocabularySize + 31) / 32
             masks = try alloc(n * maskWords * MemoryLayout<UInt32>.stride, "token masks")
-            // The GEMM path's f16 copies, for every shape at the largest batch, so that no step allocates.
-            for m in matrices { try check(pkc_reserve(ctx, Int64(m.rowCount), Int64(m.rowLength), Int64(n)), "reserving scratch") }
+            // The GEMM path (prefill, batches): f16 copies of the weights where memory allows, read
+            // by every such product instead of a dequantization per product and step. Then scratch
+            // for the f16 rows of x, and of the weights left without a copy, at the largest batch,
+            // so that no step allocates.
+            var products: [Matrix] = []
             for l in layers {
-                for r in l.qkv.runs + l.gateUp.runs { try check(pkc_reserve(ctx, r.w.rows, r.w.cols, Int64(n)), "reserving scratch") }
+                let runs: [Matrix] = l.qkv.runs.map(\.w) + l.gateUp.runs.map(\.w)
+                let others = l.matrices.values.filter { m in !runs.contains { $0.holds(m) } && m.ptr != l.wo.ptr && m.ptr != l.down.ptr }
+                products += runs + [l.wo, l.down] + others.sorted { $0.ptr < $1.ptr }
             }
+            products.append(output)
+            let copied = try Self.copyF16(ctx, products, rows: n)
+            for m in products { try check(pkc_reserve(ctx, copied.contains(m.ptr) ? 0 : m.rows, m.cols, Int64(n)), "reserving scratch") }
             try check(pkc_synchronize(ctx), "uploading the weights")
         } catch {
             for p in allocs { _ = pkc_free(ctx, p) }
@@ -321,6 +335,38 @@ final class CUDAForward {
 
     /// The reason CUDA could not be opened in this process, once it failed (not retried).
     private static let openFailure = Mutex<String?>(nil)
+
+    /// `PLINTH_CUDA_F16_WEIGHTS=0` turns the GEMM path's f16 copies of the weights off.
+    static let f16Copies = ProcessInfo.processInfo.environment["PLINTH_CUDA_F16_WEIGHTS"] != "0"
+
+    /// Makes f16 copies (pkc_cache_f16) of `products`, in order, while they fit the budget: at
+    /// most a quarter of the device's memory, leaving at least 1 GiB or a tenth of it free (for
+    /// adapters, scratch and other contexts). None where steps of `rows` rows never reach the
+    /// GEMM path. Returns the copied matrices' addresses.
+    private static func copyF16(_ ctx: OpaquePointer, _ products: [Matrix], rows: Int) throws -> Set<pkc_ptr> {
+        guard f16Copies, rows >= Int(pkc_gemm_min_rows(ctx)) else { return [] }
+        var info = pkc_device_info()
+        guard pkc_device_info_get(ctx, &info) == 0 else { return [] }
+        let total = Int64(info.total_memory), keep = max(Int64(1) << 30, total / 10)
+        var budget = min(Int64(info.free_memory) - keep, total / 4)
+        var copied: Set<pkc_ptr> = []
+        for m in products where !copied.contains(m.ptr) {
+            let bytes = m.rows * m.cols * 2
+            guard m.type != Int32(GGMLType.f32.rawValue), m.type != Int32(GGMLType.f16.rawValue), bytes <= budget else { continue }
+            let rc = pkc_cache_f16(ctx, m.type, m.ptr, m.rows, m.cols)
+            if rc == Int32(PKC_ERR_OUT_OF_MEMORY.rawValue) { break } // the budget's view of free memory was optimistic
+            guard rc == 0 else { throw BackendError.cudaFailed("copying weights to f16: \(String(cString: pkc_error(ctx)))") }
+            budget -= bytes
+            copied.insert(m.ptr)
+        }
+        return copied
+    }
+
+    /// Bytes of the GEMM path's f16 copies of the weights (``copyF16(_:_:rows:)``).
+    var f16WeightBytes: Int {
+        var info = pkc_device_info()
+        return pkc_device_info_get(ctx, &info) == 0 ? Int(info.f16_weight_bytes) : 0
+    }
 
     static func open() throws -> OpaquePointer {
         if let why = openFailure.withLock({ $0 }) { throw BackendError.cudaUnavailable(why) }

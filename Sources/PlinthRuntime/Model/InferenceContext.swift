@@ -21,6 +21,8 @@ public final class InferenceContext {
     /// Kernels the GPU step has launched so far; nil on the CPU. A step's first run launches
     /// its kernels and its capture into a graph counts them again; replays count nothing.
     public var kernelLaunches: UInt64? { device?.kernelLaunches }
+    /// Bytes of the GPU's f16 copies of the weights for the GEMM path; nil on the CPU.
+    var f16WeightBytes: Int? { device?.f16WeightBytes }
     /// Tokens stored in each slot's cache.
     public private(set) var slotLengths: [Int]
 
