@@ -785,32 +785,43 @@ static int quick;
 static int quick_shape(const shape *s) { return strcmp(s->name, "smol attn_k") == 0 || strcmp(s->name, "odd") == 0; }
 
 // The GEMM path with f16 copies of the weights (pkc_cache_f16) against the same products
-// dequantizing at each call, bit for bit: a run of three matrices copied as one, then the run,
-// its second matrix and its last rows multiplied (rows within the copy), a matrix of the same
-// format not copied, and one copy of rows that start mid-run. A product that finds its copy
-// launches one kernel (x to f16) where it launched two; overlapping copies are refused. Each
-// format's weights are freed before the next one's are allocated, often at the same address:
-// their copies must go with them (pkc_free), or the next format would find a stale copy.
+// dequantizing at each call, bit for bit. The weights: a run of three matrices, then another
+// matrix of 40 rows. The copies: the other matrix's first, then the run's (a copy at a lower
+// address made after one at a higher). The products: the run, its second matrix and its last
+// rows (each from the run's copy: one launch, x to f16, where there were two), the other matrix
+// (its own copy), and 16 rows across the two (in no one copy: dequantized, two launches). An
+// overlapping copy is refused, and pkc_free of the weights takes the copies' bytes back. Each
+// format's weights are freed before the next one's are allocated, on the emulator at the same
+// address (on a device, often): a copy left behind would be found stale, and the next format's
+// copies refused as overlapping it.
 static void test_f16_cache(pkc_context *c) {
     static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_BF16, PK_F16};
     const int64_t saved = pkc_set_gemm_min_rows(c, 1);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const int type = types[ti];
-        const int64_t k = 512, rows[3] = {64, 32, 48}, m = 144, n = 11;
+        const int64_t k = 512, rows[3] = {64, 32, 48}, m = 144, other = 40, n = 11;
         const size_t rb = pkc_row_bytes(type, k);
-        uint8_t *w = malloc(rb * (size_t)(m + 40));
-        random_weights(type, w, m + 40, k);
-        pkc_ptr dw = dev_upload(c, w, rb * (size_t)(m + 40)); // the run, then 40 rows of another matrix
+        uint8_t *w = malloc(rb * (size_t)(m + other));
+        random_weights(type, w, m + other, k);
+        pkc_ptr dw = dev_upload(c, w, rb * (size_t)(m + other));
         float *x = host_floats(n * k);
         fill_normal(x, n * k, 1.0f);
         pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dy = dev_alloc(c, (size_t)(n * m) * 4);
-        // (first row, rows): the run, its second matrix, its last 48 rows, the other matrix
-        const int64_t parts[4][2] = {{0, m}, {rows[0], rows[1]}, {m - rows[2], rows[2]}, {m, 40}};
-        float *want[4], *got[4];
-        unsigned long long launched[4];
+        // (first row, rows): the run, its second matrix, its last 48 rows, the other matrix, across both
+        enum { PARTS = 5 };
+        const int64_t parts[PARTS][2] = {{0, m}, {rows[0], rows[1]}, {m - rows[2], rows[2]}, {m, other}, {m - 8, 16}};
+        const int copied = type != PK_F16; // F16 weights go to cuBLAS as they are
+        const unsigned long long plain = copied ? 2 : 1, want_launches[PARTS] = {1, 1, 1, 1, plain};
+        float *want[PARTS], *got[PARTS];
+        unsigned long long launched[PARTS];
+        pkc_device_info info0, info1, info2;
+        CHECK(c, pkc_device_info_get(c, &info0));
         for (int pass = 0; pass < 2; pass++) {
-            if (pass == 1) CHECK(c, pkc_cache_f16(c, type, dw, m, k));
-            for (int i = 0; i < 4; i++) {
+            if (pass == 1) {
+                CHECK(c, pkc_cache_f16(c, type, dw + (pkc_ptr)(m * (int64_t)rb), other, k));
+                CHECK(c, pkc_cache_f16(c, type, dw, m, k));
+            }
+            for (int i = 0; i < PARTS; i++) {
                 pkc_device_info before, after;
                 CHECK(c, pkc_device_info_get(c, &before));
                 CHECK(c, pkc_matmul(c, type, dw + (pkc_ptr)(parts[i][0] * (int64_t)rb), parts[i][1], k, dx, k, n, dy, parts[i][1]));
@@ -821,34 +832,28 @@ static void test_f16_cache(pkc_context *c) {
                 launched[i] = after.kernel_launches - before.kernel_launches;
             }
         }
-        pkc_device_info info;
-        CHECK(c, pkc_device_info_get(c, &info));
+        CHECK(c, pkc_device_info_get(c, &info1));
         int64_t bad = 0;
-        for (int i = 0; i < 4; i++)
+        int launches_ok = 1;
+        for (int i = 0; i < PARTS; i++) {
             for (int64_t j = 0; j < n * parts[i][1]; j++) bad += !same_bits(want[i][j], got[i][j]);
-        const int copied = type != PK_F16;
-        // copied: the run's three products launch only x's conversion; the other matrix still
-        // dequantizes (F16 weights never do)
-        const unsigned long long plain = copied ? 2 : 1;
-        const int launches_ok = launched[0] == 1 && launched[1] == 1 && launched[2] == 1 && launched[3] == plain;
-        // Overlapping the run: refused. Rows past it (the other matrix): a copy of their own.
+            launches_ok &= launched[i] == want_launches[i];
+        }
         const int overlap = pkc_cache_f16(c, type, dw + (pkc_ptr)(rows[0] * (int64_t)rb), 8, k);
         const int refused = !copied || overlap == PKC_ERR_INVALID;
-        if (copied) CHECK(c, pkc_cache_f16(c, type, dw + (pkc_ptr)(m * (int64_t)rb), 40, k));
-        pkc_device_info info2;
+        const size_t copy_bytes = copied ? (size_t)((m + other) * k * 2) : 0;
+        CHECK(c, pkc_free(c, dw));
         CHECK(c, pkc_device_info_get(c, &info2));
-        float *y = host_floats(n * 40);
-        CHECK(c, pkc_matmul(c, type, dw + (pkc_ptr)(m * (int64_t)rb), 40, k, dx, k, n, dy, 40));
-        CHECK(c, pkc_download(c, y, dy, (size_t)(n * 40) * 4));
-        for (int64_t j = 0; j < n * 40; j++) bad += !same_bits(want[3][j], y[j]);
-        const size_t copy_bytes = copied ? (size_t)((m + 40) * k * 2) : 0;
-        report(bad == 0 && launches_ok && refused && info2.f16_weight_bytes - info.f16_weight_bytes + (copied ? (size_t)(m * k * 2) : 0) == copy_bytes,
-               "f16 weight copies %-4s: %lld values differ from dequantizing at each product (tol exact); launches per product %llu %llu %llu %llu; overlap %s",
-               type_name(type), (long long)bad, launched[0], launched[1], launched[2], launched[3],
-               copied ? (overlap == PKC_ERR_INVALID ? "refused" : "accepted") : "not copied (F16)");
-        for (int i = 0; i < 4; i++) { free(want[i]); free(got[i]); }
-        free(y); free(w); free(x);
-        pkc_free(c, dw); pkc_free(c, dx); pkc_free(c, dy);
+        const int bytes_ok = info1.f16_weight_bytes - info0.f16_weight_bytes == copy_bytes &&
+                             info2.f16_weight_bytes == info0.f16_weight_bytes;
+        report(bad == 0 && launches_ok && refused && bytes_ok,
+               "f16 weight copies %-4s: %lld values differ from dequantizing at each product (tol exact); launches per product %llu %llu %llu %llu %llu; overlap %s; %zu bytes of copies, %s after pkc_free",
+               type_name(type), (long long)bad, launched[0], launched[1], launched[2], launched[3], launched[4],
+               copied ? (overlap == PKC_ERR_INVALID ? "refused" : "accepted") : "not copied (F16)",
+               info1.f16_weight_bytes - info0.f16_weight_bytes, info2.f16_weight_bytes == info0.f16_weight_bytes ? "returned" : "not returned");
+        for (int i = 0; i < PARTS; i++) { free(want[i]); free(got[i]); }
+        free(w); free(x);
+        pkc_free(c, dx); pkc_free(c, dy);
     }
     pkc_set_gemm_min_rows(c, saved);
 }

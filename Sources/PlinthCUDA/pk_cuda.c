@@ -1037,6 +1037,9 @@ int pkc_device_info_get(pkc_context *c, pkc_device_info *info) {
 
 // ---- memory ------------------------------------------------------------------------------------
 
+// The bytes of m x k values in f16 (the GEMM path's copies and scratch).
+static size_t f16_bytes(int64_t m, int64_t k) { return (size_t)(m * k) * 2; }
+
 int pkc_alloc(pkc_context *c, size_t bytes, pkc_ptr *out) {
     ENTER(c);
     if (!out || bytes == 0) return fail(c, PKC_ERR_INVALID, "pkc_alloc: zero bytes or no output");
@@ -1049,21 +1052,24 @@ int pkc_alloc(pkc_context *c, size_t bytes, pkc_ptr *out) {
 int pkc_free(pkc_context *c, pkc_ptr ptr) {
     ENTER(c);
     if (!ptr) return PKC_OK;
+    if (c->capturing) return fail(c, PKC_ERR_INVALID, "pkc_free: not during graph capture");
     if (c->f16_count) {
-        // The f16 copies of weights in this allocation go with it: its addresses may be reused.
+        // The f16 copies of weights in this allocation go with it (its addresses may be reused).
         CUdeviceptr base = 0;
         size_t size = 0;
         CU(c, c->cu.MemGetAddressRange(&base, &size, ptr), "cuMemGetAddressRange");
-        int kept = 0;
+        int kept = 0, synced = 0;
         for (int i = 0; i < c->f16_count; i++) {
             const struct f16_copy e = c->f16[i];
-            if (e.w >= base && e.w < base + size) {
-                CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize"); // work in flight may read it
-                CU(c, c->cu.MemFree(e.f16), "cuMemFree");
-                c->info.f16_weight_bytes -= (size_t)(e.m * e.k) * 2;
-            } else {
+            if (e.w < base || e.w >= base + size) {
                 c->f16[kept++] = e;
+                continue;
             }
+            // Work in flight may still read it. A failure here returns before the table changed.
+            if (!synced) CU(c, c->cu.StreamSynchronize(c->stream), "cuStreamSynchronize");
+            synced = 1;
+            c->cu.MemFree(e.f16); // out of the table whatever this says
+            c->info.f16_weight_bytes -= f16_bytes(e.m, e.k);
         }
         c->f16_count = kept;
     }
@@ -1142,8 +1148,8 @@ static int ensure(pkc_context *c, CUdeviceptr *buf, size_t *cap, size_t bytes) {
 int pkc_reserve(pkc_context *c, int64_t m, int64_t k, int64_t n) {
     ENTER(c);
     if (m < 0 || k < 0 || n < 0) return fail(c, PKC_ERR_INVALID, "pkc_reserve: negative size");
-    int st = ensure(c, &c->scratch_w, &c->cap_w, (size_t)(m * k) * 2);
-    if (!st) st = ensure(c, &c->scratch_x, &c->cap_x, (size_t)(n * k) * 2);
+    int st = ensure(c, &c->scratch_w, &c->cap_w, f16_bytes(m, k));
+    if (!st) st = ensure(c, &c->scratch_x, &c->cap_x, f16_bytes(n, k));
     return st;
 }
 
@@ -1255,6 +1261,10 @@ static uint64_t blocks_for(int64_t threads, unsigned block) { return (uint64_t)(
 // no loop (a decode step's norm is one block, a chain of latencies).
 static unsigned norm_threads(int64_t k) { return k >= 1024 ? 1024u : (unsigned)((k + 31) / 32 * 32); }
 
+// A RoPE table's angle step between pairs: the host's powf, as pk_rope_table computes it, so the
+// angles are the CPU's bits.
+static float rope_theta_scale(float freq_base, int rope_dims) { return powf(freq_base, -2.0f / (float)rope_dims); }
+
 // Checks an int8 row buffer's arguments (when q is given).
 static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int64_t ldq) {
     if (q && (k % 32 != 0 || ldq < (int64_t)pkc_q8_row_bytes(k) || ldq % 16 != 0 || q % 16 != 0))
@@ -1321,14 +1331,13 @@ int pkc_embed_norm_rope(pkc_context *c, int type, pkc_ptr table, int64_t n_rows,
     const int i = check_weights(c, "pkc_embed_norm_rope", type, table, k);
     if (i < 0) return -i;
     if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k ||
-        (rope_table && (rope_dims <= 0 || rope_dims % 2 != 0)))
+        (rope_table && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions)))
         return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4) or out alignment");
     int st = check_q8(c, "pkc_embed_norm_rope", k, q, ldq);
     if (st) return st;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     int kk = (int)k, pairs = rope_dims / 2;
-    // pkc_rope_table's angle step (the host's powf, as the CPU's)
-    float theta_scale = rope_table ? powf(freq_base, -2.0f / (float)rope_dims) : 0.0f;
+    float theta_scale = rope_table ? rope_theta_scale(freq_base, rope_dims) : 0.0f;
     void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &out, &ldo, &w, &y, &ldy, &eps, &q, &ldq, &positions, &pairs,
                     &theta_scale, &rope_table};
     // pkc_rms_norm's block: a thread per value up to 1024.
@@ -1351,6 +1360,19 @@ int64_t pkc_set_gemm_min_rows(pkc_context *c, int64_t rows) {
 
 static int cublas_fail(pkc_context *c, cublasStatus_t s, const char *what) {
     return fail(c, s == 3 ? PKC_ERR_OUT_OF_MEMORY : PKC_ERR_CUBLAS, "%s failed (cuBLAS status %d)", what, s);
+}
+
+// The weights' bytes a copy was made from.
+static CUdeviceptr copy_source_end(const struct f16_copy *e) {
+    return e->w + (CUdeviceptr)((size_t)e->m * pkc_row_bytes(fmts[e->fi].type, e->k));
+}
+
+// The m x k weights at w (format fi) dequantized to f16 rows of k at dst.
+static int dequant_f16(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, CUdeviceptr dst) {
+    int64_t row_bytes = (int64_t)pkc_row_bytes(fmts[fi].type, k), ldd = k;
+    int kk = (int)k;
+    void *args[] = {&w, &row_bytes, &m, &kk, &dst, &ldd};
+    return launch(c, c->fk[fi].dq16, "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args);
 }
 
 // The f16 copy of the m x k weights at w, where one was made (pkc_cache_f16) of them or of a
@@ -1378,10 +1400,14 @@ int pkc_cache_f16(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k) {
     if (c->capturing) return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: allocates, so not during graph capture");
     // F32 and F16 weights go to cuBLAS as they are: nothing to copy.
     if (fmts[fi].type == 0 || fmts[fi].type == 1) return PKC_OK;
-    int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
+    const struct f16_copy copy = {w, 0, m, k, fi};
+    const CUdeviceptr end = copy_source_end(&copy);
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CU(c, c->cu.MemGetAddressRange(&base, &size, w), "cuMemGetAddressRange");
+    if (end > base + size) return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: the weights run past the end of their allocation");
     for (int i = 0; i < c->f16_count; i++)
-        if (w < c->f16[i].w + (CUdeviceptr)(c->f16[i].m * pkc_row_bytes(fmts[c->f16[i].fi].type, c->f16[i].k)) &&
-            c->f16[i].w < w + (CUdeviceptr)(m * row_bytes))
+        if (w < copy_source_end(&c->f16[i]) && c->f16[i].w < end)
             return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: these weights overlap ones already copied");
     if (c->f16_count == c->f16_cap) {
         const int cap = c->f16_cap ? 2 * c->f16_cap : 64;
@@ -1391,11 +1417,8 @@ int pkc_cache_f16(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k) {
         c->f16_cap = cap;
     }
     CUdeviceptr f16 = 0;
-    CU(c, c->cu.MemAlloc(&f16, (size_t)(m * k) * 2), "cuMemAlloc (f16 weights)");
-    int64_t ldd = k;
-    int kk = (int)k;
-    void *args[] = {&w, &row_bytes, &m, &kk, &f16, &ldd};
-    const int st = launch(c, c->fk[fi].dq16, "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args);
+    CU(c, c->cu.MemAlloc(&f16, f16_bytes(m, k)), "cuMemAlloc (f16 weights)");
+    const int st = dequant_f16(c, fi, w, m, k, f16);
     if (st) {
         c->cu.MemFree(f16);
         return st;
@@ -1403,9 +1426,10 @@ int pkc_cache_f16(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k) {
     int at = c->f16_count;
     while (at > 0 && c->f16[at - 1].w > w) at--;
     memmove(&c->f16[at + 1], &c->f16[at], (size_t)(c->f16_count - at) * sizeof *c->f16);
-    c->f16[at] = (struct f16_copy){w, f16, m, k, fi};
+    c->f16[at] = copy;
+    c->f16[at].f16 = f16;
     c->f16_count++;
-    c->info.f16_weight_bytes += (size_t)(m * k) * 2;
+    c->info.f16_weight_bytes += f16_bytes(m, k);
     return PKC_OK;
 }
 
@@ -1426,14 +1450,11 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
     }
     CUdeviceptr a = fmts[fi].type == 1 ? w : cached_f16(c, fi, w, m, k);
     if (!a) {
-        if ((st = ensure(c, &c->scratch_w, &c->cap_w, (size_t)(m * k) * 2))) return st;
+        if ((st = ensure(c, &c->scratch_w, &c->cap_w, f16_bytes(m, k)))) return st;
         a = c->scratch_w;
-        int64_t row_bytes = (int64_t)pkc_row_bytes(fmts[fi].type, k), ldd = k;
-        int kk = (int)k;
-        void *args[] = {&w, &row_bytes, &m, &kk, &a, &ldd};
-        if ((st = launch(c, c->fk[fi].dq16, "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args))) return st;
+        if ((st = dequant_f16(c, fi, w, m, k, a))) return st;
     }
-    if ((st = ensure(c, &c->scratch_x, &c->cap_x, (size_t)(n * k) * 2))) return st;
+    if ((st = ensure(c, &c->scratch_x, &c->cap_x, f16_bytes(n, k)))) return st;
     CUdeviceptr b = c->scratch_x;
     int nn = (int)n, kk = (int)k;
     void *args[] = {&x, &ldx, &b, &nn, &kk};
@@ -1795,10 +1816,9 @@ int pkc_quantize_q8(pkc_context *c, pkc_ptr x, int64_t ldx, int64_t n, int64_t k
 
 int pkc_rope_table(pkc_context *c, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table) {
     ENTER(c);
-    if (n < 0 || n > 0x7fffffff || rope_dims <= 0 || rope_dims % 2 != 0)
-        return fail(c, PKC_ERR_INVALID, "pkc_rope_table: bad sizes");
-    // The host's powf, as pk_rope_table computes it, so the angles are the CPU's bits.
-    float theta_scale = powf(freq_base, -2.0f / (float)rope_dims);
+    if (n < 0 || n > 0x7fffffff || rope_dims <= 0 || rope_dims % 2 != 0 || (n > 0 && !positions))
+        return fail(c, PKC_ERR_INVALID, "pkc_rope_table: bad sizes or no positions");
+    float theta_scale = rope_theta_scale(freq_base, rope_dims);
     int nn = (int)n, pairs = rope_dims / 2;
     void *args[] = {&positions, &nn, &pairs, &theta_scale, &table};
     return launch(c, c->rope_table, "rope_table", blocks_for(n * pairs, 256), 1, 256, 0, args);

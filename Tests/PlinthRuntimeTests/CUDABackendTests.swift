@@ -412,7 +412,8 @@ struct CUDABackendTests {
     /// copy (none for F32), so the two prompts in one step launch nine a layer (the four products'
     /// conversions of x to f16, the rope-and-store, attention, two norms, swiglu; cuBLAS's own
     /// not counted), but for the last layer's second norm, and three more (the first launch; the
-    /// logit rows gathered, normed, multiplied).
+    /// logit rows gathered, normed, multiplied). The counts are the default switches' and
+    /// crossover's, on a device with more than a GiB free.
     @Test("A step launches what the fused launches and the f16 weights promise", .enabled(if: unavailable == nil, noGPU),
           arguments: zip([GGMLType.f32, .q8_0, .f32], ["llama", "llama", "gemma3"]))
     func launchesPerStep(weights: GGMLType, family: String) throws {

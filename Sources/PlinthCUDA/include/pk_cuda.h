@@ -76,8 +76,9 @@ typedef struct pkc_device_info {
     int dependent_launch;
     char dependent_launch_off[512];
     unsigned long long dependent_launches; // kernels launched so far to overlap the one before
-    // Kernels launched so far, those captured into graphs included (a graph's replays are not
-    // launches): the difference across a captured step is the kernels that step's graph holds.
+    // This library's kernels launched so far, those captured into graphs included (a graph's
+    // replays are not launches; cuBLAS's kernels, copies and memsets are not counted): the
+    // difference across a step's first run is the kernels of ours that the step launches.
     unsigned long long kernel_launches;
     size_t f16_weight_bytes; // the f16 copies of weights made by pkc_cache_f16
 } pkc_device_info;
@@ -115,12 +116,13 @@ int pkc_synchronize(pkc_context *ctx);
 // Grows the scratch so that matmuls up to m x k weights with n rows (the GEMM path's f16
 // copies) need no allocation later. The scratch only grows.
 int pkc_reserve(pkc_context *ctx, int64_t m, int64_t k, int64_t n);
-// Makes an f16 copy of the m x k weights at w (the dequantizer's values), kept until pkc_close:
-// the GEMM path then reads it instead of dequantizing the weights at every call, for these
-// weights and any whole rows of them (one matrix of a run copied as one). Allocates m * k * 2
-// bytes (PKC_ERR_OUT_OF_MEMORY when they are not there); F32 and F16 weights need no copy.
-// Weights overlapping ones already copied are refused. pkc_free of the weights' allocation
-// frees their copies.
+// Makes an f16 copy of the m x k weights at w (the dequantizer's values): the GEMM path then
+// reads it instead of dequantizing the weights at every call, for these weights and any whole
+// rows of them (one matrix of a run copied as one). Allocates m * k * 2 bytes
+// (PKC_ERR_OUT_OF_MEMORY when they are not there); F32 and F16 weights need no copy. Weights
+// overlapping ones already copied, or running past their allocation, are refused. The copy
+// lasts until pkc_free of the weights' allocation or pkc_close; weights written again after it
+// was made would leave it stale (the backend uploads its weights once, before copying).
 int pkc_cache_f16(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k);
 
 // Device-event timing on the context's stream: pkc_timer_stop waits and gives the milliseconds

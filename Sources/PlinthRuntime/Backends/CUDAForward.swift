@@ -25,10 +25,7 @@ final class CUDAForward {
     /// Device description for messages ("NVIDIA H100 80GB HBM3, sm_90").
     let deviceName: String
     /// Kernels launched so far, those captured into graphs included (a replay launches none).
-    var kernelLaunches: UInt64 {
-        var info = pkc_device_info()
-        return pkc_device_info_get(ctx, &info) == 0 ? UInt64(info.kernel_launches) : 0
-    }
+    var kernelLaunches: UInt64 { Self.deviceInfo(ctx).map { UInt64($0.kernel_launches) } ?? 0 }
 
     /// A matrix on the device.
     private struct Matrix {
@@ -153,8 +150,7 @@ final class CUDAForward {
         self.slotCount = slots
         kvDim = c.kvHeadCount * c.headDim
         qDim = c.headCount * c.headDim
-        var info = pkc_device_info()
-        if pkc_device_info_get(ctx, &info) == 0 {
+        if var info = Self.deviceInfo(ctx) {
             let name = withUnsafeBytes(of: &info.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             // Whether launches overlap (pkc_set_dependent_launch), where the device could: a
             // benchmark's record then says which way it ran.
@@ -308,13 +304,13 @@ final class CUDAForward {
             // by every such product instead of a dequantization per product and step. Then scratch
             // for the f16 rows of x, and of the weights left without a copy, at the largest batch,
             // so that no step allocates.
-            var products: [Matrix] = []
+            // The output first: the largest product, and one every batched decode step makes.
+            var products: [Matrix] = [output]
             for l in layers {
                 let runs: [Matrix] = l.qkv.runs.map(\.w) + l.gateUp.runs.map(\.w)
                 let others = l.matrices.values.filter { m in !runs.contains { $0.holds(m) } && m.ptr != l.wo.ptr && m.ptr != l.down.ptr }
                 products += runs + [l.wo, l.down] + others.sorted { $0.ptr < $1.ptr }
             }
-            products.append(output)
             let copied = try Self.copyF16(ctx, products, rows: n)
             for m in products { try check(pkc_reserve(ctx, copied.contains(m.ptr) ? 0 : m.rows, m.cols, Int64(n)), "reserving scratch") }
             try check(pkc_synchronize(ctx), "uploading the weights")
@@ -340,33 +336,41 @@ final class CUDAForward {
     static let f16Copies = ProcessInfo.processInfo.environment["PLINTH_CUDA_F16_WEIGHTS"] != "0"
 
     /// Makes f16 copies (pkc_cache_f16) of `products`, in order, while they fit the budget: at
-    /// most a quarter of the device's memory, leaving at least 1 GiB or a tenth of it free (for
-    /// adapters, scratch and other contexts). None where steps of `rows` rows never reach the
-    /// GEMM path. Returns the copied matrices' addresses.
+    /// most a quarter of the device's memory, leaving free at least 1 GiB or a tenth of it (for
+    /// adapters, attention's scratch, other contexts) beside the GEMM path's own scratch (the f16
+    /// rows of x at `rows` rows, and the largest product that may be left without a copy). None
+    /// where steps of `rows` rows never reach the GEMM path. Returns the copied matrices' addresses.
     private static func copyF16(_ ctx: OpaquePointer, _ products: [Matrix], rows: Int) throws -> Set<pkc_ptr> {
-        guard f16Copies, rows >= Int(pkc_gemm_min_rows(ctx)) else { return [] }
-        var info = pkc_device_info()
-        guard pkc_device_info_get(ctx, &info) == 0 else { return [] }
-        let total = Int64(info.total_memory), keep = max(Int64(1) << 30, total / 10)
-        var budget = min(Int64(info.free_memory) - keep, total / 4)
+        guard f16Copies, rows >= Int(pkc_gemm_min_rows(ctx)), let info = deviceInfo(ctx) else { return [] }
+        let f32 = Int32(GGMLType.f32.rawValue), f16 = Int32(GGMLType.f16.rawValue)
+        // The f16 bytes of a product's dequantized weights (0: F32 and F16 weights need none).
+        let sizes = products.map { $0.type == f32 || $0.type == f16 ? Int64(0) : $0.rows * $0.cols * 2 }
+        var laterMax = sizes, skippedMax: Int64 = 0 // laterMax[i]: the largest of sizes[i + 1...]
+        for i in sizes.indices.reversed() { laterMax[i] = i + 1 < sizes.count ? max(sizes[i + 1], laterMax[i + 1]) : 0 }
+        let total = Int64(info.total_memory), xRows = Int64(rows) * (products.map(\.cols).max() ?? 0) * 2
+        var budget = min(Int64(info.free_memory) - max(Int64(1) << 30, total / 10) - xRows, total / 4)
         var copied: Set<pkc_ptr> = []
-        for m in products where !copied.contains(m.ptr) {
-            let bytes = m.rows * m.cols * 2
-            guard m.type != Int32(GGMLType.f32.rawValue), m.type != Int32(GGMLType.f16.rawValue), bytes <= budget else { continue }
+        for (i, m) in products.enumerated() where sizes[i] > 0 && !copied.contains(m.ptr) {
+            guard sizes[i] + max(skippedMax, laterMax[i]) <= budget else {
+                skippedMax = max(skippedMax, sizes[i])
+                continue
+            }
             let rc = pkc_cache_f16(ctx, m.type, m.ptr, m.rows, m.cols)
             if rc == Int32(PKC_ERR_OUT_OF_MEMORY.rawValue) { break } // the budget's view of free memory was optimistic
             guard rc == 0 else { throw BackendError.cudaFailed("copying weights to f16: \(String(cString: pkc_error(ctx)))") }
-            budget -= bytes
+            budget -= sizes[i]
             copied.insert(m.ptr)
         }
         return copied
     }
 
-    /// Bytes of the GEMM path's f16 copies of the weights (``copyF16(_:_:rows:)``).
-    var f16WeightBytes: Int {
+    private static func deviceInfo(_ ctx: OpaquePointer) -> pkc_device_info? {
         var info = pkc_device_info()
-        return pkc_device_info_get(ctx, &info) == 0 ? Int(info.f16_weight_bytes) : 0
+        return pkc_device_info_get(ctx, &info) == 0 ? info : nil
     }
+
+    /// Bytes of the GEMM path's f16 copies of the weights (``copyF16(_:_:rows:)``).
+    var f16WeightBytes: Int { Self.deviceInfo(ctx).map { Int($0.f16_weight_bytes) } ?? 0 }
 
     static func open() throws -> OpaquePointer {
         if let why = openFailure.withLock({ $0 }) { throw BackendError.cudaUnavailable(why) }
