@@ -97,6 +97,38 @@ static int64_t q8_mismatches(pkc_context *c, pkc_ptr dq, int64_t ldq, const floa
     return bad;
 }
 
+// Compares n f16 rows on the device (stride ldq bytes) with the f16 rounding of rows of x (stride
+// ldx): the count of differing values.
+static int64_t f16_mismatches(pkc_context *c, pkc_ptr dq, int64_t ldq, const float *x, int64_t ldx, int64_t n, int64_t k) {
+    uint8_t *got = malloc((size_t)(n * ldq));
+    CHECK(c, pkc_download(c, got, dq, (size_t)(n * ldq)));
+    int64_t bad = 0;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < k; i++) {
+            const _Float16 want = (_Float16)x[t * ldx + i];
+            bad += memcmp(&want, got + t * ldq + 2 * i, 2) != 0;
+        }
+    free(got);
+    return bad;
+}
+
+// A product's input rows of n rows of x (host x, and dx on the device; row stride ldx floats):
+// int8 rows (pkc_quantize_q8) below the GEMM path, f16 rows (x rounded on the host) on it.
+static pkc_ptr make_input_rows(pkc_context *c, const float *x, pkc_ptr dx, int64_t ldx, int64_t n, int64_t k, int64_t *ldq) {
+    *ldq = (int64_t)pkc_input_row_bytes(c, k, n);
+    if (n < pkc_gemm_min_rows(c)) {
+        pkc_ptr dq = dev_alloc(c, (size_t)(n * *ldq));
+        CHECK(c, pkc_quantize_q8(c, dx, ldx, n, k, dq, *ldq));
+        return dq;
+    }
+    _Float16 *h = calloc((size_t)(n * *ldq), 1);
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t i = 0; i < k; i++) h[t * (*ldq / 2) + i] = (_Float16)x[t * ldx + i];
+    pkc_ptr dq = dev_upload(c, h, (size_t)(n * *ldq));
+    free(h);
+    return dq;
+}
+
 static float *host_floats(int64_t count) {
     float *p = aligned_alloc(64, (size_t)((count * 4 + 63) / 64 * 64 + 64));
     if (!p) { fprintf(stderr, "out of host memory\n"); exit(2); }
@@ -367,7 +399,6 @@ static void test_matmul_add_norm(pkc_context *c) {
     for (int ci = 0; ci < 6; ci++) {
         const int type = cases[ci].type;
         const int64_t m = cases[ci].m, k = cases[ci].k, ldy = m + 4, ldo = m + 8, ldq = (int64_t)pkc_q8_row_bytes(k);
-        const int64_t ldhq = (int64_t)pkc_q8_row_bytes(m);
         const size_t rb = pkc_row_bytes(type, k);
         uint8_t *w = malloc(rb * (size_t)m);
         random_weights(type, w, m, k);
@@ -383,8 +414,6 @@ static void test_matmul_add_norm(pkc_context *c) {
             pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
             CHECK(c, pkc_memset(c, dq, 0, (size_t)(n * ldq)));
             CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
-            // the int8 rows' bytes a kernel writes (values, then a float scale per 32); the rest is padding
-            const int64_t qbytes = m + m / 8, qcap = n * (ldq > ldhq ? ldq : ldhq);
             for (int mode = 0; mode < 6; mode++) {
                 // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path; 3: the norm unfused;
                 // 4: as 0 with the norm's int8 rows (stride ldhq) written over the product's own int8
@@ -395,11 +424,15 @@ static void test_matmul_add_norm(pkc_context *c) {
                 const int saved_r = pkc_set_gemv_rows_per_group(c, mode == 5 ? 2 : 0);
                 pkc_context *const cc = c;
                 const pkc_ptr qin = mode == 0 || mode >= 4 ? dq : 0;
+                // The norm's input rows: on the GEMM path f16 rows, else int8 rows; the bytes a
+                // kernel writes of each (int8: values, then a float scale per 32; the rest is padding).
+                const int64_t ldhq = (int64_t)pkc_input_row_bytes(c, m, n), qbytes = mode == 2 ? 2 * m : m + m / 8;
+                const int64_t qcap = n * (ldq > ldhq ? ldq : ldhq);
                 pkc_ptr yr = dev_upload(c, y0, (size_t)(n * ldy) * 4), ya = dev_upload(c, y0, (size_t)(n * ldy) * 4);
                 pkc_ptr yg = dev_upload(c, y0, (size_t)(n * ldy) * 4);
                 pkc_ptr hr = dev_alloc(c, (size_t)(n * ldo) * 4), ha = dev_alloc(c, (size_t)(n * ldo) * 4), hg = dev_alloc(c, (size_t)(n * ldo) * 4);
                 pkc_ptr qr = dev_alloc(c, (size_t)qcap), qa = dev_alloc(c, (size_t)qcap), qg = dev_alloc(c, (size_t)qcap);
-                const int with_q = m % 32 == 0 && mode != 1;
+                const int with_q = (m % 32 == 0 || mode == 2) && mode != 1;
                 // the reference: twice, the second for the graph replayed twice
                 float *ref_y[2], *ref_h[2];
                 uint8_t *ref_q[2];
@@ -474,8 +507,7 @@ static void test_matmul_post_norm(pkc_context *c) {
     static const int64_t ns[] = {1, 2, 5};
     for (int ci = 0; ci < 3; ci++) {
         const int type = cases[ci].type;
-        const int64_t m = cases[ci].m, k = cases[ci].k, ldy = m + 4, ldr = m + 12, ldo = m + 8, ldq = (int64_t)pkc_q8_row_bytes(k);
-        const int64_t ldhq = (int64_t)pkc_q8_row_bytes(m), qbytes = m + m / 8;
+        const int64_t m = cases[ci].m, k = cases[ci].k, ldy = m + 4, ldr = m + 12, ldo = m + 8;
         const size_t rb = pkc_row_bytes(type, k);
         uint8_t *w = malloc(rb * (size_t)m);
         random_weights(type, w, m, k);
@@ -490,17 +522,20 @@ static void test_matmul_post_norm(pkc_context *c) {
             float *x = host_floats(n * k), *r0 = host_floats(n * ldr);
             fill_normal(x, n * k, 1.0f);
             fill_normal(r0, n * ldr, 2.0f);
-            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
-            CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4);
             for (int mode = 0; mode < 8; mode++) {
-                // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path; 3: the norms unfused;
-                // 4: two rows of W per lane group; 5-7: as 0-2 with no next norm
+                // 0: GEMV, int8 rows in and out; 1: GEMV, floats; 2: GEMM path (f16 rows in and
+                // out); 3: the norms unfused; 4: two rows of W per lane group; 5-7: as 0-2 with no
+                // next norm
                 const int path = mode >= 5 ? mode - 5 : mode, next = mode < 5;
                 const int64_t saved = pkc_set_gemm_min_rows(c, path == 2 ? 1 : INT64_MAX);
                 const int fused = pkc_set_norm_fused(c, path != 3);
                 const int saved_r = pkc_set_gemv_rows_per_group(c, path == 4 ? 2 : 0);
-                const pkc_ptr qin = path == 1 ? 0 : dq;
-                const int with_q = next && m % 32 == 0 && path != 1;
+                int64_t ldq;
+                const pkc_ptr dq = make_input_rows(c, x, dx, k, n, k, &ldq), qin = path == 1 ? 0 : dq;
+                const int with_q = next && (m % 32 == 0 || path == 2) && path != 1;
+                // the next norm's input rows, and the bytes a kernel writes of each
+                const int64_t ldhq = (int64_t)pkc_input_row_bytes(c, m, n), qbytes = path == 2 ? 2 * m : m + m / 8;
                 // [0]: the reference, [1]: the call, [2]: the graph replayed twice (reference: twice)
                 pkc_ptr y[3], res[3], h[3], q[3];
                 for (int i = 0; i < 3; i++) {
@@ -558,11 +593,12 @@ static void test_matmul_post_norm(pkc_context *c) {
                 runs++;
                 for (int rep = 0; rep < 2; rep++) { for (int j = 0; j < 3; j++) free(ref[rep][j]); free(refq[rep]); }
                 for (int i = 0; i < 3; i++) { pkc_free(c, y[i]); pkc_free(c, res[i]); pkc_free(c, h[i]); pkc_free(c, q[i]); }
+                pkc_free(c, dq);
                 pkc_set_gemm_min_rows(c, saved);
                 pkc_set_norm_fused(c, fused);
                 pkc_set_gemv_rows_per_group(c, saved_r);
             }
-            pkc_free(c, dx); pkc_free(c, dq);
+            pkc_free(c, dx);
             free(x); free(r0);
         }
         report(bad == 0 && graph_ok,
@@ -581,7 +617,7 @@ static void test_matmul_runs(pkc_context *c) {
     static const struct { int count; int types[3]; int64_t m[3]; } cases[] = {
         {2, {PK_Q5_0, PK_Q8_0}, {1024, 128}}, {3, {PK_Q4_K, PK_Q6_K, PK_Q4_1}, {256, 512, 64}}};
     static const int64_t ns[] = {1, 2, 7, 12};
-    const int64_t k = 1024, ldq = (int64_t)pkc_q8_row_bytes(k);
+    const int64_t k = 1024;
     for (int ci = 0; ci < 2; ci++) {
         pkc_run runs[3];
         int64_t ldy = 8;
@@ -597,9 +633,10 @@ static void test_matmul_runs(pkc_context *c) {
             const int64_t n = ns[ni];
             float *x = host_floats(n * k);
             fill_normal(x, n * k, 1.0f);
-            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4);
+            int64_t ldq;
+            const pkc_ptr dq = make_input_rows(c, x, dx, k, n, k, &ldq);
             pkc_ptr da = dev_alloc(c, (size_t)(n * ldy) * 4), db = dev_alloc(c, (size_t)(n * ldy) * 4), dg = dev_alloc(c, (size_t)(n * ldy) * 4);
-            CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
             for (int i8 = 0; i8 < 2; i8++) {
                 const pkc_ptr q = i8 ? dq : 0;
                 CHECK(c, pkc_memset(c, da, 0, (size_t)(n * ldy) * 4));
@@ -625,7 +662,8 @@ static void test_matmul_runs(pkc_context *c) {
                 int64_t gaps = 8 + 4 * cases[ci].count;
                 report(diff == 0 && zeros == n * gaps, "matmul_runs %d runs k=%lld n=%lld%s: %lld values differ from one matmul_q8 per run "
                        "(direct or graph-replayed), %lld zeros (want %lld, the gaps) (tol exact)", cases[ci].count, (long long)k,
-                       (long long)n, i8 ? " int8 rows" : "", (long long)diff, (long long)zeros, (long long)(n * gaps));
+                       (long long)n, !i8 ? "" : n < pkc_gemm_min_rows(c) ? " int8 rows" : " f16 rows", (long long)diff, (long long)zeros,
+                       (long long)(n * gaps));
                 free(a); free(b); free(gr);
             }
             pkc_free(c, dx); pkc_free(c, dq); pkc_free(c, da); pkc_free(c, db); pkc_free(c, dg);
@@ -655,7 +693,7 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
     for (int ci = 0; ci < 2; ci++) {
         const int qh = cases[ci].qh, kvh = cases[ci].kvh, hd = cases[ci].hd;
         const int64_t k = cases[ci].k, kvd = (int64_t)kvh * hd, width = (int64_t)(qh + 2 * kvh) * hd, ldy = width + 8;
-        const int64_t ldq = (int64_t)pkc_q8_row_bytes(k), cache_halves = 3 * 16 * kvd;
+        const int64_t cache_halves = 3 * 16 * kvd;
         // the runs: all of q | k | v in one, or q | k then v
         pkc_run runs[2];
         uint8_t *w[2];
@@ -678,8 +716,9 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
             const int fused = pkc_set_rope_fused(c, modes[mi].fused);
             float *x = host_floats(n * k);
             fill_normal(x, n * k, 1.0f);
-            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
-            CHECK(c, pkc_quantize_q8(c, dx, k, n, k, dq, ldq));
+            pkc_ptr dx = dev_upload(c, x, (size_t)(n * k) * 4);
+            int64_t ldq;
+            const pkc_ptr dq = make_input_rows(c, x, dx, k, n, k, &ldq);
             // [0] the reference, [1] the call, [2] the graph
             pkc_ptr y[3];
             pkc_kv kv[3];
@@ -858,6 +897,60 @@ static void test_f16_cache(pkc_context *c) {
     pkc_set_gemm_min_rows(c, saved);
 }
 
+// Input rows on the GEMM path: at 13 rows (past the crossover) pkc_rms_norm_q8 and pkc_swiglu_q8
+// write f16 rows, each value its float's rounding to f16, and pkc_matmul_q8 reading them gives
+// bit for bit the product that converts x itself, with one launch fewer (no x to f16). F32
+// weights read x (pkc_matmul_reads_rows says so, and a product given rows ignores them).
+static void test_gemm_input_rows(pkc_context *c) {
+    static const int types[] = {PK_Q4_1, PK_Q8_0, PK_Q6_K, PK_F16, PK_BF16, PK_F32};
+    const int64_t n = 13, m = 256, k = 768, ld = k + 4;
+    if (n < pkc_gemm_min_rows(c)) return;
+    const int64_t ldq = (int64_t)pkc_input_row_bytes(c, k, n);
+    float *x = host_floats(n * ld), *u = host_floats(n * ld), *g = host_floats(k);
+    fill_normal(x, n * ld, 2.0f);
+    fill_normal(u, n * ld, 1.0f);
+    for (int64_t i = 0; i < k; i++) g[i] = rng_uniform(0.5f, 1.5f);
+    pkc_ptr dx = dev_upload(c, x, (size_t)(n * ld) * 4), du = dev_upload(c, u, (size_t)(n * ld) * 4), dg = dev_upload(c, g, (size_t)k * 4);
+    pkc_ptr h = dev_alloc(c, (size_t)(n * ld) * 4), q = dev_alloc(c, (size_t)(n * ldq)), y0 = dev_alloc(c, (size_t)(n * m) * 4),
+            y1 = dev_alloc(c, (size_t)(n * m) * 4);
+    for (int maker = 0; maker < 2; maker++) {
+        // the input: the norm of x, or swiglu of x (as gate) and u
+        if (maker == 0) CHECK(c, pkc_rms_norm_q8(c, dx, ld, dg, h, ld, n, k, 1e-6f, q, ldq));
+        else {
+            CHECK(c, pkc_copy(c, h, dx, (size_t)(n * ld) * 4));
+            CHECK(c, pkc_swiglu_q8(c, h, ld, du, ld, n, k, q, ldq));
+        }
+        float *hv = download_floats(c, h, n * ld);
+        const int64_t badq = f16_mismatches(c, q, ldq, hv, ld, n, k);
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+            const int type = types[ti];
+            const size_t rb = pkc_row_bytes(type, k);
+            uint8_t *w = malloc(rb * (size_t)m);
+            random_weights(type, w, m, k);
+            pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
+            pkc_device_info i0, i1, i2;
+            CHECK(c, pkc_device_info_get(c, &i0));
+            CHECK(c, pkc_matmul(c, type, dw, m, k, h, ld, n, y0, m));
+            CHECK(c, pkc_device_info_get(c, &i1));
+            CHECK(c, pkc_matmul_q8(c, type, dw, m, k, h, ld, q, ldq, n, y1, m, 0));
+            CHECK(c, pkc_device_info_get(c, &i2));
+            float *a = download_floats(c, y0, n * m), *b = download_floats(c, y1, n * m);
+            int64_t diff = 0;
+            for (int64_t i = 0; i < n * m; i++) diff += !same_bits(a[i], b[i]);
+            const int reads = pkc_matmul_reads_rows(c, type, m, k, n);
+            const unsigned long long plain = i1.kernel_launches - i0.kernel_launches, with = i2.kernel_launches - i1.kernel_launches;
+            report(badq == 0 && diff == 0 && reads == (type != PK_F32) && with == plain - (unsigned long long)reads,
+                   "gemm input rows %-4s from %s, n=13: %lld f16 row values differ from their rounding, %lld products from converting x (tol exact); launches %llu with the rows, %llu without",
+                   type_name(type), maker ? "swiglu" : "rms_norm", (long long)badq, (long long)diff, with, plain);
+            free(a); free(b); free(w);
+            pkc_free(c, dw);
+        }
+        free(hv);
+    }
+    pkc_free(c, dx); pkc_free(c, du); pkc_free(c, dg); pkc_free(c, h); pkc_free(c, q); pkc_free(c, y0); pkc_free(c, y1);
+    free(x); free(u); free(g);
+}
+
 static int big_shape_type(int type) { return type == PK_Q4_0 || type == PK_Q4_1 || type == PK_Q5_0 || type == PK_Q8_0 || type == PK_F16; }
 
 static void test_matmul(pkc_context *c) {
@@ -921,17 +1014,20 @@ static void test_rms_norm(pkc_context *c) {
             }
             report(worst <= 2, "rms_norm n=%lld k=%lld: max %lld ulp from pk_rms_norm, %lld of %lld bit-exact (tol 2 ulp)",
                    (long long)n, (long long)k, (long long)worst, (long long)exact, (long long)(n * k));
-            if (k % 32 == 0) {
-                // The same norm writing int8 rows too: the floats unchanged, the rows the CPU's rounding of them.
-                const int64_t ldq = (int64_t)pkc_q8_row_bytes(k);
+            const int f16 = n >= pkc_gemm_min_rows(c);
+            if (k % 32 == 0 || f16) {
+                // The same norm writing input rows too: the floats unchanged; int8 rows the CPU's
+                // rounding of them, or (n on the GEMM path) f16 rows their rounding to f16.
+                const int64_t ldq = (int64_t)pkc_input_row_bytes(c, k, n);
                 pkc_ptr dy2 = dev_alloc(c, (size_t)(n * k) * 4), dq = dev_alloc(c, (size_t)(n * ldq));
                 CHECK(c, pkc_rms_norm_q8(c, dx, ld, dw, dy2, k, n, k, 1e-6f, dq, ldq));
                 float *y2 = download_floats(c, dy2, n * k);
                 int64_t diff = 0;
                 for (int64_t i = 0; i < n * k; i++) diff += !same_bits(y[i], y2[i]);
-                const int64_t bad = q8_mismatches(c, dq, ldq, y, k, n, k);
-                report(diff == 0 && bad == 0, "rms_norm_q8 n=%lld k=%lld: %lld floats differ from rms_norm, %lld int8 rows or scales from the CPU's rounding (tol exact)",
-                       (long long)n, (long long)k, (long long)diff, (long long)bad);
+                const int64_t bad = f16 ? f16_mismatches(c, dq, ldq, y, k, n, k) : q8_mismatches(c, dq, ldq, y, k, n, k);
+                report(diff == 0 && bad == 0, "rms_norm_q8 n=%lld k=%lld: %lld floats differ from rms_norm, %lld %s (tol exact)",
+                       (long long)n, (long long)k, (long long)diff, (long long)bad,
+                       f16 ? "f16 row values from their rounding to f16" : "int8 rows or scales from the CPU's rounding");
                 pkc_free(c, dy2); pkc_free(c, dq);
                 free(y2);
             }
@@ -946,7 +1042,7 @@ static void test_rms_norm(pkc_context *c) {
 static void test_embed_norm_rope(pkc_context *c) {
     struct { int type; int64_t k; } cases[] = {{PK_Q8_0, 576}, {PK_Q4_1, 576}, {PK_Q5_0, 896}, {PK_Q6_K, 1536},
                                                {PK_F16, 2048}, {PK_F32, 64}};
-    static const int64_t nsz[] = {1, 2, 9};
+    static const int64_t nsz[] = {1, 2, 9}; // 9: the GEMM path's rows, f16 input rows
     int32_t ids[9] = {5, 0, 36, -1, 17, 5, 37, 2, 30}, pos[9];
     for (int i = 0; i < 9; i++) pos[i] = i == 0 ? 0 : (int32_t)(rng_u64() % 32768);
     pkc_ptr dids = dev_upload(c, ids, sizeof ids), dpos = dev_upload(c, pos, sizeof pos);
@@ -961,7 +1057,8 @@ static void test_embed_norm_rope(pkc_context *c) {
                 random_weights(type, wt, m, k);
                 float *g = host_floats(k);
                 fill_normal(g, k, 1.0f);
-                const int64_t ldq = variant == 0 && k % 32 == 0 ? (int64_t)pkc_q8_row_bytes(k) : 0;
+                // input rows: int8 ones (k whole 32s), or from the GEMM path's rows f16 ones
+                const int64_t ldq = variant == 0 && (k % 32 == 0 || n >= pkc_gemm_min_rows(c)) ? (int64_t)pkc_input_row_bytes(c, k, n) : 0;
                 pkc_ptr dw = dev_upload(c, wt, rb * (size_t)m), dg = dev_upload(c, g, (size_t)k * 4);
                 pkc_ptr dx[2], dy[2], dq[2] = {0, 0}, dt[2] = {0, 0};
                 for (int j = 0; j < 2; j++) {
@@ -2013,6 +2110,7 @@ int main(int argc, char **argv) {
     test_errors(c);
     test_matmul(c);
     test_f16_cache(c);
+    test_gemm_input_rows(c);
     test_matmul_add(c);
     test_matmul_runs(c);
     test_matmul_add_norm(c);

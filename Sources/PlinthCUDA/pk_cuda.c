@@ -1265,12 +1265,28 @@ static unsigned norm_threads(int64_t k) { return k >= 1024 ? 1024u : (unsigned)(
 // angles are the CPU's bits.
 static float rope_theta_scale(float freq_base, int rope_dims) { return powf(freq_base, -2.0f / (float)rope_dims); }
 
+// Whether a product's input rows at n rows are f16 rows (the GEMM path's) rather than int8 rows.
+static int rows_f16(const pkc_context *c, int64_t n) { return n >= c->gemm_min_rows; }
+
 // Checks an int8 row buffer's arguments (when q is given).
 static int check_q8(pkc_context *c, const char *what, int64_t k, pkc_ptr q, int64_t ldq) {
     if (q && (k % 32 != 0 || ldq < (int64_t)pkc_q8_row_bytes(k) || ldq % 16 != 0 || q % 16 != 0))
         return fail(c, PKC_ERR_INVALID, "%s: int8 rows need k a multiple of 32, ldq >= pkc_q8_row_bytes(k) and 16-byte alignment",
                     what);
     return PKC_OK;
+}
+
+// Checks an input row buffer's arguments (when q is given) for n rows of k: int8 rows below the
+// GEMM path, f16 rows on it (ldq >= 2k bytes).
+static int check_rows(pkc_context *c, const char *what, int64_t k, int64_t n, pkc_ptr q, int64_t ldq) {
+    if (!q || !rows_f16(c, n)) return check_q8(c, what, k, q, ldq);
+    if (ldq < 2 * k || ldq % 16 != 0 || q % 16 != 0)
+        return fail(c, PKC_ERR_INVALID, "%s: f16 input rows need ldq >= 2k bytes and 16-byte alignment", what);
+    return PKC_OK;
+}
+
+size_t pkc_input_row_bytes(const pkc_context *c, int64_t k, int64_t n) {
+    return !c || k <= 0 ? 0 : rows_f16(c, n) ? (size_t)(2 * k + 15) / 16 * 16 : pkc_q8_row_bytes(k);
 }
 
 int pkc_supports_type(int type) { return fmt_index(type) >= 0; }
@@ -1333,12 +1349,12 @@ int pkc_embed_norm_rope(pkc_context *c, int type, pkc_ptr table, int64_t n_rows,
     if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k ||
         (rope_table && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions)))
         return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4) or out alignment");
-    int st = check_q8(c, "pkc_embed_norm_rope", k, q, ldq);
+    int st = check_rows(c, "pkc_embed_norm_rope", k, n, q, ldq);
     if (st) return st;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
-    int kk = (int)k, pairs = rope_dims / 2;
+    int kk = (int)k, pairs = rope_dims / 2, qf16 = q && rows_f16(c, n);
     float theta_scale = rope_table ? rope_theta_scale(freq_base, rope_dims) : 0.0f;
-    void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &out, &ldo, &w, &y, &ldy, &eps, &q, &ldq, &positions, &pairs,
+    void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &out, &ldo, &w, &y, &ldy, &eps, &q, &ldq, &qf16, &positions, &pairs,
                     &theta_scale, &rope_table};
     // pkc_rms_norm's block: a thread per value up to 1024.
     return launch(c, c->fk[i].embed, "embed_norm_rope", (uint64_t)n, 1, norm_threads(k), 0, args);
@@ -1433,8 +1449,9 @@ int pkc_cache_f16(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k) {
     return PKC_OK;
 }
 
-static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, int64_t n,
-                       pkc_ptr y, int64_t ldy, int add) {
+// With q, x's f16 rows (ldq bytes apart) are given: no conversion of x.
+static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q, int64_t ldq,
+                       int64_t n, pkc_ptr y, int64_t ldy, int add) {
     const float one = 1.0f, zero = add ? 1.0f : 0.0f; // beta: y = W x (+ y)
     int st;
     cublasStatus_t s;
@@ -1454,14 +1471,19 @@ static int matmul_gemm(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
         a = c->scratch_w;
         if ((st = dequant_f16(c, fi, w, m, k, a))) return st;
     }
-    if ((st = ensure(c, &c->scratch_x, &c->cap_x, f16_bytes(n, k)))) return st;
-    CUdeviceptr b = c->scratch_x;
-    int nn = (int)n, kk = (int)k;
-    void *args[] = {&x, &ldx, &b, &nn, &kk};
-    if ((st = launch(c, c->to_f16, "to_f16", blocks_for(n * k, 256), 1, 256, 0, args))) return st;
+    CUdeviceptr b = q;
+    int64_t ldb = ldq / 2;
+    if (!q) {
+        if ((st = ensure(c, &c->scratch_x, &c->cap_x, f16_bytes(n, k)))) return st;
+        b = c->scratch_x;
+        ldb = k;
+        int nn = (int)n, kk = (int)k;
+        void *args[] = {&x, &ldx, &b, &nn, &kk};
+        if ((st = launch(c, c->to_f16, "to_f16", blocks_for(n * k, 256), 1, 256, 0, args))) return st;
+    }
     c->kernel_last = NULL;
     s = c->cb.GemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)m, (int)n, (int)k, &one, (const void *)(uintptr_t)a,
-                     CUDA_R_16F, (int)k, (const void *)(uintptr_t)b, CUDA_R_16F, (int)k, &zero, (void *)(uintptr_t)y,
+                     CUDA_R_16F, (int)k, (const void *)(uintptr_t)b, CUDA_R_16F, (int)ldb, &zero, (void *)(uintptr_t)y,
                      CUDA_R_32F, (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     return s ? cublas_fail(c, s, "cublasGemmEx (f16)") : PKC_OK;
 }
@@ -1555,11 +1577,11 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     if (m <= 0 || n < 0 || m > 0x7fffffff || ldx < k || ldx % 4 != 0 || x % 16 != 0 || ldy < m)
         return fail(c, PKC_ERR_INVALID, "pkc_matmul: bad sizes, strides or alignment (m %lld, k %lld, n %lld, ldx %lld, ldy %lld)",
                     (long long)m, (long long)k, (long long)n, (long long)ldx, (long long)ldy);
-    int st = check_q8(c, "pkc_matmul_q8", k, q, ldq);
+    int st = check_rows(c, "pkc_matmul_q8", k, n, q, ldq);
     if (st) return st;
     if (norm && (m > 0x7fffffff || norm->ldo < m || norm->ldo % 4 != 0 || !norm->out || norm->out % 16 != 0 || !norm->weight))
         return fail(c, PKC_ERR_INVALID, "pkc_matmul_add_norm: bad norm output (ldo >= m, a multiple of 4, 16-byte aligned) or weights");
-    if (norm && (st = check_q8(c, "pkc_matmul_add_norm", m, norm->q, norm->ldq))) return st;
+    if (norm && (st = check_rows(c, "pkc_matmul_add_norm", m, n, norm->q, norm->ldq))) return st;
     if (post && (!post->weight || !post->residual || post->residual % 16 != 0 || post->ldr < m || post->ldr % 4 != 0 || ldy % 4 != 0 ||
                  y % 16 != 0 || add))
         return fail(c, PKC_ERR_INVALID, "pkc_matmul_post_norm: bad residual rows (ldr >= m, a multiple of 4, 16-byte aligned) or weights");
@@ -1569,7 +1591,7 @@ static int matmul(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k, pkc
     // The norms (and the residual add) as their own launches after the product: on the GEMM path,
     // past the GEMV kernels that have the norm tail (NORM_MAX_ROWS rows of x), or when not fused.
     if (n >= c->gemm_min_rows || ((norm || post) && (!c->norm_fused || n > NORM_MAX_ROWS))) {
-        st = n >= c->gemm_min_rows ? matmul_gemm(c, fi, w, m, k, x, ldx, n, y, ldy, add)
+        st = n >= c->gemm_min_rows ? matmul_gemm(c, fi, w, m, k, x, ldx, q, ldq, n, y, ldy, add)
                                    : matmul(c, type, w, m, k, x, ldx, q, ldq, n, y, ldy, add, NULL, NULL, NULL);
         if (!st && post) st = post_norm_add(c, y, ldy, n, m, post);
         if (st || !norm) return st;
@@ -1711,9 +1733,12 @@ static int set_switch(int *flag, int on) {
 
 int pkc_set_rope_fused(pkc_context *c, int on) { return c ? set_switch(&c->rope_fused, on) : 0; }
 
-int pkc_matmul_reads_q8(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
+int pkc_matmul_reads_rows(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
     const int fi = fmt_index(type);
-    return c && fi >= 0 && n >= 1 && n < c->gemm_min_rows && k > 0 && k % 32 == 0 && uses_int8(c, fi, m, k);
+    if (!c || fi < 0 || n < 1 || k <= 0) return 0;
+    // The GEMM path multiplies f16 rows, but for f32 weights (f32 x as it is).
+    if (rows_f16(c, n)) return fmts[fi].type != 0;
+    return k % 32 == 0 && uses_int8(c, fi, m, k);
 }
 
 int pkc_set_gemv_int8(pkc_context *c, int mode) {
@@ -1738,7 +1763,7 @@ int pkc_matmul_glu(pkc_context *c, int type, pkc_ptr w, int64_t f, int64_t k, pk
         return fail(c, PKC_ERR_INVALID, "pkc_matmul_glu: %lld rows of x (fused only at 1 or 2 rows on the GEMV path)", (long long)n);
     if (f <= 0 || 2 * f > 0x7fffffff || ldx < k || ldx % 4 != 0 || x % 16 != 0 || ldy < f)
         return fail(c, PKC_ERR_INVALID, "pkc_matmul_glu: bad sizes, strides or alignment");
-    int st = check_q8(c, "pkc_matmul_glu", k, q, ldq);
+    int st = check_rows(c, "pkc_matmul_glu", k, n, q, ldq);
     if (st) return st;
     const int i8 = q && uses_int8(c, fi, 2 * f, k);
     // The lanes of the plain product of all 2f rows, so that each sum is that product's bit for bit.
@@ -1796,10 +1821,10 @@ static int rms_norm(pkc_context *c, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y
                     float eps, pkc_ptr q, int64_t ldq, int heads) {
     if (n < 0 || k <= 0 || k > 0x7fffffff || ldx < k || ldy < k || n * heads > 0x7fffffff)
         return fail(c, PKC_ERR_INVALID, "pkc_rms_norm: bad sizes");
-    int st = check_q8(c, "pkc_rms_norm_q8", k, q, ldq);
+    int st = check_rows(c, "pkc_rms_norm_q8", k, n, q, ldq);
     if (st) return st;
-    int kk = (int)k;
-    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps, &q, &ldq, &heads};
+    int kk = (int)k, qf16 = q && rows_f16(c, n);
+    void *args[] = {&x, &ldx, &w, &y, &ldy, &kk, &eps, &q, &ldq, &heads, &qf16};
     return launch(c, c->rms, "rms_norm", (uint64_t)(n * heads), 1, norm_threads(k), 0, args);
 }
 
@@ -1844,10 +1869,10 @@ static int gated(pkc_context *c, int gelu, pkc_ptr gate, int64_t ldg, pkc_ptr up
     const char *name = gelu ? "pkc_geglu" : "pkc_swiglu";
     if (n < 0 || n > 0x7fffffff || k <= 0 || k > 0x7fffffff || ldg < k || ldu < k)
         return fail(c, PKC_ERR_INVALID, "%s: bad sizes", name);
-    int st = check_q8(c, name, k, q, ldq);
+    int st = check_rows(c, name, k, n, q, ldq);
     if (st) return st;
-    int nn = (int)n, kk = (int)k;
-    void *args[] = {&gate, &ldg, &up, &ldu, &nn, &kk, &q, &ldq, &gelu};
+    int nn = (int)n, kk = (int)k, qf16 = q && rows_f16(c, n);
+    void *args[] = {&gate, &ldg, &up, &ldu, &nn, &kk, &q, &ldq, &gelu, &qf16};
     return launch(c, c->swiglu, name + 4, blocks_for(n * k, 256), 1, 256, 0, args);
 }
 

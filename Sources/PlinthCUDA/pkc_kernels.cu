@@ -423,13 +423,22 @@ __device__ __forceinline__ void q8_store(float v, int i, i8 *qrow, int k) {
     if ((i & 31) == 0) ((float *)(qrow + k))[i >> 5] = h2f(f2h(__fdiv_rn(a, 127.0f)));
 }
 
+// Value i of a product's input row in the form its product reads (pk_cuda.c picks by rows): the
+// int8 row of the GEMV path (q8_store: a whole warp), or with f16 the f16 row of the GEMM path,
+// as its conversion of the floats would round them.
+__device__ __forceinline__ void input_store(float v, int i, i8 *qrow, int k, int f16) {
+    if (f16) ((u16 *)qrow)[i] = f2h(v);
+    else q8_store(v, i, qrow, k);
+}
+
 // ---- RMSNorm of a row by one block ----------------------------------------------------------------
 // pkc_rms_norm's arithmetic bit for bit with a block of any whole number of warps: its sum of
 // squares, in double as the CPU kernel accumulates it, is a tree over V = min(1024, k rounded up
 // to 32) threads (thread v sums values v, v + V, ... in order, a butterfly per warp, one over the
 // warps' partials, absent warps 0), which the block replays warp by warp. x is read through L2
 // (__ldcg): in the products' norm tail it was written by other blocks. part: 32 doubles, shared.
-__device__ __forceinline__ void rms_row(const float *xr, const float *w, float *yr, int k, float eps, i8 *qr, double *part) {
+__device__ __forceinline__ void rms_row(const float *xr, const float *w, float *yr, int k, float eps, i8 *qr, int qf16,
+                                        double *part) {
     const int V = k >= 1024 ? 1024 : (k + 31) / 32 * 32, lane = threadIdx.x & 31;
     for (int vw = threadIdx.x >> 5; vw < V / 32; vw += blockDim.x >> 5) {
         double s = 0.0;
@@ -455,7 +464,7 @@ __device__ __forceinline__ void rms_row(const float *xr, const float *w, float *
     for (int i = threadIdx.x; i < k; i += blockDim.x) { // whole warps when q is given (k a multiple of 32)
         const float v = __fmul_rn(__fmul_rn(__ldcg(xr + i), scale), w[i]);
         yr[i] = v;
-        if (qr) q8_store(v, i, qr, k);
+        if (qr) input_store(v, i, qr, k, qf16);
     }
 }
 
@@ -554,13 +563,13 @@ __device__ __forceinline__ void norm_tail(const NormOut &no, float *y, i64 ldy, 
         const float *src = y + t * ldy;
         if (no.post) {
             float *yr = y + t * ldy, *rr = no.r + t * no.ldr;
-            rms_row(yr, no.post, yr, m, no.post_eps, nullptr, part);
+            rms_row(yr, no.post, yr, m, no.post_eps, nullptr, 0, part);
             __syncthreads(); // the row's normed values, written by every thread
             for (int i = threadIdx.x; i < m; i += blockDim.x) rr[i] = __fadd_rn(__ldcg(rr + i), __ldcg(yr + i));
             __syncthreads();
             src = rr;
         }
-        if (no.g) rms_row(src, no.g, no.h + t * no.ldh, m, no.eps, no.q ? no.q + t * no.ldq : nullptr, part);
+        if (no.g) rms_row(src, no.g, no.h + t * no.ldh, m, no.eps, no.q ? no.q + t * no.ldq : nullptr, 0, part);
     }
     if (threadIdx.x == 0) *no.counter = 0;
 }
@@ -822,18 +831,18 @@ __device__ __forceinline__ void rope_entry(const int *positions, int t, int i, i
 
 // The step's first launches in one (pkc_embed_norm_rope): block t gathers row ids[t] of the
 // table into x (pkc_get_rows), fills row t of the RoPE table (pkc_rope_table; table nullptr:
-// none), then normalizes its row into y and the int8 row q (pkc_rms_norm_q8), bit for bit.
+// none), then normalizes its row into y and the input row q (pkc_rms_norm_q8), bit for bit.
 template <int T>
 __device__ __forceinline__ void embed_norm_rope(const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x,
                                                 i64 ldx, const float *w, float *y, i64 ldy, float eps, i8 *q, i64 ldq,
-                                                const int *positions, int pairs, float theta_scale, float *table) {
+                                                int qf16, const int *positions, int pairs, float theta_scale, float *table) {
     __shared__ double part[32];
     const int t = blockIdx.x;
     for (int u = threadIdx.x; u < k / 16; u += blockDim.x) dequant_unit<T, 0>(src, row_bytes, t, u, x, ldx, ids, n_rows);
     if (table)
         for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, theta_scale, table);
     __syncthreads(); // the row, written by every thread
-    rms_row(x + (i64)t * ldx, w, y + (i64)t * ldy, k, eps, q ? q + (i64)t * ldq : nullptr, part);
+    rms_row(x + (i64)t * ldx, w, y + (i64)t * ldy, k, eps, q ? q + (i64)t * ldq : nullptr, qf16, part);
 }
 
 // ---- the core module: everything that is not per format -----------------------------------------
@@ -853,16 +862,17 @@ extern "C" __global__ void pkc_quantize_q8(const float *x, i64 ldx, int n, int k
 // ---- elementwise ------------------------------------------------------------------------------
 
 // RMSNorm: one block per row; the sum of squares in double, as the CPU kernel accumulates it.
-// With q (k a multiple of 32), the normed row also goes to int8 row blockIdx.x of q. With heads
+// With q, the normed row also goes to row blockIdx.x of q: an int8 row (k a multiple of 32) or,
+// with qf16, an f16 row (input_store). With heads
 // > 1 each row of x (and y) is that many rows of k side by side (a row's query or key heads,
 // Gemma's per-head norm): block b takes row b / heads, head b % heads; q is then not given.
 // Launched with up to 1024 threads (pk_cuda.c), hence the bounds.
 extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, i64 ldx, const float *w, float *y, i64 ldy,
-                                                                int k, float eps, i8 *q, i64 ldq, int heads) {
+                                                                int k, float eps, i8 *q, i64 ldq, int heads, int qf16) {
     PKC_DEPENDENT();
     __shared__ double part[32];
     const i64 t = blockIdx.x / heads, hk = (i64)(blockIdx.x - t * heads) * k;
-    rms_row(x + t * ldx + hk, w, y + t * ldy + hk, k, eps, q ? q + t * ldq : nullptr, part);
+    rms_row(x + t * ldx + hk, w, y + t * ldy + hk, k, eps, q ? q + t * ldq : nullptr, qf16, part);
 }
 
 extern "C" __global__ void pkc_rope_table(const int *positions, int n, int pairs, float theta_scale, float *table) {
@@ -891,9 +901,10 @@ extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int 
     v[ib] = x1;
 }
 
-// With q (k a multiple of 32), the results also go to int8 rows. gelu: GEGLU instead of SwiGLU.
+// With q, the results also go to input rows (input_store: int8 rows, k a multiple of 32, or with
+// qf16 f16 rows). gelu: GEGLU instead of SwiGLU.
 extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64 ldu, int n, int k, i8 *q, i64 ldq,
-                                      int gelu) {
+                                      int gelu, int qf16) {
     PKC_DEPENDENT();
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * k) return; // whole warps when q is given: n * k is a multiple of 32
@@ -901,7 +912,7 @@ extern "C" __global__ void pkc_swiglu(float *gate, i64 ldg, const float *up, i64
     const float g = gate[t * ldg + i];
     const float v = gelu ? gelu_mul(g, up[t * ldu + i]) : silu_mul(g, up[t * ldu + i]);
     gate[t * ldg + i] = v;
-    if (q) q8_store(v, (int)i, q + t * ldq, k);
+    if (q) input_store(v, (int)i, q + t * ldq, k, qf16);
 }
 
 extern "C" __global__ void pkc_add(float *y, const float *x, i64 count) {
@@ -950,7 +961,7 @@ extern "C" __global__ void __launch_bounds__(1024) pkc_qkv_norm_rope_store(float
     float *v = x + (i64)t * stride + (i64)h * head_dim;
     const float *g = h < q_heads ? qn : h < q_heads + kv_heads ? kn : nullptr;
     if (g) { // the same for the whole block
-        rms_row(v, g, v, head_dim, eps, nullptr, part);
+        rms_row(v, g, v, head_dim, eps, nullptr, 0, part);
         __syncthreads(); // the pairs below are other threads' values
     }
     for (int i = threadIdx.x; i < head_dim >> 1; i += blockDim.x)
@@ -1462,10 +1473,11 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
     }                                                                                                        \
     extern "C" __global__ void __launch_bounds__(1024) pkc_embed_norm_rope_##NAME(                             \
         const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x, i64 ldx, const float *w, float *y, \
-        i64 ldy, float eps, i8 *q, i64 ldq, const int *positions, int pairs, float theta_scale, float *table) {  \
+        i64 ldy, float eps, i8 *q, i64 ldq, int qf16, const int *positions, int pairs, float theta_scale,       \
+        float *table) {                                                                                      \
         PKC_DEPENDENT();                                                                                     \
-        embed_norm_rope<T>(src, row_bytes, n_rows, k, ids, x, ldx, w, y, ldy, eps, q, ldq, positions, pairs,     \
-                           theta_scale, table);                                                              \
+        embed_norm_rope<T>(src, row_bytes, n_rows, k, ids, x, ldx, w, y, ldy, eps, q, ldq, qf16, positions,      \
+                           pairs, theta_scale, table);                                                       \
     }                                                                                                        \
     GEMV_ALL(T, NAME, gemv, 0)
 

@@ -155,7 +155,7 @@ int pkc_dequantize(pkc_context *ctx, int type, pkc_ptr src, int64_t n, int64_t k
 int pkc_get_rows(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                  pkc_ptr out, int64_t ldo);
 // A step's first three launches in one, bit for bit: pkc_get_rows into out, pkc_rms_norm_q8 of
-// out by w into y (and the int8 rows q; 0: none), and pkc_rope_table of the n positions into
+// out by w into y (and the input rows q; 0: none), and pkc_rope_table of the n positions into
 // rope_table (0: no table). A block per row.
 int pkc_embed_norm_rope(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                         pkc_ptr out, int64_t ldo, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q, int64_t ldq,
@@ -177,12 +177,19 @@ int pkc_matmul_add(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, 
 // 127 rounded to f16, byte = rint(x * 127 / amax)) and then the k / 32 float scales d. k a multiple of 32; ldq at
 // least pkc_q8_row_bytes(k) and, like q, a multiple of 16.
 size_t pkc_q8_row_bytes(int64_t k);
+// Input rows: what the makers of a product's input (pkc_rms_norm_q8, pkc_swiglu_q8 and the norms
+// of the fused products) also write for the product, and pkc_matmul_q8 reads instead of x. For
+// n rows below the GEMM path (pkc_gemm_min_rows) they are int8 rows as above; from it, f16 rows
+// of k values (x as the GEMM path would convert it: then no conversion launch). The bytes of
+// one row for n rows of k (a multiple of 16):
+size_t pkc_input_row_bytes(const pkc_context *ctx, int64_t k, int64_t n);
 // n rows of x (row stride ldx floats) to int8 rows.
 int pkc_quantize_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, int64_t n, int64_t k, pkc_ptr q, int64_t ldq);
-// pkc_matmul (add = 0) or pkc_matmul_add (add = 1) that may read x's int8 rows `q` (of the same n
-// rows of x; 0: none) instead of x: on the GEMV path for the quantized formats, which then
-// multiply in integers with dp4a (one byte of x per weight instead of four) unless
-// $PLINTH_CUDA_INT8=0. The GEMM path and the float formats read x.
+// pkc_matmul (add = 0) or pkc_matmul_add (add = 1) that may read x's input rows `q` (of the same
+// n rows of x; 0: none) instead of x. On the GEMV path, int8 rows for the quantized formats,
+// which then multiply in integers with dp4a (one byte of x per weight instead of four) unless
+// $PLINTH_CUDA_INT8=0; the float formats read x. On the GEMM path, f16 rows, which cuBLAS reads
+// as they are (f32 weights read x).
 int pkc_matmul_q8(pkc_context *ctx, int type, pkc_ptr w, int64_t m, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                   int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, int add);
 // pkc_matmul_q8 with add = 1 into the residual rows y (n rows of m), then RMSNorm of those rows:
@@ -257,9 +264,10 @@ int pkc_set_gemv_int8(pkc_context *ctx, int mode);
 // (1, where available); returns the previous setting. Results are the same either way.
 int pkc_set_dependent_launch(pkc_context *ctx, int on);
 // Whether pkc_matmul_q8 (and pkc_matmul_glu, m being its 2f rows) of these weights and n rows
-// of x would read int8 rows given to it: the GEMV path, k whole 32s, and the format's int8
-// policy. A caller makes the rows (pkc_rms_norm_q8, pkc_swiglu_q8) only where some product reads them.
-int pkc_matmul_reads_q8(const pkc_context *ctx, int type, int64_t m, int64_t k, int64_t n);
+// of x would read input rows given to it: on the GEMV path where k is whole 32s and the format's
+// int8 policy says so; on the GEMM path unless the weights are f32. A caller makes the rows
+// (pkc_rms_norm_q8, pkc_swiglu_q8) only where some product reads them.
+int pkc_matmul_reads_rows(const pkc_context *ctx, int type, int64_t m, int64_t k, int64_t n);
 // The rows from which pkc_matmul takes the GEMM path (below them int8 rows are worth making).
 int64_t pkc_gemm_min_rows(const pkc_context *ctx);
 // Rows from which pkc_matmul takes the GEMM path (1: always; INT64_MAX: never; default 9, or
@@ -277,7 +285,8 @@ int pkc_set_gemv_rows_per_group(pkc_context *ctx, int rows);
 // y = x / sqrt(mean(x^2) + eps) * w for n rows of k (y may be x).
 int pkc_rms_norm(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                  float eps);
-// pkc_rms_norm that also writes the normed rows as int8 rows to q (q 0: not).
+// pkc_rms_norm that also writes the normed rows as input rows to q (q 0: not; int8 rows or, from
+// pkc_gemm_min_rows rows, f16 rows: pkc_input_row_bytes).
 int pkc_rms_norm_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr y, int64_t ldy, int64_t n, int64_t k,
                     float eps, pkc_ptr q, int64_t ldq);
 // In place, each of `heads` rows of k floats side by side in each of n rows of x (row stride
@@ -293,7 +302,7 @@ int pkc_rope(pkc_context *ctx, pkc_ptr x, int64_t n, int64_t stride, int heads, 
              pkc_ptr table, int neox);
 // gate = silu(gate) * up over n rows of k (pk_swiglu's arithmetic, bit for bit).
 int pkc_swiglu(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k);
-// pkc_swiglu that also writes the results as int8 rows to q (q 0: not).
+// pkc_swiglu that also writes the results as input rows to q (q 0: not), as pkc_rms_norm_q8.
 int pkc_swiglu_q8(pkc_context *ctx, pkc_ptr gate, int64_t ldg, pkc_ptr up, int64_t ldu, int64_t n, int64_t k, pkc_ptr q,
                   int64_t ldq);
 // gate = gelu(gate) * up with gelu's tanh form (pk_geglu's arithmetic, bit for bit); q as

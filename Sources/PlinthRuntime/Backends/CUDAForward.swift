@@ -87,8 +87,9 @@ final class CUDAForward {
     /// One RoPE table per entry of ``ropes``.
     private let ropeTables: [pkc_ptr]
     private let qkvStride: Int
-    /// The int8 rows of the products' inputs (the norms' and swiglu's outputs, made by the same
-    /// launches) for steps that take the GEMV path: one byte per weight read instead of four.
+    /// The input rows of the products (the norms' and swiglu's outputs, made by the same launches
+    /// as the floats): int8 rows on the GEMV path (one byte per weight read instead of four), f16
+    /// rows on the GEMM path (no conversion launch before each product).
     private let xq: pkc_ptr
     /// int32 metadata, maxBatch each: token ids, positions, slots, kv lengths, logit rows, the
     /// logit rows' mask rows (-1: none), the chosen tokens, the logit rows' k for pkc_topk (0: none),
@@ -289,9 +290,10 @@ final class CUDAForward {
             qkv = try alloc(n * qkvStride * fl, "activations")
             attn = try alloc(n * qDim * fl, "activations")
             gu = try alloc(n * 2 * f * fl, "activations")
-            // Rows below the GEMM path, the most that ever take int8 rows.
-            let q8Rows = min(n, max(Int(pkc_gemm_min_rows(ctx)) - 1, 0))
-            xq = try alloc(q8Rows * pkc_q8_row_bytes(Int64(max(e, f))), "int8 activations")
+            // The input rows: int8 ones below the GEMM path, f16 ones from it (at the largest batch).
+            let maxK = Int64(max(e, f)), gemmRows = Int(pkc_gemm_min_rows(ctx)), q8Rows = min(n, max(gemmRows - 1, 0))
+            let f16RowBytes = n >= gemmRows ? n * pkc_input_row_bytes(ctx, maxK, Int64(n)) : 0
+            xq = try alloc(max(q8Rows * pkc_q8_row_bytes(maxK), f16RowBytes), "input rows")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
             ropeTables = try ropes.map { _ in try alloc(n * c.ropeDims * fl, "a RoPE table") }
             tmp = plan.isEmpty ? 0 : try alloc(n * e * fl, "activations")
@@ -394,36 +396,37 @@ final class CUDAForward {
         guard rc == 0 else { throw BackendError.cudaFailed("\(what): \(String(cString: pkc_error(ctx)))") }
     }
 
-    /// A product input's int8 rows (``xq``), or none (ptr 0): the product reads the floats.
-    private struct Q8 {
+    /// A product input's rows in the form its product reads (``xq``; pk_cuda.h's input rows):
+    /// int8 rows below the GEMM path, f16 rows on it; or none (ptr 0): the product reads the floats.
+    private struct InputRows {
         var ptr: pkc_ptr
         var stride: Int64
-        static let none = Q8(ptr: 0, stride: 0)
+        static let none = InputRows(ptr: 0, stride: 0)
     }
 
-    /// The int8 rows for an input of `n` rows whose products are `ws` (one row length), where
+    /// The input rows for an input of `n` rows whose products are `ws` (one row length), where
     /// some product reads them; else none, and the launch that makes the input writes no rows.
     /// One decision per input, for its maker and all its readers, so no product reads rows that
     /// were not written this step.
-    private func q8(for ws: [Matrix], _ n: Int) -> Q8 {
-        guard let k = ws.first?.cols, ws.contains(where: { pkc_matmul_reads_q8(ctx, $0.type, $0.rows, $0.cols, Int64(n)) != 0 })
+    private func inputRows(for ws: [Matrix], _ n: Int) -> InputRows {
+        guard let k = ws.first?.cols, ws.contains(where: { pkc_matmul_reads_rows(ctx, $0.type, $0.rows, $0.cols, Int64(n)) != 0 })
         else { return .none }
-        return Q8(ptr: xq, stride: Int64(pkc_q8_row_bytes(k)))
+        return InputRows(ptr: xq, stride: Int64(pkc_input_row_bytes(ctx, k, Int64(n))))
     }
 
-    /// The int8 rows of the down product's input (the gated activation): none at the rows where the
+    /// The input rows of the down product's input (the gated activation): none at the rows where the
     /// gated product can run fused (1 or 2 on the GEMV path; its down product reads floats), also
     /// where it does not (turned off, an adapter on gate or up, gate and up not one run), so that a
     /// row's logits do not depend on the other rows' adapters or on the switch.
-    private func downQ8(_ down: Matrix, _ n: Int) -> Q8 {
-        pkc_glu_rows(ctx, Int64(n)) != 0 ? .none : q8(for: [down], n)
+    private func downRows(_ down: Matrix, _ n: Int) -> InputRows {
+        pkc_glu_rows(ctx, Int64(n)) != 0 ? .none : inputRows(for: [down], n)
     }
 
     /// out += W input: a product feeding the residual stream; with `norm`, then out's rows
-    /// normalized by those weights into `h` (and the int8 rows `nq`), in the product's launch
+    /// normalized by those weights into `h` (and the input rows `nq`), in the product's launch
     /// on the GEMV path (pkc_matmul_add_norm).
-    private func matmulAdd(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int,
-                           norm: pkc_ptr? = nil, _ nq: Q8 = .none) throws {
+    private func matmulAdd(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: InputRows, _ n: Int, _ out: pkc_ptr, _ ldy: Int,
+                           norm: pkc_ptr? = nil, _ nq: InputRows = .none) throws {
         guard let norm else {
             try check(pkc_matmul_q8(ctx, w.type, w.ptr, w.rows, w.cols, input, Int64(ldx), q.ptr, q.stride, Int64(n), out,
                                     Int64(ldy), 1), "matmul")
@@ -436,7 +439,7 @@ final class CUDAForward {
 
     /// Each run of `p` times `input`, written side by side into rows of `out` (stride `ldy`);
     /// runs of different types overlap on the device (pkc_matmul_runs).
-    private func matmul(_ p: Products, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
+    private func matmul(_ p: Products, _ input: pkc_ptr, _ ldx: Int, _ q: InputRows, _ n: Int, _ out: pkc_ptr, _ ldy: Int) throws {
         try check(pkc_matmul_runs(ctx, p.launches, Int32(p.launches.count), p.runs[0].w.cols, input, Int64(ldx), q.ptr, q.stride,
                                   Int64(n), out, Int64(ldy)), "matmul")
     }
@@ -655,26 +658,26 @@ final class CUDAForward {
             try applyLoRA(shape, sites, input: input, ldx: ldx, k: k)
         }
         func layerPair(_ l: Int, _ m: AdapterTarget.Matrix) -> (DeviceAdapter) -> DeviceAdapter.Pair? { { $0.layers[l][m.index] } }
-        /// x's rows normalized into h (and the int8 rows `q`): a norm no product before it made.
-        func norm(_ weight: pkc_ptr, _ q: Q8) throws {
+        /// x's rows normalized into h (and the input rows `q`): a norm no product before it made.
+        func norm(_ weight: pkc_ptr, _ q: InputRows) throws {
             try check(pkc_rms_norm_q8(ctx, x, Int64(e), weight, h, Int64(e), Int64(n), Int64(e), eps, q.ptr, q.stride), "rms_norm")
         }
         // Each norm but the first layer's is made by the product before it (matmulAdd's norm),
         // unless an adapter's product must be added first.
-        let attnQ8 = layers.map { q8(for: $0.qkv.runs.map(\.w), n) }
-        let oq = q8(for: [output], wanted)
+        let attnRows = layers.map { inputRows(for: $0.qkv.runs.map(\.w), n) }
+        let oq = inputRows(for: [output], wanted)
         // The embedding, the RoPE table and the first norm in one launch, unless an adapter adds
         // to the embedding first.
         if embeddingScale == nil, ropes.count == 1, !groups.contains(where: { adapters[$0.id]?.embedding != nil }) {
             try check(pkc_embed_norm_rope(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e),
-                                          layers[0].attnNorm, h, Int64(e), eps, attnQ8[0].ptr, attnQ8[0].stride, positions,
+                                          layers[0].attnNorm, h, Int64(e), eps, attnRows[0].ptr, attnRows[0].stride, positions,
                                           Int32(c.ropeDims), ropes[0].base, ropeTables[0]), "embedding")
         } else {
             try embed(shape, ids: ids, positions: positions)
-            try norm(layers[0].attnNorm, attnQ8[0])
+            try norm(layers[0].attnNorm, attnRows[0])
         }
         for (l, lw) in layers.enumerated() {
-            let aq = attnQ8[l]
+            let aq = attnRows[l]
             var cache = cacheOf(l)
             // Bias, rotation of q's and k's heads and the cache store in one launch, or in the q | k
             // | v product's (pkc_matmul_runs_rope_store); biases that are not one vector over the
@@ -703,7 +706,7 @@ final class CUDAForward {
             }
             try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
                                     Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
-            let gq = q8(for: lw.gateUp.runs.map(\.w), n)
+            let gq = inputRows(for: lw.gateUp.runs.map(\.w), n)
             let woAdapted = adapted(l, [.attnOutput]), ffAdapted = adapted(l, [.ffnGate, .ffnUp]), downAdapted = adapted(l, [.ffnDown])
             try matmulAdd(lw.wo, attn, qDim, .none, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
             if woAdapted {
@@ -711,7 +714,7 @@ final class CUDAForward {
                 try norm(lw.ffnNorm, gq)
             }
             // The next norm: the next layer's, or the output's when every row wants logits.
-            let next: (pkc_ptr, Q8)? = l + 1 < layers.count ? (layers[l + 1].attnNorm, attnQ8[l + 1])
+            let next: (pkc_ptr, InputRows)? = l + 1 < layers.count ? (layers[l + 1].attnNorm, attnRows[l + 1])
                 : wanted == n ? (outputNorm, oq) : nil
             let fusedNext = downAdapted ? nil : next
             let dq = try gatedProduct(lw, .silu, h, e, gq, n, adapt: !ffAdapted ? nil : { [self] in
@@ -752,7 +755,7 @@ final class CUDAForward {
     /// The recorded layers (``plan``) on the step's rows. The buffers: ``StepBuffer/query``,
     /// ``StepBuffer/key`` and ``StepBuffer/value`` are the columns of qkv (so a layer's q, k and v
     /// products run as the fused step's are, side by side). A norm (on its own or in a product's
-    /// last block) also writes int8 rows where the launch after it multiplies its output. A
+    /// last block) also writes input rows where the launch after it multiplies its output. A
     /// launch that an adapter of the step changes runs as its recorded operations. Returns
     /// whether the last launch normalized every row into h for the output (as the fused step's).
     private func runPlan(_ shape: StepShape, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws -> Bool {
@@ -779,23 +782,23 @@ final class CUDAForward {
             default: return []
             }
         }
-        // The int8 rows the launch before made, and of which buffer.
-        var made: (buffer: StepBuffer, q: Q8)?
+        // The input rows the launch before made, and of which buffer.
+        var made: (buffer: StepBuffer, q: InputRows)?
         var normed = false
         for (i, p) in launches.enumerated() {
             let q = made.map { m in p.input == m.buffer ? m.q : .none } ?? .none
-            /// The int8 rows for a norm of this launch into `target`: where the next launch multiplies it.
-            func normQ8(_ target: StepBuffer) throws -> Q8 {
+            /// The input rows for a norm of this launch into `target`: where the next launch multiplies it.
+            func normRows(_ target: StepBuffer) throws -> InputRows {
                 guard i + 1 < launches.count, launches[i + 1].input == target else { return .none }
-                let q = q8(for: try products(i + 1), n)
+                let q = inputRows(for: try products(i + 1), n)
                 if q.ptr != 0 { made = (target, q) }
                 return q
             }
             made = nil
             switch p.kind {
             case .op(let op):
-                let nq: Q8 = if case .norm(_, _, let target) = op { try normQ8(target) } else { .none }
-                try run(op, layer: p.layer, shape, q: q, normQ8: nq, positions: positions, slots: slots, kvLen: kvLen)
+                let nq: InputRows = if case .norm(_, _, let target) = op { try normRows(target) } else { .none }
+                try run(op, layer: p.layer, shape, q: q, normRows: nq, positions: positions, slots: slots, kvLen: kvLen)
             case .attention(let qNorm, let kNorm, let table, let window, let scale):
                 var cache = cacheOf(p.layer)
                 try check(pkc_qkv_norm_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
@@ -806,13 +809,13 @@ final class CUDAForward {
             case .product(let input, let w, let through, let post):
                 let (xp, ldx, _) = place(input)
                 normed = try residualProduct(try matrix(w, p.layer), xp, ldx, q, n, through: through, post: post, p, last: i + 1 == launches.count,
-                                             shape, normQ8: normQ8)
+                                             shape, normRows: normRows)
             case .feedForward(let input, let activation, let through, let post):
                 let lw = layers[p.layer]
                 let (xp, ldx, _) = place(input)
                 let dq = try gatedProduct(lw, activation, xp, ldx, q, n)
                 normed = try residualProduct(lw.down, gu, 2 * c.feedForwardLength, dq, n, through: through, post: post, p,
-                                             last: i + 1 == launches.count, shape, normQ8: normQ8)
+                                             last: i + 1 == launches.count, shape, normRows: normRows)
             }
         }
         return normed
@@ -821,16 +824,16 @@ final class CUDAForward {
     /// The residual's rows plus W input's (through `through`, normalized by `post` first where
     /// given), then the launch's next norm (or, as the step's last launch when every row wants
     /// logits, the output's), in the product's launch on the GEMV path. Returns whether the output norm ran.
-    private func residualProduct(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int, through: StepBuffer, post: LayerTensor?,
-                                 _ p: PlannedLaunch, last: Bool, _ shape: StepShape, normQ8: (StepBuffer) throws -> Q8) throws -> Bool {
+    private func residualProduct(_ w: Matrix, _ input: pkc_ptr, _ ldx: Int, _ q: InputRows, _ n: Int, through: StepBuffer, post: LayerTensor?,
+                                 _ p: PlannedLaunch, last: Bool, _ shape: StepShape, normRows: (StepBuffer) throws -> InputRows) throws -> Bool {
         let c = config, e = c.embeddingLength
         guard w.rows == e else { throw BackendError.cudaFailed("a product of \(w.rows) rows joining a residual stream of \(e)") }
         var norm: pkc_norm?
         if let next = p.next {
-            let (tp, tld, _) = place(next.target), nq = try normQ8(next.target)
+            let (tp, tld, _) = place(next.target), nq = try normRows(next.target)
             norm = pkc_norm(weight: try vector(next.weight, next.layer), eps: c.rmsEpsilon, out: tp, ldo: Int64(tld), q: nq.ptr, ldq: nq.stride)
         } else if last, shape.wanted == n {
-            let oq = q8(for: [output], n)
+            let oq = inputRows(for: [output], n)
             norm = pkc_norm(weight: outputNorm, eps: c.rmsEpsilon, out: h, ldo: Int64(e), q: oq.ptr, ldq: oq.stride)
         }
         if let post {
@@ -891,12 +894,12 @@ final class CUDAForward {
                                        attn, Int64(qDim)), "attention")
     }
 
-    /// gu = gate | up of n rows of `input` (int8 rows `q` or none), its gate half then
+    /// gu = gate | up of n rows of `input` (input rows `q` or none), its gate half then
     /// activation(gate) × up: in one launch where the gated product runs fused (1 or 2 rows, gate and
     /// up one run) and no `adapt` adds adapters' deltas to gate | up before the activation. Returns
-    /// the int8 rows the down product reads (``downQ8(_:_:)``).
-    private func gatedProduct(_ lw: Layer, _ activation: Activation, _ input: pkc_ptr, _ ldx: Int, _ q: Q8, _ n: Int,
-                              adapt: (() throws -> Void)? = nil) throws -> Q8 {
+    /// the input rows the down product reads (``downRows(_:_:)``).
+    private func gatedProduct(_ lw: Layer, _ activation: Activation, _ input: pkc_ptr, _ ldx: Int, _ q: InputRows, _ n: Int,
+                              adapt: (() throws -> Void)? = nil) throws -> InputRows {
         let f = config.feedForwardLength, fl = pkc_ptr(MemoryLayout<Float>.stride)
         if adapt == nil, pkc_glu_fused(ctx, Int64(n)) != 0, lw.gateUp.runs.count == 1 {
             let w = lw.gateUp.runs[0].w
@@ -906,15 +909,15 @@ final class CUDAForward {
         }
         try matmul(lw.gateUp, input, ldx, q, n, gu, 2 * f)
         try adapt?()
-        let dq = downQ8(lw.down, n)
+        let dq = downRows(lw.down, n)
         let fn = activation == .silu ? pkc_swiglu_q8 : pkc_geglu_q8
         try check(fn(ctx, gu, Int64(2 * f), gu + pkc_ptr(f) * fl, Int64(2 * f), Int64(n), Int64(f), dq.ptr, dq.stride), "gated activation")
         return dq
     }
 
-    /// One recorded operation of layer l, as recorded: `q` the int8 rows of its products' input
-    /// (or none), `normQ8` the int8 rows a norm writes (or none).
-    private func run(_ op: LayerOp, layer l: Int, _ shape: StepShape, q: Q8, normQ8 nq: Q8, positions: pkc_ptr, slots: pkc_ptr,
+    /// One recorded operation of layer l, as recorded: `q` the input rows of its products' input
+    /// (or none), `normRows` the input rows a norm writes (or none).
+    private func run(_ op: LayerOp, layer l: Int, _ shape: StepShape, q: InputRows, normRows nq: InputRows, positions: pkc_ptr, slots: pkc_ptr,
                      kvLen: pkc_ptr) throws {
         let c = config, n = shape.rows, f = c.feedForwardLength, hd = c.headDim, lw = layers[l]
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
@@ -999,7 +1002,7 @@ final class CUDAForward {
     private func outputs(_ shape: StepShape, rows: pkc_ptr, maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr, normed: Bool) throws {
         let c = config, e = c.embeddingLength, n = shape.rows, wanted = shape.wanted, eps = c.rmsEpsilon
         guard wanted > 0 else { return }
-        let oq = q8(for: [output], wanted)
+        let oq = inputRows(for: [output], wanted)
         if wanted < n {
             try check(pkc_get_rows(ctx, Int32(GGMLType.f32.rawValue), x, Int64(n), Int64(e), rows, Int64(wanted), h, Int64(e)), "gathering rows")
             try check(pkc_rms_norm_q8(ctx, h, Int64(e), outputNorm, h, Int64(e), Int64(wanted), Int64(e), eps, oq.ptr, oq.stride), "rms_norm")
