@@ -380,7 +380,6 @@ for m in ("qwen-rep", "smollm2"):
     if base and offs:
         print(f"{m} tg{tg} with one launch saving off, against {base:,.1f} t/s as shipped: "
               + ", ".join(f"no{n} {v:,.1f} ({v / base:.2f}×)" for n, v in offs))
-for m in ("qwen-rep", "smollm2"):
     pair = [(k, plinth(m, k, "batched64-nof16"), plinth(m, k, "batched64")) for k in ("pp", "tg")]
     if all(a and b for _, a, b in pair):
         print(f"{m} batched x{par} without the f16 weight copies: " + ", ".join(f"{k} {a:,.1f} t/s ({a / b:.2f}× with)" for k, a, b in pair))

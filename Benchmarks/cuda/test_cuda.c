@@ -129,6 +129,13 @@ static pkc_ptr make_input_rows(pkc_context *c, const float *x, pkc_ptr dx, int64
     return dq;
 }
 
+// Kernels this context has launched so far (pkc_device_info.kernel_launches).
+static unsigned long long kernel_launches(pkc_context *c) {
+    pkc_device_info info;
+    CHECK(c, pkc_device_info_get(c, &info));
+    return info.kernel_launches;
+}
+
 static float *host_floats(int64_t count) {
     float *p = aligned_alloc(64, (size_t)((count * 4 + 63) / 64 * 64 + 64));
     if (!p) { fprintf(stderr, "out of host memory\n"); exit(2); }
@@ -861,14 +868,12 @@ static void test_f16_cache(pkc_context *c) {
                 CHECK(c, pkc_cache_f16(c, type, dw, m, k));
             }
             for (int i = 0; i < PARTS; i++) {
-                pkc_device_info before, after;
-                CHECK(c, pkc_device_info_get(c, &before));
+                const unsigned long long before = kernel_launches(c);
                 CHECK(c, pkc_matmul(c, type, dw + (pkc_ptr)(parts[i][0] * (int64_t)rb), parts[i][1], k, dx, k, n, dy, parts[i][1]));
-                CHECK(c, pkc_device_info_get(c, &after));
+                launched[i] = kernel_launches(c) - before;
                 float *y = download_floats(c, dy, n * parts[i][1]);
                 if (pass == 0) want[i] = y;
                 else got[i] = y;
-                launched[i] = after.kernel_launches - before.kernel_launches;
             }
         }
         CHECK(c, pkc_device_info_get(c, &info1));
@@ -928,17 +933,16 @@ static void test_gemm_input_rows(pkc_context *c) {
             uint8_t *w = malloc(rb * (size_t)m);
             random_weights(type, w, m, k);
             pkc_ptr dw = dev_upload(c, w, rb * (size_t)m);
-            pkc_device_info i0, i1, i2;
-            CHECK(c, pkc_device_info_get(c, &i0));
+            const unsigned long long l0 = kernel_launches(c);
             CHECK(c, pkc_matmul(c, type, dw, m, k, h, ld, n, y0, m));
-            CHECK(c, pkc_device_info_get(c, &i1));
+            const unsigned long long l1 = kernel_launches(c);
             CHECK(c, pkc_matmul_q8(c, type, dw, m, k, h, ld, q, ldq, n, y1, m, 0));
-            CHECK(c, pkc_device_info_get(c, &i2));
+            const unsigned long long l2 = kernel_launches(c);
             float *a = download_floats(c, y0, n * m), *b = download_floats(c, y1, n * m);
             int64_t diff = 0;
             for (int64_t i = 0; i < n * m; i++) diff += !same_bits(a[i], b[i]);
             const int reads = pkc_matmul_reads_rows(c, type, m, k, n);
-            const unsigned long long plain = i1.kernel_launches - i0.kernel_launches, with = i2.kernel_launches - i1.kernel_launches;
+            const unsigned long long plain = l1 - l0, with = l2 - l1;
             report(badq == 0 && diff == 0 && reads == (type != PK_F32) && with == plain - (unsigned long long)reads,
                    "gemm input rows %-4s from %s, n=13: %lld f16 row values differ from their rounding, %lld products from converting x (tol exact); launches %llu with the rows, %llu without",
                    type_name(type), maker ? "swiglu" : "rms_norm", (long long)badq, (long long)diff, with, plain);

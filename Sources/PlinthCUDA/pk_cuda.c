@@ -2169,9 +2169,7 @@ int pkc_qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, in
     void *args[] = {&qkv, &stride, &q_heads, &kv_heads, &head_dim, &pairs, &table, &neox, &q_norm, &k_norm, &eps, &kc, &vc, &ss,
                     &slots, &positions};
     // A thread per pair of a head, in whole warps (rms_row's), up to 1024.
-    const int half = head_dim / 2;
-    const unsigned threads = half >= 1024 ? 1024u : (unsigned)((half + 31) / 32 * 32);
-    return launch(c, c->qkv_norm_rope_store, "qkv_norm_rope_store", (uint64_t)(n * heads), 1, threads, 0, args);
+    return launch(c, c->qkv_norm_rope_store, "qkv_norm_rope_store", (uint64_t)(n * heads), 1, norm_threads(head_dim / 2), 0, args);
 }
 
 int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,

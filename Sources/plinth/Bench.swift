@@ -218,12 +218,12 @@ struct BenchRunner {
             context.reset(slot: 0)
             let first = randomTokens(1, &rng)[0]
             let steps = rep < 0 ? 1 : n // like llama-bench, the warm-up is a single step
-            let launched = context.kernelLaunches
+            let launched = rep < 0 ? context.kernelLaunches : nil
             let t0 = DispatchTime.now().uptimeNanoseconds
             try benchPhaseGeneration(context, first, steps)
             let t1 = DispatchTime.now().uptimeNanoseconds
             // The warm-up step is its shape's first, run directly: its launches are a decode step's.
-            if rep < 0, let before = launched, let after = context.kernelLaunches, after > before {
+            if let before = launched, let after = context.kernelLaunches, after > before {
                 stepKernels = Int(after - before)
             }
             if rep >= 0 { samples.append(Double(n) * 1e9 / Double(max(t1 - t0, 1))) }

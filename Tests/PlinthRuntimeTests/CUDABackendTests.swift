@@ -237,6 +237,18 @@ struct CUDABackendTests {
         return builder.bytes()
     }
 
+    /// The tiny models' prompt (token ids of their 32-token vocabulary).
+    static let tinyPrompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
+
+    /// ``tinyPrompt`` on slots 0..<slots in one batch, each slot's last position wanting logits.
+    static func prompts(slots: Int) -> Batch {
+        var b = Batch()
+        for slot in 0..<slots {
+            for (p, t) in tinyPrompt.enumerated() { b.add(t, position: p, slot: slot, logits: p == tinyPrompt.count - 1) }
+        }
+        return b
+    }
+
     /// A two-layer tiny llama (``TinyLlama``) with its matrices in `type` (F32 or Q8_0).
     /// A tiny model of `family` ("llama", or "gemma3" with F32 weights) in weights of `type`.
     static func tinyModel(_ type: GGMLType, family: String = "llama") throws -> Transformer {
@@ -296,7 +308,7 @@ struct CUDABackendTests {
             #expect(try gpu.attach(a) == id)
             return id
         }
-        let prompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
+        let prompt = Self.tinyPrompt
         let bound: Float = weights == .f32 ? 0.02 : 0.25
         /// Adapter `i`'s effect (row `r` less row `base`) on both backends: the device's error
         /// as a share of the CPU's effect, and the CPU's effect as a share of its logits' range.
@@ -374,13 +386,9 @@ struct CUDABackendTests {
                 if !zip(fused.logits(r), recorded.logits(r)).allSatisfy({ $0.bitPattern == $1.bitPattern }) { differing += 1 }
             }
         }
-        let prompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
-        var b = Batch()
-        for slot in 0..<2 {
-            for (p, t) in prompt.enumerated() { b.add(t, position: p, slot: slot, logits: p == prompt.count - 1) }
-        }
+        var b = Self.prompts(slots: 2)
         try step(b)
-        var length = [prompt.count, prompt.count]
+        var length = [Self.tinyPrompt.count, Self.tinyPrompt.count]
         b = Batch()
         for (slot, count) in [(0, 3), (1, 2)] {
             for i in 0..<count { b.add(Int32(5 + i), position: length[slot] + i, slot: slot, logits: true) }
@@ -427,18 +435,14 @@ struct CUDABackendTests {
             + 3 * c.embeddingLength * c.feedForwardLength
         let copies = weights == .q8_0 ? 2 * (layers * layerWeights + c.vocabularySize * c.embeddingLength) : 0
         #expect(gpu.f16WeightBytes == copies)
-        let prompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
-        var b = Batch()
-        for slot in 0..<2 {
-            for (p, t) in prompt.enumerated() { b.add(t, position: p, slot: slot, logits: p == prompt.count - 1) }
-        }
+        var b = Self.prompts(slots: 2)
         let start = try #require(gpu.kernelLaunches)
         try gpu.forward(b)
         if weights == .q8_0 {
             let launched = try #require(gpu.kernelLaunches) - start
             #expect(launched == UInt64(6 * layers + 3), "the prompts' step: \(launched) kernels, not \(6 * layers + 3)")
         }
-        var length = [prompt.count, prompt.count]
+        var length = [Self.tinyPrompt.count, Self.tinyPrompt.count]
         for rows in [1, 2] {
             b = Batch()
             for slot in 0..<rows {
