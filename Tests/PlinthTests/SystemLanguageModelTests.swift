@@ -50,7 +50,7 @@ func storeWithDefaultModel() throws -> ModelStore {
         }
     }
 
-    @Test func availabilitySwitch() throws {
+    @Test func availabilitySwitch() async throws {
         let empty = ModelStore(home: FileManager.default.temporaryDirectory.appendingPathComponent("plinth-empty-\(UUID().uuidString)"))
         let missing = SystemLanguageModel(useCase: .general, guardrails: .default, store: empty)
         #expect(describe(missing) == "not downloaded")
@@ -61,70 +61,70 @@ func storeWithDefaultModel() throws -> ModelStore {
         #expect(describe(present) == "available")
         #expect(describe(missing) == "not downloaded")
 
-        SystemLanguageModelEngines.install(nil)
-        #expect(describe(present) == "no executor")
-
-        SystemLanguageModelEngines.install(FakeEngine())
-        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
-        #expect(describe(present) == "available")
-        #expect(present.isAvailable)
-        #expect(present.contextSize == 8192)
-        #expect(present.supportsLocale(Locale(identifier: "de_DE")))
-        #expect(!present.supportsLocale(Locale(identifier: "ja_JP")))
+        await SystemLanguageModelEngines.with(nil) {
+            #expect(describe(present) == "no executor")
+        }
+        await SystemLanguageModelEngines.with(FakeEngine()) {
+            #expect(describe(present) == "available")
+            #expect(present.isAvailable)
+            #expect(present.contextSize == 8192)
+            #expect(present.supportsLocale(Locale(identifier: "de_DE")))
+            #expect(!present.supportsLocale(Locale(identifier: "ja_JP")))
+        }
     }
 
     @Test func defaultSessionOnLinuxWithoutAnExecutorThrowsAClearError() async throws {
-        SystemLanguageModelEngines.install(nil)
-        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
-        let session = LanguageModelSession()
-        let error = await #expect(throws: LanguageModelSession.GenerationError.self) {
-            try await session.respond(to: "Hello")
+        await SystemLanguageModelEngines.with(nil) {
+            let session = LanguageModelSession()
+            let error = await #expect(throws: LanguageModelSession.GenerationError.self) {
+                try await session.respond(to: "Hello")
+            }
+            guard case .assetsUnavailable(let context)? = error else {
+                Issue.record("expected assetsUnavailable, got \(String(describing: error))")
+                return
+            }
+            #expect(!context.debugDescription.isEmpty)
+            #expect(error?.recoverySuggestion?.contains("plinth models fetch") == true)
+            #expect(session.transcript.isEmpty)
         }
-        guard case .assetsUnavailable(let context)? = error else {
-            Issue.record("expected assetsUnavailable, got \(String(describing: error))")
-            return
-        }
-        #expect(!context.debugDescription.isEmpty)
-        #expect(error?.recoverySuggestion?.contains("plinth models fetch") == true)
-        #expect(session.transcript.isEmpty)
     }
 
     @Test func withoutAnExecutor() async throws {
-        SystemLanguageModelEngines.install(nil)
-        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
-        let model = SystemLanguageModel.default
-        #expect(model.contextSize == 4096)
-        #expect(model.supportedLanguages.contains(Locale.Language(identifier: "en")))
-        #expect(model.supportsLocale(Locale(identifier: "en_US")))
-        #expect(model.capabilities.contains(.guidedGeneration))
-        await #expect(throws: SystemLanguageModel.Error.self) { try await model.tokenCount(for: "Hello") }
-        let error = SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: "missing"))
-        #expect(error.errorDescription == "The language model is not available: missing")
-        #expect(error.debugDescription == "missing")
+        await SystemLanguageModelEngines.with(nil) {
+            let model = SystemLanguageModel.default
+            #expect(model.contextSize == 4096)
+            #expect(model.supportedLanguages.contains(Locale.Language(identifier: "en")))
+            #expect(model.supportsLocale(Locale(identifier: "en_US")))
+            #expect(model.capabilities.contains(.guidedGeneration))
+            await #expect(throws: SystemLanguageModel.Error.self) { try await model.tokenCount(for: "Hello") }
+            let error = SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: "missing"))
+            #expect(error.errorDescription == "The language model is not available: missing")
+            #expect(error.debugDescription == "missing")
+        }
     }
 
     @Test func contentTaggingUseCase() async throws {
         let model = SystemLanguageModel(useCase: .contentTagging, guardrails: .permissiveContentTransformations,
                                         store: try storeWithDefaultModel())
-        SystemLanguageModelEngines.install(FakeEngine())
-        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
-        let session = LanguageModelSession(model: model, instructions: "Tag the text.")
-        let response = try await session.respond(to: "Swift runs on Linux.", generating: Tags.self)
-        #expect(response.content.tags == ["swift", "linux"])
-        #expect(SystemLanguageModel(useCase: .contentTagging).executorConfiguration
-                != SystemLanguageModel.default.executorConfiguration)
+        try await SystemLanguageModelEngines.with(FakeEngine()) {
+            let session = LanguageModelSession(model: model, instructions: "Tag the text.")
+            let response = try await session.respond(to: "Swift runs on Linux.", generating: Tags.self)
+            #expect(response.content.tags == ["swift", "linux"])
+            #expect(SystemLanguageModel(useCase: .contentTagging).executorConfiguration
+                    != SystemLanguageModel.default.executorConfiguration)
+        }
     }
 
     @Test func tokenCounts() async throws {
-        SystemLanguageModelEngines.install(FakeEngine())
-        defer { SystemLanguageModelEngines.install(SystemLanguageModelEngines.local) }
-        let model = SystemLanguageModel.default
-        #expect(try await model.tokenCount(for: "one two three") == 4)
-        #expect(try await model.tokenCount(for: Instructions("be brief")) == 3)
-        #expect(try await model.tokenCount(for: [GetWeatherTool()] as [any Tool]) >= 1)
-        #expect(try await model.tokenCount(for: SearchSuggestions.generationSchema) >= 1)
-        let entries = [Transcript.Entry.prompt(Transcript.Prompt(segments: [.text(.init(content: "a b"))]))]
-        #expect(try await model.tokenCount(for: entries) == 3)
+        try await SystemLanguageModelEngines.with(FakeEngine()) { () async throws in
+            let model = SystemLanguageModel.default
+            #expect(try await model.tokenCount(for: "one two three") == 4)
+            #expect(try await model.tokenCount(for: Instructions("be brief")) == 3)
+            #expect(try await model.tokenCount(for: [GetWeatherTool()] as [any Tool]) >= 1)
+            #expect(try await model.tokenCount(for: SearchSuggestions.generationSchema) >= 1)
+            let entries = [Transcript.Entry.prompt(Transcript.Prompt(segments: [.text(.init(content: "a b"))]))]
+            #expect(try await model.tokenCount(for: entries) == 3)
+        }
     }
 
     /// Code written for Xcode 26 catches GenerationError from a system-model session.

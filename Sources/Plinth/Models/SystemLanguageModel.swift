@@ -1,6 +1,5 @@
 import Foundation
 import Observation
-import Synchronization
 internal import PlinthRuntime
 
 /// The language model that runs on this machine.
@@ -267,9 +266,9 @@ extension SystemLanguageModel: LanguageModel {
     }
 }
 
-/// The engine that runs ``SystemLanguageModel`` on this machine: the seam through which the
-/// local executor (issue 6) plugs in. Until one is installed, the system model is unavailable
-/// and generation throws a clear error.
+/// The engine that runs ``SystemLanguageModel`` on this machine: Plinth's local runtime, or
+/// one a task scopes for itself (``SystemLanguageModelEngines/with(_:_:)``). Where a task scopes
+/// none, the system model is unavailable and generation throws a clear error.
 protocol SystemLanguageModelEngine: Sendable {
     func availability(for model: SystemLanguageModel) -> SystemLanguageModel.Availability
     var contextSize: Int { get }
@@ -281,17 +280,22 @@ protocol SystemLanguageModelEngine: Sendable {
 }
 
 enum SystemLanguageModelEngines {
-    /// Plinth's own runtime serves the system model unless another engine is installed.
+    /// Plinth's own runtime serves the system model unless a task scoped another (``with(_:_:)``).
     static let local: any SystemLanguageModelEngine = LocalSystemLanguageModelEngine()
 
-    private static let installed = Mutex<(any SystemLanguageModelEngine)?>(local)
+    /// An engine (or none) for one task and its child tasks only (``with(_:_:)``).
+    private struct Scoped: Sendable { let engine: (any SystemLanguageModelEngine)? }
+    @TaskLocal private static var scoped: Scoped?
 
     static var current: (any SystemLanguageModelEngine)? {
-        installed.withLock { $0 }
+        if let scoped { return scoped.engine }
+        return local
     }
 
-    static func install(_ engine: (any SystemLanguageModelEngine)?) {
-        installed.withLock { $0 = engine }
+    /// Runs `body` with `engine` (nil: none) as the current engine for this task alone, so that
+    /// tests running side by side do not see each other's engines.
+    static func with<T>(_ engine: (any SystemLanguageModelEngine)?, _ body: () async throws -> T) async rethrows -> T {
+        try await $scoped.withValue(Scoped(engine: engine), operation: body)
     }
 
     static let missingMessage =
