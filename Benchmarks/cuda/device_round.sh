@@ -18,7 +18,8 @@
 #   bench-M          plinth bench: tg128 and pp512 (-r 5), batched decode of 64 sequences
 #   llama-M          llama-bench and llama-batched-bench (CUDA) on the same file
 #   ablate-M         tg128 with graphs, the fused norm, the fused GLU, the side stream, dependent launch, the fused
-#                    RoPE off; qwen-rep's batched decode without the f16 weight copies
+#                    RoPE off; qwen-rep's also with its mixed q|k|v kept apart, and its batched decode without the
+#                    f16 weight copies
 #   eval             plinth eval: 6,000 clauses at --parallel 256; sampled with and without top-k on the device
 #   fidelity         SmolLM2 against its F32 reference (KL divergence), CPU and CUDA paths
 #   agree            CUDA against CPU: greedy chat text (8 prompts), plinth eval's values (600 clauses)
@@ -200,6 +201,8 @@ ablate_model() { # M: each launch-saving change off, one at a time: what it is w
     PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_PDL=0 bench "$m-single-nopdl" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     PLINTH_CUDA_ROPE_FUSED=0 bench "$m-single-norope" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    # q|k Q5_0 beside v Q8_0 (12 of its layers) as two launches, not rewritten as one Q8_0 run.
+    [ "$m" = qwen-rep ] && PLINTH_CUDA_UNIFY=0 bench "$m-single-nounify" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     # The GEMM path (the batch's prompts and its 64-row decode) dequantizing every product's
     # weights at each step, as before the f16 copies (Qwen's shape only: the lease is short).
     [ "$m" = qwen-rep ] && PLINTH_CUDA_F16_WEIGHTS=0 bench "$m-batched64-nof16" -m "$f" --backend cuda --parallel $BPAR \
@@ -375,7 +378,7 @@ for m, label, a, b, r, t in rows:
     print(f"| {m} | {label} | {f(a)} | {f(b)} | {f(r, 2)}{'' if r is None else (' ✓' if r >= t else ' ✗')} | {t}× |")
 for m in ("qwen-rep", "smollm2"):
     base = plinth(m, "tg", "single-again") or plinth(m, "tg")
-    offs = [(n, plinth(m, "tg", f"single-no{n}")) for n in ("graphs", "normfuse", "glu", "overlap", "pdl", "rope")]
+    offs = [(n, plinth(m, "tg", f"single-no{n}")) for n in ("graphs", "normfuse", "glu", "overlap", "pdl", "rope", "unify")]
     offs = [(n, v) for n, v in offs if v]
     if base and offs:
         print(f"{m} tg{tg} with one launch saving off, against {base:,.1f} t/s as shipped: "
@@ -410,7 +413,7 @@ EOF
 
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
-bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:73:plinth,qwen-rep eval:90:plinth,smollm2
+bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:80:plinth,qwen-rep eval:90:plinth,smollm2
 fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build

@@ -249,9 +249,9 @@ struct CUDABackendTests {
         return b
     }
 
-    /// A two-layer tiny llama (``TinyLlama``) with its matrices in `type` (F32 or Q8_0).
-    /// A tiny model of `family` ("llama", or "gemma3" with F32 weights) in weights of `type`.
-    static func tinyModel(_ type: GGMLType, family: String = "llama") throws -> Transformer {
+    /// A tiny model of `family` ("llama": a two-layer ``TinyLlama``, or "gemma3" with F32 weights)
+    /// with its matrices in `type`, or in `types[role]` for each layer's matrix of that role ("attn_v").
+    static func tinyModel(_ type: GGMLType, family: String = "llama", types: [String: GGMLType] = [:]) throws -> Transformer {
         if family == "gemma3" {
             guard type == .f32 else { throw ModelError.invalidMetadata(key: "general.file_type", reason: "the tiny Gemma is F32 only") }
             return try withTemporaryFile(TinyGemma(headDim: 32).bytes()) { try Transformer(url: $0) }
@@ -259,10 +259,11 @@ struct CUDABackendTests {
         var tiny = TinyLlama(layers: 2)
         tiny.context = 64
         var replace: [String: GGUFBuilder.Tensor] = [:]
-        if type != .f32 {
+        if type != .f32 || !types.isEmpty {
             for name in tiny.order {
                 let (dims, values) = tiny.weights[name]!
-                guard dims.count == 2 else { continue }
+                let type = types.first { name.hasSuffix(".\($0.key).weight") }?.value ?? type
+                guard dims.count == 2, type != .f32 else { continue }
                 var bytes = [UInt8](repeating: 0, count: type.rowBytes(dims[0])! * dims[1])
                 bytes.withUnsafeMutableBytes { out in
                     values.withUnsafeBufferPointer { _ = pk_quantize(Int32(type.rawValue), $0.baseAddress!, out.baseAddress!, Int64(values.count)) }
@@ -405,6 +406,53 @@ struct CUDABackendTests {
         }
         #expect(compared == 2 + 5 + 9)
         #expect(differing == 0, "\(differing) of \(compared) logit rows differ between the recorded and the fused step")
+    }
+
+    /// A layer whose q and k are Q5_0 and v Q8_0 (as in half of Qwen2.5-Coder-0.5B's): rewritten
+    /// as Q8_0 (``CUDAForward/unifiedRuns(_:enabled:)``), q|k|v is one launch and a decode step
+    /// five a layer + 2 as with one type; kept apart, six (v's own, on the side stream). Both
+    /// agree with the CPU on the Q5_0/Q8_0 file: the prompts in one step (the GEMM path, f16
+    /// copies of either form being the same weights), then decoding at two rows and one, captured
+    /// and replayed. Unified, q|k read the int8 rows of x, as the CPU's products do.
+    @Test("Side-by-side products of two types run as one launch, with the CPU's results", .enabled(if: unavailable == nil, noGPU))
+    func unifiedRuns() throws {
+        let transformer = try Self.tinyModel(.q5_0, types: ["attn_v": .q8_0])
+        let layers = transformer.config.layerCount
+        let cpu = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cpu)
+        let unified = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda, recordedLayers: false,
+                                           unifyRuns: true)
+        let apart = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda, recordedLayers: false,
+                                         unifyRuns: false)
+        var worst: [Float] = [0, 0]
+        var launches: [[UInt64]] = [[], []]
+        func step(_ b: Batch) throws {
+            try cpu.forward(b)
+            for (i, gpu) in [unified, apart].enumerated() {
+                let before = try #require(gpu.kernelLaunches)
+                try gpu.forward(b)
+                launches[i].append(try #require(gpu.kernelLaunches) - before)
+                for r in 0..<b.wantsLogits.filter({ $0 }).count {
+                    worst[i] = max(worst[i], Self.relativeDifference(cpu.logits(r), gpu.logits(r)))
+                }
+            }
+        }
+        try step(Self.prompts(slots: 2))
+        var length = [Self.tinyPrompt.count, Self.tinyPrompt.count]
+        for rows in [2, 2, 2, 1, 1, 1] {
+            var b = Batch()
+            for slot in 0..<rows {
+                b.add(Sampler.argmax(cpu.logits(slot)), position: length[slot], slot: slot, logits: true)
+                length[slot] += 1
+            }
+            try step(b)
+        }
+        print("[cuda] q|k Q5_0, v Q8_0: worst CPU-CUDA logit difference \(worst[0]) unified, \(worst[1]) apart; launches \(launches)")
+        // The first step at each row count runs directly (a replay launches none); whole logit
+        // rows come back, so no argmax launch.
+        #expect(launches[0][1] == UInt64(5 * layers + 2) && launches[0][4] == UInt64(5 * layers + 2), "unified: \(launches[0])")
+        #expect(launches[1][1] == UInt64(6 * layers + 2) && launches[1][4] == UInt64(6 * layers + 2), "apart: \(launches[1])")
+        // Measured on the emulator: 0.0152 unified, 0.0157 apart (Q5_0's int8 rows of a 64-wide model).
+        #expect(worst[0] < 0.03 && worst[1] < 0.03, "worst logit difference \(worst) of the range")
     }
 
     /// What a decode step launches, counted, so that a fused launch that stops fusing (its

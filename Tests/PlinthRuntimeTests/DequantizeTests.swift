@@ -162,6 +162,49 @@ struct DequantizeTests {
         }
     }
 
+    /// The exact Q8_0 form (the CUDA backend's one type for side-by-side products): every fixture
+    /// block of the types that have one (random and edge cases: zero, huge, subnormal, infinite and
+    /// NaN scales), and random PQ2 blocks, rewritten as Q8_0 dequantize to the reference floats.
+    /// The types with a minimum or with sub-block scales are refused, as is a partial block.
+    @Test("Rewritten as Q8_0, weights dequantize to the same floats")
+    func rewriteAsQ8_0() throws {
+        #expect(GGMLType.supportedTypes.filter(\.convertsExactlyToQ8_0) == [.q4_0, .q5_0, .q8_0, .q8_1, .pq2])
+        func rewritten(_ type: GGMLType, _ blocks: [UInt8], _ count: Int) throws -> [Float] {
+            var q8 = [UInt8](repeating: 0, count: try #require(GGMLType.q8_0.rowBytes(count)))
+            try blocks.withUnsafeBytes { src in try q8.withUnsafeMutableBytes { try type.rewriteAsQ8_0(src.baseAddress!, count: count, into: $0.baseAddress!) } }
+            var got = [Float](repeating: .nan, count: count)
+            try q8.withUnsafeBytes { try GGMLType.q8_0.dequantize($0.baseAddress!, count: count, into: &got) }
+            return got
+        }
+        let manifest = try DequantManifest.load()
+        var checked = 0
+        for fixture in manifest.fixtures {
+            let type = try #require(GGMLType(name: fixture.type))
+            guard type.convertsExactlyToQ8_0 else { continue }
+            let blocks = try [UInt8](Data(contentsOf: DequantManifest.directory.appendingPathComponent(fixture.blocks)))
+            let want = try readFloats(DequantManifest.directory.appendingPathComponent(fixture.expected))
+            let bad = mismatches(try rewritten(type, blocks, fixture.elements), want, exactNaN: false)
+            #expect(bad.isEmpty, "\(type.name) \(fixture.case): \(bad.count) mismatches, first: \(bad.prefix(5))")
+            checked += 1
+        }
+        #expect(checked == 8)
+        var rng = SplitMix64(seed: 5)
+        let pq2 = (0..<7 * 10).map { i in i % 10 == 1 ? UInt8((rng.below(2) == 0 ? 0x3c : 0xbc) - rng.below(8)) : UInt8(rng.below(256)) } // |d| about 0.3 to 1
+        var want = [Float](repeating: .nan, count: 7 * 32)
+        try pq2.withUnsafeBytes { try GGMLType.pq2.dequantize($0.baseAddress!, count: want.count, into: &want) }
+        #expect(try rewritten(.pq2, pq2, want.count) == want)
+
+        withScratch(bytes: 1024, floats: 0) { src, _ in
+            let dst = UnsafeMutableRawPointer.allocate(byteCount: 1024, alignment: 16)
+            defer { dst.deallocate() }
+            for type in [GGMLType.q4_1, .q5_1, .q4_K, .q6_K, .f16, .f32] {
+                #expect(throws: TensorFormatError.unsupportedType(type)) { try type.rewriteAsQ8_0(src, count: 256, into: dst) }
+                #expect(pk_to_q8_0(Int32(type.rawValue), src, dst, 256) == -1)
+            }
+            #expect(throws: TensorFormatError.partialBlock(type: .q5_0, count: 48)) { try GGMLType.q5_0.rewriteAsQ8_0(src, count: 48, into: dst) }
+        }
+    }
+
     // MARK: Errors
 
     @Test("An unsupported type throws an error that names it")

@@ -91,11 +91,15 @@ final class CUDAForward {
     /// as the floats): int8 rows on the GEMV path (one byte per weight read instead of four), f16
     /// rows on the GEMM path (no conversion launch before each product).
     private let xq: pkc_ptr
-    /// int32 metadata, maxBatch each: token ids, positions, slots, kv lengths, logit rows, the
-    /// logit rows' mask rows (-1: none), the chosen tokens, the logit rows' k for pkc_topk (0: none),
-    /// the rows with adapters and the logit rows with adapters (grouped by adapter: ``AdapterGroup``).
+    /// int32 row tables, one after another, each as long as the step's rows (``metaTable(_:rows:)``):
+    /// token ids, positions, slots, kv lengths, logit rows, the logit rows' mask rows (-1: none),
+    /// the chosen tokens, the logit rows' k for pkc_topk (0: none), the rows with adapters and the
+    /// logit rows with adapters (grouped by adapter: ``AdapterGroup``).
     private let meta: pkc_ptr
     private static let metaTables = 10
+    /// Row table `t` of a step of `rows` rows (padded): a step uploads its own rows' tables only,
+    /// 40 bytes at one row rather than every table at the largest batch (16 KB at 512).
+    private func metaTable(_ t: Int, rows: Int) -> pkc_ptr { meta + pkc_ptr(t * rows * MemoryLayout<Int32>.stride) }
     /// pkc_topk's output: LogitsUse.maxTopK (id, logit) pairs per logit row.
     private let topBuffer: pkc_ptr
     private var hostMeta: [Int32]
@@ -116,18 +120,22 @@ final class CUDAForward {
     /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
     /// when CUDA cannot run this model here, ``BackendError/cudaFailed(_:)`` when a device call fails.
     /// `recorded`: run the recorded layers even where the family has the fused step (for tests).
-    init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, recorded: Bool = false) throws {
+    init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, recorded: Bool = false, unify: Bool = unifyRuns) throws {
         let c = transformer.config
         let w = transformer.weights
+        // q | k | v and gate | up with one type where that is exact (``unifiedRuns(_:enabled:)``); the
+        // rewritten matrices' bytes live until uploaded.
+        let (layerWeights, rewritten) = Self.unifiedRuns(w.layers, enabled: unify)
+        defer { for b in rewritten { b.deallocate() } }
         // A weight type without CUDA kernels makes the model unrunnable here.
-        let matrices = [w.tokenEmbedding, w.output] + w.layers.flatMap(\.matrices)
+        let matrices = [w.tokenEmbedding, w.output] + layerWeights.flatMap(\.matrices)
         let ctx = try CUDAForward.open()
         // Llama's block (with Qwen2's biases and RoPE pairs) has a fused step; other families run
         // their recorded layers.
         let architecture = transformer.architecture
         plan = !recorded && CUDAForward.fusedArchitectures.contains(c.architecture) ? []
             : PlannedLaunch.plan((0..<c.layerCount).map { LayerRecorder.ops(of: architecture, layer: $0) },
-                                 hasVector: { l, r in w.layers[l][r] != nil })
+                                 hasVector: { l, r in layerWeights[l][r] != nil })
         ropes = architecture.ropes
         embeddingScale = architecture.embeddingScale
         logitSoftcap = architecture.logitSoftcap
@@ -202,7 +210,7 @@ final class CUDAForward {
             }
             place(w.tokenEmbedding.data, bytes(w.tokenEmbedding))
             place(w.output.data, bytes(w.output))
-            for l in w.layers {
+            for l in layerWeights {
                 placeSideBySide([l.wq, l.wk, l.wv])
                 placeSideBySide([l.wGate, l.wUp])
                 place(l.wo.data, bytes(l.wo))
@@ -210,7 +218,7 @@ final class CUDAForward {
             }
             place(w.outputNorm.data, vectorBytes(w.outputNorm))
             let biasRoles: [LayerTensor] = [.attnQBias, .attnKBias, .attnVBias]
-            for l in w.layers {
+            for l in layerWeights {
                 // The norms' weights (and any other vector a family declares); the biases back to back.
                 for r in LayerTensor.allCases where !r.isMatrix && !biasRoles.contains(r) {
                     if let t = l[r] { place(t.data, vectorBytes(t)) }
@@ -265,7 +273,7 @@ final class CUDAForward {
             embedding = matrix(w.tokenEmbedding)
             output = matrix(w.output)
             outputNorm = vector(w.outputNorm)
-            layers = w.layers.map { l in
+            layers = layerWeights.map { l in
                 let roles = LayerTensor.allCases.compactMap { r in l[r].map { (r, $0) } }
                 return Layer(attnNorm: vector(l.attnNorm), ffnNorm: vector(l.ffnNorm),
                              qkv: products([l.wq, l.wk, l.wv]), qkvBias: biases(l), wo: matrix(l.wo), down: matrix(l.wDown),
@@ -364,6 +372,44 @@ final class CUDAForward {
             copied.insert(m.ptr)
         }
         return copied
+    }
+
+    /// `PLINTH_CUDA_UNIFY=0` keeps side-by-side products in their file's types (``unifiedRuns(_:enabled:)``).
+    static let unifyRuns = ProcessInfo.processInfo.environment["PLINTH_CUDA_UNIFY"] != "0"
+    /// The most bytes a group's rewrite may add: reading 4 MiB more takes an H100 about 1.3 µs a
+    /// step, less than the launch and the fork and join of a second run.
+    static let maxUnifyGrowth = 4 << 20
+
+    /// A layer's q | k | v (or gate | up) of different types is a launch per type, and at one or two
+    /// rows the runs after the first go on a side stream forked and joined around them (12 of
+    /// Qwen2.5-Coder-0.5B's 24 layers: q and k Q5_0, v Q8_0). Where every type of the group has an
+    /// exact Q8_0 form (``GGMLType/convertsExactlyToQ8_0``) and the rewrite adds at most
+    /// ``maxUnifyGrowth`` bytes, the group's other matrices are rewritten as Q8_0: the same weights,
+    /// one launch. Returns the layers with the rewritten matrices, and their buffers (the caller
+    /// frees them once uploaded).
+    static func unifiedRuns(_ layers: [LayerWeights], enabled: Bool) -> (layers: [LayerWeights], buffers: [UnsafeMutableRawPointer]) {
+        guard enabled else { return (layers, []) }
+        var buffers: [UnsafeMutableRawPointer] = []
+        let unified = layers.map { l in
+            var rewrite: [UnsafeRawPointer: WeightTensor] = [:]
+            for group in [[l.wq, l.wk, l.wv], [l.wGate, l.wUp]] {
+                let others = group.filter { $0.type != .q8_0 }
+                guard Set(group.map(\.type)).count > 1, Set(group.map(\.rowLength)).count == 1,
+                      others.allSatisfy(\.type.convertsExactlyToQ8_0),
+                      others.reduce(0, { $0 + $1.rowCount * (GGMLType.q8_0.rowBytes($1.rowLength)! - $1.rowBytes) }) <= maxUnifyGrowth
+                else { continue }
+                for t in others where rewrite[t.data] == nil {
+                    let buffer = UnsafeMutableRawPointer.allocate(byteCount: t.rowCount * GGMLType.q8_0.rowBytes(t.rowLength)!, alignment: 16)
+                    buffers.append(buffer)
+                    // Total by the checks above: the type converts, and its rows are whole blocks.
+                    try! t.type.rewriteAsQ8_0(t.data, count: t.rowCount * t.rowLength, into: buffer)
+                    rewrite[t.data] = WeightTensor(name: t.name, type: .q8_0, rowLength: t.rowLength, rowCount: t.rowCount,
+                                                   data: UnsafeRawPointer(buffer))
+                }
+            }
+            return rewrite.isEmpty ? l : l.mapMatrices { rewrite[$0.data] ?? $0 }
+        }
+        return (unified, buffers)
     }
 
     private static func deviceInfo(_ ctx: OpaquePointer) -> pkc_device_info? {
@@ -540,8 +586,11 @@ final class CUDAForward {
               logitsOut: UnsafeMutablePointer<Float>,
               chosenOut: UnsafeMutablePointer<Int32>, topOut: UnsafeMutablePointer<TokenCandidate>) throws -> Int {
         let c = config, n = range.count
-        let mb = maxBatch
-        // Row tables: ids | positions | slots | kv lengths | rows that want logits | their masks.
+        // Rows up to a bucket of sizes, so that steps of nearby sizes (decode rows plus forced
+        // tokens and prefill chunks vary from step to step) replay one graph: a padding row is
+        // token 0 at position 0 of the scratch slot, and its results are never read.
+        let rowsRun = paddedRows(n), mb = rowsRun
+        // The row tables (``meta``), rowsRun entries each.
         var wanted = 0, maxKV: Int32 = 1, masked = 0
         var fullRows: [Int] = [], topRows: [Int] = []
         /// A row's allowed tokens into the next mask row; its index.
@@ -579,10 +628,6 @@ final class CUDAForward {
             }
             wanted += 1
         }
-        // Rows up to a bucket of sizes, so that steps of nearby sizes (decode rows plus forced
-        // tokens and prefill chunks vary from step to step) replay one graph: a padding row is
-        // token 0 at position 0 of the scratch slot, and its results are never read.
-        let rowsRun = paddedRows(n)
         for r in n..<rowsRun {
             (hostMeta[r], hostMeta[mb + r], hostMeta[2 * mb + r], hostMeta[3 * mb + r]) = (0, 0, Int32(slotCount), 1)
         }
@@ -591,10 +636,9 @@ final class CUDAForward {
             for (j, r) in rows.enumerated() { hostMeta[table * mb + j] = r }
         }
         func groups(_ a: AdapterRows) -> [AdapterGroup] { a.groups.map { AdapterGroup(id: $0.id, start: $0.start, count: $0.count) } }
-        let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
-        let ids = meta, positions = meta + i32 * pkc_ptr(mb), slots = meta + 2 * i32 * pkc_ptr(mb)
-        let kvLen = meta + 3 * i32 * pkc_ptr(mb), rows = meta + 4 * i32 * pkc_ptr(mb)
-        let maskRows = meta + 5 * i32 * pkc_ptr(mb), chosen = meta + 6 * i32 * pkc_ptr(mb), topK = meta + 7 * i32 * pkc_ptr(mb)
+        let ids = metaTable(0, rows: mb), positions = metaTable(1, rows: mb), slots = metaTable(2, rows: mb)
+        let kvLen = metaTable(3, rows: mb), rows = metaTable(4, rows: mb)
+        let maskRows = metaTable(5, rows: mb), chosen = metaTable(6, rows: mb), topK = metaTable(7, rows: mb)
         // The chosen tokens' table goes up too (the kernels overwrite it): one upload.
         let tables = lora.rows.isEmpty ? 8 : Self.metaTables
         try hostMeta.withUnsafeBytes { try check(pkc_upload(ctx, meta, $0.baseAddress, tables * mb * 4), "uploading the row tables") }
@@ -737,7 +781,7 @@ final class CUDAForward {
     /// `input`, rows of `k` floats with stride `ldx`) to its rows, or its logit rows.
     private func applyLoRA(_ shape: StepShape, _ sites: [LoRASite], input: pkc_ptr, ldx: Int, k: Int, logitRows: Bool = false) throws {
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
-        let table0 = meta + (logitRows ? 9 : 8) * i32 * pkc_ptr(maxBatch)
+        let table0 = metaTable(logitRows ? 9 : 8, rows: shape.rows)
         var ops: [pkc_lora_op] = []
         for g in logitRows ? shape.adapterLogitRows : shape.adapterRows {
             guard let a = adapters[g.id] else { continue }
@@ -990,7 +1034,7 @@ final class CUDAForward {
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
         for g in shape.adapterRows {
             guard let p = adapters[g.id]?.embedding else { continue }
-            try check(pkc_lora_embed(ctx, p.a, p.bt, p.rank, p.vocabulary, p.scale, meta + 8 * i32 * pkc_ptr(maxBatch) + pkc_ptr(g.start) * i32,
+            try check(pkc_lora_embed(ctx, p.a, p.bt, p.rank, p.vocabulary, p.scale, metaTable(8, rows: n) + pkc_ptr(g.start) * i32,
                                      Int64(g.count), ids, x, Int64(e), Int64(e)), "adapter embedding")
         }
         if let s = embeddingScale { try check(pkc_scale(ctx, x, Int64(n * e), s), "embedding scale") }

@@ -83,9 +83,10 @@ public final class InferenceContext {
     }
 
     /// `recordedLayers`: on CUDA, every family's layers run as recorded (``PlannedLaunch``), the
-    /// fused families' too (tests compare the two).
+    /// fused families' too (tests compare the two). `unifyRuns`: whether CUDA rewrites side-by-side
+    /// products to one type where that is exact (``CUDAForward/unifiedRuns(_:enabled:)``).
     init(transformer: Transformer, contextLength: Int? = nil, slots: Int = 1, maxBatch: Int = 512,
-         threads: Int? = nil, backend: Backend = .default, recordedLayers: Bool) throws {
+         threads: Int? = nil, backend: Backend = .default, recordedLayers: Bool, unifyRuns: Bool = CUDAForward.unifyRuns) throws {
         let c = transformer.config
         self.transformer = transformer
         self.config = c
@@ -101,7 +102,7 @@ public final class InferenceContext {
         if backend != .cpu {
             do {
                 device = try CUDAForward(transformer: transformer, contextLength: self.contextLength, slots: slotCount,
-                                         maxBatch: self.maxBatch, recorded: recordedLayers)
+                                         maxBatch: self.maxBatch, recorded: recordedLayers, unify: unifyRuns)
             } catch BackendError.cudaUnavailable(let why) where backend == .auto {
                 BackendNotes.once(.fallback, "running on the CPU: the CUDA backend is unavailable (\(why))")
             }

@@ -144,6 +144,26 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
     }
 }
 
+extension GGMLType {
+    /// Whether ``rewriteAsQ8_0(_:count:into:)`` takes this type: 32-weight blocks of d · q under
+    /// one f16 scale (Q4_0, Q5_0, Q8_0, PQ2), whose values a Q8_0 block holds exactly.
+    public var convertsExactlyToQ8_0: Bool { info.exact_q8_0 != 0 }
+
+    /// Writes `count` weights of this type at `source` as Q8_0 blocks at `destination`
+    /// (``GGMLType/q8_0``'s ``rowBytes(_:)`` of `count` bytes) with the same values: each block
+    /// keeps its f16 scale, its codes become int8. Dequantizing either gives the same floats.
+    ///
+    /// - Throws: ``TensorFormatError/unsupportedType(_:)`` when the type has no exact Q8_0 form,
+    ///   ``TensorFormatError/partialBlock(type:count:)`` when `count` is not whole blocks.
+    public func rewriteAsQ8_0(_ source: UnsafeRawPointer, count: Int,
+                              into destination: UnsafeMutableRawPointer) throws(TensorFormatError) {
+        guard convertsExactlyToQ8_0 else { throw .unsupportedType(self) }
+        guard count >= 0, count % blockElements == 0 else { throw .partialBlock(type: self, count: count) }
+        let status = pk_to_q8_0(Int32(bitPattern: rawValue), source, destination, Int64(count))
+        precondition(status == 0, "pk_to_q8_0 rejected \(name) × \(count) after validation")
+    }
+}
+
 /// Converts `count` consecutive weights of type `type` stored at `source` to `Float`.
 ///
 /// The same as ``GGMLType/dequantize(_:count:into:)``.
