@@ -1042,7 +1042,8 @@ static void test_rms_norm(pkc_context *c) {
 
 // pkc_embed_norm_rope against pkc_get_rows, pkc_rms_norm_q8 and pkc_rope_table one after another:
 // the gathered rows, the normed rows, their int8 rows and the table bit for bit, with and
-// without the int8 rows and the table, ids out of range included.
+// without the int8 rows and the table, ids out of range included; pkc_embed_norm_ropes with
+// Gemma 3's embedding scale and two tables against the same with pkc_scale and two tables.
 static void test_embed_norm_rope(pkc_context *c) {
     struct { int type; int64_t k; } cases[] = {{PK_Q8_0, 576}, {PK_Q4_1, 576}, {PK_Q5_0, 896}, {PK_Q6_K, 1536},
                                                {PK_F16, 2048}, {PK_F32, 64}};
@@ -1053,7 +1054,7 @@ static void test_embed_norm_rope(pkc_context *c) {
     const int64_t m = 37;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
         for (int b = 0; b < 3; b++)
-            for (int variant = 0; variant < 2; variant++) { // 0: int8 rows and a table; 1: neither
+            for (int variant = 0; variant < 3; variant++) { // 0: int8 rows and a table; 1: neither; 2: rows, scale, 2 tables
                 const int type = cases[ci].type;
                 const int64_t k = cases[ci].k, n = nsz[b], ldo = k + 4, ldy = k + 8, rd = 64;
                 const size_t rb = pkc_row_bytes(type, k);
@@ -1062,9 +1063,9 @@ static void test_embed_norm_rope(pkc_context *c) {
                 float *g = host_floats(k);
                 fill_normal(g, k, 1.0f);
                 // input rows: int8 ones (k whole 32s), or from the GEMM path's rows f16 ones
-                const int64_t ldq = variant == 0 && (k % 32 == 0 || n >= pkc_gemm_min_rows(c)) ? (int64_t)pkc_input_row_bytes(c, k, n) : 0;
+                const int64_t ldq = variant != 1 && (k % 32 == 0 || n >= pkc_gemm_min_rows(c)) ? (int64_t)pkc_input_row_bytes(c, k, n) : 0;
                 pkc_ptr dw = dev_upload(c, wt, rb * (size_t)m), dg = dev_upload(c, g, (size_t)k * 4);
-                pkc_ptr dx[2], dy[2], dq[2] = {0, 0}, dt[2] = {0, 0};
+                pkc_ptr dx[2], dy[2], dq[2] = {0, 0}, dt[2] = {0, 0}, dt2[2] = {0, 0};
                 for (int j = 0; j < 2; j++) {
                     dx[j] = dev_alloc(c, (size_t)(n * ldo) * 4);
                     dy[j] = dev_alloc(c, (size_t)(n * ldy) * 4);
@@ -1074,20 +1075,34 @@ static void test_embed_norm_rope(pkc_context *c) {
                         dq[j] = dev_alloc(c, (size_t)(n * ldq));
                         CHECK(c, pkc_memset(c, dq[j], 0, (size_t)(n * ldq)));
                     }
-                    if (variant == 0) {
+                    if (variant != 1) {
                         dt[j] = dev_alloc(c, (size_t)(n * rd) * 4);
                         CHECK(c, pkc_memset(c, dt[j], 0, (size_t)(n * rd) * 4));
                     }
+                    if (variant == 2) {
+                        dt2[j] = dev_alloc(c, (size_t)(n * rd) * 4);
+                        CHECK(c, pkc_memset(c, dt2[j], 0, (size_t)(n * rd) * 4));
+                    }
                 }
+                // Gemma 3's: sqrt(640) on the embedding, RoPE bases 1e6 (global) and 1e4 (local)
+                const float scale = 25.298221f, bases[2] = {1000000.0f, 10000.0f};
                 CHECK(c, pkc_get_rows(c, type, dw, m, k, dids, n, dx[0], ldo));
+                if (variant == 2) CHECK(c, pkc_scale(c, dx[0], n * ldo, scale));
                 CHECK(c, pkc_rms_norm_q8(c, dx[0], ldo, dg, dy[0], ldy, n, k, 1e-5f, dq[0], ldq));
-                if (dt[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, 1000000.0f, dt[0]));
-                CHECK(c, pkc_embed_norm_rope(c, type, dw, m, k, dids, n, dx[1], ldo, dg, dy[1], ldy, 1e-5f, dq[1], ldq, dpos,
-                                             (int)rd, 1000000.0f, dt[1]));
+                if (dt[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, bases[0], dt[0]));
+                if (dt2[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, bases[1], dt2[0]));
+                if (variant == 2) {
+                    const pkc_ptr tables[2] = {dt[1], dt2[1]};
+                    CHECK(c, pkc_embed_norm_ropes(c, type, dw, m, k, dids, n, dx[1], ldo, scale, dg, dy[1], ldy, 1e-5f, dq[1], ldq, dpos,
+                                                  (int)rd, bases, tables, 2));
+                } else {
+                    CHECK(c, pkc_embed_norm_rope(c, type, dw, m, k, dids, n, dx[1], ldo, dg, dy[1], ldy, 1e-5f, dq[1], ldq, dpos,
+                                                 (int)rd, bases[0], dt[1]));
+                }
                 int64_t bad = 0;
-                const pkc_ptr *bufs[] = {dx, dy, dq, dt};
-                const int64_t sizes[] = {n * ldo * 4, n * ldy * 4, n * ldq, dt[0] ? n * rd * 4 : 0};
-                for (int j = 0; j < 4; j++) {
+                const pkc_ptr *bufs[] = {dx, dy, dq, dt, dt2};
+                const int64_t sizes[] = {n * ldo * 4, n * ldy * 4, n * ldq, dt[0] ? n * rd * 4 : 0, dt2[0] ? n * rd * 4 : 0};
+                for (int j = 0; j < 5; j++) {
                     if (!sizes[j]) continue;
                     uint8_t *a = malloc((size_t)sizes[j]), *bb = malloc((size_t)sizes[j]);
                     CHECK(c, pkc_download(c, a, bufs[j][0], (size_t)sizes[j]));
@@ -1095,13 +1110,15 @@ static void test_embed_norm_rope(pkc_context *c) {
                     for (int64_t i = 0; i < sizes[j]; i++) bad += a[i] != bb[i];
                     free(a); free(bb);
                 }
-                report(bad == 0, "embed_norm_rope %-4s k=%lld n=%lld %s: %lld bytes differ from get_rows + rms_norm_q8 + rope_table (tol exact)",
-                       type_name(type), (long long)k, (long long)n, variant == 0 ? "with int8 rows and table" : "rows only",
-                       (long long)bad);
+                report(bad == 0, "embed_norm_rope%s %-4s k=%lld n=%lld %s: %lld bytes differ from get_rows + %srms_norm_q8 + rope_table%s (tol exact)",
+                       variant == 2 ? "s" : "", type_name(type), (long long)k, (long long)n,
+                       variant == 0 ? "with input rows and table" : variant == 1 ? "rows only" : "input rows, scale, 2 tables",
+                       (long long)bad, variant == 2 ? "scale + " : "", variant == 2 ? " x2" : "");
                 for (int j = 0; j < 2; j++) {
                     pkc_free(c, dx[j]); pkc_free(c, dy[j]);
                     if (dq[j]) pkc_free(c, dq[j]);
                     if (dt[j]) pkc_free(c, dt[j]);
+                    if (dt2[j]) pkc_free(c, dt2[j]);
                 }
                 pkc_free(c, dw); pkc_free(c, dg);
                 free(wt); free(g);
@@ -1526,10 +1543,39 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     pkc_ptr dq = dev_upload(c, q, (size_t)(n * ldq) * 4), dsl = dev_upload(c, slot, (size_t)n * 4);
     pkc_ptr dlen = dev_upload(c, kvlen, (size_t)n * 4), dout = dev_alloc(c, (size_t)(n * ldo) * 4);
     CHECK(c, pkc_memset(c, dout, 0xff, (size_t)(n * ldo) * 4));
+    const unsigned long long l0 = kernel_launches(c);
     if (window) CHECK(c, pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv,
                                               window, scale, dout, ldo));
     else CHECK(c, pkc_attention(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, scale, dout, ldo));
+    const unsigned long long launched = kernel_launches(c) - l0;
     float *out = download_floats(c, dout, n * ldo);
+    // With the output product's f16 input rows (pkc_attention_rows; the GEMM path's rows only):
+    // the same floats bit for bit, the rows their f16 rounding, no launch more.
+    const int64_t ldr = (int64_t)pkc_input_row_bytes(c, qd, n) + 16;
+    pkc_ptr drows = dev_alloc(c, (size_t)(n * ldr)), dout2 = dev_alloc(c, (size_t)(n * ldo) * 4);
+    CHECK(c, pkc_memset(c, drows, 0xff, (size_t)(n * ldr)));
+    if (n >= pkc_gemm_min_rows(c)) {
+        const unsigned long long l1 = kernel_launches(c);
+        CHECK(c, pkc_attention_rows(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
+                                    dout2, ldo, drows, ldr));
+        const unsigned long long launched_rows = kernel_launches(c) - l1;
+        float *out2 = download_floats(c, dout2, n * ldo);
+        int64_t differ = 0;
+        for (int64_t t = 0; t < n; t++)
+            for (int64_t i = 0; i < qd; i++) differ += !same_bits(out[t * ldo + i], out2[t * ldo + i]);
+        const int64_t bad_rows = f16_mismatches(c, drows, ldr, out, ldo, n, qd);
+        report(differ == 0 && bad_rows == 0 && launched_rows == launched,
+               "attention_rows %-29s %3lld rows%s: %lld outputs differ from pkc_attention's, %lld f16 rows values from their rounding "
+               "(tol exact); %llu launches (%llu without rows)", name, (long long)n, launched > 1 ? " (split)" : "", (long long)differ,
+               (long long)bad_rows, launched_rows, launched);
+        free(out2);
+    } else {
+        const int st = pkc_attention_rows(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window,
+                                          scale, dout2, ldo, drows, ldr);
+        report(st == PKC_ERR_INVALID, "attention_rows %-29s %3lld rows, below the GEMM path: refused (%s)", name, (long long)n,
+               pkc_status_name(st));
+    }
+    pkc_free(c, drows); pkc_free(c, dout2);
     // CPU
     float *qc = host_floats(n * qd), *oc = host_floats(n * qd);
     for (int64_t t = 0; t < n; t++) memcpy(qc + t * qd, q + t * ldq, (size_t)qd * 4);
@@ -1694,6 +1740,12 @@ static void test_attention(pkc_context *c) {
         for (int i = 0; i < 20; i++) { msl[i] = i < 12 ? 2 : 4 + i; mkl[i] = i < 12 ? 100 + i : len[4 + i]; }
         snprintf(name, sizeof name, "%s mixed prefill+decode", models[mi].name);
         attention_case(c, &w, name, 20, msl, mkl, win);
+        if (mi == 0) {
+            // many rows of short contexts: one launch, no split (the rows written by attention itself)
+            for (int s = 0; s < slots; s++) { sl[s] = s; kl[s] = 1 + (int32_t)(rng_u64() % (len[s] < 200 ? len[s] : 200)); }
+            snprintf(name, sizeof name, "%s decode, 64 seqs short", models[mi].name);
+            attention_case(c, &w, name, 64, sl, kl, 0);
+        }
         if (mi == 0) {
             // copy_prefix: slot 1's first 300 positions to slot 5 (a one-layer cache); the rest of slot 5 stays
             const int64_t ss = w.kv.slot_stride;

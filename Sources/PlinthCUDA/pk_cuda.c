@@ -1343,19 +1343,32 @@ int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_
 int pkc_embed_norm_rope(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                         pkc_ptr out, int64_t ldo, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q, int64_t ldq,
                         pkc_ptr positions, int rope_dims, float freq_base, pkc_ptr rope_table) {
+    return pkc_embed_norm_ropes(c, type, table, n_rows, k, ids, n, out, ldo, 1.0f, w, y, ldy, eps, q, ldq, positions, rope_dims,
+                                &freq_base, &rope_table, rope_table ? 1 : 0);
+}
+
+int pkc_embed_norm_ropes(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
+                         pkc_ptr out, int64_t ldo, float scale, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q,
+                         int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
+                         int count) {
     ENTER(c);
     const int i = check_weights(c, "pkc_embed_norm_rope", type, table, k);
     if (i < 0) return -i;
-    if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k ||
-        (rope_table && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions)))
-        return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4) or out alignment");
+    if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k || count < 0 || count > 2 ||
+        (count > 0 && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions || !freq_bases || !rope_tables)))
+        return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4), out alignment or tables (at most 2)");
     int st = check_rows(c, "pkc_embed_norm_rope", k, n, q, ldq);
     if (st) return st;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     int kk = (int)k, pairs = rope_dims / 2, qf16 = q && rows_f16(c, n);
-    float theta_scale = rope_table ? rope_theta_scale(freq_base, rope_dims) : 0.0f;
-    void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &out, &ldo, &w, &y, &ldy, &eps, &q, &ldq, &qf16, &positions, &pairs,
-                    &theta_scale, &rope_table};
+    pkc_ptr tab[2] = {0, 0};
+    float theta[2] = {0.0f, 0.0f};
+    for (int t = 0; t < count; t++) {
+        tab[t] = rope_tables[t];
+        theta[t] = tab[t] ? rope_theta_scale(freq_bases[t], rope_dims) : 0.0f;
+    }
+    void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &out, &ldo, &scale, &w, &y, &ldy, &eps, &q, &ldq, &qf16, &positions,
+                    &pairs, &theta[0], &tab[0], &theta[1], &tab[1]};
     // pkc_rms_norm's block: a thread per value up to 1024.
     return launch(c, c->fk[i].embed, "embed_norm_rope", (uint64_t)n, 1, norm_threads(k), 0, args);
 }
@@ -2175,15 +2188,26 @@ int pkc_qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, in
 int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                   int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
                   pkc_ptr out, int64_t ldo) {
-    return pkc_attention_window(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, 0, scale, out, ldo);
+    return pkc_attention_rows(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, 0, scale, out, ldo, 0, 0);
 }
 
 int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                          int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
                          float scale, pkc_ptr out, int64_t ldo) {
+    return pkc_attention_rows(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, window, scale, out, ldo,
+                              0, 0);
+}
+
+int pkc_attention_rows(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
+                       int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
+                       float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr) {
     ENTER(c);
     int st = check_kv(c, "pkc_attention", cache);
     if (st) return st;
+    if (rows && !rows_f16(c, n))
+        return fail(c, PKC_ERR_INVALID, "pkc_attention_rows: input rows at %lld rows, below the GEMM path's %lld", (long long)n,
+                    (long long)c->gemm_min_rows);
+    if ((st = check_rows(c, "pkc_attention_rows", (int64_t)n_head * head_dim, n, rows, ldr))) return st;
     if (n < 0 || n > 0x7fffffff || n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0 || head_dim <= 0 ||
         head_dim > 256 || head_dim < 8 || (head_dim & (head_dim - 1)) != 0 || (int64_t)n_kv_head * head_dim != cache->kv_dim ||
         ldq < (int64_t)n_head * head_dim || ldo < (int64_t)n_head * head_dim || max_kv < 0 || max_kv > 0x7fffffff ||
@@ -2225,12 +2249,14 @@ int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
     // queries, a tile of scores, the stats (4 per head, keeping what follows 16-byte aligned) and
     // the position groups' partial outputs (ATT_THREADS * 8 / head_dim groups of group * head_dim)
     const unsigned shared = (unsigned)((g * head_dim + g * ATT_TILE + 4 * g + ATT_THREADS * 8 * g) * 4);
+    // The rows where the output is final: the attention launch's without splits, else the merge's.
+    CUdeviceptr rows_att = splits > 1 ? 0 : rows;
     void *args[] = {&kc, &vc, &ss, &kvd, &q, &ldq, &n_head, &n_kv_head, &head_dim, &slots, &kv_len, &scale, &sl, &out, &ldo, &partial,
-                    &window};
+                    &window, &rows_att, &ldr};
     if ((st = launch(c, c->attn[g - 1], "attention", (uint64_t)units, (unsigned)splits, ATT_THREADS, shared, args))) return st;
     if (splits > 1) {
         int sp = (int)splits;
-        void *cargs[] = {&partial, &n_head, &head_dim, &sp, &out, &ldo};
+        void *cargs[] = {&partial, &n_head, &head_dim, &sp, &out, &ldo, &rows, &ldr};
         const unsigned threads = (unsigned)((head_dim + 31) / 32 * 32);
         if ((st = launch(c, c->attn_combine, "attention_combine", (uint64_t)(n * n_head), 1, threads, 0, cargs))) return st;
     }

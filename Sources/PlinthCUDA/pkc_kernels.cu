@@ -829,19 +829,28 @@ __device__ __forceinline__ void rope_entry(const int *positions, int t, int i, i
     table[(i64)t * 2 * pairs + 2 * i + 1] = s;
 }
 
-// The step's first launches in one (pkc_embed_norm_rope): block t gathers row ids[t] of the
-// table into x (pkc_get_rows), fills row t of the RoPE table (pkc_rope_table; table nullptr:
-// none), then normalizes its row into y and the input row q (pkc_rms_norm_q8), bit for bit.
+// The step's first launches in one (pkc_embed_norm_ropes): block t gathers row ids[t] of the
+// table into x (pkc_get_rows), scales it unless scale is 1 (pkc_scale), fills row t of each RoPE
+// table (pkc_rope_table; nullptr: none), then normalizes its row into y and the input row q
+// (pkc_rms_norm_q8), bit for bit.
 template <int T>
 __device__ __forceinline__ void embed_norm_rope(const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x,
-                                                i64 ldx, const float *w, float *y, i64 ldy, float eps, i8 *q, i64 ldq,
-                                                int qf16, const int *positions, int pairs, float theta_scale, float *table) {
+                                                i64 ldx, float scale, const float *w, float *y, i64 ldy, float eps, i8 *q,
+                                                i64 ldq, int qf16, const int *positions, int pairs, float theta_scale,
+                                                float *table, float theta_scale2, float *table2) {
     __shared__ double part[32];
     const int t = blockIdx.x;
     for (int u = threadIdx.x; u < k / 16; u += blockDim.x) dequant_unit<T, 0>(src, row_bytes, t, u, x, ldx, ids, n_rows);
     if (table)
         for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, theta_scale, table);
+    if (table2)
+        for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, theta_scale2, table2);
     __syncthreads(); // the row, written by every thread
+    if (scale != 1.0f) {
+        float *xr = x + (i64)t * ldx;
+        for (int i = threadIdx.x; i < k; i += blockDim.x) xr[i] = __fmul_rn(xr[i], scale);
+        __syncthreads();
+    }
     rms_row(x + (i64)t * ldx, w, y + (i64)t * ldy, k, eps, q ? q + (i64)t * ldq : nullptr, qf16, part);
 }
 
@@ -1196,7 +1205,9 @@ extern "C" __global__ void pkc_store_kv(u16 *kc, u16 *vc, i64 slot_stride, int k
 // row read with 16-byte loads), an online softmax per head (one warp per head), then threads
 // accumulate outputs (head, dim) over the tile's values, reading value rows coalesced.
 // With several splits, each writes its unnormalized output with its max and sum, and
-// pkc_attention_combine merges them (long contexts with few rows: flash-decoding).
+// pkc_attention_combine merges them (long contexts with few rows: flash-decoding). With rows
+// (the GEMM path's f16 input rows of the output product, row stride ldr bytes), each output
+// also goes there, as the product's conversion of the floats would round it.
 #define ATT_THREADS 128
 #define ATT_TILE 128
 #define ATT_MAXG 8
@@ -1206,7 +1217,7 @@ template <int G>
 __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q,
                                                i64 ldq, int n_head, int n_kv_head, int hd, const int *slots,
                                                const int *kv_len, float scale, int split_len, float *out, i64 ldo,
-                                               float *partial, int window) {
+                                               float *partial, int window, i8 *rows, i64 ldr) {
     PKC_DYNAMIC_SHARED(float, smem);
     float *qs = smem;                          // G * hd
     float *ps = qs + G * hd;                   // G * ATT_TILE
@@ -1322,8 +1333,9 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
         float a = 0.0f;
         for (int g = 0; g < groups; g++) a += red[(g * G + c) * hd + d];
         if (splits == 1) {
-            const float l = stat[2 * G + c];
-            out[(i64)t * ldo + (i64)head0 * hd + o] = l > 0.0f ? a / l : 0.0f;
+            const float l = stat[2 * G + c], v = l > 0.0f ? a / l : 0.0f;
+            out[(i64)t * ldo + (i64)head0 * hd + o] = v;
+            if (rows) input_store(v, head0 * hd + o, rows + t * ldr, 0, 1);
         } else {
             // partial[((t * n_head + head) * splits + split) * (hd + 2)]: acc, max, sum
             float *pp = partial + (((i64)t * n_head + head0 + c) * splits + split) * (hd + 2);
@@ -1337,10 +1349,10 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
     extern "C" __global__ void __launch_bounds__(ATT_THREADS) pkc_attention_g##G(                            \
         const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q, i64 ldq, int n_head,       \
         int n_kv_head, int hd, const int *slots, const int *kv_len, float scale, int split_len, float *out,   \
-        i64 ldo, float *partial, int window) {                                                                \
+        i64 ldo, float *partial, int window, i8 *rows, i64 ldr) {                                            \
         PKC_DEPENDENT();                                                                                      \
         attention_body<G>(kc, vc, slot_stride, kv_dim, q, ldq, n_head, n_kv_head, hd, slots, kv_len, scale,   \
-                          split_len, out, ldo, partial, window);                                              \
+                          split_len, out, ldo, partial, window, rows, ldr);                                   \
     }
 ATT_KERNEL(1)
 ATT_KERNEL(2)
@@ -1353,7 +1365,7 @@ ATT_KERNEL(8)
 
 // Merges the splits of one (row, head): block per (row, head), a thread per dim.
 extern "C" __global__ void pkc_attention_combine(const float *partial, int n_head, int hd, int splits, float *out,
-                                                 i64 ldo) {
+                                                 i64 ldo, i8 *rows, i64 ldr) {
     PKC_DEPENDENT();
     const int th = blockIdx.x;
     const int t = th / n_head, h = th - t * n_head;
@@ -1372,7 +1384,9 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
                 den = fmaf(wgt, ps[hd + 1], den);
             }
         }
-        out[(i64)t * ldo + (i64)h * hd + d] = den > 0.0f ? num / den : 0.0f;
+        const float v = den > 0.0f ? num / den : 0.0f;
+        out[(i64)t * ldo + (i64)h * hd + d] = v;
+        if (rows) input_store(v, h * hd + d, rows + t * ldr, 0, 1);
     }
 }
 
@@ -1472,12 +1486,12 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
         dequant_units<T, 0>(src, row_bytes, n, k, dst, ldd, ids, n_rows);                                   \
     }                                                                                                        \
     extern "C" __global__ void __launch_bounds__(1024) pkc_embed_norm_rope_##NAME(                             \
-        const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x, i64 ldx, const float *w, float *y, \
-        i64 ldy, float eps, i8 *q, i64 ldq, int qf16, const int *positions, int pairs, float theta_scale,       \
-        float *table) {                                                                                      \
+        const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x, i64 ldx, float scale,         \
+        const float *w, float *y, i64 ldy, float eps, i8 *q, i64 ldq, int qf16, const int *positions, int pairs,  \
+        float theta_scale, float *table, float theta_scale2, float *table2) {                                \
         PKC_DEPENDENT();                                                                                     \
-        embed_norm_rope<T>(src, row_bytes, n_rows, k, ids, x, ldx, w, y, ldy, eps, q, ldq, qf16, positions,      \
-                           pairs, theta_scale, table);                                                       \
+        embed_norm_rope<T>(src, row_bytes, n_rows, k, ids, x, ldx, scale, w, y, ldy, eps, q, ldq, qf16,          \
+                           positions, pairs, theta_scale, table, theta_scale2, table2);                      \
     }                                                                                                        \
     GEMV_ALL(T, NAME, gemv, 0)
 

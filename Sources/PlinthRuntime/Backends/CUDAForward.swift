@@ -299,7 +299,7 @@ final class CUDAForward {
             attn = try alloc(n * qDim * fl, "activations")
             gu = try alloc(n * 2 * f * fl, "activations")
             // The input rows: int8 ones below the GEMM path, f16 ones from it (at the largest batch).
-            let maxK = Int64(max(e, f)), gemmRows = Int(pkc_gemm_min_rows(ctx)), q8Rows = min(n, max(gemmRows - 1, 0))
+            let maxK = Int64(max(e, f, qDim)), gemmRows = Int(pkc_gemm_min_rows(ctx)), q8Rows = min(n, max(gemmRows - 1, 0))
             let f16RowBytes = n >= gemmRows ? n * pkc_input_row_bytes(ctx, maxK, Int64(n)) : 0
             xq = try alloc(max(q8Rows * pkc_q8_row_bytes(maxK), f16RowBytes), "input rows")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
@@ -458,6 +458,12 @@ final class CUDAForward {
         guard let k = ws.first?.cols, ws.contains(where: { pkc_matmul_reads_rows(ctx, $0.type, $0.rows, $0.cols, Int64(n)) != 0 })
         else { return .none }
         return InputRows(ptr: xq, stride: Int64(pkc_input_row_bytes(ctx, k, Int64(n))))
+    }
+
+    /// The input rows attention writes for the products of its output by `ws`: f16 rows on the GEMM
+    /// path (pkc_attention_rows), none below it (that product reads attention's floats).
+    private func attentionRows(_ ws: [Matrix], _ n: Int) -> InputRows {
+        Int64(n) >= pkc_gemm_min_rows(ctx) ? inputRows(for: ws, n) : .none
     }
 
     /// The input rows of the down product's input (the gated activation): none at the rows where the
@@ -684,8 +690,9 @@ final class CUDAForward {
     private func compute(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr, rows: pkc_ptr,
                          maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr) throws {
         guard plan.isEmpty else {
-            try embed(shape, ids: ids, positions: positions)
-            let normed = try runPlan(shape, positions: positions, slots: slots, kvLen: kvLen)
+            let fused = embeddingFuses(shape) && planFirstNorm != nil
+            if !fused { try embed(shape, ids: ids, positions: positions) }
+            let normed = try runPlan(shape, ids: fused ? ids : nil, positions: positions, slots: slots, kvLen: kvLen)
             return try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: normed)
         }
         let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, wanted = shape.wanted
@@ -710,12 +717,8 @@ final class CUDAForward {
         // unless an adapter's product must be added first.
         let attnRows = layers.map { inputRows(for: $0.qkv.runs.map(\.w), n) }
         let oq = inputRows(for: [output], wanted)
-        // The embedding, the RoPE table and the first norm in one launch, unless an adapter adds
-        // to the embedding first.
-        if embeddingScale == nil, ropes.count == 1, !groups.contains(where: { adapters[$0.id]?.embedding != nil }) {
-            try check(pkc_embed_norm_rope(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e),
-                                          layers[0].attnNorm, h, Int64(e), eps, attnRows[0].ptr, attnRows[0].stride, positions,
-                                          Int32(c.ropeDims), ropes[0].base, ropeTables[0]), "embedding")
+        if embeddingFuses(shape) {
+            try embedNorm(shape, ids: ids, positions: positions, weight: layers[0].attnNorm, into: h, e, attnRows[0])
         } else {
             try embed(shape, ids: ids, positions: positions)
             try norm(layers[0].attnNorm, attnRows[0])
@@ -748,11 +751,12 @@ final class CUDAForward {
                                              Int32(c.headDim), Int32(c.ropeDims), ropeTables[0], neox, wholeBias ? lw.qkvBias[0].ptr : 0,
                                              slots, positions), "qkv_rope_store")
             }
-            try check(pkc_attention(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
-                                    Int32(c.headDim), slots, kvLen, Int64(maxKV), scale, attn, Int64(qDim)), "attention")
+            let ao = attentionRows([lw.wo], n)
+            try check(pkc_attention_rows(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
+                                         Int32(c.headDim), slots, kvLen, Int64(maxKV), 0, scale, attn, Int64(qDim), ao.ptr, ao.stride), "attention")
             let gq = inputRows(for: lw.gateUp.runs.map(\.w), n)
             let woAdapted = adapted(l, [.attnOutput]), ffAdapted = adapted(l, [.ffnGate, .ffnUp]), downAdapted = adapted(l, [.ffnDown])
-            try matmulAdd(lw.wo, attn, qDim, .none, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
+            try matmulAdd(lw.wo, attn, qDim, ao, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
             if woAdapted {
                 try lora([(layerPair(l, .attnOutput), x, e)], input: attn, ldx: qDim, k: qDim)
                 try norm(lw.ffnNorm, gq)
@@ -800,9 +804,10 @@ final class CUDAForward {
     /// ``StepBuffer/key`` and ``StepBuffer/value`` are the columns of qkv (so a layer's q, k and v
     /// products run as the fused step's are, side by side). A norm (on its own or in a product's
     /// last block) also writes input rows where the launch after it multiplies its output. A
-    /// launch that an adapter of the step changes runs as its recorded operations. Returns
-    /// whether the last launch normalized every row into h for the output (as the fused step's).
-    private func runPlan(_ shape: StepShape, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws -> Bool {
+    /// launch that an adapter of the step changes runs as its recorded operations. With `ids`, the
+    /// first launch (``planFirstNorm``) also embeds them (``embedNorm(_:ids:positions:weight:into:_:_:)``).
+    /// Returns whether the last launch normalized every row into h for the output (as the fused step's).
+    private func runPlan(_ shape: StepShape, ids: pkc_ptr?, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws -> Bool {
         let c = config, n = shape.rows, groups = shape.adapterRows
         let launches = groups.isEmpty ? plan : plan.flatMap { p -> [PlannedLaunch] in
             let matrices: [LayerTensor] = switch p.kind {
@@ -828,6 +833,13 @@ final class CUDAForward {
         }
         // The input rows the launch before made, and of which buffer.
         var made: (buffer: StepBuffer, q: InputRows)?
+        /// The input rows launch i's attention writes: where the next launch multiplies its output.
+        func attentionRows(_ i: Int) throws -> InputRows {
+            guard i + 1 < launches.count, launches[i + 1].input == .attention else { return .none }
+            let q = self.attentionRows(try products(i + 1), n)
+            if q.ptr != 0 { made = (.attention, q) }
+            return q
+        }
         var normed = false
         for (i, p) in launches.enumerated() {
             let q = made.map { m in p.input == m.buffer ? m.q : .none } ?? .none
@@ -842,14 +854,19 @@ final class CUDAForward {
             switch p.kind {
             case .op(let op):
                 let nq: InputRows = if case .norm(_, _, let target) = op { try normRows(target) } else { .none }
-                try run(op, layer: p.layer, shape, q: q, normRows: nq, positions: positions, slots: slots, kvLen: kvLen)
+                if i == 0, let ids, let first = planFirstNorm {
+                    let (tp, tld, _) = place(first.target)
+                    try embedNorm(shape, ids: ids, positions: positions, weight: try vector(first.weight, 0), into: tp, tld, nq)
+                } else {
+                    try run(op, layer: p.layer, shape, q: q, normRows: nq, positions: positions, slots: slots, kvLen: kvLen)
+                }
             case .attention(let qNorm, let kNorm, let table, let window, let scale):
                 var cache = cacheOf(p.layer)
                 try check(pkc_qkv_norm_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
                                                   Int32(c.headDim), Int32(c.ropeDims), ropeTables[table], neox,
                                                   try qNorm.map { try vector($0, p.layer) } ?? 0, try kNorm.map { try vector($0, p.layer) } ?? 0,
                                                   c.rmsEpsilon, slots, positions), "qkv_norm_rope_store")
-                try attend(layer: p.layer, shape, window: window, scale: scale, slots: slots, kvLen: kvLen)
+                try attend(layer: p.layer, shape, window: window, scale: scale, slots: slots, kvLen: kvLen, rows: try attentionRows(i))
             case .product(let input, let w, let through, let post):
                 let (xp, ldx, _) = place(input)
                 normed = try residualProduct(try matrix(w, p.layer), xp, ldx, q, n, through: through, post: post, p, last: i + 1 == launches.count,
@@ -929,13 +946,14 @@ final class CUDAForward {
         return pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
     }
 
-    /// Attention of the step's queries over layer l's cache (the keys and values already stored).
-    private func attend(layer l: Int, _ shape: StepShape, window: Int?, scale: Float, slots: pkc_ptr, kvLen: pkc_ptr) throws {
+    /// Attention of the step's queries over layer l's cache (the keys and values already stored),
+    /// also into the input `rows` of the product after it (``attentionRows(_:_:)``) where given.
+    private func attend(layer l: Int, _ shape: StepShape, window: Int?, scale: Float, slots: pkc_ptr, kvLen: pkc_ptr, rows: InputRows) throws {
         let c = config
         var cache = cacheOf(l)
-        try check(pkc_attention_window(ctx, &cache, qkv, Int64(qkvStride), Int64(shape.rows), Int32(c.headCount), Int32(c.kvHeadCount),
-                                       Int32(c.headDim), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
-                                       attn, Int64(qDim)), "attention")
+        try check(pkc_attention_rows(ctx, &cache, qkv, Int64(qkvStride), Int64(shape.rows), Int32(c.headCount), Int32(c.kvHeadCount),
+                                     Int32(c.headDim), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
+                                     attn, Int64(qDim), rows.ptr, rows.stride), "attention")
     }
 
     /// gu = gate | up of n rows of `input` (input rows `q` or none), its gate half then
@@ -1005,7 +1023,7 @@ final class CUDAForward {
             var cache = cacheOf(l)
             let (kp, ldk, _) = place(.key), (vp, ldv, _) = place(.value)
             try check(pkc_store_kv(ctx, &cache, kp, Int64(ldk), vp, Int64(ldv), Int64(n), slots, positions), "store_kv")
-            try attend(layer: l, shape, window: window, scale: scale, slots: slots, kvLen: kvLen)
+            try attend(layer: l, shape, window: window, scale: scale, slots: slots, kvLen: kvLen, rows: .none)
         case .feedForward(let input, let activation, let target):
             let (xp, ldx, k) = place(input), (yp, ldy, _) = place(target), down = lw.down
             let fq = try gatedProduct(lw, activation, xp, ldx, q, n, adapt: shape.adapterRows.isEmpty ? nil : { [self] in
@@ -1021,6 +1039,30 @@ final class CUDAForward {
             guard ld == e, width == e else { throw BackendError.cudaFailed("adding a \(b) buffer to the residual stream") }
             try check(pkc_add(ctx, x, p, Int64(n * e)), "residual add")
         }
+    }
+
+    /// Whether the step's first launches (the embedding, its scale, the RoPE tables and the first
+    /// norm) run as one (``embedNorm(_:ids:positions:weight:into:_:_:)``): unless an adapter adds to
+    /// the embedding before the scale, or the family has more than two RoPE bases.
+    private func embeddingFuses(_ shape: StepShape) -> Bool {
+        ropes.count <= 2 && !shape.adapterRows.contains { adapters[$0.id]?.embedding != nil }
+    }
+
+    /// A recorded step's first launch where it is the first norm, of the residual rows (the
+    /// embedding's): its weight and target.
+    private var planFirstNorm: (weight: LayerTensor, target: StepBuffer)? {
+        guard let p = plan.first, p.layer == 0, case .op(.norm(.residual, let weight, let target)) = p.kind else { return nil }
+        return (weight, target)
+    }
+
+    /// ``embed(_:ids:positions:)`` (but for adapters) and the first norm of x's rows by `weight`
+    /// into `out` (row stride `ldo`, and the input rows `q`) in one launch (pkc_embed_norm_ropes).
+    private func embedNorm(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, weight: pkc_ptr, into out: pkc_ptr, _ ldo: Int,
+                           _ q: InputRows) throws {
+        let c = config, e = c.embeddingLength
+        try check(pkc_embed_norm_ropes(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(shape.rows), x, Int64(e),
+                                       embeddingScale ?? 1, weight, out, Int64(ldo), c.rmsEpsilon, q.ptr, q.stride, positions,
+                                       Int32(c.ropeDims), ropes.map(\.base), ropeTables, Int32(ropes.count)), "embedding")
     }
 
     /// The step's first launches: token embeddings into x (with the rows' adapters' embedding
