@@ -83,30 +83,31 @@ static void dequant_block(const qt_type *ty, const uint8_t *b, float *y) {
     }
 }
 
-// Blocks of 32 weights d * q under one scale: every such ggml format (and PQ2) stores d as an
-// f16, so a Q8_0 block holds the same values.
-static int exact_q8_0(const qt_type *ty) { return ty->unpack && ty->elements == 32 && !ty->tile.offsets; }
+// The weight formats whose blocks are 32 weights d * q, the f16 d first, codes within int8: a
+// Q8_0 block with the same d bytes holds the same values.
+static int exact_q8_0(int type) { return type == PK_Q4_0 || type == PK_Q5_0 || type == PK_Q8_0 || type == PK_PQ2; }
 
 int pk_type_info_of(int type, pk_type_info *info) {
     const qt_type *ty = qt_type_of(type);
     if (!ty) return -1;
     *info = (pk_type_info){ty->name, ty->elements, ty->bytes, ty->to_float || ty->unpack, ty->to_float || ty->tile.sub,
-                           ty->quantize != NULL, ty->grid != NULL, ty->quantize_weighted != NULL, exact_q8_0(ty)};
+                           ty->quantize != NULL, ty->grid != NULL, ty->quantize_weighted != NULL, exact_q8_0(type)};
     return 0;
 }
 
 int pk_to_q8_0(int type, const void *src, void *dst, int64_t n) {
     const qt_type *ty = qt_type_of(type);
-    if (!ty || !exact_q8_0(ty) || n < 0 || n % 32 != 0) return -1;
+    if (!ty || !exact_q8_0(type) || n < 0 || n % 32 != 0) return -1;
     const qt_type *q8 = qt_type_of(PK_Q8_0);
     const uint8_t *p = (const uint8_t *)src;
     uint8_t *out = (uint8_t *)dst;
     for (int64_t i = 0; i < n / 32; i++) {
         int8_t q[32];
         float sc[2], of[2];
-        ty->unpack(p + (size_t)i * ty->bytes, q, sc, of);
+        const uint8_t *src_block = p + (size_t)i * ty->bytes;
+        ty->unpack(src_block, q, sc, of);
         uint8_t *b = out + (size_t)i * q8->bytes;
-        qt_store_f16(b, sc[0]); // d came from an f16: converting back is exact
+        memcpy(b, src_block, 2); // d's bytes as they are (a signalling NaN stays one)
         memcpy(b + 2, q, 32);
     }
     return 0;

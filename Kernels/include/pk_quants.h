@@ -33,7 +33,7 @@ typedef struct pk_type_info {
     int can_quantize;        // pk_quantize writes it
     int can_gptq;            // pk_gptq writes it
     int can_weight;          // pk_quantize_weighted uses the importance (else it rounds to nearest)
-    int exact_q8_0;          // pk_to_q8_0 rewrites it as Q8_0 exactly (32-weight blocks d * q, one f16 d)
+    int exact_q8_0;          // pk_to_q8_0 rewrites it as Q8_0 exactly (Q4_0, Q5_0, Q8_0, PQ2: 32 weights d * q, an f16 d)
 } pk_type_info;
 
 // Fills `info` for ggml's type id `type`. Returns 0, or -1 when ggml has never defined the id.
@@ -45,8 +45,9 @@ int pk_dequantize(int type, const void *src, float *dst, int64_t n);
 
 // Rewrites `n` weights of `type` (whole blocks) as Q8_0 blocks with the same values: each block
 // keeps its f16 d and its codes become int8 (Q5_0's q - 16, Q4_0's q - 8, PQ2's 2c - 3), so that
-// dequantizing either gives the same floats, bit for bit. For the types whose info says
-// exact_q8_0. Returns 0, or -1 for another type or `n` not whole blocks (dst then unwritten).
+// dequantizing either gives the same floats, bit for bit (d's bytes are copied). For the types
+// whose info says exact_q8_0. Returns 0, or -1 for another type or `n` not whole blocks (dst then
+// unwritten).
 int pk_to_q8_0(int type, const void *src, void *dst, int64_t n);
 
 // Quantizes `n` floats (a multiple of the block size) to `dst` by round-to-nearest, as ggml's

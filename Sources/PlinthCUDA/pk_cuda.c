@@ -1352,12 +1352,12 @@ int pkc_embed_norm_ropes(pkc_context *c, int type, pkc_ptr table, int64_t n_rows
                          int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
                          int count) {
     ENTER(c);
-    const int i = check_weights(c, "pkc_embed_norm_rope", type, table, k);
+    const int i = check_weights(c, "pkc_embed_norm_ropes", type, table, k);
     if (i < 0) return -i;
     if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k || count < 0 || count > 2 ||
         (count > 0 && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions || !freq_bases || !rope_tables)))
-        return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4), out alignment or tables (at most 2)");
-    int st = check_rows(c, "pkc_embed_norm_rope", k, n, q, ldq);
+        return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_ropes: bad sizes, ldo (a multiple of 4), out alignment or tables (at most 2)");
+    int st = check_rows(c, "pkc_embed_norm_ropes", k, n, q, ldq);
     if (st) return st;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     int kk = (int)k, pairs = rope_dims / 2, qf16 = q && rows_f16(c, n);
@@ -2240,7 +2240,11 @@ int pkc_attention_rows(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t l
     if (split_len < 1) split_len = 1;
     CUdeviceptr partial = 0;
     if (splits > 1) {
-        if ((st = ensure(c, &c->scratch_a, &c->cap_a, (size_t)(n * n_head * splits * (head_dim + 2)) * 4))) return st;
+        // Sized for every step of this head layout, not for this one: grown by a later step, the
+        // buffer would move under the graphs captured before it. Splits come only where units <
+        // want, so n * n_head * splits = units * g * splits < g * (want + units) < 2 * want * group.
+        const size_t most = (size_t)(2 * want * group) * (size_t)(head_dim + 2) * 4;
+        if ((st = ensure(c, &c->scratch_a, &c->cap_a, most))) return st;
         partial = c->scratch_a;
     }
     CUdeviceptr kc = cache->k, vc = cache->v;

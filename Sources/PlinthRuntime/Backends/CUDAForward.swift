@@ -98,7 +98,7 @@ final class CUDAForward {
     private let meta: pkc_ptr
     private static let metaTables = 10
     /// Row table `t` of a step of `rows` rows (padded): a step uploads its own rows' tables only,
-    /// 40 bytes at one row rather than every table at the largest batch (16 KB at 512).
+    /// 32 bytes at one row (40 with adapters) rather than every table at the largest batch (16 KB at 512).
     private func metaTable(_ t: Int, rows: Int) -> pkc_ptr { meta + pkc_ptr(t * rows * MemoryLayout<Int32>.stride) }
     /// pkc_topk's output: LogitsUse.maxTopK (id, logit) pairs per logit row.
     private let topBuffer: pkc_ptr
@@ -123,19 +123,15 @@ final class CUDAForward {
     init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, recorded: Bool = false, unify: Bool = unifyRuns) throws {
         let c = transformer.config
         let w = transformer.weights
-        // q | k | v and gate | up with one type where that is exact (``unifiedRuns(_:enabled:)``); the
-        // rewritten matrices' bytes live until uploaded.
-        let (layerWeights, rewritten) = Self.unifiedRuns(w.layers, enabled: unify)
-        defer { for b in rewritten { b.deallocate() } }
         // A weight type without CUDA kernels makes the model unrunnable here.
-        let matrices = [w.tokenEmbedding, w.output] + layerWeights.flatMap(\.matrices)
+        let matrices = [w.tokenEmbedding, w.output] + w.layers.flatMap(\.matrices)
         let ctx = try CUDAForward.open()
         // Llama's block (with Qwen2's biases and RoPE pairs) has a fused step; other families run
         // their recorded layers.
         let architecture = transformer.architecture
         plan = !recorded && CUDAForward.fusedArchitectures.contains(c.architecture) ? []
             : PlannedLaunch.plan((0..<c.layerCount).map { LayerRecorder.ops(of: architecture, layer: $0) },
-                                 hasVector: { l, r in layerWeights[l][r] != nil })
+                                 hasVector: { l, r in w.layers[l][r] != nil })
         ropes = architecture.ropes
         embeddingScale = architecture.embeddingScale
         logitSoftcap = architecture.logitSoftcap
@@ -152,6 +148,10 @@ final class CUDAForward {
             pkc_close(ctx)
             throw BackendError.cudaUnavailable("the CUDA attention kernel needs a power-of-two head size from 8 to 256 and at most 8 query heads per kv head (model: \(c.headDim), \(c.headCount)/\(c.kvHeadCount))")
         }
+        // q | k | v and gate | up with one type where that is exact (``unifiedRuns(_:enabled:)``);
+        // the rewritten matrices' host bytes are freed once uploaded.
+        var (layerWeights, rewritten) = Self.unifiedRuns(w.layers, enabled: unify)
+        defer { for b in rewritten { b.deallocate() } }
         self.ctx = ctx
         config = c
         self.maxBatch = maxBatch
@@ -230,10 +230,14 @@ final class CUDAForward {
             for (data, n) in order {
                 try check(pkc_upload(ctx, base + pkc_ptr(offsets[data]!), data, n), "uploading the weights")
             }
+            // From pageable memory an upload is staged before it returns.
+            for b in rewritten { b.deallocate() }
+            rewritten = []
             // The kernels of the model's weight formats (and F32's, which gathers rows of
             // activations), compiled together (in parallel) or read from the cache now: a format
             // first needed inside a captured step would be refused.
-            let types = matrices.map { Int32($0.type.rawValue) } + [Int32(GGMLType.f32.rawValue)]
+            let types = ([w.tokenEmbedding, w.output] + layerWeights.flatMap(\.matrices)).map { Int32($0.type.rawValue) }
+                + [Int32(GGMLType.f32.rawValue)]
             try check(pkc_prepare(ctx, types, Int32(types.count)), "preparing the CUDA kernels")
             func matrix(_ t: WeightTensor) -> Matrix {
                 Matrix(type: Int32(t.type.rawValue), ptr: base + pkc_ptr(offsets[t.data]!), rows: Int64(t.rowCount), cols: Int64(t.rowLength))
