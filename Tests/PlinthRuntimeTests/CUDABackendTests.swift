@@ -414,7 +414,8 @@ struct CUDABackendTests {
     /// and up's own, on the side stream, and swiglu, since the gated product needs one run). Both
     /// agree with the CPU on the mixed file: the prompts in one step (the GEMM path, f16 copies of
     /// either form being the same weights), then decoding at two rows and one, captured and
-    /// replayed. Unified, q|k read the int8 rows of x, as the CPU's products do.
+    /// replayed. Unified, q|k read the int8 rows of x, as the CPU's products do. The unified
+    /// layers run as recorded (``PlannedLaunch``) give the fused step's logits bit for bit.
     @Test("Side-by-side products of two types run as one launch, with the CPU's results", .enabled(if: unavailable == nil, noGPU))
     func unifiedRuns() throws {
         let transformer = try Self.tinyModel(.q5_0, types: ["attn_v": .q8_0, "ffn_up": .q4_0])
@@ -424,7 +425,9 @@ struct CUDABackendTests {
                                            unifyRuns: true)
         let apart = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda, recordedLayers: false,
                                          unifyRuns: false)
-        var worst: [Float] = [0, 0]
+        let recorded = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda, recordedLayers: true,
+                                            unifyRuns: true)
+        var worst: [Float] = [0, 0], recordedDiffer = 0
         var launches: [[UInt64]] = [[], []]
         func step(_ b: Batch) throws {
             try cpu.forward(b)
@@ -435,6 +438,11 @@ struct CUDABackendTests {
                 for r in 0..<b.wantsLogits.filter({ $0 }).count {
                     worst[i] = max(worst[i], Self.relativeDifference(cpu.logits(r), gpu.logits(r)))
                 }
+            }
+            try recorded.forward(b)
+            for r in 0..<b.wantsLogits.filter({ $0 }).count
+            where !zip(unified.logits(r), recorded.logits(r)).allSatisfy({ $0.bitPattern == $1.bitPattern }) {
+                recordedDiffer += 1
             }
         }
         try step(Self.prompts(slots: 2))
@@ -455,6 +463,7 @@ struct CUDABackendTests {
         // Measured on the emulator: 0.0216 unified, 0.0311 apart (the int8 rounding of a 64-wide
         // model's rows; weights read wrongly would be off by about the whole range).
         #expect(worst[0] < 0.05 && worst[1] < 0.05, "worst logit difference \(worst) of the range")
+        #expect(recordedDiffer == 0, "\(recordedDiffer) logit rows differ between the recorded and the fused unified step")
     }
 
     /// What a decode step launches, counted, so that a fused launch that stops fusing (its
