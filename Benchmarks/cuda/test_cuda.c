@@ -1042,8 +1042,8 @@ static void test_rms_norm(pkc_context *c) {
 
 // pkc_embed_norm_rope against pkc_get_rows, pkc_rms_norm_q8 and pkc_rope_table one after another:
 // the gathered rows, the normed rows, their int8 rows and the table bit for bit, with and
-// without the int8 rows and the table, ids out of range included; pkc_embed_norm_ropes with
-// Gemma 3's embedding scale and two tables against the same with pkc_scale and two tables.
+// without the int8 rows and the table, ids out of range included; with Gemma 3's embedding scale
+// and two tables against the same with pkc_scale and two tables.
 static void test_embed_norm_rope(pkc_context *c) {
     struct { int type; int64_t k; } cases[] = {{PK_Q8_0, 576}, {PK_Q4_1, 576}, {PK_Q5_0, 896}, {PK_Q6_K, 1536},
                                                {PK_F16, 2048}, {PK_F32, 64}};
@@ -1091,14 +1091,9 @@ static void test_embed_norm_rope(pkc_context *c) {
                 CHECK(c, pkc_rms_norm_q8(c, dx[0], ldo, dg, dy[0], ldy, n, k, 1e-5f, dq[0], ldq));
                 if (dt[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, bases[0], dt[0]));
                 if (dt2[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, bases[1], dt2[0]));
-                if (variant == 2) {
-                    const pkc_ptr tables[2] = {dt[1], dt2[1]};
-                    CHECK(c, pkc_embed_norm_ropes(c, type, dw, m, k, dids, n, dx[1], ldo, scale, dg, dy[1], ldy, 1e-5f, dq[1], ldq, dpos,
-                                                  (int)rd, bases, tables, 2));
-                } else {
-                    CHECK(c, pkc_embed_norm_rope(c, type, dw, m, k, dids, n, dx[1], ldo, dg, dy[1], ldy, 1e-5f, dq[1], ldq, dpos,
-                                                 (int)rd, bases[0], dt[1]));
-                }
+                const pkc_ptr tables[2] = {dt[1], dt2[1]};
+                CHECK(c, pkc_embed_norm_rope(c, type, dw, m, k, dids, n, dx[1], ldo, variant == 2 ? scale : 1.0f, dg, dy[1], ldy, 1e-5f,
+                                             dq[1], ldq, dpos, (int)rd, bases, tables, variant == 2 ? 2 : variant == 0));
                 int64_t bad = 0;
                 const pkc_ptr *bufs[] = {dx, dy, dq, dt, dt2};
                 const int64_t sizes[] = {n * ldo * 4, n * ldy * 4, n * ldq, dt[0] ? n * rd * 4 : 0, dt2[0] ? n * rd * 4 : 0};
@@ -1110,8 +1105,8 @@ static void test_embed_norm_rope(pkc_context *c) {
                     for (int64_t i = 0; i < sizes[j]; i++) bad += a[i] != bb[i];
                     free(a); free(bb);
                 }
-                report(bad == 0, "embed_norm_rope%s %-4s k=%lld n=%lld %s: %lld bytes differ from get_rows + %srms_norm_q8 + rope_table%s (tol exact)",
-                       variant == 2 ? "s" : "", type_name(type), (long long)k, (long long)n,
+                report(bad == 0, "embed_norm_rope %-4s k=%lld n=%lld %s: %lld bytes differ from get_rows + %srms_norm_q8 + rope_table%s (tol exact)",
+                       type_name(type), (long long)k, (long long)n,
                        variant == 0 ? "with input rows and table" : variant == 1 ? "rows only" : "input rows, scale, 2 tables",
                        (long long)bad, variant == 2 ? "scale + " : "", variant == 2 ? " x2" : "");
                 for (int j = 0; j < 2; j++) {
@@ -1544,19 +1539,18 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     pkc_ptr dlen = dev_upload(c, kvlen, (size_t)n * 4), dout = dev_alloc(c, (size_t)(n * ldo) * 4);
     CHECK(c, pkc_memset(c, dout, 0xff, (size_t)(n * ldo) * 4));
     const unsigned long long l0 = kernel_launches(c);
-    if (window) CHECK(c, pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv,
-                                              window, scale, dout, ldo));
-    else CHECK(c, pkc_attention(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, scale, dout, ldo));
+    CHECK(c, pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
+                                  dout, ldo, 0, 0));
     const unsigned long long launched = kernel_launches(c) - l0;
     float *out = download_floats(c, dout, n * ldo);
-    // With the output product's f16 input rows (pkc_attention_rows; the GEMM path's rows only):
+    // With the output product's f16 input rows (the GEMM path's rows only):
     // the same floats bit for bit, the rows their f16 rounding, no launch more.
     const int64_t ldr = (int64_t)pkc_input_row_bytes(c, qd, n) + 16;
     pkc_ptr drows = dev_alloc(c, (size_t)(n * ldr)), dout2 = dev_alloc(c, (size_t)(n * ldo) * 4);
     CHECK(c, pkc_memset(c, drows, 0xff, (size_t)(n * ldr)));
     if (n >= pkc_gemm_min_rows(c)) {
         const unsigned long long l1 = kernel_launches(c);
-        CHECK(c, pkc_attention_rows(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
+        CHECK(c, pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
                                     dout2, ldo, drows, ldr));
         const unsigned long long launched_rows = kernel_launches(c) - l1;
         float *out2 = download_floats(c, dout2, n * ldo);
@@ -1570,7 +1564,7 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
                (long long)bad_rows, launched_rows, launched);
         free(out2);
     } else {
-        const int st = pkc_attention_rows(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window,
+        const int st = pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window,
                                           scale, dout2, ldo, drows, ldr);
         report(st == PKC_ERR_INVALID, "attention_rows %-29s %3lld rows, below the GEMM path: refused (%s)", name, (long long)n,
                pkc_status_name(st));

@@ -1341,23 +1341,16 @@ int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_
 }
 
 int pkc_embed_norm_rope(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
-                        pkc_ptr out, int64_t ldo, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q, int64_t ldq,
-                        pkc_ptr positions, int rope_dims, float freq_base, pkc_ptr rope_table) {
-    return pkc_embed_norm_ropes(c, type, table, n_rows, k, ids, n, out, ldo, 1.0f, w, y, ldy, eps, q, ldq, positions, rope_dims,
-                                &freq_base, &rope_table, rope_table ? 1 : 0);
-}
-
-int pkc_embed_norm_ropes(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
-                         pkc_ptr out, int64_t ldo, float scale, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q,
-                         int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
-                         int count) {
+                        pkc_ptr out, int64_t ldo, float scale, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q,
+                        int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
+                        int count) {
     ENTER(c);
-    const int i = check_weights(c, "pkc_embed_norm_ropes", type, table, k);
+    const int i = check_weights(c, "pkc_embed_norm_rope", type, table, k);
     if (i < 0) return -i;
     if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k || count < 0 || count > 2 ||
         (count > 0 && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions || !freq_bases || !rope_tables)))
-        return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_ropes: bad sizes, ldo (a multiple of 4), out alignment or tables (at most 2)");
-    int st = check_rows(c, "pkc_embed_norm_ropes", k, n, q, ldq);
+        return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4), out alignment or tables (at most 2)");
+    int st = check_rows(c, "pkc_embed_norm_rope", k, n, q, ldq);
     if (st) return st;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     int kk = (int)k, pairs = rope_dims / 2, qf16 = q && rows_f16(c, n);
@@ -1404,17 +1397,24 @@ static int dequant_f16(pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k, 
     return launch(c, c->fk[fi].dq16, "dequantize to f16", blocks_for(m * (k / 16), 256), 1, 256, 0, args);
 }
 
-// The f16 copy of the m x k weights at w, where one was made (pkc_cache_f16) of them or of a
-// run of matrices that holds them (whole rows of one format and k); 0 when none.
-static CUdeviceptr cached_f16(const pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k) {
-    int lo = 0, hi = c->f16_count; // the last copy whose weights start at or before w
+// How many copies' weights start at or before w. The table is sorted by w and its copies' weights
+// never overlap, so copy [result - 1] is the only one that can hold w.
+static int copies_up_to(const pkc_context *c, CUdeviceptr w) {
+    int lo = 0, hi = c->f16_count;
     while (lo < hi) {
         const int mid = (lo + hi) / 2;
         if (c->f16[mid].w <= w) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == 0) return 0;
-    const struct f16_copy *e = &c->f16[lo - 1];
+    return lo;
+}
+
+// The f16 copy of the m x k weights at w, where one was made (pkc_cache_f16) of them or of a
+// run of matrices that holds them (whole rows of one format and k); 0 when none.
+static CUdeviceptr cached_f16(const pkc_context *c, int fi, pkc_ptr w, int64_t m, int64_t k) {
+    const int at = copies_up_to(c, w);
+    if (at == 0) return 0;
+    const struct f16_copy *e = &c->f16[at - 1];
     const int64_t row_bytes = (int64_t)pkc_row_bytes(fmts[fi].type, k);
     if (e->fi != fi || e->k != k || (int64_t)(w - e->w) % row_bytes != 0) return 0;
     const int64_t row = (int64_t)(w - e->w) / row_bytes;
@@ -1435,9 +1435,10 @@ int pkc_cache_f16(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k) {
     size_t size = 0;
     CU(c, c->cu.MemGetAddressRange(&base, &size, w), "cuMemGetAddressRange");
     if (end > base + size) return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: the weights run past the end of their allocation");
-    for (int i = 0; i < c->f16_count; i++)
-        if (w < copy_source_end(&c->f16[i]) && c->f16[i].w < end)
-            return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: these weights overlap ones already copied");
+    // The new copy goes at `at`: it overlaps another only if it overlaps a neighbour.
+    const int at = copies_up_to(c, w);
+    if ((at > 0 && w < copy_source_end(&c->f16[at - 1])) || (at < c->f16_count && c->f16[at].w < end))
+        return fail(c, PKC_ERR_INVALID, "pkc_cache_f16: these weights overlap ones already copied");
     if (c->f16_count == c->f16_cap) {
         const int cap = c->f16_cap ? 2 * c->f16_cap : 64;
         struct f16_copy *grown = realloc(c->f16, (size_t)cap * sizeof *grown);
@@ -1452,8 +1453,6 @@ int pkc_cache_f16(pkc_context *c, int type, pkc_ptr w, int64_t m, int64_t k) {
         c->cu.MemFree(f16);
         return st;
     }
-    int at = c->f16_count;
-    while (at > 0 && c->f16[at - 1].w > w) at--;
     memmove(&c->f16[at + 1], &c->f16[at], (size_t)(c->f16_count - at) * sizeof *c->f16);
     c->f16[at] = copy;
     c->f16[at].f16 = f16;
@@ -2188,26 +2187,19 @@ int pkc_qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, in
 int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                   int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
                   pkc_ptr out, int64_t ldo) {
-    return pkc_attention_rows(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, 0, scale, out, ldo, 0, 0);
+    return pkc_attention_window(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, 0, scale, out, ldo, 0, 0);
 }
 
 int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                          int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
-                         float scale, pkc_ptr out, int64_t ldo) {
-    return pkc_attention_rows(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, window, scale, out, ldo,
-                              0, 0);
-}
-
-int pkc_attention_rows(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
-                       int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
-                       float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr) {
+                         float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr) {
     ENTER(c);
     int st = check_kv(c, "pkc_attention", cache);
     if (st) return st;
     if (rows && !rows_f16(c, n))
-        return fail(c, PKC_ERR_INVALID, "pkc_attention_rows: input rows at %lld rows, below the GEMM path's %lld", (long long)n,
+        return fail(c, PKC_ERR_INVALID, "pkc_attention: input rows at %lld rows, below the GEMM path's %lld", (long long)n,
                     (long long)c->gemm_min_rows);
-    if ((st = check_rows(c, "pkc_attention_rows", (int64_t)n_head * head_dim, n, rows, ldr))) return st;
+    if ((st = check_rows(c, "pkc_attention", (int64_t)n_head * head_dim, n, rows, ldr))) return st;
     if (n < 0 || n > 0x7fffffff || n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0 || head_dim <= 0 ||
         head_dim > 256 || head_dim < 8 || (head_dim & (head_dim - 1)) != 0 || (int64_t)n_kv_head * head_dim != cache->kv_dim ||
         ldq < (int64_t)n_head * head_dim || ldo < (int64_t)n_head * head_dim || max_kv < 0 || max_kv > 0x7fffffff ||

@@ -829,7 +829,7 @@ __device__ __forceinline__ void rope_entry(const int *positions, int t, int i, i
     table[(i64)t * 2 * pairs + 2 * i + 1] = s;
 }
 
-// The step's first launches in one (pkc_embed_norm_ropes): block t gathers row ids[t] of the
+// The step's first launches in one (pkc_embed_norm_rope): block t gathers row ids[t] of the
 // table into x (pkc_get_rows), scales it unless scale is 1 (pkc_scale), fills row t of each RoPE
 // table (pkc_rope_table; nullptr: none), then normalizes its row into y and the input row q
 // (pkc_rms_norm_q8), bit for bit.
@@ -1335,7 +1335,7 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
         if (splits == 1) {
             const float l = stat[2 * G + c], v = l > 0.0f ? a / l : 0.0f;
             out[(i64)t * ldo + (i64)head0 * hd + o] = v;
-            if (rows) input_store(v, head0 * hd + o, rows + t * ldr, 0, 1);
+            if (rows) ((u16 *)(rows + t * ldr))[head0 * hd + o] = f2h(v);
         } else {
             // partial[((t * n_head + head) * splits + split) * (hd + 2)]: acc, max, sum
             float *pp = partial + (((i64)t * n_head + head0 + c) * splits + split) * (hd + 2);
@@ -1386,7 +1386,7 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
         }
         const float v = den > 0.0f ? num / den : 0.0f;
         out[(i64)t * ldo + (i64)h * hd + d] = v;
-        if (rows) input_store(v, h * hd + d, rows + t * ldr, 0, 1);
+        if (rows) ((u16 *)(rows + t * ldr))[h * hd + d] = f2h(v);
     }
 }
 

@@ -237,6 +237,14 @@ struct CUDABackendTests {
         return builder.bytes()
     }
 
+    /// The kernels `gpu` launches running `batch` (a shape's first step runs directly, its second
+    /// is captured: each launches the step's kernels; a replay launches none).
+    static func launches(_ gpu: InferenceContext, _ batch: Batch) throws -> UInt64 {
+        let before = try #require(gpu.kernelLaunches)
+        try gpu.forward(batch)
+        return try #require(gpu.kernelLaunches) - before
+    }
+
     /// The tiny models' prompt (token ids of their 32-token vocabulary).
     static let tinyPrompt: [Int32] = [30, 7, 4, 11, 11, 14, 26, 22, 14, 17, 11, 3, 2]
 
@@ -432,9 +440,7 @@ struct CUDABackendTests {
         func step(_ b: Batch) throws {
             try cpu.forward(b)
             for (i, gpu) in [unified, apart].enumerated() {
-                let before = try #require(gpu.kernelLaunches)
-                try gpu.forward(b)
-                launches[i].append(try #require(gpu.kernelLaunches) - before)
+                launches[i].append(try Self.launches(gpu, b))
                 for r in 0..<b.wantsLogits.filter({ $0 }).count {
                     worst[i] = max(worst[i], Self.relativeDifference(cpu.logits(r), gpu.logits(r)))
                 }
@@ -495,11 +501,9 @@ struct CUDABackendTests {
         let copies = weights == .q8_0 ? 2 * (layers * layerWeights + c.vocabularySize * c.embeddingLength) : 0
         #expect(gpu.f16WeightBytes == copies)
         var b = Self.prompts(slots: 2)
-        let start = try #require(gpu.kernelLaunches)
-        try gpu.forward(b)
+        let prompts = try Self.launches(gpu, b)
         if weights == .q8_0 {
-            let launched = try #require(gpu.kernelLaunches) - start
-            #expect(launched == UInt64(5 * layers + 3), "the prompts' step: \(launched) kernels, not \(5 * layers + 3)")
+            #expect(prompts == UInt64(5 * layers + 3), "the prompts' step: \(prompts) kernels, not \(5 * layers + 3)")
         }
         var length = [Self.tinyPrompt.count, Self.tinyPrompt.count]
         for rows in [1, 2] {
@@ -509,9 +513,7 @@ struct CUDABackendTests {
                 length[slot] += 1
             }
             // The shape's first step runs directly: every launch counts once.
-            let before = try #require(gpu.kernelLaunches)
-            try gpu.forward(b)
-            let launched = try #require(gpu.kernelLaunches) - before
+            let launched = try Self.launches(gpu, b)
             #expect(launched == UInt64(expected), "\(family) \(weights.name), \(rows) rows: \(launched) kernels a step, not \(expected)")
         }
     }

@@ -154,19 +154,15 @@ int pkc_dequantize(pkc_context *ctx, int type, pkc_ptr src, int64_t n, int64_t k
 // ids (int32, device). Ids outside [0, n_rows) give a row of zeros.
 int pkc_get_rows(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                  pkc_ptr out, int64_t ldo);
-// A step's first three launches in one, bit for bit: pkc_get_rows into out, pkc_rms_norm_q8 of
-// out by w into y (and the input rows q; 0: none), and pkc_rope_table of the n positions into
-// rope_table (0: no table). A block per row.
+// A step's first launches in one, bit for bit: pkc_get_rows into out, pkc_scale of those rows by
+// the family's embedding scale (1: none), pkc_rms_norm_q8 of them by w into y (and the input rows
+// q; 0: none), and pkc_rope_table of the n positions for up to two bases (Gemma 3's local and
+// global): rope_tables[i] for freq_bases[i], i < count (0 to 2; a table 0 is skipped). A block
+// per row.
 int pkc_embed_norm_rope(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
-                        pkc_ptr out, int64_t ldo, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q, int64_t ldq,
-                        pkc_ptr positions, int rope_dims, float freq_base, pkc_ptr rope_table);
-// The same with the family's embedding scale (pkc_scale of the gathered rows before the norm; 1:
-// none) and up to two RoPE tables (Gemma 3's local and global bases): rope_tables[i] gets the
-// positions' table for freq_bases[i], i < count (0 to 2; a table 0 is skipped).
-int pkc_embed_norm_ropes(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
-                         pkc_ptr out, int64_t ldo, float scale, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q,
-                         int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
-                         int count);
+                        pkc_ptr out, int64_t ldo, float scale, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q,
+                        int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
+                        int count);
 
 // y[t*ldy + r] = sum_i W[r][i] * x[t*ldx + i] for t < n, r < m: the m x k weights W of `type`
 // times n rows of x. Below the crossover (pkc_set_gemm_min_rows; default measured on an H100)
@@ -433,17 +429,14 @@ int pkc_attention(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq,
                   int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
                   pkc_ptr out, int64_t ldo);
 // pkc_attention over a sliding window: each row attends to its last `window` positions, its own
-// included (pk_attention_window with starts kv_len - window); 0: no window.
+// included (pk_attention_window with starts kv_len - window); 0: no window. With rows, each
+// output also goes there as an f16 input row of the product that multiplies it (the attention
+// output's: rows of ldr bytes, pkc_input_row_bytes of n_head * head_dim at n, 16-byte aligned),
+// so that the product reads them instead of converting out; only where n rows take the GEMM path
+// (pkc_gemm_min_rows); 0: none.
 int pkc_attention_window(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                          int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
-                         float scale, pkc_ptr out, int64_t ldo);
-// pkc_attention_window that also writes each output as an f16 input row of the product that
-// multiplies it (the attention output's: rows of ldr bytes, pkc_input_row_bytes of n_head *
-// head_dim at n, 16-byte aligned), so that the product reads them instead of converting out;
-// only where n rows take the GEMM path (pkc_gemm_min_rows), and rows 0 is none.
-int pkc_attention_rows(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
-                       int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
-                       float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr);
+                         float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr);
 
 // Copies the first `count` positions of slot `src` to slot `dst` in `layers` layer caches, the
 // layer l cache at cache->k/v + l * layer_stride halves (prefix sharing).

@@ -211,8 +211,7 @@ final class CUDAForward {
             place(w.tokenEmbedding.data, bytes(w.tokenEmbedding))
             place(w.output.data, bytes(w.output))
             for l in layerWeights {
-                placeSideBySide([l.wq, l.wk, l.wv])
-                placeSideBySide([l.wGate, l.wUp])
+                for group in Self.sideBySide(l) { placeSideBySide(group) }
                 place(l.wo.data, bytes(l.wo))
                 place(l.wDown.data, bytes(l.wDown))
             }
@@ -279,9 +278,10 @@ final class CUDAForward {
             outputNorm = vector(w.outputNorm)
             layers = layerWeights.map { l in
                 let roles = LayerTensor.allCases.compactMap { r in l[r].map { (r, $0) } }
+                let groups = Self.sideBySide(l).map(products)
                 return Layer(attnNorm: vector(l.attnNorm), ffnNorm: vector(l.ffnNorm),
-                             qkv: products([l.wq, l.wk, l.wv]), qkvBias: biases(l), wo: matrix(l.wo), down: matrix(l.wDown),
-                             gateUp: products([l.wGate, l.wUp]),
+                             qkv: groups[0], qkvBias: biases(l), wo: matrix(l.wo), down: matrix(l.wDown),
+                             gateUp: groups[1],
                              matrices: Dictionary(uniqueKeysWithValues: roles.filter { $0.0.isMatrix }.map { ($0.0, matrix($0.1)) }),
                              vectors: Dictionary(uniqueKeysWithValues: roles.filter { !$0.0.isMatrix }.map { ($0.0, vector($0.1)) }))
             }
@@ -378,6 +378,10 @@ final class CUDAForward {
         return copied
     }
 
+    /// A layer's products of one input, each written side by side into one activation row: q | k | v
+    /// and gate | up (``Layer/qkv``, ``Layer/gateUp``, in this order).
+    private static func sideBySide(_ l: LayerWeights) -> [[WeightTensor]] { [[l.wq, l.wk, l.wv], [l.wGate, l.wUp]] }
+
     /// `PLINTH_CUDA_UNIFY=0` keeps side-by-side products in their file's types (``unifiedRuns(_:enabled:)``).
     static let unifyRuns = ProcessInfo.processInfo.environment["PLINTH_CUDA_UNIFY"] != "0"
     /// The most bytes a group's rewrite may add: reading 4 MiB more takes an H100 about 1.3 µs a
@@ -396,7 +400,7 @@ final class CUDAForward {
         var buffers: [UnsafeMutableRawPointer] = []
         let unified = layers.map { l in
             var rewrite: [UnsafeRawPointer: WeightTensor] = [:]
-            for group in [[l.wq, l.wk, l.wv], [l.wGate, l.wUp]] {
+            for group in sideBySide(l) {
                 let others = group.filter { $0.type != .q8_0 }
                 guard Set(group.map(\.type)).count > 1, Set(group.map(\.rowLength)).count == 1,
                       others.allSatisfy(\.type.convertsExactlyToQ8_0),
@@ -465,7 +469,7 @@ final class CUDAForward {
     }
 
     /// The input rows attention writes for the products of its output by `ws`: f16 rows on the GEMM
-    /// path (pkc_attention_rows), none below it (that product reads attention's floats).
+    /// path (pkc_attention_window's rows), none below it (that product reads attention's floats).
     private func attentionRows(_ ws: [Matrix], _ n: Int) -> InputRows {
         Int64(n) >= pkc_gemm_min_rows(ctx) ? inputRows(for: ws, n) : .none
     }
@@ -694,7 +698,7 @@ final class CUDAForward {
     private func compute(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr, rows: pkc_ptr,
                          maskRows: pkc_ptr, chosen: pkc_ptr, topK: pkc_ptr) throws {
         guard plan.isEmpty else {
-            let fused = embeddingFuses(shape) && planFirstNorm != nil
+            let fused = embeddingFuses(shape) && planOpensWithNorm
             if !fused { try embed(shape, ids: ids, positions: positions) }
             let normed = try runPlan(shape, ids: fused ? ids : nil, positions: positions, slots: slots, kvLen: kvLen)
             return try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: normed)
@@ -756,8 +760,9 @@ final class CUDAForward {
                                              slots, positions), "qkv_rope_store")
             }
             let ao = attentionRows([lw.wo], n)
-            try check(pkc_attention_rows(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
-                                         Int32(c.headDim), slots, kvLen, Int64(maxKV), 0, scale, attn, Int64(qDim), ao.ptr, ao.stride), "attention")
+            try check(pkc_attention_window(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
+                                           Int32(c.headDim), slots, kvLen, Int64(maxKV), 0, scale, attn, Int64(qDim), ao.ptr, ao.stride),
+                      "attention")
             let gq = inputRows(for: lw.gateUp.runs.map(\.w), n)
             let woAdapted = adapted(l, [.attnOutput]), ffAdapted = adapted(l, [.ffnGate, .ffnUp]), downAdapted = adapted(l, [.ffnDown])
             try matmulAdd(lw.wo, attn, qDim, ao, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
@@ -809,7 +814,7 @@ final class CUDAForward {
     /// products run as the fused step's are, side by side). A norm (on its own or in a product's
     /// last block) also writes input rows where the launch after it multiplies its output. A
     /// launch that an adapter of the step changes runs as its recorded operations. With `ids`, the
-    /// first launch (``planFirstNorm``) also embeds them (``embedNorm(_:ids:positions:weight:into:_:_:)``).
+    /// first launch (``planOpensWithNorm``) also embeds them (``embedNorm(_:ids:positions:weight:into:_:_:)``).
     /// Returns whether the last launch normalized every row into h for the output (as the fused step's).
     private func runPlan(_ shape: StepShape, ids: pkc_ptr?, positions: pkc_ptr, slots: pkc_ptr, kvLen: pkc_ptr) throws -> Bool {
         let c = config, n = shape.rows, groups = shape.adapterRows
@@ -837,30 +842,25 @@ final class CUDAForward {
         }
         // The input rows the launch before made, and of which buffer.
         var made: (buffer: StepBuffer, q: InputRows)?
-        /// The input rows launch i's attention writes: where the next launch multiplies its output.
-        func attentionRows(_ i: Int) throws -> InputRows {
-            guard i + 1 < launches.count, launches[i + 1].input == .attention else { return .none }
-            let q = self.attentionRows(try products(i + 1), n)
-            if q.ptr != 0 { made = (.attention, q) }
-            return q
-        }
         var normed = false
         for (i, p) in launches.enumerated() {
             let q = made.map { m in p.input == m.buffer ? m.q : .none } ?? .none
-            /// The input rows for a norm of this launch into `target`: where the next launch multiplies it.
-            func normRows(_ target: StepBuffer) throws -> InputRows {
+            /// The input rows this launch writes with its output `target` (a norm's, or attention's):
+            /// where the next launch multiplies it.
+            func nextRows(_ target: StepBuffer) throws -> InputRows {
                 guard i + 1 < launches.count, launches[i + 1].input == target else { return .none }
-                let q = inputRows(for: try products(i + 1), n)
+                let ws = try products(i + 1)
+                let q = target == .attention ? attentionRows(ws, n) : inputRows(for: ws, n)
                 if q.ptr != 0 { made = (target, q) }
                 return q
             }
             made = nil
             switch p.kind {
             case .op(let op):
-                let nq: InputRows = if case .norm(_, _, let target) = op { try normRows(target) } else { .none }
-                if i == 0, let ids, let first = planFirstNorm {
-                    let (tp, tld, _) = place(first.target)
-                    try embedNorm(shape, ids: ids, positions: positions, weight: try vector(first.weight, 0), into: tp, tld, nq)
+                let nq: InputRows = if case .norm(_, _, let target) = op { try nextRows(target) } else { .none }
+                if i == 0, let ids, case .norm(.residual, let weight, let target) = op {
+                    let (tp, tld, _) = place(target)
+                    try embedNorm(shape, ids: ids, positions: positions, weight: try vector(weight, p.layer), into: tp, tld, nq)
                 } else {
                     try run(op, layer: p.layer, shape, q: q, normRows: nq, positions: positions, slots: slots, kvLen: kvLen)
                 }
@@ -870,17 +870,17 @@ final class CUDAForward {
                                                   Int32(c.headDim), Int32(c.ropeDims), ropeTables[table], neox,
                                                   try qNorm.map { try vector($0, p.layer) } ?? 0, try kNorm.map { try vector($0, p.layer) } ?? 0,
                                                   c.rmsEpsilon, slots, positions), "qkv_norm_rope_store")
-                try attend(layer: p.layer, shape, window: window, scale: scale, slots: slots, kvLen: kvLen, rows: try attentionRows(i))
+                try attend(layer: p.layer, shape, window: window, scale: scale, slots: slots, kvLen: kvLen, rows: try nextRows(.attention))
             case .product(let input, let w, let through, let post):
                 let (xp, ldx, _) = place(input)
                 normed = try residualProduct(try matrix(w, p.layer), xp, ldx, q, n, through: through, post: post, p, last: i + 1 == launches.count,
-                                             shape, normRows: normRows)
+                                             shape, normRows: nextRows)
             case .feedForward(let input, let activation, let through, let post):
                 let lw = layers[p.layer]
                 let (xp, ldx, _) = place(input)
                 let dq = try gatedProduct(lw, activation, xp, ldx, q, n)
                 normed = try residualProduct(lw.down, gu, 2 * c.feedForwardLength, dq, n, through: through, post: post, p,
-                                             last: i + 1 == launches.count, shape, normRows: normRows)
+                                             last: i + 1 == launches.count, shape, normRows: nextRows)
             }
         }
         return normed
@@ -955,9 +955,9 @@ final class CUDAForward {
     private func attend(layer l: Int, _ shape: StepShape, window: Int?, scale: Float, slots: pkc_ptr, kvLen: pkc_ptr, rows: InputRows) throws {
         let c = config
         var cache = cacheOf(l)
-        try check(pkc_attention_rows(ctx, &cache, qkv, Int64(qkvStride), Int64(shape.rows), Int32(c.headCount), Int32(c.kvHeadCount),
-                                     Int32(c.headDim), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
-                                     attn, Int64(qDim), rows.ptr, rows.stride), "attention")
+        try check(pkc_attention_window(ctx, &cache, qkv, Int64(qkvStride), Int64(shape.rows), Int32(c.headCount), Int32(c.kvHeadCount),
+                                       Int32(c.headDim), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
+                                       attn, Int64(qDim), rows.ptr, rows.stride), "attention")
     }
 
     /// gu = gate | up of n rows of `input` (input rows `q` or none), its gate half then
@@ -1052,21 +1052,21 @@ final class CUDAForward {
         ropes.count <= 2 && !shape.adapterRows.contains { adapters[$0.id]?.embedding != nil }
     }
 
-    /// A recorded step's first launch where it is the first norm, of the residual rows (the
-    /// embedding's): its weight and target.
-    private var planFirstNorm: (weight: LayerTensor, target: StepBuffer)? {
-        guard let p = plan.first, p.layer == 0, case .op(.norm(.residual, let weight, let target)) = p.kind else { return nil }
-        return (weight, target)
+    /// Whether a recorded step's first launch is the first norm, of the residual rows (the
+    /// embedding's), which ``runPlan(_:ids:positions:slots:kvLen:)`` can then run with the embedding.
+    private var planOpensWithNorm: Bool {
+        guard let p = plan.first, p.layer == 0, case .op(.norm(.residual, _, _)) = p.kind else { return false }
+        return true
     }
 
     /// ``embed(_:ids:positions:)`` (but for adapters) and the first norm of x's rows by `weight`
-    /// into `out` (row stride `ldo`, and the input rows `q`) in one launch (pkc_embed_norm_ropes).
+    /// into `out` (row stride `ldo`, and the input rows `q`) in one launch (pkc_embed_norm_rope).
     private func embedNorm(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr, weight: pkc_ptr, into out: pkc_ptr, _ ldo: Int,
                            _ q: InputRows) throws {
         let c = config, e = c.embeddingLength
-        try check(pkc_embed_norm_ropes(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(shape.rows), x, Int64(e),
-                                       embeddingScale ?? 1, weight, out, Int64(ldo), c.rmsEpsilon, q.ptr, q.stride, positions,
-                                       Int32(c.ropeDims), ropes.map(\.base), ropeTables, Int32(ropes.count)), "embedding")
+        try check(pkc_embed_norm_rope(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(shape.rows), x, Int64(e),
+                                      embeddingScale ?? 1, weight, out, Int64(ldo), c.rmsEpsilon, q.ptr, q.stride, positions,
+                                      Int32(c.ropeDims), ropes.map(\.base), ropeTables, Int32(ropes.count)), "embedding")
     }
 
     /// The step's first launches: token embeddings into x (with the rows' adapters' embedding
