@@ -54,9 +54,9 @@ have_model() { [ -f "$W/$1.gguf" ]; }
 models_here() { for m in qwen-rep smollm2; do have_model "$m" && echo "$m"; done; }
 
 if [ -n "${ROUND_SMOKE:-}" ]; then
-    PP=16 TG=4 REPS=1 BPAR=4 BPP=8 BTG=4 EVN=4 EVPAR=4 CTX=64 CHUNKS=1 GEN=8 PROMPTS=2
+    PP=16 TG=4 REPS=1 BPAR=4 BPP=8 BTG=4 EVN=4 EVPAR=4 EVSWEEP=4 CTX=64 CHUNKS=1 GEN=8 PROMPTS=2
 else
-    PP=512 TG=128 REPS=5 BPAR=64 BPP=128 BTG=64 EVN=6000 EVPAR=256 CTX=512 CHUNKS=20 GEN=64 PROMPTS=8
+    PP=512 TG=128 REPS=5 BPAR=64 BPP=128 BTG=64 EVN=6000 EVPAR=256 EVSWEEP="256 64" CTX=512 CHUNKS=20 GEN=64 PROMPTS=8
 fi
 
 # The JSON of one result file, printed as one line per test.
@@ -242,9 +242,10 @@ ev() { # NAME BACKEND PARALLEL INPUT [EXTRA EVAL OPTIONS...]
 eval_stage() {
     # Policy clauses (Benchmarks/eval; the 2-core CPU figure is in Benchmarks/README.md): the same
     # generator's 6,000 (its first 600 are the 600-record file), so that loading the model (in the
-    # timed run) is a small part. EVAL_PARALLEL sweeps more concurrencies.
+    # timed run) is a small part. --parallel is the sequences decoding at once (before 2026-12-05
+    # a GPU ran 64 whatever it said): 64 is the earlier rounds' sizing. EVAL_PARALLEL sweeps others.
     python3 Benchmarks/eval/make_workload.py --records $EVN --out "$W/clauses.jsonl"
-    for n in ${EVAL_PARALLEL:-$EVPAR}; do ev cuda-$n cuda $n "$W/clauses.jsonl"; done
+    for n in ${EVAL_PARALLEL:-$EVSWEEP}; do ev cuda-$n cuda $n "$W/clauses.jsonl"; done
     # Sampled decoding (top-k 40 at 0.8): rows reduced to their best tokens on the device, and not.
     ev cuda-sampled cuda $EVPAR "$W/clauses.jsonl" --temperature 0.8 --top-k 40 --seed 1
     PLINTH_CUDA_TOPK=0 ev cuda-sampled-fullrows cuda $EVPAR "$W/clauses.jsonl" --temperature 0.8 --top-k 40 --seed 1
@@ -413,7 +414,7 @@ EOF
 
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
-bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:80:plinth,qwen-rep eval:90:plinth,smollm2
+bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:80:plinth,qwen-rep eval:100:plinth,smollm2
 fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build

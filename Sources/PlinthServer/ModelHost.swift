@@ -12,8 +12,10 @@ public struct ServerSettings: Sendable {
     public var port: Int
     /// Bearer token every endpoint but `/health` requires; nil leaves the API open.
     public var apiKey: String?
-    /// Sequences decoding at once per model.
-    public var parallel: Int
+    /// Sequences decoding at once per model; nil: the backend's default (16 on the CPU, 64 on a GPU).
+    public var parallel: Int?
+    /// Where the models run.
+    public var backend: LocalLanguageModel.Backend
     /// Requests waiting for a slot, per model, before new ones get 429.
     public var maxQueue: Int
     /// Tokens per sequence (prompt and output); nil: the model's, at most 4096.
@@ -29,15 +31,16 @@ public struct ServerSettings: Sendable {
     /// never a path.
     public var adapters: [String]
 
-    public init(models: [String], host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, parallel: Int = 16,
+    public init(models: [String], host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, parallel: Int? = nil,
                 maxQueue: Int = 256, contextLength: Int? = nil, maxBodyBytes: Int = 8 << 20, requestTimeout: Double? = 600,
-                schemaTimeLimit: Double = 10, adapters: [String] = []) {
+                schemaTimeLimit: Double = 10, adapters: [String] = [], backend: LocalLanguageModel.Backend = .default) {
         self.models = models
         self.adapters = adapters
         self.host = host
         self.port = port
         self.apiKey = apiKey
         self.parallel = parallel
+        self.backend = backend
         self.maxQueue = maxQueue
         self.contextLength = contextLength
         self.maxBodyBytes = maxBodyBytes
@@ -99,8 +102,8 @@ final class ModelHost: Sendable {
             do {
                 let url = try ModelStore().resolve(given, fetchIfMissing: true)
                 let model = try ServedModel(url: url, contextLength: settings.contextLength, parallel: settings.parallel,
-                                            maxQueued: settings.maxQueue)
-                log("loaded \(entries[i].id) from \(url.path): context \(model.contextLength), \(settings.parallel) sequences at once, backend \(model.scheduler.backend)")
+                                            maxQueued: settings.maxQueue, backend: settings.backend)
+                log("loaded \(entries[i].id) from \(url.path): context \(model.contextLength), \(model.parallel) sequences at once, backend \(model.scheduler.backend)")
                 state = .ready(model, adapters: Self.adapters(settings.adapters, for: model, id: entries[i].id, log: log))
             } catch {
                 log("cannot load \(given): \(error.localizedDescription)")

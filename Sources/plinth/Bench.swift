@@ -45,8 +45,7 @@ struct Bench: ParsableCommand {
     @Option(help: "Sequences decoded together in one batch per step (batched mode).")
     var parallel: Int?
 
-    @Option(help: "Where the step runs: auto, cpu or cuda (default: PLINTH_BACKEND, else auto).")
-    var backend: String?
+    @OptionGroup var backendOptions: BackendOptions
 
     @Option(name: .customLong("adapter"), help: "A LoRA adapter run unmerged (repeat for several: with --parallel, sequence i runs adapter i mod their count).")
     var adapters: [String] = []
@@ -65,7 +64,6 @@ struct Bench: ParsableCommand {
         guard genTokens >= 0 else { throw ValidationError("--gen must not be negative") }
         guard repetitions > 0 else { throw ValidationError("--repetitions must be positive") }
         if let threads { guard threads > 0 else { throw ValidationError("--threads must be positive") } }
-        _ = try parseBackend(backend)
         if let parallel {
             guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
             guard promptTokens > 0 else { throw ValidationError("--parallel needs --prompt of at least 1 token") }
@@ -77,7 +75,7 @@ struct Bench: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let url = try modelOptions.url()
-            let backend = try parseBackend(backend)
+            let backend = try backendOptions.value()
             // The transformer alone: the benchmark needs no tokenizer or chat template. The GPU
             // reads the file's layouts, so a CUDA run makes no packed copy for the CPU.
             var packing = WeightPackingOptions.default

@@ -37,6 +37,7 @@ struct ConcurrencyBench: AsyncParsableCommand {
     )
 
     @OptionGroup var modelOptions: ModelOptions
+    @OptionGroup var backendOptions: BackendOptions
 
     @Option(help: "The records (JSONL: id, text).")
     var input: String = "Benchmarks/workloads/clauses.jsonl"
@@ -80,7 +81,7 @@ struct ConcurrencyBench: AsyncParsableCommand {
         try await reportingErrors {
             let url = try modelOptions.url()
             let records = try Self.records(input)
-            let model = LocalLanguageModel(url: url)
+            let model = LocalLanguageModel(name: url.path, backend: try backendOptions.localValue())
             let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: maxTokens)
             _ = try await Self.classify(model, records.prefix(1), options, concurrency: 1)  // load and warm up
 
@@ -96,8 +97,8 @@ struct ConcurrencyBench: AsyncParsableCommand {
             let concurrentRate = Double(records.count) / (Double(t2 - t1) / 1e9)
 
             let runtime = try PlinthRuntime.Model(url: url)
-            let decode = try Self.decodeRates(runtime, rounds: rounds)
-            let ttft = try Self.firstTokenTimes(runtime, others: concurrency - 1, rounds: rounds)
+            let decode = try Self.decodeRates(runtime, rounds: rounds, backend: backendOptions.value())
+            let ttft = try Self.firstTokenTimes(runtime, others: concurrency - 1, rounds: rounds, backend: backendOptions.value())
             let decodeRatio = median(zip(decode.raw, decode.scheduled).map { $1 / $0 })
             let ttftRatio = median(zip(ttft.idle, ttft.loaded).map { $1 / $0 })
             if json {
@@ -173,11 +174,12 @@ struct ConcurrencyBench: AsyncParsableCommand {
     }
 
     /// Greedy decode rates (tokens after the first, per second) of the raw runtime and of the scheduler.
-    static func decodeRates(_ runtime: PlinthRuntime.Model, rounds: Int) throws -> (raw: [Double], scheduled: [Double]) {
+    static func decodeRates(_ runtime: PlinthRuntime.Model, rounds: Int, backend: Backend) throws -> (raw: [Double], scheduled: [Double]) {
         let prompt = try Self.prompt(runtime, "Write a long story about a lighthouse keeper.")
         let n = 128
-        let context = try InferenceContext(transformer: runtime.transformer, contextLength: prompt.count + n + 1, slots: 1, maxBatch: 256)
-        let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: prompt.count + n + 1, slots: 1))
+        let context = try InferenceContext(transformer: runtime.transformer, contextLength: prompt.count + n + 1, slots: 1, maxBatch: 256,
+                                           backend: backend)
+        let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: prompt.count + n + 1, slots: 1, backend: backend))
         var raw: [Double] = [], scheduled: [Double] = []
         for round in 0...rounds {
             for side in (round % 2 == 0 ? [0, 1] : [1, 0]) {
@@ -205,8 +207,9 @@ struct ConcurrencyBench: AsyncParsableCommand {
     }
 
     /// Time to first token of a record's request on an idle engine and while `others` decode.
-    static func firstTokenTimes(_ runtime: PlinthRuntime.Model, others: Int, rounds: Int) throws -> (idle: [Double], loaded: [Double]) {
-        let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: 1024, slots: others + 2, maxRunning: others + 1))
+    static func firstTokenTimes(_ runtime: PlinthRuntime.Model, others: Int, rounds: Int, backend: Backend) throws -> (idle: [Double], loaded: [Double]) {
+        let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: 1024, slots: others + 2, maxRunning: others + 1,
+                                                                                   backend: backend))
         // Plain text, no chat template: the others share no prefix with the probe to copy from.
         let story = runtime.tokenizer.encode("Once upon a time, far out at sea, there was a lighthouse", addSpecial: false, parseSpecial: false)
         var idle: [Double] = [], loaded: [Double] = []

@@ -56,8 +56,8 @@ struct EvalRun: AsyncParsableCommand {
     @Option(help: "The prompt, with {name} replaced by the record's field `name`.")
     var promptTemplate: String?
 
-    @Option(help: "Records generating at once.")
-    var parallel = 16
+    @Option(help: "Records generating at once (default: 16 on the CPU, 64 on a GPU).")
+    var parallel: Int?
 
     @Option(help: "A record field holding the expected value of the output field of the same name (repeatable): accuracy and a confusion table in the summary.")
     var label: [String] = []
@@ -79,7 +79,7 @@ struct EvalRun: AsyncParsableCommand {
 
     func validate() throws {
         if session.instructions != nil && instructionsFile != nil { throw ValidationError("give --instructions or --instructions-file, not both") }
-        guard parallel >= 1 else { throw ValidationError("--parallel must be at least 1") }
+        if let parallel { guard (1...Self.maximumParallel).contains(parallel) else { throw ValidationError("--parallel must be in 1...\(Self.maximumParallel)") } }
         if let shard { _ = try Self.parseShard(shard) }
     }
 
@@ -90,6 +90,14 @@ struct EvalRun: AsyncParsableCommand {
         }
         return (k, n)
     }
+
+    /// Sequences one model may decode at once: past this the KV slots alone outgrow a GPU.
+    static let maximumParallel = 1024
+
+    /// Records submitted at once for `running` decoding: twice as many, so that a record that
+    /// finishes is replaced at once by one already waiting (its prompt rendered), not after
+    /// the next record is read and submitted.
+    static func inFlight(running: Int) -> Int { 2 * running }
 
     /// The default response budget.
     static let defaultMaxTokens = 256
@@ -125,8 +133,11 @@ struct EvalRun: AsyncParsableCommand {
             let instructionText = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? session.instructions
             let url = try session.modelOptions.url()
             let adapterURL = try session.adapterOptions.url()
-            let model = LocalLanguageModel(name: url.path, adapter: adapterURL)
-            // Read now, so a bad adapter fails before any output is touched (the model keeps it).
+            let model = LocalLanguageModel(name: url.path, adapter: adapterURL, backend: try session.backendOptions.localValue(),
+                                           parallel: parallel)
+            // Loaded now, and the adapter read, so that neither fails after the output is touched.
+            let sizing = try model.loadedSizing()
+            if !quiet { Diagnostics.note("\(url.lastPathComponent) on \(sizing.backend.rawValue), \(sizing.parallel) records decoding at once") }
             let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" }
             let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
@@ -162,7 +173,7 @@ struct EvalRun: AsyncParsableCommand {
             let total = try Self.countRecords(input, shard: shardSpec)
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
                                            options: options,
-                                           parallel: parallel, includeSchemaInPrompt: !noSchemaInPrompt)
+                                           parallel: Self.inFlight(running: sizing.parallel), includeSchemaInPrompt: !noSchemaInPrompt)
             let validator = try? SchemaValidator(schema: schemaText)
             var tally = EvalTally(validator: validator)
             let progress = quiet ? nil : EvalProgress(total: total, alreadyDone: out.records)

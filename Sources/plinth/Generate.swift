@@ -56,8 +56,7 @@ struct Generate: ParsableCommand {
     @Option(name: [.short, .long], help: "Kernel threads (default: PLINTH_THREADS or all cores).")
     var threads: Int?
 
-    @Option(help: "Where the step runs: auto, cpu or cuda (default: PLINTH_BACKEND, else auto).")
-    var backend: String?
+    @OptionGroup var backendOptions: BackendOptions
 
     @Flag(help: "Do not print timings to stderr.")
     var quiet = false
@@ -74,7 +73,6 @@ struct Generate: ParsableCommand {
         guard repeatPenalty > 0 else { throw ValidationError("--repeat-penalty must be positive") }
         if let contextLength { guard contextLength > 0 else { throw ValidationError("--context must be positive") } }
         if let threads { guard threads > 0 else { throw ValidationError("--threads must be positive") } }
-        _ = try parseBackend(backend)
     }
 
     func run() throws {
@@ -93,7 +91,7 @@ struct Generate: ParsableCommand {
                 tokens = model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
             }
             let scheduler = try Scheduler(model: model, configuration: .init(contextLength: contextLength, slots: 1, threads: threads,
-                                                                                    backend: parseBackend(backend)))
+                                                                                    backend: backendOptions.value()))
             let seed = seed ?? UInt64.random(in: 0...UInt64(UInt32.max))
             var sampling = SamplingParameters(temperature: temperature, topK: topK, topP: topP, minP: minP,
                                               repetitionPenalty: repeatPenalty, seed: seed)

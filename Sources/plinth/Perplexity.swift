@@ -40,8 +40,7 @@ struct Perplexity: ParsableCommand {
     @Option(name: [.short, .long], help: "Kernel threads (default: PLINTH_THREADS or all cores).")
     var threads: Int?
 
-    @Option(help: "Where the step runs: auto, cpu or cuda (default: PLINTH_BACKEND, else auto).")
-    var backend: String?
+    @OptionGroup var backendOptions: BackendOptions
 
     @Option(name: .customLong("kl-divergence-base"), help: "The base log-probabilities file: written, or read with --kl-divergence.")
     var base: String?
@@ -54,7 +53,6 @@ struct Perplexity: ParsableCommand {
         guard batchSize >= 1 else { throw ValidationError("--batch-size must be positive") }
         if let chunks { guard chunks > 0 else { throw ValidationError("--chunks must be positive") } }
         if let threads { guard threads > 0 else { throw ValidationError("--threads must be positive") } }
-        _ = try parseBackend(backend)
         if divergence {
             guard base != nil else { throw ValidationError("--kl-divergence needs the base file: --kl-divergence-base FILE") }
         } else {
@@ -75,7 +73,7 @@ struct Perplexity: ParsableCommand {
 
     private func inference(_ model: Model, context: Int) throws -> InferenceContext {
         try chunkContext(model, context: context, slots: max(1, batchSize / context), batch: batchSize, threads: threads,
-                         backend: parseBackend(backend))
+                         backend: backendOptions.value())
     }
 
     /// Perplexity of the text, writing the base file when one is named.

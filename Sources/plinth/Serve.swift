@@ -30,8 +30,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Read the API key from this file (its first line).")
     var apiKeyFile: String?
 
-    @Option(help: "Sequences decoding at once per model.")
-    var parallel = 16
+    @Option(help: "Sequences decoding at once per model (default: 16 on the CPU, 64 on a GPU).")
+    var parallel: Int?
 
     @Option(help: "Requests waiting for a slot per model before new ones get 429.")
     var maxQueue = 256
@@ -52,10 +52,12 @@ struct Serve: AsyncParsableCommand {
             help: "A LoRA adapter (a name in the adapter directories, or a path) clients may name as MODEL:ADAPTER (repeat for several).")
     var adapters: [String] = []
 
+    @OptionGroup var backendOptions: BackendOptions
+
     func validate() throws {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
-        guard parallel >= 1 && parallel <= 256 else { throw ValidationError("--parallel must be in 1...256") }
+        if let parallel { guard parallel >= 1 && parallel <= 256 else { throw ValidationError("--parallel must be in 1...256") } }
         guard maxQueue >= 1 else { throw ValidationError("--max-queue must be at least 1") }
         if let ctx { guard ctx >= 16 else { throw ValidationError("--ctx must be at least 16") } }
         guard maxBody >= 1024 else { throw ValidationError("--max-body must be at least 1024") }
@@ -81,7 +83,8 @@ struct Serve: AsyncParsableCommand {
         }
         let settings = ServerSettings(models: models, host: host, port: port, apiKey: key, parallel: parallel, maxQueue: maxQueue,
                                       contextLength: ctx, maxBodyBytes: maxBody, requestTimeout: timeout > 0 ? timeout : nil,
-                                      schemaTimeLimit: schemaTimeLimit, adapters: adapters)
+                                      schemaTimeLimit: schemaTimeLimit, adapters: adapters,
+                                      backend: try backendOptions.localValue())
         let host = host
         try await HTTPServer(settings: settings).run { port in
             // Tests and scripts read this line to find the port.

@@ -31,6 +31,7 @@ struct SessionBench: AsyncParsableCommand {
     )
 
     @OptionGroup var modelOptions: ModelOptions
+    @OptionGroup var backendOptions: BackendOptions
 
     @Option(name: [.customShort("n"), .customLong("gen")], help: "Tokens to generate in the throughput test.")
     var genTokens: Int = 128
@@ -54,14 +55,15 @@ struct SessionBench: AsyncParsableCommand {
         try await reportingErrors {
             let url = try modelOptions.url()
             let runtime = try PlinthRuntime.Model(url: url)
-            let model = LocalLanguageModel(url: url)
+            let model = LocalLanguageModel(name: url.path, backend: try backendOptions.localValue())
             let instructions = "You are a storyteller. Write long, detailed stories."
             let question = "Tell me a story about a lighthouse keeper and a storm."
 
             // Throughput, alternating which side goes first.
             let prompt = runtime.tokenizer.encode(try runtime.renderChat([.system(instructions), .user(question)]),
                                                   addSpecial: true, parseSpecial: true)
-            let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: prompt.count + genTokens + 1, slots: 1))
+            let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: prompt.count + genTokens + 1, slots: 1,
+                                                                                   backend: backendOptions.value()))
             let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: genTokens)
             var raw: [Double] = [], viaSession: [Double] = []
             var rawText = "", sessionText = "", tokenCount = 0

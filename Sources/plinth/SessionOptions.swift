@@ -7,6 +7,7 @@ import PlinthRuntime
 struct SessionOptions: ParsableArguments {
     @OptionGroup var modelOptions: ModelOptions
     @OptionGroup var adapterOptions: AdapterOptions
+    @OptionGroup var backendOptions: BackendOptions
 
     @Option(help: "Instructions for the model (its system message).")
     var instructions: String?
@@ -56,7 +57,7 @@ struct SessionOptions: ParsableArguments {
     }
 
     func localModel() throws -> LocalLanguageModel {
-        LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url())
+        LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url(), backend: try backendOptions.localValue())
     }
 
     func session(_ model: LocalLanguageModel) -> LanguageModelSession {

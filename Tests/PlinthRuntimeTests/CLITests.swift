@@ -94,24 +94,24 @@ struct CLITests {
     @Test(.enabled(if: hasBinary, noBinaryReason), arguments: [
         (["generate"], ["--model", "--no-fetch", "--prompt", "--prompt-file", "--chat", "--system", "--max-tokens",
                         "--temperature", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed", "--greedy",
-                        "--context", "--threads", "--quiet"]),
+                        "--context", "--threads", "--backend", "--quiet"]),
         (["tokenize"], ["--model", "--no-fetch", "--no-parse-special", "--add-special", "--ids-only", "<text>"]),
-        (["perplexity"], ["--model", "--file", "--ctx-size", "--chunks", "--batch-size", "--threads", "--kl-divergence-base",
+        (["perplexity"], ["--model", "--file", "--ctx-size", "--chunks", "--batch-size", "--threads", "--backend", "--kl-divergence-base",
                            "--kl-divergence", "llama-perplexity"]),
         (["quantize"], ["--model", "--output", "--type", "--keep", "PATTERN=TYPE", "llama-quantize"]),
         (["models"], ["list", "fetch", "path"]),
         (["models", "fetch"], ["--all", "<names>"]),
         (["models", "path"], ["<name>"]),
         (["respond"], ["--model", "--no-fetch", "--instructions", "--schema", "--stream", "--greedy", "--temperature",
-                       "--top-k", "--top-p", "--seed", "--max-tokens", "--no-schema-in-prompt", "--quiet", "<prompt>"]),
+                       "--top-k", "--top-p", "--seed", "--max-tokens", "--no-schema-in-prompt", "--backend", "--quiet", "<prompt>"]),
         (["eval"], ["run", "merge", "report"]),
         (["eval", "run"], ["--model", "--schema", "--instructions", "--instructions-file", "--input", "--output", "--field",
                            "--id-field", "--prompt-template", "--max-tokens", "--parallel", "--label", "--shard", "--greedy",
-                           "--temperature", "--seed", "--restart", "--summary", "--quiet"]),
+                           "--temperature", "--seed", "--backend", "--restart", "--summary", "--quiet"]),
         (["eval", "merge"], ["<output>", "<shards>", "--allow-partial"]),
         (["serve"], ["--model", "--host", "--port", "--api-key", "--api-key-file", "--parallel", "--max-queue", "--ctx",
-                     "--max-body", "--timeout", "--schema-time-limit", "/v1/chat/completions", "/v1/completions", "/metrics", "SIGTERM"]),
-        (["chat"], ["--model", "--instructions", "--greedy", "--temperature", "--seed", "--max-tokens",
+                     "--max-body", "--timeout", "--schema-time-limit", "--backend", "/v1/chat/completions", "/v1/completions", "/metrics", "SIGTERM"]),
+        (["chat"], ["--model", "--instructions", "--greedy", "--temperature", "--seed", "--max-tokens", "--backend",
                     "/reset", "/transcript", "/save", "Ctrl-C"]),
         ([], ["generate", "respond", "chat", "serve", "tokenize", "models", "PLINTH_HOME"]),
     ])
@@ -124,6 +124,40 @@ struct CLITests {
     }
 
     // MARK: Errors
+
+    /// Every command that runs a model takes --backend, and refuses a name that is none.
+    @Test(.enabled(if: hasBinary, noBinaryReason), arguments: [
+        ["generate", "-p", "hi"], ["bench"], ["perplexity", "-f", "text.txt"], ["respond", "hi"], ["chat"],
+        ["eval", "--schema", "s.json", "--input", "in.jsonl", "--output", "out.jsonl"], ["serve"], ["bench-session"],
+        ["bench-concurrent"],
+    ])
+    func unknownBackendIsRefused(command: [String]) throws {
+        let r = try Self.run(command + ["--backend", "metal"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("--backend must be auto, cpu or cuda, not 'metal'"), "stderr: \(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    /// Without a GPU, `--backend cuda` stops a session command and eval with the reason, and
+    /// eval touches no output.
+    @Test(.enabled(if: hasModel, noModelReason), .enabled(if: Backend.cudaUnavailableReason != nil, "a CUDA GPU is present"))
+    func cudaWithoutAGPUIsAnError() throws {
+        let respond = try Self.runWithModel(["respond", "--backend", "cuda", "hi"])
+        #expect(respond.status != 0)
+        #expect(respond.stderr.contains("the CUDA backend is unavailable"), "stderr: \(respond.stderr)")
+        #expect(respond.stdout.isEmpty)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.jsonl"), output = dir.appendingPathComponent("out.jsonl")
+        try Data(#"{"id": "a", "text": "hello"}"#.utf8).write(to: input)
+        let schema = try SessionCLITests.schemaFile(#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#)
+        let eval = try Self.runWithModel(["eval", "--backend", "cuda", "--schema", schema.path, "--input", input.path,
+                                          "--output", output.path])
+        #expect(eval.status != 0)
+        #expect(eval.stderr.contains("the CUDA backend is unavailable"), "stderr: \(eval.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: output.path))
+    }
 
     @Test(.enabled(if: hasBinary, noBinaryReason))
     func missingModelFileFails() throws {

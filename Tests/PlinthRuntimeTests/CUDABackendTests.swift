@@ -568,4 +568,48 @@ struct CUDABackendTests {
         }
         print("[cuda] PEFT adapter on SmolLM2: effect \(effect) of the range; worst CPU-CUDA logit difference \(worst) (tolerance \(tolerance))")
     }
+
+    /// The eval workload end to end through `plinth eval`: the chat template, the scheduler's
+    /// batched steps at an explicit --parallel, and decoding under the schema, on CUDA and on the
+    /// CPU. Every CUDA value must be valid; values may differ only where a 135M model's choice is
+    /// a near-tie that last-bit differences in the logits tip (the device rounds: 570 of 600
+    /// identical), so at most a quarter may.
+    @Test("plinth eval on CUDA: every value valid, as the CPU's but for near-ties", .enabled(if: unavailable == nil, noGPU),
+          .enabled(if: CLITests.hasModel, CLITests.noModelReason))
+    func evalAgainstCPU() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cuda-eval-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let workload = EvalCLITests.workload
+        let clauses = try String(contentsOf: workload.appendingPathComponent("policy_clauses.jsonl"), encoding: .utf8)
+        let count = 8
+        let input = dir.appendingPathComponent("in.jsonl")
+        try (clauses.split(separator: "\n").prefix(count).joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
+        var values: [String: [String: String]] = [:]
+        for backend in ["cpu", "cuda"] {
+            let output = dir.appendingPathComponent("\(backend).jsonl")
+            let r = try CLITests.runWithModel([
+                "eval", "--schema", workload.appendingPathComponent("policy_clauses.schema.json").path,
+                "--instructions-file", workload.appendingPathComponent("policy_instructions.txt").path,
+                "--input", input.path, "--output", output.path, "--max-tokens", "48", "--parallel", "4", "--backend", backend,
+            ])
+            #expect(r.status == 0, "stderr: \(r.stderr)")
+            #expect(r.stderr.contains("on \(backend), 4 records decoding at once"), "stderr: \(r.stderr)")
+            #expect(r.stderr.contains("valid: \(count) of \(count) values (100.0%)"), "\(backend): \(r.stderr)")
+            for line in try String(contentsOf: output, encoding: .utf8).split(separator: "\n") {
+                let record = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                let id = try #require(record["id"] as? String)
+                let value = try #require(record["value"] as? [String: Any], "\(backend) \(id): no value: \(line)")
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: value, options: .sortedKeys), as: UTF8.self)
+                values[id, default: [:]][backend] = text
+            }
+        }
+        #expect(values.count == count && values.values.allSatisfy { $0.count == 2 })
+        let same = values.values.filter { $0["cpu"] == $0["cuda"] }.count
+        print("[cuda] plinth eval: \(same) of \(count) values identical to the CPU's")
+        for (id, v) in values.sorted(by: { $0.key < $1.key }) where v["cpu"] != v["cuda"] {
+            print("  \(id): cpu \(v["cpu"] ?? "-")\n        cuda \(v["cuda"] ?? "-")")
+        }
+        #expect(same * 4 >= count * 3, "only \(same) of \(count) values match the CPU's")
+    }
 }

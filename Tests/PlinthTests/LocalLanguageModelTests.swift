@@ -317,6 +317,54 @@ struct LocalLanguageModelTests {
         let c = try LocalLanguageModel(url: url).instance()
         #expect(a === b && b === c)
     }
+
+    /// A model runs where it is told, decoding as many sequences at once as the value that
+    /// loaded it asked for; each backend has its own instance of the file, later values share it.
+    @Test func backendAndParallelChooseTheInstance() throws {
+        // A file of its own (a hard link, else a copy), so that this test loads it first.
+        let url = try #require(LocalTestModels.path(LocalTestModels.smolLM2))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-backend-\(UUID().uuidString).gguf")
+        do { try FileManager.default.linkItem(at: url, to: file) } catch { try FileManager.default.copyItem(at: url, to: file) }
+        defer { try? FileManager.default.removeItem(at: file) }
+        let cpu = LocalLanguageModel(name: file.path, adapter: nil, backend: .cpu, parallel: 5)
+        let sizing = try cpu.loadedSizing()
+        #expect(sizing.backend == .cpu && sizing.parallel == 5)
+        #expect(try cpu.instance().scheduler.configuration.slots == 13)
+        #expect(try LocalLanguageModel(name: file.path, backend: .cpu).instance() === cpu.instance())
+        #expect(cpu.executorConfiguration != LocalLanguageModel(name: file.path, adapter: nil, backend: .auto, parallel: 5).executorConfiguration)
+        guard Backend.cudaUnavailableReason != nil else { return }
+        // Without a GPU: auto is the CPU at its default sizing, in an instance of its own; cuda fails to load.
+        let auto = try LocalLanguageModel(name: file.path, backend: .auto).loadedSizing()
+        #expect(auto.backend == .cpu && auto.parallel == 16)
+        #expect(try LocalLanguageModel(name: file.path, backend: .auto).instance() !== cpu.instance())
+        let error = #expect(throws: LocalLanguageModelError.self) { try LocalLanguageModel(name: file.path, backend: .cuda).instance() }
+        guard case .loadFailed(_, let reason)? = error else {
+            Issue.record("expected loadFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("the CUDA backend is unavailable"))
+    }
+}
+
+/// How many sequences a loaded model decodes at once, its KV slots and its step's tokens.
+struct LocalModelSizingTests {
+    typealias Sizing = Scheduler.Configuration.Sizing
+
+    static func fields(_ s: Sizing) -> [Int] { [s.slots, s.maxRunning, s.stepTokens] }
+
+    @Test func defaultsWithoutParallel() {
+        let s = LocalModelInstance.sizing(parallel: nil)
+        #expect(Self.fields(s.cpu) == [24, 16, 256])
+        #expect(Self.fields(s.gpu) == [80, 64, 1024])
+    }
+
+    @Test(arguments: [(1, [9, 1, 256], [17, 1, 1024]), (4, [12, 4, 256], [20, 4, 1024]), (256, [264, 256, 512], [272, 256, 1024]),
+                      (700, [708, 700, 1400], [716, 700, 1400])])
+    func parallelIsWhatRuns(parallel: Int, cpu: [Int], gpu: [Int]) {
+        let s = LocalModelInstance.sizing(parallel: parallel)
+        #expect(Self.fields(s.cpu) == cpu)
+        #expect(Self.fields(s.gpu) == gpu)
+    }
 }
 
 /// Tests that need no model file.

@@ -14,7 +14,7 @@ package import PlinthRuntime
 /// ```
 ///
 /// The weights load on first use and stay loaded for the life of the process; every session
-/// that uses the same file shares them. Responses with a schema are decoded under a grammar, so
+/// that uses the same file (on the same ``Backend``) shares them. Responses with a schema are decoded under a grammar, so
 /// they always parse into the requested type. Turns of one conversation reuse the KV cache of
 /// the turns before them.
 public struct LocalLanguageModel: Sendable, Hashable {
@@ -23,7 +23,44 @@ public struct LocalLanguageModel: Sendable, Hashable {
     /// The LoRA adapter every response runs with (a PEFT folder or a GGUF LoRA file), if any.
     /// It is applied unmerged: sessions with different adapters on one model share its steps.
     public let adapter: URL?
+    /// Where the model runs.
+    public let backend: Backend
+    /// Sequences decoding at once when this model is first loaded (the backend's default where
+    /// nil): `plinth eval --parallel` and `plinth serve --parallel`.
+    let parallel: Int?
     let home: URL
+
+    /// Where a local model's forward steps run. The scheduler, the sampler and the constrained
+    /// decoder run on the CPU whatever the backend.
+    public enum Backend: String, Sendable, Hashable, CaseIterable {
+        /// An NVIDIA GPU when one is usable (its driver, NVRTC and cuBLAS are loaded at run time),
+        /// else the CPU, with one line on standard error saying why.
+        case auto
+        /// The CPU.
+        case cpu
+        /// An NVIDIA GPU; loading fails with ``LocalLanguageModelError/loadFailed(file:reason:)``
+        /// where none is usable.
+        case cuda
+
+        /// `PLINTH_BACKEND` (`auto`, `cpu` or `cuda`), else ``auto``.
+        public static var `default`: Backend { Backend(PlinthRuntime.Backend.default) }
+
+        init(_ runtime: PlinthRuntime.Backend) {
+            switch runtime {
+            case .auto: self = .auto
+            case .cpu: self = .cpu
+            case .cuda: self = .cuda
+            }
+        }
+
+        var runtime: PlinthRuntime.Backend {
+            switch self {
+            case .auto: .auto
+            case .cpu: .cpu
+            case .cuda: .cuda
+            }
+        }
+    }
 
     /// The default model, SmolLM2-135M-Instruct.
     public static var `default`: LocalLanguageModel { LocalLanguageModel(name: ModelCatalog.defaultModelName) }
@@ -46,10 +83,23 @@ public struct LocalLanguageModel: Sendable, Hashable {
         self.init(name: name, store: ModelStore(), adapter: adapter)
     }
 
-    init(name: String, store: ModelStore, adapter: URL? = nil) {
+    /// Creates a model from a catalog name or GGUF path that runs on `backend`, with the
+    /// LoRA adapter at `adapter` if one is given.
+    public init(name: String, adapter: URL? = nil, backend: Backend) {
+        self.init(name: name, store: ModelStore(), adapter: adapter, backend: backend)
+    }
+
+    /// A model that, loaded first by this value, runs `parallel` sequences at once.
+    package init(name: String, adapter: URL?, backend: Backend, parallel: Int?) {
+        self.init(name: name, store: ModelStore(), adapter: adapter, backend: backend, parallel: parallel)
+    }
+
+    init(name: String, store: ModelStore, adapter: URL? = nil, backend: Backend = .default, parallel: Int? = nil) {
         self.name = name
         self.home = store.home
         self.adapter = adapter
+        self.backend = backend
+        self.parallel = parallel
     }
 
     /// The file of the model, or the error that says why there is none.
@@ -99,7 +149,14 @@ public struct LocalLanguageModel: Sendable, Hashable {
 
     /// The loaded model, shared process-wide.
     func instance() throws -> LocalModelInstance {
-        try LocalModelRegistry.instance(for: resolvedURL())
+        try LocalModelRegistry.instance(for: resolvedURL(), backend: backend.runtime, parallel: parallel)
+    }
+
+    /// Where the loaded model runs (``Backend/cpu`` or ``Backend/cuda``, after `auto` chose)
+    /// and how many sequences it decodes at once. This loads the model.
+    package func loadedSizing() throws -> (backend: Backend, parallel: Int) {
+        let scheduler = try instance().scheduler
+        return (Backend(scheduler.backend), scheduler.configuration.maxRunning)
     }
 
     /// The adapter, read and checked against the loaded model now rather than at the first
@@ -120,9 +177,9 @@ extension LocalLanguageModel: LanguageModel {
     /// for how calls are written and constrained).
     public var capabilities: LanguageModelCapabilities { LanguageModelCapabilities([.guidedGeneration, .toolCalling]) }
 
-    /// The configuration of this model's executor: one per model file location.
+    /// The configuration of this model's executor: one per model file location and backend.
     public var executorConfiguration: LocalLanguageModelExecutor.Configuration {
-        .init(name: name, home: home)
+        .init(name: name, home: home, backend: backend)
     }
 }
 
@@ -131,10 +188,11 @@ extension LocalLanguageModel: LanguageModel {
 public struct LocalLanguageModelExecutor: LanguageModelExecutor {
     public typealias Model = LocalLanguageModel
 
-    /// The values that determine a distinct executor: where the model comes from.
+    /// The values that determine a distinct executor: where the model comes from and where it runs.
     public struct Configuration: Hashable, Sendable {
         let name: String
         let home: URL
+        let backend: LocalLanguageModel.Backend
     }
 
     let configuration: Configuration

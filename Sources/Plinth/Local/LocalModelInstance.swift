@@ -31,15 +31,25 @@ final class LocalModelInstance: Sendable {
     /// once, with larger prefill chunks (the KV cache is slots × context on the device).
     static let gpuSizing = Scheduler.Configuration.Sizing(slots: 80, maxRunning: 64, stepTokens: 1024)
 
-    convenience init(url: URL) throws {
-        try self.init(url: url, contextLength: nil,
-                      sizing: .init(slots: Self.slotCount, maxRunning: Self.maximumRunning, stepTokens: 256), maxQueued: 65536)
+    static let cpuSizing = Scheduler.Configuration.Sizing(slots: slotCount, maxRunning: maximumRunning, stepTokens: 256)
+
+    /// The scheduler's sizing on the CPU and on a GPU: `parallel` sequences at once where it is
+    /// given, else the defaults. The slots beyond the running sequences keep prefixes warm; a
+    /// step holds every decoding row and as many prompt tokens again.
+    static func sizing(parallel: Int?) -> (cpu: Scheduler.Configuration.Sizing, gpu: Scheduler.Configuration.Sizing) {
+        guard let parallel else { return (cpuSizing, gpuSizing) }
+        let p = max(1, parallel)
+        func scaled(_ base: Scheduler.Configuration.Sizing) -> Scheduler.Configuration.Sizing {
+            .init(slots: p + base.slots - base.maxRunning, maxRunning: p, stepTokens: max(base.stepTokens, 2 * p))
+        }
+        return (scaled(cpuSizing), scaled(gpuSizing))
     }
 
-    /// Loads `url` with a scheduler of `sizing` on the CPU (``gpuSizing`` on a GPU), at most
-    /// `maxQueued` requests waiting, and `contextLength` tokens per sequence (default: the
-    /// model's, at most ``maximumContextLength``).
-    init(url: URL, contextLength: Int?, sizing: Scheduler.Configuration.Sizing, maxQueued: Int) throws {
+    /// Loads `url` on `backend` with a scheduler running `parallel` sequences at once (the
+    /// backend's default where nil; see ``sizing(parallel:)``), at most `maxQueued` requests
+    /// waiting, and `contextLength` tokens per sequence (default: the model's, at most
+    /// ``maximumContextLength``).
+    init(url: URL, contextLength: Int?, parallel: Int?, maxQueued: Int, backend: Backend) throws {
         self.url = url
         let model: PlinthRuntime.Model
         do {
@@ -49,11 +59,12 @@ final class LocalModelInstance: Sendable {
         }
         guard model.chatTemplate != nil else { throw LocalLanguageModelError.missingChatTemplate(url.path) }
         self.model = model
+        let sizing = Self.sizing(parallel: parallel)
         do {
             scheduler = try Scheduler(model: model, configuration: .init(
                 contextLength: min(model.config.contextLength, contextLength ?? Self.maximumContextLength),
-                slots: sizing.slots, maxRunning: sizing.maxRunning, stepTokens: sizing.stepTokens, maxQueued: maxQueued,
-                gpuSizing: Self.gpuSizing))
+                slots: sizing.cpu.slots, maxRunning: sizing.cpu.maxRunning, stepTokens: sizing.cpu.stepTokens, maxQueued: maxQueued,
+                backend: backend, gpuSizing: sizing.gpu))
         } catch {
             throw LocalLanguageModelError.loadFailed(file: url.path, reason: error.localizedDescription)
         }
@@ -112,25 +123,32 @@ final class LocalModelInstance: Sendable {
     }
 }
 
-/// The models loaded in this process, keyed by file: weights load once and stay shared.
+/// The models loaded in this process, keyed by file and backend: weights load once and stay shared.
 enum LocalModelRegistry {
     private static let instances = Mutex<[String: LocalModelInstance]>([:])
 
-    /// The loaded model for a file, loading it on first use.
-    static func instance(for url: URL) throws -> LocalModelInstance {
-        let key = url.standardizedFileURL.resolvingSymlinksInPath().path
+    private static func key(_ url: URL, _ backend: Backend) -> String {
+        backend.rawValue + ":" + url.standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    /// The loaded model for a file on `backend`, loading it on first use with `parallel`
+    /// sequences at once (the backend's default where nil); a later caller gets the instance
+    /// as first loaded.
+    static func instance(for url: URL, backend: Backend, parallel: Int? = nil) throws -> LocalModelInstance {
+        let key = key(url, backend)
         // Loading under the lock: a second caller waits for the first load instead of repeating it.
         return try instances.withLock { table in
             if let loaded = table[key] { return loaded }
-            let loaded = try LocalModelInstance(url: URL(fileURLWithPath: key))
+            let loaded = try LocalModelInstance(url: url.standardizedFileURL.resolvingSymlinksInPath(), contextLength: nil,
+                                                parallel: parallel, maxQueued: 65536, backend: backend)
             table[key] = loaded
             return loaded
         }
     }
 
-    /// Whether the file is loaded already.
-    static func isLoaded(_ url: URL) -> Bool {
-        let key = url.standardizedFileURL.resolvingSymlinksInPath().path
+    /// Whether the file is loaded already on `backend`.
+    static func isLoaded(_ url: URL, backend: Backend) -> Bool {
+        let key = key(url, backend)
         return instances.withLock { $0[key] != nil }
     }
 }

@@ -14,13 +14,15 @@ package final class ServedModel: Sendable {
     /// Most tokens one request may hold (prompt and output).
     package var contextLength: Int { instance.contextSize }
 
-    /// Loads `url` with room for `parallel` sequences decoding at once and `maxQueued` waiting.
-    package init(url: URL, contextLength: Int?, parallel: Int, maxQueued: Int) throws {
-        let parallel = max(1, parallel)
-        instance = try LocalModelInstance(url: url, contextLength: contextLength,
-                                          sizing: .init(slots: parallel + 8, maxRunning: parallel, stepTokens: 256),
-                                          maxQueued: maxQueued)
+    /// Loads `url` on `backend` with room for `parallel` sequences decoding at once (the
+    /// backend's default where nil: 16 on the CPU, 64 on a GPU) and `maxQueued` waiting.
+    package init(url: URL, contextLength: Int?, parallel: Int?, maxQueued: Int, backend: LocalLanguageModel.Backend) throws {
+        instance = try LocalModelInstance(url: url, contextLength: contextLength, parallel: parallel, maxQueued: maxQueued,
+                                          backend: backend.runtime)
     }
+
+    /// Sequences decoding at once.
+    package var parallel: Int { instance.scheduler.configuration.maxRunning }
 
     /// The adapter at `url`, read for this model once (later calls share it).
     package func adapter(at url: URL) throws -> LoRAAdapter { try instance.adapter(at: url) }

@@ -15,7 +15,7 @@ struct LocalSystemLanguageModelEngine: SystemLanguageModelEngine {
     /// The context of the loaded default model; before it loads, the cap every local model has.
     var contextSize: Int {
         let model = LocalLanguageModel.default
-        if let url = try? model.resolvedURL(), LocalModelRegistry.isLoaded(url), let instance = try? model.instance() {
+        if let url = try? model.resolvedURL(), LocalModelRegistry.isLoaded(url, backend: model.backend.runtime), let instance = try? model.instance() {
             return instance.contextSize
         }
         return LocalModelInstance.maximumContextLength
