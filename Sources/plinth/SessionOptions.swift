@@ -56,8 +56,11 @@ struct SessionOptions: ParsableArguments {
         return GenerationOptions(sampling: mode, temperature: temperature, maximumResponseTokens: maxTokens)
     }
 
+    /// The model for one conversation: one sequence decoding at once, so that on a GPU its KV
+    /// cache is a few slots (the conversation's and prefixes kept warm), not a server's 80.
     func localModel() throws -> LocalLanguageModel {
-        LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url(), backend: try backendOptions.localValue())
+        LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url(), backend: try backendOptions.localValue(),
+                           parallel: 1)
     }
 
     func session(_ model: LocalLanguageModel) -> LanguageModelSession {
