@@ -50,7 +50,7 @@ struct CLITests {
 
     /// Runs `plinth` with `arguments` (and `input` on stdin); stdout and stderr go to files (no
     /// pipe can fill up).
-    static func run(_ arguments: [String], home: URL? = nil, input: String? = nil) throws -> Outcome {
+    static func run(_ arguments: [String], home: URL? = nil, input: String? = nil, environment: [String: String] = [:]) throws -> Outcome {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -66,6 +66,7 @@ struct CLITests {
         env["PLINTH_HOME"] = (home ?? dir.appendingPathComponent("home")).path
         // Fetching must never start from a test: a missing python stops it at once.
         env["PLINTH_PYTHON"] = "plinth-test-no-such-python"
+        env.merge(environment) { $1 }
         p.environment = env
         p.standardOutput = outHandle
         p.standardError = errHandle
@@ -85,8 +86,8 @@ struct CLITests {
                        stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
     }
 
-    static func runWithModel(_ arguments: [String], input: String? = nil) throws -> Outcome {
-        try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!, input: input)
+    static func runWithModel(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Outcome {
+        try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!, input: input, environment: environment)
     }
 
     // MARK: Help

@@ -13,6 +13,13 @@ struct CUDABackendTests {
     static let unavailable = Backend.cudaUnavailableReason
     static let smolLM2 = TestModels.path(TestModels.smolLM2)
     static var noGPU: Comment { Comment(rawValue: "no usable CUDA GPU: \(unavailable ?? "")") }
+    /// Whether the device is the CPU emulator (Benchmarks/cuda/emu), whose memory
+    /// `PKC_EMU_MEMORY_GIB` sets.
+    static let emulated: Bool = {
+        guard unavailable == nil, let t = try? tinyModel(.f32), let c = try? InferenceContext(transformer: t, contextLength: 16, backend: .cuda)
+        else { return false }
+        return c.deviceName?.contains("CPU emulator") == true
+    }()
 
     /// The largest difference between two logit rows, as a share of the first row's range.
     static func relativeDifference(_ a: UnsafeBufferPointer<Float>, _ b: UnsafeBufferPointer<Float>) -> Float {
@@ -611,5 +618,42 @@ struct CUDABackendTests {
             print("  \(id): cpu \(v["cpu"] ?? "-")\n        cuda \(v["cuda"] ?? "-")")
         }
         #expect(same * 4 >= count * 3, "only \(same) of \(count) values match the CPU's")
+    }
+
+    /// A model that does not fit the device's memory: `auto` runs it on the CPU saying why, `cuda`
+    /// is an error saying why, and a scheduler whose GPU sizing does not fit runs its CPU sizing
+    /// on the GPU, saying so. Device memory is the emulator's `PKC_EMU_MEMORY_GIB`.
+    @Test("Out of device memory: auto runs on the CPU, cuda says why, a smaller sizing is tried",
+          .enabled(if: emulated, "needs the CPU emulator of a CUDA device, whose memory a test can set"),
+          .enabled(if: CLITests.hasModel, CLITests.noModelReason))
+    func outOfDeviceMemory() throws {
+        let tiny = ["PKC_EMU_MEMORY_GIB": "0.05"]  // SmolLM2's weights alone are 93 MiB
+        let generate = ["generate", "--greedy", "-p", "Name a color.", "-n", "6"]
+        let cpu = try CLITests.runWithModel(generate + ["--backend", "cpu"])
+        #expect(cpu.status == 0, "stderr: \(cpu.stderr)")
+        let auto = try CLITests.runWithModel(generate + ["--backend", "auto"], environment: tiny)
+        #expect(auto.status == 0, "stderr: \(auto.stderr)")
+        #expect(auto.stderr.contains("running on the CPU: the CUDA backend is unavailable (out of device memory: the weights (93 MiB)"),
+                "stderr: \(auto.stderr)")
+        #expect(!auto.stdout.isEmpty && auto.stdout == cpu.stdout)
+        let cuda = try CLITests.runWithModel(generate + ["--backend", "cuda"], environment: tiny)
+        #expect(cuda.status != 0)
+        #expect(cuda.stderr.contains("the CUDA backend is unavailable: out of device memory"), "stderr: \(cuda.stderr)")
+        #expect(cuda.stdout.isEmpty)
+
+        // 3 GiB: not the GPU sizing's 80 slots of 4096 positions (7.3 GB), but the CPU's 24.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cuda-oom-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.jsonl"), output = dir.appendingPathComponent("out.jsonl")
+        try Data(#"{"id": "a", "text": "Tenants may keep one pet."}"#.utf8).write(to: input)
+        let schema = try SessionCLITests.schemaFile(#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#)
+        defer { try? FileManager.default.removeItem(at: schema) }
+        let eval = try CLITests.runWithModel(["eval", "--backend", "cuda", "--schema", schema.path, "--input", input.path,
+                                              "--output", output.path, "--max-tokens", "8"], environment: ["PKC_EMU_MEMORY_GIB": "3"])
+        #expect(eval.status == 0, "stderr: \(eval.stderr)")
+        #expect(eval.stderr.contains("64 sequences at once (80 slots) could not be loaded on the GPU"), "stderr: \(eval.stderr)")
+        #expect(eval.stderr.contains("on cuda, 16 records decoding at once"), "stderr: \(eval.stderr)")
+        #expect(eval.stderr.contains("valid: 1 of 1 values"), "stderr: \(eval.stderr)")
     }
 }

@@ -46,8 +46,8 @@ public enum BackendError: Error, LocalizedError, Equatable, Sendable {
     }
 }
 
-/// One-time messages on standard error (per process), so that many contexts created in one
-/// process report a fallback once.
+/// Messages on standard error; one-time ones (per process), so that many contexts created in
+/// one process report a fallback once.
 enum BackendNotes {
     enum Key: Int { case unknownName = 1, fallback = 2 }
     private static let said = Mutex<Set<Int>>([])
@@ -55,6 +55,11 @@ enum BackendNotes {
     static func once(_ key: Key, _ message: String) {
         let first = said.withLock { $0.insert(key.rawValue).inserted }
         guard first else { return }
+        say(message)
+    }
+
+    /// A message on standard error, every time.
+    static func say(_ message: String) {
         FileHandle.standardError.write(Data("plinth: \(message)\n".utf8))
     }
 }

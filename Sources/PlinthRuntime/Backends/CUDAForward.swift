@@ -118,7 +118,9 @@ final class CUDAForward {
     static let fusedArchitectures: Set<Architecture> = [Llama.architecture, Qwen2.architecture]
 
     /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
-    /// when CUDA cannot run this model here, ``BackendError/cudaFailed(_:)`` when a device call fails.
+    /// when CUDA cannot run this model here (its weights and cache of `slots` × `contextLength`
+    /// positions not fitting the device's memory included), ``BackendError/cudaFailed(_:)`` when a
+    /// device call fails.
     /// `recorded`: run the recorded layers even where the family has the fused step (for tests).
     init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, recorded: Bool = false, unify: Bool = unifyRuns) throws {
         let c = transformer.config
@@ -159,6 +161,7 @@ final class CUDAForward {
         self.slotCount = slots
         kvDim = c.kvHeadCount * c.headDim
         qDim = c.headCount * c.headDim
+        let memoryAtOpen = Self.deviceInfo(ctx).map { (free: Int($0.free_memory), total: Int($0.total_memory)) }
         if var info = Self.deviceInfo(ctx) {
             let name = withUnsafeBytes(of: &info.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             // Whether launches overlap (pkc_set_dependent_launch), where the device could: a
@@ -170,16 +173,24 @@ final class CUDAForward {
             deviceName = "CUDA device 0"
         }
 
-        // Everything below allocates on the device; on failure free what was allocated.
+        // Everything below allocates on the device; on failure free what was allocated. Running
+        // out of device memory while loading makes CUDA unavailable for this model (so that `auto`
+        // runs it on the CPU), saying what did not fit.
         var allocs: [pkc_ptr] = []
+        func outOfMemory(_ what: String) -> BackendError {
+            let free = memoryAtOpen.map { ", of \(Self.mib($0.free)) free when the model began to load (\(Self.mib($0.total)) in all)" } ?? ""
+            return .cudaUnavailable("out of device memory: \(what) did not fit\(free)")
+        }
         func alloc(_ bytes: Int, _ what: String) throws -> pkc_ptr {
             var p: pkc_ptr = 0
             let rc = pkc_alloc(ctx, max(bytes, 16), &p)
+            if rc == Int32(PKC_ERR_OUT_OF_MEMORY.rawValue) { throw outOfMemory("\(what) (\(Self.mib(bytes)))") }
             guard rc == 0 else { throw BackendError.cudaFailed("allocating \(bytes) bytes for \(what): \(String(cString: pkc_error(ctx)))") }
             allocs.append(p)
             return p
         }
         func check(_ rc: Int32, _ what: String) throws {
+            if rc == Int32(PKC_ERR_OUT_OF_MEMORY.rawValue) { throw outOfMemory(what) }
             guard rc == 0 else { throw BackendError.cudaFailed("\(what): \(String(cString: pkc_error(ctx)))") }
         }
         do {
@@ -224,6 +235,14 @@ final class CUDAForward {
                 }
                 let biases = biasRoles.compactMap { l[$0] }
                 for (i, b) in biases.enumerated() { place(b.data, vectorBytes(b), joined: i > 0) }
+            }
+            // The weights and the KV cache, the bulk of what a model takes, checked before any upload.
+            // One slot more than asked for: the padding rows' (``paddedRows(_:)``) scratch.
+            slotStride = Int64(contextLength * kvDim)
+            layerStride = Int64(slots + 1) * slotStride
+            let cacheBytes = Int(layerStride) * c.layerCount * MemoryLayout<UInt16>.stride
+            if let memory = memoryAtOpen, total + 2 * cacheBytes > memory.free {
+                throw outOfMemory("the weights (\(Self.mib(total))) and the KV cache (\(Self.mib(2 * cacheBytes)): \(slots) slot\(slots == 1 ? "" : "s") of \(contextLength) positions)")
             }
             let base = try alloc(total, "the weights")
             for (data, n) in order {
@@ -287,10 +306,6 @@ final class CUDAForward {
             }
 
             // The KV cache: all layers' keys in one array, values in another.
-            slotStride = Int64(contextLength * kvDim)
-            // One slot more than asked for: the padding rows' (``paddedRows(_:)``) scratch.
-            layerStride = Int64(slots + 1) * slotStride
-            let cacheBytes = Int(layerStride) * c.layerCount * MemoryLayout<UInt16>.stride
             kCache = try alloc(cacheBytes, "the key cache")
             vCache = try alloc(cacheBytes, "the value cache")
 
@@ -342,6 +357,9 @@ final class CUDAForward {
         for p in allocations { _ = pkc_free(ctx, p) }
         pkc_close(ctx)
     }
+
+    /// `bytes` in MiB, for messages.
+    static func mib(_ bytes: Int) -> String { "\((bytes + (1 << 20) - 1) >> 20) MiB" }
 
     /// The reason CUDA could not be opened in this process, once it failed (not retried).
     private static let openFailure = Mutex<String?>(nil)

@@ -80,13 +80,16 @@ public final class Scheduler: Sendable {
                                              stepTokens: configuration.stepTokens)
         let context: InferenceContext
         if let gpu = configuration.gpuSizing, configuration.backend.expectsGPU {
-            // Sized for the GPU first; where that does not fit in its memory, or auto falls back to
-            // the CPU, sized as configured.
-            if let c = try? make(gpu, configuration.backend), c.backend == .cuda {
+            // Sized for the GPU first, on the GPU only (a fallback to the CPU is the second try's);
+            // where that does not fit in its memory, or there is no GPU, sized as configured.
+            do {
+                context = try make(gpu, .cuda)
                 (configuration.slots, configuration.maxRunning, configuration.stepTokens) = (gpu.slots, gpu.maxRunning, gpu.stepTokens)
-                context = c
-            } else {
+            } catch {
                 context = try make(cpuSizing, configuration.backend)
+                if context.backend == .cuda, gpu.slots > cpuSizing.slots || gpu.maxRunning > cpuSizing.maxRunning {
+                    BackendNotes.say("\(gpu.maxRunning) sequences at once (\(gpu.slots) slots) could not be loaded on the GPU (\(error.localizedDescription)); running \(cpuSizing.maxRunning) (\(cpuSizing.slots) slots)")
+                }
             }
         } else {
             context = try make(cpuSizing, configuration.backend)
