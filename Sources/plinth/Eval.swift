@@ -135,13 +135,14 @@ struct EvalRun: AsyncParsableCommand {
             let adapterURL = try session.adapterOptions.url()
             let model = LocalLanguageModel(name: url.path, adapter: adapterURL, backend: try session.backendOptions.localValue(),
                                            parallel: parallel)
-            // Loaded now, and the adapter read, so that neither fails after the output is touched.
-            let sizing = try model.loadedSizing()
-            if !quiet { Diagnostics.note("\(url.lastPathComponent) on \(sizing.backend.rawValue), \(sizing.parallel) records decoding at once") }
-            let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" }
             let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
             guard FileManager.default.isReadableFile(atPath: input) else { throw CLIError("cannot read the input file \(input)") }
+            // Loaded now, and the adapter read, so that neither fails after the output is touched;
+            // the backend that runs goes into the run's description.
+            let sizing = try model.loadedSizing()
+            if !quiet { Diagnostics.note("\(url.lastPathComponent) on \(sizing.backend.rawValue), \(sizing.parallel) records decoding at once") }
+            let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" }
 
             var info = EvalRunInfo(
                 model: url.lastPathComponent,
@@ -151,7 +152,7 @@ struct EvalRun: AsyncParsableCommand {
                 instructionsSHA256: EvalRunInfo.sha256(instructionText ?? ""), promptTemplate: promptTemplate,
                 field: field, idField: idField, labels: label, maxTokens: options.maximumResponseTokens ?? Self.defaultMaxTokens,
                 sampling: Self.describe(options),
-                includeSchemaInPrompt: !noSchemaInPrompt, shard: shard, adapter: adapterID)
+                includeSchemaInPrompt: !noSchemaInPrompt, shard: shard, adapter: adapterID, backend: sizing.backend.rawValue)
             var previous: Double = 0
             if !restart, FileManager.default.fileExists(atPath: output) {
                 guard let existing = try EvalRunInfo.read(for: output) else {
@@ -338,10 +339,14 @@ struct EvalMerge: ParsableCommand {
             guard let spec = infos[0].shard, let n = try? EvalRun.parseShard(spec).n else { throw CLIError("\(shards[0]) is not a shard's output") }
             var unsharded = infos[0]
             unsharded.shard = nil
+            // Shards may run on different machines, a GPU's and a CPU's: the merge says which.
+            let backends = Set(infos.compactMap(\.backend))
+            unsharded.backend = backends.count > 1 ? backends.sorted().joined(separator: "+") : backends.first
             var seen = Set<Int>()
             for (path, info) in zip(shards, infos) {
                 var other = info
                 other.shard = nil
+                other.backend = unsharded.backend
                 let changed = other.differences(from: unsharded)
                 guard changed.isEmpty else { throw CLIError("\(path) comes from a run with a different \(changed.joined(separator: ", ")) than \(shards[0])") }
                 guard let s = info.shard, let (k, count) = try? EvalRun.parseShard(s), count == n else { throw CLIError("\(path) is not a shard of \(n)") }

@@ -72,6 +72,9 @@ struct EvalRunInfo: Codable, Equatable {
     var shard: String?
     /// The adapter's name and SHA-256, or nil for the base model.
     var adapter: String? = nil
+    /// Where the steps ran (cpu or cuda; merged shards: each one's, as "cpu+cuda"); nil in the
+    /// descriptions of runs made before it was recorded.
+    var backend: String? = nil
     /// Set when every record of the run (or shard) is in the output.
     var finished = false
     /// Wall time of the runs that wrote the output, resumed ones added up.
@@ -92,6 +95,8 @@ struct EvalRunInfo: Codable, Equatable {
         if includeSchemaInPrompt != other.includeSchemaInPrompt { out.append("schema in prompt") }
         if shard != other.shard { out.append("shard") }
         if adapter != other.adapter { out.append("adapter") }
+        // Greedy values on a GPU may differ from the CPU's at near-ties: one output, one backend.
+        if let a = backend, let b = other.backend, a != b { out.append("backend") }
         return out
     }
 

@@ -153,6 +153,7 @@ struct CLITests {
         let input = dir.appendingPathComponent("in.jsonl"), output = dir.appendingPathComponent("out.jsonl")
         try Data(#"{"id": "a", "text": "hello"}"#.utf8).write(to: input)
         let schema = try SessionCLITests.schemaFile(#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#)
+        defer { try? FileManager.default.removeItem(at: schema) }
         let eval = try Self.runWithModel(["eval", "--backend", "cuda", "--schema", schema.path, "--input", input.path,
                                           "--output", output.path])
         #expect(eval.status != 0)

@@ -319,7 +319,8 @@ struct LocalLanguageModelTests {
     }
 
     /// A model runs where it is told, decoding as many sequences at once as the value that
-    /// loaded it asked for; each backend has its own instance of the file, later values share it.
+    /// loaded it asked for; each backend has its own instance of the file, later values (and
+    /// auto, where it would pick that backend) share it.
     @Test func backendAndParallelChooseTheInstance() throws {
         // A file of its own (a hard link, else a copy), so that this test loads it first.
         let url = try #require(LocalTestModels.path(LocalTestModels.smolLM2))
@@ -332,11 +333,17 @@ struct LocalLanguageModelTests {
         #expect(try cpu.instance().scheduler.configuration.slots == 13)
         #expect(try LocalLanguageModel(name: file.path, backend: .cpu).instance() === cpu.instance())
         #expect(cpu.executorConfiguration != LocalLanguageModel(name: file.path, adapter: nil, backend: .auto, parallel: 5).executorConfiguration)
+        // Loaded with auto first, a file's instance answers for the backend auto picked.
+        let second = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-backend-\(UUID().uuidString).gguf")
+        do { try FileManager.default.linkItem(at: url, to: second) } catch { try FileManager.default.copyItem(at: url, to: second) }
+        defer { try? FileManager.default.removeItem(at: second) }
+        let auto = LocalLanguageModel(name: second.path, adapter: nil, backend: .auto, parallel: 3)
+        let picked = try auto.loadedSizing()
+        #expect(picked.parallel == 3)
+        #expect(try LocalLanguageModel(name: second.path, backend: picked.backend).instance() === auto.instance())
         guard Backend.cudaUnavailableReason != nil else { return }
-        // Without a GPU: auto is the CPU at its default sizing, in an instance of its own; cuda fails to load.
-        let auto = try LocalLanguageModel(name: file.path, backend: .auto).loadedSizing()
-        #expect(auto.backend == .cpu && auto.parallel == 16)
-        #expect(try LocalLanguageModel(name: file.path, backend: .auto).instance() !== cpu.instance())
+        // Without a GPU, auto picks the CPU: the instance loaded there; cuda fails to load.
+        #expect(try LocalLanguageModel(name: file.path, backend: .auto).instance() === cpu.instance())
         let error = #expect(throws: LocalLanguageModelError.self) { try LocalLanguageModel(name: file.path, backend: .cuda).instance() }
         guard case .loadFailed(_, let reason)? = error else {
             Issue.record("expected loadFailed, got \(String(describing: error))")

@@ -123,32 +123,37 @@ final class LocalModelInstance: Sendable {
     }
 }
 
-/// The models loaded in this process, keyed by file and backend: weights load once and stay shared.
+/// The models loaded in this process, keyed by file and backend: weights load once and stay
+/// shared. A model loaded with `auto` also answers for the backend it runs on, and `auto` reuses
+/// a model loaded on the backend it would pick, so that one file is on a GPU once.
 enum LocalModelRegistry {
     private static let instances = Mutex<[String: LocalModelInstance]>([:])
 
-    private static func key(_ url: URL, _ backend: Backend) -> String {
-        backend.rawValue + ":" + url.standardizedFileURL.resolvingSymlinksInPath().path
-    }
+    private static func key(_ path: String, _ backend: Backend) -> String { backend.rawValue + ":" + path }
 
     /// The loaded model for a file on `backend`, loading it on first use with `parallel`
     /// sequences at once (the backend's default where nil); a later caller gets the instance
     /// as first loaded.
     static func instance(for url: URL, backend: Backend, parallel: Int? = nil) throws -> LocalModelInstance {
-        let key = key(url, backend)
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
         // Loading under the lock: a second caller waits for the first load instead of repeating it.
         return try instances.withLock { table in
-            if let loaded = table[key] { return loaded }
-            let loaded = try LocalModelInstance(url: url.standardizedFileURL.resolvingSymlinksInPath(), contextLength: nil,
-                                                parallel: parallel, maxQueued: 65536, backend: backend)
-            table[key] = loaded
+            if let loaded = table[key(path, backend)] { return loaded }
+            if backend == .auto, let loaded = table[key(path, Backend.cudaUnavailableReason == nil ? .cuda : .cpu)] {
+                table[key(path, .auto)] = loaded
+                return loaded
+            }
+            let loaded = try LocalModelInstance(url: URL(fileURLWithPath: path), contextLength: nil, parallel: parallel, maxQueued: 65536,
+                                                backend: backend)
+            table[key(path, backend)] = loaded
+            if backend == .auto, table[key(path, loaded.scheduler.backend)] == nil { table[key(path, loaded.scheduler.backend)] = loaded }
             return loaded
         }
     }
 
     /// Whether the file is loaded already on `backend`.
     static func isLoaded(_ url: URL, backend: Backend) -> Bool {
-        let key = key(url, backend)
-        return instances.withLock { $0[key] != nil }
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        return instances.withLock { $0[key(path, backend)] != nil }
     }
 }

@@ -35,12 +35,17 @@ public enum BackendError: Error, LocalizedError, Equatable, Sendable {
     /// `cuda` was asked for but cannot run here (no driver, no device, a missing library, a
     /// weight type without CUDA kernels).
     case cudaUnavailable(String)
+    /// The model's weights and KV cache (at the slots asked for) do not fit the GPU's free
+    /// memory: CUDA is unavailable for this model at this size. `slotsThatFit`: how many KV slots
+    /// would have fitted beside the weights (0: not even the weights fit).
+    case cudaOutOfMemory(String, slotsThatFit: Int)
     /// A CUDA call failed while running (out of device memory, a launch error).
     case cudaFailed(String)
 
     public var errorDescription: String? {
         switch self {
         case .cudaUnavailable(let why): "the CUDA backend is unavailable: \(why)"
+        case .cudaOutOfMemory(let why, _): "the CUDA backend is unavailable: out of device memory: \(why)"
         case .cudaFailed(let why): "the CUDA backend failed: \(why)"
         }
     }

@@ -113,14 +113,17 @@ final class CUDAForward {
     private var seenShapes: Set<StepShape> = []
     private var uncapturable: Set<StepShape> = []
     private var allocations: [pkc_ptr] = []
+    /// Set where init failed after freeing what it allocated and closing the context: an init
+    /// that throws once every stored property is set still runs deinit, which must not close it again.
+    private var released = false
 
     /// The families whose layer the fused step runs; the others run as recorded.
     static let fusedArchitectures: Set<Architecture> = [Llama.architecture, Qwen2.architecture]
 
     /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
-    /// when CUDA cannot run this model here (its weights and cache of `slots` × `contextLength`
-    /// positions not fitting the device's memory included), ``BackendError/cudaFailed(_:)`` when a
-    /// device call fails.
+    /// when CUDA cannot run this model here, ``BackendError/cudaOutOfMemory(_:)`` when its weights
+    /// and cache of `slots` × `contextLength` positions do not fit the device's memory,
+    /// ``BackendError/cudaFailed(_:)`` when a device call fails.
     /// `recorded`: run the recorded layers even where the family has the fused step (for tests).
     init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, recorded: Bool = false, unify: Bool = unifyRuns) throws {
         let c = transformer.config
@@ -177,9 +180,10 @@ final class CUDAForward {
         // out of device memory while loading makes CUDA unavailable for this model (so that `auto`
         // runs it on the CPU), saying what did not fit.
         var allocs: [pkc_ptr] = []
-        func outOfMemory(_ what: String) -> BackendError {
+        /// `fit`: the KV slots that would fit, where known; else fewer than asked for.
+        func outOfMemory(_ what: String, slotsThatFit fit: Int? = nil) -> BackendError {
             let free = memoryAtOpen.map { ", of \(Self.mib($0.free)) free when the model began to load (\(Self.mib($0.total)) in all)" } ?? ""
-            return .cudaUnavailable("out of device memory: \(what) did not fit\(free)")
+            return .cudaOutOfMemory("\(what) did not fit\(free)", slotsThatFit: fit ?? max(0, slots - 1))
         }
         func alloc(_ bytes: Int, _ what: String) throws -> pkc_ptr {
             var p: pkc_ptr = 0
@@ -190,7 +194,6 @@ final class CUDAForward {
             return p
         }
         func check(_ rc: Int32, _ what: String) throws {
-            if rc == Int32(PKC_ERR_OUT_OF_MEMORY.rawValue) { throw outOfMemory(what) }
             guard rc == 0 else { throw BackendError.cudaFailed("\(what): \(String(cString: pkc_error(ctx)))") }
         }
         do {
@@ -236,13 +239,21 @@ final class CUDAForward {
                 let biases = biasRoles.compactMap { l[$0] }
                 for (i, b) in biases.enumerated() { place(b.data, vectorBytes(b), joined: i > 0) }
             }
-            // The weights and the KV cache, the bulk of what a model takes, checked before any upload.
-            // One slot more than asked for: the padding rows' (``paddedRows(_:)``) scratch.
+            // The weights, the KV cache and the largest activations (allocated below, at maxBatch
+            // rows: the logits, the gated product's, the step's vectors; the GEMM path's scratch for
+            // the output matrix as f16 and x's f16 rows), checked before any upload. One slot more
+            // than asked for: the padding rows' (``paddedRows(_:)``) scratch.
             slotStride = Int64(contextLength * kvDim)
             layerStride = Int64(slots + 1) * slotStride
             let cacheBytes = Int(layerStride) * c.layerCount * MemoryLayout<UInt16>.stride
-            if let memory = memoryAtOpen, total + 2 * cacheBytes > memory.free {
-                throw outOfMemory("the weights (\(Self.mib(total))) and the KV cache (\(Self.mib(2 * cacheBytes)): \(slots) slot\(slots == 1 ? "" : "s") of \(contextLength) positions)")
+            let activationBytes = maxBatch * MemoryLayout<Float>.stride
+                * (c.vocabularySize + 2 * c.feedForwardLength + 3 * c.embeddingLength + 2 * qDim + 2 * kvDim)
+                + MemoryLayout<UInt16>.stride * (c.vocabularySize * c.embeddingLength + maxBatch * max(c.embeddingLength, c.feedForwardLength, qDim))
+            if let memory = memoryAtOpen, total + 2 * cacheBytes + activationBytes > memory.free {
+                // Keys and values of one slot, all layers; one slot is the padding rows'.
+                let slotBytes = 2 * Int(slotStride) * c.layerCount * MemoryLayout<UInt16>.stride
+                throw outOfMemory("the weights (\(Self.mib(total))), the KV cache (\(Self.mib(2 * cacheBytes)): \(slots) slot\(slots == 1 ? "" : "s") of \(contextLength) positions) and activations for \(maxBatch) rows (\(Self.mib(activationBytes)))",
+                                  slotsThatFit: max(0, (memory.free - total - activationBytes) / max(slotBytes, 1) - 1))
             }
             let base = try alloc(total, "the weights")
             for (data, n) in order {
@@ -341,9 +352,14 @@ final class CUDAForward {
                 products += runs + [l.wo, l.down] + others.sorted { $0.ptr < $1.ptr }
             }
             let copied = try Self.copyF16(ctx, products, rows: n)
-            for m in products { try check(pkc_reserve(ctx, copied.contains(m.ptr) ? 0 : m.rows, m.cols, Int64(n)), "reserving scratch") }
+            for m in products {
+                let rc = pkc_reserve(ctx, copied.contains(m.ptr) ? 0 : m.rows, m.cols, Int64(n))
+                if rc == Int32(PKC_ERR_OUT_OF_MEMORY.rawValue) { throw outOfMemory("the products' scratch (\(String(cString: pkc_error(ctx))))") }
+                try check(rc, "reserving scratch")
+            }
             try check(pkc_synchronize(ctx), "uploading the weights")
         } catch {
+            released = true
             for p in allocs { _ = pkc_free(ctx, p) }
             pkc_close(ctx)
             throw error
@@ -352,6 +368,7 @@ final class CUDAForward {
     }
 
     deinit {
+        guard !released else { return }
         for g in graphs.values { pkc_graph_destroy(ctx, g) }
         for a in adapters.values { _ = pkc_free(ctx, a.memory) }
         for p in allocations { _ = pkc_free(ctx, p) }

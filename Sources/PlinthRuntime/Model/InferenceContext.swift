@@ -105,6 +105,9 @@ public final class InferenceContext {
                                          maxBatch: self.maxBatch, recorded: recordedLayers, unify: unifyRuns)
             } catch BackendError.cudaUnavailable(let why) where backend == .auto {
                 BackendNotes.once(.fallback, "running on the CPU: the CUDA backend is unavailable (\(why))")
+            } catch BackendError.cudaOutOfMemory(let why, _) where backend == .auto {
+                // Per model (a GPU may hold one model and not the next): every time.
+                BackendNotes.say("running on the CPU: the model does not fit the GPU's memory (\(why))")
             }
         }
         self.device = device

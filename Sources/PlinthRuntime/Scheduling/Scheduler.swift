@@ -80,16 +80,34 @@ public final class Scheduler: Sendable {
                                              stepTokens: configuration.stepTokens)
         let context: InferenceContext
         if let gpu = configuration.gpuSizing, configuration.backend.expectsGPU {
-            // Sized for the GPU first, on the GPU only (a fallback to the CPU is the second try's);
-            // where that does not fit in its memory, or there is no GPU, sized as configured.
-            do {
-                context = try make(gpu, .cuda)
-                (configuration.slots, configuration.maxRunning, configuration.stepTokens) = (gpu.slots, gpu.maxRunning, gpu.stepTokens)
-            } catch {
-                context = try make(cpuSizing, configuration.backend)
-                if context.backend == .cuda, gpu.slots > cpuSizing.slots || gpu.maxRunning > cpuSizing.maxRunning {
-                    BackendNotes.say("\(gpu.maxRunning) sequences at once (\(gpu.slots) slots) could not be loaded on the GPU (\(error.localizedDescription)); running \(cpuSizing.maxRunning) (\(cpuSizing.slots) slots)")
+            // Sized for the GPU first, on the GPU only (a fallback to the CPU is the last try's).
+            // Where that many sequences do not fit its memory, at most half as many, and so on;
+            // where even one does not, or there is no GPU, sized as configured on the configured
+            // backend.
+            var sizing = gpu
+            var tried: (sizing: Configuration.Sizing, why: String)?
+            var found: InferenceContext?
+            while found == nil {
+                do {
+                    found = try make(sizing, .cuda)
+                } catch BackendError.cudaOutOfMemory(let why, let fit) where sizing.maxRunning > 1 && fit > 0 {
+                    if tried == nil { tried = (sizing, why) }
+                    // At most half as many, and no more than the slots that fit allow.
+                    let spare = sizing.slots - sizing.maxRunning
+                    let running = max(1, min(sizing.maxRunning / 2, fit - spare))
+                    sizing = .init(slots: running + spare, maxRunning: running, stepTokens: sizing.stepTokens)
+                } catch {
+                    break
                 }
+            }
+            if let found {
+                (configuration.slots, configuration.maxRunning, configuration.stepTokens) = (sizing.slots, sizing.maxRunning, sizing.stepTokens)
+                context = found
+                if let tried {
+                    BackendNotes.say("\(tried.sizing.maxRunning) sequences at once (\(tried.sizing.slots) slots) do not fit on the GPU (\(tried.why)); running \(sizing.maxRunning) (\(sizing.slots) slots)")
+                }
+            } else {
+                context = try make(cpuSizing, configuration.backend)
             }
         } else {
             context = try make(cpuSizing, configuration.backend)

@@ -251,6 +251,7 @@ final class SchedulerCore: @unchecked Sendable {
     // MARK: Steps
 
     private func step() {
+        let began = Self.trace ? now() : 0
         var batch = Batch()
         var fed: [(seq: ActiveSequence, count: Int, logits: Bool)] = []
         var budget = configuration.stepTokens
@@ -289,10 +290,16 @@ final class SchedulerCore: @unchecked Sendable {
             }
             return
         }
-        if Self.trace {
-            let decodeRows = fed.filter(\.seq.decoding).count
-            FileHandle.standardError.write(Data(String(format: "step: %d tokens, %d decoding, %d prefilling, %d waiting, %.2f ms\n",
-                batch.count, decodeRows, fed.count - decodeRows, queued, Double(now() - started) / 1e6).utf8))
+        let stepped = Self.trace ? now() : 0
+        defer {
+            if Self.trace {
+                // The host's share: building the batch (the constraints' masks) and advancing the
+                // sequences with the step's tokens, around the forward step.
+                let decodeRows = fed.filter(\.seq.decoding).count
+                FileHandle.standardError.write(Data(String(format: "step: %d tokens, %d decoding, %d prefilling, %d waiting, %.2f ms (host: %.2f ms before, %.2f after)\n",
+                    batch.count, decodeRows, fed.count - decodeRows, queued, Double(stepped - started) / 1e6,
+                    Double(started - began) / 1e6, Double(now() - stepped) / 1e6).utf8))
+            }
         }
         inbox.statistics.withLock { s in
             s.steps += 1
