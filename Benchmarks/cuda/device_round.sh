@@ -246,6 +246,8 @@ eval_stage() {
     # a GPU ran 64 whatever it said): 64 is the earlier rounds' sizing. EVAL_PARALLEL sweeps others.
     python3 Benchmarks/eval/make_workload.py --records $EVN --out "$W/clauses.jsonl"
     for n in ${EVAL_PARALLEL:-$EVSWEEP}; do ev cuda-$n cuda $n "$W/clauses.jsonl"; done
+    # The scheduler advances a step's decoders on one thread (before 2026-12-05), not on all cores.
+    PLINTH_SCHEDULER_THREADS=1 ev cuda-$EVPAR-onethread cuda $EVPAR "$W/clauses.jsonl"
     # Sampled decoding (top-k 40 at 0.8): rows reduced to their best tokens on the device, and not.
     ev cuda-sampled cuda $EVPAR "$W/clauses.jsonl" --temperature 0.8 --top-k 40 --seed 1
     PLINTH_CUDA_TOPK=0 ev cuda-sampled-fullrows cuda $EVPAR "$W/clauses.jsonl" --temperature 0.8 --top-k 40 --seed 1
@@ -414,7 +416,7 @@ EOF
 
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
-bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:80:plinth,qwen-rep eval:100:plinth,smollm2
+bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:80:plinth,qwen-rep eval:112:plinth,smollm2
 fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build

@@ -103,6 +103,26 @@ struct SchedulerTests {
         #expect(stats.cachedTokens > 0, "the shared system prompt was never reused")
     }
 
+    /// A step of 16 or more rows advances its decoders on several threads: still every request
+    /// gets the reference's tokens, and its events (text pieces, then the summary) in order.
+    @Test func manyRowsAdvanceOnThreadsAsOneByOne() throws {
+        let model = try #require(Self.model)
+        let users = Self.questions + Self.questions.map { $0 + " Be brief." }
+        let prompts = try users.map { try Self.prompt(model, $0) }
+        let maxTokens = 12
+        let expected = try prompts.map { try Self.reference(model, $0, maxTokens: maxTokens) }
+        let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 256, slots: 28, maxRunning: 24, stepTokens: 2048))
+        let runs = prompts.map { submit(scheduler, GenerationRequest(prompt: $0, maxTokens: maxTokens)) }
+        for (i, (_, c)) in runs.enumerated() {
+            c.wait()
+            let summary = try #require(c.summary)
+            #expect(summary.tokens == expected[i], "request \(i) differs from the reference")
+            // The text events, in order, are the tokens' text.
+            #expect(c.text == model.tokenizer.decode(summary.tokens), "request \(i): text out of order")
+        }
+        #expect(scheduler.statistics.largestBatch >= 16, "no step had enough rows to run on threads")
+    }
+
     /// Log-probabilities are the log-softmax of the reference's own logits, and asking for them
     /// changes no token.
     @Test func logprobsAreTheLogSoftmaxOfTheLogits() throws {

@@ -309,7 +309,7 @@ final class SchedulerCore: @unchecked Sendable {
             s.sequencesServed += fed.count
             if let i = SchedulerStatistics.batchBounds.firstIndex(where: { fed.count <= $0 }) { s.stepsBySequenceBound[i] += 1 }
         }
-        var row = 0
+        var advancing: [ActiveSequence] = []
         for (seq, count, logits) in fed {
             seq.computed += count
             if !seq.decoding && seq.computed == seq.decoder.history.count {
@@ -317,22 +317,15 @@ final class SchedulerCore: @unchecked Sendable {
                 guard seq.wantsTokens else { finish(seq, .maxTokens); continue }
                 seq.decoding = true
             }
-            guard logits else { continue }
-            // What the backend left for this row: its token, its best tokens, or its logits.
-            let chosen = context.chosenToken(row)
-            let top = chosen == nil ? context.topCandidates(row) : nil
-            let out = chosen == nil && top == nil ? context.logits(row) : UnsafeBufferPointer(start: nil, count: 0)
-            row += 1
+            if logits { advancing.append(seq) }
+        }
+        let outcomes = advance(advancing)
+        for (seq, outcome) in zip(advancing, outcomes) {
+            for event in outcome.events { seq.emit(event) }
             let next: SequenceDecoder.Next
-            do {
-                if let chosen {
-                    next = try seq.decoder.advance(chosen: chosen, seq.emit)
-                } else if let top {
-                    next = try seq.decoder.advance(top: top, seq.emit)
-                } else {
-                    next = try seq.decoder.advance(out, seq.emit)
-                }
-            } catch {
+            switch outcome.next {
+            case .success(let n): next = n
+            case .failure(let error):
                 fail(seq, error, keeping: seq.computed)
                 continue
             }
@@ -350,6 +343,69 @@ final class SchedulerCore: @unchecked Sendable {
             case .finish(let reason):
                 finish(seq, reason)
             }
+        }
+    }
+
+    /// What a sequence's decoder made of its row of a step: what it does next, and the events
+    /// to send for it.
+    private struct Outcome {
+        var next: Result<SequenceDecoder.Next, any Error> = .success(.feed)
+        var events: [GenerationEvent] = []
+    }
+
+    /// Rows from which the decoders advance on several threads.
+    private static let parallelRows = 16
+    /// Threads that advance the decoders: `PLINTH_SCHEDULER_THREADS`, else every core.
+    private static let cores = ProcessInfo.processInfo.environment["PLINTH_SCHEDULER_THREADS"].flatMap { Int($0) }
+        .map { max(1, $0) } ?? ProcessInfo.processInfo.activeProcessorCount
+
+    /// Each sequence's decoder takes its row's token (the backend's choice, its best tokens or
+    /// its logits; row i is `sequences[i]`). The decoders are independent (the grammars they
+    /// share lock their caches), so a step of many rows advances them on several threads; their
+    /// events are returned, to be sent from this thread in row order.
+    private func advance(_ sequences: [ActiveSequence]) -> [Outcome] {
+        var outcomes = [Outcome](repeating: Outcome(), count: sequences.count)
+        outcomes.withUnsafeMutableBufferPointer { out in
+            let rows = StepRows(sequences: sequences, context: context, outcomes: out)
+            guard sequences.count >= Self.parallelRows, Self.cores > 1 else {
+                for i in sequences.indices { rows.advance(i) }
+                return
+            }
+            let count = sequences.count, threads = min(Self.cores, count / (Self.parallelRows / 2))
+            DispatchQueue.concurrentPerform(iterations: threads) { t in
+                for i in stride(from: t, to: count, by: threads) { rows.advance(i) }
+            }
+        }
+        return outcomes
+    }
+
+    /// A step's rows as the threads that advance them see them: each row's sequence is touched by
+    /// one thread only, the context's results of the step are only read, and each row's outcome
+    /// is written by the thread that advanced it.
+    private struct StepRows: @unchecked Sendable {
+        let sequences: [ActiveSequence]
+        let context: InferenceContext
+        let outcomes: UnsafeMutableBufferPointer<Outcome>
+
+        func advance(_ i: Int) {
+            let seq = sequences[i]
+            let chosen = context.chosenToken(i)
+            let top = chosen == nil ? context.topCandidates(i) : nil
+            var events: [GenerationEvent] = []
+            let keep = { (event: GenerationEvent) in events.append(event) }
+            let next: Result<SequenceDecoder.Next, any Error>
+            do {
+                if let chosen {
+                    next = .success(try seq.decoder.advance(chosen: chosen, keep))
+                } else if let top {
+                    next = .success(try seq.decoder.advance(top: top, keep))
+                } else {
+                    next = .success(try seq.decoder.advance(context.logits(i), keep))
+                }
+            } catch {
+                next = .failure(error)
+            }
+            outcomes[i] = Outcome(next: next, events: events)
         }
     }
 
