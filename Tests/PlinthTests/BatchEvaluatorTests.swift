@@ -34,6 +34,16 @@ struct BatchEvaluatorTests {
     }
 
     /// Results come back in input order and equal each input run alone in its own session.
+    /// Without `parallel`, a local model gets twice the sequences it decodes at once in flight;
+    /// a given `parallel` is kept.
+    @Test func inFlightFollowsTheModel() throws {
+        let schema = EvaluatedClause.generationSchema
+        let running = try Self.model.loadedSizing().parallel
+        #expect(BatchEvaluator(model: Self.model, instructions: nil, schema: schema).inFlight() == 2 * running)
+        #expect(BatchEvaluator(model: Self.model, instructions: nil, schema: schema, parallel: 5).inFlight() == 5)
+        #expect(BatchEvaluator(model: Self.model, instructions: nil, schema: schema, parallel: 0).inFlight() == 1)
+    }
+
     @Test func evaluatorMatchesSessionsRunOneByOne() async throws {
         let prompts = try Self.clauses(10)
         let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 64)

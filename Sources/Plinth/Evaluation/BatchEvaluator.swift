@@ -78,10 +78,14 @@ public struct BatchEvaluator: Sendable {
     }
 
     private let makeSession: @Sendable () -> LanguageModelSession
+    /// Inputs in flight when `parallel` is nil.
+    private let defaultParallel: @Sendable () -> Int
     public let schema: GenerationSchema
     public let options: GenerationOptions
-    /// Inputs generating at once.
-    public let parallel: Int
+    /// Inputs generating at once; nil: twice as many as a ``LocalLanguageModel`` decodes at once
+    /// (16 on the CPU, 64 on a GPU, or its `--parallel`), so that a finished input's place in its
+    /// steps is taken at once; 16 for other models.
+    public let parallel: Int?
     public let includeSchemaInPrompt: Bool
 
     /// - Parameters:
@@ -89,21 +93,27 @@ public struct BatchEvaluator: Sendable {
     ///   - instructions: The instructions of each input's session.
     ///   - schema: The type of every value.
     ///   - options: Sampling and the response budget; greedy when `sampling` is not set.
-    ///   - parallel: How many inputs generate at once (the scheduler batches them).
+    ///   - parallel: How many inputs generate at once (the scheduler batches them); nil: as many
+    ///     as keep the model's steps full (see ``parallel``).
     public init(model: some LanguageModel, instructions: String?, schema: GenerationSchema,
-                options: GenerationOptions = GenerationOptions(), parallel: Int = 16, includeSchemaInPrompt: Bool = true) {
+                options: GenerationOptions = GenerationOptions(), parallel: Int? = nil, includeSchemaInPrompt: Bool = true) {
         makeSession = { LanguageModelSession(model: model, instructions: instructions) }
+        if let local = model as? LocalLanguageModel {
+            defaultParallel = { (try? local.loadedSizing().parallel).map { 2 * $0 } ?? 16 }
+        } else {
+            defaultParallel = { 16 }
+        }
         self.schema = schema
         var options = options
         if options.sampling == nil { options.sampling = .greedy }
         self.options = options
-        self.parallel = max(1, parallel)
+        self.parallel = parallel.map { max(1, $0) }
         self.includeSchemaInPrompt = includeSchemaInPrompt
     }
 
     /// Evaluates on the default system model.
     public init(instructions: String?, schema: GenerationSchema, options: GenerationOptions = GenerationOptions(),
-                parallel: Int = 16) {
+                parallel: Int? = nil) {
         self.init(model: SystemLanguageModel.default, instructions: instructions, schema: schema, options: options,
                   parallel: parallel)
     }
@@ -131,11 +141,15 @@ public struct BatchEvaluator: Sendable {
 
     // MARK: Streaming
 
+    /// Inputs generating at once: ``parallel``, or as many as keep the model's steps full.
+    func inFlight() -> Int { parallel ?? defaultParallel() }
+
     /// Evaluates the inputs `next` returns (nil at the end) and hands each outcome to `emit` in
     /// input order. At most a few times `parallel` inputs are held at once, so a file of any
     /// size streams through in the same memory. Cancelling the task stops at once: outcomes
     /// already emitted stand, the rest are not emitted.
     public func run(next: () async throws -> Input?, emit: (Outcome) async throws -> Void) async throws {
+        let parallel = inFlight()
         let window = max(4 * parallel, 64)
         try await withThrowingTaskGroup(of: (Int, Outcome).self) { group in
             var done: [Int: Outcome] = [:]
