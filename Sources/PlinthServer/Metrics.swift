@@ -115,6 +115,10 @@ final class Metrics: Sendable {
             ("plinth_steps_total", "counter", "Batched model steps.", { $0.steps }),
             ("plinth_step_tokens_total", "counter", "Tokens computed by the steps (decode and prefill); divided by steps, the mean batch.", { $0.tokens }),
         ]
+        family("plinth_model_info", "gauge", "A loaded model: where its steps run and how many sequences it decodes at once.")
+        for (id, model) in models {
+            out.append("plinth_model_info{model=\"\(Self.escape(id))\",backend=\"\(model.scheduler.backend.rawValue)\",parallel=\"\(model.parallel)\"} 1")
+        }
         let stats = models.map { ($0.id, $0.model.scheduler.statistics) }
         for (name, type, help, read) in gauges {
             family(name, type, help)

@@ -279,6 +279,9 @@ struct ServerTests {
         #expect(text.contains(#"plinth_generated_tokens_total{model="SmolLM2-135M-Instruct"} 24"#))
         #expect(text.contains("# TYPE plinth_time_per_output_token_seconds histogram"))
         #expect(text.contains(#"plinth_queue_depth{model="SmolLM2-135M-Instruct"} 0"#))
+        // Where the model runs and how many sequences at once: the CPU's 16 where there is no GPU.
+        let info = try #require(text.firstMatch(of: /plinth_model_info\{model="SmolLM2-135M-Instruct",backend="(cpu|cuda)",parallel="(\d+)"\} 1/))
+        if Backend.cudaUnavailableReason != nil { #expect(info.1 == "cpu" && info.2 == "16") }
         // Every step served at least one sequence: the +Inf bucket equals the 16-sequence bucket.
         func value(_ prefix: String) -> Int? {
             text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.split(separator: " ").last ?? "") }
