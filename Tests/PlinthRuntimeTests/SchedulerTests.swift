@@ -120,7 +120,9 @@ struct SchedulerTests {
             // The text events, in order, are the tokens' text.
             #expect(c.text == model.tokenizer.decode(summary.tokens), "request \(i): text out of order")
         }
-        #expect(scheduler.statistics.largestBatch >= 16, "no step had enough rows to run on threads")
+        if ProcessInfo.processInfo.activeProcessorCount > 1 {
+            #expect(scheduler.statistics.threadedSteps > 0, "no step advanced its decoders on threads")
+        }
     }
 
     /// Log-probabilities are the log-softmax of the reference's own logits, and asking for them

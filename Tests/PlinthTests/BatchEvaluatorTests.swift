@@ -33,7 +33,6 @@ struct BatchEvaluatorTests {
         }
     }
 
-    /// Results come back in input order and equal each input run alone in its own session.
     /// Without `parallel`, a local model gets twice the sequences it decodes at once in flight;
     /// a given `parallel` is kept.
     @Test func inFlightFollowsTheModel() throws {
@@ -44,6 +43,26 @@ struct BatchEvaluatorTests {
         #expect(BatchEvaluator(model: Self.model, instructions: nil, schema: schema, parallel: 0).inFlight() == 1)
     }
 
+    /// 24 inputs under one schema in steps of 16 rows, whose constrained decoders advance on
+    /// several threads (sharing the grammar's caches): each value is the one the input gets alone.
+    @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount > 1, "one core: the decoders advance one after another"))
+    func constrainedRowsOnThreadsMatchSessionsRunOneByOne() async throws {
+        let prompts = try Self.clauses(24)
+        let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 48)
+        let scheduler = try Self.model.instance().scheduler
+        let before = scheduler.statistics.threadedSteps
+        let evaluator = BatchEvaluator(model: Self.model, instructions: Self.instructions,
+                                       schema: EvaluatedClause.generationSchema, options: options)
+        let batched = try await evaluator.evaluate(prompts, generating: EvaluatedClause.self)
+        #expect(scheduler.statistics.threadedSteps > before, "no step advanced its decoders on threads")
+        for (prompt, result) in zip(prompts, batched) {
+            let session = LanguageModelSession(model: Self.model, instructions: Self.instructions)
+            let alone = try await session.respond(to: prompt, generating: EvaluatedClause.self, options: options).content
+            #expect(try result.get() == alone, "\(prompt)")
+        }
+    }
+
+    /// Results come back in input order and equal each input run alone in its own session.
     @Test func evaluatorMatchesSessionsRunOneByOne() async throws {
         let prompts = try Self.clauses(10)
         let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: 64)

@@ -2,8 +2,10 @@
 /// jump-forward, or a router that lets free text run until a tool call opens and then holds the
 /// call to its grammar.
 ///
-/// The scheduler calls a sequence's constraint on its own thread, one call at a time, and
-/// never for two sequences at once, so an implementation keeps plain mutable state. Every token
+/// The scheduler calls a sequence's constraint one call at a time, so an implementation keeps
+/// plain mutable state of its own; the calls may come from any thread, and constraints of
+/// different sequences run at the same time (a step of many rows advances them on several
+/// threads), so state that constraints share must be locked or immutable. Every token
 /// joins the sequence only through ``ConstraintOutput/append(_:visible:)``: the sampled token,
 /// forced tokens (jump-forward), or fixed markup. Tokens appended together go through the
 /// model in one step, as a prefill chunk.

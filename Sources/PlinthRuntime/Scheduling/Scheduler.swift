@@ -195,6 +195,8 @@ public struct SchedulerStatistics: Sendable, Equatable {
     public static let batchBounds = [1, 2, 4, 8, 16, 32, 64, 128, 256]
     /// The sequences of every step, summed (over `steps`, the mean batch).
     public var sequencesServed = 0
+    /// Steps whose sequences' decoders advanced on several threads (16 rows or more).
+    public var threadedSteps = 0
     /// Requests waiting for a slot, and sequences running, after the last step.
     public var queued = 0
     public var running = 0

@@ -371,7 +371,9 @@ final class SchedulerCore: @unchecked Sendable {
                 for i in sequences.indices { rows.advance(i) }
                 return
             }
-            let count = sequences.count, threads = min(Self.cores, count / (Self.parallelRows / 2))
+            // At most 8: the decoders of one schema meet at its grammar's cache locks.
+            let count = sequences.count, threads = min(Self.cores, 8, count / (Self.parallelRows / 2))
+            inbox.statistics.withLock { $0.threadedSteps += 1 }
             DispatchQueue.concurrentPerform(iterations: threads) { t in
                 for i in stride(from: t, to: count, by: threads) { rows.advance(i) }
             }
