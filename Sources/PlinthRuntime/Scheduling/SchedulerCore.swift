@@ -329,7 +329,7 @@ final class SchedulerCore: @unchecked Sendable {
                 fail(seq, error, keeping: seq.computed)
                 continue
             }
-            if seq.firstToken == 0 { seq.firstToken = now() }
+            if seq.firstToken == 0 { seq.firstToken = outcome.at }
             switch next {
             case .feed:
                 if seq.decoder.history.count > context.contextLength { finish(seq, .contextFull) }
@@ -351,6 +351,8 @@ final class SchedulerCore: @unchecked Sendable {
     private struct Outcome {
         var next: Result<SequenceDecoder.Next, any Error> = .success(.feed)
         var events: [GenerationEvent] = []
+        /// When the decoder was done (a first token's time).
+        var at: UInt64 = 0
     }
 
     /// Rows from which the decoders advance on several threads.
@@ -407,7 +409,7 @@ final class SchedulerCore: @unchecked Sendable {
             } catch {
                 next = .failure(error)
             }
-            outcomes[i] = Outcome(next: next, events: events)
+            outcomes[i] = Outcome(next: next, events: events, at: DispatchTime.now().uptimeNanoseconds)
         }
     }
 
