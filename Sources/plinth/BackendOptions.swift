@@ -19,11 +19,5 @@ struct BackendOptions: ParsableArguments {
     }
 
     /// The same, for a `LocalLanguageModel`.
-    func localValue() throws -> LocalLanguageModel.Backend {
-        switch try value() {
-        case .auto: .auto
-        case .cpu: .cpu
-        case .cuda: .cuda
-        }
-    }
+    func localValue() throws -> LocalLanguageModel.Backend { LocalLanguageModel.Backend(try value()) }
 }

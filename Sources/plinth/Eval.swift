@@ -94,11 +94,6 @@ struct EvalRun: AsyncParsableCommand {
     /// Sequences one model may decode at once: past this the KV slots alone outgrow a GPU.
     static let maximumParallel = 1024
 
-    /// Records submitted at once for `running` decoding: twice as many, so that a record that
-    /// finishes is replaced at once by one already waiting (its prompt rendered), not after
-    /// the next record is read and submitted.
-    static func inFlight(running: Int) -> Int { 2 * running }
-
     /// The default response budget.
     static let defaultMaxTokens = 256
 
@@ -172,9 +167,9 @@ struct EvalRun: AsyncParsableCommand {
             if resumedAt > 0 && !quiet { Diagnostics.note("continuing \(output) after input line \(resumedAt) (\(out.records) records done)") }
 
             let total = try Self.countRecords(input, shard: shardSpec)
+            // Records in flight: the evaluator's default, twice what the model decodes at once.
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
-                                           options: options,
-                                           parallel: Self.inFlight(running: sizing.parallel), includeSchemaInPrompt: !noSchemaInPrompt)
+                                           options: options, includeSchemaInPrompt: !noSchemaInPrompt)
             let validator = try? SchemaValidator(schema: schemaText)
             var tally = EvalTally(validator: validator)
             let progress = quiet ? nil : EvalProgress(total: total, alreadyDone: out.records)

@@ -90,6 +90,23 @@ struct CLITests {
         try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!, input: input, environment: environment)
     }
 
+    /// `plinth eval` with the default model of one record, `text`, under a one-integer schema, in
+    /// a scratch folder removed after; and whether it wrote its output.
+    static func evalOneRecord(_ text: String, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> (outcome: Outcome, wroteOutput: Bool)
+    {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.jsonl"), output = dir.appendingPathComponent("out.jsonl")
+        let schema = dir.appendingPathComponent("schema.json")
+        try JSONSerialization.data(withJSONObject: ["id": "a", "text": text]).write(to: input)
+        try Data(#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#.utf8).write(to: schema)
+        let outcome = try runWithModel(["eval", "--schema", schema.path, "--input", input.path, "--output", output.path] + arguments,
+                                       environment: environment)
+        return (outcome, FileManager.default.fileExists(atPath: output.path))
+    }
+
     // MARK: Help
 
     @Test(.enabled(if: hasBinary, noBinaryReason), arguments: [
@@ -147,18 +164,10 @@ struct CLITests {
         #expect(respond.status != 0)
         #expect(respond.stderr.contains("the CUDA backend is unavailable"), "stderr: \(respond.stderr)")
         #expect(respond.stdout.isEmpty)
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let input = dir.appendingPathComponent("in.jsonl"), output = dir.appendingPathComponent("out.jsonl")
-        try Data(#"{"id": "a", "text": "hello"}"#.utf8).write(to: input)
-        let schema = try SessionCLITests.schemaFile(#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#)
-        defer { try? FileManager.default.removeItem(at: schema) }
-        let eval = try Self.runWithModel(["eval", "--backend", "cuda", "--schema", schema.path, "--input", input.path,
-                                          "--output", output.path])
+        let (eval, wrote) = try Self.evalOneRecord("hello", ["--backend", "cuda"])
         #expect(eval.status != 0)
         #expect(eval.stderr.contains("the CUDA backend is unavailable"), "stderr: \(eval.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: output.path))
+        #expect(!wrote)
     }
 
     @Test(.enabled(if: hasBinary, noBinaryReason))

@@ -642,15 +642,8 @@ struct CUDABackendTests {
         #expect(cuda.stdout.isEmpty)
 
         // 3 GiB: not the GPU sizing's 80 slots of 4096 positions (7.6 GB of cache), but fewer.
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cuda-oom-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let input = dir.appendingPathComponent("in.jsonl"), output = dir.appendingPathComponent("out.jsonl")
-        try Data(#"{"id": "a", "text": "Tenants may keep one pet."}"#.utf8).write(to: input)
-        let schema = try SessionCLITests.schemaFile(#"{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}"#)
-        defer { try? FileManager.default.removeItem(at: schema) }
-        let eval = try CLITests.runWithModel(["eval", "--backend", "cuda", "--schema", schema.path, "--input", input.path,
-                                              "--output", output.path, "--max-tokens", "8"], environment: ["PKC_EMU_MEMORY_GIB": "3"])
+        let eval = try CLITests.evalOneRecord("Tenants may keep one pet.", ["--backend", "cuda", "--max-tokens", "8"],
+                                              environment: ["PKC_EMU_MEMORY_GIB": "3"]).outcome
         #expect(eval.status == 0, "stderr: \(eval.stderr)")
         let note = try #require(eval.stderr.firstMatch(of: /64 sequences at once \(80 slots\) do not fit on the GPU .*; running (\d+) \(\d+ slots\)/),
                                 "stderr: \(eval.stderr)")

@@ -322,11 +322,17 @@ struct LocalLanguageModelTests {
     /// loaded it asked for; each backend has its own instance of the file, later values (and
     /// auto, where it would pick that backend) share it.
     @Test func backendAndParallelChooseTheInstance() throws {
-        // A file of its own (a hard link, else a copy), so that this test loads it first.
+        // Files of its own (hard links, else copies), so that this test loads them first.
         let url = try #require(LocalTestModels.path(LocalTestModels.smolLM2))
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-backend-\(UUID().uuidString).gguf")
-        do { try FileManager.default.linkItem(at: url, to: file) } catch { try FileManager.default.copyItem(at: url, to: file) }
-        defer { try? FileManager.default.removeItem(at: file) }
+        var files: [URL] = []
+        defer { for f in files { try? FileManager.default.removeItem(at: f) } }
+        func ownFile() throws -> URL {
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-backend-\(UUID().uuidString).gguf")
+            do { try FileManager.default.linkItem(at: url, to: file) } catch { try FileManager.default.copyItem(at: url, to: file) }
+            files.append(file)
+            return file
+        }
+        let file = try ownFile()
         let cpu = LocalLanguageModel(name: file.path, adapter: nil, backend: .cpu, parallel: 5)
         let sizing = try cpu.loadedSizing()
         #expect(sizing.backend == .cpu && sizing.parallel == 5)
@@ -334,9 +340,7 @@ struct LocalLanguageModelTests {
         #expect(try LocalLanguageModel(name: file.path, backend: .cpu).instance() === cpu.instance())
         #expect(cpu.executorConfiguration != LocalLanguageModel(name: file.path, adapter: nil, backend: .auto, parallel: 5).executorConfiguration)
         // Loaded with auto first, a file's instance answers for the backend auto picked.
-        let second = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-backend-\(UUID().uuidString).gguf")
-        do { try FileManager.default.linkItem(at: url, to: second) } catch { try FileManager.default.copyItem(at: url, to: second) }
-        defer { try? FileManager.default.removeItem(at: second) }
+        let second = try ownFile()
         let auto = LocalLanguageModel(name: second.path, adapter: nil, backend: .auto, parallel: 3)
         let picked = try auto.loadedSizing()
         #expect(picked.parallel == 3)

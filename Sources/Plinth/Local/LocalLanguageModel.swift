@@ -45,7 +45,7 @@ public struct LocalLanguageModel: Sendable, Hashable {
         /// `PLINTH_BACKEND` (`auto`, `cpu` or `cuda`), else ``auto``.
         public static var `default`: Backend { Backend(PlinthRuntime.Backend.default) }
 
-        init(_ runtime: PlinthRuntime.Backend) {
+        package init(_ runtime: PlinthRuntime.Backend) {
             switch runtime {
             case .auto: self = .auto
             case .cpu: self = .cpu
@@ -53,7 +53,7 @@ public struct LocalLanguageModel: Sendable, Hashable {
             }
         }
 
-        var runtime: PlinthRuntime.Backend {
+        package var runtime: PlinthRuntime.Backend {
             switch self {
             case .auto: .auto
             case .cpu: .cpu

@@ -121,7 +121,7 @@ final class CUDAForward {
     static let fusedArchitectures: Set<Architecture> = [Llama.architecture, Qwen2.architecture]
 
     /// Opens device 0 and uploads `transformer`'s weights. Throws ``BackendError/cudaUnavailable(_:)``
-    /// when CUDA cannot run this model here, ``BackendError/cudaOutOfMemory(_:)`` when its weights
+    /// when CUDA cannot run this model here, ``BackendError/cudaOutOfMemory(_:slotsThatFit:)`` when its weights
     /// and cache of `slots` × `contextLength` positions do not fit the device's memory,
     /// ``BackendError/cudaFailed(_:)`` when a device call fails.
     /// `recorded`: run the recorded layers even where the family has the fused step (for tests).
@@ -164,8 +164,9 @@ final class CUDAForward {
         self.slotCount = slots
         kvDim = c.kvHeadCount * c.headDim
         qDim = c.headCount * c.headDim
-        let memoryAtOpen = Self.deviceInfo(ctx).map { (free: Int($0.free_memory), total: Int($0.total_memory)) }
-        if var info = Self.deviceInfo(ctx) {
+        let opened = Self.deviceInfo(ctx)
+        let memoryAtOpen = opened.map { (free: Int($0.free_memory), total: Int($0.total_memory)) }
+        if var info = opened {
             let name = withUnsafeBytes(of: &info.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             // Whether launches overlap (pkc_set_dependent_launch), where the device could: a
             // benchmark's record then says which way it ran.
