@@ -294,11 +294,29 @@ static void bench_gemm(void) {
 static void bench_attention(void) {
     struct { int n_head, n_kv_head, head_dim; const char *name; } models[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}};
     static const int lens[] = {256, 1024, 4096};
-    printf("Attention, one layer: 64 sequences decoding (one query each, all at kv_len), and a prefill chunk\n");
+    printf("Attention, one layer: 64 sequences decoding (one query each, all at kv_len; slotted, then the same rows as pages of 64\n"
+           "positions in random order, as plinth's cache), and a prefill chunk\n");
     for (int mi = 0; mi < 2; mi++) {
         const int nh = models[mi].n_head, nkv = models[mi].n_kv_head, hd = models[mi].head_dim;
         const int64_t kv_dim = (int64_t)nkv * hd, max_pos = 4096, slots = 64, slot_stride = max_pos * kv_dim;
-        pkc_kv kv = {dev_alloc(c, (size_t)(slots * slot_stride) * 2), dev_alloc(c, (size_t)(slots * slot_stride) * 2), slot_stride, kv_dim};
+        pkc_kv kv = {.k = dev_alloc(c, (size_t)(slots * slot_stride) * 2), .v = dev_alloc(c, (size_t)(slots * slot_stride) * 2),
+                     .slot_stride = slot_stride, .kv_dim = kv_dim};
+        // The paged view of the same arrays: slots x 64 pages of 64 positions, shuffled.
+        enum { PAGE_SHIFT = 6 };
+        const int64_t per_slot = max_pos >> PAGE_SHIFT, pages_n = slots * per_slot;
+        int32_t *table = malloc((size_t)pages_n * 4);
+        for (int64_t i = 0; i < pages_n; i++) table[i] = (int32_t)i;
+        for (int64_t i = pages_n - 1; i > 0; i--) {
+            const int64_t j = (int64_t)(rng_u64() % (uint64_t)(i + 1));
+            const int32_t t = table[i];
+            table[i] = table[j];
+            table[j] = t;
+        }
+        pkc_kv paged = kv;
+        paged.pages = dev_upload(c, table, (size_t)pages_n * 4);
+        paged.max_pages = per_slot;
+        paged.page_shift = PAGE_SHIFT;
+        free(table);
         // random f16 in [-1, 1): fill through store_kv would be slow; bytes of small halves instead
         uint16_t *h = malloc((size_t)(slot_stride) * 2);
         for (int64_t i = 0; i < slot_stride; i++) h[i] = pk_f32_to_f16(rng_uniform(-1.0f, 1.0f));
@@ -318,17 +336,20 @@ static void bench_attention(void) {
             for (int i = 0; i < 64; i++) { sl[i] = i; kl[i] = lens[li]; }
             CHECK(c, pkc_upload(c, dsl, sl, 64 * 4));
             CHECK(c, pkc_upload(c, dkl, kl, 64 * 4));
-            float ms[5];
-            for (int r = 0; r < 5; r++) {
-                CHECK(c, pkc_timer_start(c));
-                for (int i = 0; i < 50; i++)
-                    CHECK(c, pkc_attention(c, &kv, q, qd, 64, nh, nkv, hd, dsl, dkl, lens[li], 0.125f, out, qd));
-                CHECK(c, pkc_timer_stop(c, &ms[r]));
+            for (int pg = 0; pg < 2; pg++) {
+                float ms[5];
+                for (int r = 0; r < 5; r++) {
+                    CHECK(c, pkc_timer_start(c));
+                    for (int i = 0; i < 50; i++)
+                        CHECK(c, pkc_attention(c, pg ? &paged : &kv, q, qd, 64, nh, nkv, hd, dsl, dkl, lens[li], 0.125f, out, qd));
+                    CHECK(c, pkc_timer_stop(c, &ms[r]));
+                }
+                qsort(ms, 5, sizeof ms[0], cmp_float);
+                const double us = ms[2] * 1e3 / 50;
+                const double bytes = 64.0 * lens[li] * kv_dim * 2 * 2;
+                printf("  %s decode 64 seqs x kv %4d%s: %8.1f us  (%.0f GB/s of K+V)\n", models[mi].name, lens[li], pg ? ", paged" : "", us,
+                       bytes / (us * 1e-6) / 1e9);
             }
-            qsort(ms, 5, sizeof ms[0], cmp_float);
-            const double us = ms[2] * 1e3 / 50;
-            const double bytes = 64.0 * lens[li] * kv_dim * 2 * 2;
-            printf("  %s decode 64 seqs x kv %4d: %8.1f us  (%.0f GB/s of K+V)\n", models[mi].name, lens[li], us, bytes / (us * 1e-6) / 1e9);
         }
         static const int chunks[] = {512, 2048};
         for (int ci = 0; ci < 2; ci++) {
@@ -348,7 +369,7 @@ static void bench_attention(void) {
             const double flops = 4.0 * nh * hd * (double)n * (n + 1) / 2;
             printf("  %s prefill %4d rows of one slot (causal): %8.1f us  (%.1f TFLOP/s)\n", models[mi].name, n, us, flops / (us * 1e-6) / 1e12);
         }
-        pkc_free(c, kv.k); pkc_free(c, kv.v); pkc_free(c, q); pkc_free(c, out); pkc_free(c, dsl); pkc_free(c, dkl);
+        pkc_free(c, kv.k); pkc_free(c, kv.v); pkc_free(c, paged.pages); pkc_free(c, q); pkc_free(c, out); pkc_free(c, dsl); pkc_free(c, dkl);
     }
     printf("\n");
 }

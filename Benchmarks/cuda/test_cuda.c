@@ -732,7 +732,8 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
             for (int i = 0; i < 3; i++) {
                 y[i] = dev_alloc(c, (size_t)(n * ldy) * 4);
                 CHECK(c, pkc_memset(c, y[i], 0, (size_t)(n * ldy) * 4));
-                kv[i] = (pkc_kv){dev_alloc(c, (size_t)cache_halves * 2), dev_alloc(c, (size_t)cache_halves * 2), 16 * kvd, kvd};
+                kv[i] = (pkc_kv){.k = dev_alloc(c, (size_t)cache_halves * 2), .v = dev_alloc(c, (size_t)cache_halves * 2), .slot_stride = 16 * kvd,
+                                 .kv_dim = kvd};
                 CHECK(c, pkc_memset(c, kv[i].k, 0x11, (size_t)cache_halves * 2));
                 CHECK(c, pkc_memset(c, kv[i].v, 0x11, (size_t)cache_halves * 2));
             }
@@ -1452,6 +1453,7 @@ static void kv_world_init(pkc_context *c, kv_world *w, int n_head, int n_kv_head
     w->n_head = n_head; w->n_kv_head = n_kv_head; w->head_dim = head_dim; w->slots = slots; w->max_pos = max_pos;
     w->kv_dim = (int64_t)n_kv_head * head_dim;
     const int64_t slot_stride = (int64_t)max_pos * w->kv_dim + 8; // padded: the stride is not the payload
+    memset(&w->kv, 0, sizeof w->kv); // slotted: no page table
     w->kv.kv_dim = w->kv_dim;
     w->kv.slot_stride = slot_stride;
     w->kv.k = dev_alloc(c, (size_t)(slots * slot_stride) * 2);
@@ -1654,8 +1656,10 @@ static void test_qkv_rope_store(pkc_context *c) {
         const pkc_ptr qn = norms > 0 && (norms & 1) ? dg : 0, kn = norms > 0 && (norms & 2) ? dg + (pkc_ptr)hd * 4 : 0;
         CHECK(c, pkc_rope_table(c, dpos, n, rd, 10000.0f, table));
         pkc_ptr xa = dev_upload(c, x, (size_t)(n * stride) * 4), xb = dev_upload(c, x, (size_t)(n * stride) * 4);
-        pkc_kv ca = {dev_alloc(c, (size_t)cache_halves * 2), dev_alloc(c, (size_t)cache_halves * 2), positions * kvd, kvd};
-        pkc_kv cb = {dev_alloc(c, (size_t)cache_halves * 2), dev_alloc(c, (size_t)cache_halves * 2), positions * kvd, kvd};
+        pkc_kv ca = {.k = dev_alloc(c, (size_t)cache_halves * 2), .v = dev_alloc(c, (size_t)cache_halves * 2), .slot_stride = positions * kvd,
+                     .kv_dim = kvd};
+        pkc_kv cb = {.k = dev_alloc(c, (size_t)cache_halves * 2), .v = dev_alloc(c, (size_t)cache_halves * 2), .slot_stride = positions * kvd,
+                     .kv_dim = kvd};
         for (int i = 0; i < 2; i++) {
             CHECK(c, pkc_memset(c, i ? cb.k : ca.k, 0x11, (size_t)cache_halves * 2));
             CHECK(c, pkc_memset(c, i ? cb.v : ca.v, 0x11, (size_t)cache_halves * 2));
@@ -1759,6 +1763,120 @@ static void test_attention(pkc_context *c) {
         }
         kv_world_free(c, &w);
     }
+}
+
+// A paged cache (pkc_kv.pages) against a slotted one holding the same rows, its pages scattered
+// over the pool in random order: pkc_store_kv and pkc_qkv_rope_store write the same halves to
+// every position, and attention reads the same outputs from both, bit for bit (decode rows,
+// a prefill chunk, the split path, a sliding window).
+static void test_paged_kv(pkc_context *c) {
+    struct { int qh, kvh, hd; const char *name; } cases[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {4, 1, 256, "gemma"}};
+    enum { SLOTS = 6, MAXPOS = 600, SHIFT = 4 };
+    const int page_len = 1 << SHIFT, max_pages = (MAXPOS + page_len - 1) / page_len, pool = SLOTS * max_pages + 5;
+    int32_t *table = malloc((size_t)pool * 4);
+    for (int i = 0; i < pool; i++) table[i] = i;
+    for (int i = pool - 1; i > 0; i--) {
+        const int j = (int)(rng_u64() % (uint64_t)(i + 1)), t = table[i];
+        table[i] = table[j];
+        table[j] = t;
+    }
+    pkc_ptr dtable = dev_upload(c, table, (size_t)(SLOTS * max_pages) * 4);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int qh = cases[ci].qh, kvh = cases[ci].kvh, hd = cases[ci].hd;
+        const int64_t kvd = (int64_t)kvh * hd, sh = SLOTS * MAXPOS * kvd, ph = (int64_t)pool * page_len * kvd;
+        pkc_kv a = {dev_alloc(c, (size_t)sh * 2), dev_alloc(c, (size_t)sh * 2), MAXPOS * kvd, kvd, 0, 0, 0};
+        pkc_kv b = {dev_alloc(c, (size_t)ph * 2), dev_alloc(c, (size_t)ph * 2), 0, kvd, dtable, max_pages, SHIFT};
+        CHECK(c, pkc_memset(c, a.k, 0, (size_t)sh * 2)); CHECK(c, pkc_memset(c, a.v, 0, (size_t)sh * 2));
+        CHECK(c, pkc_memset(c, b.k, 0, (size_t)ph * 2)); CHECK(c, pkc_memset(c, b.v, 0, (size_t)ph * 2));
+        int32_t len[SLOTS] = {600, 1, 17, 300, 598, 64};
+        int64_t total = 0;
+        for (int s = 0; s < SLOTS; s++) total += len[s];
+        int32_t *sl = malloc((size_t)total * 4), *ps = malloc((size_t)total * 4);
+        int64_t r = 0;
+        for (int p = 0; p < MAXPOS; p++)
+            for (int s = 0; s < SLOTS; s++)
+                if (p < len[s]) { sl[r] = s; ps[r] = p; r++; }
+        float *k = host_floats(total * kvd), *v = host_floats(total * kvd);
+        fill_normal(k, total * kvd, 1.0f);
+        fill_normal(v, total * kvd, 1.0f);
+        pkc_ptr dk = dev_upload(c, k, (size_t)(total * kvd) * 4), dv = dev_upload(c, v, (size_t)(total * kvd) * 4);
+        pkc_ptr dsl = dev_upload(c, sl, (size_t)total * 4), dps = dev_upload(c, ps, (size_t)total * 4);
+        CHECK(c, pkc_store_kv(c, &a, dk, kvd, dv, kvd, total, dsl, dps));
+        CHECK(c, pkc_store_kv(c, &b, dk, kvd, dv, kvd, total, dsl, dps));
+        // q | k | v rows at the next position of five slots (and two of slot 3), through RoPE
+        enum { NQ = 6 };
+        const int64_t width = (int64_t)(qh + 2 * kvh) * hd;
+        int32_t qsl[NQ] = {1, 2, 3, 3, 4, 5}, qps[NQ] = {1, 17, 300, 301, 598, 64};
+        float *x = host_floats(NQ * width);
+        fill_normal(x, NQ * width, 1.0f);
+        pkc_ptr dqsl = dev_upload(c, qsl, sizeof qsl), dqps = dev_upload(c, qps, sizeof qps), rope = dev_alloc(c, (size_t)(NQ * hd) * 4);
+        pkc_ptr xa = dev_upload(c, x, (size_t)(NQ * width) * 4), xb = dev_upload(c, x, (size_t)(NQ * width) * 4);
+        CHECK(c, pkc_rope_table(c, dqps, NQ, hd, 10000.0f, rope));
+        CHECK(c, pkc_qkv_rope_store(c, &a, xa, NQ, width, qh, kvh, hd, hd, rope, 1, 0, dqsl, dqps));
+        CHECK(c, pkc_qkv_rope_store(c, &b, xb, NQ, width, qh, kvh, hd, hd, rope, 1, 0, dqsl, dqps));
+        for (int i = 0; i < NQ; i++) len[qsl[i]] = qps[i] + 1 > len[qsl[i]] ? qps[i] + 1 : len[qsl[i]];
+        uint16_t *ha = malloc((size_t)sh * 2), *hb = malloc((size_t)ph * 2);
+        int64_t bad = 0, count = 0;
+        for (int half = 0; half < 2; half++) {
+            CHECK(c, pkc_download(c, ha, half ? a.v : a.k, (size_t)sh * 2));
+            CHECK(c, pkc_download(c, hb, half ? b.v : b.k, (size_t)ph * 2));
+            for (int s = 0; s < SLOTS; s++)
+                for (int64_t p = 0; p < len[s]; p++) {
+                    const int64_t pa = ((int64_t)s * MAXPOS + p) * kvd;
+                    const int64_t pb = ((int64_t)table[s * max_pages + (p >> SHIFT)] * page_len + (p & (page_len - 1))) * kvd;
+                    for (int64_t i = 0; i < kvd; i++) bad += ha[pa + i] != hb[pb + i];
+                    count += kvd;
+                }
+        }
+        report(bad == 0, "paged kv %s: store_kv and qkv_rope_store over %lld pages of %d rows in random order: %lld of %lld halves "
+               "differ from the slotted cache's (tol exact)", cases[ci].name, (long long)pool, page_len, (long long)bad, (long long)count);
+        // attention: decode rows of every slot, a prefill chunk of slot 0, three long rows (split), windowed
+        struct { int n; int32_t slot[40], kvlen[40]; int window; const char *name; } att[4];
+        memset(att, 0, sizeof att);
+        att[0].n = SLOTS; att[0].name = "decode";
+        for (int s = 0; s < SLOTS; s++) { att[0].slot[s] = s; att[0].kvlen[s] = len[s]; }
+        att[1].n = 40; att[1].name = "prefill chunk of 40";
+        for (int i = 0; i < 40; i++) { att[1].slot[i] = 0; att[1].kvlen[i] = 561 + i; }
+        att[2].n = 3; att[2].name = "3 long rows (split)";
+        att[2].slot[0] = 0; att[2].slot[1] = 4; att[2].slot[2] = 3;
+        att[2].kvlen[0] = 600; att[2].kvlen[1] = 599; att[2].kvlen[2] = 302;
+        att[3] = att[0]; att[3].window = 100; att[3].name = "decode, window 100";
+        const int64_t qd = (int64_t)qh * hd;
+        for (int ai = 0; ai < 4; ai++) {
+            const int n = att[ai].n;
+            int32_t max_kv = 0;
+            for (int t = 0; t < n; t++) max_kv = att[ai].kvlen[t] > max_kv ? att[ai].kvlen[t] : max_kv;
+            float *q = host_floats(n * qd);
+            fill_normal(q, n * qd, 1.0f);
+            pkc_ptr dq = dev_upload(c, q, (size_t)(n * qd) * 4), das = dev_upload(c, att[ai].slot, (size_t)n * 4);
+            pkc_ptr dal = dev_upload(c, att[ai].kvlen, (size_t)n * 4);
+            pkc_ptr oa = dev_alloc(c, (size_t)(n * qd) * 4), ob = dev_alloc(c, (size_t)(n * qd) * 4);
+            const float scale = 1.0f / sqrtf((float)hd);
+            CHECK(c, pkc_attention_window(c, &a, dq, qd, n, qh, kvh, hd, das, dal, max_kv, att[ai].window, scale, oa, qd, 0, 0));
+            CHECK(c, pkc_attention_window(c, &b, dq, qd, n, qh, kvh, hd, das, dal, max_kv, att[ai].window, scale, ob, qd, 0, 0));
+            float *ya = download_floats(c, oa, n * qd), *yb = download_floats(c, ob, n * qd);
+            int64_t differ = 0, zero = 0;
+            for (int64_t i = 0; i < n * qd; i++) { differ += !same_bits(ya[i], yb[i]); zero += ya[i] == 0.0f; }
+            report(differ == 0 && zero < n * qd, "paged kv %s attention, %s: %lld of %lld outputs differ from the slotted cache's (tol exact)",
+                   cases[ci].name, att[ai].name, (long long)differ, (long long)(n * qd));
+            pkc_ptr frees[] = {dq, das, dal, oa, ob};
+            for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++) CHECK(c, pkc_free(c, frees[i]));
+            free(q); free(ya); free(yb);
+        }
+        pkc_ptr frees[] = {a.k, a.v, b.k, b.v, dk, dv, dsl, dps, dqsl, dqps, rope, xa, xb};
+        for (size_t i = 0; i < sizeof frees / sizeof frees[0]; i++) CHECK(c, pkc_free(c, frees[i]));
+        free(sl); free(ps); free(k); free(v); free(x); free(ha); free(hb);
+    }
+    // A paged cache is refused where a slotted one is needed, and a bad page table at all.
+    pkc_kv bad_table = {dev_alloc(c, 4096), dev_alloc(c, 4096), 0, 64, dtable, 0, SHIFT};
+    pkc_kv paged = bad_table;
+    paged.max_pages = max_pages;
+    const int st1 = pkc_copy_prefix(c, &paged, 1, 0, 0, 1, 4);
+    const int st2 = pkc_store_kv(c, &bad_table, 0, 64, 0, 64, 0, 0, 0);
+    report(st1 == PKC_ERR_INVALID && st2 == PKC_ERR_INVALID, "paged kv: copy_prefix of a paged cache %s, a table of 0 pages per slot %s",
+           pkc_status_name(st1), pkc_status_name(st2));
+    CHECK(c, pkc_free(c, bad_table.k)); CHECK(c, pkc_free(c, bad_table.v)); CHECK(c, pkc_free(c, dtable));
+    free(table);
 }
 
 // Attention's split scratch is sized for its head layout at first use, not grown by a later
@@ -2200,6 +2318,7 @@ int main(int argc, char **argv) {
     test_topk(c);
     test_qkv_rope_store(c);
     test_attention(c);
+    test_paged_kv(c);
     test_attention_scratch(dir);
     test_graph(c);
     test_dependent_launch(c);

@@ -1508,14 +1508,28 @@ typedef struct norm_out {
 } norm_out;
 _Static_assert(sizeof(norm_out) == 80, "norm_out is the kernels' NormOut");
 
+// The device's KVCache (pkc_kernels.cu): a pkc_kv as the kernels take it.
+typedef struct kv_layout {
+    CUdeviceptr k, v, pages;
+    int64_t slot_stride;
+    int kv_dim, page_shift, max_pages, unused;
+} kv_layout;
+_Static_assert(sizeof(kv_layout) == 48, "kv_layout is the kernels' KVCache");
+
+static kv_layout layout_of(const pkc_kv *kv) {
+    return (kv_layout){kv->k, kv->v, kv->pages, kv->slot_stride, (int)kv->kv_dim, kv->pages ? kv->page_shift : 0,
+                       kv->pages ? (int)kv->max_pages : 0, 0};
+}
+
 // The device's RopeOut (pkc_kernels.cu): a q | k | v GEMV's rope-and-store tail.
 typedef struct rope_out {
-    CUdeviceptr x, table, bias, kc, vc, slots, positions, counter;
-    int64_t stride, slot_stride;
+    CUdeviceptr x, table, bias, slots, positions, counter;
+    kv_layout kv;
+    int64_t stride;
     int q_heads, kv_heads, head_dim, pairs, neox;
     unsigned blocks;
 } rope_out;
-_Static_assert(sizeof(rope_out) == 104, "rope_out is the kernels' RopeOut");
+_Static_assert(sizeof(rope_out) == 128, "rope_out is the kernels' RopeOut");
 
 static int uses_int8(const pkc_context *c, int fi, int64_t m, int64_t k) {
     return c->int8_rows > 0 ? !is_float_format(fi) : c->int8_rows == 0 && prefers_int8(fi, m, k);
@@ -1718,8 +1732,8 @@ int pkc_matmul_runs_rope_store(pkc_context *c, const pkc_run *runs, int count, i
         return qkv_rope_store(c, &rs->cache, y, n, ldy, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims, rs->table, rs->neox,
                               rs->bias, rs->slots, rs->positions);
     }
-    rope_out ro = {y, rs->table, rs->bias, rs->cache.k, rs->cache.v, rs->slots, rs->positions, c->norm_count, ldy,
-                   rs->cache.slot_stride, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims / 2, rs->neox, 0};
+    rope_out ro = {y, rs->table, rs->bias, rs->slots, rs->positions, c->norm_count, layout_of(&rs->cache), ldy,
+                   rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims / 2, rs->neox, 0};
     uint64_t blocks = 0;
     for (int i = 0; i < count && runs; i++) {
         int lanes_log2, r;
@@ -2114,9 +2128,14 @@ int pkc_topk(pkc_context *c, pkc_ptr x, int64_t ld, int64_t n, int64_t width, pk
 // ---- KV cache and attention --------------------------------------------------------------------
 
 static int check_kv(pkc_context *c, const char *what, const pkc_kv *kv) {
-    if (!kv || kv->kv_dim <= 0 || kv->kv_dim % 8 != 0 || kv->slot_stride < kv->kv_dim || kv->slot_stride % 8 != 0 ||
-        kv->k % 16 != 0 || kv->v % 16 != 0)
-        return fail(c, PKC_ERR_INVALID, "%s: bad cache (kv_dim and slot_stride multiples of 8, 16-byte aligned arrays)", what);
+    if (!kv || kv->kv_dim <= 0 || kv->kv_dim % 8 != 0 || kv->kv_dim > 0x7fffffff || kv->k % 16 != 0 || kv->v % 16 != 0)
+        return fail(c, PKC_ERR_INVALID, "%s: bad cache (kv_dim a multiple of 8, 16-byte aligned arrays)", what);
+    if (kv->pages) {
+        if (kv->pages % 4 != 0 || kv->max_pages <= 0 || kv->max_pages > 0x7fffffff || kv->page_shift < 0 || kv->page_shift > 16)
+            return fail(c, PKC_ERR_INVALID, "%s: bad page table (max_pages > 0, page_shift 0 to 16)", what);
+    } else if (kv->slot_stride < kv->kv_dim || kv->slot_stride % 8 != 0) {
+        return fail(c, PKC_ERR_INVALID, "%s: bad cache (slot_stride a multiple of 8, at least kv_dim)", what);
+    }
     return PKC_OK;
 }
 
@@ -2127,10 +2146,9 @@ int pkc_store_kv(pkc_context *c, const pkc_kv *cache, pkc_ptr k, int64_t ldk, pk
     if (st) return st;
     if (n < 0 || n > 0x7fffffff || ldk < cache->kv_dim || ldv < cache->kv_dim)
         return fail(c, PKC_ERR_INVALID, "pkc_store_kv: bad sizes");
-    CUdeviceptr kc = cache->k, vc = cache->v;
-    int64_t ss = cache->slot_stride;
-    int kvd = (int)cache->kv_dim, nn = (int)n;
-    void *args[] = {&kc, &vc, &ss, &kvd, &k, &ldk, &v, &ldv, &nn, &slots, &positions};
+    kv_layout kv = layout_of(cache);
+    int nn = (int)n;
+    void *args[] = {&kv, &k, &ldk, &v, &ldv, &nn, &slots, &positions};
     return launch(c, c->store_kv, "store_kv", blocks_for(n * cache->kv_dim, 256), 1, 256, 0, args);
 }
 
@@ -2159,10 +2177,8 @@ static int qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int6
                           int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
                           pkc_ptr positions) {
     int nn = (int)n, pairs = rope_dims / 2;
-    CUdeviceptr kc = cache->k, vc = cache->v;
-    int64_t ss = cache->slot_stride;
-    void *args[] = {&qkv, &nn, &stride, &q_heads, &kv_heads, &head_dim, &pairs, &table, &neox, &bias, &kc, &vc, &ss,
-                    &slots, &positions};
+    kv_layout kv = layout_of(cache);
+    void *args[] = {&qkv, &nn, &stride, &q_heads, &kv_heads, &head_dim, &pairs, &table, &neox, &bias, &kv, &slots, &positions};
     return launch(c, c->qkv_rope_store, "qkv_rope_store", blocks_for(n * (q_heads + 2 * kv_heads) * (head_dim / 2), 256), 1,
                   256, 0, args);
 }
@@ -2176,10 +2192,9 @@ int pkc_qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, in
     const int64_t heads = (int64_t)q_heads + 2 * (int64_t)kv_heads;
     if (n == 0) return PKC_OK;
     int pairs = rope_dims / 2;
-    CUdeviceptr kc = cache->k, vc = cache->v;
-    int64_t ss = cache->slot_stride;
-    void *args[] = {&qkv, &stride, &q_heads, &kv_heads, &head_dim, &pairs, &table, &neox, &q_norm, &k_norm, &eps, &kc, &vc, &ss,
-                    &slots, &positions};
+    kv_layout kv = layout_of(cache);
+    void *args[] = {&qkv, &stride, &q_heads, &kv_heads, &head_dim, &pairs, &table, &neox, &q_norm, &k_norm, &eps, &kv, &slots,
+                    &positions};
     // A thread per pair of a head, in whole warps (rms_row's), up to 1024.
     return launch(c, c->qkv_norm_rope_store, "qkv_norm_rope_store", (uint64_t)(n * heads), 1, norm_threads(head_dim / 2), 0, args);
 }
@@ -2239,16 +2254,15 @@ int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
         if ((st = ensure(c, &c->scratch_a, &c->cap_a, most))) return st;
         partial = c->scratch_a;
     }
-    CUdeviceptr kc = cache->k, vc = cache->v;
-    int64_t ss = cache->slot_stride;
-    int kvd = (int)cache->kv_dim, sl = (int)split_len;
+    kv_layout kv = layout_of(cache);
+    int sl = (int)split_len;
     // queries, a tile of scores, the stats (4 per head, keeping what follows 16-byte aligned) and
     // the position groups' partial outputs (ATT_THREADS * 8 / head_dim groups of group * head_dim)
     const unsigned shared = (unsigned)((g * head_dim + g * ATT_TILE + 4 * g + ATT_THREADS * 8 * g) * 4);
     // The rows where the output is final: the attention launch's without splits, else the merge's.
     CUdeviceptr rows_att = splits > 1 ? 0 : rows;
-    void *args[] = {&kc, &vc, &ss, &kvd, &q, &ldq, &n_head, &n_kv_head, &head_dim, &slots, &kv_len, &scale, &sl, &out, &ldo, &partial,
-                    &window, &rows_att, &ldr};
+    void *args[] = {&kv, &q, &ldq, &n_head, &n_kv_head, &head_dim, &slots, &kv_len, &scale, &sl, &out, &ldo, &partial, &window,
+                    &rows_att, &ldr};
     if ((st = launch(c, c->attn[g - 1], "attention", (uint64_t)units, (unsigned)splits, ATT_THREADS, shared, args))) return st;
     if (splits > 1) {
         int sp = (int)splits;
@@ -2264,6 +2278,7 @@ int pkc_copy_prefix(pkc_context *c, const pkc_kv *cache, int layers, int64_t lay
     ENTER(c);
     int st = check_kv(c, "pkc_copy_prefix", cache);
     if (st) return st;
+    if (cache->pages) return fail(c, PKC_ERR_INVALID, "pkc_copy_prefix: a slotted cache (a paged one shares or copies pages)");
     if (layers < 0 || src < 0 || dst < 0 || count < 0 || count * cache->kv_dim > cache->slot_stride)
         return fail(c, PKC_ERR_INVALID, "pkc_copy_prefix: bad sizes");
     if (src == dst || count == 0) return PKC_OK;

@@ -483,13 +483,30 @@ __device__ __forceinline__ void rotate(const float *table, i64 t, int pairs, int
     x0 = r0;
 }
 
+// A layer's KV cache as the kernels address it (pk_cuda.c's kv_layout, from a pkc_kv). Slotted
+// (pages null): row (slot, p) at slot * slot_stride + p * kv_dim halves. Paged: at page
+// pages[slot * max_pages + p / page_len], row p % page_len of it, a page being page_len rows.
+struct KVCache {
+    u16 *k, *v;
+    const int *pages;
+    i64 slot_stride;
+    int kv_dim, page_shift, max_pages, unused;
+};
+
+// Where row (slot, p) of a layer's keys (and of its values) starts, in halves.
+__device__ __forceinline__ i64 kv_row(const KVCache &kv, int slot, int p) {
+    if (!kv.pages) return (i64)slot * kv.slot_stride + (i64)p * kv.kv_dim;
+    const i64 page = kv.pages[(i64)slot * kv.max_pages + (p >> kv.page_shift)];
+    return ((page << kv.page_shift) + (p & ((1 << kv.page_shift) - 1))) * kv.kv_dim;
+}
+
 // Where head h of a q | k | v row (a key or value head: h >= q_heads) goes in the cache, for the
 // row's slot and position (pkc_store_kv's layout).
-__device__ __forceinline__ u16 *cache_head(int h, int q_heads, int kv_heads, int head_dim, u16 *kc, u16 *vc, i64 slot_stride,
-                                          int slot, int position) {
+__device__ __forceinline__ u16 *cache_head(int h, int q_heads, int kv_heads, int head_dim, const KVCache &kv, int slot,
+                                          int position) {
     const bool is_k = h - q_heads < kv_heads;
     const int kh = is_k ? h - q_heads : h - q_heads - kv_heads;
-    return (is_k ? kc : vc) + (i64)slot * slot_stride + (i64)position * kv_heads * head_dim + (i64)kh * head_dim;
+    return (is_k ? kv.k : kv.v) + kv_row(kv, slot, position) + (i64)kh * head_dim;
 }
 
 // Pair i of head h of q | k | v row t (xr: the row): the bias added (when given: one vector over
@@ -497,7 +514,7 @@ __device__ __forceinline__ u16 *cache_head(int h, int q_heads, int kv_heads, int
 // cache: pkc_qkv_rope_store's work on one pair. Loads through L2 (in a product's tail, other
 // blocks wrote the row).
 __device__ __forceinline__ void qkv_pair(float *xr, int t, int h, int i, int q_heads, int kv_heads, int head_dim, int pairs,
-                                         const float *table, int neox, const float *bias, u16 *kc, u16 *vc, i64 slot_stride,
+                                         const float *table, int neox, const float *bias, const KVCache &kv,
                                          const int *slots, const int *positions) {
     float *v = xr + (i64)h * head_dim;
     const float *b = bias ? bias + (i64)h * head_dim : nullptr;
@@ -510,7 +527,7 @@ __device__ __forceinline__ void qkv_pair(float *xr, int t, int h, int i, int q_h
     v[ia] = x0;
     v[ib] = x1;
     if (h < q_heads) return;
-    u16 *cache = cache_head(h, q_heads, kv_heads, head_dim, kc, vc, slot_stride, slots[t], positions[t]);
+    u16 *cache = cache_head(h, q_heads, kv_heads, head_dim, kv, slots[t], positions[t]);
     cache[ia] = f2h(x0);
     cache[ib] = f2h(x1);
 }
@@ -580,10 +597,10 @@ __device__ __forceinline__ void norm_tail(const NormOut &no, float *y, i64 ldy, 
 struct RopeOut {
     float *x;
     const float *table, *bias;
-    u16 *kc, *vc;
     const int *slots, *positions;
     unsigned *counter;
-    i64 stride, slot_stride;
+    KVCache kv;
+    i64 stride;
     int q_heads, kv_heads, head_dim, pairs, neox;
     unsigned blocks;
 };
@@ -596,7 +613,7 @@ __device__ __forceinline__ void rope_tail(const RopeOut &ro) {
     for (int t = 0; t < N; t++)
         for (int j = threadIdx.x; j < pairs; j += blockDim.x)
             qkv_pair(ro.x + t * ro.stride, t, j / half, j % half, ro.q_heads, ro.kv_heads, ro.head_dim, ro.pairs, ro.table, ro.neox,
-                     ro.bias, ro.kc, ro.vc, ro.slot_stride, ro.slots, ro.positions);
+                     ro.bias, ro.kv, ro.slots, ro.positions);
     if (threadIdx.x == 0) *ro.counter = 0;
 }
 
@@ -943,8 +960,8 @@ extern "C" __global__ void pkc_scale(float *y, i64 count, float s, float cap) {
 // same arithmetic as pkc_add_bias, pkc_rope and pkc_store_kv one after another. One thread per
 // pair of a head: (q heads + kv heads) rotate, the v heads only store.
 extern "C" __global__ void pkc_qkv_rope_store(float *x, int n, i64 stride, int q_heads, int kv_heads, int head_dim,
-                                              int pairs, const float *table, int neox, const float *bias, u16 *kc,
-                                              u16 *vc, i64 slot_stride, const int *slots, const int *positions) {
+                                              int pairs, const float *table, int neox, const float *bias, KVCache kv,
+                                              const int *slots, const int *positions) {
     PKC_DEPENDENT();
     const int half = head_dim >> 1, heads = q_heads + 2 * kv_heads;
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -953,7 +970,7 @@ extern "C" __global__ void pkc_qkv_rope_store(float *x, int n, i64 stride, int q
     const i64 th = idx / half;
     const int h = (int)(th % heads);
     const int t = (int)(th / heads);
-    qkv_pair(x + t * stride, t, h, i, q_heads, kv_heads, head_dim, pairs, table, neox, bias, kc, vc, slot_stride, slots, positions);
+    qkv_pair(x + t * stride, t, h, i, q_heads, kv_heads, head_dim, pairs, table, neox, bias, kv, slots, positions);
 }
 // pkc_qkv_rope_store's work after each query head normalized by qn and each key head by kn (a
 // per-head RMSNorm, Gemma's; either may be absent), as pkc_rms_norm_heads, pkc_rope and
@@ -962,8 +979,8 @@ extern "C" __global__ void pkc_qkv_rope_store(float *x, int n, i64 stride, int q
 extern "C" __global__ void __launch_bounds__(1024) pkc_qkv_norm_rope_store(float *x, i64 stride, int q_heads, int kv_heads,
                                                                            int head_dim, int pairs, const float *table,
                                                                            int neox, const float *qn, const float *kn,
-                                                                           float eps, u16 *kc, u16 *vc, i64 slot_stride,
-                                                                           const int *slots, const int *positions) {
+                                                                           float eps, KVCache kv, const int *slots,
+                                                                           const int *positions) {
     PKC_DEPENDENT();
     __shared__ double part[32];
     const int heads = q_heads + 2 * kv_heads, t = blockIdx.x / heads, h = blockIdx.x - t * heads;
@@ -974,8 +991,7 @@ extern "C" __global__ void __launch_bounds__(1024) pkc_qkv_norm_rope_store(float
         __syncthreads(); // the pairs below are other threads' values
     }
     for (int i = threadIdx.x; i < head_dim >> 1; i += blockDim.x)
-        qkv_pair(x + (i64)t * stride, t, h, i, q_heads, kv_heads, head_dim, pairs, table, neox, nullptr, kc, vc, slot_stride, slots,
-                 positions);
+        qkv_pair(x + (i64)t * stride, t, h, i, q_heads, kv_heads, head_dim, pairs, table, neox, nullptr, kv, slots, positions);
 }
 extern "C" __global__ void pkc_add_bias(float *y, i64 ldy, const float *bias, int n, int m) {
     PKC_DEPENDENT();
@@ -1186,15 +1202,16 @@ extern "C" __global__ void __launch_bounds__(TOPK_THREADS) pkc_topk(const float 
 
 // ---- KV cache and attention -------------------------------------------------------------------
 
-extern "C" __global__ void pkc_store_kv(u16 *kc, u16 *vc, i64 slot_stride, int kv_dim, const float *k, i64 ldk,
-                                        const float *v, i64 ldv, int n, const int *slots, const int *positions) {
+extern "C" __global__ void pkc_store_kv(KVCache kv, const float *k, i64 ldk, const float *v, i64 ldv, int n,
+                                        const int *slots, const int *positions) {
     PKC_DEPENDENT();
+    const int kv_dim = kv.kv_dim;
     const i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (i64)n * kv_dim) return;
     const int t = (int)(idx / kv_dim), i = (int)(idx - (i64)t * kv_dim);
-    const i64 o = (i64)slots[t] * slot_stride + (i64)positions[t] * kv_dim + i;
-    kc[o] = f2h(k[t * ldk + i]);
-    vc[o] = f2h(v[t * ldv + i]);
+    const i64 o = kv_row(kv, slots[t], positions[t]) + i;
+    kv.k[o] = f2h(k[t * ldk + i]);
+    kv.v[o] = f2h(v[t * ldv + i]);
 }
 
 // Attention: a block per (row, G query heads, split). With G = n_head / n_kv_head the heads that
@@ -1214,10 +1231,9 @@ extern "C" __global__ void pkc_store_kv(u16 *kc, u16 *vc, i64 slot_stride, int k
 #define ATT_MAXHD 256
 
 template <int G>
-__device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q,
-                                               i64 ldq, int n_head, int n_kv_head, int hd, const int *slots,
-                                               const int *kv_len, float scale, int split_len, float *out, i64 ldo,
-                                               float *partial, int window, i8 *rows, i64 ldr) {
+__device__ __forceinline__ void attention_body(const KVCache &kv, const float *q, i64 ldq, int n_head, int n_kv_head, int hd,
+                                               const int *slots, const int *kv_len, float scale, int split_len, float *out,
+                                               i64 ldo, float *partial, int window, i8 *rows, i64 ldr) {
     PKC_DYNAMIC_SHARED(float, smem);
     float *qs = smem;                          // G * hd
     float *ps = qs + G * hd;                   // G * ATT_TILE
@@ -1231,8 +1247,9 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
     const int p_begin = (window > 0 && len > window ? len - window : 0) + split * split_len;
     const int p_end = min(len, p_begin + split_len);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const i64 base = (i64)slots[t] * slot_stride + (i64)kvh * hd;
-    const u16 *kb = kc + base, *vb = vc + base;
+    const int slot = slots[t];
+    // Row p's key head at kb + kv_row(p) (a page table read per row where the cache is paged).
+    const u16 *kb = kv.k + (i64)kvh * hd, *vb = kv.v + (i64)kvh * hd;
 
     for (int i = tid; i < G * hd; i += ATT_THREADS)
         qs[i] = h2f(f2h(q[(i64)t * ldq + (i64)head0 * hd + i]));
@@ -1254,7 +1271,7 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
         const int count = min(ATT_TILE, p_end - p0);
         // scores
         if (tid < count) {
-            const u16 *kr = kb + (i64)(p0 + tid) * kv_dim;
+            const u16 *kr = kb + kv_row(kv, slot, p0 + tid);
             float s[G];
 #pragma unroll
             for (int c = 0; c < G; c++) s[c] = 0.0f;
@@ -1307,7 +1324,7 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
             for (int j = 0; j < 8; j++) acc[c][j] *= al;
         }
         for (int i = pgroup; i < count; i += groups) {
-            const uint4 raw = *(const uint4 *)(vb + (i64)(p0 + i) * kv_dim + piece * 8);
+            const uint4 raw = *(const uint4 *)(vb + kv_row(kv, slot, p0 + i) + piece * 8);
             const u32 w[4] = {raw.x, raw.y, raw.z, raw.w};
             float v[8];
 #pragma unroll
@@ -1347,12 +1364,12 @@ __device__ __forceinline__ void attention_body(const u16 *kc, const u16 *vc, i64
 
 #define ATT_KERNEL(G)                                                                                        \
     extern "C" __global__ void __launch_bounds__(ATT_THREADS) pkc_attention_g##G(                            \
-        const u16 *kc, const u16 *vc, i64 slot_stride, int kv_dim, const float *q, i64 ldq, int n_head,       \
-        int n_kv_head, int hd, const int *slots, const int *kv_len, float scale, int split_len, float *out,   \
-        i64 ldo, float *partial, int window, i8 *rows, i64 ldr) {                                            \
+        KVCache kv, const float *q, i64 ldq, int n_head, int n_kv_head, int hd, const int *slots,             \
+        const int *kv_len, float scale, int split_len, float *out, i64 ldo, float *partial, int window,       \
+        i8 *rows, i64 ldr) {                                                                                  \
         PKC_DEPENDENT();                                                                                      \
-        attention_body<G>(kc, vc, slot_stride, kv_dim, q, ldq, n_head, n_kv_head, hd, slots, kv_len, scale,   \
-                          split_len, out, ldo, partial, window, rows, ldr);                                   \
+        attention_body<G>(kv, q, ldq, n_head, n_kv_head, hd, slots, kv_len, scale, split_len, out, ldo,      \
+                          partial, window, rows, ldr);                                                        \
     }
 ATT_KERNEL(1)
 ATT_KERNEL(2)

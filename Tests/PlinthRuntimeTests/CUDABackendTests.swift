@@ -620,10 +620,112 @@ struct CUDABackendTests {
         #expect(same * 4 >= count * 3, "only \(same) of \(count) values match the CPU's")
     }
 
+    /// A prefix shared by pages (copyPrefix: its whole pages by reference, the last one's rows
+    /// copied) and a shared page copied before a slot writes into it give the logits of computing
+    /// the same tokens in the slot itself, bit for bit. The same steps in each (4 rows from a
+    /// multiple of 4: steps of 1 or 2 rows run fused launches, which may round differently), one
+    /// sequence at a time.
+    @Test("Paged KV cache: shared prefixes and copied-on-write pages give the logits of computing them",
+          .enabled(if: unavailable == nil, noGPU), .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func pagedSharingIsExact() throws {
+        let model = try Model(url: try #require(Self.smolLM2))
+        let system = String(repeating: "You are a careful assistant who answers questions about the world in one short, plain sentence. ", count: 3)
+        let prompt = try SchedulerTests.prompt(model, "Why is the sky blue?", system: system)
+        #expect(prompt.count > 72 && prompt.count < 200, "\(prompt.count) tokens")
+        let ctx = try InferenceContext(transformer: model.transformer, contextLength: 256, slots: 3, maxBatch: 8, backend: .cuda)
+        /// Feeds `tokens` from `start` into `slot` in steps of 4, then decodes 4 greedy tokens one a
+        /// step; the logits of the last prompt step and of every decode step.
+        func run(_ slot: Int, from start: Int) throws -> [[Float]] {
+            var position = start, rows: [[Float]] = []
+            while position < prompt.count {
+                let end = min(position + 4, prompt.count)
+                var b = Batch()
+                for p in position..<end { b.add(prompt[p], position: p, slot: slot, logits: p == prompt.count - 1) }
+                try ctx.forward(b)
+                position = end
+            }
+            rows.append(Array(ctx.logits(0)))
+            for _ in 0..<4 {
+                var b = Batch()
+                b.add(rows.last!.withUnsafeBufferPointer { Sampler.argmax($0) }, position: position, slot: slot, logits: true)
+                try ctx.forward(b)
+                position += 1
+                rows.append(Array(ctx.logits(0)))
+            }
+            return rows
+        }
+        let computed = try run(0, from: 0)
+        // 68 positions: the first page shared, 4 rows of the second copied.
+        try ctx.copyPrefix(from: 0, to: 1, count: 68)
+        let shared = try run(1, from: 68)
+        // Slot 2 shares slot 1's pages, then rewinds into the shared first page: it gets a copy of
+        // that page's first 32 rows before writing from position 32.
+        try ctx.copyPrefix(from: 1, to: 2, count: prompt.count)
+        ctx.reset(slot: 2, keeping: 32)
+        let rewritten = try run(2, from: 32)
+        // Slot 0 again from 64: its first page still shared (with slot 1), its second new.
+        ctx.reset(slot: 0, keeping: 64)
+        let again = try run(0, from: 64)
+        for (name, rows) in [("shared", shared), ("copied on write", rewritten), ("slot 0 again", again)] {
+            let differ = zip(rows, computed).filter { $0.0 != $0.1 }.count
+            #expect(differ == 0, "\(name): \(differ) of \(rows.count) steps' logits differ from computing the prefix")
+        }
+    }
+
+    /// A KV cache with fewer pages than every slot's context (a GPU short of memory): sequences
+    /// start as their pages allow (never more at once than their pages fit), cached prefixes are
+    /// dropped to make room, a long prefix's pages are shared, and every request ends with its
+    /// tokens. Against the same requests run one at a time: mostly the same tokens (a step's rows
+    /// differ, and steps of 1–2 rows run fused launches that may round a near-tie the other way;
+    /// the pages themselves are exact: ``pagedSharingIsExact()``).
+    @Test("A paged KV cache smaller than the slots' contexts: sequences start as their pages allow",
+          .enabled(if: unavailable == nil, noGPU), .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
+    func pagedAdmission() throws {
+        let model = try Model(url: try #require(Self.smolLM2))
+        let system = String(repeating: "You are a careful assistant who answers questions about the world in one short, plain sentence. ", count: 3)
+        let prompts = try SchedulerTests.questions.prefix(4).map { try SchedulerTests.prompt(model, $0, system: system) }
+        // Each may hold its prompt and 12 tokens, 2 pages of 64; the cache's 5 pages leave 4 for
+        // sequences (one is the padding rows'): two at once.
+        #expect(prompts.allSatisfy { $0.count + 12 > 64 && $0.count + 12 <= 128 }, "\(prompts.map(\.count))")
+        var configuration = Scheduler.Configuration(contextLength: 256, slots: 8, maxRunning: 6, stepTokens: 4, backend: .cuda)
+        configuration.maxKVPages = 5
+        let scheduler = try Scheduler(model: model, configuration: configuration)
+        #expect(scheduler.backend == .cuda)
+        func submit(_ prompt: [Int32]) -> SchedulerTests.Collector {
+            let c = SchedulerTests.Collector()
+            _ = scheduler.submit(GenerationRequest(prompt: prompt, maxTokens: 12)) { c.handle($0) }
+            return c
+        }
+        var alone: [[Int32]] = []
+        for p in prompts {
+            let c = submit(p)
+            c.wait()
+            alone.append(try #require(c.summary, "\(String(describing: c.state.withLock { $0.error }))").tokens)
+        }
+        #expect(alone.allSatisfy { !$0.isEmpty })
+        let cachedBefore = scheduler.statistics.cachedTokens
+        let together = prompts.map(submit)
+        var same = 0
+        for (i, c) in together.enumerated() {
+            c.wait()
+            #expect(c.state.withLock { $0.error } == nil, "request \(i): \(String(describing: c.state.withLock { $0.error }))")
+            let summary = try #require(c.summary, "request \(i) did not finish")
+            let tokens = summary.tokens
+            #expect(summary.finishReason == .maxTokens || summary.finishReason == .endOfGeneration, "request \(i): \(summary.finishReason)")
+            #expect(!tokens.isEmpty && tokens.prefix(2) == alone[i].prefix(2), "request \(i): \(tokens) against \(alone[i]) alone")
+            if tokens == alone[i] { same += 1 }
+        }
+        #expect(same * 2 >= prompts.count, "only \(same) of \(prompts.count) requests got their tokens alone")
+        let statistics = scheduler.statistics
+        #expect(statistics.largestBatch == 2, "\(statistics.largestBatch) sequences in one step, with pages for 2")
+        #expect(statistics.cachedTokens > cachedBefore, "no prefix was shared")
+        print("[cuda] paged admission: \(prompts.count) requests, at most \(statistics.largestBatch) at once, \(same) with their tokens alone, \(statistics.cachedTokens - cachedBefore) prompt tokens from shared pages")
+    }
+
     /// A model that does not fit the device's memory: `auto` runs it on the CPU saying why, `cuda`
-    /// is an error saying why, and a scheduler whose GPU sizing does not fit runs its CPU sizing
-    /// on the GPU, saying so. Device memory is the emulator's `PKC_EMU_MEMORY_GIB`.
-    @Test("Out of device memory: auto runs on the CPU, cuda says why, a smaller sizing is tried",
+    /// is an error saying why, and a scheduler whose slots' whole contexts do not fit has a KV
+    /// cache of the pages that do, saying so. Device memory is the emulator's `PKC_EMU_MEMORY_GIB`.
+    @Test("Out of device memory: auto runs on the CPU, cuda says why, a scheduler's cache is the pages that fit",
           .enabled(if: emulated, "needs the CPU emulator of a CUDA device, whose memory a test can set"),
           .enabled(if: CLITests.hasModel, CLITests.noModelReason))
     func outOfDeviceMemory() throws {
@@ -641,15 +743,16 @@ struct CUDABackendTests {
         #expect(cuda.stderr.contains("the CUDA backend is unavailable: out of device memory"), "stderr: \(cuda.stderr)")
         #expect(cuda.stdout.isEmpty)
 
-        // 3 GiB: not the GPU sizing's 80 slots of 4096 positions (7.6 GB of cache), but fewer.
+        // 3 GiB: not the GPU sizing's 80 slots of 4096 positions (7.5 GB of cache) but the pages
+        // that fit, and still 64 at once.
         let eval = try CLITests.evalOneRecord("Tenants may keep one pet.", ["--backend", "cuda", "--max-tokens", "8"],
                                               environment: ["PKC_EMU_MEMORY_GIB": "3"]).outcome
         #expect(eval.status == 0, "stderr: \(eval.stderr)")
-        let note = try #require(eval.stderr.firstMatch(of: /64 sequences at once \(80 slots\) do not fit on the GPU .*; running (\d+) \(\d+ slots\)/),
+        let note = try #require(eval.stderr.firstMatch(of: /the GPU's memory holds a KV cache of (\d+) positions \((\d+) pages of 64\), not 80 slots × 4096; up to 64 sequences/),
                                 "stderr: \(eval.stderr)")
-        let running = try #require(Int(note.1))
-        #expect(running >= 1 && running <= 32)
-        #expect(eval.stderr.contains("on cuda, \(running) records decoding at once"), "stderr: \(eval.stderr)")
+        let pages = try #require(Int(note.2))
+        #expect(Int(note.1) == pages * 64 && pages > 64 && pages < 80 * 64, "stderr: \(eval.stderr)")
+        #expect(eval.stderr.contains("on cuda, 64 records decoding at once"), "stderr: \(eval.stderr)")
         #expect(eval.stderr.contains("valid: 1 of 1 values"), "stderr: \(eval.stderr)")
     }
 }

@@ -369,13 +369,20 @@ int pkc_lora_embed(pkc_context *ctx, pkc_ptr a, pkc_ptr bt, int64_t rank, int64_
 
 // ---- KV cache and attention --------------------------------------------------------------------
 
-// A layer's cache is two f16 arrays, keys and values, each [slot][position][kv_dim]: position p
-// of slot s starts at s * slot_stride + p * kv_dim halves (slot_stride >= max positions * kv_dim).
+// A layer's cache is two f16 arrays, keys and values, of rows of kv_dim halves. Slotted (pages
+// 0): [slot][position][kv_dim], position p of slot s at s * slot_stride + p * kv_dim halves
+// (slot_stride >= max positions * kv_dim). Paged: the arrays are pages of page_len = 1 <<
+// page_shift rows, and pages (int32, device, max_pages per slot) names each slot's: position p of
+// slot s is row p % page_len of page pages[s * max_pages + p / page_len], at (page * page_len +
+// p % page_len) * kv_dim halves. Every position a kernel reads or writes must have its page.
 // Where the layers live (one buffer each or one for all) is the caller's choice.
 typedef struct pkc_kv {
     pkc_ptr k, v;
-    int64_t slot_stride; // halves
+    int64_t slot_stride; // halves (slotted)
     int64_t kv_dim;      // n_kv_head * head_dim
+    pkc_ptr pages;       // 0: slotted
+    int64_t max_pages;   // entries per slot in pages
+    int32_t page_shift;  // log2 of page_len, 0 to 16
 } pkc_kv;
 
 // Rounds the step's keys and values (n rows, row strides ldk/ldv floats) to f16 and stores row
@@ -439,7 +446,8 @@ int pkc_attention_window(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64
                          float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr);
 
 // Copies the first `count` positions of slot `src` to slot `dst` in `layers` layer caches, the
-// layer l cache at cache->k/v + l * layer_stride halves (prefix sharing).
+// layer l cache at cache->k/v + l * layer_stride halves (prefix sharing). A slotted cache only: a
+// paged cache's page is copied as the slot of a slotted one (slot_stride = page_len * kv_dim).
 int pkc_copy_prefix(pkc_context *ctx, const pkc_kv *cache, int layers, int64_t layer_stride, int src, int dst,
                     int64_t count);
 

@@ -9,8 +9,9 @@ import Synchronization
 /// packed copies), into one device allocation. Products of one input lie back to back where
 /// their types match (a layer's q, k and v; its gate and up), so that one launch computes them
 /// side by side in one activation row; the residual adds are folded into the output and down
-/// products. A decode step is mostly launch-bound, so fewer launches is what makes it fast. The KV cache is f16 on the device, one
-/// `[slot][position][kv_dim]` array per layer for keys and one for values. Activations stay on
+/// products. A decode step is mostly launch-bound, so fewer launches is what makes it fast. The KV cache is f16 on the device, in
+/// pages of 64 positions (``KVPages``): a slot holds the pages of the positions it stored, and
+/// slots share the whole pages of a common prefix. Activations stay on
 /// the device; a step uploads its token ids, positions, slots and kv lengths in one copy and
 /// downloads only the logits of the rows that asked for them.
 ///
@@ -76,9 +77,17 @@ final class CUDAForward {
     private let logitSoftcap: Float?
 
     private let kCache, vCache: pkc_ptr
-    /// Halves between one layer's cache and the next's (slots × slot stride).
+    /// Halves between one layer's cache and the next's (the pool's pages).
     private let layerStride: Int64
-    private let slotStride: Int64
+    /// Which pages each slot holds, and their table on the device (the kernels' pkc_kv.pages).
+    private var pages: KVPages
+    private let pageTable: pkc_ptr
+    /// Positions per page: 64 (a slot's last page is on average half empty; a page's keys of one
+    /// layer are 64 × kv_dim halves, 24 KiB for SmolLM2).
+    static let pageShift: Int32 = 6
+    /// Whether the pool holds fewer pages than every slot's whole context
+    /// (``init(transformer:contextLength:slots:maxBatch:pagesByUse:recorded:unify:)``'s `pagesByUse`).
+    let pagesLimited: Bool
 
     /// x: the residual stream; h: normed rows; qkv: q | k | v per row (qkvStride floats);
     /// gu: gate | up per row (2 × feed-forward floats), the gate becoming silu(gate) × up;
@@ -124,8 +133,12 @@ final class CUDAForward {
     /// when CUDA cannot run this model here, ``BackendError/cudaOutOfMemory(_:slotsThatFit:)`` when its weights
     /// and cache of `slots` × `contextLength` positions do not fit the device's memory,
     /// ``BackendError/cudaFailed(_:)`` when a device call fails.
+    /// `pagesByUse`: where that cache does not fit, the pages that do (at least one slot's whole
+    /// context), the caller admitting sequences by what they may hold (``pagesLimited``); and at
+    /// most `maxPages` pages (tests of that admission), but never fewer than one context's.
     /// `recorded`: run the recorded layers even where the family has the fused step (for tests).
-    init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, recorded: Bool = false, unify: Bool = unifyRuns) throws {
+    init(transformer: Transformer, contextLength: Int, slots: Int, maxBatch: Int, pagesByUse: Bool = false, maxPages: Int? = nil,
+         recorded: Bool = false, unify: Bool = unifyRuns) throws {
         let c = transformer.config
         let w = transformer.weights
         // A weight type without CUDA kernels makes the model unrunnable here.
@@ -242,20 +255,32 @@ final class CUDAForward {
             }
             // The weights, the KV cache and the largest activations (allocated below, at maxBatch
             // rows: the logits, the gated product's, the step's vectors; the GEMM path's scratch for
-            // the output matrix as f16 and x's f16 rows), checked before any upload. One slot more
-            // than asked for: the padding rows' (``paddedRows(_:)``) scratch.
-            slotStride = Int64(contextLength * kvDim)
-            layerStride = Int64(slots + 1) * slotStride
-            let cacheBytes = Int(layerStride) * c.layerCount * MemoryLayout<UInt16>.stride
+            // the output matrix as f16 and x's f16 rows), checked before any upload. The cache: every
+            // slot's whole context, and one page for the padding rows (``paddedRows(_:)``).
+            let pageLength = 1 << Int(Self.pageShift), pagesPerSlot = (contextLength + pageLength - 1) / pageLength
+            let pageBytes = 2 * pageLength * kvDim * c.layerCount * MemoryLayout<UInt16>.stride  // keys and values, all layers
+            let everyPage = slots * pagesPerSlot + 1
+            var pageCount = everyPage
             let activationBytes = maxBatch * MemoryLayout<Float>.stride
                 * (c.vocabularySize + 2 * c.feedForwardLength + 3 * c.embeddingLength + 2 * qDim + 2 * kvDim)
                 + MemoryLayout<UInt16>.stride * (c.vocabularySize * c.embeddingLength + maxBatch * max(c.embeddingLength, c.feedForwardLength, qDim))
-            if let memory = memoryAtOpen, total + 2 * cacheBytes + activationBytes > memory.free {
-                // Keys and values of one slot, all layers; one slot is the padding rows'.
-                let slotBytes = 2 * Int(slotStride) * c.layerCount * MemoryLayout<UInt16>.stride
-                throw outOfMemory("the weights (\(Self.mib(total))), the KV cache (\(Self.mib(2 * cacheBytes)): \(slots) slot\(slots == 1 ? "" : "s") of \(contextLength) positions) and activations for \(maxBatch) rows (\(Self.mib(activationBytes)))",
-                                  slotsThatFit: max(0, (memory.free - total - activationBytes) / max(slotBytes, 1) - 1))
+            if let memory = memoryAtOpen, total + everyPage * pageBytes + activationBytes > memory.free {
+                // Room for what is allocated later (adapters, scratch that grows): a twentieth of
+                // the device's memory, at most 1 GiB.
+                let spare = memory.free - total - activationBytes - min(memory.total / 20, 1 << 30)
+                if pagesByUse && spare / pageBytes >= pagesPerSlot + 1 {
+                    pageCount = spare / pageBytes
+                } else {
+                    let slotsThatFit = pagesByUse ? 0 : max(0, (memory.free - total - activationBytes - pageBytes) / (pagesPerSlot * pageBytes))
+                    throw outOfMemory("the weights (\(Self.mib(total))), the KV cache (\(Self.mib(everyPage * pageBytes)): \(slots) slot\(slots == 1 ? "" : "s") of \(contextLength) positions\(pagesByUse ? ", or at least one" : "")) and activations for \(maxBatch) rows (\(Self.mib(activationBytes)))",
+                                      slotsThatFit: slotsThatFit)
+                }
             }
+            if pagesByUse, let cap = maxPages { pageCount = min(pageCount, max(cap, pagesPerSlot + 1)) }
+            pagesLimited = pageCount < everyPage
+            pages = KVPages(pageLength: pageLength, contextLength: contextLength, slots: slots, pageCount: pageCount)
+            layerStride = Int64(pageCount * pageLength * kvDim)
+            let cacheBytes = Int(layerStride) * c.layerCount * MemoryLayout<UInt16>.stride
             let base = try alloc(total, "the weights")
             for (data, n) in order {
                 try check(pkc_upload(ctx, base + pkc_ptr(offsets[data]!), data, n), "uploading the weights")
@@ -317,9 +342,14 @@ final class CUDAForward {
                              vectors: Dictionary(uniqueKeysWithValues: roles.filter { !$0.0.isMatrix }.map { ($0.0, vector($0.1)) }))
             }
 
-            // The KV cache: all layers' keys in one array, values in another.
+            // The KV cache: all layers' keys in one array, values in another; the page table.
             kCache = try alloc(cacheBytes, "the key cache")
             vCache = try alloc(cacheBytes, "the value cache")
+            let table = pages.table
+            let tableOnDevice = try alloc(table.count * MemoryLayout<Int32>.stride, "the KV page table")
+            try table.withUnsafeBytes { try check(pkc_upload(ctx, tableOnDevice, $0.baseAddress, $0.count), "uploading the KV page table") }
+            pageTable = tableOnDevice
+            pages.clean()
 
             let n = maxBatch, e = c.embeddingLength, f = c.feedForwardLength
             let fl = MemoryLayout<Float>.stride
@@ -618,12 +648,49 @@ final class CUDAForward {
         _ = pkc_free(ctx, a.memory)
     }
 
-    /// Copies the first `count` positions of slot `source` into slot `target` in every layer.
+    /// Makes slot `target` hold the first `count` positions of slot `source`: their whole pages
+    /// shared, the last partly filled one copied.
     func copyPrefix(from source: Int, to target: Int, count: Int) throws {
-        guard count > 0 else { return }
-        var cache = pkc_kv(k: kCache, v: vCache, slot_stride: slotStride, kv_dim: Int64(kvDim))
-        try check(pkc_copy_prefix(ctx, &cache, Int32(config.layerCount), layerStride, Int32(source), Int32(target), Int64(count)),
-                  "copying a prefix")
+        if let copy = try pages.share(from: source, to: target, count: count) { try copyPages([copy]) }
+    }
+
+    /// Frees slot `slot`'s pages past its first `keeping` positions.
+    func truncate(slot: Int, keeping: Int) { pages.truncate(slot: slot, keeping: keeping) }
+
+    /// Pages slot `slot` holds, and the pages the cache has for sequences (the padding rows' aside).
+    func pagesHeld(_ slot: Int) -> Int { pages.pagesHeld(slot) }
+    var pageBudget: (pageLength: Int, pages: Int) { (pages.pageLength, pages.pageCount - 1) }
+
+    /// Runs copies of pages' first rows in every layer: a page is the slot of a slotted view of the pool.
+    private func copyPages(_ copies: [KVPages.Copy]) throws {
+        var pool = pkc_kv()
+        (pool.k, pool.v, pool.slot_stride, pool.kv_dim) = (kCache, vCache, Int64(pages.pageLength * kvDim), Int64(kvDim))
+        for copy in copies {
+            try check(pkc_copy_prefix(ctx, &pool, Int32(config.layerCount), layerStride, copy.from, copy.to, Int64(copy.rows)),
+                      "copying a KV page")
+        }
+    }
+
+    /// Gives the slots of rows `range` of `batch` the pages their positions need (copying shared
+    /// ones they write into), and uploads the rows of the page table that changed.
+    private func preparePages(_ batch: Batch, _ range: Range<Int>) throws {
+        var spans: [Int: (first: Int, last: Int)] = [:]
+        for i in range {
+            let p = Int(batch.positions[i])
+            spans[batch.slots[i]] = spans[batch.slots[i]].map { (min($0.first, p), max($0.last, p)) } ?? (p, p)
+        }
+        var copies: [KVPages.Copy] = []
+        for (slot, span) in spans.sorted(by: { $0.key < $1.key }) {
+            copies += try pages.prepare(slot: slot, writing: span.first, through: span.last)
+        }
+        try copyPages(copies)
+        guard let rows = pages.dirty else { return }
+        let per = pages.pagesPerSlot, size = MemoryLayout<Int32>.stride
+        try pages.table.withUnsafeBytes {
+            try check(pkc_upload(ctx, pageTable + pkc_ptr(rows.lowerBound * per * size), $0.baseAddress! + rows.lowerBound * per * size,
+                                 rows.count * per * size), "uploading the KV page table")
+        }
+        pages.clean()
     }
 
     /// Runs rows `range` of `batch` (at most maxBatch). For the rows that want logits, in batch
@@ -636,6 +703,7 @@ final class CUDAForward {
               logitsOut: UnsafeMutablePointer<Float>,
               chosenOut: UnsafeMutablePointer<Int32>, topOut: UnsafeMutablePointer<TokenCandidate>) throws -> Int {
         let c = config, n = range.count
+        try preparePages(batch, range)
         // Rows up to a bucket of sizes, so that steps of nearby sizes (decode rows plus forced
         // tokens and prefill chunks vary from step to step) replay one graph: a padding row is
         // token 0 at position 0 of the scratch slot, and its results are never read.
@@ -983,7 +1051,8 @@ final class CUDAForward {
     /// Layer l's part of the KV cache.
     private func cacheOf(_ l: Int) -> pkc_kv {
         let offset = pkc_ptr(l) * pkc_ptr(layerStride) * pkc_ptr(MemoryLayout<UInt16>.stride)
-        return pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: slotStride, kv_dim: Int64(kvDim))
+        return pkc_kv(k: kCache + offset, v: vCache + offset, slot_stride: 0, kv_dim: Int64(kvDim), pages: pageTable,
+                      max_pages: Int64(pages.pagesPerSlot), page_shift: Self.pageShift)
     }
 
     /// Attention of the step's queries over layer l's cache (the keys and values already stored),

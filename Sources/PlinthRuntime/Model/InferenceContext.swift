@@ -85,8 +85,12 @@ public final class InferenceContext {
     /// `recordedLayers`: on CUDA, every family's layers run as recorded (``PlannedLaunch``), the
     /// fused families' too (tests compare the two). `unifyRuns`: whether CUDA rewrites side-by-side
     /// products to one type where that is exact (``CUDAForward/unifiedRuns(_:enabled:)``).
+    /// `pagesByUse`: on a GPU without room for every slot's whole context, a KV cache of the
+    /// pages that fit (and at most `maxPages`); the caller then keeps the sequences' pages within
+    /// ``kvPageBudget``.
     init(transformer: Transformer, contextLength: Int? = nil, slots: Int = 1, maxBatch: Int = 512,
-         threads: Int? = nil, backend: Backend = .default, recordedLayers: Bool, unifyRuns: Bool = CUDAForward.unifyRuns) throws {
+         threads: Int? = nil, backend: Backend = .default, recordedLayers: Bool, unifyRuns: Bool = CUDAForward.unifyRuns,
+         pagesByUse: Bool = false, maxPages: Int? = nil) throws {
         let c = transformer.config
         self.transformer = transformer
         self.config = c
@@ -102,7 +106,8 @@ public final class InferenceContext {
         if backend != .cpu {
             do {
                 device = try CUDAForward(transformer: transformer, contextLength: self.contextLength, slots: slotCount,
-                                         maxBatch: self.maxBatch, recorded: recordedLayers, unify: unifyRuns)
+                                         maxBatch: self.maxBatch, pagesByUse: pagesByUse, maxPages: maxPages,
+                                         recorded: recordedLayers, unify: unifyRuns)
             } catch BackendError.cudaUnavailable(let why) where backend == .auto {
                 BackendNotes.once(.fallback, "running on the CPU: the CUDA backend is unavailable (\(why))")
             } catch BackendError.cudaOutOfMemory(let why, _) where backend == .auto {
@@ -182,7 +187,20 @@ public final class InferenceContext {
     public func reset(slot: Int, keeping: Int = 0) {
         guard slot >= 0, slot < slotCount else { return }
         slotLengths[slot] = min(max(0, keeping), slotLengths[slot])
+        device?.truncate(slot: slot, keeping: slotLengths[slot])
     }
+
+    /// Where the GPU's KV cache has fewer pages than every slot's whole context (created with
+    /// `pagesByUse`): positions per page, and the pages the sequences may hold in all. Pages
+    /// held (``kvPagesHeld(slot:)``) plus those a step writes must stay within it; nil where every
+    /// slot has room for its whole context (the CPU, or a GPU with memory for it).
+    var kvPageBudget: (pageLength: Int, pages: Int)? {
+        guard let device, device.pagesLimited else { return nil }
+        return device.pageBudget
+    }
+
+    /// KV-cache pages slot `slot` holds (0 on the CPU).
+    func kvPagesHeld(slot: Int) -> Int { device?.pagesHeld(slot) ?? 0 }
 
     /// Copies the first `count` positions of `source`'s cache into `target`, which then holds
     /// exactly those positions: a shared prefix computed once serves another sequence. The
@@ -193,7 +211,11 @@ public final class InferenceContext {
         guard count >= 0, count <= slotLengths[source] else {
             throw ModelError.malformedBatch("slot \(source) holds \(slotLengths[source]) positions, not \(count)")
         }
-        guard source != target else { slotLengths[target] = count; return }
+        guard source != target else {
+            slotLengths[target] = count
+            device?.truncate(slot: target, keeping: count)
+            return
+        }
         if let device {
             try device.copyPrefix(from: source, to: target, count: count)
             slotLengths[target] = count
@@ -304,7 +326,10 @@ public final class InferenceContext {
         // Each slot now ends after its last position in the batch (starting earlier truncates it).
         var lastPos: [Int: Int32] = [:]
         for (i, s) in batch.slots.enumerated() { lastPos[s] = batch.positions[i] }
-        for (s, p) in lastPos { slotLengths[s] = Int(p) + 1 }
+        for (s, p) in lastPos {
+            slotLengths[s] = Int(p) + 1
+            device?.truncate(slot: s, keeping: slotLengths[s])
+        }
     }
 
     private func validate(_ batch: Batch) throws {

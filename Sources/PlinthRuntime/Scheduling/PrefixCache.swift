@@ -2,17 +2,19 @@
 ///
 /// Design: every sequence runs in a slot of its own (slots × context bounds the cache's
 /// memory); when it finishes, its slot keeps the tokens it computed, as a cache entry, until
-/// the least recently used entry is evicted for a new sequence. A new request looks for the
+/// the least recently used entry is evicted for a new sequence (or, on a GPU whose paged cache
+/// is short of pages, to make room: ``SchedulerCore``). A new request looks for the
 /// longest prefix it shares with any slot, idle or running. A returning conversation (it
 /// continues at least half of an idle slot's tokens) takes that slot over and prefills only
 /// what is new. Otherwise the prefix is copied into another slot (copy-on-admit): copying
 /// 2 × layers × prefix × kv_dim halves costs far less than recomputing them, it leaves the entry
-/// for later requests (the same instructions for a thousand records), and a slot stays one
-/// contiguous sequence, which is what the attention kernel reads. When the source is still
+/// for later requests (the same instructions for a thousand records), and on the CPU a slot
+/// stays one contiguous sequence, which is what its attention kernel reads. When the source is still
 /// prefilling the shared tokens (many requests with the same instructions arriving together),
 /// the newcomer waits until they are computed and copies them then, so a shared prefix is
-/// prefilled once. Block-level sharing (paged KV) would save the copies' memory but needs an
-/// indirection in every attention read; with a few dozen slots on a CPU the copy is cheaper.
+/// prefilled once. On a GPU the cache is paged (``KVPages``) and the "copy" shares the prefix's
+/// whole pages; on a CPU, with a few dozen slots, a copy is cheaper than an indirection in every
+/// attention read.
 struct PrefixCache {
     struct Slot {
         /// The tokens whose keys and values the slot holds (for an idle slot).
@@ -91,6 +93,11 @@ struct PrefixCache {
         slots[slot].tokens = Array(tokens)
         clock += 1
         slots[slot].lastUse = clock
+    }
+
+    /// An idle slot's entry is dropped (its cache emptied to make room).
+    mutating func forget(_ slot: Int) {
+        if slots[slot].owner == nil { slots[slot].tokens = [] }
     }
 
     mutating func forgetAll() {

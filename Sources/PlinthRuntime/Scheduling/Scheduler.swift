@@ -10,14 +10,18 @@ import Synchronization
 /// so a long prompt never stalls everyone's decode. After the step every sequence that has
 /// logits samples under its own decode state (sampler, constraint, stop rule, token limit).
 /// Requests beyond the free slots wait in arrival order. Shared prompt prefixes are reused (see
-/// ``PrefixCache``). The kernels compute every row on its own, so a request's greedy output is
+/// ``PrefixCache``). On a GPU whose memory holds fewer KV pages than every slot's whole context,
+/// a request also waits until the pages it may come to hold (its prompt and token limit, at most
+/// the context) fit beside the running sequences' and the cached prefixes', which are dropped
+/// least recently used first to make room. The kernels compute every row on its own, so a request's greedy output is
 /// the same bits whatever else is in the batch.
 public final class Scheduler: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Tokens each sequence may hold (prompt and output); nil: the model's, at most 4096.
         public var contextLength: Int?
         /// KV slots: sequences running at once plus cached prefixes. The KV cache's memory is at
-        /// most `slots × contextLength` positions.
+        /// most `slots × contextLength` positions; on a GPU, what its memory holds, at least one
+        /// slot's context: sequences then start as their pages allow (``Scheduler``).
         public var slots: Int
         /// Most sequences decoding in one step.
         public var maxRunning: Int
@@ -32,6 +36,9 @@ public final class Scheduler: Sendable {
         /// Sizes that replace `slots`, `maxRunning` and `stepTokens` when the step runs on a GPU,
         /// where a step of many more rows costs little more than a step of a few; nil keeps them.
         public var gpuSizing: Sizing?
+        /// At most this many pages in a GPU's KV cache (never fewer than one slot's context), as if
+        /// its memory held no more: for tests of admission by pages.
+        var maxKVPages: Int?
 
         /// The batch dimensions of an engine.
         public struct Sizing: Sendable, Equatable {
@@ -72,45 +79,27 @@ public final class Scheduler: Sendable {
     public init(model: Model, configuration: Configuration = Configuration()) throws {
         self.model = model
         var configuration = configuration
+        // Admission keeps sequences within a GPU cache of the pages that fit (SchedulerCore).
         func make(_ sizing: Configuration.Sizing, _ backend: Backend) throws -> InferenceContext {
             try InferenceContext(transformer: model.transformer, contextLength: configuration.contextLength, slots: sizing.slots,
-                                 maxBatch: sizing.stepTokens, threads: configuration.threads, backend: backend)
+                                 maxBatch: sizing.stepTokens, threads: configuration.threads, backend: backend, recordedLayers: false,
+                                 pagesByUse: true, maxPages: configuration.maxKVPages)
         }
         let cpuSizing = Configuration.Sizing(slots: configuration.slots, maxRunning: configuration.maxRunning,
                                              stepTokens: configuration.stepTokens)
         let context: InferenceContext
-        if let gpu = configuration.gpuSizing, configuration.backend.expectsGPU {
-            // Sized for the GPU first, on the GPU only (a fallback to the CPU is the last try's).
-            // Where that many sequences do not fit its memory, at most half as many, and so on;
-            // where even one does not, or there is no GPU, sized as configured on the configured
-            // backend.
-            var sizing = gpu
-            var tried: (sizing: Configuration.Sizing, why: String)?
-            var found: InferenceContext?
-            while found == nil {
-                do {
-                    found = try make(sizing, .cuda)
-                } catch BackendError.cudaOutOfMemory(let why, let fit) where sizing.maxRunning > 1 && fit > 0 {
-                    if tried == nil { tried = (sizing, why) }
-                    // At most half as many, and no more than the slots that fit allow.
-                    let spare = sizing.slots - sizing.maxRunning
-                    let running = max(1, min(sizing.maxRunning / 2, fit - spare))
-                    sizing = .init(slots: running + spare, maxRunning: running, stepTokens: sizing.stepTokens)
-                } catch {
-                    break
-                }
-            }
-            if let found {
-                (configuration.slots, configuration.maxRunning, configuration.stepTokens) = (sizing.slots, sizing.maxRunning, sizing.stepTokens)
-                context = found
-                if let tried {
-                    BackendNotes.say("\(tried.sizing.maxRunning) sequences at once (\(tried.sizing.slots) slots) do not fit on the GPU (\(tried.why)); running \(sizing.maxRunning) (\(sizing.slots) slots)")
-                }
-            } else {
-                context = try make(cpuSizing, configuration.backend)
-            }
+        if let gpu = configuration.gpuSizing, configuration.backend.expectsGPU,
+           let found = try? make(gpu, .cuda) {
+            // Sized for the GPU on the GPU (where not even one sequence's context fits its
+            // memory, or there is none, sized as configured on the configured backend).
+            (configuration.slots, configuration.maxRunning, configuration.stepTokens) = (gpu.slots, gpu.maxRunning, gpu.stepTokens)
+            context = found
         } else {
             context = try make(cpuSizing, configuration.backend)
+        }
+        if let budget = context.kvPageBudget {
+            let positions = budget.pages * budget.pageLength
+            BackendNotes.say("the GPU's memory holds a KV cache of \(positions) positions (\(budget.pages) pages of \(budget.pageLength)), not \(configuration.slots) slots × \(context.contextLength); up to \(configuration.maxRunning) sequences run at once as their pages allow")
         }
         self.configuration = configuration
         backend = context.backend

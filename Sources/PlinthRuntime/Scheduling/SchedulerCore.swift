@@ -18,6 +18,9 @@ final class ActiveSequence {
     let admitted: UInt64
     var prefillEnd: UInt64 = 0
     var firstToken: UInt64 = 0
+    /// KV pages the sequence may come to hold, where the context's cache counts them
+    /// (``InferenceContext/kvPageBudget``).
+    var pages = 0
 
     init(job: SchedulerInbox.Job, slot: Int, adapter: Int, decoder: SequenceDecoder, admitted: UInt64) {
         self.job = job
@@ -175,8 +178,21 @@ final class SchedulerCore: @unchecked Sendable {
             } else {
                 return  // every slot is running: wait for one
             }
+            var pages = 0
+            if let budget = context.kvPageBudget {
+                let most = min(context.contextLength, tokens.count + decoder.remaining)
+                pages = (most + budget.pageLength - 1) / budget.pageLength
+                let source = match.flatMap { $0.owner == nil && $0.slot != slot ? $0.slot : nil }
+                if !roomForPages(pages, budget: budget.pages, taking: slot, keeping: source) {
+                    guard running.isEmpty else { return }  // wait for running sequences to end
+                    // Alone, without the prefix's entry, it fits (a budget holds one whole context).
+                    match = nil
+                    guard roomForPages(pages, budget: budget.pages, taking: slot, keeping: nil) else { return }
+                }
+            }
             popQueue()
             let seq = ActiveSequence(job: job, slot: slot, adapter: adapter, decoder: decoder, admitted: now())
+            seq.pages = pages
             cache.claim(slot, for: job.id, adapter: adapter)
             running.append(seq)
             if let m = match {
@@ -195,6 +211,25 @@ final class SchedulerCore: @unchecked Sendable {
             if let early { finish(seq, early) }
             else if seq.pendingCopy == nil && seq.computed == tokens.count && limit == 0 { finish(seq, .maxTokens) }
         }
+    }
+
+    /// Whether a sequence in `slot` that may hold `need` KV pages fits the cache's `budget` beside
+    /// the running sequences' (what each may hold) and the idle slots' cached prefixes; idle slots
+    /// other than `keeping` are emptied, least recently used first, until it does.
+    private func roomForPages(_ need: Int, budget: Int, taking slot: Int, keeping: Int?) -> Bool {
+        let reserved = running.reduce(0) { $0 + $1.pages }
+        var idle: [(slot: Int, pages: Int, use: UInt64)] = []
+        for (i, s) in cache.slots.enumerated() where s.owner == nil && i != slot {
+            let held = context.kvPagesHeld(slot: i)
+            if held > 0 { idle.append((i, held, s.lastUse)) }
+        }
+        var used = reserved + idle.reduce(0) { $0 + $1.pages }
+        for entry in idle.sorted(by: { $0.use < $1.use }) where used + need > budget && entry.slot != keeping {
+            cache.forget(entry.slot)
+            context.reset(slot: entry.slot)
+            used -= entry.pages
+        }
+        return used + need <= budget
     }
 
     private func popQueue() {
