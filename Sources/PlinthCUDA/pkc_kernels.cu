@@ -1276,8 +1276,8 @@ __device__ __forceinline__ void attention_body(const KVCache &kv, const float *q
 #pragma unroll
             for (int c = 0; c < G; c++) s[c] = 0.0f;
             for (int d = 0; d < hd; d += 8) {
-                const uint4 kv = *(const uint4 *)(kr + d);
-                const u32 w[4] = {kv.x, kv.y, kv.z, kv.w};
+                const uint4 key = *(const uint4 *)(kr + d);
+                const u32 w[4] = {key.x, key.y, key.z, key.w};
                 float kf[8];
 #pragma unroll
                 for (int j = 0; j < 4; j++) { kf[2 * j] = h2f((u16)(w[j] & 0xffff)); kf[2 * j + 1] = h2f((u16)(w[j] >> 16)); }

@@ -265,11 +265,18 @@ final class CUDAForward {
                 * (c.vocabularySize + 2 * c.feedForwardLength + 3 * c.embeddingLength + 2 * qDim + 2 * kvDim)
                 + MemoryLayout<UInt16>.stride * (c.vocabularySize * c.embeddingLength + maxBatch * max(c.embeddingLength, c.feedForwardLength, qDim))
             if let memory = memoryAtOpen, total + everyPage * pageBytes + activationBytes > memory.free {
-                // Room for what is allocated later (adapters, scratch that grows): a twentieth of
-                // the device's memory, at most 1 GiB.
-                let spare = memory.free - total - activationBytes - min(memory.total / 20, 1 << 30)
-                if pagesByUse && spare / pageBytes >= pagesPerSlot + 1 {
-                    pageCount = spare / pageBytes
+                // The pages that fit: beside the f16 copies of the weights (``copyF16(_:_:rows:)``'s
+                // budget and the room it leaves) where that leaves one context, else beside what is
+                // allocated later (adapters, scratch that grows: a twentieth of the memory, at most 1 GiB).
+                let room = memory.free - total - activationBytes
+                var copies = 0
+                if Self.f16Copies && maxBatch >= Int(pkc_gemm_min_rows(ctx)) {
+                    let quantized = ([w.output] + layerWeights.flatMap(\.matrices)).filter { $0.type != .f32 && $0.type != .f16 }
+                    copies = min(quantized.reduce(0) { $0 + $1.rowCount * $1.rowLength * 2 }, memory.total / 4) + max(1 << 30, memory.total / 10)
+                }
+                let fit = [room - copies, room - min(memory.total / 20, 1 << 30)].map { $0 / pageBytes }.first { $0 >= pagesPerSlot + 1 }
+                if pagesByUse, let fit {
+                    pageCount = fit
                 } else {
                     let slotsThatFit = pagesByUse ? 0 : max(0, (memory.free - total - activationBytes - pageBytes) / (pagesPerSlot * pageBytes))
                     throw outOfMemory("the weights (\(Self.mib(total))), the KV cache (\(Self.mib(everyPage * pageBytes)): \(slots) slot\(slots == 1 ? "" : "s") of \(contextLength) positions\(pagesByUse ? ", or at least one" : "")) and activations for \(maxBatch) rows (\(Self.mib(activationBytes)))",
@@ -680,8 +687,14 @@ final class CUDAForward {
             spans[batch.slots[i]] = spans[batch.slots[i]].map { (min($0.first, p), max($0.last, p)) } ?? (p, p)
         }
         var copies: [KVPages.Copy] = []
-        for (slot, span) in spans.sorted(by: { $0.key < $1.key }) {
-            copies += try pages.prepare(slot: slot, writing: span.first, through: span.last)
+        do {
+            for (slot, span) in spans.sorted(by: { $0.key < $1.key }) {
+                copies += try pages.prepare(slot: slot, writing: span.first, through: span.last)
+            }
+        } catch {
+            // Slots prepared before the one refused keep their new pages: those must hold their rows.
+            try copyPages(copies)
+            throw error
         }
         try copyPages(copies)
         guard let rows = pages.dirty else { return }

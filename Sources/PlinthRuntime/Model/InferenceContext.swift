@@ -217,7 +217,13 @@ public final class InferenceContext {
             return
         }
         if let device {
-            try device.copyPrefix(from: source, to: target, count: count)
+            do {
+                try device.copyPrefix(from: source, to: target, count: count)
+            } catch {
+                // The target may have given up its pages already: it holds nothing now.
+                reset(slot: target)
+                throw error
+            }
             slotLengths[target] = count
             return
         }

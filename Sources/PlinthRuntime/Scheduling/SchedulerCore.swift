@@ -214,8 +214,9 @@ final class SchedulerCore: @unchecked Sendable {
     }
 
     /// Whether a sequence in `slot` that may hold `need` KV pages fits the cache's `budget` beside
-    /// the running sequences' (what each may hold) and the idle slots' cached prefixes; idle slots
-    /// other than `keeping` are emptied, least recently used first, until it does.
+    /// the running sequences' (what each may hold) and the idle slots' cached prefixes; where
+    /// emptying idle slots other than `keeping` makes room, they are, least recently used first,
+    /// until it does. Conservative: pages shared by several holders count for each.
     private func roomForPages(_ need: Int, budget: Int, taking slot: Int, keeping: Int?) -> Bool {
         let reserved = running.reduce(0) { $0 + $1.pages }
         var idle: [(slot: Int, pages: Int, use: UInt64)] = []
@@ -224,6 +225,10 @@ final class SchedulerCore: @unchecked Sendable {
             if held > 0 { idle.append((i, held, s.lastUse)) }
         }
         var used = reserved + idle.reduce(0) { $0 + $1.pages }
+        guard used + need > budget else { return true }
+        // Nothing is dropped unless dropping is enough.
+        let droppable = idle.reduce(0) { $0 + ($1.slot == keeping ? 0 : $1.pages) }
+        guard used - droppable + need <= budget else { return false }
         for entry in idle.sorted(by: { $0.use < $1.use }) where used + need > budget && entry.slot != keeping {
             cache.forget(entry.slot)
             context.reset(slot: entry.slot)
