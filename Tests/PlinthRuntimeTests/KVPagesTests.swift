@@ -113,6 +113,12 @@ struct KVPagesTests {
         } catch let BackendError.cudaFailed(why) {
             #expect(why.contains("all in use") && why.contains("2 more needed, 1 free"), "\(why)")
         }
+        // A full pool: a share into a slot whose own pages it frees first still fits.
+        var full = Pool(pageLength: 4, contextLength: 4, slots: 3, pageCount: 4)  // every slot's context
+        for slot in 0..<3 { try full.write(slot, from: 0, [Int32(slot), 7, 8]) }
+        #expect(full.pages.freeCount == 0)
+        try full.share(0, 2, 2)
+        #expect(full.read(2, 2) == [0, 7] && full.pages.freeCount == 0)
         // Sharing 14 positions needs one page for the last two rows: there is one.
         try pool.share(0, 1, 14)
         #expect(pool.read(1, 14) == Array(1...14) && pool.pages.freeCount == 0)

@@ -54,9 +54,10 @@ struct KVPages {
         dirty = dirty.map { min($0.lowerBound, slot)..<max($0.upperBound, slot + 1) } ?? slot..<(slot + 1)
     }
 
-    /// Throws unless `count` pages are free; called before any change, so that a failure changes nothing.
-    private func reserve(_ count: Int) throws {
-        guard free.count < count else { return }
+    /// Throws unless `count` pages are free (or will be: `freeing` more about to be freed); called
+    /// before any change, so that a failure changes nothing.
+    private func reserve(_ count: Int, freeing: Int = 0) throws {
+        guard free.count + freeing < count else { return }
         throw BackendError.cudaFailed("the KV cache's \(pageCount) pages of \(pageLength) positions are all in use (\(count) more needed, \(free.count) free)")
     }
 
@@ -117,7 +118,11 @@ struct KVPages {
     /// nothing, when no page is free for that copy.
     mutating func share(from source: Int, to target: Int, count: Int) throws -> Copy? {
         precondition(source != target && count >= 0 && count <= held[source] * pageLength)
-        if count % pageLength != 0 { try reserve(1) }
+        if count % pageLength != 0 {
+            // The target's pages held by no other slot are freed first.
+            let row = target * pagesPerSlot
+            try reserve(1, freeing: (0..<held[target]).filter { references[Int(table[row + $0])] == 1 }.count)
+        }
         truncate(slot: target, keeping: 0)
         let whole = count / pageLength, rest = count - whole * pageLength
         let from = source * pagesPerSlot, to = target * pagesPerSlot
