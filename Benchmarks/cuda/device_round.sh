@@ -23,6 +23,8 @@
 #   eval             plinth eval: 6,000 clauses at --parallel 256; sampled with and without top-k on the device
 #   fidelity         SmolLM2 against its F32 reference (KL divergence), CPU and CUDA paths
 #   agree            CUDA against CPU: greedy chat text (8 prompts), plinth eval's values (600 clauses)
+#   attention        bench_cuda's attention (one layer): decode of 64 sequences through the paged cache's page
+#                    table against the slotted layout, and prefill chunks
 #   kernels-full     test_cuda on every shape
 #   profile          ncu kernel durations of decode steps (where ncu can read counters)
 # M is qwen-rep (Qwen2.5-Coder-0.5B's shape and types) or smollm2.
@@ -181,6 +183,13 @@ kernels() { # quick|full
     "$W/devbin/test_cuda" "$PLINTH_HOME/cuda" $({ [ "$1" = quick ] || [ -n "${ROUND_SMOKE:-}" ]; } && echo --quick) \
         >"$OUT/kernel-tests-$1.log" 2>&1
     grep -v "^PASS" "$OUT/kernel-tests-$1.log" | tee -a "$LOG"
+}
+
+attention_stage() {
+    say "attention, one layer: the paged cache against the slotted layout (bench_cuda)"
+    # The emulator would take hours at these sizes: the rehearsal only checks the stage runs.
+    if [ -n "${ROUND_SMOKE:-}" ]; then say "(skipped in the rehearsal)"; return 0; fi
+    PKC_BENCH=attn "$W/devbin/bench_cuda" "$PLINTH_HOME/cuda" 2>&1 | tee "$OUT/attention.log" | tee -a "$LOG"
 }
 
 bench_model() { # M
@@ -417,7 +426,7 @@ EOF
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
 bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:80:plinth,qwen-rep eval:112:plinth,smollm2
-fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 kernels-full:200:devbin
+fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 attention:25:devbin kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build
     local n w=0
@@ -443,6 +452,7 @@ run_stage() {
         fidelity) fidelity_stage ;;
         agree) agree_stage ;;
         profile) profile_stage ;;
+        attention) attention_stage ;;
         *) echo "no stage $st" >&2; return 2 ;;
     esac
     touch "$W/done/$st"
