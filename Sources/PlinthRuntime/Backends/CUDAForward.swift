@@ -686,17 +686,13 @@ final class CUDAForward {
             let p = Int(batch.positions[i])
             spans[batch.slots[i]] = spans[batch.slots[i]].map { (min($0.first, p), max($0.last, p)) } ?? (p, p)
         }
-        var copies: [KVPages.Copy] = []
-        do {
-            for (slot, span) in spans.sorted(by: { $0.key < $1.key }) {
-                copies += try pages.prepare(slot: slot, writing: span.first, through: span.last)
-            }
-        } catch {
-            // Slots prepared before the one refused keep their new pages: those must hold their rows.
-            try copyPages(copies)
-            throw error
+        var copies: [KVPages.Copy] = [], refused: (any Error)?
+        for (slot, span) in spans.sorted(by: { $0.key < $1.key }) {
+            do { copies += try pages.prepare(slot: slot, writing: span.first, through: span.last) } catch { refused = error; break }
         }
+        // Slots prepared before a refused one keep their new pages, which must hold their rows either way.
         try copyPages(copies)
+        if let refused { throw refused }
         guard let rows = pages.dirty else { return }
         let per = pages.pagesPerSlot, size = MemoryLayout<Int32>.stride
         try pages.table.withUnsafeBytes {

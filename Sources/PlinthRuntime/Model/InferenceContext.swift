@@ -186,8 +186,13 @@ public final class InferenceContext {
     /// Forgets a slot's tokens (or keeps its first `keeping`), so the slot can hold a new sequence.
     public func reset(slot: Int, keeping: Int = 0) {
         guard slot >= 0, slot < slotCount else { return }
-        slotLengths[slot] = min(max(0, keeping), slotLengths[slot])
-        device?.truncate(slot: slot, keeping: slotLengths[slot])
+        end(slot: slot, at: min(max(0, keeping), slotLengths[slot]))
+    }
+
+    /// Slot `slot` now holds `length` positions; on a GPU, its pages past them are freed.
+    private func end(slot: Int, at length: Int) {
+        slotLengths[slot] = length
+        device?.truncate(slot: slot, keeping: length)
     }
 
     /// Where the GPU's KV cache has fewer pages than every slot's whole context (created with
@@ -211,11 +216,7 @@ public final class InferenceContext {
         guard count >= 0, count <= slotLengths[source] else {
             throw ModelError.malformedBatch("slot \(source) holds \(slotLengths[source]) positions, not \(count)")
         }
-        guard source != target else {
-            slotLengths[target] = count
-            device?.truncate(slot: target, keeping: count)
-            return
-        }
+        guard source != target else { end(slot: target, at: count); return }
         if let device {
             do {
                 try device.copyPrefix(from: source, to: target, count: count)
@@ -332,10 +333,7 @@ public final class InferenceContext {
         // Each slot now ends after its last position in the batch (starting earlier truncates it).
         var lastPos: [Int: Int32] = [:]
         for (i, s) in batch.slots.enumerated() { lastPos[s] = batch.positions[i] }
-        for (s, p) in lastPos {
-            slotLengths[s] = Int(p) + 1
-            device?.truncate(slot: s, keeping: slotLengths[s])
-        }
+        for (s, p) in lastPos { end(slot: s, at: Int(p) + 1) }
     }
 
     private func validate(_ batch: Batch) throws {

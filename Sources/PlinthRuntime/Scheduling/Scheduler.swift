@@ -13,8 +13,10 @@ import Synchronization
 /// ``PrefixCache``). On a GPU whose memory holds fewer KV pages than every slot's whole context,
 /// a request also waits until the pages it may come to hold (its prompt and token limit, at most
 /// the context) fit beside the running sequences' and the cached prefixes', which are dropped
-/// least recently used first to make room. The kernels compute every row on its own, so a request's greedy output is
-/// the same bits whatever else is in the batch.
+/// least recently used first to make room. On the CPU the kernels compute every row on its own,
+/// so a request's greedy output is the same bits whatever else is in the batch; on a GPU a row's
+/// arithmetic depends on its step's row count (fused launches at one or two rows, int8 rows
+/// below 9, f16 products from 9), so a near-tie may go the other way.
 public final class Scheduler: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// Tokens each sequence may hold (prompt and output); nil: the model's, at most 4096.
