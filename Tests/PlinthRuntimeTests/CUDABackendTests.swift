@@ -673,20 +673,22 @@ struct CUDABackendTests {
     }
 
     /// A KV cache with fewer pages than every slot's context (a GPU short of memory): sequences
-    /// start as their pages allow (never more at once than their pages fit), cached prefixes are
-    /// dropped to make room, a long prefix's pages are shared, and every request ends with its
-    /// tokens. Against the same requests run one at a time: mostly the same tokens (a step's rows
+    /// start as their pages allow (never more at once than their pages fit, a shared page
+    /// counted once), cached prefixes are dropped to make room, a long prefix's pages are shared,
+    /// and every request ends with its tokens. Against the same requests run one at a time: mostly the same tokens (a step's rows
     /// differ, and steps of 1–2 rows run fused launches that may round a near-tie the other way;
     /// the pages themselves are exact: ``pagedSharingIsExact()``).
     @Test("A paged KV cache smaller than the slots' contexts: sequences start as their pages allow",
           .enabled(if: unavailable == nil, noGPU), .enabled(if: smolLM2 != nil, "SmolLM2 not fetched"))
     func pagedAdmission() throws {
         let model = try Model(url: try #require(Self.smolLM2))
-        let system = String(repeating: "You are a careful assistant who answers questions about the world in one short, plain sentence. ", count: 3)
+        let system = String(repeating: "You are a careful assistant who answers questions about the world in one short, plain sentence. ", count: 4)
         let prompts = try SchedulerTests.questions.prefix(4).map { try SchedulerTests.prompt(model, $0, system: system) }
-        // Each may hold its prompt and 12 tokens, 2 pages of 64; the cache's 5 pages leave 4 for
-        // sequences (one is the padding rows'): two at once.
-        #expect(prompts.allSatisfy { $0.count + 12 > 64 && $0.count + 12 <= 128 }, "\(prompts.map(\.count))")
+        // Each may hold its prompt and 12 tokens, 2 pages of 64, the first of them the shared
+        // system prompt's; the cache's 5 pages leave 4 for sequences (one is the padding rows'):
+        // three at once, with the shared page counted once (two, counted for each).
+        let common = prompts.dropFirst().map { PrefixCache.sharedLength(prompts[0], $0[...]) }.min() ?? 0
+        #expect(common >= 64 && prompts.allSatisfy { $0.count + 12 <= 128 }, "\(prompts.map(\.count)), \(common) in common")
         var configuration = Scheduler.Configuration(contextLength: 256, slots: 8, maxRunning: 6, stepTokens: 4, backend: .cuda)
         configuration.maxKVPages = 5
         let scheduler = try Scheduler(model: model, configuration: configuration)
@@ -703,6 +705,15 @@ struct CUDABackendTests {
             alone.append(try #require(c.summary, "\(String(describing: c.state.withLock { $0.error }))").tokens)
         }
         #expect(alone.allSatisfy { !$0.isEmpty })
+        // Each prompt's next-token logits on the CPU, for the first token's check below.
+        let cpu = try InferenceContext(transformer: try Transformer(url: try #require(Self.smolLM2)), contextLength: 256, slots: 1, backend: .cpu)
+        let firstLogits = try prompts.map { p in
+            cpu.reset(slot: 0)
+            var b = Batch()
+            for (i, t) in p.enumerated() { b.add(t, position: i, slot: 0, logits: i == p.count - 1) }
+            try cpu.forward(b)
+            return cpu.logits(0)
+        }
         let cachedBefore = scheduler.statistics.cachedTokens
         let together = prompts.map(submit)
         var same = 0
@@ -712,12 +723,17 @@ struct CUDABackendTests {
             let summary = try #require(c.summary, "request \(i) did not finish")
             let tokens = summary.tokens
             #expect(summary.finishReason == .maxTokens || summary.finishReason == .endOfGeneration, "request \(i): \(summary.finishReason)")
-            #expect(!tokens.isEmpty && tokens.prefix(2) == alone[i].prefix(2), "request \(i): \(tokens) against \(alone[i]) alone")
+            // The first token is the best or a near-tie on the CPU too: the GPU's int8 and f16
+            // arithmetic moves these logits by up to ~0.5 (one prompt's best two are 0.3 apart
+            // on the CPU, and 0.01 the other way computed whole on the GPU).
+            let first = firstLogits[i]
+            #expect(!tokens.isEmpty && first[Int(tokens[0])] >= first.max()! - 1,
+                    "request \(i): first token \(tokens.first ?? -1) at \(tokens.first.map { first[Int($0)] } ?? 0), the CPU's best \(first.max()!)")
             if tokens == alone[i] { same += 1 }
         }
         #expect(same * 2 >= prompts.count, "only \(same) of \(prompts.count) requests got their tokens alone")
         let statistics = scheduler.statistics
-        #expect(statistics.largestBatch == 2, "\(statistics.largestBatch) sequences in one step, with pages for 2")
+        #expect(statistics.largestBatch == 3, "\(statistics.largestBatch) sequences in one step, with pages for 3")
         #expect(statistics.cachedTokens > cachedBefore, "no prefix was shared")
         print("[cuda] paged admission: \(prompts.count) requests, at most \(statistics.largestBatch) at once, \(same) with their tokens alone, \(statistics.cachedTokens - cachedBefore) prompt tokens from shared pages")
     }

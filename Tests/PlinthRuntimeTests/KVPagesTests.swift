@@ -130,7 +130,8 @@ struct KVPagesTests {
     }
 
     /// Random steps, truncations and shares against a model of each slot's positions: every
-    /// slot reads what was written to it, and every page is held or free, never lost.
+    /// slot reads what was written to it, and every page is held or free, never lost. The counts
+    /// the scheduler admits by are what the operations then take and free.
     @Test func randomOperationsKeepEverySlotsPositions() throws {
         var rng = SplitMix64(seed: 25)
         let slots = 5, context = 40
@@ -144,6 +145,9 @@ struct KVPagesTests {
                 let first = Int(rng.next() % UInt64(min(expected[s].count, context - 1) + 1))
                 let n = 1 + Int(rng.next() % UInt64(min(12, context - first)))
                 let values = (0..<n).map { _ in next += 1; return next }
+                var probe = pool.pages
+                _ = try probe.prepare(slot: s, writing: first, through: first + n - 1)
+                #expect(pool.pages.freeCount - probe.freeCount == pool.pages.pagesToWrite(slot: s, from: first, through: first + n - 1))
                 try pool.write(s, from: first, values)
                 expected[s] = Array(expected[s].prefix(first)) + values
             case 2:
@@ -164,6 +168,29 @@ struct KVPagesTests {
                 #expect(pool.pages.pagesHeld(i) == (expected[i].count + 7) / 8)
             }
             #expect(pool.inUse() + pool.pages.freeCount == 26)
+            let emptied = Set((0..<slots).filter { _ in rng.next() % 3 == 0 })
+            var probe = pool.pages
+            for i in emptied { probe.truncate(slot: i, keeping: 0) }
+            #expect(probe.freeCount - pool.pages.freeCount == pool.pages.pagesFreed(emptying: emptied), "emptying \(emptied)")
         }
+    }
+
+    @Test func pagesToWriteAndFreedCountSharedPagesOnce() throws {
+        var pool = Pool(pageLength: 4, contextLength: 16, slots: 3, pageCount: 13)
+        try pool.write(0, from: 0, Array(1...10))  // 3 pages
+        try pool.share(0, 1, 9)  // shares 2, copies the third's first row
+        #expect(pool.pages.freeCount == 8)
+        // Slot 1 writing on from 9 takes nothing for its own third page, one for the fourth.
+        #expect(pool.pages.pagesToWrite(slot: 1, from: 9, through: 12) == 1)
+        // Rewinding into a shared page takes a copy of it.
+        #expect(pool.pages.pagesToWrite(slot: 1, from: 6, through: 8) == 1)
+        #expect(pool.pages.pagesToWrite(slot: 2, from: 0, through: 15) == 4)
+        #expect(pool.pages.pagesToWrite(slot: 2, from: 0, through: 99) == 4)  // no further than the context
+        #expect(pool.pages.pagesToWrite(slot: 2, from: 5, through: 4) == 0)
+        // The shared pages are freed only with both holders.
+        #expect(pool.pages.pagesFreed(emptying: [0]) == 1)
+        #expect(pool.pages.pagesFreed(emptying: [1]) == 1)
+        #expect(pool.pages.pagesFreed(emptying: [0, 1]) == 4)
+        #expect(pool.pages.pagesFreed(emptying: [2]) == 0)
     }
 }

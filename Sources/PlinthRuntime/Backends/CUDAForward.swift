@@ -665,7 +665,9 @@ final class CUDAForward {
     func truncate(slot: Int, keeping: Int) { pages.truncate(slot: slot, keeping: keeping) }
 
     /// Pages slot `slot` holds, and the pages the cache has for sequences (the padding rows' aside).
-    func pagesHeld(_ slot: Int) -> Int { pages.pagesHeld(slot) }
+    var pagesFree: Int { pages.freeCount }
+    func pagesToWrite(slot: Int, from first: Int, through last: Int) -> Int { pages.pagesToWrite(slot: slot, from: first, through: last) }
+    func pagesFreed(emptying slots: Set<Int>) -> Int { pages.pagesFreed(emptying: slots) }
     var pageBudget: (pageLength: Int, pages: Int) { (pages.pageLength, pages.pageCount - 1) }
 
     /// Runs copies of pages' first rows in every layer: a page is the slot of a slotted view of the pool.

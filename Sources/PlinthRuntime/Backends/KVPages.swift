@@ -48,6 +48,24 @@ struct KVPages {
     /// Pages `slot` holds.
     func pagesHeld(_ slot: Int) -> Int { held[slot] }
 
+    /// Pages `slot` takes to write positions `first...last` (none where `last < first`): one for
+    /// each page past those it holds, and its own copy of each it shares.
+    func pagesToWrite(slot: Int, from first: Int, through last: Int) -> Int {
+        let last = min(last, pagesPerSlot * pageLength - 1)
+        guard first <= last else { return 0 }
+        let row = slot * pagesPerSlot
+        return ((first / pageLength)...(last / pageLength)).count { $0 >= held[slot] || references[Int(table[row + $0])] > 1 }
+    }
+
+    /// Pages that emptying every slot of `slots` would free: those no other slot holds.
+    func pagesFreed(emptying slots: Set<Int>) -> Int {
+        var holds: [Int32: Int32] = [:]
+        for s in slots {
+            for j in 0..<held[s] { holds[table[s * pagesPerSlot + j], default: 0] += 1 }
+        }
+        return holds.count { references[Int($0.key)] == $0.value }
+    }
+
     mutating func clean() { dirty = nil }
 
     private mutating func touch(_ slot: Int) {
@@ -81,7 +99,7 @@ struct KVPages {
         let row = slot * pagesPerSlot, pagesWritten = (first / pageLength)...(last / pageLength)
         // Pages are held from the first on: a write past them extends the run.
         precondition(first / pageLength <= held[slot], "slot \(slot) writes position \(first) past its pages")
-        try reserve(pagesWritten.filter { $0 >= held[slot] || references[Int(table[row + $0])] > 1 }.count)
+        try reserve(pagesToWrite(slot: slot, from: first, through: last))
         var copies: [Copy] = []
         for j in pagesWritten {
             if j >= held[slot] {
@@ -120,8 +138,7 @@ struct KVPages {
         precondition(source != target && count >= 0 && count <= held[source] * pageLength)
         if count % pageLength != 0 {
             // The target's pages held by no other slot are freed first.
-            let row = target * pagesPerSlot
-            try reserve(1, freeing: (0..<held[target]).filter { references[Int(table[row + $0])] == 1 }.count)
+            try reserve(1, freeing: pagesFreed(emptying: [target]))
         }
         truncate(slot: target, keeping: 0)
         let whole = count / pageLength, rest = count - whole * pageLength

@@ -196,16 +196,26 @@ public final class InferenceContext {
     }
 
     /// Where the GPU's KV cache has fewer pages than every slot's whole context (created with
-    /// `pagesByUse`): positions per page, and the pages the sequences may hold in all. Pages
-    /// held (``kvPagesHeld(slot:)``) plus those a step writes must stay within it; nil where every
-    /// slot has room for its whole context (the CPU, or a GPU with memory for it).
+    /// `pagesByUse`): positions per page, and the pages the sequences may hold in all. A step
+    /// whose slots need more pages than are free (``kvPagesFree``, ``kvPagesToWrite``) is
+    /// refused; nil where every slot has room for its whole context (the CPU, or a GPU with
+    /// memory for it).
     var kvPageBudget: (pageLength: Int, pages: Int)? {
         guard let device, device.pagesLimited else { return nil }
         return device.pageBudget
     }
 
-    /// KV-cache pages slot `slot` holds (0 on the CPU).
-    func kvPagesHeld(slot: Int) -> Int { device?.pagesHeld(slot) ?? 0 }
+    /// KV-cache pages no slot holds (0 on the CPU).
+    var kvPagesFree: Int { device?.pagesFree ?? 0 }
+
+    /// KV-cache pages slot `slot` takes to write positions `first...last`: past those it holds,
+    /// and its own copy of each it shares with another slot (0 on the CPU).
+    func kvPagesToWrite(slot: Int, from first: Int, through last: Int) -> Int {
+        device?.pagesToWrite(slot: slot, from: first, through: last) ?? 0
+    }
+
+    /// KV-cache pages that resetting every slot of `slots` frees: those no other slot shares (0 on the CPU).
+    func kvPagesFreed(emptying slots: Set<Int>) -> Int { device?.pagesFreed(emptying: slots) ?? 0 }
 
     /// Copies the first `count` positions of `source`'s cache into `target`, which then holds
     /// exactly those positions: a shared prefix computed once serves another sequence. The

@@ -18,9 +18,9 @@ final class ActiveSequence {
     let admitted: UInt64
     var prefillEnd: UInt64 = 0
     var firstToken: UInt64 = 0
-    /// KV pages the sequence may come to hold, where the context's cache counts them
-    /// (``InferenceContext/kvPageBudget``).
-    var pages = 0
+    /// Positions the sequence may come to hold (its prompt and token limit, at most the context),
+    /// where the context's cache admits by pages (``InferenceContext/kvPageBudget``).
+    var positions = 0
 
     init(job: SchedulerInbox.Job, slot: Int, adapter: Int, decoder: SequenceDecoder, admitted: UInt64) {
         self.job = job
@@ -178,21 +178,19 @@ final class SchedulerCore: @unchecked Sendable {
             } else {
                 return  // every slot is running: wait for one
             }
-            var pages = 0
+            var positions = 0
             if let budget = context.kvPageBudget {
-                let most = min(context.contextLength, tokens.count + decoder.remaining)
-                pages = (most + budget.pageLength - 1) / budget.pageLength
-                let source = match.flatMap { $0.owner == nil && $0.slot != slot ? $0.slot : nil }
-                if !roomForPages(pages, budget: budget.pages, taking: slot, keeping: source) {
+                positions = min(context.contextLength, tokens.count + decoder.remaining)
+                if !roomForPages(slot: slot, positions: positions, prefix: match, pageLength: budget.pageLength) {
                     guard running.isEmpty else { return }  // wait for running sequences to end
                     // Alone, without the prefix's entry, it fits (a budget holds one whole context).
                     match = nil
-                    guard roomForPages(pages, budget: budget.pages, taking: slot, keeping: nil) else { return }
+                    guard roomForPages(slot: slot, positions: positions, prefix: nil, pageLength: budget.pageLength) else { return }
                 }
             }
             popQueue()
             let seq = ActiveSequence(job: job, slot: slot, adapter: adapter, decoder: decoder, admitted: now())
-            seq.pages = pages
+            seq.positions = positions
             cache.claim(slot, for: job.id, adapter: adapter)
             running.append(seq)
             if let m = match {
@@ -213,28 +211,45 @@ final class SchedulerCore: @unchecked Sendable {
         }
     }
 
-    /// Whether a sequence in `slot` that may hold `need` KV pages fits the cache's `budget` beside
-    /// the running sequences' (what each may hold) and the idle slots' cached prefixes; where
-    /// emptying idle slots other than `keeping` makes room, they are, least recently used first,
-    /// until it does. Conservative: pages shared by several holders count for each.
-    private func roomForPages(_ need: Int, budget: Int, taking slot: Int, keeping: Int?) -> Bool {
-        let reserved = running.reduce(0) { $0 + $1.pages }
-        var idle: [(slot: Int, pages: Int, use: UInt64)] = []
-        for (i, s) in cache.slots.enumerated() where s.owner == nil && i != slot {
-            let held = context.kvPagesHeld(slot: i)
-            if held > 0 { idle.append((i, held, s.lastUse)) }
+    /// Whether a sequence in `slot` that may come to hold `positions` positions has the KV pages
+    /// for them: those it takes (past the prefix it keeps in `slot` or shares from an idle slot's
+    /// whole pages, and its copy of a page it shares and writes) must fit the free pages, with
+    /// those that emptying `slot` frees, beside what the running sequences may still take. Where
+    /// emptying idle slots (never the prefix's) makes room, they are emptied, least recently used
+    /// first, until it does. A page shared by several slots counts once: the pages the running
+    /// sequences still take stay within the free ones, however those holding a shared page end.
+    private func roomForPages(slot: Int, positions: Int, prefix match: PrefixCache.Match?, pageLength: Int) -> Bool {
+        let need: Int
+        var emptied: Set<Int> = []
+        var keeping: Int?
+        if let m = match, m.owner == nil, m.slot == slot {
+            // A conversation coming back keeps its positions before `shared`.
+            need = context.kvPagesToWrite(slot: slot, from: m.shared, through: positions - 1)
+        } else {
+            emptied.insert(slot)
+            // The prefix's whole pages are shared at admission where they are computed (an idle
+            // slot's, or a running sequence's past them); a copy that waits counts none.
+            var whole = 0
+            if let m = match {
+                if m.owner == nil { keeping = m.slot }
+                let ready = m.owner.map { owner in running.contains { $0.id == owner && $0.computed >= m.shared } } ?? true
+                if ready { whole = m.shared / pageLength }
+            }
+            need = (positions + pageLength - 1) / pageLength - whole
         }
-        var used = reserved + idle.reduce(0) { $0 + $1.pages }
-        guard used + need > budget else { return true }
-        // Nothing is dropped unless dropping is enough.
-        let droppable = idle.reduce(0) { $0 + ($1.slot == keeping ? 0 : $1.pages) }
-        guard used - droppable + need <= budget else { return false }
-        for entry in idle.sorted(by: { $0.use < $1.use }) where used + need > budget && entry.slot != keeping {
-            cache.forget(entry.slot)
-            context.reset(slot: entry.slot)
-            used -= entry.pages
+        let taking = running.reduce(0) {
+            $0 + context.kvPagesToWrite(slot: $1.slot, from: $1.computed, through: $1.positions - 1)
         }
-        return used + need <= budget
+        func room() -> Bool { context.kvPagesFree + context.kvPagesFreed(emptying: emptied) >= taking + need }
+        if room() { return true }
+        // Nothing is emptied unless emptying is enough.
+        let idle = cache.slots.indices.filter { cache.slots[$0].owner == nil && $0 != slot && $0 != keeping }
+        guard context.kvPagesFree + context.kvPagesFreed(emptying: emptied.union(idle)) >= taking + need else { return false }
+        for i in idle.sorted(by: { cache.slots[$0].lastUse < cache.slots[$1].lastUse }) where !room() {
+            cache.forget(i)
+            context.reset(slot: i)
+        }
+        return room()
     }
 
     private func popQueue() {
