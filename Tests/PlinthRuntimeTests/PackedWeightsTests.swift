@@ -69,6 +69,54 @@ struct PackedWeightsTests {
         #expect(try lastLogits(afterTruncation).map(\.bitPattern) == expected.map(\.bitPattern))
     }
 
+    /// Making a packed file clears what no load can use again: the packed files of model files
+    /// deleted or changed since, one of an earlier format, a partial file of a process that has
+    /// ended. A live model file's packed file, a later format's, a running process's partial file
+    /// and other files stay.
+    @Test func makingOneClearsStaleOnes() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let options = WeightPackingOptions(directory: dir)
+        func copy(_ name: String) throws -> URL {
+            let file = dir.appendingPathComponent("models/\(name).gguf")
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: model, to: file)
+            return file
+        }
+        func packed(_ file: URL) throws -> String {
+            guard case .created(let url) = try Transformer(url: file, packing: options).weights.packing else {
+                Issue.record("no packed file made for \(file.lastPathComponent)")
+                return ""
+            }
+            return url.lastPathComponent
+        }
+        let live = try packed(copy("live")), gone = try packed(copy("gone"))
+        let changedFile = try copy("changed")
+        let changed = try packed(changedFile)
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("models/gone.gguf"))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: changedFile.path)
+        func header(format: UInt32) -> Data {
+            Data("PLNTPACK".utf8) + withUnsafeBytes(of: format.littleEndian) { Data($0) } + Data(count: 4096)
+        }
+        #expect(FileManager.default.createFile(atPath: dir.appendingPathComponent("older-1.pack").path, contents: header(format: 1)))
+        #expect(FileManager.default.createFile(atPath: dir.appendingPathComponent("later-0.pack").path, contents: header(format: 99)))
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let partials = [".x.pack.\(ended.processIdentifier).7.tmp", ".y.pack.\(getpid()).7.tmp"]
+        for name in partials + ["notes.txt"] {
+            #expect(FileManager.default.createFile(atPath: dir.appendingPathComponent(name).path, contents: Data("x".utf8)))
+        }
+        let before = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
+        #expect(before.isSuperset(of: [live, gone, changed]))
+        let fresh = try packed(copy("fresh"))
+        let after = Set(try FileManager.default.contentsOfDirectory(atPath: dir.path))
+        #expect(after == [live, fresh, "later-0.pack", partials[1], "notes.txt", "models"], "\(after.sorted())")
+        // The changed model file is packed anew when it loads.
+        #expect(try Transformer(url: changedFile, packing: options).weights.packing == .created(dir.appendingPathComponent(changed)))
+    }
+
     @Test func anUnwritableDirectoryFallsBackToTheModelFile() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

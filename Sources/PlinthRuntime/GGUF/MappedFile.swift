@@ -37,8 +37,7 @@ public final class MappedFile: @unchecked Sendable {
         }
         self.base = UnsafeRawPointer(p)
         self.count = size
-        identity = FileIdentity(size: UInt64(size), modified: Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec),
-                                inode: UInt64(st.st_ino), device: UInt64(st.st_dev))
+        identity = FileIdentity(st)
     }
 
     /// Drops this process's copies of the pages of [offset, offset + length) (rounded to whole
@@ -68,4 +67,20 @@ public struct FileIdentity: Sendable, Equatable {
     public var modified: Int64
     public var inode: UInt64
     public var device: UInt64
+
+    public init(size: UInt64, modified: Int64, inode: UInt64, device: UInt64) {
+        (self.size, self.modified, self.inode, self.device) = (size, modified, inode, device)
+    }
+
+    init(_ st: stat) {
+        self.init(size: UInt64(st.st_size), modified: Int64(st.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(st.st_mtim.tv_nsec),
+                  inode: UInt64(st.st_ino), device: UInt64(st.st_dev))
+    }
+
+    /// The identity of the file at `path` now; nil where there is none (or it cannot be read).
+    public static func of(path: String) -> FileIdentity? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return FileIdentity(st)
+    }
 }

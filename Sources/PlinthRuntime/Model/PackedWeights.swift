@@ -62,7 +62,8 @@ struct PackedMatrices {
 enum WeightPacker {
     static let magic = Array("PLNTPACK".utf8)
     /// The file's own layout (the header below); the tiles' layout is PK_PACK_VERSION.
-    static let fileFormat: UInt32 = 1
+    /// 2: the model file's path follows the entries.
+    static let fileFormat: UInt32 = 2
 
     private static let lock = NSLock()
 
@@ -87,14 +88,15 @@ enum WeightPacker {
         guard !entries.isEmpty else { return PackedMatrices(packing: .disabled) }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         func roundUp(_ v: Int) -> Int { (v + page - 1) / page * page }
-        let headerBytes = roundUp(64 + 40 * entries.count)
+        let modelPath = source.url.resolvingSymlinksInPath().path
+        let headerBytes = roundUp(64 + 40 * entries.count + modelPath.utf8.count)
         var at = headerBytes
         for i in entries.indices {
             entries[i].offset = at
             at = roundUp(at + entries[i].bytes)
         }
         let total = at
-        let header = makeHeader(entries, identity: source.identity, headerBytes: headerBytes)
+        let header = makeHeader(entries, identity: source.identity, modelPath: modelPath, headerBytes: headerBytes)
         let url = options.directory.appendingPathComponent(fileName(for: source.url))
 
         // Loads in one process (tests, several contexts) wait for one another rather than each
@@ -105,6 +107,7 @@ enum WeightPacker {
         if let f = mapExisting(url, expecting: header, total: total) {
             result = PackedMatrices(packing: .reused(url), file: f)
         } else {
+            prune(options.directory)
             switch create(url, header: header, entries: entries, total: total) {
             case .success(let f): result = PackedMatrices(packing: .created(url), file: f)
             case .failure(let why): return PackedMatrices(packing: .unavailable(why.message))
@@ -126,9 +129,9 @@ enum WeightPacker {
         return stem + "-" + String(h, radix: 16) + ".pack"
     }
 
-    /// Everything a valid file must agree on: formats, the model file's identity, and the
-    /// shape and place of every packed matrix.
-    static func makeHeader(_ entries: [Entry], identity: FileIdentity, headerBytes: Int) -> [UInt8] {
+    /// Everything a valid file must agree on: formats, the model file's identity and path, and
+    /// the shape and place of every packed matrix.
+    static func makeHeader(_ entries: [Entry], identity: FileIdentity, modelPath: String, headerBytes: Int) -> [UInt8] {
         var h = [UInt8](repeating: 0, count: headerBytes)
         func put<T: FixedWidthInteger>(_ v: T, at o: Int) {
             withUnsafeBytes(of: v.littleEndian) { for (i, b) in $0.enumerated() { h[o + i] = b } }
@@ -142,6 +145,7 @@ enum WeightPacker {
         put(identity.device, at: 40)
         put(UInt32(entries.count), at: 48)
         put(UInt32(headerBytes), at: 52)
+        put(UInt32(modelPath.utf8.count), at: 56)
         for (i, e) in entries.enumerated() {
             let o = 64 + 40 * i
             put(UInt32(bitPattern: e.type), at: o)
@@ -150,7 +154,47 @@ enum WeightPacker {
             put(UInt64(e.offset), at: o + 24)
             put(UInt64(e.bytes), at: o + 32)
         }
+        for (i, b) in modelPath.utf8.enumerated() { h[64 + 40 * entries.count + i] = b }
         return h
+    }
+
+    /// Deletes what `directory` holds that no load can use again, so that it does not grow with
+    /// every model file ever loaded (a test's temporary copies, a model deleted or replaced):
+    /// packed files whose model file is gone or has changed, those of an earlier format (this
+    /// version remakes them), and partial files of processes no longer running. A file being
+    /// deleted stays readable where it is mapped. Runs only before a packed file is made.
+    static func prune(_ directory: URL) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names {
+            let path = directory.appendingPathComponent(name).path
+            if name.hasPrefix("."), name.hasSuffix(".tmp") {
+                // .NAME.PID.RANDOM.tmp
+                let parts = name.split(separator: ".")
+                if parts.count >= 4, let pid = Int32(parts[parts.count - 3]), kill(pid, 0) != 0, errno == ESRCH { unlink(path) }
+            } else if name.hasSuffix(".pack"), isStale(path) {
+                unlink(path)
+            }
+        }
+    }
+
+    /// Whether the packed file at `path` is of an earlier format, or records a model file that
+    /// is gone or no longer the same; a file it cannot read, or of a later format, is kept.
+    static func isStale(_ path: String) -> Bool {
+        let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var fixed = [UInt8](repeating: 0, count: 64)
+        guard pread(fd, &fixed, 64, 0) == 64, Array(fixed.prefix(8)) == magic else { return false }
+        // Little-endian fields of `bytes` wide at `o`.
+        func get(_ o: Int, _ bytes: Int) -> UInt64 { (0..<bytes).reduce(0) { $0 | UInt64(fixed[o + $1]) << (8 * $1) } }
+        let format = get(8, 4)
+        guard format == fileFormat else { return format < fileFormat }
+        let pathAt = 64 + 40 * Int(get(48, 4)), pathBytes = Int(get(56, 4))
+        guard pathBytes > 0, pathBytes <= 65536 else { return false }
+        var recorded = [UInt8](repeating: 0, count: pathBytes)
+        guard pread(fd, &recorded, pathBytes, off_t(pathAt)) == pathBytes else { return false }
+        let identity = FileIdentity(size: get(16, 8), modified: Int64(bitPattern: get(24, 8)), inode: get(32, 8), device: get(40, 8))
+        return FileIdentity.of(path: String(decoding: recorded, as: UTF8.self)) != identity
     }
 
     /// Maps an existing file if it is exactly what this model needs.
