@@ -286,6 +286,10 @@ fidelity_stage() {
     kld cuda-prefill cuda $CTX
     kld cuda-steps8 cuda 8
     kld cuda-steps8-float cuda 8 PLINTH_CUDA_INT8=0
+    # Decoding's own paths: one and two rows a step run the fused launches (the norm and the GLU
+    # inside the products), whose arithmetic differs from 3-8 rows'.
+    kld cuda-steps1 cuda 1
+    kld cuda-steps2 cuda 2
 }
 
 agree_stage() {
@@ -426,7 +430,7 @@ EOF
 # NAME ESTIMATE(s, an H100's) NEEDS... in priority order.
 STAGES="kernels-quick:90:devbin bench-qwen-rep:40:plinth,qwen-rep llama-qwen-rep:45:qwen-rep,llama
 bench-smollm2:30:plinth,smollm2 llama-smollm2:35:smollm2,llama ablate-qwen-rep:80:plinth,qwen-rep eval:112:plinth,smollm2
-fidelity:70:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 attention:25:devbin kernels-full:200:devbin
+fidelity:90:plinth,smollm2 agree:80:plinth,smollm2 ablate-smollm2:42:plinth,smollm2 attention:25:devbin kernels-full:200:devbin
 profile:150:plinth,smollm2"
 ready() { # NEEDS (comma-separated): 0 ready, 1 waits for a carry, 2 waits for llama.cpp's build
     local n w=0
