@@ -664,7 +664,8 @@ final class CUDAForward {
     /// Frees slot `slot`'s pages past its first `keeping` positions.
     func truncate(slot: Int, keeping: Int) { pages.truncate(slot: slot, keeping: keeping) }
 
-    /// Pages slot `slot` holds, and the pages the cache has for sequences (the padding rows' aside).
+    /// Free pages; the pages slot `slot` takes to write positions `first...last`; the pages that
+    /// emptying `slots` frees; the pages the cache has for sequences (the padding rows' aside).
     var pagesFree: Int { pages.freeCount }
     func pagesToWrite(slot: Int, from first: Int, through last: Int) -> Int { pages.pagesToWrite(slot: slot, from: first, through: last) }
     func pagesFreed(emptying slots: Set<Int>) -> Int { pages.pagesFreed(emptying: slots) }

@@ -181,11 +181,12 @@ final class SchedulerCore: @unchecked Sendable {
             var positions = 0
             if let budget = context.kvPageBudget {
                 positions = min(context.contextLength, tokens.count + decoder.remaining)
-                if !roomForPages(slot: slot, positions: positions, prefix: match, pageLength: budget.pageLength) {
-                    guard running.isEmpty else { return }  // wait for running sequences to end
-                    // Alone, without the prefix's entry, it fits (a budget holds one whole context).
+                let rewindable = decoder.promptCount - 1
+                if !roomForPages(slot: slot, positions: positions, rewindable: rewindable, prefix: match, pageLength: budget.pageLength) {
+                    // Without the prefix's entry (whose slot may then be emptied) it may fit now;
+                    // with nothing running it does (a budget holds one whole context). Else it waits.
+                    guard match != nil, roomForPages(slot: slot, positions: positions, rewindable: rewindable, prefix: nil, pageLength: budget.pageLength) else { return }
                     match = nil
-                    guard roomForPages(slot: slot, positions: positions, prefix: nil, pageLength: budget.pageLength) else { return }
                 }
             }
             popQueue()
@@ -218,13 +219,15 @@ final class SchedulerCore: @unchecked Sendable {
     /// emptying idle slots (never the prefix's) makes room, they are emptied, least recently used
     /// first, until it does. A page shared by several slots counts once: the pages the running
     /// sequences still take stay within the free ones, however those holding a shared page end.
-    private func roomForPages(slot: Int, positions: Int, prefix match: PrefixCache.Match?, pageLength: Int) -> Bool {
+    /// A constraint may rewind a sequence to its last prompt token (`rewindable`): a shared page
+    /// from there on may be copied again, so it counts as taken.
+    private func roomForPages(slot: Int, positions: Int, rewindable: Int, prefix match: PrefixCache.Match?, pageLength: Int) -> Bool {
         let need: Int
         var emptied: Set<Int> = []
         var keeping: Int?
         if let m = match, m.owner == nil, m.slot == slot {
             // A conversation coming back keeps its positions before `shared`.
-            need = context.kvPagesToWrite(slot: slot, from: m.shared, through: positions - 1)
+            need = context.kvPagesToWrite(slot: slot, from: min(m.shared, rewindable), through: positions - 1)
         } else {
             emptied.insert(slot)
             // The prefix's whole pages are shared at admission where they are computed (an idle
@@ -233,22 +236,29 @@ final class SchedulerCore: @unchecked Sendable {
             if let m = match {
                 if m.owner == nil { keeping = m.slot }
                 let ready = m.owner.map { owner in running.contains { $0.id == owner && $0.computed >= m.shared } } ?? true
-                if ready { whole = m.shared / pageLength }
+                if ready { whole = min(m.shared, rewindable) / pageLength }
             }
             need = (positions + pageLength - 1) / pageLength - whole
         }
         let taking = running.reduce(0) {
-            $0 + context.kvPagesToWrite(slot: $1.slot, from: $1.computed, through: $1.positions - 1)
+            $0 + context.kvPagesToWrite(slot: $1.slot, from: min($1.computed, $1.decoder.promptCount - 1), through: $1.positions - 1)
         }
-        func room() -> Bool { context.kvPagesFree + context.kvPagesFreed(emptying: emptied) >= taking + need }
+        func freed() -> Int { context.kvPagesFreed(emptying: emptied) }
+        func room() -> Bool { context.kvPagesFree + freed() >= taking + need }
         if room() { return true }
         // Nothing is emptied unless emptying is enough.
         let idle = cache.slots.indices.filter { cache.slots[$0].owner == nil && $0 != slot && $0 != keeping }
         guard context.kvPagesFree + context.kvPagesFreed(emptying: emptied.union(idle)) >= taking + need else { return false }
-        for i in idle.sorted(by: { cache.slots[$0].lastUse < cache.slots[$1].lastUse }) where !room() {
+        func empty(_ i: Int) {
             cache.forget(i)
             context.reset(slot: i)
         }
+        // First the slots that free pages by themselves; then those whose pages only idle slots share.
+        var left: [Int] = []
+        for i in idle.sorted(by: { cache.slots[$0].lastUse < cache.slots[$1].lastUse }) where !room() {
+            if context.kvPagesFreed(emptying: emptied.union([i])) > freed() { empty(i) } else { left.append(i) }
+        }
+        for i in left where !room() { empty(i) }
         return room()
     }
 
