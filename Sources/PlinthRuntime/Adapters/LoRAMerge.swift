@@ -88,21 +88,4 @@ public enum LoRAMerge {
         }
         try GGUFWriter(metadata: metadata, tensors: tensors).write(to: url)
     }
-
-    /// The model file of `model` with `adapter` merged, made once under `directory` (default
-    /// `$PLINTH_HOME/merged`) and reused while the model file and the adapter are the same.
-    public static func cachedModel(_ model: Transformer, adapter: LoRAAdapter, precision: Precision = .automatic,
-                                   directory: URL = ModelStore.defaultHome.appendingPathComponent("merged")) throws -> URL {
-        let id = model.file.mapping.identity
-        let key = "\(model.file.url.resolvingSymlinksInPath().path)|\(id.size)|\(id.modified)|\(adapter.fingerprint)|\(precision.rawValue)"
-        var hasher = SHA256()
-        hasher.update(Array(key.utf8))
-        let stem = model.file.url.deletingPathExtension().lastPathComponent
-        let url = directory.appendingPathComponent("\(stem)+\(adapter.name)-\(hasher.finalize().prefix(16)).gguf")
-        if FileManager.default.fileExists(atPath: url.path) { return url }
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        // The writer renames a complete file into place: no reader sees a partial one.
-        try write(model: model, adapter: adapter, to: url, precision: precision)
-        return url
-    }
 }
