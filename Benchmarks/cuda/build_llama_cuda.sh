@@ -26,7 +26,7 @@ command -v cmake >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=nonintera
 # 1. A CUDA toolkit tree from the wheels: nvidia/cu13/{bin,nvvm,include,lib}.
 tk="$dir/cuda/nvidia/cu13"
 if [ ! -x "$tk/bin/nvcc" ]; then
-    mkdir -p "$dir/wheels"
+    mkdir -p "$dir/wheels" "$dir/cuda"
     for p in nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-runtime nvidia-cuda-cccl nvidia-cuda-crt nvidia-cublas; do
         python3 -m pip download -q --no-deps --only-binary=:all: -d "$dir/wheels" "$p==$cuda.*"
     done
