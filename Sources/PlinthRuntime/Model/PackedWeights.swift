@@ -168,9 +168,10 @@ enum WeightPacker {
         for name in names {
             let path = directory.appendingPathComponent(name).path
             if name.hasPrefix("."), name.hasSuffix(".tmp") {
-                // .NAME.PID.RANDOM.tmp
+                // .STEM.pack.PID.RANDOM.tmp, as `create` names them; other programs' files stay.
                 let parts = name.split(separator: ".")
-                if parts.count >= 4, let pid = Int32(parts[parts.count - 3]), kill(pid, 0) != 0, errno == ESRCH { unlink(path) }
+                if parts.count >= 5, parts[parts.count - 4] == "pack", let pid = Int32(parts[parts.count - 3]),
+                   kill(pid, 0) != 0, errno == ESRCH { unlink(path) }
             } else if name.hasSuffix(".pack"), isStale(path) {
                 unlink(path)
             }
