@@ -706,13 +706,11 @@ struct CUDABackendTests {
         }
         #expect(alone.allSatisfy { !$0.isEmpty })
         // Each prompt's next-token logits on the CPU, for the first token's check below.
-        let cpu = try InferenceContext(transformer: try Transformer(url: try #require(Self.smolLM2)), contextLength: 256, slots: 1, backend: .cpu)
+        let cpu = try InferenceContext(transformer: model.transformer, contextLength: 256, slots: 1, backend: .cpu)
         let firstLogits = try prompts.map { p in
             cpu.reset(slot: 0)
-            var b = Batch()
-            for (i, t) in p.enumerated() { b.add(t, position: i, slot: 0, logits: i == p.count - 1) }
-            try cpu.forward(b)
-            return cpu.logits(0)
+            try cpu.forward(.sequence(p))
+            return Array(cpu.logits(0))  // the buffer is the next step's
         }
         let cachedBefore = scheduler.statistics.cachedTokens
         let together = prompts.map(submit)

@@ -67,6 +67,11 @@ enum WeightPacker {
 
     private static let lock = NSLock()
 
+    /// Byte offsets of the header's fixed fields (64 bytes), which ``isStale(_:)`` reads back.
+    enum Field {
+        static let format = 8, packVersion = 12, identity = 16, entryCount = 48, headerBytes = 52, pathBytes = 56
+    }
+
     struct Entry {
         var type: Int32, rows: Int, columns: Int
         var source: UnsafeRawPointer
@@ -137,15 +142,14 @@ enum WeightPacker {
             withUnsafeBytes(of: v.littleEndian) { for (i, b) in $0.enumerated() { h[o + i] = b } }
         }
         for (i, b) in magic.enumerated() { h[i] = b }
-        put(fileFormat, at: 8)
-        put(UInt32(PK_PACK_VERSION), at: 12)
-        put(identity.size, at: 16)
-        put(identity.modified, at: 24)
-        put(identity.inode, at: 32)
-        put(identity.device, at: 40)
-        put(UInt32(entries.count), at: 48)
-        put(UInt32(headerBytes), at: 52)
-        put(UInt32(modelPath.utf8.count), at: 56)
+        put(fileFormat, at: Field.format)
+        put(UInt32(PK_PACK_VERSION), at: Field.packVersion)
+        for (i, v) in [identity.size, UInt64(bitPattern: identity.modified), identity.inode, identity.device].enumerated() {
+            put(v, at: Field.identity + 8 * i)
+        }
+        put(UInt32(entries.count), at: Field.entryCount)
+        put(UInt32(headerBytes), at: Field.headerBytes)
+        put(UInt32(modelPath.utf8.count), at: Field.pathBytes)
         for (i, e) in entries.enumerated() {
             let o = 64 + 40 * i
             put(UInt32(bitPattern: e.type), at: o)
@@ -186,15 +190,17 @@ enum WeightPacker {
         defer { close(fd) }
         var fixed = [UInt8](repeating: 0, count: 64)
         guard pread(fd, &fixed, 64, 0) == 64, Array(fixed.prefix(8)) == magic else { return false }
-        // Little-endian fields of `bytes` wide at `o`.
-        func get(_ o: Int, _ bytes: Int) -> UInt64 { (0..<bytes).reduce(0) { $0 | UInt64(fixed[o + $1]) << (8 * $1) } }
-        let format = get(8, 4)
+        func get<T: FixedWidthInteger>(_ o: Int, _: T.Type) -> T {
+            T(littleEndian: fixed.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: o, as: T.self) })
+        }
+        let format = get(Field.format, UInt32.self)
         guard format == fileFormat else { return format < fileFormat }
-        let pathAt = 64 + 40 * Int(get(48, 4)), pathBytes = Int(get(56, 4))
+        let pathAt = 64 + 40 * Int(get(Field.entryCount, UInt32.self)), pathBytes = Int(get(Field.pathBytes, UInt32.self))
         guard pathBytes > 0, pathBytes <= 65536 else { return false }
         var recorded = [UInt8](repeating: 0, count: pathBytes)
         guard pread(fd, &recorded, pathBytes, off_t(pathAt)) == pathBytes else { return false }
-        let identity = FileIdentity(size: get(16, 8), modified: Int64(bitPattern: get(24, 8)), inode: get(32, 8), device: get(40, 8))
+        let id = (0..<4).map { get(Field.identity + 8 * $0, UInt64.self) }
+        let identity = FileIdentity(size: id[0], modified: Int64(bitPattern: id[1]), inode: id[2], device: id[3])
         return FileIdentity.of(path: String(decoding: recorded, as: UTF8.self)) != identity
     }
 

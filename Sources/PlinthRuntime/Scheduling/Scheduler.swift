@@ -11,9 +11,10 @@ import Synchronization
 /// logits samples under its own decode state (sampler, constraint, stop rule, token limit).
 /// Requests beyond the free slots wait in arrival order. Shared prompt prefixes are reused (see
 /// ``PrefixCache``). On a GPU whose memory holds fewer KV pages than every slot's whole context,
-/// a request also waits until the pages it may come to hold (its prompt and token limit, at most
-/// the context) fit beside the running sequences' and the cached prefixes', which are dropped
-/// least recently used first to make room. On the CPU the kernels compute every row on its own,
+/// a request also waits until the pages it may still take (for its prompt and token limit, at
+/// most the context, less the prefix pages it shares) fit the free ones beside what the running
+/// sequences may still take, a shared page counted once; cached prefixes are dropped least
+/// recently used first to make room. On the CPU the kernels compute every row on its own,
 /// so a request's greedy output is the same bits whatever else is in the batch; on a GPU a row's
 /// arithmetic depends on its step's row count (fused launches at one or two rows, int8 rows
 /// below 9, f16 products from 9), so a near-tie may go the other way.

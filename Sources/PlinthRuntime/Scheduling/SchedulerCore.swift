@@ -181,11 +181,13 @@ final class SchedulerCore: @unchecked Sendable {
             var positions = 0
             if let budget = context.kvPageBudget {
                 positions = min(context.contextLength, tokens.count + decoder.remaining)
-                let rewindable = decoder.promptCount - 1
-                if !roomForPages(slot: slot, positions: positions, rewindable: rewindable, prefix: match, pageLength: budget.pageLength) {
+                func room(_ prefix: PrefixCache.Match?) -> Bool {
+                    roomForPages(slot: slot, positions: positions, promptCount: decoder.promptCount, prefix: prefix, pageLength: budget.pageLength)
+                }
+                if !room(match) {
                     // Without the prefix's entry (whose slot may then be emptied) it may fit now;
                     // with nothing running it does (a budget holds one whole context). Else it waits.
-                    guard match != nil, roomForPages(slot: slot, positions: positions, rewindable: rewindable, prefix: nil, pageLength: budget.pageLength) else { return }
+                    guard match != nil, room(nil) else { return }
                     match = nil
                 }
             }
@@ -219,15 +221,14 @@ final class SchedulerCore: @unchecked Sendable {
     /// emptying idle slots (never the prefix's) makes room, they are emptied, least recently used
     /// first, until it does. A page shared by several slots counts once: the pages the running
     /// sequences still take stay within the free ones, however those holding a shared page end.
-    /// A constraint may rewind a sequence to its last prompt token (`rewindable`): a shared page
-    /// from there on may be copied again, so it counts as taken.
-    private func roomForPages(slot: Int, positions: Int, rewindable: Int, prefix match: PrefixCache.Match?, pageLength: Int) -> Bool {
+    /// Pages are counted from ``firstWrite(kept:promptCount:)``.
+    private func roomForPages(slot: Int, positions: Int, promptCount: Int, prefix match: PrefixCache.Match?, pageLength: Int) -> Bool {
         let need: Int
         var emptied: Set<Int> = []
         var keeping: Int?
         if let m = match, m.owner == nil, m.slot == slot {
             // A conversation coming back keeps its positions before `shared`.
-            need = context.kvPagesToWrite(slot: slot, from: min(m.shared, rewindable), through: positions - 1)
+            need = context.kvPagesToWrite(slot: slot, from: Self.firstWrite(kept: m.shared, promptCount: promptCount), through: positions - 1)
         } else {
             emptied.insert(slot)
             // The prefix's whole pages are shared at admission where they are computed (an idle
@@ -236,12 +237,13 @@ final class SchedulerCore: @unchecked Sendable {
             if let m = match {
                 if m.owner == nil { keeping = m.slot }
                 let ready = m.owner.map { owner in running.contains { $0.id == owner && $0.computed >= m.shared } } ?? true
-                if ready { whole = min(m.shared, rewindable) / pageLength }
+                if ready { whole = Self.firstWrite(kept: m.shared, promptCount: promptCount) / pageLength }
             }
             need = (positions + pageLength - 1) / pageLength - whole
         }
         let taking = running.reduce(0) {
-            $0 + context.kvPagesToWrite(slot: $1.slot, from: min($1.computed, $1.decoder.promptCount - 1), through: $1.positions - 1)
+            $0 + context.kvPagesToWrite(slot: $1.slot, from: Self.firstWrite(kept: $1.computed, promptCount: $1.decoder.promptCount),
+                                        through: $1.positions - 1)
         }
         func freed() -> Int { context.kvPagesFreed(emptying: emptied) }
         func room() -> Bool { context.kvPagesFree + freed() >= taking + need }
@@ -261,6 +263,10 @@ final class SchedulerCore: @unchecked Sendable {
         for i in left where !room() { empty(i) }
         return room()
     }
+
+    /// The first position a sequence holding `kept` positions may still write: a constraint may
+    /// rewind it to its last prompt token, so a page it shares from there on may be copied again.
+    private static func firstWrite(kept: Int, promptCount: Int) -> Int { min(kept, promptCount - 1) }
 
     private func popQueue() {
         queueHead += 1
