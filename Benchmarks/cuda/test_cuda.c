@@ -5,7 +5,7 @@
 // Usage: test_cuda [cache-dir]    (default cache: /tmp/plinth-cuda-test-cache, emptied first)
 //
 // Tolerances (why):
-// - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_prefix, download_rows, lora,
+// - dequantize, get_rows, add, add_bias, argmax, store_kv, copy_kv, download_rows, lora,
 //   lora_embed, dependent launch (overlapped launches against the same one after another): exact.
 // - the fused launches against the launches they replace (matmul_add_norm, matmul_post_norm,
 //   matmul_glu with SwiGLU and GEGLU, qkv_rope_store, qkv_norm_rope_store, matmul_runs_rope_store): exact.
@@ -1744,23 +1744,6 @@ static void test_attention(pkc_context *c) {
             snprintf(name, sizeof name, "%s decode, 64 seqs short", models[mi].name);
             attention_case(c, &w, name, 64, sl, kl, 0);
         }
-        if (mi == 0) {
-            // copy_prefix: slot 1's first 300 positions to slot 5 (a one-layer cache); the rest of slot 5 stays
-            const int64_t ss = w.kv.slot_stride;
-            const size_t bytes = (size_t)(slots * ss) * 2;
-            uint16_t *before = malloc(bytes), *after = malloc(bytes);
-            CHECK(c, pkc_download(c, before, w.kv.v, bytes));
-            CHECK(c, pkc_copy_prefix(c, &w.kv, 1, 0, 1, 5, 300));
-            CHECK(c, pkc_download(c, after, w.kv.v, bytes));
-            int64_t bad = 0;
-            for (int64_t i = 0; i < slots * ss; i++) {
-                const int64_t s = i / ss, off = i % ss;
-                const uint16_t want = (s == 5 && off < 300 * w.kv_dim) ? before[1 * ss + off] : before[i];
-                bad += after[i] != want;
-            }
-            report(bad == 0, "copy_prefix 300 positions slot 1 -> 5: %lld halves differ (tol exact; other slots untouched)", (long long)bad);
-            free(before); free(after);
-        }
         kv_world_free(c, &w);
     }
 }
@@ -1769,6 +1752,47 @@ static void test_attention(pkc_context *c) {
 // over the pool in random order: pkc_store_kv and pkc_qkv_rope_store write the same halves to
 // every position, and attention reads the same outputs from both, bit for bit (decode rows,
 // a prefill chunk, the split path, a sliding window).
+// copy_kv: 21 copies (two launches) in 3 layers of a padded slotted cache, keys and values,
+// against the same copies on the host; then copies it must refuse, with nothing written.
+static void test_copy_kv(pkc_context *c) {
+    enum { SLOTS = 48, POS = 7, LAYERS = 3, KVD = 72, N = 21 };
+    const int64_t ss = POS * KVD + 8, ls = SLOTS * ss + 16, halves = LAYERS * ls;
+    pkc_kv kv = {.k = dev_alloc(c, (size_t)halves * 2), .v = dev_alloc(c, (size_t)halves * 2), .slot_stride = ss, .kv_dim = KVD};
+    uint16_t *k0 = malloc((size_t)halves * 2), *v0 = malloc((size_t)halves * 2);
+    uint16_t *k1 = malloc((size_t)halves * 2), *v1 = malloc((size_t)halves * 2);
+    for (int64_t i = 0; i < halves; i++) { k0[i] = (uint16_t)rng_u64(); v0[i] = (uint16_t)rng_u64(); }
+    CHECK(c, pkc_upload(c, kv.k, k0, (size_t)halves * 2));
+    CHECK(c, pkc_upload(c, kv.v, v0, (size_t)halves * 2));
+    // copy i: slot i to slot 24 + i, i % 8 positions (none to the whole slot); the last within one slot
+    pkc_kv_copy copies[N + 1];
+    for (int i = 0; i < N; i++) copies[i] = (pkc_kv_copy){i, 24 + i, i % 8};
+    copies[N] = (pkc_kv_copy){46, 46, 3};
+    CHECK(c, pkc_copy_kv(c, &kv, LAYERS, ls, copies, N + 1));
+    CHECK(c, pkc_download(c, k1, kv.k, (size_t)halves * 2));
+    CHECK(c, pkc_download(c, v1, kv.v, (size_t)halves * 2));
+    int64_t bad = 0;
+    for (int64_t i = 0; i < halves; i++) {
+        const int64_t l = i / ls, s = i % ls / ss, off = i % ls % ss;
+        int64_t from = i;
+        if (s >= 24 && s < 24 + N && off < (s - 24) % 8 * KVD) from = l * ls + (s - 24) * ss + off;
+        bad += (k1[i] != k0[from]) + (v1[i] != v0[from]);
+    }
+    report(bad == 0, "copy_kv: %d copies of 0-7 positions in %d layers: %lld halves differ from the host's copies (tol exact)", N + 1,
+           LAYERS, (long long)bad);
+    // Refused: a copy into a slot another reads; past a slot; a layer stride not of whole 16 bytes.
+    const pkc_kv_copy chain[] = {{1, 2, 3}, {2, 3, 3}}, over = {1, 2, POS + 1};
+    const int st1 = pkc_copy_kv(c, &kv, LAYERS, ls, chain, 2), st2 = pkc_copy_kv(c, &kv, LAYERS, ls, &over, 1);
+    const int st3 = pkc_copy_kv(c, &kv, LAYERS, ls + 4, copies, 2);
+    CHECK(c, pkc_download(c, k0, kv.k, (size_t)halves * 2));
+    CHECK(c, pkc_download(c, v0, kv.v, (size_t)halves * 2));
+    const int same = memcmp(k0, k1, (size_t)halves * 2) == 0 && memcmp(v0, v1, (size_t)halves * 2) == 0;
+    report(st1 == PKC_ERR_INVALID && st2 == PKC_ERR_INVALID && st3 == PKC_ERR_INVALID && same,
+           "copy_kv refuses a chain of copies (%s), a copy past a slot (%s), a layer stride of 4 halves more (%s); cache %s",
+           pkc_status_name(st1), pkc_status_name(st2), pkc_status_name(st3), same ? "unchanged" : "CHANGED");
+    CHECK(c, pkc_free(c, kv.k)); CHECK(c, pkc_free(c, kv.v));
+    free(k0); free(v0); free(k1); free(v1);
+}
+
 static void test_paged_kv(pkc_context *c) {
     struct { int qh, kvh, hd; const char *name; } cases[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {4, 1, 256, "gemma"}};
     enum { SLOTS = 6, MAXPOS = 600, SHIFT = 4 };
@@ -1871,9 +1895,10 @@ static void test_paged_kv(pkc_context *c) {
     pkc_kv bad_table = {dev_alloc(c, 4096), dev_alloc(c, 4096), 0, 64, dtable, 0, SHIFT};
     pkc_kv paged = bad_table;
     paged.max_pages = max_pages;
-    const int st1 = pkc_copy_prefix(c, &paged, 1, 0, 0, 1, 4);
+    const pkc_kv_copy one = {0, 1, 4};
+    const int st1 = pkc_copy_kv(c, &paged, 1, 0, &one, 1);
     const int st2 = pkc_store_kv(c, &bad_table, 0, 64, 0, 64, 0, 0, 0);
-    report(st1 == PKC_ERR_INVALID && st2 == PKC_ERR_INVALID, "paged kv: copy_prefix of a paged cache %s, a table of 0 pages per slot %s",
+    report(st1 == PKC_ERR_INVALID && st2 == PKC_ERR_INVALID, "paged kv: copy_kv of a paged cache %s, a table of 0 pages per slot %s",
            pkc_status_name(st1), pkc_status_name(st2));
     CHECK(c, pkc_free(c, bad_table.k)); CHECK(c, pkc_free(c, bad_table.v)); CHECK(c, pkc_free(c, dtable));
     free(table);
@@ -2286,7 +2311,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "rms_norm_heads, geglu, scale, softcap, argmax, topk, download_rows, store_kv, qkv_rope_store, qkv_norm_rope_store, attention, copy_prefix, graph, dependent launch, errors, matmul_runs, matmul_runs_rope_store, matmul_add_norm, matmul_post_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
+               "rms_norm_heads, geglu, scale, softcap, argmax, topk, download_rows, store_kv, qkv_rope_store, qkv_norm_rope_store, attention, copy_kv, graph, dependent launch, errors, matmul_runs, matmul_runs_rope_store, matmul_add_norm, matmul_post_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return require_device ? 1 : 0;
     }
@@ -2319,6 +2344,7 @@ int main(int argc, char **argv) {
     test_qkv_rope_store(c);
     test_attention(c);
     test_paged_kv(c);
+    test_copy_kv(c);
     test_attention_scratch(dir);
     test_graph(c);
     test_dependent_launch(c);

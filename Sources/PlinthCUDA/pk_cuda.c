@@ -227,7 +227,7 @@ struct pkc_context {
     CUstream side;
     CUevent fork, join;
     CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, qkv_norm_rope_store, attn[ATT_MAXG], attn_combine, lora,
-        lora_embed;
+        lora_embed, copy_kv;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
     CUdeviceptr norm_count; // pkc_matmul_add_norm's ticket counter (back to 0 after each launch)
@@ -672,7 +672,7 @@ static int get_core_functions(pkc_context *c, CUmodule m) {
         {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->topk, "pkc_topk"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
         {&c->qkv_norm_rope_store, "pkc_qkv_norm_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}, {&c->lora, "pkc_lora"},
-        {&c->lora_embed, "pkc_lora_embed"}};
+        {&c->lora_embed, "pkc_lora_embed"}, {&c->copy_kv, "pkc_copy_kv"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if ((st = get_function(c, m, named[i].f, named[i].name))) return st;
     return PKC_OK;
@@ -2273,23 +2273,56 @@ int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
     return PKC_OK;
 }
 
-int pkc_copy_prefix(pkc_context *c, const pkc_kv *cache, int layers, int64_t layer_stride, int src, int dst,
-                    int64_t count) {
+// pkc_copy_kv's arguments (pkc_kernels.cu: KVCopy, KVCopies), every field 8 bytes. check_kv's
+// rules and a layer stride of whole 8 halves make every run 16-byte aligned.
+#define KV_COPIES 16
+typedef struct {
+    int64_t src, dst, count;
+} kv_copy_arg;
+typedef struct {
+    kv_copy_arg op[KV_COPIES];
+    int64_t layer_stride, layers;
+} kv_copy_args;
+
+static int moves(const pkc_kv_copy *o) { return o->count > 0 && o->src != o->dst; }
+
+int pkc_copy_kv(pkc_context *c, const pkc_kv *cache, int layers, int64_t layer_stride, const pkc_kv_copy *copies, int n) {
     ENTER(c);
-    int st = check_kv(c, "pkc_copy_prefix", cache);
+    int st = check_kv(c, "pkc_copy_kv", cache);
     if (st) return st;
-    if (cache->pages) return fail(c, PKC_ERR_INVALID, "pkc_copy_prefix: a slotted cache (a paged one shares or copies pages)");
-    if (layers < 0 || src < 0 || dst < 0 || count < 0 || count * cache->kv_dim > cache->slot_stride)
-        return fail(c, PKC_ERR_INVALID, "pkc_copy_prefix: bad sizes");
-    if (src == dst || count == 0) return PKC_OK;
-    const size_t bytes = (size_t)(count * cache->kv_dim) * 2;
-    c->kernel_last = NULL;
-    for (int l = 0; l < layers; l++) {
-        const uint64_t base = (uint64_t)(l * layer_stride) * 2;
-        const uint64_t so = base + (uint64_t)((int64_t)src * cache->slot_stride) * 2;
-        const uint64_t d = base + (uint64_t)((int64_t)dst * cache->slot_stride) * 2;
-        CU(c, c->cu.MemcpyDtoDAsync(cache->k + d, cache->k + so, bytes, c->stream), "cuMemcpyDtoDAsync");
-        CU(c, c->cu.MemcpyDtoDAsync(cache->v + d, cache->v + so, bytes, c->stream), "cuMemcpyDtoDAsync");
+    if (cache->pages) return fail(c, PKC_ERR_INVALID, "pkc_copy_kv: a slotted cache (a paged one shares or copies pages)");
+    if (layers < 0 || layers > 65535 / 2 / KV_COPIES || layer_stride < 0 || layer_stride % 8 != 0 || n < 0 || (n > 0 && !copies))
+        return fail(c, PKC_ERR_INVALID, "pkc_copy_kv: bad arguments (%d layers, layer stride %lld: a multiple of 8, %d copies)", layers,
+                    (long long)layer_stride, n);
+    for (int i = 0; i < n; i++) {
+        const pkc_kv_copy *o = &copies[i];
+        if (o->src < 0 || o->dst < 0 || o->count < 0 || o->count * cache->kv_dim > cache->slot_stride)
+            return fail(c, PKC_ERR_INVALID, "pkc_copy_kv: copy %d: %lld positions of slot %d to slot %d (a slot holds %lld)", i,
+                        (long long)o->count, o->src, o->dst, (long long)(cache->slot_stride / cache->kv_dim));
+        // One launch runs them all at once: no copy may write a slot another reads or writes.
+        for (int j = 0; j < i; j++)
+            if (moves(o) && moves(&copies[j]) && (o->dst == copies[j].dst || o->dst == copies[j].src || o->src == copies[j].dst))
+                return fail(c, PKC_ERR_INVALID, "pkc_copy_kv: copies %d (slot %d to %d) and %d (slot %d to %d) share a slot", j,
+                            copies[j].src, copies[j].dst, i, o->src, o->dst);
+    }
+    for (int first = 0; first < n; first += KV_COPIES) {
+        kv_copy_args a;
+        memset(&a, 0, sizeof a);
+        int64_t longest = 0, count = 0;
+        for (int i = first; i < n && i < first + KV_COPIES; i++) {
+            const pkc_kv_copy *o = &copies[i];
+            if (!moves(o)) continue;
+            const int64_t halves = o->count * cache->kv_dim;
+            a.op[count++] = (kv_copy_arg){(int64_t)o->src * cache->slot_stride, (int64_t)o->dst * cache->slot_stride, halves};
+            if (halves > longest) longest = halves;
+        }
+        if (count == 0) continue;
+        a.layer_stride = layer_stride;
+        a.layers = layers;
+        uint64_t blocks = blocks_for(longest / 8, 256);
+        if (blocks > 64) blocks = 64;
+        void *args[] = {(void *)&cache->k, (void *)&cache->v, &a};
+        if ((st = launch(c, c->copy_kv, "copy_kv", blocks, (unsigned)(count * 2 * layers), 256, 0, args))) return st;
     }
     return PKC_OK;
 }

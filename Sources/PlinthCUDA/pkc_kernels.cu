@@ -1214,6 +1214,28 @@ extern "C" __global__ void pkc_store_kv(KVCache kv, const float *k, i64 ldk, con
     kv.v[o] = f2h(v[t * ldv + i]);
 }
 
+// pkc_copy_kv: up to KV_COPIES copies of runs of halves in every layer's keys and values, one
+// launch. Block row y is (copy, layer, keys or values); the x blocks stride over the run, 16
+// bytes a thread (the host checks every run is 16-byte aligned, a multiple of 8 halves long).
+#define KV_COPIES 16
+struct KVCopy {
+    i64 src, dst, count; // halves from a layer's start
+};
+struct KVCopies {
+    KVCopy op[KV_COPIES];
+    i64 layer_stride, layers;
+};
+
+extern "C" __global__ void pkc_copy_kv(u16 *k, u16 *v, const KVCopies cs) {
+    PKC_DEPENDENT();
+    const i64 y = blockIdx.y, per_copy = 2 * cs.layers;
+    const KVCopy op = cs.op[y / per_copy];
+    u16 *base = ((y & 1) ? v : k) + ((y % per_copy) >> 1) * cs.layer_stride;
+    const uint4 *src = (const uint4 *)(base + op.src);
+    uint4 *dst = (uint4 *)(base + op.dst);
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < op.count / 8; i += (i64)gridDim.x * blockDim.x) dst[i] = src[i];
+}
+
 // Attention: a block per (row, G query heads, split). With G = n_head / n_kv_head the heads that
 // share a kv head are done together, so each key and value row is read once for all of them;
 // with G = 1 (few rows: the host's choice) each head is a block of its own, G times the blocks

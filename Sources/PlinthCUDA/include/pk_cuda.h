@@ -445,11 +445,17 @@ int pkc_attention_window(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64
                          int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
                          float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr);
 
-// Copies the first `count` positions of slot `src` to slot `dst` in `layers` layer caches, the
-// layer l cache at cache->k/v + l * layer_stride halves (prefix sharing). A slotted cache only: a
-// paged cache's page is copied as the slot of a slotted one (slot_stride = page_len * kv_dim).
-int pkc_copy_prefix(pkc_context *ctx, const pkc_kv *cache, int layers, int64_t layer_stride, int src, int dst,
-                    int64_t count);
+// Copies, for each of copies[0..<n], the first `count` positions of slot `src` to slot `dst`, in
+// `layers` layer caches (layer l's at cache->k/v + l * layer_stride halves): prefix sharing and
+// copy on write, one launch per 16 copies. A slotted cache only: a paged cache's page is copied
+// as the slot of a slotted one (slot_stride = page_len * kv_dim). The copies run at once, so no
+// copy may write a slot that another reads or writes (PKC_ERR_INVALID); a copy within one slot,
+// or of no positions, does nothing.
+typedef struct pkc_kv_copy {
+    int32_t src, dst;
+    int64_t count;
+} pkc_kv_copy;
+int pkc_copy_kv(pkc_context *ctx, const pkc_kv *cache, int layers, int64_t layer_stride, const pkc_kv_copy *copies, int n);
 
 #ifdef __cplusplus
 }

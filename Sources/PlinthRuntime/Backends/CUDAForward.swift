@@ -671,14 +671,14 @@ final class CUDAForward {
     func pagesFreed(emptying slots: Set<Int>) -> Int { pages.pagesFreed(emptying: slots) }
     var pageBudget: (pageLength: Int, pages: Int) { (pages.pageLength, pages.pageCount - 1) }
 
-    /// Runs copies of pages' first rows in every layer: a page is the slot of a slotted view of the pool.
+    /// Runs copies of pages' first rows in every layer, one launch for them all (up to 16): a page
+    /// is the slot of a slotted view of the pool.
     private func copyPages(_ copies: [KVPages.Copy]) throws {
+        guard !copies.isEmpty else { return }
         var pool = pkc_kv()
         (pool.k, pool.v, pool.slot_stride, pool.kv_dim) = (kCache, vCache, Int64(pages.pageLength * kvDim), Int64(kvDim))
-        for copy in copies {
-            try check(pkc_copy_prefix(ctx, &pool, Int32(config.layerCount), layerStride, copy.from, copy.to, Int64(copy.rows)),
-                      "copying a KV page")
-        }
+        let list = copies.map { pkc_kv_copy(src: $0.from, dst: $0.to, count: Int64($0.rows)) }
+        try check(pkc_copy_kv(ctx, &pool, Int32(config.layerCount), layerStride, list, Int32(list.count)), "copying KV pages")
     }
 
     /// Gives the slots of rows `range` of `batch` the pages their positions need (copying shared
