@@ -686,18 +686,24 @@ static void test_matmul_runs(pkc_context *c) {
     report(st == PKC_ERR_INVALID, "matmul_runs: a run past ldy is refused (\"%s\")", pkc_error(c));
 }
 
-// pkc_matmul_runs_rope_store against pkc_matmul_runs + pkc_qkv_rope_store: the q | k | v rows and
-// both caches bit for bit, direct and graph-replayed twice (the tail's ticket must come back to 0),
-// at 1 and 2 rows (the tail in the products' last block), 5 rows (after them), 2 rows on the GEMM
-// path and with the tail turned off. SmolLM2's layer (one Q8_0 run, no bias) and Qwen2.5's (q|k
-// Q5_0 beside v Q8_0 on the side stream, a bias, NeoX pairs).
+// pkc_matmul_runs_rope_store against pkc_matmul_runs + pkc_qkv_rope_store (pkc_qkv_norm_rope_store
+// with head norms): the q | k | v rows and both caches bit for bit, direct and graph-replayed twice
+// (the tail's ticket must come back to 0), at 1 and 2 rows (the tail in the products' last block),
+// 5 rows (after them), 2 rows on the GEMM path and with the tail turned off. SmolLM2's layer (one
+// Q8_0 run, no bias), Qwen2.5's (q|k Q5_0 beside v Q8_0 on the side stream, a bias, NeoX pairs),
+// Gemma 3's (query and key norms, heads of 256) and a key norm alone on heads of 64 (whose own
+// launch runs 32 threads a head, the tail 128).
 static void test_matmul_runs_rope_store(pkc_context *c) {
-    static const struct { int qh, kvh, hd, neox, bias, count, types[2]; int64_t k; const char *name; } cases[] = {
-        {9, 3, 64, 0, 0, 1, {PK_Q8_0}, 576, "smollm2 (one run)"}, {14, 2, 64, 1, 1, 2, {PK_Q5_0, PK_Q8_0}, 896, "qwen2.5 (two runs, bias)"}};
+    static const struct { int qh, kvh, hd, neox, bias, norms, count, types[2]; int64_t k; const char *name; } cases[] = {
+        {9, 3, 64, 0, 0, 0, 1, {PK_Q8_0}, 576, "smollm2 (one run)"},
+        {14, 2, 64, 1, 1, 0, 2, {PK_Q5_0, PK_Q8_0}, 896, "qwen2.5 (two runs, bias)"},
+        {4, 1, 256, 1, 0, 3, 1, {PK_Q8_0}, 640, "gemma3 (q and k norms)"},
+        {8, 2, 64, 0, 0, 2, 2, {PK_Q4_0, PK_Q6_K}, 512, "k norm alone, heads of 64"}};
+    const int ncases = (int)(sizeof cases / sizeof cases[0]);
     static const struct { int64_t n; int gemm, fused; } modes[] = {{1, 0, 1}, {2, 0, 1}, {5, 0, 1}, {2, 1, 1}, {1, 0, 0}};
     int32_t pos[5] = {3, 9, 0, 14, 7}, slot[5] = {1, 0, 2, 2, 1};
     pkc_ptr dpos = dev_upload(c, pos, sizeof pos), dslot = dev_upload(c, slot, sizeof slot);
-    for (int ci = 0; ci < 2; ci++) {
+    for (int ci = 0; ci < ncases; ci++) {
         const int qh = cases[ci].qh, kvh = cases[ci].kvh, hd = cases[ci].hd;
         const int64_t k = cases[ci].k, kvd = (int64_t)kvh * hd, width = (int64_t)(qh + 2 * kvh) * hd, ldy = width + 8;
         const int64_t cache_halves = 3 * 16 * kvd;
@@ -713,6 +719,10 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
         }
         float *bias = host_floats(width);
         fill_normal(bias, width, 0.5f);
+        float *gains = host_floats(2 * hd);
+        fill_normal(gains, 2 * hd, 1.0f);
+        pkc_ptr dg = dev_upload(c, gains, (size_t)(2 * hd) * 4);
+        const pkc_ptr qn = cases[ci].norms & 1 ? dg : 0, kn = cases[ci].norms & 2 ? dg + (pkc_ptr)hd * 4 : 0;
         pkc_ptr db = dev_upload(c, bias, (size_t)width * 4), table = dev_alloc(c, 5 * (size_t)hd * 4);
         CHECK(c, pkc_rope_table(c, dpos, 5, hd, 10000.0f, table));
         int64_t bad = 0;
@@ -739,9 +749,14 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
             }
             const pkc_ptr b = cases[ci].bias ? db : 0;
             CHECK(c, pkc_matmul_runs(c, runs, cases[ci].count, k, dx, k, dq, ldq, n, y[0], ldy));
-            CHECK(c, pkc_qkv_rope_store(c, &kv[0], y[0], n, ldy, qh, kvh, hd, hd, table, cases[ci].neox, b, dslot, dpos));
+            if (cases[ci].norms)
+                CHECK(c, pkc_qkv_norm_rope_store(c, &kv[0], y[0], n, ldy, qh, kvh, hd, hd, table, cases[ci].neox, qn, kn, 1e-6f, dslot,
+                                                 dpos));
+            else
+                CHECK(c, pkc_qkv_rope_store(c, &kv[0], y[0], n, ldy, qh, kvh, hd, hd, table, cases[ci].neox, b, dslot, dpos));
             pkc_rope_store rs[3];
-            for (int i = 1; i < 3; i++) rs[i] = (pkc_rope_store){kv[i], qh, kvh, hd, hd, table, cases[ci].neox, b, dslot, dpos};
+            for (int i = 1; i < 3; i++)
+                rs[i] = (pkc_rope_store){kv[i], qh, kvh, hd, hd, table, cases[ci].neox, b, dslot, dpos, qn, kn, 1e-6f};
             CHECK(c, pkc_matmul_runs_rope_store(c, runs, cases[ci].count, k, dx, k, dq, ldq, n, y[1], ldy, &rs[1]));
             pkc_graph *gr = NULL;
             const int gok = pkc_graph_begin(c) == PKC_OK &&
@@ -771,12 +786,22 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
             pkc_set_rope_fused(c, fused);
         }
         report(bad == 0 && graph_ok,
-               "matmul_runs_rope_store %s: %lld values and cache halves differ from matmul_runs + qkv_rope_store at n=1,2 (tail), 5, 2 "
-               "(gemm) and 1 (tail off), direct and graph-replayed twice%s (tol exact)",
-               cases[ci].name, (long long)bad, graph_ok ? "" : ", a graph failed");
+               "matmul_runs_rope_store %s: %lld values and cache halves differ from matmul_runs + qkv_%srope_store at n=1,2 (tail), "
+               "5, 2 (gemm) and 1 (tail off), direct and graph-replayed twice%s (tol exact)",
+               cases[ci].name, (long long)bad, cases[ci].norms ? "norm_" : "", graph_ok ? "" : ", a graph failed");
         for (int i = 0; i < cases[ci].count; i++) { pkc_free(c, runs[i].w); free(w[i]); }
-        pkc_free(c, db); pkc_free(c, table);
-        free(bias);
+        pkc_free(c, db); pkc_free(c, dg); pkc_free(c, table);
+        free(bias); free(gains);
+    }
+    // Head norms with a bias: refused.
+    {
+        pkc_kv kv = {.k = dev_alloc(c, 4096), .v = dev_alloc(c, 4096), .slot_stride = 64, .kv_dim = 64};
+        pkc_ptr buf = dev_alloc(c, 4096);
+        const pkc_rope_store rs = {kv, 1, 1, 64, 64, buf, 0, buf, dslot, dpos, buf, 0, 1e-6f};
+        const pkc_run run = {PK_F32, buf, 192, 0};
+        const int st = pkc_matmul_runs_rope_store(c, &run, 1, 4, buf, 4, 0, 0, 1, buf, 192, &rs);
+        report(st == PKC_ERR_INVALID, "matmul_runs_rope_store: a bias with head norms is refused (%s)", pkc_status_name(st));
+        pkc_free(c, kv.k); pkc_free(c, kv.v); pkc_free(c, buf);
     }
     pkc_free(c, dpos); pkc_free(c, dslot);
 }

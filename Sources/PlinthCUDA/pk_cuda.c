@@ -1523,13 +1523,15 @@ static kv_layout layout_of(const pkc_kv *kv) {
 
 // The device's RopeOut (pkc_kernels.cu): a q | k | v GEMV's rope-and-store tail.
 typedef struct rope_out {
-    CUdeviceptr x, table, bias, slots, positions, counter;
+    CUdeviceptr x, table, bias, slots, positions, counter, qn, kn;
     kv_layout kv;
     int64_t stride;
     int q_heads, kv_heads, head_dim, pairs, neox;
     unsigned blocks;
+    float eps;
+    int unused;
 } rope_out;
-_Static_assert(sizeof(rope_out) == 128, "rope_out is the kernels' RopeOut");
+_Static_assert(sizeof(rope_out) == 152, "rope_out is the kernels' RopeOut");
 
 static int uses_int8(const pkc_context *c, int fi, int64_t m, int64_t k) {
     return c->int8_rows > 0 ? !is_float_format(fi) : c->int8_rows == 0 && prefers_int8(fi, m, k);
@@ -1720,6 +1722,9 @@ static int check_qkv(pkc_context *c, const char *what, const pkc_kv *cache, int6
 static int qkv_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
                           int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr bias, pkc_ptr slots,
                           pkc_ptr positions);
+static int qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                               int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr q_norm,
+                               pkc_ptr k_norm, float eps, pkc_ptr slots, pkc_ptr positions);
 
 int pkc_matmul_runs_rope_store(pkc_context *c, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                                int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_rope_store *rs) {
@@ -1727,13 +1732,18 @@ int pkc_matmul_runs_rope_store(pkc_context *c, const pkc_run *runs, int count, i
     if (!rs) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs_rope_store: no rope");
     int st = check_qkv(c, "pkc_matmul_runs_rope_store", &rs->cache, n, ldy, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims);
     if (st) return st;
+    const int normed = rs->q_norm || rs->k_norm;
+    if (normed && rs->bias) return fail(c, PKC_ERR_INVALID, "pkc_matmul_runs_rope_store: a bias with head norms");
     if (!c->rope_fused || n < 1 || n > NORM_MAX_ROWS || n >= c->gemm_min_rows) {
         if ((st = matmul_runs(c, runs, count, k, x, ldx, q, ldq, n, y, ldy, NULL))) return st;
+        if (normed)
+            return qkv_norm_rope_store(c, &rs->cache, y, n, ldy, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims, rs->table,
+                                       rs->neox, rs->q_norm, rs->k_norm, rs->eps, rs->slots, rs->positions);
         return qkv_rope_store(c, &rs->cache, y, n, ldy, rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims, rs->table, rs->neox,
                               rs->bias, rs->slots, rs->positions);
     }
-    rope_out ro = {y, rs->table, rs->bias, rs->slots, rs->positions, c->norm_count, layout_of(&rs->cache), ldy,
-                   rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims / 2, rs->neox, 0};
+    rope_out ro = {y, rs->table, rs->bias, rs->slots, rs->positions, c->norm_count, rs->q_norm, rs->k_norm, layout_of(&rs->cache), ldy,
+                   rs->q_heads, rs->kv_heads, rs->head_dim, rs->rope_dims / 2, rs->neox, 0, rs->eps, 0};
     uint64_t blocks = 0;
     for (int i = 0; i < count && runs; i++) {
         int lanes_log2, r;
@@ -2189,6 +2199,13 @@ int pkc_qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, in
     ENTER(c);
     int st = check_qkv(c, "pkc_qkv_norm_rope_store", cache, n, stride, q_heads, kv_heads, head_dim, rope_dims);
     if (st) return st;
+    return qkv_norm_rope_store(c, cache, qkv, n, stride, q_heads, kv_heads, head_dim, rope_dims, table, neox, q_norm, k_norm, eps,
+                               slots, positions);
+}
+
+static int qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv, int64_t n, int64_t stride, int q_heads,
+                               int kv_heads, int head_dim, int rope_dims, pkc_ptr table, int neox, pkc_ptr q_norm,
+                               pkc_ptr k_norm, float eps, pkc_ptr slots, pkc_ptr positions) {
     const int64_t heads = (int64_t)q_heads + 2 * (int64_t)kv_heads;
     if (n == 0) return PKC_OK;
     int pairs = rope_dims / 2;

@@ -593,27 +593,43 @@ __device__ __forceinline__ void norm_tail(const NormOut &no, float *y, i64 ldy, 
 
 // A q | k | v product's tail (pkc_matmul_runs_rope_store): the last block of the product's
 // launches (each run's: `blocks` in all, counted on one word) does pkc_qkv_rope_store's work on
-// the rows of x (stride floats; nullptr: no tail). Laid out as pk_cuda.c's rope_out.
+// the rows of x (stride floats; nullptr: no tail), or with a query or key norm (qn, kn; then no
+// bias) pkc_qkv_norm_rope_store's: each such head normalized first (rms_row: the same bits at
+// any block size). Laid out as pk_cuda.c's rope_out.
 struct RopeOut {
     float *x;
     const float *table, *bias;
     const int *slots, *positions;
     unsigned *counter;
+    const float *qn, *kn;
     KVCache kv;
     i64 stride;
     int q_heads, kv_heads, head_dim, pairs, neox;
     unsigned blocks;
+    float eps;
+    int unused;
 };
 
 template <int N>
 __device__ __forceinline__ void rope_tail(const RopeOut &ro) {
+    __shared__ double part[32];
     if (!last_block(ro.counter, ro.blocks)) return;
     const int half = ro.head_dim >> 1, pairs = (ro.q_heads + 2 * ro.kv_heads) * half;
 #pragma unroll 1
-    for (int t = 0; t < N; t++)
+    for (int t = 0; t < N; t++) {
+        if (ro.qn || ro.kn) {
+            for (int h = 0; h < ro.q_heads + ro.kv_heads; h++) {
+                const float *g = h < ro.q_heads ? ro.qn : ro.kn;
+                if (!g) continue; // the same for the whole block
+                float *v = ro.x + t * ro.stride + (i64)h * ro.head_dim;
+                rms_row(v, g, v, ro.head_dim, ro.eps, nullptr, 0, part);
+            }
+            __syncthreads(); // the pairs below are other threads' values
+        }
         for (int j = threadIdx.x; j < pairs; j += blockDim.x)
             qkv_pair(ro.x + t * ro.stride, t, j / half, j % half, ro.q_heads, ro.kv_heads, ro.head_dim, ro.pairs, ro.table, ro.neox,
                      ro.bias, ro.kv, ro.slots, ro.positions);
+    }
     if (threadIdx.x == 0) *ro.counter = 0;
 }
 

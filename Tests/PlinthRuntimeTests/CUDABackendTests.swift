@@ -484,9 +484,9 @@ struct CUDABackendTests {
     /// launch for the embedding, the first norm and the RoPE table; five a layer (q|k|v with RoPE
     /// and the cache store in its last block, attention, the output product with the residual add
     /// and the feed-forward norm, the gated product, the down product with the add and the next
-    /// norm); the output product and the argmax. The tiny Gemma 3's planned step: six a layer
-    /// (q|k|v, the head norms with RoPE and the store, attention, the output product with its
-    /// post-norm, add and next norm, the gated GEGLU product, the down product likewise) and
+    /// norm); the output product and the argmax. The tiny Gemma 3's planned step: five a layer
+    /// (q|k|v with the head norms, RoPE and the store in its last block, attention, the output
+    /// product with its post-norm, add and next norm, the gated GEGLU product, the down product likewise) and
     /// four more (the embedding with its scale, two RoPE tables and the first norm in one; the
     /// output product, the softcap, the argmax). With Q8_0 weights, every product the GEMM path takes has an f16
     /// copy (none for F32), and the norms, swiglu and attention write the f16 rows the next product
@@ -501,7 +501,7 @@ struct CUDABackendTests {
         let transformer = try Self.tinyModel(weights, family: family)
         let gpu = try InferenceContext(transformer: transformer, contextLength: 64, slots: 2, backend: .cuda)
         let c = transformer.config, layers = c.layerCount
-        let expected = family == "gemma3" ? 6 * layers + 4 : 5 * layers + 3
+        let expected = family == "gemma3" ? 5 * layers + 4 : 5 * layers + 3
         // Q8_0: each layer's q|k|v, output, gate|up and down, and the output matrix.
         let layerWeights = c.embeddingLength * (c.headCount + 2 * c.kvHeadCount) * c.headDim + c.headCount * c.headDim * c.embeddingLength
             + 3 * c.embeddingLength * c.feedForwardLength

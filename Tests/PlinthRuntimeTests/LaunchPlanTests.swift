@@ -11,8 +11,8 @@ struct LaunchPlanTests {
             var s: String
             switch p.kind {
             case .op(let op): s = "op \(String(describing: op).prefix { $0 != "(" })"
-            case .attention(let q, let k, let table, let window, _):
-                s = "attention q:\(q.map { "\($0)" } ?? "-") k:\(k.map { "\($0)" } ?? "-") table:\(table) window:\(window.map { "\($0)" } ?? "-")"
+            case .attention(let product, let q, let k, let table, let window, _):
+                s = "attention \(product.map { "qkv:\($0) " } ?? "")q:\(q.map { "\($0)" } ?? "-") k:\(k.map { "\($0)" } ?? "-") table:\(table) window:\(window.map { "\($0)" } ?? "-")"
             case .product(let input, let w, let through, let post): s = "product \(input)×\(w) via \(through) post:\(post.map { "\($0)" } ?? "-")"
             case .feedForward(let input, let a, let through, let post): s = "feedForward \(input) \(a) via \(through) post:\(post.map { "\($0)" } ?? "-")"
             }
@@ -34,18 +34,16 @@ struct LaunchPlanTests {
         return r.program.ops
     }
 
-    @Test func gemmaLayersPlanAsFourGroupsEach() throws {
+    @Test func gemmaLayersPlanAsThreeLaunchesEach() throws {
         let t = try ArchitectureTests.load(TinyGemma().bytes())
         let layers = (0..<2).map { LayerRecorder.ops(of: t.architecture, layer: $0) }
         let plan = PlannedLaunch.plan(layers, hasVector: { _, _ in false })
         #expect(Self.describe(plan) == [
             "0: op norm",
-            "0: op project",
-            "0: attention q:attnQNorm k:attnKNorm table:1 window:3",
+            "0: attention qkv:normed q:attnQNorm k:attnKNorm table:1 window:3",
             "0: product attention×attnOutput via output post:postAttentionNorm next:0.ffnNorm→normed",
             "0: feedForward normed geluTanh via output post:postFFNNorm next:1.attnNorm→normed",
-            "1: op project",
-            "1: attention q:attnQNorm k:attnKNorm table:0 window:-",
+            "1: attention qkv:normed q:attnQNorm k:attnKNorm table:0 window:-",
             "1: product attention×attnOutput via output post:postAttentionNorm next:1.ffnNorm→normed",
             "1: feedForward normed geluTanh via output post:postFFNNorm",
         ])
@@ -58,12 +56,10 @@ struct LaunchPlanTests {
         let plan = PlannedLaunch.plan(layers, hasVector: { _, _ in false })
         #expect(Self.describe(plan) == [
             "0: op norm",
-            "0: op project",
-            "0: attention q:- k:- table:0 window:-",
+            "0: attention qkv:normed q:- k:- table:0 window:-",
             "0: product attention×attnOutput via output post:- next:0.ffnNorm→normed",
             "0: feedForward normed silu via output post:- next:1.attnNorm→normed",
-            "1: op project",
-            "1: attention q:- k:- table:0 window:-",
+            "1: attention qkv:normed q:- k:- table:0 window:-",
             "1: product attention×attnOutput via output post:- next:1.ffnNorm→normed",
             "1: feedForward normed silu via output post:-",
         ])
@@ -100,6 +96,19 @@ struct LaunchPlanTests {
         }
         #expect(Self.describe(PlannedLaunch.plan([biased], hasVector: { _, r in r == .attnQBias })) == ["0: op project", "0: op addToResidual"])
         #expect(Self.describe(PlannedLaunch.plan([biased], hasVector: { _, _ in false })) == ["0: product normed×attnQ via output post:-"])
+        // a q | k | v product with a bias (Qwen2's) runs before the attention launch, not in it
+        let qkvBiased = Self.record { s in
+            s.project(.normed, [(.attnQ, .query), (.attnK, .key), (.attnV, .value)])
+            s.rope(.query, table: 0)
+            s.rope(.key, table: 0)
+            s.attend(window: nil, scale: 1)
+        }
+        #expect(Self.describe(PlannedLaunch.plan([qkvBiased], hasVector: { _, r in r == .attnKBias })) == [
+            "0: op project", "0: attention q:- k:- table:0 window:-",
+        ])
+        #expect(Self.describe(PlannedLaunch.plan([qkvBiased], hasVector: { _, _ in false })) == [
+            "0: attention qkv:normed q:- k:- table:0 window:-",
+        ])
         // a norm of the residual into the buffer the product went through stays on its own
         let sameBuffer = Self.record { s in
             s.feedForward(.normed, .silu, into: .output)

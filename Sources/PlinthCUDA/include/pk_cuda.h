@@ -400,15 +400,18 @@ int pkc_qkv_rope_store(pkc_context *ctx, const pkc_kv *cache, pkc_ptr qkv, int64
 
 // pkc_matmul_runs into a layer's q | k | v rows (y, stride ldy), then pkc_qkv_rope_store's work on
 // them (the bias, when given one vector over the whole row; RoPE of the q and k heads; k and v into
-// the cache), with the same results bit for bit: at 1 or 2 rows of x on the GEMV path in the last
-// block to finish of the products' launches (their blocks counted together, on both streams), so a
-// decode step saves that launch (unless $PLINTH_CUDA_ROPE_FUSED=0); elsewhere after them.
+// the cache), or with q_norm or k_norm pkc_qkv_norm_rope_store's (no bias then), with the same
+// results bit for bit: at 1 or 2 rows of x on the GEMV path in the last block to finish of the
+// products' launches (their blocks counted together, on both streams), so a decode step saves
+// that launch (unless $PLINTH_CUDA_ROPE_FUSED=0); elsewhere after them.
 typedef struct pkc_rope_store {
     pkc_kv cache;
     int q_heads, kv_heads, head_dim, rope_dims;
     pkc_ptr table;
     int neox;
     pkc_ptr bias, slots, positions;
+    pkc_ptr q_norm, k_norm; // 0: none
+    float eps;              // the head norms'
 } pkc_rope_store;
 int pkc_matmul_runs_rope_store(pkc_context *ctx, const pkc_run *runs, int count, int64_t k, pkc_ptr x, int64_t ldx, pkc_ptr q,
                                int64_t ldq, int64_t n, pkc_ptr y, int64_t ldy, const pkc_rope_store *rs);

@@ -857,7 +857,8 @@ final class CUDAForward {
             if groups.isEmpty && (wholeBias || lw.qkvBias.isEmpty) {
                 var rope = pkc_rope_store(cache: cache, q_heads: Int32(c.headCount), kv_heads: Int32(c.kvHeadCount), head_dim: Int32(c.headDim),
                                           rope_dims: Int32(c.ropeDims), table: ropeTables[0], neox: neox,
-                                          bias: wholeBias ? lw.qkvBias[0].ptr : 0, slots: slots, positions: positions)
+                                          bias: wholeBias ? lw.qkvBias[0].ptr : 0, slots: slots, positions: positions, q_norm: 0, k_norm: 0,
+                                          eps: 0)
                 try check(pkc_matmul_runs_rope_store(ctx, lw.qkv.launches, Int32(lw.qkv.launches.count), Int64(e), h, Int64(e), aq.ptr,
                                                      aq.stride, Int64(n), qkv, Int64(qkvStride), &rope), "matmul and rope")
             } else {
@@ -936,12 +937,20 @@ final class CUDAForward {
         let c = config, n = shape.rows, groups = shape.adapterRows
         let launches = groups.isEmpty ? plan : plan.flatMap { p -> [PlannedLaunch] in
             let matrices: [LayerTensor] = switch p.kind {
-            case .op, .attention: []
+            case .op, .attention(nil, _, _, _, _, _): []
+            case .attention: [.attnQ, .attnK, .attnV]
             case .product(_, let w, _, _): [w]
             case .feedForward: [.ffnGate, .ffnUp, .ffnDown]
             }
             let adapted = groups.contains { g in matrices.contains { m in m.adapterMatrix.flatMap { adapters[g.id]?.layers[p.layer][$0.index] } != nil } }
-            return adapted ? p.ops.map { PlannedLaunch(layer: $0.layer, kind: .op($0.op), ops: [$0]) } : [p]
+            guard adapted else { return [p] }
+            // The q | k | v product with its adapters on its own; the attention launch stays whole.
+            if case .attention(_?, let q, let k, let t, let w, let s) = p.kind {
+                return [PlannedLaunch(layer: p.layer, kind: .op(p.ops[0].op), ops: [p.ops[0]]),
+                        PlannedLaunch(layer: p.layer, kind: .attention(product: nil, qNorm: q, kNorm: k, table: t, window: w, scale: s),
+                                      ops: Array(p.ops.dropFirst()))]
+            }
+            return p.ops.map { PlannedLaunch(layer: $0.layer, kind: .op($0.op), ops: [$0]) }
         }
         /// The matrices launch i multiplies its input by.
         func products(_ i: Int) throws -> [Matrix] {
@@ -951,6 +960,7 @@ final class CUDAForward {
                 // q | k | v as the side-by-side runs that multiply them (the int8 policy is by run)
                 if ps.map(\.0) == [.attnQ, .attnK, .attnV] { return lw.qkv.runs.map(\.w) }
                 return try ps.map { try matrix($0.0, p.layer) }
+            case .attention(_?, _, _, _, _, _): return lw.qkv.runs.map(\.w)
             case .op(.feedForward), .feedForward: return lw.gateUp.runs.map(\.w)
             case .product(_, let w, _, _): return [try matrix(w, p.layer)]
             default: return []
@@ -980,12 +990,21 @@ final class CUDAForward {
                 } else {
                     try run(op, layer: p.layer, shape, q: q, normRows: nq, positions: positions, slots: slots, kvLen: kvLen)
                 }
-            case .attention(let qNorm, let kNorm, let table, let window, let scale):
+            case .attention(let product, let qNorm, let kNorm, let table, let window, let scale):
                 var cache = cacheOf(p.layer)
-                try check(pkc_qkv_norm_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
-                                                  Int32(c.headDim), Int32(c.ropeDims), ropeTables[table], neox,
-                                                  try qNorm.map { try vector($0, p.layer) } ?? 0, try kNorm.map { try vector($0, p.layer) } ?? 0,
-                                                  c.rmsEpsilon, slots, positions), "qkv_norm_rope_store")
+                let qn = try qNorm.map { try vector($0, p.layer) } ?? 0, kn = try kNorm.map { try vector($0, p.layer) } ?? 0
+                if let product {
+                    let (xp, ldx, k) = place(product), lw = layers[p.layer]
+                    var rope = pkc_rope_store(cache: cache, q_heads: Int32(c.headCount), kv_heads: Int32(c.kvHeadCount),
+                                              head_dim: Int32(c.headDim), rope_dims: Int32(c.ropeDims), table: ropeTables[table], neox: neox,
+                                              bias: 0, slots: slots, positions: positions, q_norm: qn, k_norm: kn, eps: c.rmsEpsilon)
+                    try check(pkc_matmul_runs_rope_store(ctx, lw.qkv.launches, Int32(lw.qkv.launches.count), Int64(k), xp, Int64(ldx), q.ptr,
+                                                         q.stride, Int64(n), qkv, Int64(qkvStride), &rope), "matmul, norms and rope")
+                } else {
+                    try check(pkc_qkv_norm_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
+                                                      Int32(c.headDim), Int32(c.ropeDims), ropeTables[table], neox, qn, kn, c.rmsEpsilon,
+                                                      slots, positions), "qkv_norm_rope_store")
+                }
                 try attend(layer: p.layer, shape, window: window, scale: scale, slots: slots, kvLen: kvLen, rows: try nextRows(.attention))
             case .product(let input, let w, let through, let post):
                 let (xp, ldx, _) = place(input)

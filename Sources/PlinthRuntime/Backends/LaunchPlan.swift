@@ -9,8 +9,10 @@ struct PlannedLaunch {
         /// One recorded operation, run as recorded.
         case op(LayerOp)
         /// The query and key heads normalized (either may have no norm), rotated by one RoPE
-        /// table and stored with the values (pkc_qkv_norm_rope_store), then attention.
-        case attention(qNorm: LayerTensor?, kNorm: LayerTensor?, table: Int, window: Int?, scale: Float)
+        /// table and stored with the values (pkc_qkv_norm_rope_store), then attention. With
+        /// `product`, first the q | k | v product of that buffer, which does the rest in its
+        /// last block (pkc_matmul_runs_rope_store).
+        case attention(product: StepBuffer?, qNorm: LayerTensor?, kNorm: LayerTensor?, table: Int, window: Int?, scale: Float)
         /// A product of one matrix whose rows join the residual stream: through `through`, first
         /// normalized by `post` where given (pkc_matmul_post_norm), else added directly.
         case product(input: StepBuffer, matrix: LayerTensor, through: StepBuffer, post: LayerTensor?)
@@ -34,6 +36,7 @@ struct PlannedLaunch {
         switch kind {
         case .op(.project(let input, _)), .op(.feedForward(let input, _, _)): input
         case .product(let input, _, _, _), .feedForward(let input, _, _, _): input
+        case .attention(let product?, _, _, _, _, _): product
         default: nil
         }
     }
@@ -45,7 +48,7 @@ struct PlannedLaunch {
         var plan: [PlannedLaunch] = []
         var i = 0
         while i < ops.count {
-            guard var launch = attention(ops, i) ?? residualProduct(ops, i, hasVector) else {
+            guard var launch = attention(ops, i, hasVector) ?? residualProduct(ops, i, hasVector) else {
                 plan.append(PlannedLaunch(layer: ops[i].layer, kind: .op(ops[i].op), ops: [ops[i]]))
                 i += 1
                 continue
@@ -77,10 +80,19 @@ struct PlannedLaunch {
         }
     }
 
-    /// Per-head norms and rotations of the queries and keys, then `attend`: each buffer's norm (if
-    /// any) before its rotation, both rotated by one table.
-    private static func attention(_ ops: [(layer: Int, op: LayerOp)], _ start: Int) -> PlannedLaunch? {
+    /// The q | k | v product (optional: one without biases), per-head norms and rotations of the
+    /// queries and keys, then `attend`: each buffer's norm (if any) before its rotation, both
+    /// rotated by one table.
+    private static func attention(_ ops: [(layer: Int, op: LayerOp)], _ start: Int,
+                                  _ hasVector: (Int, LayerTensor) -> Bool) -> PlannedLaunch? {
         let layer = ops[start].layer
+        if case .project(let input, let ps) = ops[start].op, start + 1 < ops.count, ops[start + 1].layer == layer,
+           ps.map(\.0) == [.attnQ, .attnK, .attnV], ps.map(\.1) == [.query, .key, .value],
+           ![.query, .key, .value].contains(input), !ps.contains(where: { $0.0.bias.map { hasVector(layer, $0) } ?? false }),
+           let launch = attention(ops, start + 1, hasVector), case .attention(nil, let q, let k, let t, let w, let s) = launch.kind {
+            return PlannedLaunch(layer: layer, kind: .attention(product: input, qNorm: q, kNorm: k, table: t, window: w, scale: s),
+                                 ops: [ops[start]] + launch.ops)
+        }
         var norms: [StepBuffer: LayerTensor] = [:], tables: [StepBuffer: Int] = [:]
         var i = start
         while i < ops.count, ops[i].layer == layer {
@@ -91,8 +103,8 @@ struct PlannedLaunch {
                 tables[b] = t
             case .attend(let window, let scale):
                 guard let t = tables[.query], tables[.key] == t else { return nil }
-                return PlannedLaunch(layer: layer, kind: .attention(qNorm: norms[.query], kNorm: norms[.key], table: t, window: window,
-                                                                    scale: scale),
+                return PlannedLaunch(layer: layer, kind: .attention(product: nil, qNorm: norms[.query], kNorm: norms[.key], table: t,
+                                                                    window: window, scale: scale),
                                      ops: Array(ops[start...i]))
             default:
                 return nil
