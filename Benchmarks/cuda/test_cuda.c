@@ -1773,51 +1773,81 @@ static void test_attention(pkc_context *c) {
     }
 }
 
+// copy_kv on a padded slotted cache (slots of pos positions + 8 halves, layers + 16 halves) of
+// random keys and values: the copies against the same copies made on the host, every half
+// compared. Returns the halves that differ; *cache gets the device cache (freed by the caller).
+static int64_t copy_kv_case(pkc_context *c, int slots, int pos, int layers, int kvd, const pkc_kv_copy *copies, int n,
+                            pkc_kv *cache, uint16_t **host_k, uint16_t **host_v) {
+    const int64_t ss = (int64_t)pos * kvd + 8, ls = slots * ss + 16, halves = layers * ls;
+    pkc_kv kv = {.k = dev_alloc(c, (size_t)halves * 2), .v = dev_alloc(c, (size_t)halves * 2), .slot_stride = ss, .kv_dim = kvd};
+    uint16_t *k = malloc((size_t)halves * 2), *v = malloc((size_t)halves * 2), *got = malloc((size_t)halves * 2);
+    for (int64_t i = 0; i < halves; i++) { k[i] = (uint16_t)rng_u64(); v[i] = (uint16_t)rng_u64(); }
+    CHECK(c, pkc_upload(c, kv.k, k, (size_t)halves * 2));
+    CHECK(c, pkc_upload(c, kv.v, v, (size_t)halves * 2));
+    CHECK(c, pkc_copy_kv(c, &kv, layers, ls, copies, n));
+    for (int i = 0; i < n; i++)
+        for (int l = 0; l < layers; l++) {
+            const size_t bytes = (size_t)(copies[i].count * kvd) * 2;
+            memmove(k + l * ls + copies[i].dst * ss, k + l * ls + copies[i].src * ss, bytes);
+            memmove(v + l * ls + copies[i].dst * ss, v + l * ls + copies[i].src * ss, bytes);
+        }
+    int64_t bad = 0;
+    CHECK(c, pkc_download(c, got, kv.k, (size_t)halves * 2));
+    for (int64_t i = 0; i < halves; i++) bad += got[i] != k[i];
+    CHECK(c, pkc_download(c, got, kv.v, (size_t)halves * 2));
+    for (int64_t i = 0; i < halves; i++) bad += got[i] != v[i];
+    free(got);
+    *cache = kv;
+    *host_k = k;
+    *host_v = v;
+    return bad;
+}
+
+// copy_kv: 22 copies (two launches) of 0 to 7 positions, one within a slot, in 3 layers; one copy
+// of 2,100 positions (more than the 64 blocks of 256 threads cover in one pass); then copies it
+// must refuse (a chain, one destination twice, a destination another reads, past a slot, a layer
+// stride not of whole 16 bytes), with nothing written.
+static void test_copy_kv(pkc_context *c) {
+    enum { N = 22 };
+    pkc_kv_copy copies[N];
+    for (int i = 0; i < N - 1; i++) copies[i] = (pkc_kv_copy){i, 24 + i, i % 8};
+    copies[N - 1] = (pkc_kv_copy){46, 46, 3};
+    pkc_kv kv;
+    uint16_t *k, *v;
+    int64_t bad = copy_kv_case(c, 48, 7, 3, 72, copies, N, &kv, &k, &v);
+    report(bad == 0, "copy_kv: %d copies of 0-7 positions in 3 layers: %lld halves differ from the host's copies (tol exact)", N,
+           (long long)bad);
+    const int64_t ss = kv.slot_stride, ls = 48 * ss + 16, halves = 3 * ls;
+    const pkc_kv_copy refused[][2] = {{{1, 2, 3}, {2, 3, 3}}, {{1, 2, 3}, {3, 2, 3}}, {{2, 3, 3}, {1, 2, 3}}};
+    const pkc_kv_copy over = {1, 2, 8};
+    int st[5];
+    for (int i = 0; i < 3; i++) st[i] = pkc_copy_kv(c, &kv, 3, ls, refused[i], 2);
+    st[3] = pkc_copy_kv(c, &kv, 3, ls, &over, 1);
+    st[4] = pkc_copy_kv(c, &kv, 3, ls + 4, copies, 2);
+    uint16_t *got = malloc((size_t)halves * 2);
+    CHECK(c, pkc_download(c, got, kv.k, (size_t)halves * 2));
+    int same = memcmp(got, k, (size_t)halves * 2) == 0;
+    CHECK(c, pkc_download(c, got, kv.v, (size_t)halves * 2));
+    same &= memcmp(got, v, (size_t)halves * 2) == 0;
+    int all = 1;
+    for (int i = 0; i < 5; i++) all &= st[i] == PKC_ERR_INVALID;
+    report(all && same, "copy_kv refuses a chain (%s), one destination twice (%s), a destination another reads (%s), a copy past a slot (%s), "
+           "a layer stride of 4 halves more (%s); cache %s", pkc_status_name(st[0]), pkc_status_name(st[1]), pkc_status_name(st[2]),
+           pkc_status_name(st[3]), pkc_status_name(st[4]), same ? "unchanged" : "CHANGED");
+    CHECK(c, pkc_free(c, kv.k)); CHECK(c, pkc_free(c, kv.v));
+    free(k); free(v); free(got);
+    const pkc_kv_copy whole = {0, 2, 2100};
+    bad = copy_kv_case(c, 3, 2100, 2, 64, &whole, 1, &kv, &k, &v);
+    report(bad == 0, "copy_kv: 2100 positions of 64 halves in 2 layers (the blocks' stride loop): %lld halves differ (tol exact)",
+           (long long)bad);
+    CHECK(c, pkc_free(c, kv.k)); CHECK(c, pkc_free(c, kv.v));
+    free(k); free(v);
+}
+
 // A paged cache (pkc_kv.pages) against a slotted one holding the same rows, its pages scattered
 // over the pool in random order: pkc_store_kv and pkc_qkv_rope_store write the same halves to
 // every position, and attention reads the same outputs from both, bit for bit (decode rows,
 // a prefill chunk, the split path, a sliding window).
-// copy_kv: 21 copies (two launches) in 3 layers of a padded slotted cache, keys and values,
-// against the same copies on the host; then copies it must refuse, with nothing written.
-static void test_copy_kv(pkc_context *c) {
-    enum { SLOTS = 48, POS = 7, LAYERS = 3, KVD = 72, N = 21 };
-    const int64_t ss = POS * KVD + 8, ls = SLOTS * ss + 16, halves = LAYERS * ls;
-    pkc_kv kv = {.k = dev_alloc(c, (size_t)halves * 2), .v = dev_alloc(c, (size_t)halves * 2), .slot_stride = ss, .kv_dim = KVD};
-    uint16_t *k0 = malloc((size_t)halves * 2), *v0 = malloc((size_t)halves * 2);
-    uint16_t *k1 = malloc((size_t)halves * 2), *v1 = malloc((size_t)halves * 2);
-    for (int64_t i = 0; i < halves; i++) { k0[i] = (uint16_t)rng_u64(); v0[i] = (uint16_t)rng_u64(); }
-    CHECK(c, pkc_upload(c, kv.k, k0, (size_t)halves * 2));
-    CHECK(c, pkc_upload(c, kv.v, v0, (size_t)halves * 2));
-    // copy i: slot i to slot 24 + i, i % 8 positions (none to the whole slot); the last within one slot
-    pkc_kv_copy copies[N + 1];
-    for (int i = 0; i < N; i++) copies[i] = (pkc_kv_copy){i, 24 + i, i % 8};
-    copies[N] = (pkc_kv_copy){46, 46, 3};
-    CHECK(c, pkc_copy_kv(c, &kv, LAYERS, ls, copies, N + 1));
-    CHECK(c, pkc_download(c, k1, kv.k, (size_t)halves * 2));
-    CHECK(c, pkc_download(c, v1, kv.v, (size_t)halves * 2));
-    int64_t bad = 0;
-    for (int64_t i = 0; i < halves; i++) {
-        const int64_t l = i / ls, s = i % ls / ss, off = i % ls % ss;
-        int64_t from = i;
-        if (s >= 24 && s < 24 + N && off < (s - 24) % 8 * KVD) from = l * ls + (s - 24) * ss + off;
-        bad += (k1[i] != k0[from]) + (v1[i] != v0[from]);
-    }
-    report(bad == 0, "copy_kv: %d copies of 0-7 positions in %d layers: %lld halves differ from the host's copies (tol exact)", N + 1,
-           LAYERS, (long long)bad);
-    // Refused: a copy into a slot another reads; past a slot; a layer stride not of whole 16 bytes.
-    const pkc_kv_copy chain[] = {{1, 2, 3}, {2, 3, 3}}, over = {1, 2, POS + 1};
-    const int st1 = pkc_copy_kv(c, &kv, LAYERS, ls, chain, 2), st2 = pkc_copy_kv(c, &kv, LAYERS, ls, &over, 1);
-    const int st3 = pkc_copy_kv(c, &kv, LAYERS, ls + 4, copies, 2);
-    CHECK(c, pkc_download(c, k0, kv.k, (size_t)halves * 2));
-    CHECK(c, pkc_download(c, v0, kv.v, (size_t)halves * 2));
-    const int same = memcmp(k0, k1, (size_t)halves * 2) == 0 && memcmp(v0, v1, (size_t)halves * 2) == 0;
-    report(st1 == PKC_ERR_INVALID && st2 == PKC_ERR_INVALID && st3 == PKC_ERR_INVALID && same,
-           "copy_kv refuses a chain of copies (%s), a copy past a slot (%s), a layer stride of 4 halves more (%s); cache %s",
-           pkc_status_name(st1), pkc_status_name(st2), pkc_status_name(st3), same ? "unchanged" : "CHANGED");
-    CHECK(c, pkc_free(c, kv.k)); CHECK(c, pkc_free(c, kv.v));
-    free(k0); free(v0); free(k1); free(v1);
-}
-
 static void test_paged_kv(pkc_context *c) {
     struct { int qh, kvh, hd; const char *name; } cases[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {4, 1, 256, "gemma"}};
     enum { SLOTS = 6, MAXPOS = 600, SHIFT = 4 };

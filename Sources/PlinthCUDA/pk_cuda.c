@@ -2322,24 +2322,26 @@ int pkc_copy_kv(pkc_context *c, const pkc_kv *cache, int layers, int64_t layer_s
                 return fail(c, PKC_ERR_INVALID, "pkc_copy_kv: copies %d (slot %d to %d) and %d (slot %d to %d) share a slot", j,
                             copies[j].src, copies[j].dst, i, o->src, o->dst);
     }
-    for (int first = 0; first < n; first += KV_COPIES) {
-        kv_copy_args a;
-        memset(&a, 0, sizeof a);
-        int64_t longest = 0, count = 0;
-        for (int i = first; i < n && i < first + KV_COPIES; i++) {
-            const pkc_kv_copy *o = &copies[i];
-            if (!moves(o)) continue;
+    // A launch for every 16 copies that move something.
+    kv_copy_args a;
+    memset(&a, 0, sizeof a);
+    int64_t longest = 0, count = 0;
+    for (int i = 0; i < n; i++) {
+        const pkc_kv_copy *o = &copies[i];
+        if (moves(o)) {
             const int64_t halves = o->count * cache->kv_dim;
             a.op[count++] = (kv_copy_arg){(int64_t)o->src * cache->slot_stride, (int64_t)o->dst * cache->slot_stride, halves};
             if (halves > longest) longest = halves;
         }
-        if (count == 0) continue;
+        if (count == 0 || (count < KV_COPIES && i + 1 < n)) continue;
         a.layer_stride = layer_stride;
         a.layers = layers;
         uint64_t blocks = blocks_for(longest / 8, 256);
         if (blocks > 64) blocks = 64;
         void *args[] = {(void *)&cache->k, (void *)&cache->v, &a};
         if ((st = launch(c, c->copy_kv, "copy_kv", blocks, (unsigned)(count * 2 * layers), 256, 0, args))) return st;
+        memset(&a, 0, sizeof a);
+        longest = count = 0;
     }
     return PKC_OK;
 }

@@ -450,10 +450,10 @@ int pkc_attention_window(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64
 
 // Copies, for each of copies[0..<n], the first `count` positions of slot `src` to slot `dst`, in
 // `layers` layer caches (layer l's at cache->k/v + l * layer_stride halves): prefix sharing and
-// copy on write, one launch per 16 copies. A slotted cache only: a paged cache's page is copied
-// as the slot of a slotted one (slot_stride = page_len * kv_dim). The copies run at once, so no
-// copy may write a slot that another reads or writes (PKC_ERR_INVALID); a copy within one slot,
-// or of no positions, does nothing.
+// copy on write, one launch per 16 copies that move something. A slotted cache only: a paged
+// cache's page is copied as the slot of a slotted one (slot_stride = page_len * kv_dim). The
+// copies run at once, so no copy may write a slot that another reads or writes
+// (PKC_ERR_INVALID); a copy within one slot, or of no positions, does nothing.
 typedef struct pkc_kv_copy {
     int32_t src, dst;
     int64_t count;

@@ -994,11 +994,11 @@ final class CUDAForward {
                 var cache = cacheOf(p.layer)
                 let qn = try qNorm.map { try vector($0, p.layer) } ?? 0, kn = try kNorm.map { try vector($0, p.layer) } ?? 0
                 if let product {
-                    let (xp, ldx, k) = place(product), lw = layers[p.layer]
+                    let (xp, ldx, _) = place(product), lw = layers[p.layer]
                     var rope = pkc_rope_store(cache: cache, q_heads: Int32(c.headCount), kv_heads: Int32(c.kvHeadCount),
                                               head_dim: Int32(c.headDim), rope_dims: Int32(c.ropeDims), table: ropeTables[table], neox: neox,
                                               bias: 0, slots: slots, positions: positions, q_norm: qn, k_norm: kn, eps: c.rmsEpsilon)
-                    try check(pkc_matmul_runs_rope_store(ctx, lw.qkv.launches, Int32(lw.qkv.launches.count), Int64(k), xp, Int64(ldx), q.ptr,
+                    try check(pkc_matmul_runs_rope_store(ctx, lw.qkv.launches, Int32(lw.qkv.launches.count), lw.qkv.runs[0].w.cols, xp, Int64(ldx), q.ptr,
                                                          q.stride, Int64(n), qkv, Int64(qkvStride), &rope), "matmul, norms and rope")
                 } else {
                     try check(pkc_qkv_norm_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
