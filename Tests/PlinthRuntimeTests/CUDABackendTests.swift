@@ -736,6 +736,40 @@ struct CUDABackendTests {
         print("[cuda] paged admission: \(prompts.count) requests, at most \(statistics.largestBatch) at once, \(same) with their tokens alone, \(statistics.cachedTokens - cachedBefore) prompt tokens from shared pages")
     }
 
+    /// A device error while a request's cached prefix is copied ends that request with the error
+    /// (its pages were counted with the prefix shared; computing it instead could take pages the
+    /// running sequences were promised), and the rest of the run goes on: `plinth eval`, whose
+    /// records copy the instructions' pages, with the emulator refusing every `pkc_copy_kv` launch.
+    @Test("A prefix copy the device fails ends its request with the device's error; the run goes on",
+          .enabled(if: emulated, "needs the CPU emulator of a CUDA device, which a test can make fail a launch"),
+          .enabled(if: CLITests.hasModel, CLITests.noModelReason))
+    func failedPrefixCopy() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cuda-copy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let workload = EvalCLITests.workload, count = 4
+        let clauses = try String(contentsOf: workload.appendingPathComponent("policy_clauses.jsonl"), encoding: .utf8)
+        let input = dir.appendingPathComponent("in.jsonl"), output = dir.appendingPathComponent("out.jsonl")
+        try (clauses.split(separator: "\n").prefix(count).joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
+        let r = try CLITests.runWithModel([
+            "eval", "--schema", workload.appendingPathComponent("policy_clauses.schema.json").path,
+            "--instructions-file", workload.appendingPathComponent("policy_instructions.txt").path,
+            "--input", input.path, "--output", output.path, "--max-tokens", "48", "--parallel", "2", "--backend", "cuda",
+        ], environment: ["PKC_EMU_FAIL_KERNEL": "pkc_copy_kv"])
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        let records = try String(contentsOf: output, encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(records.count == count, "every record is written: \(records.count) of \(count)")
+        let errors = records.compactMap { ($0["error"] as? [String: Any])?["message"] as? String }
+        #expect(!errors.isEmpty, "no record copied a prefix: \(r.stderr)")
+        for message in errors {
+            #expect(message.contains("copying a cached prefix") && message.contains("launch of copy_kv failed"), "\(message)")
+        }
+        #expect(records.allSatisfy { ($0["error"] == nil) == ($0["value"] != nil) })
+        print("[cuda] failed prefix copies: \(errors.count) of \(count) records ended with the device's error, \(count - errors.count) with values")
+    }
+
     /// A model that does not fit the device's memory: `auto` runs it on the CPU saying why, `cuda`
     /// is an error saying why, and a scheduler whose slots' whole contexts do not fit has a KV
     /// cache of the pages that do, saying so. Device memory is the emulator's `PKC_EMU_MEMORY_GIB`.

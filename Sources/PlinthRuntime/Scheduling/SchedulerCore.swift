@@ -313,7 +313,11 @@ final class SchedulerCore: @unchecked Sendable {
                 seq.cached = m.shared
                 inbox.statistics.withLock { $0.cachedTokens += m.shared }
             } catch {
-                context.reset(slot: seq.slot)
+                // A failed copy (the device's error) ends the request: admission counted its pages
+                // with the prefix shared, and computing the prefix instead could take pages that
+                // running sequences were promised.
+                fail(seq, SchedulerError.stepFailed("copying a cached prefix: \(error.localizedDescription)"), keeping: 0)
+                return
             }
         }
         if !seq.wantsTokens && seq.computed == seq.decoder.history.count { finish(seq, .maxTokens) }
