@@ -801,7 +801,8 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
         return CUDA_ERROR_INVALID_VALUE;
     // PKC_EMU_FAIL_KERNEL=NAME: that kernel's launches are refused (a launch-time error that
     // leaves the context usable), so tests can see what a failed launch does to its caller.
-    if (const char *fail = getenv("PKC_EMU_FAIL_KERNEL"); fail && strcmp(fail, k->name) == 0) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    static const char *const refused = getenv("PKC_EMU_FAIL_KERNEL");
+    if (refused && strcmp(refused, k->name) == 0) return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
     if (shared > 48 * 1024) {
         std::lock_guard<std::mutex> g(attribute_lock);
         auto it = shared_opt_in.find(k);

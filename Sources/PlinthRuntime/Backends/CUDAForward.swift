@@ -577,6 +577,19 @@ final class CUDAForward {
                                   Int64(n), out, Int64(ldy)), "matmul")
     }
 
+    /// Layer `l`'s q | k | v product into qkv, then (in its last block where it can) the bias (one
+    /// vector over the row, or 0), the head norms (0: none), RoPE by `table` and the cache store:
+    /// pkc_matmul_runs_rope_store, for the fused step and the planned one alike.
+    private func qkvRopeStore(_ l: Int, _ input: pkc_ptr, _ ldx: Int, _ q: InputRows, _ n: Int, table: pkc_ptr, bias: pkc_ptr = 0,
+                              qNorm: pkc_ptr = 0, kNorm: pkc_ptr = 0, positions: pkc_ptr, slots: pkc_ptr) throws {
+        let c = config, p = layers[l].qkv
+        var rope = pkc_rope_store(cache: cacheOf(l), q_heads: Int32(c.headCount), kv_heads: Int32(c.kvHeadCount), head_dim: Int32(c.headDim),
+                                  rope_dims: Int32(c.ropeDims), table: table, neox: neox, bias: bias, slots: slots, positions: positions,
+                                  q_norm: qNorm, k_norm: kNorm, eps: c.rmsEpsilon)
+        try check(pkc_matmul_runs_rope_store(ctx, p.launches, Int32(p.launches.count), p.runs[0].w.cols, input, Int64(ldx), q.ptr, q.stride,
+                                             Int64(n), qkv, Int64(qkvStride), &rope), "matmul and rope")
+    }
+
     /// An attached adapter's pairs on the device (one allocation): the int8 copies the CPU's
     /// kernels read (``AttachedAdapter``), and the embedding's pair as floats.
     private struct DeviceAdapter {
@@ -855,12 +868,8 @@ final class CUDAForward {
             // whole row go first on their own, and adapters' deltas come before any of it.
             let wholeBias = lw.qkvBias.count == 1 && lw.qkvBias[0].column == 0 && lw.qkvBias[0].count == qkvStride
             if groups.isEmpty && (wholeBias || lw.qkvBias.isEmpty) {
-                var rope = pkc_rope_store(cache: cache, q_heads: Int32(c.headCount), kv_heads: Int32(c.kvHeadCount), head_dim: Int32(c.headDim),
-                                          rope_dims: Int32(c.ropeDims), table: ropeTables[0], neox: neox,
-                                          bias: wholeBias ? lw.qkvBias[0].ptr : 0, slots: slots, positions: positions, q_norm: 0, k_norm: 0,
-                                          eps: 0)
-                try check(pkc_matmul_runs_rope_store(ctx, lw.qkv.launches, Int32(lw.qkv.launches.count), Int64(e), h, Int64(e), aq.ptr,
-                                                     aq.stride, Int64(n), qkv, Int64(qkvStride), &rope), "matmul and rope")
+                try qkvRopeStore(l, h, e, aq, n, table: ropeTables[0], bias: wholeBias ? lw.qkvBias[0].ptr : 0, positions: positions,
+                                 slots: slots)
             } else {
                 try matmul(lw.qkv, h, e, aq, n, qkv, qkvStride)
                 if !groups.isEmpty {
@@ -994,12 +1003,8 @@ final class CUDAForward {
                 var cache = cacheOf(p.layer)
                 let qn = try qNorm.map { try vector($0, p.layer) } ?? 0, kn = try kNorm.map { try vector($0, p.layer) } ?? 0
                 if let product {
-                    let (xp, ldx, _) = place(product), lw = layers[p.layer]
-                    var rope = pkc_rope_store(cache: cache, q_heads: Int32(c.headCount), kv_heads: Int32(c.kvHeadCount),
-                                              head_dim: Int32(c.headDim), rope_dims: Int32(c.ropeDims), table: ropeTables[table], neox: neox,
-                                              bias: 0, slots: slots, positions: positions, q_norm: qn, k_norm: kn, eps: c.rmsEpsilon)
-                    try check(pkc_matmul_runs_rope_store(ctx, lw.qkv.launches, Int32(lw.qkv.launches.count), lw.qkv.runs[0].w.cols, xp, Int64(ldx), q.ptr,
-                                                         q.stride, Int64(n), qkv, Int64(qkvStride), &rope), "matmul, norms and rope")
+                    let (xp, ldx, _) = place(product)
+                    try qkvRopeStore(p.layer, xp, ldx, q, n, table: ropeTables[table], qNorm: qn, kNorm: kn, positions: positions, slots: slots)
                 } else {
                     try check(pkc_qkv_norm_rope_store(ctx, &cache, qkv, Int64(n), Int64(qkvStride), Int32(c.headCount), Int32(c.kvHeadCount),
                                                       Int32(c.headDim), Int32(c.ropeDims), ropeTables[table], neox, qn, kn, c.rmsEpsilon,
