@@ -1,6 +1,6 @@
 // Micro-benchmarks of PlinthCUDA on the device it runs on: the memory-bandwidth ceiling (a
 // device-to-device copy), GEMV GB/s per weight format at the real models' shapes, the GEMV/GEMM
-// crossover, GEMM TFLOP/s at n = 64 and 512, and attention for 64 sequences.
+// crossover, GEMM TFLOP/s at n = 64 and 512, and attention for 64 sequences and a prompt's chunk.
 //
 // Usage: bench_cuda [cache-dir] [quick]
 // Times are from device events around many calls, the median of 5 repeats; weights are
@@ -351,23 +351,37 @@ static void bench_attention(void) {
                        bytes / (us * 1e-6) / 1e9);
             }
         }
+        // A prompt's chunk: pkc_attention's kernel, then on tensor cores (pkc_attention_prompt from
+        // row 0) over the slotted and the paged cache.
         static const int chunks[] = {512, 2048};
         for (int ci = 0; ci < 2; ci++) {
             const int n = chunks[ci];
             for (int i = 0; i < n; i++) { sl[i] = 0; kl[i] = i + 1; }
             CHECK(c, pkc_upload(c, dsl, sl, (size_t)n * 4));
             CHECK(c, pkc_upload(c, dkl, kl, (size_t)n * 4));
-            float ms[5];
-            for (int r = 0; r < 5; r++) {
-                CHECK(c, pkc_timer_start(c));
-                for (int i = 0; i < 10; i++)
-                    CHECK(c, pkc_attention(c, &kv, q, qd, n, nh, nkv, hd, dsl, dkl, n, 0.125f, out, qd));
-                CHECK(c, pkc_timer_stop(c, &ms[r]));
-            }
-            qsort(ms, 5, sizeof ms[0], cmp_float);
-            const double us = ms[2] * 1e3 / 10;
             const double flops = 4.0 * nh * hd * (double)n * (n + 1) / 2;
-            printf("  %s prefill %4d rows of one slot (causal): %8.1f us  (%.1f TFLOP/s)\n", models[mi].name, n, us, flops / (us * 1e-6) / 1e12);
+            double first = 0.0;
+            for (int way = 0; way < 3; way++) {
+                if (way > 0 && !pkc_attention_uses_mma(c, hd)) {
+                    printf("  %s prefill %4d rows: no tensor-core attention on this device\n", models[mi].name, n);
+                    break;
+                }
+                float ms[5];
+                for (int r = 0; r < 5; r++) {
+                    CHECK(c, pkc_timer_start(c));
+                    for (int i = 0; i < 10; i++)
+                        CHECK(c, pkc_attention_prompt(c, way == 2 ? &paged : &kv, q, qd, n, nh, nkv, hd, dsl, dkl, n, 0, 0.125f, out, qd, 0,
+                                                      0, way ? 0 : n));
+                    CHECK(c, pkc_timer_stop(c, &ms[r]));
+                }
+                qsort(ms, 5, sizeof ms[0], cmp_float);
+                const double us = ms[2] * 1e3 / 10;
+                if (way == 0) first = us;
+                static const char *ways[] = {"", ", tensor cores", ", tensor cores, paged"};
+                printf("  %s prefill %4d rows of one slot (causal%s): %8.1f us  (%.1f TFLOP/s%s", models[mi].name, n, ways[way], us,
+                       flops / (us * 1e-6) / 1e12, way ? "; " : ")\n");
+                if (way) printf("%.2fx the first)\n", first / us);
+            }
         }
         pkc_free(c, kv.k); pkc_free(c, kv.v); pkc_free(c, paged.pages); pkc_free(c, q); pkc_free(c, out); pkc_free(c, dsl); pkc_free(c, dkl);
     }

@@ -19,7 +19,7 @@
 #   llama-M          llama-bench and llama-batched-bench (CUDA) on the same file
 #   ablate-M         tg128 with graphs, the fused norm, the fused GLU, the side stream, dependent launch, the fused
 #                    RoPE off; qwen-rep's also with its mixed q|k|v kept apart, and its batched decode without the
-#                    f16 weight copies
+#                    f16 weight copies; pp512 and pp2048 with and without the prompt's attention on tensor cores
 #   eval             plinth eval: 6,000 clauses at --parallel 256; sampled with and without top-k on the device
 #   fidelity         SmolLM2 against its F32 reference (KL divergence), CPU and CUDA paths
 #   agree            CUDA against CPU: greedy chat text (8 prompts), plinth eval's values (600 clauses)
@@ -216,6 +216,11 @@ ablate_model() { # M: each launch-saving change off, one at a time: what it is w
     # weights at each step, as before the f16 copies (Qwen's shape only: the lease is short).
     [ "$m" = qwen-rep ] && PLINTH_CUDA_F16_WEIGHTS=0 bench "$m-batched64-nof16" -m "$f" --backend cuda --parallel $BPAR \
         -p $BPP -n $BTG -r $((REPS > 3 ? 3 : REPS))
+    # A prompt's attention on tensor cores against pkc_attention's kernel, at PP and 4 PP positions.
+    for p in $PP $((4 * PP)); do
+        bench "$m-prompt$p" -m "$f" --backend cuda -p $p -n 0 -r $REPS
+        PLINTH_CUDA_MMA_ATTN=0 bench "$m-prompt$p-nomma" -m "$f" --backend cuda -p $p -n 0 -r $REPS
+    done
     # And once more as it ships, last, so that drift over the stage shows.
     bench "$m-single-again" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
 }
@@ -403,6 +408,9 @@ for m in ("qwen-rep", "smollm2"):
     pair = [(k, plinth(m, k, "batched64-nof16"), plinth(m, k, "batched64")) for k in ("pp", "tg")]
     if all(a and b for _, a, b in pair):
         print(f"{m} batched x{par} without the f16 weight copies: " + ", ".join(f"{k} {a:,.1f} t/s ({a / b:.2f}× with)" for k, a, b in pair))
+    for p in (pp, 4 * pp):
+        a, b = plinth(m, "pp", f"prompt{p}"), plinth(m, "pp", f"prompt{p}-nomma")
+        if a and b: print(f"{m} pp{p}: {a:,.1f} t/s with the prompt's attention on tensor cores, {b:,.1f} without ({a / b:.2f}×)")
     d = load(f"plinth-{m}-single.json")
     k = re.search(r"(\d+) kernels a decode step", (d or {}).get("backend", ""))
     if k: print(f"{m}: {k.group(1)} kernels a decode step")

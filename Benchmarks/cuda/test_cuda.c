@@ -29,7 +29,9 @@
 //   int8 per block: each x off by up to amax/254, which is ~4/254 = 1.6e-2 of a typical |x|).
 // - attention: against float64 (f16-rounded q, the f16 cache, exact softmax): <= 2e-5 of max|v|
 //   (f32 throughout); against the CPU kernel: <= 2e-3 of max|v| (the CPU, as llama.cpp, rounds
-//   the probabilities to f16: 2^-11 relative each).
+//   the probabilities to f16: 2^-11 relative each). The same bounds on tensor cores
+//   (pkc_attention_prompt): f16 products are exact, sums in f32, and each probability goes in as
+//   two f16 parts (~2^-22 relative).
 #define _GNU_SOURCE
 #include "common.h"
 
@@ -1553,9 +1555,10 @@ static void test_store(pkc_context *c, kv_world *w, const int32_t *len) {
 }
 
 // Runs attention for rows (slot, kv_len) on both sides and checks; window > 0: each row's last
-// `window` positions only (pkc_attention_window against pk_attention_window).
-static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_t n, const int32_t *slot,
-                           const int32_t *kvlen, int window) {
+// `window` positions only (pkc_attention_window against pk_attention_window); rows from `from`
+// on the tensor cores where the device has them (pkc_attention_prompt; from = n: none).
+static void attention_case_from(pkc_context *c, kv_world *w, const char *name, int64_t n, const int32_t *slot,
+                                const int32_t *kvlen, int window, int64_t from) {
     const int64_t qd = (int64_t)w->n_head * w->head_dim, ldq = qd + 4, ldo = qd + 12;
     float *q = host_floats(n * ldq);
     fill_normal(q, n * ldq, 1.0f);
@@ -1566,8 +1569,8 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     pkc_ptr dlen = dev_upload(c, kvlen, (size_t)n * 4), dout = dev_alloc(c, (size_t)(n * ldo) * 4);
     CHECK(c, pkc_memset(c, dout, 0xff, (size_t)(n * ldo) * 4));
     const unsigned long long l0 = kernel_launches(c);
-    CHECK(c, pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
-                                  dout, ldo, 0, 0));
+    CHECK(c, pkc_attention_prompt(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
+                                  dout, ldo, 0, 0, from));
     const unsigned long long launched = kernel_launches(c) - l0;
     float *out = download_floats(c, dout, n * ldo);
     // With the output product's f16 input rows (the GEMM path's rows only):
@@ -1577,8 +1580,8 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     CHECK(c, pkc_memset(c, drows, 0xff, (size_t)(n * ldr)));
     if (n >= pkc_gemm_min_rows(c)) {
         const unsigned long long l1 = kernel_launches(c);
-        CHECK(c, pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
-                                    dout2, ldo, drows, ldr));
+        CHECK(c, pkc_attention_prompt(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window, scale,
+                                      dout2, ldo, drows, ldr, from));
         const unsigned long long launched_rows = kernel_launches(c) - l1;
         float *out2 = download_floats(c, dout2, n * ldo);
         int64_t differ = 0;
@@ -1591,8 +1594,8 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
                (long long)bad_rows, launched_rows, launched);
         free(out2);
     } else {
-        const int st = pkc_attention_window(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window,
-                                          scale, dout2, ldo, drows, ldr);
+        const int st = pkc_attention_prompt(c, &w->kv, dq, ldq, n, w->n_head, w->n_kv_head, w->head_dim, dsl, dlen, max_kv, window,
+                                            scale, dout2, ldo, drows, ldr, from);
         report(st == PKC_ERR_INVALID, "attention_rows %-29s %3lld rows, below the GEMM path: refused (%s)", name, (long long)n,
                pkc_status_name(st));
     }
@@ -1645,13 +1648,21 @@ static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_
     }
     if (vmax == 0.0) vmax = 1.0;
     const int ok = unwritten == 0 && eg <= 2e-5 * vmax && ec <= 2e-3 * vmax;
-    char win[32] = "";
+    char win[32] = "", cores[48] = "";
     if (window) snprintf(win, sizeof win, ", window %d", window);
-    report(ok, "attention %-34s %3lld rows, heads %d/%d%s, max kv %4d: |gpu-f64| %.1e, |gpu-cpu| %.1e of max|v| %.2f (tol 2e-5, 2e-3)%s",
-           name, (long long)n, w->n_head, w->n_kv_head, win, max_kv, eg / vmax, ec / vmax, vmax, unwritten ? " UNWRITTEN" : "");
+    if (from < n)
+        snprintf(cores, sizeof cores, pkc_attention_uses_mma(c, hd) ? ", tensor cores from row %lld" : ", no tensor cores (from %lld)",
+                 (long long)from);
+    report(ok, "attention %-34s %3lld rows, heads %d/%d%s, max kv %4d%s: |gpu-f64| %.1e, |gpu-cpu| %.1e of max|v| %.2f (tol 2e-5, 2e-3)%s",
+           name, (long long)n, w->n_head, w->n_kv_head, win, max_kv, cores, eg / vmax, ec / vmax, vmax, unwritten ? " UNWRITTEN" : "");
     free(start);
     pkc_free(c, dq); pkc_free(c, dsl); pkc_free(c, dlen); pkc_free(c, dout);
     free(q); free(out); free(qc); free(oc); free(keys); free(vals); free(scratch); free(sc); free(acc);
+}
+
+static void attention_case(pkc_context *c, kv_world *w, const char *name, int64_t n, const int32_t *slot, const int32_t *kvlen,
+                           int window) {
+    attention_case_from(c, w, name, n, slot, kvlen, window, n);
 }
 
 // The fused q | k | v launches against the launches they replace, on the same rows: the rows
@@ -1740,6 +1751,7 @@ static void test_attention(pkc_context *c) {
         int32_t len[64];
         for (int s = 0; s < slots; s++) len[s] = 1 + (int32_t)(rng_u64() % 1024);
         len[0] = 1; len[1] = 1024; len[2] = 129; len[3] = 1099;
+        len[5] = 400; len[6] = 90; len[7] = 50; // a step's prompts below
         kv_fill(c, &w, len);
         if (mi == 0) test_store(c, &w, len);
         char name[96];
@@ -1754,15 +1766,29 @@ static void test_attention(pkc_context *c) {
         for (int i = 0; i < 37; i++) { psl[i] = 3; pkl[i] = 700 + i + 1; }
         snprintf(name, sizeof name, "%s prefill chunk 37 of one slot", models[mi].name);
         attention_case(c, &w, name, 37, psl, pkl, win);
+        attention_case_from(c, &w, name, 37, psl, pkl, win, 0);
         // few rows, long contexts: the split path, with an empty row
         int32_t fsl[3] = {1, 3, 0}, fkl[3] = {1024, 1099, 0};
         snprintf(name, sizeof name, "%s 3 rows split (one kv_len 0)", models[mi].name);
         attention_case(c, &w, name, 3, fsl, fkl, win);
+        attention_case_from(c, &w, name, 3, fsl, fkl, win, 0);
         // mixed: prefill rows and decode rows in one call
         int32_t msl[20], mkl[20];
         for (int i = 0; i < 20; i++) { msl[i] = i < 12 ? 2 : 4 + i; mkl[i] = i < 12 ? 100 + i : len[4 + i]; }
         snprintf(name, sizeof name, "%s mixed prefill+decode", models[mi].name);
         attention_case(c, &w, name, 20, msl, mkl, win);
+        attention_case_from(c, &w, name, 20, msl, mkl, win, 0);
+        // A scheduler's step: decode rows, then prompt chunks: a long one of slot 5 (positions
+        // 200 to 299), a first one of slot 6 (0 to 69) and 5 rows of slot 7; the prompts' rows on
+        // the tensor cores, their tiles straddling the chunks' ends.
+        int32_t ssl[183], skl[183];
+        for (int i = 0; i < 183; i++) {
+            ssl[i] = i < 8 ? 8 + 5 * i : i < 108 ? 5 : i < 178 ? 6 : 7;
+            skl[i] = i < 8 ? len[ssl[i]] : i < 108 ? 200 + (i - 8) + 1 : i < 178 ? (i - 108) + 1 : len[7] - (182 - i);
+        }
+        snprintf(name, sizeof name, "%s step: 8 decode rows, 3 chunks", models[mi].name);
+        attention_case_from(c, &w, name, 183, ssl, skl, win, 8);
+        if (mi == 0) attention_case_from(c, &w, name, 183, ssl, skl, 100, 8); // a window on the tensor cores
         if (mi == 0) {
             // many rows of short contexts: one launch, no split (the rows written by attention itself)
             for (int s = 0; s < slots; s++) { sl[s] = s; kl[s] = 1 + (int32_t)(rng_u64() % (len[s] < 200 ? len[s] : 200)); }
@@ -1847,7 +1873,7 @@ static void test_copy_kv(pkc_context *c) {
 // A paged cache (pkc_kv.pages) against a slotted one holding the same rows, its pages scattered
 // over the pool in random order: pkc_store_kv and pkc_qkv_rope_store write the same halves to
 // every position, and attention reads the same outputs from both, bit for bit (decode rows,
-// a prefill chunk, the split path, a sliding window).
+// a prefill chunk, the split path, a sliding window; the chunk and the window on tensor cores).
 static void test_paged_kv(pkc_context *c) {
     struct { int qh, kvh, hd; const char *name; } cases[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {4, 1, 256, "gemma"}};
     enum { SLOTS = 6, MAXPOS = 600, SHIFT = 4 };
@@ -1910,7 +1936,7 @@ static void test_paged_kv(pkc_context *c) {
         report(bad == 0, "paged kv %s: store_kv and qkv_rope_store over %lld pages of %d rows in random order: %lld of %lld halves "
                "differ from the slotted cache's (tol exact)", cases[ci].name, (long long)pool, page_len, (long long)bad, (long long)count);
         // attention: decode rows of every slot, a prefill chunk of slot 0, three long rows (split), windowed
-        struct { int n; int32_t slot[40], kvlen[40]; int window; const char *name; } att[4];
+        struct { int n; int32_t slot[40], kvlen[40]; int window, mma; const char *name; } att[6];
         memset(att, 0, sizeof att);
         att[0].n = SLOTS; att[0].name = "decode";
         for (int s = 0; s < SLOTS; s++) { att[0].slot[s] = s; att[0].kvlen[s] = len[s]; }
@@ -1920,9 +1946,13 @@ static void test_paged_kv(pkc_context *c) {
         att[2].slot[0] = 0; att[2].slot[1] = 4; att[2].slot[2] = 3;
         att[2].kvlen[0] = 600; att[2].kvlen[1] = 599; att[2].kvlen[2] = 302;
         att[3] = att[0]; att[3].window = 100; att[3].name = "decode, window 100";
+        att[4] = att[1]; att[4].mma = 1; att[4].name = "prefill chunk of 40, tensor cores";
+        att[5] = att[3]; att[5].mma = 1; att[5].name = "decode, window 100, tensor cores";
         const int64_t qd = (int64_t)qh * hd;
-        for (int ai = 0; ai < 4; ai++) {
+        for (int ai = 0; ai < 6; ai++) {
             const int n = att[ai].n;
+            if (att[ai].mma && !pkc_attention_uses_mma(c, hd)) continue;
+            const int64_t from = att[ai].mma ? 0 : n;
             int32_t max_kv = 0;
             for (int t = 0; t < n; t++) max_kv = att[ai].kvlen[t] > max_kv ? att[ai].kvlen[t] : max_kv;
             float *q = host_floats(n * qd);
@@ -1931,8 +1961,8 @@ static void test_paged_kv(pkc_context *c) {
             pkc_ptr dal = dev_upload(c, att[ai].kvlen, (size_t)n * 4);
             pkc_ptr oa = dev_alloc(c, (size_t)(n * qd) * 4), ob = dev_alloc(c, (size_t)(n * qd) * 4);
             const float scale = 1.0f / sqrtf((float)hd);
-            CHECK(c, pkc_attention_window(c, &a, dq, qd, n, qh, kvh, hd, das, dal, max_kv, att[ai].window, scale, oa, qd, 0, 0));
-            CHECK(c, pkc_attention_window(c, &b, dq, qd, n, qh, kvh, hd, das, dal, max_kv, att[ai].window, scale, ob, qd, 0, 0));
+            CHECK(c, pkc_attention_prompt(c, &a, dq, qd, n, qh, kvh, hd, das, dal, max_kv, att[ai].window, scale, oa, qd, 0, 0, from));
+            CHECK(c, pkc_attention_prompt(c, &b, dq, qd, n, qh, kvh, hd, das, dal, max_kv, att[ai].window, scale, ob, qd, 0, 0, from));
             float *ya = download_floats(c, oa, n * qd), *yb = download_floats(c, ob, n * qd);
             int64_t differ = 0, zero = 0;
             for (int64_t i = 0; i < n * qd; i++) { differ += !same_bits(ya[i], yb[i]); zero += ya[i] == 0.0f; }

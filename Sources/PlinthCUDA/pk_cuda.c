@@ -226,7 +226,7 @@ struct pkc_context {
     // the stream by these events (in a capture: parallel branches of the graph).
     CUstream side;
     CUevent fork, join;
-    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, qkv_norm_rope_store, attn[ATT_MAXG], attn_combine, lora,
+    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, qkv_norm_rope_store, attn[ATT_MAXG], attn_combine, attn_mma[2], lora,
         lora_embed, copy_kv;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -242,6 +242,7 @@ struct pkc_context {
     int norm_fused;          // pkc_matmul_add_norm's norm in the GEMV's last block ($PLINTH_CUDA_NORM_FUSED=0: never)
     int rope_fused;          // pkc_matmul_runs_rope_store's rope and store in the GEMVs' last block ($PLINTH_CUDA_ROPE_FUSED=0: never)
     int runs_overlap;        // pkc_matmul_runs's side stream ($PLINTH_CUDA_OVERLAP=0: one run after another)
+    int mma_attention;       // pkc_attention_prompt's tensor cores (sm_80+; $PLINTH_CUDA_MMA_ATTN=0: never)
     // Programmatic dependent launch (pkc_set_dependent_launch): whether this device and driver
     // have it (and passed the self-test at open), and whether it is on.
     int pdl_ok, pdl;
@@ -672,7 +673,8 @@ static int get_core_functions(pkc_context *c, CUmodule m) {
         {&c->to_f16, "pkc_to_f16"}, {&c->argmax, "pkc_argmax"}, {&c->topk, "pkc_topk"}, {&c->store_kv, "pkc_store_kv"}, {&c->qkv_rope_store, "pkc_qkv_rope_store"},
         {&c->qkv_norm_rope_store, "pkc_qkv_norm_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}, {&c->lora, "pkc_lora"},
-        {&c->lora_embed, "pkc_lora_embed"}, {&c->copy_kv, "pkc_copy_kv"}};
+        {&c->lora_embed, "pkc_lora_embed"}, {&c->copy_kv, "pkc_copy_kv"}, {&c->attn_mma[0], "pkc_attention_mma_h64"},
+        {&c->attn_mma[1], "pkc_attention_mma_h128"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if ((st = get_function(c, m, named[i].f, named[i].name))) return st;
     return PKC_OK;
@@ -953,6 +955,8 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     c->rope_fused = !(env && strcmp(env, "0") == 0);
     env = getenv("PLINTH_CUDA_OVERLAP");
     c->runs_overlap = !(env && strcmp(env, "0") == 0);
+    env = getenv("PLINTH_CUDA_MMA_ATTN");
+    c->mma_attention = c->info.cc_major >= 8 && !(env && strcmp(env, "0") == 0);
     return setup_dependent_launch(c);
 }
 
@@ -1769,6 +1773,13 @@ static int set_switch(int *flag, int on) {
 
 int pkc_set_rope_fused(pkc_context *c, int on) { return c ? set_switch(&c->rope_fused, on) : 0; }
 
+int pkc_set_attention_mma(pkc_context *c, int on) {
+    if (!c) return 0;
+    const int old = c->mma_attention;
+    c->mma_attention = on && c->info.cc_major >= 8;
+    return old;
+}
+
 int pkc_matmul_reads_rows(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
     const int fi = fmt_index(type);
     if (!c || fi < 0 || n < 1 || k <= 0) return 0;
@@ -2219,12 +2230,24 @@ static int qkv_norm_rope_store(pkc_context *c, const pkc_kv *cache, pkc_ptr qkv,
 int pkc_attention(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                   int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, float scale,
                   pkc_ptr out, int64_t ldo) {
-    return pkc_attention_window(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, 0, scale, out, ldo, 0, 0);
+    return pkc_attention_prompt(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, 0, scale, out, ldo, 0, 0,
+                                n);
 }
 
 int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                          int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
                          float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr) {
+    return pkc_attention_prompt(c, cache, q, ldq, n, n_head, n_kv_head, head_dim, slots, kv_len, max_kv, window, scale, out, ldo,
+                                rows, ldr, n);
+}
+
+int pkc_attention_uses_mma(const pkc_context *c, int head_dim) {
+    return c && c->mma_attention && (head_dim == 64 || head_dim == 128);
+}
+
+int pkc_attention_prompt(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head, int n_kv_head,
+                         int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window, float scale, pkc_ptr out,
+                         int64_t ldo, pkc_ptr rows, int64_t ldr, int64_t from) {
     ENTER(c);
     int st = check_kv(c, "pkc_attention", cache);
     if (st) return st;
@@ -2235,13 +2258,23 @@ int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
     if (n < 0 || n > 0x7fffffff || n_head <= 0 || n_kv_head <= 0 || n_head % n_kv_head != 0 || head_dim <= 0 ||
         head_dim > 256 || head_dim < 8 || (head_dim & (head_dim - 1)) != 0 || (int64_t)n_kv_head * head_dim != cache->kv_dim ||
         ldq < (int64_t)n_head * head_dim || ldo < (int64_t)n_head * head_dim || max_kv < 0 || max_kv > 0x7fffffff ||
-        window < 0)
+        window < 0 || from < 0 || from > n)
         return fail(c, PKC_ERR_INVALID, "pkc_attention: bad sizes");
     // A row reads at most `window` positions: the splits are over that span.
     if (window > 0 && max_kv > window) max_kv = window;
     const int group = n_head / n_kv_head;
     if (group > ATT_MAXG)
         return fail(c, PKC_ERR_UNSUPPORTED, "pkc_attention: %d query heads per kv head (at most %d)", group, ATT_MAXG);
+    if (pkc_attention_uses_mma(c, head_dim) && from < n) {
+        // 4 warps of 16 rows a block, a block row per query head
+        kv_layout kv = layout_of(cache);
+        int f = (int)from, nn = (int)n;
+        void *args[] = {&kv, &q, &ldq, &n_head, &n_kv_head, &slots, &kv_len, &scale, &out, &ldo, &window, &rows, &ldr, &f, &nn};
+        if ((st = launch(c, c->attn_mma[head_dim == 128], "attention_mma", (uint64_t)((n - from + 63) / 64), (unsigned)n_head, 128, 0,
+                         args)))
+            return st;
+        n = from;
+    }
     if (n == 0) return PKC_OK;
     const int64_t want = 2 * (int64_t)c->info.multiprocessors;
     // A block per query head where even that grid is small (decoding few rows), else per kv head.

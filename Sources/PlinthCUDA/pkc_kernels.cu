@@ -1445,6 +1445,197 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
     }
 }
 
+// ---- Attention on tensor cores: a prompt's rows ------------------------------------------------
+
+// d += a·b on a warp's tensor cores (mma.sync m16n8k16: A 16x16 and B 16x8 in f16, d in f32),
+// fragments in the PTX ISA's layouts, with lane = 4g + t: a = A's (g, 2t..2t+1), (g+8, 2t..),
+// (g, 2t+8..), (g+8, 2t+8..); b = B's (2t..2t+1, g), (2t+8.., g); d = (g, 2t), (g, 2t+1),
+// (g+8, 2t), (g+8, 2t+1). Each register's lower half is the lower column (A) or row (B). sm_80
+// and newer: the host launches its callers nowhere else.
+__device__ __forceinline__ void mma16816(float d[4], const u32 a[4], const u32 b[2]) {
+#ifdef PKC_EMULATOR
+    pkc_emu::mma_m16n8k16(d, a, b);
+#elif __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+__device__ __forceinline__ u32 pack_h2(u16 lo, u16 hi) { return (u32)lo | ((u32)hi << 16); }
+
+#define MMA_ATT_KEYS 64 // keys a step of the loop: 8 tiles of 8 for the scores, 4 chunks of 16 for the values
+
+// pkc_attention's outputs for rows [from, n) on tensor cores. A warp takes 16 consecutive rows
+// and one query head (a block: 4 warps, 64 rows). Rows of one slot whose positions follow each
+// other (a prompt's chunk) share their keys: the warp scores them all against 64 keys at a time,
+// Q·K^T and P·V as m16n8k16 products, with an online softmax per row (the four lanes of a row's
+// quad holding its running max; sums per lane, added at the end). Rows of several slots (where a
+// sequence's rows end, or decode rows) take one pass per slot, the other rows' scores masked:
+// any rows give pkc_attention's outputs within rounding, but only runs get the speed.
+// Arithmetic: queries rounded to f16 as pkc_attention's; keys and values are the cache's f16;
+// products exact, sums in f32 on the tensor cores; probabilities go in as two f16 parts (p's
+// rounding and the rounding of the rest), so P·V keeps ~22 bits of each p.
+template <int HD>
+__device__ __forceinline__ void attention_mma_body(const KVCache &kv, const float *q, i64 ldq, int n_head, int n_kv_head,
+                                                   const int *slots, const int *kv_len, float scale, float *out, i64 ldo,
+                                                   int window, i8 *rows, i64 ldr, int from, int n) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    const int t0 = from + (int)blockIdx.x * 64 + (int)(threadIdx.x >> 5) * 16;
+    if (t0 >= n) return; // the whole warp
+    const int head = blockIdx.y, kvh = head / (n_head / n_kv_head);
+    const u16 *kb = kv.k + (i64)kvh * HD, *vb = kv.v + (i64)kvh * HD;
+    // This lane's two rows: r[0] = t0 + g, r[1] = t0 + g + 8 (past n: none).
+    int slot[2], len[2], start[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int t = t0 + g + 8 * i;
+        slot[i] = t < n ? slots[t] : -1;
+        len[i] = t < n ? kv_len[t] : 0;
+        start[i] = window > 0 && len[i] > window ? len[i] - window : 0;
+    }
+    // Q as A fragments, HD / 16 chunks of 16 dims.
+    u32 qa[HD / 16][4];
+#pragma unroll
+    for (int c = 0; c < HD / 16; c++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int i = j & 1, t = t0 + g + 8 * i, d = 16 * c + 2 * tq + 8 * (j >> 1);
+            const float *qr = q + (i64)t * ldq + (i64)head * HD + d;
+            qa[c][j] = t < n ? pack_h2(f2h(qr[0]), f2h(qr[1])) : 0u;
+        }
+    float o[HD / 8][4];
+#pragma unroll
+    for (int j = 0; j < HD / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float mx[2] = {-PKC_INF, -PKC_INF}, sum[2] = {0.0f, 0.0f};
+    const int rows_here = min(16, n - t0);
+    unsigned done = 0; // rows of the 16 already attended (the same in every lane)
+    while (true) {
+        // The next pass: the first row not done, and every row of its slot (read by every lane).
+        int first = 0;
+        while (first < rows_here && ((done >> first) & 1)) first++;
+        if (first == rows_here) break;
+        const int s = slots[t0 + first];
+        int kbeg = 0x7fffffff, kend = 0;
+        for (int i = first; i < rows_here; i++) {
+            if (((done >> i) & 1) || slots[t0 + i] != s) continue;
+            done |= 1u << i;
+            const int l = kv_len[t0 + i], b = window > 0 && l > window ? l - window : 0;
+            kbeg = min(kbeg, b);
+            kend = max(kend, l);
+        }
+        const bool in[2] = {slot[0] == s, slot[1] == s};
+        for (int k0 = kbeg; k0 < kend; k0 += MMA_ATT_KEYS) {
+            // Scores: tile j holds keys k0 + 8j + (0..7); this lane's key row for B is k0 + 8j + g.
+            float sc[MMA_ATT_KEYS / 8][4];
+#pragma unroll
+            for (int j = 0; j < MMA_ATT_KEYS / 8; j++) {
+                sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+                const int p = k0 + 8 * j + g;
+                const u16 *kr = p < kend ? kb + kv_row(kv, s, p) : nullptr;
+#pragma unroll
+                for (int c = 0; c < HD / 16; c++) {
+                    const u32 b[2] = {kr ? *(const u32 *)(kr + 16 * c + 2 * tq) : 0u, kr ? *(const u32 *)(kr + 16 * c + 8 + 2 * tq) : 0u};
+                    mma16816(sc[j], qa[c], b);
+                }
+            }
+            // Mask and scale; each row's max over the tile (its quad's four lanes).
+            float tmax[2] = {-PKC_INF, -PKC_INF};
+#pragma unroll
+            for (int j = 0; j < MMA_ATT_KEYS / 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = e >> 1, p = k0 + 8 * j + 2 * tq + (e & 1);
+                    const bool ok = in[i] && p >= start[i] && p < len[i];
+                    sc[j][e] = ok ? sc[j][e] * scale : -PKC_INF;
+                    tmax[i] = fmaxf(tmax[i], sc[j][e]);
+                }
+            float alpha[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
+                tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
+                const float nm = fmaxf(mx[i], tmax[i]);
+                alpha[i] = mx[i] == -PKC_INF ? 0.0f : expf(mx[i] - nm);
+                mx[i] = nm;
+                sum[i] *= alpha[i];
+            }
+#pragma unroll
+            for (int j = 0; j < HD / 8; j++) { o[j][0] *= alpha[0]; o[j][1] *= alpha[0]; o[j][2] *= alpha[1]; o[j][3] *= alpha[1]; }
+            // Probabilities, as A fragments of P (16 rows x 16 keys a chunk) in two f16 parts.
+            u32 phi[MMA_ATT_KEYS / 16][4], plo[MMA_ATT_KEYS / 16][4];
+#pragma unroll
+            for (int j = 0; j < MMA_ATT_KEYS / 8; j++) {
+                u16 hi[4], lo[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int i = e >> 1;
+                    const float pr = sc[j][e] == -PKC_INF ? 0.0f : expf(sc[j][e] - mx[i]);
+                    sum[i] += pr;
+                    hi[e] = f2h(pr);
+                    lo[e] = f2h(pr - h2f(hi[e]));
+                }
+                // tile j is chunk j / 2's keys 0..7 (registers 0, 1) or 8..15 (registers 2, 3)
+                const int c = j >> 1, r = (j & 1) * 2;
+                phi[c][r] = pack_h2(hi[0], hi[1]);
+                phi[c][r + 1] = pack_h2(hi[2], hi[3]);
+                plo[c][r] = pack_h2(lo[0], lo[1]);
+                plo[c][r + 1] = pack_h2(lo[2], lo[3]);
+            }
+            // Values: chunk c's B is keys k0 + 16c + (2t, 2t+1 | 2t+8, 2t+9) x dims 8j + g.
+#pragma unroll
+            for (int c = 0; c < MMA_ATT_KEYS / 16; c++) {
+                const u16 *vr[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int p = k0 + 16 * c + 2 * tq + (e & 1) + 8 * (e >> 1);
+                    vr[e] = p < kend ? vb + kv_row(kv, s, p) : nullptr;
+                }
+#pragma unroll
+                for (int j = 0; j < HD / 8; j++) {
+                    const int d = 8 * j + g;
+                    const u16 v0 = vr[0] ? vr[0][d] : 0, v1 = vr[1] ? vr[1][d] : 0, v2 = vr[2] ? vr[2][d] : 0, v3 = vr[3] ? vr[3][d] : 0;
+                    const u32 b[2] = {pack_h2(v0, v1), pack_h2(v2, v3)};
+                    mma16816(o[j], phi[c], b);
+                    mma16816(o[j], plo[c], b);
+                }
+            }
+        }
+    }
+    // Each row's sum over its quad, then the outputs: this lane's dims 8j + 2t, +1 of both rows.
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], 1);
+        sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], 2);
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int t = t0 + g + 8 * i;
+        if (t >= n) continue;
+        float *orow = out + (i64)t * ldo + (i64)head * HD;
+        u16 *rrow = rows ? (u16 *)(rows + (i64)t * ldr) + head * HD : nullptr;
+#pragma unroll
+        for (int j = 0; j < HD / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const float v = sum[i] > 0.0f ? o[j][2 * i + e] / sum[i] : 0.0f;
+                orow[8 * j + 2 * tq + e] = v;
+                if (rrow) rrow[8 * j + 2 * tq + e] = f2h(v);
+            }
+    }
+}
+
+#define ATT_MMA_KERNEL(HD)                                                                                        \
+    extern "C" __global__ void __launch_bounds__(128) pkc_attention_mma_h##HD(                                    \
+        KVCache kv, const float *q, i64 ldq, int n_head, int n_kv_head, const int *slots, const int *kv_len,      \
+        float scale, float *out, i64 ldo, int window, i8 *rows, i64 ldr, int from, int n) {                        \
+        PKC_DEPENDENT();                                                                                          \
+        attention_mma_body<HD>(kv, q, ldq, n_head, n_kv_head, slots, kv_len, scale, out, ldo, window, rows, ldr,  \
+                               from, n);                                                                          \
+    }
+ATT_MMA_KERNEL(64)
+ATT_MMA_KERNEL(128)
+
 // ---- LoRA: hot-swapped adapters' low-rank products --------------------------------------------
 
 // pk_lora_apply's arithmetic (Kernels/lora.c), bit for bit: for each row of each op,

@@ -31,6 +31,10 @@ void dependent_launch_point();
 // __shfl_xor_sync's exchange: every lane of the warp puts `bits` in and gets back those of lane
 // (its lane ^ lane_mask), or its own where that lane is past the caller's segment of `width`.
 uint64_t exchange_xor(uint64_t bits, int lane_mask, int width);
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (d += a b), fragments as the PTX ISA lays
+// them out: every lane of the warp takes part; the products are exact and each output's sum is
+// rounded once (the device's order and rounding of the sum are not specified).
+void mma_m16n8k16(float d[4], const uint32_t a[4], const uint32_t b[2]);
 [[noreturn]] void fail(const char *what);
 } // namespace pkc_emu
 

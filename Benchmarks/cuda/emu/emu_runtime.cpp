@@ -84,6 +84,7 @@ struct Fiber {
     bool dependent = false; // has passed PKC_DEPENDENT()
     unsigned exchanges = 0; // its parity picks the slot: one barrier per shuffle
     uint64_t slot[2] = {0, 0};
+    uint32_t frag[2][6] = {}; // an mma's a and b, in the same two slots as shuffles
 };
 
 // Plain globals, not thread_local: one kernel runs at a time (run's lock), and a TLS lookup per
@@ -332,6 +333,34 @@ uint64_t exchange_xor(uint64_t bits, int lane_mask, int width) {
     if (j >= block->fibers.size() || block->fibers[j].exchanges < self->exchanges)
         fail("a shuffle reads a lane that has exited or does not exist");
     return block->fibers[j].slot[p];
+}
+
+// Each lane computes its own four outputs from the a and b fragments of the lanes that hold
+// their rows and columns: A's row r from lanes 4(r % 8) + 0..3, B's column c from lanes 4c + 0..3.
+void mma_m16n8k16(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    check_dependent();
+    Fiber *self = current;
+    const unsigned p = self->exchanges++ & 1;
+    for (int i = 0; i < 4; i++) self->frag[p][i] = a[i];
+    self->frag[p][4] = b[0];
+    self->frag[p][5] = b[1];
+    wait(wait_warp, shuffle_op);
+    const size_t base = (size_t)self->warp * 32;
+    if (base + 32 > block->fibers.size()) fail("an mma in a warp of fewer than 32 threads");
+    for (size_t j = base; j < base + 32; j++)
+        if (block->fibers[j].exchanges < self->exchanges) fail("an mma that a lane of the warp did not take part in");
+    const int lane = (int)((self - block->fibers.data()) & 31), g = lane >> 2, t = lane & 3;
+    auto half_at = [&](int l, int reg, int hi) { return (double)half_to_f32((uint16_t)(block->fibers[base + l].frag[p][reg] >> (16 * hi))); };
+    // A(r, k): lane 4(r % 8) + (k % 8) / 2, register (r >= 8) + 2 (k >= 8), half k % 2.
+    auto A = [&](int r, int k) { return half_at(4 * (r & 7) + ((k & 7) >> 1), (r >> 3) + 2 * (k >> 3), k & 1); };
+    // B(k, c): lane 4c + (k % 8) / 2, register 4 + (k >= 8), half k % 2.
+    auto B = [&](int k, int c) { return half_at(4 * c + ((k & 7) >> 1), 4 + (k >> 3), k & 1); };
+    for (int e = 0; e < 4; e++) {
+        const int r = g + 8 * (e >> 1), c = 2 * t + (e & 1);
+        double s = 0.0;
+        for (int k = 0; k < 16; k++) s += A(r, k) * B(k, c);
+        d[e] = (float)((double)d[e] + s);
+    }
 }
 
 void fail(const char *what) {

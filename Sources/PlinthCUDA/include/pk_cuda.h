@@ -447,6 +447,20 @@ int pkc_attention(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq,
 int pkc_attention_window(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head,
                          int n_kv_head, int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window,
                          float scale, pkc_ptr out, int64_t ldo, pkc_ptr rows, int64_t ldr);
+// pkc_attention_window with rows [from, n) on tensor cores where pkc_attention_uses_mma: a
+// warp takes 16 rows, and rows that are one slot's consecutive positions (a prompt's chunk) share
+// their keys' loads and products; rows [0, from) (decode rows) take pkc_attention_window's
+// kernel. Any rows give the same outputs within rounding either side of `from`: only speed
+// depends on the split. from = n: pkc_attention_window.
+int pkc_attention_prompt(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head, int n_kv_head,
+                         int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window, float scale, pkc_ptr out,
+                         int64_t ldo, pkc_ptr rows, int64_t ldr, int64_t from);
+// Whether pkc_attention_prompt runs its rows from `from` on tensor cores for this head size:
+// sm_80 and newer, heads of 64 or 128, unless $PLINTH_CUDA_MMA_ATTN=0 or pkc_set_attention_mma.
+int pkc_attention_uses_mma(const pkc_context *ctx, int head_dim);
+// Turns pkc_attention_prompt's tensor cores on or off (on only where the device has them);
+// returns the previous setting. For comparisons.
+int pkc_set_attention_mma(pkc_context *ctx, int on);
 
 // Copies, for each of copies[0..<n], the first `count` positions of slot `src` to slot `dst`, in
 // `layers` layer caches (layer l's at cache->k/v + l * layer_stride halves): prefix sharing and

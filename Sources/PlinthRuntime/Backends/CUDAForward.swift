@@ -75,6 +75,8 @@ final class CUDAForward {
     private let ropes: [RoPE]
     private let embeddingScale: Float?
     private let logitSoftcap: Float?
+    /// Whether a step's prompt rows take attention on tensor cores (``promptFrom(_:_:rowsRun:)``).
+    private let tensorCoreAttention: Bool
 
     private let kCache, vCache: pkc_ptr
     /// Halves between one layer's cache and the next's (the pool's pages).
@@ -177,6 +179,7 @@ final class CUDAForward {
         self.slotCount = slots
         kvDim = c.kvHeadCount * c.headDim
         qDim = c.headCount * c.headDim
+        tensorCoreAttention = pkc_attention_uses_mma(ctx, Int32(c.headDim)) != 0
         let opened = Self.deviceInfo(ctx)
         let memoryAtOpen = opened.map { (free: Int($0.free_memory), total: Int($0.total_memory)) }
         if var info = opened {
@@ -793,8 +796,8 @@ final class CUDAForward {
         // it keeps a decode step's launches the same for many steps, so its graph replays.
         let kvBucket = (maxKV + Self.kvBucket - 1) / Self.kvBucket * Self.kvBucket
         let shape = StepShape(rows: rowsRun, wanted: wanted, argmax: fullRows.count + topRows.count < wanted, top: !topRows.isEmpty,
-                              masked: masked > 0, kvBucket: kvBucket, adapterRows: groups(lora.rows),
-                              adapterLogitRows: groups(lora.logitRows))
+                              masked: masked > 0, kvBucket: kvBucket, promptFrom: promptFrom(batch, range, rowsRun: rowsRun),
+                              adapterRows: groups(lora.rows), adapterLogitRows: groups(lora.logitRows))
         try run(shape) {
             try compute(shape, ids: ids, positions: positions, slots: slots, kvLen: kvLen, rows: rows, maskRows: maskRows, chosen: chosen,
                         topK: topK)
@@ -886,9 +889,9 @@ final class CUDAForward {
                                              slots, positions), "qkv_rope_store")
             }
             let ao = attentionRows([lw.wo], n)
-            try check(pkc_attention_window(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
-                                           Int32(c.headDim), slots, kvLen, Int64(maxKV), 0, scale, attn, Int64(qDim), ao.ptr, ao.stride),
-                      "attention")
+            try check(pkc_attention_prompt(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
+                                           Int32(c.headDim), slots, kvLen, Int64(maxKV), 0, scale, attn, Int64(qDim), ao.ptr, ao.stride,
+                                           Int64(shape.promptFrom)), "attention")
             let gq = inputRows(for: lw.gateUp.runs.map(\.w), n)
             let woAdapted = adapted(l, [.attnOutput]), ffAdapted = adapted(l, [.ffnGate, .ffnUp]), downAdapted = adapted(l, [.ffnDown])
             try matmulAdd(lw.wo, attn, qDim, ao, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
@@ -1096,9 +1099,9 @@ final class CUDAForward {
     private func attend(layer l: Int, _ shape: StepShape, window: Int?, scale: Float, slots: pkc_ptr, kvLen: pkc_ptr, rows: InputRows) throws {
         let c = config
         var cache = cacheOf(l)
-        try check(pkc_attention_window(ctx, &cache, qkv, Int64(qkvStride), Int64(shape.rows), Int32(c.headCount), Int32(c.kvHeadCount),
+        try check(pkc_attention_prompt(ctx, &cache, qkv, Int64(qkvStride), Int64(shape.rows), Int32(c.headCount), Int32(c.kvHeadCount),
                                        Int32(c.headDim), slots, kvLen, Int64(shape.kvBucket), Int32(clamping: window ?? 0), scale,
-                                       attn, Int64(qDim), rows.ptr, rows.stride), "attention")
+                                       attn, Int64(qDim), rows.ptr, rows.stride, Int64(shape.promptFrom)), "attention")
     }
 
     /// gu = gate | up of n rows of `input` (input rows `q` or none), its gate half then
@@ -1267,6 +1270,8 @@ final class CUDAForward {
         var top: Bool
         var masked: Bool
         var kvBucket: Int32
+        /// The row from which attention runs as a prompt's, on tensor cores (``promptFrom(_:_:rowsRun:)``).
+        var promptFrom: Int
         /// The rows with adapters, and the rows of those that want logits (``AdapterRows``).
         var adapterRows: [AdapterGroup]
         var adapterLogitRows: [AdapterGroup]
@@ -1280,6 +1285,27 @@ final class CUDAForward {
     }
 
     static let kvBucket: Int32 = 256
+
+    /// Where a step's prompt rows begin, for attention on tensor cores (pkc_attention_prompt):
+    /// the scheduler puts decode rows first, so the first run of 16 or more of one slot's
+    /// consecutive positions starts the prompts' chunks. Rounded up to a whole tile of 16 rows
+    /// (a tile of decode rows would take a pass per row), and `rowsRun` (none) where fewer than
+    /// 32 rows would go or the device has no such kernel. Any split gives the same outputs
+    /// within rounding; only speed depends on it.
+    private func promptFrom(_ batch: Batch, _ range: Range<Int>, rowsRun: Int) -> Int {
+        guard tensorCoreAttention else { return rowsRun }
+        var i = range.lowerBound
+        while i < range.upperBound {
+            var j = i + 1
+            while j < range.upperBound && batch.slots[j] == batch.slots[i] && batch.positions[j] == batch.positions[j - 1] + 1 { j += 1 }
+            if j - i >= 16 {
+                let from = (i - range.lowerBound + 15) / 16 * 16
+                return rowsRun - from >= 32 ? from : rowsRun
+            }
+            i = j
+        }
+        return rowsRun
+    }
 
     /// Whether ``LogitsUse/top(k:allowed:)`` rows come back as their best tokens (else whole
     /// rows, as ``LogitsUse/full``): `PLINTH_CUDA_TOPK=0` turns it off, for comparisons.
