@@ -1293,13 +1293,17 @@ final class CUDAForward {
     /// 32 rows would go or the device has no such kernel. Any split gives the same outputs
     /// within rounding; only speed depends on it.
     private func promptFrom(_ batch: Batch, _ range: Range<Int>, rowsRun: Int) -> Int {
-        guard tensorCoreAttention else { return rowsRun }
-        var i = range.lowerBound
-        while i < range.upperBound {
+        tensorCoreAttention ? Self.promptFrom(slots: batch.slots[range], positions: batch.positions[range], rowsRun: rowsRun) : rowsRun
+    }
+
+    /// ``promptFrom(_:_:rowsRun:)``'s rule for a step's rows (`rowsRun` of them once padded).
+    static func promptFrom(slots: ArraySlice<Int>, positions: ArraySlice<Int32>, rowsRun: Int) -> Int {
+        var i = slots.startIndex
+        while i < slots.endIndex {
             var j = i + 1
-            while j < range.upperBound && batch.slots[j] == batch.slots[i] && batch.positions[j] == batch.positions[j - 1] + 1 { j += 1 }
+            while j < slots.endIndex && slots[j] == slots[i] && positions[j] == positions[j - 1] + 1 { j += 1 }
             if j - i >= 16 {
-                let from = (i - range.lowerBound + 15) / 16 * 16
+                let from = (i - slots.startIndex + 15) / 16 * 16
                 return rowsRun - from >= 32 ? from : rowsRun
             }
             i = j
