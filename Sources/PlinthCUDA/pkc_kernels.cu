@@ -1451,14 +1451,16 @@ extern "C" __global__ void pkc_attention_combine(const float *partial, int n_hea
 // fragments in the PTX ISA's layouts, with lane = 4g + t: a = A's (g, 2t..2t+1), (g+8, 2t..),
 // (g, 2t+8..), (g+8, 2t+8..); b = B's (2t..2t+1, g), (2t+8.., g); d = (g, 2t), (g, 2t+1),
 // (g+8, 2t), (g+8, 2t+1). Each register's lower half is the lower column (A) or row (B). sm_80
-// and newer: the host launches its callers nowhere else.
+// and newer: the host launches its callers nowhere else (elsewhere it traps).
 __device__ __forceinline__ void mma16816(float d[4], const u32 a[4], const u32 b[2]) {
 #ifdef PKC_EMULATOR
     pkc_emu::mma_m16n8k16(d, a, b);
 #elif __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap();
 #endif
 }
 
@@ -1475,7 +1477,10 @@ __device__ __forceinline__ u32 pack_h2(u16 lo, u16 hi) { return (u32)lo | ((u32)
 // any rows give pkc_attention's outputs within rounding, but only runs get the speed.
 // Arithmetic: queries rounded to f16 as pkc_attention's; keys and values are the cache's f16;
 // products exact, sums in f32 on the tensor cores; probabilities go in as two f16 parts (p's
-// rounding and the rounding of the rest), so P·V keeps ~22 bits of each p.
+// rounding and the rounding of the rest), so P·V keeps ~22 bits of each p. A tile's values are
+// multiplied by every row's p, 0 where a row does not attend: values are taken to be finite (an
+// overflowing f16 store is infinite for every kernel alike, but here it also reaches the rows
+// beside it).
 template <int HD>
 __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const float *q, i64 ldq, int n_head, int n_kv_head,
                                                    const int *slots, const int *kv_len, float scale, float *out, i64 ldo,
