@@ -1475,6 +1475,11 @@ __device__ __forceinline__ u32 pack_h2(u16 lo, u16 hi) { return (u32)lo | ((u32)
 // quad holding its running max; sums per lane, added at the end). Rows of several slots (where a
 // sequence's rows end, or decode rows) take one pass per slot, the other rows' scores masked:
 // any rows give pkc_attention's outputs within rounding, but only runs get the speed.
+// The products' k index runs over the head's dims (Q·K^T) and n over them (P·V) in an order of
+// their own, so that a lane's key and value pieces are whole 16-byte loads: Q·K^T chunk c's k for
+// lane t are dims HD/4 t + 4c + (0, 1 | 2, 3) (a lane reads its quarter of a key row), and P·V's
+// tile j column n is dim HD/8 n + j (a lane reads its eighth of a value row). A dot product's
+// terms are the same in any order; outputs go back to their dims.
 // Arithmetic: queries rounded to f16 as pkc_attention's; keys and values are the cache's f16;
 // products exact, sums in f32 on the tensor cores; probabilities go in as two f16 parts (p's
 // rounding and the rounding of the rest), so P·V keeps ~22 bits of each p. A tile's values are
@@ -1499,13 +1504,13 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
         len[i] = t < n ? kv_len[t] : 0;
         start[i] = window > 0 && len[i] > window ? len[i] - window : 0;
     }
-    // Q as A fragments, HD / 16 chunks of 16 dims.
+    // Q as A fragments, HD / 16 chunks of 16 dims (in the keys' order, above).
     u32 qa[HD / 16][4];
 #pragma unroll
     for (int c = 0; c < HD / 16; c++)
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            const int i = j & 1, t = t0 + g + 8 * i, d = 16 * c + 2 * tq + 8 * (j >> 1);
+            const int i = j & 1, t = t0 + g + 8 * i, d = HD / 4 * tq + 4 * c + 2 * (j >> 1);
             const float *qr = q + (i64)t * ldq + (i64)head * HD + d;
             qa[c][j] = t < n ? pack_h2(f2h(qr[0]), f2h(qr[1])) : 0u;
         }
@@ -1531,16 +1536,28 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
         }
         const bool in[2] = {slot[0] == s, slot[1] == s};
         for (int k0 = kbeg; k0 < kend; k0 += MMA_ATT_KEYS) {
-            // Scores: tile j holds keys k0 + 8j + (0..7); this lane's key row for B is k0 + 8j + g.
+            // Scores: tile j holds keys k0 + 8j + (0..7); this lane's key row for B is k0 + 8j + g,
+            // its quarter of it chunk c's two registers 2c and 2c + 1.
             float sc[MMA_ATT_KEYS / 8][4];
 #pragma unroll
             for (int j = 0; j < MMA_ATT_KEYS / 8; j++) {
                 sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
                 const int p = k0 + 8 * j + g;
-                const u16 *kr = p < kend ? kb + kv_row(kv, s, p) : nullptr;
+                u32 w[HD / 8];
+                if (p < kend) {
+                    const uint4 *kr = (const uint4 *)(kb + kv_row(kv, s, p) + HD / 4 * tq);
+#pragma unroll
+                    for (int u = 0; u < HD / 32; u++) {
+                        const uint4 x = kr[u];
+                        w[4 * u] = x.x; w[4 * u + 1] = x.y; w[4 * u + 2] = x.z; w[4 * u + 3] = x.w;
+                    }
+                } else {
+#pragma unroll
+                    for (int u = 0; u < HD / 8; u++) w[u] = 0u;
+                }
 #pragma unroll
                 for (int c = 0; c < HD / 16; c++) {
-                    const u32 b[2] = {kr ? *(const u32 *)(kr + 16 * c + 2 * tq) : 0u, kr ? *(const u32 *)(kr + 16 * c + 8 + 2 * tq) : 0u};
+                    const u32 b[2] = {w[2 * c], w[2 * c + 1]};
                     mma16816(sc[j], qa[c], b);
                 }
             }
@@ -1587,27 +1604,36 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
                 plo[c][r] = pack_h2(lo[0], lo[1]);
                 plo[c][r + 1] = pack_h2(lo[2], lo[3]);
             }
-            // Values: chunk c's B is keys k0 + 16c + (2t, 2t+1 | 2t+8, 2t+9) x dims 8j + g.
+            // Values: chunk c's B is keys k0 + 16c + (2t, 2t+1 | 2t+8, 2t+9) x tile j's column g,
+            // dim HD/8 g + j: this lane's eighth of each of the four value rows, 8 dims a load.
 #pragma unroll
             for (int c = 0; c < MMA_ATT_KEYS / 16; c++) {
-                const u16 *vr[4];
+                const uint4 *vr[4];
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int p = k0 + 16 * c + 2 * tq + (e & 1) + 8 * (e >> 1);
-                    vr[e] = p < kend ? vb + kv_row(kv, s, p) : nullptr;
+                    vr[e] = p < kend ? (const uint4 *)(vb + kv_row(kv, s, p) + HD / 8 * g) : nullptr;
                 }
 #pragma unroll
-                for (int j = 0; j < HD / 8; j++) {
-                    const int d = 8 * j + g;
-                    const u16 v0 = vr[0] ? vr[0][d] : 0, v1 = vr[1] ? vr[1][d] : 0, v2 = vr[2] ? vr[2][d] : 0, v3 = vr[3] ? vr[3][d] : 0;
-                    const u32 b[2] = {pack_h2(v0, v1), pack_h2(v2, v3)};
-                    mma16816(o[j], phi[c], b);
-                    mma16816(o[j], plo[c], b);
+                for (int u = 0; u < HD / 64; u++) {
+                    uint4 x[4];
+#pragma unroll
+                    for (int e = 0; e < 4; e++) x[e] = vr[e] ? vr[e][u] : uint4{0u, 0u, 0u, 0u};
+#pragma unroll
+                    for (int h = 0; h < 8; h++) {
+                        // dims HD/8 g + 8u + h of the four keys, two to a register
+                        const u32 *a0 = &x[0].x, *a1 = &x[1].x, *a2 = &x[2].x, *a3 = &x[3].x;
+                        const int wi = h >> 1, sh = 16 * (h & 1);
+                        const u32 b[2] = {((a0[wi] >> sh) & 0xffffu) | (((a1[wi] >> sh) & 0xffffu) << 16),
+                                          ((a2[wi] >> sh) & 0xffffu) | (((a3[wi] >> sh) & 0xffffu) << 16)};
+                        mma16816(o[8 * u + h], phi[c], b);
+                        mma16816(o[8 * u + h], plo[c], b);
+                    }
                 }
             }
         }
     }
-    // Each row's sum over its quad, then the outputs: this lane's dims 8j + 2t, +1 of both rows.
+    // Each row's sum over its quad, then the outputs: this lane's columns 2t, 2t + 1 of every tile.
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], 1);
@@ -1624,8 +1650,9 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const float v = sum[i] > 0.0f ? o[j][2 * i + e] / sum[i] : 0.0f;
-                orow[8 * j + 2 * tq + e] = v;
-                if (rrow) rrow[8 * j + 2 * tq + e] = f2h(v);
+                const int d = HD / 8 * (2 * tq + e) + j; // tile j's column 2t + e
+                orow[d] = v;
+                if (rrow) rrow[d] = f2h(v);
             }
     }
 }
