@@ -1773,12 +1773,7 @@ static int set_switch(int *flag, int on) {
 
 int pkc_set_rope_fused(pkc_context *c, int on) { return c ? set_switch(&c->rope_fused, on) : 0; }
 
-int pkc_set_attention_mma(pkc_context *c, int on) {
-    if (!c) return 0;
-    const int old = c->mma_attention;
-    c->mma_attention = on && c->info.cc_major >= 8;
-    return old;
-}
+int pkc_set_attention_mma(pkc_context *c, int on) { return c ? set_switch(&c->mma_attention, on && c->info.cc_major >= 8) : 0; }
 
 int pkc_matmul_reads_rows(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
     const int fi = fmt_index(type);

@@ -49,6 +49,8 @@ __device__ __forceinline__ u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;
 #endif
 
 __device__ __forceinline__ float bf2f(u16 h) { return __uint_as_float(((u32)h) << 16); }
+// Two halves as one register, `lo` in its lower 16 bits.
+__device__ __forceinline__ u32 pack_h2(u16 lo, u16 hi) { return (u32)lo | ((u32)hi << 16); }
 
 // Blocks of 10, 18, 22, 34, 110 and 210 bytes are only 2-byte aligned: read them 16 bits at a time.
 __device__ __forceinline__ u32 ld16(const u8 *p) { return *(const u16 *)p; }
@@ -368,8 +370,8 @@ __device__ __forceinline__ void dequant_unit(const u8 *src, i64 row_bytes, i64 r
         if (OUT16) {
             u16 *d = (u16 *)dst + o;
             uint2 packed;
-            packed.x = (u32)f2h(v[0]) | ((u32)f2h(v[1]) << 16);
-            packed.y = (u32)f2h(v[2]) | ((u32)f2h(v[3]) << 16);
+            packed.x = pack_h2(f2h(v[0]), f2h(v[1]));
+            packed.y = pack_h2(f2h(v[2]), f2h(v[3]));
             *(uint2 *)d = packed;
         } else {
             float *d = (float *)dst + o;
@@ -492,6 +494,10 @@ struct KVCache {
     i64 slot_stride;
     int kv_dim, page_shift, max_pages, unused;
 };
+
+// A row of kv_len `len`'s first position under a sliding window of `window` (0: none): its last
+// `window` positions, its own included.
+__device__ __forceinline__ int window_start(int len, int window) { return window > 0 && len > window ? len - window : 0; }
 
 // Where row (slot, p) of a layer's keys (and of its values) starts, in halves.
 __device__ __forceinline__ i64 kv_row(const KVCache &kv, int slot, int p) {
@@ -1281,8 +1287,7 @@ __device__ __forceinline__ void attention_body(const KVCache &kv, const float *q
     const int kvh = head0 / (n_head / n_kv_head);
     const int split = blockIdx.y, splits = gridDim.y;
     const int len = kv_len[t];
-    // A sliding window (window > 0): the last `window` positions, the row's own included.
-    const int p_begin = (window > 0 && len > window ? len - window : 0) + split * split_len;
+    const int p_begin = window_start(len, window) + split * split_len;
     const int p_end = min(len, p_begin + split_len);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int slot = slots[t];
@@ -1464,8 +1469,6 @@ __device__ __forceinline__ void mma16816(float d[4], const u32 a[4], const u32 b
 #endif
 }
 
-__device__ __forceinline__ u32 pack_h2(u16 lo, u16 hi) { return (u32)lo | ((u32)hi << 16); }
-
 #define MMA_ATT_KEYS 64 // keys a step of the loop: 8 tiles of 8 for the scores, 4 chunks of 16 for the values
 
 // pkc_attention's outputs for rows [from, n) on tensor cores. A warp takes 16 consecutive rows
@@ -1502,7 +1505,7 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
         const int t = t0 + g + 8 * i;
         slot[i] = t < n ? slots[t] : -1;
         len[i] = t < n ? kv_len[t] : 0;
-        start[i] = window > 0 && len[i] > window ? len[i] - window : 0;
+        start[i] = window_start(len[i], window);
     }
     // Q as A fragments, HD / 16 chunks of 16 dims (in the keys' order, above).
     u32 qa[HD / 16][4];
@@ -1530,8 +1533,8 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
         for (int i = first; i < rows_here; i++) {
             if (((done >> i) & 1) || slots[t0 + i] != s) continue;
             done |= 1u << i;
-            const int l = kv_len[t0 + i], b = window > 0 && l > window ? l - window : 0;
-            kbeg = min(kbeg, b);
+            const int l = kv_len[t0 + i];
+            kbeg = min(kbeg, window_start(l, window));
             kend = max(kend, l);
         }
         const bool in[2] = {slot[0] == s, slot[1] == s};
@@ -1624,8 +1627,7 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
                         // dims HD/8 g + 8u + h of the four keys, two to a register
                         const u32 *a0 = &x[0].x, *a1 = &x[1].x, *a2 = &x[2].x, *a3 = &x[3].x;
                         const int wi = h >> 1, sh = 16 * (h & 1);
-                        const u32 b[2] = {((a0[wi] >> sh) & 0xffffu) | (((a1[wi] >> sh) & 0xffffu) << 16),
-                                          ((a2[wi] >> sh) & 0xffffu) | (((a3[wi] >> sh) & 0xffffu) << 16)};
+                        const u32 b[2] = {pack_h2((u16)(a0[wi] >> sh), (u16)(a1[wi] >> sh)), pack_h2((u16)(a2[wi] >> sh), (u16)(a3[wi] >> sh))};
                         mma16816(o[8 * u + h], phi[c], b);
                         mma16816(o[8 * u + h], plo[c], b);
                     }

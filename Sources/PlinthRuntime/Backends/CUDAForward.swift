@@ -836,7 +836,6 @@ final class CUDAForward {
             return try outputs(shape, rows: rows, maskRows: maskRows, chosen: chosen, topK: topK, normed: normed)
         }
         let c = config, e = c.embeddingLength, n = shape.rows, f = c.feedForwardLength, wanted = shape.wanted
-        let maxKV = shape.kvBucket
         let eps = c.rmsEpsilon
         let scale = 1 / Float(c.headDim).squareRoot()
         let fl = pkc_ptr(MemoryLayout<Float>.stride)
@@ -889,9 +888,7 @@ final class CUDAForward {
                                              slots, positions), "qkv_rope_store")
             }
             let ao = attentionRows([lw.wo], n)
-            try check(pkc_attention_prompt(ctx, &cache, qkv, Int64(qkvStride), Int64(n), Int32(c.headCount), Int32(c.kvHeadCount),
-                                           Int32(c.headDim), slots, kvLen, Int64(maxKV), 0, scale, attn, Int64(qDim), ao.ptr, ao.stride,
-                                           Int64(shape.promptFrom)), "attention")
+            try attend(layer: l, shape, window: nil, scale: scale, slots: slots, kvLen: kvLen, rows: ao)
             let gq = inputRows(for: lw.gateUp.runs.map(\.w), n)
             let woAdapted = adapted(l, [.attnOutput]), ffAdapted = adapted(l, [.ffnGate, .ffnUp]), downAdapted = adapted(l, [.ffnDown])
             try matmulAdd(lw.wo, attn, qDim, ao, n, x, e, norm: woAdapted ? nil : lw.ffnNorm, gq)
