@@ -1,6 +1,7 @@
 import Foundation
 import PlinthKernels
 @testable import PlinthRuntime
+import Synchronization
 import Testing
 
 /// The CUDA backend against the CPU backend and against llama.cpp. Where no GPU can be used (CI)
@@ -271,6 +272,11 @@ struct CUDABackendTests {
             guard type == .f32 else { throw ModelError.invalidMetadata(key: "general.file_type", reason: "the tiny Gemma is F32 only") }
             return try withTemporaryFile(TinyGemma(headDim: 32).bytes()) { try Transformer(url: $0) }
         }
+        return try withTemporaryFile(tinyLlama(type, types: types)) { try Transformer(url: $0) }
+    }
+
+    /// The file of ``tinyModel(_:family:types:)``'s two-layer Llama.
+    static func tinyLlama(_ type: GGMLType, types: [String: GGMLType] = [:]) -> [UInt8] {
         var tiny = TinyLlama(layers: 2)
         tiny.context = 64
         var replace: [String: GGUFBuilder.Tensor] = [:]
@@ -286,7 +292,88 @@ struct CUDABackendTests {
                 replace[name] = .init(name, dims: dims.map(UInt64.init), type: type, data: bytes)
             }
         }
-        return try withTemporaryFile(tiny.bytes(replace: replace)) { try Transformer(url: $0) }
+        return tiny.bytes(replace: replace)
+    }
+
+    /// Allows, at a sequence's n-th generated token, the tokens t < 30 (not BOS or EOS) with
+    /// (t + offset + n) % 3 == 0: a third of the vocabulary, another one for each sequence and
+    /// token. Notes the threads that ask for its masks; ends the output after `length` tokens.
+    final class ThirdsConstraint: Constraint {
+        let offset: Int, length: Int
+        let threads: ThreadLog
+        var taken = 0
+        init(offset: Int, length: Int, threads: ThreadLog) {
+            self.offset = offset
+            self.length = length
+            self.threads = threads
+        }
+        static func allows(_ token: Int32, offset: Int, at n: Int) -> Bool { token < 30 && (Int(token) + offset + n) % 3 == 0 }
+        func begin(_ out: inout ConstraintOutput) throws {}
+        func fillAllowed(_ mask: UnsafeMutableBufferPointer<UInt32>) -> Bool {
+            threads.note()
+            for w in mask.indices { mask[w] = 0 }
+            for t in Int32(0)..<30 where Self.allows(t, offset: offset, at: taken) { mask[Int(t) / 32] |= 1 << (UInt32(t) % 32) }
+            return true
+        }
+        func accept(_ token: Int32, _ out: inout ConstraintOutput) throws {
+            out.append(token)
+            taken += 1
+            if taken == length { out.finish() }
+        }
+        func end(_ reason: FinishReason, _ out: inout ConstraintOutput) throws {}
+    }
+
+    /// The threads that have called ``note()``.
+    final class ThreadLog: Sendable {
+        private let seen = Mutex(Set<UInt>())
+        func note() { _ = seen.withLock { $0.insert(UInt(pthread_self())) } }
+        var count: Int { seen.withLock { $0.count } }
+    }
+
+    /// Many constrained sequences at once: a backend that chooses tokens gets each decoding row's
+    /// allowed tokens with the step, computed (from 16 rows on) on several threads. Each sequence
+    /// allows another third of the vocabulary at each token, so a mask on the wrong row, or one
+    /// left from an earlier step, gives a token outside its own third. The tokens are the CPU's,
+    /// but for near-ties (the device's products round differently).
+    @Test("20 masked sequences at once on CUDA: each row under its own mask, the CPU's tokens",
+          .enabled(if: unavailable == nil, noGPU))
+    func manyMaskedRows() throws {
+        let model = try withTemporaryFile(Self.tinyLlama(.f32)) { try Model(url: $0) }
+        let count = 20, length = 10
+        func run(_ backend: Backend) throws -> (tokens: [[Int32]], threads: Int) {
+            let threads = ThreadLog()
+            let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 64, slots: count, maxRunning: count,
+                                                                             stepTokens: 512, backend: backend))
+            #expect(scheduler.backend == backend)
+            let collectors = (0..<count).map { i in
+                let c = SchedulerTests.Collector()
+                let prompt = Self.tinyPrompt.map { ($0 + Int32(i)) % 30 }
+                _ = scheduler.submit(GenerationRequest(prompt: prompt, maxTokens: length + 4, constraint: {
+                    ThirdsConstraint(offset: i, length: length, threads: threads)
+                })) { c.handle($0) }
+                return c
+            }
+            var tokens: [[Int32]] = []
+            for (i, c) in collectors.enumerated() {
+                c.wait()
+                let summary = try #require(c.summary, "\(backend) request \(i): \(String(describing: c.state.withLock { $0.error }))")
+                tokens.append(summary.tokens)
+            }
+            #expect(scheduler.statistics.largestBatch == count, "\(backend): at most \(scheduler.statistics.largestBatch) at once")
+            return (tokens, threads.count)
+        }
+        let gpu = try run(.cuda), cpu = try run(.cpu)
+        for (i, tokens) in gpu.tokens.enumerated() {
+            #expect(tokens.count == length, "request \(i): \(tokens)")
+            let outside = tokens.indices.filter { !ThirdsConstraint.allows(tokens[$0], offset: i, at: $0) }
+            #expect(outside.isEmpty, "request \(i): tokens \(outside) outside their masks: \(tokens)")
+        }
+        if ProcessInfo.processInfo.activeProcessorCount > 1 {
+            #expect(gpu.threads > 1, "the masks were built on one thread")
+        }
+        let same = zip(gpu.tokens, cpu.tokens).count { $0 == $1 }
+        print("[cuda] \(count) masked sequences at once: \(same) with the CPU's tokens, masks built on \(gpu.threads) threads")
+        #expect(same * 4 >= count * 3, "only \(same) of \(count) sequences got the CPU's tokens")
     }
 
     /// Unmerged adapters on the device against the CPU, on a tiny model whose products the two

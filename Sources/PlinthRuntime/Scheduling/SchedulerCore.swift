@@ -330,12 +330,12 @@ final class SchedulerCore: @unchecked Sendable {
         var batch = Batch()
         var fed: [(seq: ActiveSequence, count: Int, logits: Bool)] = []
         var budget = configuration.stepTokens
-        func add(_ seq: ActiveSequence, _ count: Int) {
+        func add(_ seq: ActiveSequence, _ count: Int, use known: LogitsUse? = nil) {
             let history = seq.decoder.history
             let end = seq.computed + count
             let logits = end == history.count && seq.wantsTokens
             // A backend that picks greedy tokens itself gets the masks now, not the logits later.
-            let use = logits && context.choosesTokens ? seq.decoder.logitsUse() : .full
+            let use = logits && context.choosesTokens ? known ?? seq.decoder.logitsUse() : .full
             for p in seq.computed..<end {
                 batch.add(history[p], position: p, slot: seq.slot, logits: logits && p == end - 1, use: use, adapter: seq.adapter)
             }
@@ -343,8 +343,10 @@ final class SchedulerCore: @unchecked Sendable {
             budget -= count
         }
         // Decoding sequences feed everything they have; prompts share what is left.
-        for seq in running where seq.decoding {
-            add(seq, seq.decoder.history.count - seq.computed)
+        let decoding = running.filter(\.decoding)
+        let uses = context.choosesTokens ? logitsUses(decoding) : nil
+        for (i, seq) in decoding.enumerated() {
+            add(seq, seq.decoder.history.count - seq.computed, use: uses?[i])
         }
         for seq in running where !seq.decoding && seq.pendingCopy == nil {
             let need = seq.decoder.history.count - seq.computed
@@ -444,18 +446,55 @@ final class SchedulerCore: @unchecked Sendable {
         var outcomes = [Outcome](repeating: Outcome(), count: sequences.count)
         outcomes.withUnsafeMutableBufferPointer { out in
             let rows = StepRows(sequences: sequences, context: context, outcomes: out)
-            guard sequences.count >= Self.parallelRows, Self.cores > 1 else {
-                for i in sequences.indices { rows.advance(i) }
-                return
-            }
-            // At most 8: the decoders of one schema meet at its grammar's cache locks.
-            let count = sequences.count, threads = min(Self.cores, 8, count / (Self.parallelRows / 2))
-            inbox.statistics.withLock { $0.threadedSteps += 1 }
-            DispatchQueue.concurrentPerform(iterations: threads) { t in
-                for i in stride(from: t, to: count, by: threads) { rows.advance(i) }
-            }
+            if forEachRow(sequences.count, rows.advance) { inbox.statistics.withLock { $0.threadedSteps += 1 } }
         }
         return outcomes
+    }
+
+    /// The decoding rows' ``SequenceDecoder/logitsUse()`` for a backend that chooses tokens: their
+    /// constraints' allowed tokens, computed (as ``advance(_:)`` computes its rows) on several
+    /// threads for a step of many rows. The grammar work is the same as in ``advance(_:)``'s
+    /// decoders on the CPU, which mask the logits there.
+    private func logitsUses(_ sequences: [ActiveSequence]) -> [LogitsUse] {
+        var uses = [LogitsUse](repeating: .full, count: sequences.count)
+        uses.withUnsafeMutableBufferPointer { out in
+            let rows = UseRows(sequences: sequences, uses: out)
+            forEachRow(sequences.count, rows.fill)
+        }
+        return uses
+    }
+
+    /// Calls `row` for each of `count` rows, on several threads (at most 8: the decoders of one
+    /// schema meet at its grammar's cache locks) from ``parallelRows`` rows on; whether it did.
+    /// `row(i)` must touch only row i's sequence and output.
+    @discardableResult
+    private func forEachRow(_ count: Int, _ row: (Int) -> Void) -> Bool {
+        guard count >= Self.parallelRows, Self.cores > 1 else {
+            for i in 0..<count { row(i) }
+            return false
+        }
+        let threads = min(Self.cores, 8, count / (Self.parallelRows / 2))
+        withoutActuallyEscaping(row) { row in
+            let rows = RowBody(call: row)
+            DispatchQueue.concurrentPerform(iterations: threads) { t in
+                for i in stride(from: t, to: count, by: threads) { rows.call(i) }
+            }
+        }
+        return true
+    }
+
+    /// A row's work as ``forEachRow(_:_:)``'s threads see it: each calls it for its own rows.
+    private struct RowBody: @unchecked Sendable {
+        let call: (Int) -> Void
+    }
+
+    /// Decoding rows whose masks the threads compute: row i's sequence is touched by one thread
+    /// only, which writes `uses[i]`.
+    private struct UseRows: @unchecked Sendable {
+        let sequences: [ActiveSequence]
+        let uses: UnsafeMutableBufferPointer<LogitsUse>
+
+        func fill(_ i: Int) { uses[i] = sequences[i].wantsTokens ? sequences[i].decoder.logitsUse() : .full }
     }
 
     /// A step's rows as the threads that advance them see them: each row's sequence is touched by
