@@ -292,11 +292,12 @@ static void bench_gemm(void) {
 // ---- attention ---------------------------------------------------------------------------------
 
 static void bench_attention(void) {
-    struct { int n_head, n_kv_head, head_dim; const char *name; } models[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}};
+    // Gemma 3 270M's heads of 256, as its global layers (no window)
+    struct { int n_head, n_kv_head, head_dim; const char *name; } models[] = {{9, 3, 64, "smol"}, {14, 2, 64, "qwen"}, {4, 1, 256, "gemma"}};
     static const int lens[] = {256, 1024, 4096};
     printf("Attention, one layer: 64 sequences decoding (one query each, all at kv_len; slotted, then the same rows as pages of 64\n"
            "positions in random order, as plinth's cache), and a prefill chunk\n");
-    for (int mi = 0; mi < 2; mi++) {
+    for (int mi = 0; mi < 3; mi++) {
         const int nh = models[mi].n_head, nkv = models[mi].n_kv_head, hd = models[mi].head_dim;
         const int64_t kv_dim = (int64_t)nkv * hd, max_pos = 4096, slots = 64, slot_stride = max_pos * kv_dim;
         pkc_kv kv = {.k = dev_alloc(c, (size_t)(slots * slot_stride) * 2), .v = dev_alloc(c, (size_t)(slots * slot_stride) * 2),

@@ -226,7 +226,7 @@ struct pkc_context {
     // the stream by these events (in a capture: parallel branches of the graph).
     CUstream side;
     CUevent fork, join;
-    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, qkv_norm_rope_store, attn[ATT_MAXG], attn_combine, attn_mma[2], lora,
+    CUfunction quantize_q8, rms, rope_table, rope, swiglu, add, scale, add_bias, to_f16, argmax, topk, store_kv, qkv_rope_store, qkv_norm_rope_store, attn[ATT_MAXG], attn_combine, attn_mma[3], lora,
         lora_embed, copy_kv;
     CUdeviceptr scratch_w, scratch_x, scratch_a, blas_ws;
     CUdeviceptr argmax_part, argmax_count; // pkc_argmax's per-block results and per-row counters
@@ -674,7 +674,7 @@ static int get_core_functions(pkc_context *c, CUmodule m) {
         {&c->qkv_norm_rope_store, "pkc_qkv_norm_rope_store"},
         {&c->attn_combine, "pkc_attention_combine"}, {&c->lora, "pkc_lora"},
         {&c->lora_embed, "pkc_lora_embed"}, {&c->copy_kv, "pkc_copy_kv"}, {&c->attn_mma[0], "pkc_attention_mma_h64"},
-        {&c->attn_mma[1], "pkc_attention_mma_h128"}};
+        {&c->attn_mma[1], "pkc_attention_mma_h128"}, {&c->attn_mma[2], "pkc_attention_mma_h256"}};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
         if ((st = get_function(c, m, named[i].f, named[i].name))) return st;
     return PKC_OK;
@@ -2237,7 +2237,7 @@ int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
 }
 
 int pkc_attention_uses_mma(const pkc_context *c, int head_dim) {
-    return c && c->mma_attention && (head_dim == 64 || head_dim == 128);
+    return c && c->mma_attention && (head_dim == 64 || head_dim == 128 || head_dim == 256);
 }
 
 int pkc_attention_prompt(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head, int n_kv_head,
@@ -2261,12 +2261,14 @@ int pkc_attention_prompt(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
     if (group > ATT_MAXG)
         return fail(c, PKC_ERR_UNSUPPORTED, "pkc_attention: %d query heads per kv head (at most %d)", group, ATT_MAXG);
     if (pkc_attention_uses_mma(c, head_dim) && from < n) {
-        // 4 warps of 16 rows a block, a block row per query head
+        // 4 warps of 16 rows a block; a block row per query head, two at heads of 256 (a half of
+        // the dims each)
         kv_layout kv = layout_of(cache);
         int f = (int)from, nn = (int)n;
         void *args[] = {&kv, &q, &ldq, &n_head, &n_kv_head, &slots, &kv_len, &scale, &out, &ldo, &window, &rows, &ldr, &f, &nn};
-        if ((st = launch(c, c->attn_mma[head_dim == 128], "attention_mma", (uint64_t)((n - from + 63) / 64), (unsigned)n_head, 128, 0,
-                         args)))
+        const int which = head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2;
+        if ((st = launch(c, c->attn_mma[which], "attention_mma", (uint64_t)((n - from + 63) / 64),
+                         (unsigned)n_head * (which == 2 ? 2 : 1), 128, 0, args)))
             return st;
         n = from;
     }

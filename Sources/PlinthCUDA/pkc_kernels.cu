@@ -1469,11 +1469,12 @@ __device__ __forceinline__ void mma16816(float d[4], const u32 a[4], const u32 b
 #endif
 }
 
-#define MMA_ATT_KEYS 64 // keys a step of the loop: 8 tiles of 8 for the scores, 4 chunks of 16 for the values
-
 // pkc_attention's outputs for rows [from, n) on tensor cores. A warp takes 16 consecutive rows
-// and one query head (a block: 4 warps, 64 rows). Rows of one slot whose positions follow each
-// other (a prompt's chunk) share their keys: the warp scores them all against 64 keys at a time,
+// and one query head (a block: 4 warps, 64 rows), and OD of the head's HD output dims: all of
+// them at heads of 64 and 128; at 256 (Gemma 3) half, the two halves' warps each scoring the same
+// keys (Q and the outputs of all 256 would not fit a lane's registers). Rows of one slot whose
+// positions follow each other (a prompt's chunk) share their keys: the warp scores them all
+// against KEYS keys at a time (tiles of 8 for the scores, chunks of 16 for the values),
 // Q·K^T and P·V as m16n8k16 products, with an online softmax per row (the four lanes of a row's
 // quad holding its running max; sums per lane, added at the end). Rows of several slots (where a
 // sequence's rows end, or decode rows) take one pass per slot, the other rows' scores masked:
@@ -1481,23 +1482,23 @@ __device__ __forceinline__ void mma16816(float d[4], const u32 a[4], const u32 b
 // The products' k index runs over the head's dims (Q·K^T) and n over them (P·V) in an order of
 // their own, so that a lane's key and value pieces are whole 16-byte loads: Q·K^T chunk c's k for
 // lane t are dims HD/4 t + 4c + (0, 1 | 2, 3) (a lane reads its quarter of a key row), and P·V's
-// tile j column n is dim HD/8 n + j (a lane reads its eighth of a value row). A dot product's
-// terms are the same in any order; outputs go back to their dims.
+// tile j column n is dim OD/8 n + j of the warp's OD (a lane reads its eighth of those of a
+// value row). A dot product's terms are the same in any order; outputs go back to their dims.
 // Arithmetic: queries rounded to f16 as pkc_attention's; keys and values are the cache's f16;
 // products exact, sums in f32 on the tensor cores; probabilities go in as two f16 parts (p's
 // rounding and the rounding of the rest), so P·V keeps ~22 bits of each p. A tile's values are
 // multiplied by every row's p, 0 where a row does not attend: values are taken to be finite (an
 // overflowing f16 store is infinite for every kernel alike, but here it also reaches the rows
 // beside it).
-template <int HD>
+template <int HD, int OD, int KEYS>
 __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const float *q, i64 ldq, int n_head, int n_kv_head,
                                                    const int *slots, const int *kv_len, float scale, float *out, i64 ldo,
                                                    int window, i8 *rows, i64 ldr, int from, int n) {
     const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
     const int t0 = from + (int)blockIdx.x * 64 + (int)(threadIdx.x >> 5) * 16;
     if (t0 >= n) return; // the whole warp
-    const int head = blockIdx.y, kvh = head / (n_head / n_kv_head);
-    const u16 *kb = kv.k + (i64)kvh * HD, *vb = kv.v + (i64)kvh * HD;
+    const int head = blockIdx.y / (HD / OD), part = blockIdx.y % (HD / OD), kvh = head / (n_head / n_kv_head);
+    const u16 *kb = kv.k + (i64)kvh * HD, *vb = kv.v + (i64)kvh * HD + part * OD;
     // This lane's two rows: r[0] = t0 + g, r[1] = t0 + g + 8 (past n: none).
     int slot[2], len[2], start[2];
 #pragma unroll
@@ -1517,9 +1518,9 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
             const float *qr = q + (i64)t * ldq + (i64)head * HD + d;
             qa[c][j] = t < n ? pack_h2(f2h(qr[0]), f2h(qr[1])) : 0u;
         }
-    float o[HD / 8][4];
+    float o[OD / 8][4];
 #pragma unroll
-    for (int j = 0; j < HD / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    for (int j = 0; j < OD / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
     float mx[2] = {-PKC_INF, -PKC_INF}, sum[2] = {0.0f, 0.0f};
     const int rows_here = min(16, n - t0);
     unsigned done = 0; // rows of the 16 already attended (the same in every lane)
@@ -1538,36 +1539,27 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
             kend = max(kend, l);
         }
         const bool in[2] = {slot[0] == s, slot[1] == s};
-        for (int k0 = kbeg; k0 < kend; k0 += MMA_ATT_KEYS) {
+        for (int k0 = kbeg; k0 < kend; k0 += KEYS) {
             // Scores: tile j holds keys k0 + 8j + (0..7); this lane's key row for B is k0 + 8j + g,
-            // its quarter of it chunk c's two registers 2c and 2c + 1.
-            float sc[MMA_ATT_KEYS / 8][4];
+            // its quarter of it 16 bytes (chunks 2u and 2u + 1) a load.
+            float sc[KEYS / 8][4];
 #pragma unroll
-            for (int j = 0; j < MMA_ATT_KEYS / 8; j++) {
+            for (int j = 0; j < KEYS / 8; j++) {
                 sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
                 const int p = k0 + 8 * j + g;
-                u32 w[HD / 8];
-                if (p < kend) {
-                    const uint4 *kr = (const uint4 *)(kb + kv_row(kv, s, p) + HD / 4 * tq);
+                const uint4 *kr = p < kend ? (const uint4 *)(kb + kv_row(kv, s, p) + HD / 4 * tq) : nullptr;
 #pragma unroll
-                    for (int u = 0; u < HD / 32; u++) {
-                        const uint4 x = kr[u];
-                        w[4 * u] = x.x; w[4 * u + 1] = x.y; w[4 * u + 2] = x.z; w[4 * u + 3] = x.w;
-                    }
-                } else {
-#pragma unroll
-                    for (int u = 0; u < HD / 8; u++) w[u] = 0u;
-                }
-#pragma unroll
-                for (int c = 0; c < HD / 16; c++) {
-                    const u32 b[2] = {w[2 * c], w[2 * c + 1]};
-                    mma16816(sc[j], qa[c], b);
+                for (int u = 0; u < HD / 32; u++) {
+                    const uint4 x = kr ? kr[u] : uint4{0u, 0u, 0u, 0u};
+                    const u32 b0[2] = {x.x, x.y}, b1[2] = {x.z, x.w};
+                    mma16816(sc[j], qa[2 * u], b0);
+                    mma16816(sc[j], qa[2 * u + 1], b1);
                 }
             }
             // Mask and scale; each row's max over the tile (its quad's four lanes).
             float tmax[2] = {-PKC_INF, -PKC_INF};
 #pragma unroll
-            for (int j = 0; j < MMA_ATT_KEYS / 8; j++)
+            for (int j = 0; j < KEYS / 8; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int i = e >> 1, p = k0 + 8 * j + 2 * tq + (e & 1);
@@ -1586,11 +1578,11 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
                 sum[i] *= alpha[i];
             }
 #pragma unroll
-            for (int j = 0; j < HD / 8; j++) { o[j][0] *= alpha[0]; o[j][1] *= alpha[0]; o[j][2] *= alpha[1]; o[j][3] *= alpha[1]; }
+            for (int j = 0; j < OD / 8; j++) { o[j][0] *= alpha[0]; o[j][1] *= alpha[0]; o[j][2] *= alpha[1]; o[j][3] *= alpha[1]; }
             // Probabilities, as A fragments of P (16 rows x 16 keys a chunk) in two f16 parts.
-            u32 phi[MMA_ATT_KEYS / 16][4], plo[MMA_ATT_KEYS / 16][4];
+            u32 phi[KEYS / 16][4], plo[KEYS / 16][4];
 #pragma unroll
-            for (int j = 0; j < MMA_ATT_KEYS / 8; j++) {
+            for (int j = 0; j < KEYS / 8; j++) {
                 u16 hi[4], lo[4];
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
@@ -1608,23 +1600,23 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
                 plo[c][r + 1] = pack_h2(lo[2], lo[3]);
             }
             // Values: chunk c's B is keys k0 + 16c + (2t, 2t+1 | 2t+8, 2t+9) x tile j's column g,
-            // dim HD/8 g + j: this lane's eighth of each of the four value rows, 8 dims a load.
+            // dim OD/8 g + j: this lane's eighth of each of the four value rows, 8 dims a load.
 #pragma unroll
-            for (int c = 0; c < MMA_ATT_KEYS / 16; c++) {
+            for (int c = 0; c < KEYS / 16; c++) {
                 const uint4 *vr[4];
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int p = k0 + 16 * c + 2 * tq + (e & 1) + 8 * (e >> 1);
-                    vr[e] = p < kend ? (const uint4 *)(vb + kv_row(kv, s, p) + HD / 8 * g) : nullptr;
+                    vr[e] = p < kend ? (const uint4 *)(vb + kv_row(kv, s, p) + OD / 8 * g) : nullptr;
                 }
 #pragma unroll
-                for (int u = 0; u < HD / 64; u++) {
+                for (int u = 0; u < OD / 64; u++) {
                     uint4 x[4];
 #pragma unroll
                     for (int e = 0; e < 4; e++) x[e] = vr[e] ? vr[e][u] : uint4{0u, 0u, 0u, 0u};
 #pragma unroll
                     for (int h = 0; h < 8; h++) {
-                        // dims HD/8 g + 8u + h of the four keys, two to a register
+                        // dims OD/8 g + 8u + h of the four keys, two to a register
                         const u32 *a0 = &x[0].x, *a1 = &x[1].x, *a2 = &x[2].x, *a3 = &x[3].x;
                         const int wi = h >> 1, sh = 16 * (h & 1);
                         const u32 b[2] = {pack_h2((u16)(a0[wi] >> sh), (u16)(a1[wi] >> sh)), pack_h2((u16)(a2[wi] >> sh), (u16)(a3[wi] >> sh))};
@@ -1648,27 +1640,29 @@ __device__ __forceinline__ void attention_mma_body(const KVCache &kv, const floa
         float *orow = out + (i64)t * ldo + (i64)head * HD;
         u16 *rrow = rows ? (u16 *)(rows + (i64)t * ldr) + head * HD : nullptr;
 #pragma unroll
-        for (int j = 0; j < HD / 8; j++)
+        for (int j = 0; j < OD / 8; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const float v = sum[i] > 0.0f ? o[j][2 * i + e] / sum[i] : 0.0f;
-                const int d = HD / 8 * (2 * tq + e) + j; // tile j's column 2t + e
+                const int d = part * OD + OD / 8 * (2 * tq + e) + j; // tile j's column 2t + e
                 orow[d] = v;
                 if (rrow) rrow[d] = f2h(v);
             }
     }
 }
 
-#define ATT_MMA_KERNEL(HD)                                                                                        \
+// The grid: x the row tiles of 64, y each query head's HD / OD parts.
+#define ATT_MMA_KERNEL(HD, OD, KEYS)                                                                              \
     extern "C" __global__ void __launch_bounds__(128) pkc_attention_mma_h##HD(                                    \
         KVCache kv, const float *q, i64 ldq, int n_head, int n_kv_head, const int *slots, const int *kv_len,      \
         float scale, float *out, i64 ldo, int window, i8 *rows, i64 ldr, int from, int n) {                        \
         PKC_DEPENDENT();                                                                                          \
-        attention_mma_body<HD>(kv, q, ldq, n_head, n_kv_head, slots, kv_len, scale, out, ldo, window, rows, ldr,  \
-                               from, n);                                                                          \
+        attention_mma_body<HD, OD, KEYS>(kv, q, ldq, n_head, n_kv_head, slots, kv_len, scale, out, ldo, window,   \
+                                         rows, ldr, from, n);                                                     \
     }
-ATT_MMA_KERNEL(64)
-ATT_MMA_KERNEL(128)
+ATT_MMA_KERNEL(64, 64, 64)
+ATT_MMA_KERNEL(128, 128, 64)
+ATT_MMA_KERNEL(256, 128, 32) // 32 keys a step: the scores' registers make room for Q's
 
 // ---- LoRA: hot-swapped adapters' low-rank products --------------------------------------------
 

@@ -456,7 +456,7 @@ int pkc_attention_prompt(pkc_context *ctx, const pkc_kv *cache, pkc_ptr q, int64
                          int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window, float scale, pkc_ptr out,
                          int64_t ldo, pkc_ptr rows, int64_t ldr, int64_t from);
 // Whether pkc_attention_prompt runs its rows from `from` on tensor cores for this head size:
-// sm_80 and newer, heads of 64 or 128, unless $PLINTH_CUDA_MMA_ATTN=0 or pkc_set_attention_mma.
+// sm_80 and newer, heads of 64, 128 or 256, unless $PLINTH_CUDA_MMA_ATTN=0 or pkc_set_attention_mma.
 int pkc_attention_uses_mma(const pkc_context *ctx, int head_dim);
 // Turns pkc_attention_prompt's tensor cores on or off (on only where the device has them);
 // returns the previous setting. For comparisons.
