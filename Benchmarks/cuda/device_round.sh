@@ -23,8 +23,9 @@
 #   eval             plinth eval: 6,000 clauses at --parallel 256; sampled with and without top-k on the device
 #   fidelity         SmolLM2 against its F32 reference (KL divergence), CPU and CUDA paths
 #   agree            CUDA against CPU: greedy chat text (8 prompts), plinth eval's values (600 clauses)
-#   attention        bench_cuda's attention (one layer): decode of 64 sequences through the paged cache's page
-#                    table against the slotted layout, and prefill chunks
+#   attention        bench_cuda's attention (one layer; SmolLM2's, Qwen's and Gemma 3's heads): decode of 64
+#                    sequences through the paged cache's page table against the slotted layout, and
+#                    prefill chunks on the FMA kernel and on tensor cores
 #   kernels-full     test_cuda on every shape
 #   profile          ncu kernel durations of decode steps (where ncu can read counters)
 # M is qwen-rep (Qwen2.5-Coder-0.5B's shape and types) or smollm2.
