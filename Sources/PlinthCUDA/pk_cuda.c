@@ -2236,9 +2236,19 @@ int pkc_attention_window(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
                                 rows, ldr, n);
 }
 
-int pkc_attention_uses_mma(const pkc_context *c, int head_dim) {
-    return c && c->mma_attention && (head_dim == 64 || head_dim == 128 || head_dim == 256);
+// The tensor-core kernels (attn_mma[i], pkc_attention_mma_h<head_dim>) by head size, with the
+// block rows each query head takes (the kernel's HD / OD: a part of the dims each).
+static const struct { int head_dim, parts; } mma_heads[] = {{64, 1}, {128, 1}, {256, 2}};
+
+// mma_heads' index of `head_dim` where the tensor cores take it, else -1.
+static int mma_kernel(const pkc_context *c, int head_dim) {
+    if (!c || !c->mma_attention) return -1;
+    for (int i = 0; i < (int)(sizeof mma_heads / sizeof mma_heads[0]); i++)
+        if (mma_heads[i].head_dim == head_dim) return i;
+    return -1;
 }
+
+int pkc_attention_uses_mma(const pkc_context *c, int head_dim) { return mma_kernel(c, head_dim) >= 0; }
 
 int pkc_attention_prompt(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t ldq, int64_t n, int n_head, int n_kv_head,
                          int head_dim, pkc_ptr slots, pkc_ptr kv_len, int64_t max_kv, int window, float scale, pkc_ptr out,
@@ -2260,15 +2270,14 @@ int pkc_attention_prompt(pkc_context *c, const pkc_kv *cache, pkc_ptr q, int64_t
     const int group = n_head / n_kv_head;
     if (group > ATT_MAXG)
         return fail(c, PKC_ERR_UNSUPPORTED, "pkc_attention: %d query heads per kv head (at most %d)", group, ATT_MAXG);
-    if (pkc_attention_uses_mma(c, head_dim) && from < n) {
-        // 4 warps of 16 rows a block; a block row per query head, two at heads of 256 (a half of
-        // the dims each)
+    const int mk = mma_kernel(c, head_dim);
+    if (mk >= 0 && from < n) {
+        // 4 warps of 16 rows a block; each query head's parts a block row each
         kv_layout kv = layout_of(cache);
         int f = (int)from, nn = (int)n;
         void *args[] = {&kv, &q, &ldq, &n_head, &n_kv_head, &slots, &kv_len, &scale, &out, &ldo, &window, &rows, &ldr, &f, &nn};
-        const int which = head_dim == 64 ? 0 : head_dim == 128 ? 1 : 2;
-        if ((st = launch(c, c->attn_mma[which], "attention_mma", (uint64_t)((n - from + 63) / 64),
-                         (unsigned)n_head * (which == 2 ? 2 : 1), 128, 0, args)))
+        if ((st = launch(c, c->attn_mma[mk], "attention_mma", (uint64_t)((n - from + 63) / 64),
+                         (unsigned)(n_head * mma_heads[mk].parts), 128, 0, args)))
             return st;
         n = from;
     }

@@ -458,8 +458,10 @@ final class SchedulerCore: @unchecked Sendable {
     private func logitsUses(_ sequences: [ActiveSequence]) -> [LogitsUse] {
         var uses = [LogitsUse](repeating: .full, count: sequences.count)
         uses.withUnsafeMutableBufferPointer { out in
-            let rows = UseRows(sequences: sequences, uses: out)
-            forEachRow(sequences.count, rows.fill)
+            // Row i's sequence is touched by one thread only, which writes out[i].
+            forEachRow(sequences.count) { i in
+                if sequences[i].wantsTokens { out[i] = sequences[i].decoder.logitsUse() }
+            }
         }
         return uses
     }
@@ -486,15 +488,6 @@ final class SchedulerCore: @unchecked Sendable {
     /// A row's work as ``forEachRow(_:_:)``'s threads see it: each calls it for its own rows.
     private struct RowBody: @unchecked Sendable {
         let call: (Int) -> Void
-    }
-
-    /// Decoding rows whose masks the threads compute: row i's sequence is touched by one thread
-    /// only, which writes `uses[i]`.
-    private struct UseRows: @unchecked Sendable {
-        let sequences: [ActiveSequence]
-        let uses: UnsafeMutableBufferPointer<LogitsUse>
-
-        func fill(_ i: Int) { uses[i] = sequences[i].wantsTokens ? sequences[i].decoder.logitsUse() : .full }
     }
 
     /// A step's rows as the threads that advance them see them: each row's sequence is touched by
