@@ -13,7 +13,10 @@
 #    device's memory, a prefix copy the device fails, admission by pages to a paged KV cache short of them), where the test build
 #    is there (.ci/run has built it); Qwen2.5-Coder's and Gemma 3 270M's reference tests take
 #    ~13 and ~7 minutes emulated: not here;
-# 4. every kernel module compiles with NVRTC for sm_90 (the H100 of the device rounds). NVRTC
+# 4. every kernel module compiles with NVRTC for sm_90 (the H100 of the device rounds), sm_80 (the
+#    first with the tensor-core attention, before dependent launch) and sm_70 (the oldest the
+#    backend opens: neither; ~30 s each on 2 cores), and as PTX for compute_90 (what a device newer
+#    than NVRTC gets). NVRTC
 #    comes from PyPI (nvidia-cuda-nvrtc-cu12) into a venv under ~/.cache/plinth, once; where it
 #    cannot be installed this step is skipped with a line saying so.
 set -eu
@@ -52,4 +55,5 @@ if [ -z "$lib" ]; then
         exit 0
     fi
 fi
-PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch 90 2
+for arch in 90 80 70; do PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch $arch 2; done
+PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch 90 --ptx 2

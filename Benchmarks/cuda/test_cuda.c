@@ -2375,6 +2375,84 @@ static void test_lazy_formats(void) {
     if (system(message) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
+// What the kernels are built as for devices and NVRTCs of other generations: the device's own
+// machine code, an earlier minor's, PTX for a device newer than NVRTC knows (the driver compiles
+// it), or a refusal that says why for a device older than every architecture NVRTC builds for.
+// The emulator stands in for both ($PKC_EMU_CC, $PKC_EMU_NVRTC_ARCHS), and its driver loads
+// machine code only on its own major and PTX only on a device at least as new, as a driver does;
+// so on a GPU this is skipped. Each kind of device also gets a kernel run (y += x, exact), a
+// format's module, and its modules back from the cache at a second open.
+static void test_arch_choice(const char *name) {
+    if (!strstr(name, "CPU emulator")) {
+        printf("SKIP arch choice: it sets the emulator's device and NVRTC (not a GPU's)\n");
+        return;
+    }
+    static const struct {
+        const char *cc, *archs, *what;
+        int arch, ptx, pdl, mma;
+    } cases[] = {
+        {"90", "75,80,86,89,90", "its own machine code", 90, 0, 1, 1},
+        {"89", "75,80,86,90", "an earlier minor's machine code", 86, 0, 0, 1},
+        {"100", "75,80,86,89,90", "PTX for NVRTC's newest", 90, 1, 1, 1},
+        {"120", "75,80,86", "PTX older than sm_90: no dependent launch", 86, 1, 0, 1},
+        {"120", "70,75", "PTX older than sm_80: no tensor-core attention", 75, 1, 0, 0},
+        {"70", "75,80,90", "refused: older than all NVRTC knows", 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("PKC_EMU_CC", cases[i].cc, 1);
+        setenv("PKC_EMU_NVRTC_ARCHS", cases[i].archs, 1);
+        char dir[] = "/tmp/plinth-cuda-arch-XXXXXX", err[2048] = "";
+        if (!mkdtemp(dir)) { report(0, "arch choice: no temporary directory"); continue; }
+        pkc_context *c = NULL;
+        int st = pkc_open(0, dir, &c, err, sizeof err);
+        if (!cases[i].arch) {
+            report(st == PKC_ERR_UNSUPPORTED && strstr(err, "sm_75 to sm_90") && strstr(err, "sm_70"),
+                   "arch choice: sm_%s with NVRTC for %s: %s (\"%.160s\")", cases[i].cc, cases[i].archs, cases[i].what, err);
+            if (st == PKC_OK) pkc_close(c);
+        } else if (st != PKC_OK) {
+            report(0, "arch choice: sm_%s with NVRTC for %s: open failed: %s", cases[i].cc, cases[i].archs, err);
+        } else {
+            pkc_device_info info;
+            CHECK(c, pkc_device_info_get(c, &info));
+            const int64_t n = 1000;
+            float x[1000], y[1000], got[1000];
+            for (int64_t j = 0; j < n; j++) x[j] = (float)j * 0.25f, y[j] = 3.0f - (float)j;
+            pkc_ptr dx = dev_upload(c, x, sizeof x), dy = dev_upload(c, y, sizeof y);
+            CHECK(c, pkc_add(c, dy, dx, n));
+            CHECK(c, pkc_download(c, got, dy, sizeof got));
+            int exact = 1;
+            for (int64_t j = 0; j < n; j++) exact &= same_bits(got[j], y[j] + x[j]);
+            const int format = pkc_prepare(c, (const int[]){PK_Q8_0}, 1) == PKC_OK;
+            const int mma = pkc_attention_uses_mma(c, 128);
+            pkc_free(c, dx);
+            pkc_free(c, dy);
+            pkc_close(c);
+            char cmd[300];
+            snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '^plinth-kernels-%s_%d-.*\\.%s$') -eq 2", dir,
+                     cases[i].ptx ? "compute" : "sm", cases[i].arch, cases[i].ptx ? "ptx" : "cubin");
+            const int files = system(cmd) == 0;
+            pkc_device_info again = {0};
+            int cached = pkc_open(0, dir, &c, err, sizeof err) == PKC_OK;
+            if (cached) {
+                cached = pkc_prepare(c, (const int[]){PK_Q8_0}, 1) == PKC_OK && pkc_device_info_get(c, &again) == PKC_OK &&
+                         again.kernels_from_cache == 1 && again.kernel_arch == cases[i].arch;
+                pkc_close(c);
+            }
+            report(info.kernel_arch == cases[i].arch && info.kernel_ptx == cases[i].ptx && info.dependent_launch == cases[i].pdl &&
+                       mma == cases[i].mma && exact && format && files && cached,
+                   "arch choice: sm_%s with NVRTC for %s: %s (built as %s_%d, dependent launch %s, tensor-core attention %s; "
+                   "y += x %s, Q8_0's module, both cached and read back)",
+                   cases[i].cc, cases[i].archs, cases[i].what, info.kernel_ptx ? "compute" : "sm", info.kernel_arch,
+                   info.dependent_launch ? "on" : "off", mma ? "on" : "off", exact ? "exact" : "WRONG");
+        }
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    }
+    unsetenv("PKC_EMU_CC");
+    unsetenv("PKC_EMU_NVRTC_ARCHS");
+}
+
 int main(int argc, char **argv) {
     const char *dir = "/tmp/plinth-cuda-test-cache";
     int require_device = 0; // no device is a failure, not a skip (the emulator in CI)
@@ -2396,7 +2474,7 @@ int main(int argc, char **argv) {
     if (st != PKC_OK) {
         printf("CUDA unavailable (%s): %s\n", pkc_status_name(st), err);
         printf("SKIP every CUDA test (dequantize, get_rows, matmul gemv/gemm, rms_norm, rope, swiglu, add, add_bias, "
-               "rms_norm_heads, geglu, scale, softcap, argmax, topk, download_rows, store_kv, qkv_rope_store, qkv_norm_rope_store, attention, copy_kv, graph, dependent launch, errors, matmul_runs, matmul_runs_rope_store, matmul_add_norm, matmul_post_norm, glu, lora, lora_embed, lazy formats, kernel cache): no usable GPU\n");
+               "rms_norm_heads, geglu, scale, softcap, argmax, topk, download_rows, store_kv, qkv_rope_store, qkv_norm_rope_store, attention, copy_kv, graph, dependent launch, errors, matmul_runs, matmul_runs_rope_store, matmul_add_norm, matmul_post_norm, glu, lora, lora_embed, lazy formats, arch choice, kernel cache): no usable GPU\n");
         printf("0 passed, 0 failed\n");
         return require_device ? 1 : 0;
     }
@@ -2446,6 +2524,7 @@ int main(int argc, char **argv) {
     test_matmul_post_norm(c);
     test_lora(c);
     test_lazy_formats();
+    test_arch_choice(info.name);
     test_cache(dir, info.kernels_from_cache);
 
     pkc_close(c);

@@ -119,6 +119,8 @@ typedef struct nvrtc_api {
     nvrtcResult (*GetProgramLog)(nvrtcProgram, char *);
     nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t *);
     nvrtcResult (*GetCUBIN)(nvrtcProgram, char *);
+    nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t *);
+    nvrtcResult (*GetPTX)(nvrtcProgram, char *);
     nvrtcResult (*DestroyProgram)(nvrtcProgram *);
     const char *(*GetErrorString)(nvrtcResult);
     nvrtcResult (*GetNumSupportedArchs)(int *); // optional (NVRTC 11.2+)
@@ -218,7 +220,8 @@ struct pkc_context {
     CUstream stream;
     CUmodule core;     // the core module's kernels (the ones below); the formats' are in fk
     fmt_kernels fk[NFMT];
-    int arch;          // the sm_XX the modules are compiled for
+    int arch;          // the sm_XX the modules are compiled for (compute_XX where ptx)
+    int ptx;           // 1: the modules are PTX for compute_<arch>, which the driver compiles for the device
     char cache_dir[900];
     cublasHandle_t blas;
     CUevent ev0, ev1;
@@ -425,9 +428,9 @@ static int load_nvrtc(pkc_context *c) {
                     "NVRTC or set PLINTH_CUDA_LIB_DIR", why);
     static const char *const syms[] = {"nvrtcVersion", "nvrtcCreateProgram", "nvrtcCompileProgram",
                                        "nvrtcGetProgramLogSize", "nvrtcGetProgramLog", "nvrtcGetCUBINSize",
-                                       "nvrtcGetCUBIN", "nvrtcDestroyProgram", "nvrtcGetErrorString",
-                                       "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs"};
-    static const int optional[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+                                       "nvrtcGetCUBIN", "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcDestroyProgram",
+                                       "nvrtcGetErrorString", "nvrtcGetNumSupportedArchs", "nvrtcGetSupportedArchs"};
+    static const int optional[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
     _Static_assert(sizeof(nvrtc_api) == sizeof syms / sizeof syms[0] * sizeof(void *), "nvrtc_api and its names");
     const char *missing = bind(c->libnvrtc, (void **)&c->nv, syms, optional, (int)(sizeof syms / sizeof syms[0]));
     if (missing) return fail(c, PKC_ERR_NO_NVRTC, "NVRTC is too old: it lacks %s (CUDA 11.1 or later needed)", missing);
@@ -519,21 +522,37 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// The newest architecture NVRTC can build machine code for that the device runs (the device's
-// own when NVRTC knows it).
+// How an architecture is named: compute_XX for PTX, sm_XX for machine code.
+static const char *arch_kind(int ptx) { return ptx ? "compute" : "sm"; }
+
+// What the modules are built as (c->arch, c->ptx) for a device of compute capability cc: machine
+// code for the device's own architecture where NVRTC knows it, else for the newest it knows of
+// the device's major version (machine code runs on later minors of its major). A device newer
+// than every architecture NVRTC knows (a new GPU, an older toolkit) gets PTX for the newest, which
+// the driver compiles for it at load. A device older than all of them (NVRTC 13 has no sm_70)
+// cannot be served by this NVRTC.
 static int pick_arch(pkc_context *c, int cc) {
+    c->arch = cc;
+    c->ptx = 0;
     int count = 0;
     if (!c->nv.GetNumSupportedArchs || !c->nv.GetSupportedArchs || c->nv.GetNumSupportedArchs(&count) != 0 ||
         count <= 0 || count > 256)
-        return cc;
-    int archs[256], best = 0;
-    if (c->nv.GetSupportedArchs(archs) != 0) return cc;
+        return PKC_OK;
+    int archs[256], same = 0, oldest = 0, newest = 0;
+    if (c->nv.GetSupportedArchs(archs) != 0) return PKC_OK;
     for (int i = 0; i < count; i++) {
-        if (archs[i] == cc) return cc;
-        // Same major version only: machine code runs on later minors of its major.
-        if (archs[i] / 10 == cc / 10 && archs[i] < cc && archs[i] > best) best = archs[i];
+        if (archs[i] == cc) return PKC_OK;
+        if (archs[i] / 10 == cc / 10 && archs[i] < cc && archs[i] > same) same = archs[i];
+        if (!oldest || archs[i] < oldest) oldest = archs[i];
+        if (archs[i] > newest) newest = archs[i];
     }
-    return best ? best : cc;
+    if (same) c->arch = same;
+    else if (newest < cc) c->arch = newest, c->ptx = 1;
+    else
+        return fail(c, PKC_ERR_UNSUPPORTED, "NVRTC %d.%d builds kernels for sm_%d to sm_%d, not for %s (sm_%d): point "
+                    "PLINTH_CUDA_LIB_DIR at an NVRTC that still supports it (CUDA 12 for sm_70)", c->info.nvrtc_major,
+                    c->info.nvrtc_minor, oldest, newest, c->info.name, cc);
+    return PKC_OK;
 }
 
 // ---- kernel modules ----------------------------------------------------------------------------
@@ -548,7 +567,7 @@ static int pick_arch(pkc_context *c, int cc) {
 
 typedef struct module_job {
     const nvrtc_api *nv;
-    int arch, fi; // fi: a format index, or CORE_MODULE
+    int arch, ptx, fi; // as the context's; fi: a format index, or CORE_MODULE
     uint64_t key;
     char path[1024];
     void *cubin;
@@ -562,7 +581,7 @@ static const char *module_name(int fi) { return fi == CORE_MODULE ? "core" : fmt
 // NVRTC on one module; touches nothing shared but the (thread-safe) library.
 static void compile_module(module_job *j) {
     char arch_opt[64], fmt_opt[64];
-    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d", j->arch);
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s_%d", arch_kind(j->ptx), j->arch);
     snprintf(fmt_opt, sizeof fmt_opt, "-DPKC_FORMAT=%d", j->fi == CORE_MODULE ? -1 : fmts[j->fi].type);
     const char *opts[] = {arch_opt, "--std=c++17", "-default-device", fmt_opt};
     const nvrtc_api *nv = j->nv;
@@ -588,18 +607,20 @@ static void compile_module(module_job *j) {
         }
         nv->DestroyProgram(&prog);
         j->status = PKC_ERR_COMPILE;
-        snprintf(j->err, sizeof j->err, "NVRTC could not compile the %s kernels for sm_%d: %s: %s", module_name(j->fi),
-                 j->arch, nv->GetErrorString(r), log);
+        snprintf(j->err, sizeof j->err, "NVRTC could not compile the %s kernels for %s_%d: %s: %s", module_name(j->fi),
+                 arch_kind(j->ptx), j->arch, nv->GetErrorString(r), log);
         return;
     }
+    // PTX is text: its size counts the NUL that cuModuleLoadData reads to.
     size_t n = 0;
-    r = nv->GetCUBINSize(prog, &n);
+    r = j->ptx ? nv->GetPTXSize(prog, &n) : nv->GetCUBINSize(prog, &n);
     void *bin = (r == 0 && n > 0) ? malloc(n) : NULL;
-    if (!bin || nv->GetCUBIN(prog, bin) != 0) {
+    if (!bin || (j->ptx ? nv->GetPTX(prog, bin) : nv->GetCUBIN(prog, bin)) != 0) {
         free(bin);
         nv->DestroyProgram(&prog);
         j->status = PKC_ERR_COMPILE;
-        snprintf(j->err, sizeof j->err, "NVRTC produced no cubin for the %s kernels (sm_%d)", module_name(j->fi), j->arch);
+        snprintf(j->err, sizeof j->err, "NVRTC produced no %s for the %s kernels (%s_%d)", j->ptx ? "PTX" : "cubin",
+                 module_name(j->fi), arch_kind(j->ptx), j->arch);
         return;
     }
     nv->DestroyProgram(&prog);
@@ -642,10 +663,10 @@ static int compile_threads(void) {
     return cpus < 1 ? 1 : cpus > 16 ? 16 : (int)cpus;
 }
 
-static uint64_t module_key(int arch, int fi, int major, int minor) {
+static uint64_t module_key(int arch, int ptx, int fi, int major, int minor) {
     char keytext[160];
-    snprintf(keytext, sizeof keytext, "|sm_%d|nvrtc %d.%d|cache %u|module %s", arch, major, minor, CACHE_VERSION,
-             module_name(fi));
+    snprintf(keytext, sizeof keytext, "|%s_%d|nvrtc %d.%d|cache %u|module %s", arch_kind(ptx), arch, major, minor,
+             CACHE_VERSION, module_name(fi));
     const uint64_t key = fnv1a(0xcbf29ce484222325ull, pkc_kernels_source, strlen(pkc_kernels_source));
     return fnv1a(key, keytext, strlen(keytext));
 }
@@ -763,11 +784,12 @@ static int load_modules(pkc_context *c, const int *want, int count) {
         module_job *j = &jobs[n++];
         j->nv = &c->nv;
         j->arch = c->arch;
+        j->ptx = c->ptx;
         j->fi = fi;
-        j->key = module_key(c->arch, fi, c->info.nvrtc_major, c->info.nvrtc_minor);
+        j->key = module_key(c->arch, c->ptx, fi, c->info.nvrtc_major, c->info.nvrtc_minor);
         if (c->cache_dir[0])
-            snprintf(j->path, sizeof j->path, "%s/plinth-kernels-sm_%d-%s-%016llx.cubin", c->cache_dir, c->arch,
-                     module_name(fi), (unsigned long long)j->key);
+            snprintf(j->path, sizeof j->path, "%s/plinth-kernels-%s_%d-%s-%016llx.%s", c->cache_dir, arch_kind(c->ptx),
+                     c->arch, module_name(fi), (unsigned long long)j->key, c->ptx ? "ptx" : "cubin");
         j->cubin = j->path[0] ? cache_read(j->path, j->key, &j->size) : NULL;
         j->from_cache = j->cubin != NULL;
     }
@@ -809,7 +831,10 @@ static int load_kernels(pkc_context *c, const char *cache_dir) {
     c->nv.Version(&major, &minor);
     c->info.nvrtc_major = major;
     c->info.nvrtc_minor = minor;
-    c->arch = pick_arch(c, c->info.cc_major * 10 + c->info.cc_minor);
+    int st = pick_arch(c, c->info.cc_major * 10 + c->info.cc_minor);
+    if (st) return st;
+    c->info.kernel_arch = c->arch;
+    c->info.kernel_ptx = c->ptx;
     c->info.kernels_from_cache = 1;
     if (cache_dir && *cache_dir && strlen(cache_dir) < sizeof c->cache_dir && mkdir_p(cache_dir) == 0)
         snprintf(c->cache_dir, sizeof c->cache_dir, "%s", cache_dir);
@@ -825,7 +850,7 @@ int pkc_prepare(pkc_context *c, const int *types, int count) {
     return n < 0 ? -n : n ? load_modules(c, want, n) : PKC_OK;
 }
 
-int pkc_compile_check(int arch, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
+int pkc_compile_check(int arch, int ptx, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
                       char *error, size_t error_size) {
     if (error && error_size) error[0] = 0;
     pkc_context *c = calloc(1, sizeof *c);
@@ -840,6 +865,7 @@ int pkc_compile_check(int arch, const int *types, int count, int threads, double
         for (int i = 0; i < n; i++) {
             jobs[i].nv = &c->nv;
             jobs[i].arch = arch;
+            jobs[i].ptx = ptx != 0;
         }
         const double t0 = now_seconds();
         compile_jobs(jobs, n, threads > 0 ? threads : compile_threads());
@@ -875,6 +901,10 @@ int pkc_compile_check(int arch, const int *types, int count, int threads, double
 #define ARGMAX_MAX_BLOCKS 64
 
 static int setup_dependent_launch(pkc_context *c);
+
+// The tensor-core attention (mma.sync m16n8k16) needs kernels built for sm_80 or newer: the
+// architecture they are built for, which is never newer than the device.
+static int mma_capable(const pkc_context *c) { return c->arch >= 80; }
 
 static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     int st = load_driver(c);
@@ -956,7 +986,7 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     env = getenv("PLINTH_CUDA_OVERLAP");
     c->runs_overlap = !(env && strcmp(env, "0") == 0);
     env = getenv("PLINTH_CUDA_MMA_ATTN");
-    c->mma_attention = c->info.cc_major >= 8 && !(env && strcmp(env, "0") == 0);
+    c->mma_attention = mma_capable(c) && !(env && strcmp(env, "0") == 0);
     return setup_dependent_launch(c);
 }
 
@@ -1773,7 +1803,7 @@ static int set_switch(int *flag, int on) {
 
 int pkc_set_rope_fused(pkc_context *c, int on) { return c ? set_switch(&c->rope_fused, on) : 0; }
 
-int pkc_set_attention_mma(pkc_context *c, int on) { return c ? set_switch(&c->mma_attention, on && c->info.cc_major >= 8) : 0; }
+int pkc_set_attention_mma(pkc_context *c, int on) { return c ? set_switch(&c->mma_attention, on && mma_capable(c)) : 0; }
 
 int pkc_matmul_reads_rows(const pkc_context *c, int type, int64_t m, int64_t k, int64_t n) {
     const int fi = fmt_index(type);
@@ -1988,6 +2018,7 @@ static int setup_dependent_launch(pkc_context *c) {
     const char *why = NULL;
     if (env && strcmp(env, "0") == 0) why = "off by $PLINTH_CUDA_PDL=0";
     else if (c->info.cc_major < 9) why = "the device is older than sm_90";
+    else if (c->arch < 90) why = "the kernels are PTX for an architecture older than sm_90 (NVRTC does not know this device)";
     else if (c->info.driver_version < 12030 || !c->cu.LaunchKernelEx) why = "the driver is older than CUDA 12.3";
     if (why) {
         snprintf(c->info.dependent_launch_off, sizeof c->info.dependent_launch_off, "%s", why);

@@ -458,6 +458,7 @@ enum {
     CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_OUT_OF_MEMORY = 2,
     CUDA_ERROR_INVALID_IMAGE = 200,
+    CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
@@ -659,6 +660,26 @@ CUresult submit_gemm(void *stream, const Gemm &g) {
     return submit(stream, std::move(op));
 }
 
+// The device's compute capability as one number (90: 9.0), $PKC_EMU_CC or an H100's; and the
+// architectures the emulated NVRTC builds for, $PKC_EMU_NVRTC_ARCHS ("75,80,90") or 90 alone. Read
+// at each call, so that a test can open devices of several kinds in one process.
+int emulated_cc() {
+    const char *e = getenv("PKC_EMU_CC");
+    return e && atoi(e) >= 10 ? atoi(e) : 90;
+}
+std::vector<int> nvrtc_archs() {
+    std::vector<int> archs;
+    const char *e = getenv("PKC_EMU_NVRTC_ARCHS");
+    for (const char *p = e ? e : "90"; *p;) {
+        char *end;
+        const long a = strtol(p, &end, 10);
+        if (end == p) break;
+        archs.push_back((int)a);
+        p = *end ? end + 1 : end;
+    }
+    return archs;
+}
+
 } // namespace
 
 extern "C" {
@@ -682,8 +703,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int) {
         *v = e ? atoi(e) : 132;
         return CUDA_SUCCESS;
     }
-    case 75: *v = 9; return CUDA_SUCCESS;
-    case 76: *v = 0; return CUDA_SUCCESS;
+    case 75: *v = emulated_cc() / 10; return CUDA_SUCCESS;
+    case 76: *v = emulated_cc() % 10; return CUDA_SUCCESS;
     default: *v = 0; return CUDA_SUCCESS;
     }
 }
@@ -786,11 +807,17 @@ static uint64_t built_source_hash() {
 }
 
 CUresult cuModuleLoadData(void **out, const void *image) {
-    int format = 0;
+    int format = 0, arch = 0;
     unsigned long long hash = 0;
-    if (sscanf(static_cast<const char *>(image), "pkc-emu module format=%d source=%llx", &format, &hash) != 2 ||
+    char kind[16] = "";
+    if (sscanf(static_cast<const char *>(image), "pkc-emu module format=%d source=%llx %15[a-z]_%d", &format, &hash, kind, &arch) != 4 ||
         hash != built_source_hash())
         return CUDA_ERROR_INVALID_IMAGE;
+    // As the driver: machine code runs on its own major version's later minors; PTX (compiled
+    // here for the device) on any device at least its architecture.
+    const int cc = emulated_cc();
+    if (strcmp(kind, "sm") == 0 ? arch / 10 != cc / 10 || arch > cc : strcmp(kind, "compute") != 0 || arch > cc)
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
     std::lock_guard<std::mutex> g(registry_lock());
     auto it = registry().find(format);
     if (it == registry().end()) return CUDA_ERROR_INVALID_IMAGE;
@@ -976,6 +1003,7 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
     case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
     case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
     case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
@@ -1000,11 +1028,16 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
 
 struct Program {
     std::string source, log, image;
+    bool ptx = false; // compiled for a virtual architecture (compute_XX): PTX, no cubin
 };
 
 int nvrtcVersion(int *major, int *minor) { *major = 0, *minor = 1; return 0; } // not a real NVRTC: its cache keys differ
-int nvrtcGetNumSupportedArchs(int *n) { *n = 1; return 0; }
-int nvrtcGetSupportedArchs(int *a) { a[0] = 90; return 0; }
+int nvrtcGetNumSupportedArchs(int *n) { *n = (int)nvrtc_archs().size(); return 0; }
+int nvrtcGetSupportedArchs(int *a) {
+    const std::vector<int> archs = nvrtc_archs();
+    std::copy(archs.begin(), archs.end(), a);
+    return 0;
+}
 int nvrtcCreateProgram(void **p, const char *src, const char *, int, const char *const *, const char *const *) {
     if (!src) return 5; // NVRTC_ERROR_INVALID_INPUT
     *p = new Program{src, "", ""};
@@ -1016,9 +1049,22 @@ int nvrtcCompileProgram(void *p, int n, const char *const *opts) {
         prog->log = "the CUDA emulator was built from another pkc_kernels.cu: rebuild it (Benchmarks/cuda/emu/build.sh)";
         return 6; // NVRTC_ERROR_COMPILATION
     }
-    int format = -1;
-    for (int i = 0; i < n; i++)
+    int format = -1, arch = 0;
+    for (int i = 0; i < n; i++) {
         if (strncmp(opts[i], "-DPKC_FORMAT=", 13) == 0) format = atoi(opts[i] + 13);
+        // As NVRTC: an architecture it does not know is an invalid option.
+        if (strncmp(opts[i], "--gpu-architecture=", 19) == 0) {
+            const char *a = opts[i] + 19;
+            prog->ptx = strncmp(a, "compute_", 8) == 0;
+            if (!prog->ptx && strncmp(a, "sm_", 3) != 0) arch = -1;
+            else arch = atoi(a + (prog->ptx ? 8 : 3));
+            const std::vector<int> archs = nvrtc_archs();
+            if (std::find(archs.begin(), archs.end(), arch) == archs.end()) {
+                prog->log = std::string("nvrtc: error: invalid value for --gpu-architecture (-arch): ") + a;
+                return 5; // NVRTC_ERROR_INVALID_OPTION
+            }
+        }
+    }
     {
         std::lock_guard<std::mutex> g(registry_lock());
         if (!registry().count(format)) {
@@ -1026,8 +1072,9 @@ int nvrtcCompileProgram(void *p, int n, const char *const *opts) {
             return 6;
         }
     }
-    char image[128];
-    snprintf(image, sizeof image, "pkc-emu module format=%d source=%llx", format, (unsigned long long)built_source_hash());
+    char image[160];
+    snprintf(image, sizeof image, "pkc-emu module format=%d source=%llx %s_%d", format, (unsigned long long)built_source_hash(),
+             prog->ptx ? "compute" : "sm", arch);
     // Padded to a cubin's order of size, so that the cache's tests may damage bytes inside it.
     prog->image.assign(image, strlen(image) + 1);
     prog->image.resize(4096, '\0');
@@ -1039,18 +1086,26 @@ int nvrtcGetProgramLog(void *p, char *s) {
     memcpy(s, l.c_str(), l.size() + 1);
     return 0;
 }
-int nvrtcGetCUBINSize(void *p, size_t *n) { *n = static_cast<Program *>(p)->image.size(); return 0; }
-int nvrtcGetCUBIN(void *p, char *out) {
-    const std::string &img = static_cast<Program *>(p)->image;
-    memcpy(out, img.data(), img.size());
+// A program holds a cubin or PTX (as NVRTC: none for a virtual architecture, no PTX asked of a real one).
+static int program_image(void *p, bool ptx, size_t *n, char *out) {
+    const Program *prog = static_cast<Program *>(p);
+    if (prog->image.empty() || prog->ptx != ptx) return 4; // NVRTC_ERROR_INVALID_PROGRAM
+    if (n) *n = prog->image.size();
+    if (out) memcpy(out, prog->image.data(), prog->image.size());
     return 0;
 }
+int nvrtcGetCUBINSize(void *p, size_t *n) { return program_image(p, false, n, nullptr); }
+int nvrtcGetCUBIN(void *p, char *out) { return program_image(p, false, nullptr, out); }
+int nvrtcGetPTXSize(void *p, size_t *n) { return program_image(p, true, n, nullptr); }
+int nvrtcGetPTX(void *p, char *out) { return program_image(p, true, nullptr, out); }
 int nvrtcDestroyProgram(void **p) {
     delete static_cast<Program *>(*p);
     *p = nullptr;
     return 0;
 }
-const char *nvrtcGetErrorString(int r) { return r == 0 ? "NVRTC_SUCCESS" : r == 6 ? "NVRTC_ERROR_COMPILATION" : "NVRTC_ERROR"; }
+const char *nvrtcGetErrorString(int r) {
+    return r == 0 ? "NVRTC_SUCCESS" : r == 5 ? "NVRTC_ERROR_INVALID_OPTION" : r == 6 ? "NVRTC_ERROR_COMPILATION" : "NVRTC_ERROR";
+}
 
 // ---- cuBLAS ------------------------------------------------------------------------------------
 

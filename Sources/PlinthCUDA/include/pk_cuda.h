@@ -81,6 +81,10 @@ typedef struct pkc_device_info {
     // difference across a step's first run is the kernels of ours that the step launches.
     unsigned long long kernel_launches;
     size_t f16_weight_bytes; // the f16 copies of weights made by pkc_cache_f16
+    // What the kernels are built as: machine code for sm_<kernel_arch> (the device's, or an
+    // earlier minor of its major), or, where kernel_ptx is 1, PTX for compute_<kernel_arch> that
+    // the driver compiles for a device newer than NVRTC knows.
+    int kernel_arch, kernel_ptx;
 } pkc_device_info;
 int pkc_device_info_get(pkc_context *ctx, pkc_device_info *info);
 
@@ -92,10 +96,11 @@ int pkc_device_info_get(pkc_context *ctx, pkc_device_info *info);
 int pkc_prepare(pkc_context *ctx, const int *types, int count);
 
 // A build check that needs no GPU and no driver, only NVRTC: compiles the common kernel module
-// and those of `types` (NULL: every format) for sm_<arch> on `threads` threads (0: as
-// pkc_prepare), discarding the cubins: what a first load of a model with those types compiles.
-// Gives the wall seconds and the cubins' total size; on failure the status and NVRTC's log.
-int pkc_compile_check(int arch, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
+// and those of `types` (NULL: every format) for sm_<arch> (ptx: as PTX for compute_<arch>) on
+// `threads` threads (0: as pkc_prepare), discarding the output: what a first load of a model
+// with those types compiles. Gives the wall seconds and the output's total size; on failure the
+// status and NVRTC's log.
+int pkc_compile_check(int arch, int ptx, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
                       char *error, size_t error_size);
 
 // ---- memory ------------------------------------------------------------------------------------

@@ -188,7 +188,10 @@ final class CUDAForward {
             // benchmark's record then says which way it ran.
             let off = withUnsafeBytes(of: &info.dependent_launch_off) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             let overlap = info.dependent_launch != 0 ? ", dependent launch" : info.cc_major >= 9 ? ", no dependent launch (\(off))" : ""
-            deviceName = "\(name), sm_\(info.cc_major)\(info.cc_minor)\(overlap)"
+            // Kernels as PTX: NVRTC predates the device, whose driver compiles them (say so: a
+            // newer NVRTC gives machine code, and the device's own features where it has more).
+            let ptx = info.kernel_ptx != 0 ? ", kernels as PTX for compute_\(info.kernel_arch) (NVRTC predates the device)" : ""
+            deviceName = "\(name), sm_\(info.cc_major)\(info.cc_minor)\(overlap)\(ptx)"
         } else {
             deviceName = "CUDA device 0"
         }
