@@ -2381,7 +2381,8 @@ static void test_lazy_formats(void) {
 // The emulator stands in for both ($PKC_EMU_CC, $PKC_EMU_NVRTC_ARCHS), and its driver loads
 // machine code only on its own major and PTX only on a device at least as new, as a driver does;
 // so on a GPU this is skipped. Each kind of device also gets a kernel run (y += x, exact), a
-// format's module, and its modules back from the cache at a second open.
+// format's module, and its modules back from the cache at a second open. Then an NVRTC newer
+// than the driver ($PKC_EMU_NVRTC_VERSION, $PKC_EMU_DRIVER).
 static void test_arch_choice(const char *name) {
     if (!strstr(name, "CPU emulator")) {
         printf("SKIP arch choice: it sets the emulator's device and NVRTC (not a GPU's)\n");
@@ -2451,6 +2452,28 @@ static void test_arch_choice(const char *name) {
     }
     unsetenv("PKC_EMU_CC");
     unsetenv("PKC_EMU_NVRTC_ARCHS");
+    // An NVRTC of a later CUDA than the driver's (PyPI's newest beside an older driver): its
+    // machine code loads within the driver's major version, and across majors the refusal says
+    // which versions meet and what to do.
+    static const struct { const char *nvrtc; int opens; } versions[] = {{"12.9", 1}, {"13.0", 0}};
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        setenv("PKC_EMU_NVRTC_VERSION", versions[i].nvrtc, 1);
+        setenv("PKC_EMU_DRIVER", "12080", 1);
+        char dir[] = "/tmp/plinth-cuda-nvrtc-XXXXXX", err[2048] = "", want[120];
+        if (!mkdtemp(dir)) { report(0, "arch choice: no temporary directory"); continue; }
+        pkc_context *c = NULL;
+        const int st = pkc_open(0, dir, &c, err, sizeof err);
+        snprintf(want, sizeof want, "NVRTC %s, newer than the driver's CUDA 12.8", versions[i].nvrtc);
+        report(versions[i].opens ? st == PKC_OK : st != PKC_OK && strstr(err, want) && strstr(err, "PLINTH_CUDA_LIB_DIR"),
+               "arch choice: NVRTC %s beside a CUDA 12.8 driver: %s (\"%.200s\")", versions[i].nvrtc,
+               versions[i].opens ? "opens" : "refused, saying why", st == PKC_OK ? "" : err);
+        if (st == PKC_OK) pkc_close(c);
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    }
+    unsetenv("PKC_EMU_NVRTC_VERSION");
+    unsetenv("PKC_EMU_DRIVER");
 }
 
 int main(int argc, char **argv) {

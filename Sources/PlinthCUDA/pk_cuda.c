@@ -738,7 +738,19 @@ static int get_format_functions(pkc_context *c, int i, CUmodule m) {
 static int install_module(pkc_context *c, int fi, const void *cubin) {
     CUmodule m = NULL;
     const CUresult r = c->cu.ModuleLoadData(&m, cubin);
-    if (r != CUDA_SUCCESS) return cu_fail(c, r, "cuModuleLoadData");
+    if (r != CUDA_SUCCESS) {
+        // The likely cause where NVRTC is of a later CUDA than the driver (a driver loads the
+        // machine code of its own major's toolkits, and PTX of its version or older): say so.
+        char what[400];
+        const int nvrtc = c->info.nvrtc_major * 1000 + c->info.nvrtc_minor * 10, driver = c->info.driver_version;
+        if (nvrtc > driver)
+            snprintf(what, sizeof what, "cuModuleLoadData (the %s kernels, from NVRTC %d.%d, newer than the driver's CUDA %d.%d: "
+                     "update the driver, or point PLINTH_CUDA_LIB_DIR at an NVRTC no newer than it)", module_name(fi),
+                     c->info.nvrtc_major, c->info.nvrtc_minor, driver / 1000, driver % 1000 / 10);
+        else
+            snprintf(what, sizeof what, "cuModuleLoadData (the %s kernels)", module_name(fi));
+        return cu_fail(c, r, what);
+    }
     const int st = fi == CORE_MODULE ? get_core_functions(c, m) : get_format_functions(c, fi, m);
     if (st) {
         c->cu.ModuleUnload(m);

@@ -459,6 +459,7 @@ enum {
     CUDA_ERROR_OUT_OF_MEMORY = 2,
     CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
     CUDA_ERROR_INVALID_HANDLE = 400,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
@@ -667,6 +668,19 @@ int emulated_cc() {
     const char *e = getenv("PKC_EMU_CC");
     return e && atoi(e) >= 10 ? atoi(e) : 90;
 }
+// The driver's version ($PKC_EMU_DRIVER, 12080: CUDA 12.8) and the emulated NVRTC's
+// ($PKC_EMU_NVRTC_VERSION "13.0"; 0.1 by default, so that its cache keys never meet a real
+// NVRTC's), as major * 1000 + minor * 10.
+int driver_version() {
+    const char *e = getenv("PKC_EMU_DRIVER");
+    return e && atoi(e) > 0 ? atoi(e) : 12080;
+}
+int nvrtc_version() {
+    const char *e = getenv("PKC_EMU_NVRTC_VERSION");
+    int major = 0, minor = 1;
+    if (e) sscanf(e, "%d.%d", &major, &minor);
+    return major * 1000 + minor * 10;
+}
 std::vector<int> nvrtc_archs() {
     std::vector<int> archs;
     const char *e = getenv("PKC_EMU_NVRTC_ARCHS");
@@ -685,7 +699,7 @@ std::vector<int> nvrtc_archs() {
 extern "C" {
 
 CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
-CUresult cuDriverGetVersion(int *v) { *v = 12080; return CUDA_SUCCESS; }
+CUresult cuDriverGetVersion(int *v) { *v = driver_version(); return CUDA_SUCCESS; }
 CUresult cuDeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
 CUresult cuDeviceGet(int *d, int ordinal) {
     if (ordinal != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -807,12 +821,16 @@ static uint64_t built_source_hash() {
 }
 
 CUresult cuModuleLoadData(void **out, const void *image) {
-    int format = 0, arch = 0;
+    int format = 0, arch = 0, nvrtc = 0;
     unsigned long long hash = 0;
     char kind[16] = "";
-    if (sscanf(static_cast<const char *>(image), "pkc-emu module format=%d source=%llx %15[a-z]_%d", &format, &hash, kind, &arch) != 4 ||
+    if (sscanf(static_cast<const char *>(image), "pkc-emu module format=%d source=%llx %15[a-z]_%d nvrtc=%d", &format, &hash, kind,
+               &arch, &nvrtc) != 5 ||
         hash != built_source_hash())
         return CUDA_ERROR_INVALID_IMAGE;
+    // Machine code from a later major's toolkit than the driver's, or PTX from a later version.
+    if (strcmp(kind, "sm") == 0 ? nvrtc / 1000 > driver_version() / 1000 : nvrtc > driver_version())
+        return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     // As the driver: machine code runs on its own major version's later minors; PTX (compiled
     // here for the device) on any device at least its architecture.
     const int cc = emulated_cc();
@@ -1004,6 +1022,7 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
     case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case CUDA_ERROR_INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; break;
     case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
     case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: *s = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
@@ -1031,7 +1050,10 @@ struct Program {
     bool ptx = false; // compiled for a virtual architecture (compute_XX): PTX, no cubin
 };
 
-int nvrtcVersion(int *major, int *minor) { *major = 0, *minor = 1; return 0; } // not a real NVRTC: its cache keys differ
+int nvrtcVersion(int *major, int *minor) {
+    *major = nvrtc_version() / 1000, *minor = nvrtc_version() % 1000 / 10;
+    return 0;
+}
 int nvrtcGetNumSupportedArchs(int *n) { *n = (int)nvrtc_archs().size(); return 0; }
 int nvrtcGetSupportedArchs(int *a) {
     const std::vector<int> archs = nvrtc_archs();
@@ -1073,8 +1095,8 @@ int nvrtcCompileProgram(void *p, int n, const char *const *opts) {
         }
     }
     char image[160];
-    snprintf(image, sizeof image, "pkc-emu module format=%d source=%llx %s_%d", format, (unsigned long long)built_source_hash(),
-             prog->ptx ? "compute" : "sm", arch);
+    snprintf(image, sizeof image, "pkc-emu module format=%d source=%llx %s_%d nvrtc=%d", format, (unsigned long long)built_source_hash(),
+             prog->ptx ? "compute" : "sm", arch, nvrtc_version());
     // Padded to a cubin's order of size, so that the cache's tests may damage bytes inside it.
     prog->image.assign(image, strlen(image) + 1);
     prog->image.resize(4096, '\0');
