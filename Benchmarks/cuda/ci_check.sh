@@ -55,5 +55,4 @@ if [ -z "$lib" ]; then
         exit 0
     fi
 fi
-for arch in 90 80 70; do PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch $arch 2; done
-PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch 90 --ptx 2
+for build in 90 80 70 "90 --ptx"; do PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch $build 2; done

@@ -56,6 +56,13 @@ static void report(int ok, const char *fmt, ...) {
 
 static int same_bits(float a, float b) { return memcmp(&a, &b, 4) == 0; }
 
+// Removes a cache directory the tests made (or emptied before a run), saying so where it cannot.
+static void remove_dir(const char *dir) {
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 // Ulps between two finite floats of the same sign (large when signs differ).
 static int64_t ulps(float a, float b) {
     int32_t ia, ib;
@@ -2371,8 +2378,7 @@ static void test_lazy_formats(void) {
     pkc_free(c, x);
     pkc_free(c, y);
     pkc_close(c);
-    snprintf(message, sizeof message, "rm -rf '%s'", dir);
-    if (system(message) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_dir(dir);
 }
 
 // What the kernels are built as for devices and NVRTCs of other generations: the device's own
@@ -2446,9 +2452,7 @@ static void test_arch_choice(const char *name) {
                    cases[i].cc, cases[i].archs, cases[i].what, info.kernel_ptx ? "compute" : "sm", info.kernel_arch,
                    info.dependent_launch ? "on" : "off", mma ? "on" : "off", exact ? "exact" : "WRONG");
         }
-        char cmd[200];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+        remove_dir(dir);
     }
     unsetenv("PKC_EMU_CC");
     unsetenv("PKC_EMU_NVRTC_ARCHS");
@@ -2468,9 +2472,7 @@ static void test_arch_choice(const char *name) {
                "arch choice: NVRTC %s beside a CUDA 12.8 driver: %s (\"%.200s\")", versions[i].nvrtc,
                versions[i].opens ? "opens" : "refused, saying why", st == PKC_OK ? "" : err);
         if (st == PKC_OK) pkc_close(c);
-        char cmd[200];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+        remove_dir(dir);
     }
     unsetenv("PKC_EMU_NVRTC_VERSION");
     unsetenv("PKC_EMU_DRIVER");
@@ -2487,9 +2489,7 @@ int main(int argc, char **argv) {
             return 2;
         } else dir = argv[i];
     }
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not empty %s\n", dir);
+    remove_dir(dir);
     char err[2048];
     pkc_context *c = NULL;
     const double t0 = wall_seconds();

@@ -2029,8 +2029,10 @@ static int setup_dependent_launch(pkc_context *c) {
     const char *env = getenv("PLINTH_CUDA_PDL");
     const char *why = NULL;
     if (env && strcmp(env, "0") == 0) why = "off by $PLINTH_CUDA_PDL=0";
-    else if (c->info.cc_major < 9) why = "the device is older than sm_90";
-    else if (c->arch < 90) why = "the kernels are PTX for an architecture older than sm_90 (NVRTC does not know this device)";
+    // As mma_capable: the architecture the kernels are built for (griddepcontrol is sm_90's).
+    else if (c->arch < 90)
+        why = c->ptx ? "the kernels are PTX for an architecture older than sm_90 (NVRTC does not know this device)"
+                     : "the device is older than sm_90";
     else if (c->info.driver_version < 12030 || !c->cu.LaunchKernelEx) why = "the driver is older than CUDA 12.3";
     if (why) {
         snprintf(c->info.dependent_launch_off, sizeof c->info.dependent_launch_off, "%s", why);

@@ -828,14 +828,14 @@ CUresult cuModuleLoadData(void **out, const void *image) {
                &arch, &nvrtc) != 5 ||
         hash != built_source_hash())
         return CUDA_ERROR_INVALID_IMAGE;
+    const bool sm = strcmp(kind, "sm") == 0;
+    if (!sm && strcmp(kind, "compute") != 0) return CUDA_ERROR_INVALID_IMAGE;
     // Machine code from a later major's toolkit than the driver's, or PTX from a later version.
-    if (strcmp(kind, "sm") == 0 ? nvrtc / 1000 > driver_version() / 1000 : nvrtc > driver_version())
-        return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+    if (sm ? nvrtc / 1000 > driver_version() / 1000 : nvrtc > driver_version()) return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     // As the driver: machine code runs on its own major version's later minors; PTX (compiled
     // here for the device) on any device at least its architecture.
     const int cc = emulated_cc();
-    if (strcmp(kind, "sm") == 0 ? arch / 10 != cc / 10 || arch > cc : strcmp(kind, "compute") != 0 || arch > cc)
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    if (arch > cc || (sm && arch / 10 != cc / 10)) return CUDA_ERROR_NO_BINARY_FOR_GPU;
     std::lock_guard<std::mutex> g(registry_lock());
     auto it = registry().find(format);
     if (it == registry().end()) return CUDA_ERROR_INVALID_IMAGE;
