@@ -14,7 +14,8 @@
 # $OUT/round.tar.xz.
 #
 # Stages, by priority (a stage runs once; `run STAGE` runs one again by hand):
-#   kernels-quick    test_cuda --quick (every kernel, two shapes) and first-use NVRTC times
+#   kernels-quick    test_cuda --quick (every kernel, two shapes) and first-use NVRTC times; a launch
+#                    saving whose tests fail is off for the rest of the round (fallbacks, below)
 #   bench-M          plinth bench: tg128 and pp512 (-r 5), batched decode of 64 sequences
 #   llama-M          llama-bench and llama-batched-bench (CUDA) on the same file
 #   ablate-M         tg128 with graphs, the fused norm, the fused GLU, the side stream, dependent launch, the fused
@@ -179,11 +180,69 @@ kernels() { # quick|full
         for types in 3,8,0 6,8,12,14,0; do "$W/devbin/compile_cuda" --types "$types" "$(nproc)" 2>&1 | tee -a "$LOG"; done
     fi
     say "PlinthCUDA kernel tests ($1)"
+    # As the code ships, whatever a fallback turned off.
+    kernel_tests "$1" "$OUT/kernel-tests-$1.log" $(fallback_vars | sed 's/^/-u /')
+    local st=$? n=0 again=0
+    [ "$1" = quick ] || return 0
+    fallbacks "$OUT/kernel-tests-quick.log"
+    # A failed device call ends test_cuda (status 2) before the tests after it: they run again with
+    # what failed turned off, while that turns more off.
+    while [ $st -eq 2 ] && [ "$(fallback_vars | wc -l)" -gt $n ]; do
+        n=$(fallback_vars | wc -l) again=$((again + 1))
+        say "PlinthCUDA kernel tests (quick) again, with $(fallback_vars | tr '\n' ' ')at 0"
+        kernel_tests quick "$OUT/kernel-tests-quick-$again.log"
+        st=$?
+        fallbacks "$OUT"/kernel-tests-quick*.log
+    done
+    return 0
+}
+kernel_tests() { # quick|full LOG [env OPTIONS]: test_cuda's lines other than PASS shown; its status returned
+    local set=$1 log=$2 st
+    shift 2
     # In plinth's own kernel cache, which the tests leave holding a good cubin: plinth need not compile again.
     # (The rehearsal runs the quick set for both: the whole one takes ~16 minutes emulated.)
-    "$W/devbin/test_cuda" "$PLINTH_HOME/cuda" $({ [ "$1" = quick ] || [ -n "${ROUND_SMOKE:-}" ]; } && echo --quick) \
-        >"$OUT/kernel-tests-$1.log" 2>&1
-    grep -v "^PASS" "$OUT/kernel-tests-$1.log" | tee -a "$LOG"
+    env "$@" "$W/devbin/test_cuda" "$PLINTH_HOME/cuda" $({ [ "$set" = quick ] || [ -n "${ROUND_SMOKE:-}" ]; } && echo --quick) \
+        >"$log" 2>&1
+    st=$?
+    grep -v "^PASS" "$log" | tee -a "$LOG"
+    return $st
+}
+
+# Each launch saving that has a switch, and the kernel tests' failures that turn it off (a regex
+# on test_cuda's FAIL lines and the line of a device call that ended it). Code that first runs on
+# a GPU in a round may fail there: its saving is then off (the switch at 0) for every later stage
+# and call, and the summary says so, so that the round still measures the targets on what works,
+# at the cost of that saving's figures. ROUND_FALLBACK=0 keeps everything on.
+FALLBACK_RULES='PLINTH_CUDA_MMA_ATTN tensor cores|launch of attention_mma
+PLINTH_CUDA_PDL ^FAIL dependent launch
+PLINTH_CUDA_TOPK ^FAIL topk|launch of topk
+PLINTH_CUDA_F16_WEIGHTS ^FAIL f16 weight copies
+PLINTH_CUDA_GLU ^FAIL matmul_glu|launch of glu
+PLINTH_CUDA_NORM_FUSED ^FAIL matmul_(add|post)_norm
+PLINTH_CUDA_ROPE_FUSED ^FAIL matmul_runs_rope_store
+PLINTH_CUDA_OVERLAP ^FAIL matmul_runs[ :]
+PLINTH_CUDA_GRAPHS ^FAIL graph'
+fallbacks() { # TEST_LOG...: writes $OUT/fallbacks.txt (each switch and why) and exports the switches
+    [ "${ROUND_FALLBACK:-1}" = 0 ] && return 0
+    local var pattern n first
+    : >"$OUT/fallbacks.txt.tmp"
+    while read -r var pattern; do
+        n=$(cat "$@" | grep -E "^FAIL|: .* -> " | grep -cE "$pattern")
+        [ "$n" -gt 0 ] || continue
+        first=$(cat "$@" | grep -E "^FAIL|: .* -> " | grep -E "$pattern" | head -n 1 | sed -E 's/^FAIL //; s/([a-z_0-9]+)\(.*\) -> /\1(...) -> /' | cut -c1-240)
+        echo "$var=0 ($n failed; the first: $first)" >>"$OUT/fallbacks.txt.tmp"
+    done <<<"$FALLBACK_RULES"
+    if [ -s "$OUT/fallbacks.txt.tmp" ] && ! cmp -s "$OUT/fallbacks.txt.tmp" "$OUT/fallbacks.txt"; then
+        say "off for the rest of the round, their kernel tests having failed here:"; tee -a "$LOG" <"$OUT/fallbacks.txt.tmp"
+    fi
+    mv "$OUT/fallbacks.txt.tmp" "$OUT/fallbacks.txt"
+    load_fallbacks
+}
+fallback_vars() { [ -f "$OUT/fallbacks.txt" ] && cut -d= -f1 "$OUT/fallbacks.txt"; return 0; }
+load_fallbacks() {
+    [ "${ROUND_FALLBACK:-1}" = 0 ] && return 0
+    local v
+    for v in $(fallback_vars); do export "$v=0"; done
 }
 
 attention_stage() {
@@ -394,6 +453,16 @@ for m in ("smollm2", "qwen-rep"):
         if a is None and b is None: continue
         ratio = a / b if a and b else None
         rows.append((m, label, a, b, ratio, target))
+# Savings a fallback turned off: their ablations compare the same thing twice, and are left out.
+off = set()
+try:
+    for line in open(os.path.join(out, "fallbacks.txt")):
+        print(f"OFF in this round's plinth runs (its kernel tests failed here): {line.strip()}")
+        off.add(line.split("=")[0])
+except OSError: pass
+switch = {"graphs": "GRAPHS", "normfuse": "NORM_FUSED", "glu": "GLU", "overlap": "OVERLAP", "pdl": "PDL", "rope": "ROPE_FUSED",
+          "unify": "UNIFY", "f16": "F16_WEIGHTS", "mma": "MMA_ATTN"}
+fell = lambda n: "PLINTH_CUDA_" + switch[n] in off
 print("| model | test | plinth t/s | llama.cpp t/s | ratio | target |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
 f = lambda x, d=1: "—" if x is None else f"{x:,.{d}f}"
@@ -402,16 +471,16 @@ for m, label, a, b, r, t in rows:
 for m in ("qwen-rep", "smollm2"):
     base = plinth(m, "tg", "single-again") or plinth(m, "tg")
     offs = [(n, plinth(m, "tg", f"single-no{n}")) for n in ("graphs", "normfuse", "glu", "overlap", "pdl", "rope", "unify")]
-    offs = [(n, v) for n, v in offs if v]
+    offs = [(n, v) for n, v in offs if v and not fell(n)]
     if base and offs:
         print(f"{m} tg{tg} with one launch saving off, against {base:,.1f} t/s as shipped: "
               + ", ".join(f"no{n} {v:,.1f} ({v / base:.2f}×)" for n, v in offs))
     pair = [(k, plinth(m, k, "batched64-nof16"), plinth(m, k, "batched64")) for k in ("pp", "tg")]
-    if all(a and b for _, a, b in pair):
+    if all(a and b for _, a, b in pair) and not fell("f16"):
         print(f"{m} batched x{par} without the f16 weight copies: " + ", ".join(f"{k} {a:,.1f} t/s ({a / b:.2f}× with)" for k, a, b in pair))
     for p in (pp, 4 * pp):
         a, b = plinth(m, "pp", f"prompt{p}"), plinth(m, "pp", f"prompt{p}-nomma")
-        if a and b: print(f"{m} pp{p}: {a:,.1f} t/s with the prompt's attention on tensor cores, {b:,.1f} without ({a / b:.2f}×)")
+        if a and b and not fell("mma"): print(f"{m} pp{p}: {a:,.1f} t/s with the prompt's attention on tensor cores, {b:,.1f} without ({a / b:.2f}×)")
     d = load(f"plinth-{m}-single.json")
     k = re.search(r"(\d+) kernels a decode step", (d or {}).get("backend", ""))
     if k: print(f"{m}: {k.group(1)} kernels a decode step")
@@ -430,7 +499,8 @@ for p in sorted(glob.glob(os.path.join(out, "kld-*.txt"))):
     print(f"fidelity {os.path.basename(p)[4:-4]}: mean KLD {k.group(1) if k else '?'}, same top {t.group(1) if t else '?'} %")
 for p in sorted(glob.glob(os.path.join(out, "kernel-tests-*.log"))):
     lines = open(p).read().strip().splitlines()
-    print(f"{os.path.basename(p)[:-4]}: {lines[-1] if lines else 'no output'}")
+    last = re.sub(r"(\w+)\(.*\) -> ", r"\1(...) -> ", lines[-1]) if lines else "no output"
+    print(f"{os.path.basename(p)[:-4]}: {last}")
 EOF
     say "device time so far: $(($(date +%s) - $(cat "$W/t0"))) s since the first call began"
 }
@@ -473,6 +543,7 @@ run_stage() {
     say "stage $st took $(($(date +%s) - t)) s"
 }
 
+load_fallbacks
 case "${1:-}" in
 call)
     start=$(date +%s) budget=${ROUND_CALL_SECONDS:-420}

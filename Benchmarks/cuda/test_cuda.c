@@ -56,6 +56,12 @@ static void report(int ok, const char *fmt, ...) {
 
 static int same_bits(float a, float b) { return memcmp(&a, &b, 4) == 0; }
 
+// Whether a PLINTH_CUDA_ switch turns its launch saving off (set to 0), as pk_cuda.c reads it.
+static int switched_off(const char *name) {
+    const char *env = getenv(name);
+    return env && strcmp(env, "0") == 0;
+}
+
 // Removes a cache directory the tests made (or emptied before a run), saying so where it cannot.
 static void remove_dir(const char *dir) {
     char cmd[1100];
@@ -818,6 +824,10 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
 // The gated product (pkc_matmul_glu) against the product of all 2f rows then pkc_swiglu (or
 // pkc_geglu_q8): bit for bit, float x and int8 x, by the policy and with int8 x forced, at 1 and 2 rows.
 static void test_glu(pkc_context *c, int gelu) {
+    if (switched_off("PLINTH_CUDA_GLU")) {
+        printf("SKIP matmul_glu%s: off by $PLINTH_CUDA_GLU=0\n", gelu ? " (gelu)" : "");
+        return;
+    }
     static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_F16};
     static const int64_t shapes[][2] = {{1536, 576}, {4864, 896}, {512, 4096}};
     for (int ti = 0; ti < 6; ti++)
@@ -2094,8 +2104,7 @@ static void test_dependent_launch(pkc_context *c) {
     if (!info.dependent_launch) {
         // Off is right only where the device, the driver or $PLINTH_CUDA_PDL rule it out, not
         // after a failed self-test on a device that has it.
-        const char *env = getenv("PLINTH_CUDA_PDL");
-        const int expected = (env && strcmp(env, "0") == 0) || info.cc_major < 9 || info.driver_version < 12030;
+        const int expected = switched_off("PLINTH_CUDA_PDL") || info.cc_major < 9 || info.driver_version < 12030;
         const int refused = pkc_set_dependent_launch(c, 1) == 0 && pkc_set_dependent_launch(c, 0) == 0;
         report(expected && refused, "dependent launch unavailable here (%s): %s; turning it on is refused",
                info.dependent_launch_off, expected ? "as expected" : "UNEXPECTED on this device and driver");
@@ -2445,8 +2454,11 @@ static void test_arch_choice(const char *name) {
                          again.kernels_from_cache == 1 && again.kernel_arch == cases[i].arch;
                 pkc_close(c);
             }
-            report(info.kernel_arch == cases[i].arch && info.kernel_ptx == cases[i].ptx && info.dependent_launch == cases[i].pdl &&
-                       mma == cases[i].mma && exact && format && files && cached,
+            // Either saving turned off by its switch (a device round's fallback) is off on every device.
+            const int pdl_wanted = cases[i].pdl && !switched_off("PLINTH_CUDA_PDL");
+            const int mma_wanted = cases[i].mma && !switched_off("PLINTH_CUDA_MMA_ATTN");
+            report(info.kernel_arch == cases[i].arch && info.kernel_ptx == cases[i].ptx && info.dependent_launch == pdl_wanted &&
+                       mma == mma_wanted && exact && format && files && cached,
                    "arch choice: sm_%s with NVRTC for %s: %s (built as %s_%d, dependent launch %s, tensor-core attention %s; "
                    "y += x %s, Q8_0's module, both cached and read back)",
                    cases[i].cc, cases[i].archs, cases[i].what, info.kernel_ptx ? "compute" : "sm", info.kernel_arch,
