@@ -3,7 +3,8 @@
 # 1. the device tools (test_cuda, bench_cuda, compile_cuda) build against the current kernels
 #    and headers;
 # 2. test_cuda --quick passes on the CPU emulator of a CUDA device (Benchmarks/cuda/emu): every
-#    kernel against the CPU kernels, the host code's launches, graphs, streams and caches;
+#    kernel against the CPU kernels, the host code's launches, graphs, streams and caches; the
+#    emulator built with UBSan's alignment check, so a misaligned vector load fails as on a device;
 # 3. the Swift CUDA backend tests pass on the emulator (SmolLM2's: greedy text against
 #    llama.cpp's fixtures, CPU agreement at many rows and at one or two, the device's masked
 #    argmax and top-k, unmerged adapters on tiny models and SmolLM2, a tiny Gemma 3's planned
@@ -27,7 +28,9 @@ out=$tmp/plinth-cuda-tools
 "$here/build.sh" "$out"
 
 emu=$tmp/plinth-cuda-emu
-"$here/emu/build.sh" "$emu"
+# Vector loads (uint4, float4, uint2) at an address their size does not divide fault on a device
+# (CUDA_ERROR_MISALIGNED_ADDRESS), not on x86: UBSan's alignment check stops the emulated run there.
+PKC_EMU_CXXFLAGS="${PKC_EMU_CXXFLAGS:--fsanitize=alignment -fno-sanitize-recover=alignment}" "$here/emu/build.sh" "$emu"
 LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu "$out/test_cuda" "$tmp/plinth-cuda-emu-cache" --quick --require-device
 if [ -e "$root/.build/release/PlinthPackageTests.xctest" ]; then
     log=$tmp/plinth-cuda-emu-swift.log
