@@ -17,9 +17,13 @@
 # 4. every kernel module compiles with NVRTC for sm_90 (the H100 of the device rounds), sm_80 (the
 #    first with the tensor-core attention, before dependent launch) and sm_70 (the oldest the
 #    backend opens: neither; ~30 s each on 2 cores), and as PTX for compute_90 (what a device newer
-#    than NVRTC gets). NVRTC
-#    comes from PyPI (nvidia-cuda-nvrtc-cu12) into a venv under ~/.cache/plinth, once; where it
-#    cannot be installed this step is skipped with a line saying so.
+#    than NVRTC gets);
+# 5. every kernel launch of steps 2 and 3 fits what an sm_90 gives a block: its registers (ptxas's
+#    counts from that PTX), threads (its __launch_bounds__) and shared memory, static and dynamic
+#    (launch_resources.py; the emulator, which has no registers, would run a launch a GPU refuses).
+# NVRTC and ptxas come from PyPI (nvidia-cuda-nvrtc-cu12, nvidia-cuda-nvcc-cu12) into a venv
+# under ~/.cache/plinth, once; where they cannot be installed steps 4 and 5 are skipped with a
+# line saying so.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,6 +35,10 @@ emu=$tmp/plinth-cuda-emu
 # Vector loads (uint4, float4, uint2) at an address their size does not divide fault on a device
 # (CUDA_ERROR_MISALIGNED_ADDRESS), not on x86: UBSan's alignment check stops the emulated run there.
 PKC_EMU_CXXFLAGS="${PKC_EMU_CXXFLAGS:--fsanitize=alignment -fno-sanitize-recover=alignment}" "$here/emu/build.sh" "$emu"
+# Every kernel's largest launch, from the tests below, for step 5.
+launches=$tmp/plinth-cuda-launches.txt
+rm -f "$launches"
+export PKC_EMU_LAUNCH_LOG=$launches
 LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu "$out/test_cuda" "$tmp/plinth-cuda-emu-cache" --quick --require-device
 if [ -e "$root/.build/release/PlinthPackageTests.xctest" ]; then
     log=$tmp/plinth-cuda-emu-swift.log
@@ -50,12 +58,18 @@ fi
 
 venv=${XDG_CACHE_HOME:-$HOME/.cache}/plinth/nvrtc-venv
 lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
-if [ -z "$lib" ]; then
-    if python3 -m venv "$venv" >/dev/null 2>&1 && "$venv/bin/pip" install -q nvidia-cuda-nvrtc-cu12 >/dev/null 2>&1; then
+ptxas=$(ls "$venv"/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas 2>/dev/null | head -n 1 || true)
+if [ -z "$lib" ] || [ -z "$ptxas" ]; then
+    # NVRTC and ptxas of one release (the PTX NVRTC writes is of a version its ptxas reads).
+    if python3 -m venv "$venv" >/dev/null 2>&1 && "$venv/bin/pip" install -q nvidia-cuda-nvrtc-cu12 nvidia-cuda-nvcc-cu12 >/dev/null 2>&1; then
         lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib | head -n 1)
+        ptxas=$(ls "$venv"/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas | head -n 1)
     else
-        echo "ci_check: NVRTC could not be installed from PyPI; the kernel compile check is skipped" >&2
+        echo "ci_check: NVRTC and ptxas could not be installed from PyPI; the kernel compile and launch checks are skipped" >&2
         exit 0
     fi
 fi
-for build in 90 80 70 "90 --ptx"; do PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch $build 2; done
+ptx=$tmp/plinth-cuda-ptx90
+rm -rf "$ptx" && mkdir -p "$ptx"
+for build in 90 80 70 "90 --ptx --save $ptx"; do PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch $build 2; done
+python3 "$here/launch_resources.py" --ptx "$ptx" --launches "$launches" --ptxas "$ptxas" --arch 90

@@ -821,20 +821,26 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
     pkc_free(c, dpos); pkc_free(c, dslot);
 }
 
+static int quick; // --quick: fewer shapes (the CPU emulator in CI)
+
 // The gated product (pkc_matmul_glu) against the product of all 2f rows then pkc_swiglu (or
-// pkc_geglu_q8): bit for bit, float x and int8 x, by the policy and with int8 x forced, at 1 and 2 rows.
+// pkc_geglu_q8): bit for bit, float x and int8 x, by the policy and with int8 x forced, at 1 and 2
+// rows. Every format; --quick: the catalog models' formats (the first six) on every shape, the
+// others on their first.
 static void test_glu(pkc_context *c, int gelu) {
     if (switched_off("PLINTH_CUDA_GLU")) {
         printf("SKIP matmul_glu%s: off by $PLINTH_CUDA_GLU=0\n", gelu ? " (gelu)" : "");
         return;
     }
-    static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_F16};
+    static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_F16, PK_Q4_0, PK_Q5_1,
+                                PK_Q2_K, PK_Q3_K, PK_Q5_K, PK_PQ2,  PK_BF16, PK_F32};
     static const int64_t shapes[][2] = {{1536, 576}, {4864, 896}, {512, 4096}};
-    for (int ti = 0; ti < 6; ti++)
-        for (int si = 0; si < 3; si++) {
+    for (int ti = 0; ti < (int)(sizeof types / sizeof types[0]); ti++)
+        for (int si = 0, fitted = 0; si < 3; si++) {
             const int type = types[ti];
             const int64_t f = shapes[si][0], k = shapes[si][1], m = 2 * f;
-            if (k % block_elements(type) != 0) continue;
+            if (k % block_elements(type) != 0 || (quick && ti >= 6 && fitted)) continue;
+            fitted = 1;
             const size_t rb = pkc_row_bytes(type, k);
             uint8_t *w = malloc(rb * (size_t)m);
             random_weights(type, w, m, k);
@@ -872,7 +878,6 @@ static void test_glu(pkc_context *c, int gelu) {
 // The vocabulary-sized shapes only for the formats that models keep their output matrix in.
 // --quick (the CPU emulator in CI, Benchmarks/cuda/emu): every format's products on two shapes,
 // one of 576 columns and one of 1536 (k-quants need whole 256s), not the whole table.
-static int quick;
 static int quick_shape(const shape *s) { return strcmp(s->name, "smol attn_k") == 0 || strcmp(s->name, "odd") == 0; }
 
 // The GEMM path with f16 copies of the weights (pkc_cache_f16) against the same products
@@ -1091,7 +1096,9 @@ static void test_rms_norm(pkc_context *c) {
 // and two tables against the same with pkc_scale and two tables.
 static void test_embed_norm_rope(pkc_context *c) {
     struct { int type; int64_t k; } cases[] = {{PK_Q8_0, 576}, {PK_Q4_1, 576}, {PK_Q5_0, 896}, {PK_Q6_K, 1536},
-                                               {PK_F16, 2048}, {PK_F32, 64}};
+                                               {PK_F16, 2048}, {PK_F32, 64},  {PK_Q4_0, 576}, {PK_Q5_1, 576},
+                                               {PK_Q2_K, 512}, {PK_Q3_K, 768}, {PK_Q4_K, 1024}, {PK_Q5_K, 256},
+                                               {PK_PQ2, 576},  {PK_BF16, 128}};
     static const int64_t nsz[] = {1, 2, 9}; // 9: the GEMM path's rows, f16 input rows
     int32_t ids[9] = {5, 0, 36, -1, 17, 5, 37, 2, 30}, pos[9];
     for (int i = 0; i < 9; i++) pos[i] = i == 0 ? 0 : (int32_t)(rng_u64() % 32768);
@@ -1812,6 +1819,29 @@ static void test_attention(pkc_context *c) {
             snprintf(name, sizeof name, "%s decode, 64 seqs short", models[mi].name);
             attention_case(c, &w, name, 64, sl, kl, 0);
         }
+        kv_world_free(c, &w);
+    }
+    // The query heads a kv head that no model above has, each its own kernel (pkc_attention_gG):
+    // 2 (Gemma 2 2B), 5 (Qwen2.5-14B), 6 (Qwen2.5-1.5B), 8 (Qwen2.5-3B). Batched decode and the
+    // split rows (prompts go the same way through the same kernel). Four kv heads: 64 rows of
+    // 2 x 4 query heads are more blocks than 2 per SM on 132 SMs, where a block takes a kv head's
+    // group (fewer take a query head each, pkc_attention_g1).
+    static const int groups[] = {2, 5, 6, 8};
+    for (int gi = 0; gi < 4; gi++) {
+        kv_world w;
+        const int slots = 64;
+        kv_world_init(c, &w, 4 * groups[gi], 4, 64, slots, 1100);
+        int32_t len[64], sl[64], kl[64];
+        for (int s = 0; s < slots; s++) len[s] = 1 + (int32_t)(rng_u64() % 1099);
+        len[1] = 1099;
+        kv_fill(c, &w, len);
+        for (int s = 0; s < slots; s++) { sl[s] = (s * 37) % slots; kl[s] = len[sl[s]]; }
+        char name[96];
+        snprintf(name, sizeof name, "g%d decode, 64 seqs ragged", groups[gi]);
+        attention_case(c, &w, name, 64, sl, kl, 0);
+        int32_t fsl[3] = {1, 3, 0}, fkl[3] = {1099, len[3], 0};
+        snprintf(name, sizeof name, "g%d 3 rows split (one kv_len 0)", groups[gi]);
+        attention_case(c, &w, name, 3, fsl, fkl, 0);
         kv_world_free(c, &w);
     }
 }

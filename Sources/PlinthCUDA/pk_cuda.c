@@ -862,8 +862,21 @@ int pkc_prepare(pkc_context *c, const int *types, int count) {
     return n < 0 ? -n : n ? load_modules(c, want, n) : PKC_OK;
 }
 
-int pkc_compile_check(int arch, int ptx, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
-                      char *error, size_t error_size) {
+// Writes a compiled module where pkc_compile_check is told to keep it.
+static int save_module(pkc_context *c, const char *dir, const module_job *j) {
+    char path[1200], module[64] = "core";
+    if (j->fi != CORE_MODULE) snprintf(module, sizeof module, "%d-%s", fmts[j->fi].type, fmts[j->fi].name);
+    snprintf(path, sizeof path, "%s/pkc-%s.%s", dir, module, j->ptx ? "ptx" : "cubin");
+    FILE *f = fopen(path, "wb");
+    // PTX's size counts its NUL, which a text file leaves out.
+    const size_t n = j->ptx && j->size ? j->size - 1 : j->size;
+    int ok = f && fwrite(j->cubin, 1, n, f) == n;
+    if (f && fclose(f) != 0) ok = 0;
+    return ok ? PKC_OK : fail(c, PKC_ERR_INVALID, "pkc_compile_check: writing %s: %s", path, strerror(errno));
+}
+
+int pkc_compile_check(int arch, int ptx, const int *types, int count, int threads, const char *save_dir, double *seconds,
+                      size_t *cubin_bytes, char *error, size_t error_size) {
     if (error && error_size) error[0] = 0;
     pkc_context *c = calloc(1, sizeof *c);
     module_job *jobs = calloc(NFMT + 1, sizeof *jobs);
@@ -885,6 +898,7 @@ int pkc_compile_check(int arch, int ptx, const int *types, int count, int thread
         size_t bytes = 0;
         for (int i = 0; i < n; i++) {
             if (jobs[i].status && !st) st = fail(c, jobs[i].status, "%s", jobs[i].err);
+            if (!jobs[i].status && save_dir && !st) st = save_module(c, save_dir, &jobs[i]);
             bytes += jobs[i].size;
             free(jobs[i].cubin);
         }

@@ -216,20 +216,13 @@ struct ServerTests {
         await #expect(throws: (any Error).self) { try await server.request("POST", Self.chat, body: body, timeout: 1) }
         let elapsed = Date().timeIntervalSince(start)
         #expect(elapsed >= 0.9, "the client gave up after \(elapsed) s, not at its timeout")
-        var running = -1
-        for _ in 0..<40 {
-            let metrics = try await server.get("/metrics").text
-            let line = metrics.split(separator: "\n").first { $0.hasPrefix("plinth_running_sequences{") }
-            running = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
-            if running == 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(running == 0)
+        #expect(try await Self.runningSequencesSettle(server) == 0, "the request went on after its client left")
         let metrics = try await server.get("/metrics").text
         #expect(!metrics.contains("plinth_generated_tokens_total{model=\"SmolLM2-135M-Instruct\"} 3000"))
-        // It was generating when the client left (a step a token).
+        // It was generating when the client left (a step a token), and stopped then. How far it got
+        // in that second depends on the machine's load (the whole suite on 2 cores: under 10 steps once).
         let steps = metrics.split(separator: "\n").first { $0.hasPrefix("plinth_steps_total{") }.flatMap { Int($0.split(separator: " ").last ?? "") }
-        #expect((steps ?? 0) > 10 && (steps ?? 0) < 3000)
+        #expect((steps ?? 0) >= 1 && (steps ?? 0) < 3000, "\(steps.map(String.init) ?? "no") steps")
     }
 
     @Test func aStreamWhoseClientLeavesFreesItsSlot() async throws {

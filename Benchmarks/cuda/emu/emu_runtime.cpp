@@ -864,6 +864,54 @@ CUresult cuFuncSetAttribute(void *f, int attr, int value) {
     return CUDA_SUCCESS;
 }
 
+// PKC_EMU_LAUNCH_LOG=FILE: each kernel's largest block and dynamic shared memory over the
+// process's launches, appended to FILE at exit as "MODULE KERNEL THREADS SHARED OPT_IN LAUNCHES"
+// (MODULE: the format's ggml type, -1 for the core module; OPT_IN: the dynamic shared memory
+// cuFuncSetAttribute allowed, else 0), which launch_resources.py holds against ptxas's registers
+// and shared memory for a device. (Defined after shared_opt_in: destroyed, and written, first.)
+namespace {
+struct LaunchShape {
+    int format = -2;
+    unsigned threads = 0, shared = 0;
+    uint64_t count = 0;
+};
+struct LaunchLog {
+    std::mutex lock;
+    std::map<const Kernel *, LaunchShape> shapes;
+    void note(const Kernel *k, unsigned threads, unsigned shared) {
+        std::lock_guard<std::mutex> g(lock);
+        LaunchShape &s = shapes[k];
+        if (!s.count) { // its module, found now: the registry may be gone by the time this is written
+            std::lock_guard<std::mutex> r(registry_lock());
+            for (const auto &[f, m] : registry())
+                if (k >= m->kernels && k < m->kernels + m->count) s.format = f;
+        }
+        s.threads = std::max(s.threads, threads);
+        s.shared = std::max(s.shared, shared);
+        s.count++;
+    }
+    ~LaunchLog() {
+        const char *path = getenv("PKC_EMU_LAUNCH_LOG");
+        if (!path || shapes.empty()) return;
+        std::string text;
+        std::lock_guard<std::mutex> g(attribute_lock);
+        for (const auto &[k, s] : shapes) {
+            const auto opt_in = shared_opt_in.find(k);
+            char line[256];
+            snprintf(line, sizeof line, "%d %s %u %u %d %llu\n", s.format, k->name, s.threads, s.shared,
+                     opt_in == shared_opt_in.end() ? 0 : opt_in->second, (unsigned long long)s.count);
+            text += line;
+        }
+        FILE *f = fopen(path, "a");
+        if (f) {
+            fwrite(text.data(), 1, text.size(), f);
+            fclose(f);
+        }
+    }
+};
+LaunchLog launch_log;
+} // namespace
+
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void *stream, void **params, void **extra) {
     if (!f || extra) return CUDA_ERROR_INVALID_VALUE;
@@ -887,6 +935,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     op.launch.grid[0] = gx, op.launch.grid[1] = gy, op.launch.grid[2] = gz;
     op.launch.threads[0] = bx, op.launch.threads[1] = by, op.launch.threads[2] = bz;
     op.launch.shared_bytes = shared;
+    launch_log.note(k, bx * by * bz, shared);
     // The arguments are copied, as the driver does at the call.
     for (int i = 0; i < k->arg_count; i++) {
         const unsigned char *p = static_cast<const unsigned char *>(params[i]);

@@ -97,11 +97,13 @@ int pkc_prepare(pkc_context *ctx, const int *types, int count);
 
 // A build check that needs no GPU and no driver, only NVRTC: compiles the common kernel module
 // and those of `types` (NULL: every format) for sm_<arch> (ptx: as PTX for compute_<arch>) on
-// `threads` threads (0: as pkc_prepare), discarding the output: what a first load of a model
-// with those types compiles. Gives the wall seconds and the output's total size; on failure the
-// status and NVRTC's log.
-int pkc_compile_check(int arch, int ptx, const int *types, int count, int threads, double *seconds, size_t *cubin_bytes,
-                      char *error, size_t error_size);
+// `threads` threads (0: as pkc_prepare): what a first load of a model with those types
+// compiles. Gives the wall seconds and the output's total size; on failure the status and
+// NVRTC's log. The output is discarded, or written to `save_dir` (when not NULL) as one file a
+// module, pkc-MODULE.ptx or .cubin (MODULE: "core", or the format's ggml type and name, as
+// "8-q8_0"), for tools that read it (Benchmarks/cuda/launch_resources.py).
+int pkc_compile_check(int arch, int ptx, const int *types, int count, int threads, const char *save_dir, double *seconds,
+                      size_t *cubin_bytes, char *error, size_t error_size);
 
 // ---- memory ------------------------------------------------------------------------------------
 
