@@ -224,13 +224,12 @@ PLINTH_CUDA_OVERLAP ^FAIL matmul_runs[ :]
 PLINTH_CUDA_GRAPHS ^FAIL graph'
 fallbacks() { # TEST_LOG...: writes $OUT/fallbacks.txt (each switch and why) and exports the switches
     [ "${ROUND_FALLBACK:-1}" = 0 ] && return 0
-    local var pattern n first
+    local var pattern failures hits
+    failures=$(cat "$@" | grep -E "^FAIL|: .* -> ")
     : >"$OUT/fallbacks.txt.tmp"
     while read -r var pattern; do
-        n=$(cat "$@" | grep -E "^FAIL|: .* -> " | grep -cE "$pattern")
-        [ "$n" -gt 0 ] || continue
-        first=$(cat "$@" | grep -E "^FAIL|: .* -> " | grep -E "$pattern" | head -n 1 | sed -E 's/^FAIL //; s/([a-z_0-9]+)\(.*\) -> /\1(...) -> /' | cut -c1-240)
-        echo "$var=0 ($n failed; the first: $first)" >>"$OUT/fallbacks.txt.tmp"
+        hits=$(grep -E "$pattern" <<<"$failures") || continue
+        echo "$var=0 ($(wc -l <<<"$hits") failed; the first: $(head -n 1 <<<"$hits" | sed 's/^FAIL //'))" >>"$OUT/fallbacks.txt.tmp"
     done <<<"$FALLBACK_RULES"
     if [ -s "$OUT/fallbacks.txt.tmp" ] && ! cmp -s "$OUT/fallbacks.txt.tmp" "$OUT/fallbacks.txt"; then
         say "off for the rest of the round, their kernel tests having failed here:"; tee -a "$LOG" <"$OUT/fallbacks.txt.tmp"
@@ -239,6 +238,7 @@ fallbacks() { # TEST_LOG...: writes $OUT/fallbacks.txt (each switch and why) and
     load_fallbacks
 }
 fallback_vars() { [ -f "$OUT/fallbacks.txt" ] && cut -d= -f1 "$OUT/fallbacks.txt"; return 0; }
+fallen() { fallback_vars | grep -qx "$1"; }
 load_fallbacks() {
     [ "${ROUND_FALLBACK:-1}" = 0 ] && return 0
     local v
@@ -262,25 +262,38 @@ bench_model() { # M
     return 0
 }
 
+# bench NAME with the saving VAR off: skipped where a fallback already has it off for the round
+# (it would be the shipped run again).
+without() { # VAR NAME ARGS...
+    local var=$1
+    shift
+    if fallen "$var"; then say "plinth bench $1: skipped ($var is off for this round)"; return 0; fi
+    (export "$var=0" && bench "$@")
+}
+
 ablate_model() { # M: each launch-saving change off, one at a time: what it is worth on this machine
     local m=$1 f; f=$(model_file "$1")
-    PLINTH_CUDA_GRAPHS=0 bench "$m-single-nographs" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
-    PLINTH_CUDA_NORM_FUSED=0 bench "$m-single-nonormfuse" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
-    PLINTH_CUDA_GLU=0 bench "$m-single-noglu" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
-    PLINTH_CUDA_OVERLAP=0 bench "$m-single-nooverlap" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
-    PLINTH_CUDA_PDL=0 bench "$m-single-nopdl" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
-    PLINTH_CUDA_ROPE_FUSED=0 bench "$m-single-norope" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    without PLINTH_CUDA_GRAPHS "$m-single-nographs" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    without PLINTH_CUDA_NORM_FUSED "$m-single-nonormfuse" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    without PLINTH_CUDA_GLU "$m-single-noglu" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    without PLINTH_CUDA_OVERLAP "$m-single-nooverlap" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    without PLINTH_CUDA_PDL "$m-single-nopdl" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    without PLINTH_CUDA_ROPE_FUSED "$m-single-norope" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     # q|k Q5_0 beside v Q8_0 (12 of its layers) as two launches, not rewritten as one Q8_0 run.
-    [ "$m" = qwen-rep ] && PLINTH_CUDA_UNIFY=0 bench "$m-single-nounify" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
+    [ "$m" = qwen-rep ] && without PLINTH_CUDA_UNIFY "$m-single-nounify" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
     # The GEMM path (the batch's prompts and its 64-row decode) dequantizing every product's
     # weights at each step, as before the f16 copies (Qwen's shape only: the lease is short).
-    [ "$m" = qwen-rep ] && PLINTH_CUDA_F16_WEIGHTS=0 bench "$m-batched64-nof16" -m "$f" --backend cuda --parallel $BPAR \
+    [ "$m" = qwen-rep ] && without PLINTH_CUDA_F16_WEIGHTS "$m-batched64-nof16" -m "$f" --backend cuda --parallel $BPAR \
         -p $BPP -n $BTG -r $((REPS > 3 ? 3 : REPS))
     # A prompt's attention on tensor cores against pkc_attention's kernel, at PP and 4 PP positions.
-    for p in $PP $((4 * PP)); do
-        bench "$m-prompt$p" -m "$f" --backend cuda -p $p -n 0 -r $REPS
-        PLINTH_CUDA_MMA_ATTN=0 bench "$m-prompt$p-nomma" -m "$f" --backend cuda -p $p -n 0 -r $REPS
-    done
+    if fallen PLINTH_CUDA_MMA_ATTN; then
+        say "plinth bench $m-prompt*: skipped (PLINTH_CUDA_MMA_ATTN is off for this round)"
+    else
+        for p in $PP $((4 * PP)); do
+            bench "$m-prompt$p" -m "$f" --backend cuda -p $p -n 0 -r $REPS
+            without PLINTH_CUDA_MMA_ATTN "$m-prompt$p-nomma" -m "$f" --backend cuda -p $p -n 0 -r $REPS
+        done
+    fi
     # And once more as it ships, last, so that drift over the stage shows.
     bench "$m-single-again" -m "$f" --backend cuda -p 0 -n $TG -r $REPS
 }
@@ -453,16 +466,12 @@ for m in ("smollm2", "qwen-rep"):
         if a is None and b is None: continue
         ratio = a / b if a and b else None
         rows.append((m, label, a, b, ratio, target))
-# Savings a fallback turned off: their ablations compare the same thing twice, and are left out.
-off = set()
+# A device call that ended test_cuda, without the call's argument list.
+short = lambda line: re.sub(r"(\w+)\(.*\) -> ", r"\1(...) -> ", line)
 try:
     for line in open(os.path.join(out, "fallbacks.txt")):
-        print(f"OFF in this round's plinth runs (its kernel tests failed here): {line.strip()}")
-        off.add(line.split("=")[0])
+        print(f"OFF in this round's plinth runs (its kernel tests failed here): {short(line.strip())}")
 except OSError: pass
-switch = {"graphs": "GRAPHS", "normfuse": "NORM_FUSED", "glu": "GLU", "overlap": "OVERLAP", "pdl": "PDL", "rope": "ROPE_FUSED",
-          "unify": "UNIFY", "f16": "F16_WEIGHTS", "mma": "MMA_ATTN"}
-fell = lambda n: "PLINTH_CUDA_" + switch[n] in off
 print("| model | test | plinth t/s | llama.cpp t/s | ratio | target |")
 print("| --- | --- | ---: | ---: | ---: | ---: |")
 f = lambda x, d=1: "—" if x is None else f"{x:,.{d}f}"
@@ -471,16 +480,16 @@ for m, label, a, b, r, t in rows:
 for m in ("qwen-rep", "smollm2"):
     base = plinth(m, "tg", "single-again") or plinth(m, "tg")
     offs = [(n, plinth(m, "tg", f"single-no{n}")) for n in ("graphs", "normfuse", "glu", "overlap", "pdl", "rope", "unify")]
-    offs = [(n, v) for n, v in offs if v and not fell(n)]
+    offs = [(n, v) for n, v in offs if v]
     if base and offs:
         print(f"{m} tg{tg} with one launch saving off, against {base:,.1f} t/s as shipped: "
               + ", ".join(f"no{n} {v:,.1f} ({v / base:.2f}×)" for n, v in offs))
     pair = [(k, plinth(m, k, "batched64-nof16"), plinth(m, k, "batched64")) for k in ("pp", "tg")]
-    if all(a and b for _, a, b in pair) and not fell("f16"):
+    if all(a and b for _, a, b in pair):
         print(f"{m} batched x{par} without the f16 weight copies: " + ", ".join(f"{k} {a:,.1f} t/s ({a / b:.2f}× with)" for k, a, b in pair))
     for p in (pp, 4 * pp):
         a, b = plinth(m, "pp", f"prompt{p}"), plinth(m, "pp", f"prompt{p}-nomma")
-        if a and b and not fell("mma"): print(f"{m} pp{p}: {a:,.1f} t/s with the prompt's attention on tensor cores, {b:,.1f} without ({a / b:.2f}×)")
+        if a and b: print(f"{m} pp{p}: {a:,.1f} t/s with the prompt's attention on tensor cores, {b:,.1f} without ({a / b:.2f}×)")
     d = load(f"plinth-{m}-single.json")
     k = re.search(r"(\d+) kernels a decode step", (d or {}).get("backend", ""))
     if k: print(f"{m}: {k.group(1)} kernels a decode step")
@@ -499,8 +508,7 @@ for p in sorted(glob.glob(os.path.join(out, "kld-*.txt"))):
     print(f"fidelity {os.path.basename(p)[4:-4]}: mean KLD {k.group(1) if k else '?'}, same top {t.group(1) if t else '?'} %")
 for p in sorted(glob.glob(os.path.join(out, "kernel-tests-*.log"))):
     lines = open(p).read().strip().splitlines()
-    last = re.sub(r"(\w+)\(.*\) -> ", r"\1(...) -> ", lines[-1]) if lines else "no output"
-    print(f"{os.path.basename(p)[:-4]}: {last}")
+    print(f"{os.path.basename(p)[:-4]}: {short(lines[-1]) if lines else 'no output'}")
 EOF
     say "device time so far: $(($(date +%s) - $(cat "$W/t0"))) s since the first call began"
 }

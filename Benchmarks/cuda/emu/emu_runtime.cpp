@@ -876,9 +876,11 @@ struct LaunchShape {
     uint64_t count = 0;
 };
 struct LaunchLog {
+    const char *const path = getenv("PKC_EMU_LAUNCH_LOG"); // unset: launches are not noted
     std::mutex lock;
     std::map<const Kernel *, LaunchShape> shapes;
     void note(const Kernel *k, unsigned threads, unsigned shared) {
+        if (!path) return;
         std::lock_guard<std::mutex> g(lock);
         LaunchShape &s = shapes[k];
         if (!s.count) { // its module, found now: the registry may be gone by the time this is written
@@ -891,7 +893,6 @@ struct LaunchLog {
         s.count++;
     }
     ~LaunchLog() {
-        const char *path = getenv("PKC_EMU_LAUNCH_LOG");
         if (!path || shapes.empty()) return;
         std::string text;
         std::lock_guard<std::mutex> g(attribute_lock);
