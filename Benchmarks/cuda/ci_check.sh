@@ -14,16 +14,17 @@
 #    device's memory, a prefix copy the device fails, admission by pages to a paged KV cache short of them), where the test build
 #    is there (.ci/run has built it); Qwen2.5-Coder's and Gemma 3 270M's reference tests take
 #    ~13 and ~7 minutes emulated: not here;
-# 4. every kernel module compiles with NVRTC for sm_90 (the H100 of the device rounds), sm_80 (the
-#    first with the tensor-core attention, before dependent launch) and sm_70 (the oldest the
-#    backend opens: neither; ~30 s each on 2 cores), and as PTX for compute_90 (what a device newer
+# 4. every kernel module compiles with NVRTC 12.9 and 13.0 (the device rounds' release) for sm_90
+#    (the H100 of the device rounds) and sm_80 (the first with the tensor-core attention, before
+#    dependent launch), with 12.9 for sm_70 (the oldest the backend opens: neither; 13.0 builds
+#    nothing before sm_75), ~30 s each on 2 cores, and as PTX for compute_90 (what a device newer
 #    than NVRTC gets);
-# 5. every kernel launch of steps 2 and 3 fits what an sm_90 gives a block: its registers (ptxas's
-#    counts from that PTX), threads (its __launch_bounds__) and shared memory, static and dynamic
+# 5. every kernel launch of steps 2 and 3 fits what an sm_90 gives a block: its registers (each
+#    release's ptxas's counts from its PTX), threads (its __launch_bounds__) and shared memory, static and dynamic
 #    (launch_resources.py; the emulator, which has no registers, would run a launch a GPU refuses).
-# NVRTC and ptxas come from PyPI (nvidia-cuda-nvrtc-cu12, nvidia-cuda-nvcc-cu12) into a venv
-# under ~/.cache/plinth, once; where they cannot be installed steps 4 and 5 are skipped with a
-# line saying so.
+# NVRTC and ptxas come from PyPI (nvidia-cuda-nvrtc-cu12 and nvidia-cuda-nvcc-cu12; 13.0's
+# nvidia-cuda-nvrtc and nvidia-cuda-nvcc) into a venv per release under ~/.cache/plinth, once;
+# where they cannot be installed steps 4 and 5 are skipped with a line saying so.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -56,24 +57,40 @@ else
     echo "ci_check: no test build in .build/release; the Swift CUDA tests on the emulator are skipped" >&2
 fi
 
-venv=${XDG_CACHE_HOME:-$HOME/.cache}/plinth/nvrtc-venv
-lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
-ptxas=$(ls "$venv"/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas 2>/dev/null | head -n 1 || true)
-if [ -z "$lib" ] || [ -z "$ptxas" ]; then
-    # NVRTC and ptxas of one release (the PTX NVRTC writes is of a version its ptxas reads).
-    python3 -m venv "$venv" >/dev/null 2>&1 && "$venv/bin/pip" install -q nvidia-cuda-nvrtc-cu12 nvidia-cuda-nvcc-cu12 >/dev/null 2>&1 || true
-    lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n 1 || true)
-    ptxas=$(ls "$venv"/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas 2>/dev/null | head -n 1 || true)
-fi
-if [ -z "$lib" ]; then
-    echo "ci_check: NVRTC could not be installed from PyPI; the kernel compile and launch checks are skipped" >&2
-    exit 0
-fi
-ptx=$tmp/plinth-cuda-ptx90
-rm -rf "$ptx" && mkdir -p "$ptx"
-for build in 90 80 70 "90 --ptx --save $ptx"; do PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch $build 2; done
-if [ -z "$ptxas" ]; then
-    echo "ci_check: ptxas could not be installed from PyPI; the launch check is skipped" >&2
-    exit 0
-fi
-python3 "$here/launch_resources.py" --ptx "$ptx" --launches "$launches" --ptxas "$ptxas" --arch 90
+# NVRTC and ptxas of one release (the PTX NVRTC writes is of a version its ptxas reads), in a
+# venv of their own per release; the check of step 5 uses that release's registers.
+# $1: the release's name; $2: its pip packages; $3: the folder of its libraries and ptxas under
+# site-packages/nvidia; the rest: compile_cuda's architectures.
+nvrtc_checks() {
+    release=$1 packages=$2 dir=$3
+    shift 3
+    venv=${XDG_CACHE_HOME:-$HOME/.cache}/plinth/nvrtc-$release-venv
+    find_tools() {
+        lib=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/$dir/lib 2>/dev/null | head -n 1 || true)
+        ptxas=$(ls "$venv"/lib/python3*/site-packages/nvidia/*/bin/ptxas 2>/dev/null | head -n 1 || true)
+    }
+    find_tools
+    if [ -z "$lib" ] || [ -z "$ptxas" ]; then
+        python3 -m venv "$venv" >/dev/null 2>&1 && "$venv/bin/pip" install -q $packages >/dev/null 2>&1 || true
+        find_tools
+    fi
+    if [ -z "$lib" ]; then
+        echo "ci_check: NVRTC $release could not be installed from PyPI; its kernel compile and launch checks are skipped" >&2
+        return 0
+    fi
+    ptx=$tmp/plinth-cuda-ptx-$release
+    rm -rf "$ptx" && mkdir -p "$ptx"
+    # NVRTC opens its builtins library by name, from the loader's path.
+    for build in "$@" "90 --ptx --save $ptx"; do
+        LD_LIBRARY_PATH=$lib PLINTH_CUDA_LIB_DIR=$lib "$out/compile_cuda" --arch $build 2
+    done
+    if [ -z "$ptxas" ]; then
+        echo "ci_check: ptxas $release could not be installed from PyPI; its launch check is skipped" >&2
+        return 0
+    fi
+    python3 "$here/launch_resources.py" --ptx "$ptx" --launches "$launches" --ptxas "$ptxas" --arch 90
+}
+# 12.9: sm_70 is the oldest the backend opens (CUDA 13 builds none before sm_75).
+nvrtc_checks 12 "nvidia-cuda-nvrtc-cu12 nvidia-cuda-nvcc-cu12" cuda_nvrtc 90 80 70
+# 13.0: the device rounds' driver and NVRTC.
+nvrtc_checks 13 "nvidia-cuda-nvrtc==13.0.* nvidia-cuda-nvcc==13.0.*" cu13 90 80
