@@ -932,6 +932,12 @@ static int setup_dependent_launch(pkc_context *c);
 // architecture they are built for, which is never newer than the device.
 static int mma_capable(const pkc_context *c) { return c->arch >= 80; }
 
+// A saving's switch: off where the variable is "0", on otherwise (unset included).
+static int switched_off(const char *variable) {
+    const char *v = getenv(variable);
+    return v && strcmp(v, "0") == 0;
+}
+
 static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     int st = load_driver(c);
     if (st) return st;
@@ -1001,18 +1007,12 @@ static int open_device(pkc_context *c, int ordinal, const char *cache_dir) {
     if ((env = getenv("PLINTH_CUDA_GEMV_R"))) c->gemv_force_r = atoi(env);
     c->gemv_wide_warps = DEFAULT_GEMV_WIDE_WARPS;
     if ((env = getenv("PLINTH_CUDA_GEMV_WIDE_WARPS")) && atoll(env) >= 0) c->gemv_wide_warps = atoll(env);
-    env = getenv("PLINTH_CUDA_INT8");
-    c->int8_rows = env && strcmp(env, "0") == 0 ? -1 : 0;
-    env = getenv("PLINTH_CUDA_GLU");
-    c->glu_fused = !(env && strcmp(env, "0") == 0);
-    env = getenv("PLINTH_CUDA_NORM_FUSED");
-    c->norm_fused = !(env && strcmp(env, "0") == 0);
-    env = getenv("PLINTH_CUDA_ROPE_FUSED");
-    c->rope_fused = !(env && strcmp(env, "0") == 0);
-    env = getenv("PLINTH_CUDA_OVERLAP");
-    c->runs_overlap = !(env && strcmp(env, "0") == 0);
-    env = getenv("PLINTH_CUDA_MMA_ATTN");
-    c->mma_attention = mma_capable(c) && !(env && strcmp(env, "0") == 0);
+    c->int8_rows = switched_off("PLINTH_CUDA_INT8") ? -1 : 0;
+    c->glu_fused = !switched_off("PLINTH_CUDA_GLU");
+    c->norm_fused = !switched_off("PLINTH_CUDA_NORM_FUSED");
+    c->rope_fused = !switched_off("PLINTH_CUDA_ROPE_FUSED");
+    c->runs_overlap = !switched_off("PLINTH_CUDA_OVERLAP");
+    c->mma_attention = mma_capable(c) && !switched_off("PLINTH_CUDA_MMA_ATTN");
     return setup_dependent_launch(c);
 }
 
@@ -2040,9 +2040,8 @@ static int dependent_launch_self_test(pkc_context *c) {
 // Otherwise it stays off, the reason in the device info; the context works either way, unless
 // the failure left the context unusable (a fault in a kernel): then opening fails.
 static int setup_dependent_launch(pkc_context *c) {
-    const char *env = getenv("PLINTH_CUDA_PDL");
     const char *why = NULL;
-    if (env && strcmp(env, "0") == 0) why = "off by $PLINTH_CUDA_PDL=0";
+    if (switched_off("PLINTH_CUDA_PDL")) why = "off by $PLINTH_CUDA_PDL=0";
     // As mma_capable: the architecture the kernels are built for (griddepcontrol is sm_90's).
     else if (c->arch < 90)
         why = c->ptx ? "the kernels are PTX for an architecture older than sm_90 (NVRTC does not know this device)"
