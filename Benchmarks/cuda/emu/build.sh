@@ -30,7 +30,8 @@ module() {
     $CXX $flags -O0 -DPKC_FORMAT="$f" -DPKC_EMU_NS="$tag" -c "$here/emu_module.cpp" -o "$obj/$tag.list.o"
     nm --defined-only "$obj/$tag.list.o" | sed -n 's/^[0-9a-f]* T \(pkc_[A-Za-z0-9_]*\)$/K(\1)/p' >"$obj/$tag.inc"
     [ -s "$obj/$tag.inc" ] || { echo "emu/build.sh: module $f has no kernels" >&2; return 1; }
-    $CXX $flags -DPKC_FORMAT="$f" -DPKC_EMU_NS="$tag" -DPKC_EMU_KERNELS="\"$obj/$tag.inc\"" -c "$here/emu_module.cpp" -o "$obj/$tag.o"
+    # -fdata-sections: each static __shared__ in a section of its own, for shared.ld to gather.
+    $CXX $flags -fdata-sections -DPKC_FORMAT="$f" -DPKC_EMU_NS="$tag" -DPKC_EMU_KERNELS="\"$obj/$tag.inc\"" -c "$here/emu_module.cpp" -o "$obj/module-$tag.o"
 }
 jobs=$(nproc 2>/dev/null || echo 2)
 pids=
@@ -45,11 +46,12 @@ for p in $pids; do wait "$p" || status=1; done
 [ $status -eq 0 ] || { echo "emu/build.sh: a module failed to compile" >&2; exit 1; }
 $CXX $flags -c "$here/emu_runtime.cpp" -o "$obj/runtime.o"
 objs=$obj/runtime.o
-for f in $formats; do objs="$objs $obj/m$(echo "$f" | tr -- '-' 'n').o"; done
+for f in $formats; do objs="$objs $obj/module-m$(echo "$f" | tr -- '-' 'n').o"; done
 # -Bsymbolic: the kernels are extern "C" and share their names with PlinthCUDA's host functions
 # (pkc_rope_table is both); a program that exports its own (plinth built with
 # --static-swift-stdlib does) would otherwise be handed those as the kernels.
 # shellcheck disable=SC2086
-$CXX ${PKC_EMU_CXXFLAGS:-} -shared -Wl,-Bsymbolic -Wl,-soname,libpkcemu.so -o "$out/libpkcemu.so" $objs -lopenblas -lpthread
+# shared.ld: the static __shared__ variables in one section (emu_runtime.cpp fills it at each block).
+$CXX ${PKC_EMU_CXXFLAGS:-} -shared -Wl,-Bsymbolic -Wl,-soname,libpkcemu.so -Wl,-T,"$here/shared.ld" -o "$out/libpkcemu.so" $objs -lopenblas -lpthread
 for name in libcuda.so.1 libcuda.so libnvrtc.so libcublas.so; do ln -sf libpkcemu.so "$out/$name"; done
 echo "built $out/libpkcemu.so ($(echo $formats | wc -w) modules); run with LD_LIBRARY_PATH=$out PLINTH_CUDA_LIB_DIR=$out"

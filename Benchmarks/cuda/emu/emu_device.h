@@ -1,7 +1,8 @@
 // The CUDA device-side vocabulary that pkc_kernels.cu uses, for compiling it as host C++ in the
 // CPU emulator (Benchmarks/cuda/emu). Threads are fibers that switch only at barriers and
 // shuffles (emu_runtime.cpp); blocks run one after another, so __shared__ variables are
-// function statics and atomics need no hardware support. Arithmetic follows the device's where
+// function statics (gathered by shared.ld and filled before each block, as a device's shared
+// memory is unset) and atomics need no hardware support. Arithmetic follows the device's where
 // that is specified (the _rn intrinsics, fmaf, f16 conversions); expf and sincosf are glibc's,
 // which differ from the device's approximations in the last bits.
 #pragma once

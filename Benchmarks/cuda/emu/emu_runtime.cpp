@@ -407,6 +407,21 @@ struct Launch {
     std::vector<std::vector<unsigned char>> values; // owned copies of the arguments (captured launches)
 };
 
+// The kernel modules' static __shared__ variables, gathered by shared.ld (build.sh).
+extern "C" unsigned char __start_pkc_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" unsigned char __stop_pkc_emu_shared[] __attribute__((weak, visibility("hidden")));
+
+// Fills the first n bytes of that section. Under ASan each static has a redzone after it, which
+// memset (intercepted) would refuse to write: the fill is then a loop ASan does not check.
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize_address)) void fill_static_shared(int fill, size_t n) {
+    volatile unsigned char *p = __start_pkc_emu_shared;
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)fill;
+}
+#else
+void fill_static_shared(int fill, size_t n) { memset(__start_pkc_emu_shared, fill, n); }
+#endif
+
 // Runs a kernel to the end. Returns an empty string, or why it failed.
 std::string run(const Kernel *k, const unsigned grid[3], const unsigned threads[3], unsigned shared_bytes, void **args) {
     static std::mutex one_at_a_time; // the fibers' state is per OS thread, but kernels share statics
@@ -424,14 +439,21 @@ std::string run(const Kernel *k, const unsigned grid[3], const unsigned threads[
     std::vector<unsigned char> shared(std::max(shared_bytes, 1u)); // exact: an ASan build sees overruns
     block_dim = {threads[0], threads[1], threads[2]};
     grid_dim = {grid[0], grid[1], grid[2]};
-    const uint64_t seed = mix(seed_base() + launch_counter.fetch_add(1));
+    const uint64_t launch_number = launch_counter.fetch_add(1), seed = mix(seed_base() + launch_number);
     const Scramble order(seed, blocks);
+    // Static shared memory is as unset at a block's start as dynamic: every module's, filled.
+    const unsigned char *start = __start_pkc_emu_shared, *stop = __stop_pkc_emu_shared;
+    const size_t static_shared_bytes = stop > start ? (size_t)(stop - start) : 0;
     std::string error;
     for (uint64_t n = 0; n < blocks && error.empty(); n++) {
         const uint64_t i = order[n];
         block_index = {(unsigned)(i % grid[0]), (unsigned)((i / grid[0]) % grid[1]), (unsigned)(i / ((uint64_t)grid[0] * grid[1]))};
-        // Uninitialized shared memory on a device: NaN-looking bytes here, so reads before writes show.
-        if (shared_bytes) memset(shared.data(), 0xff, shared_bytes);
+        // Shared memory holds anything at a block's start on a device: here 0xff bytes (NaN as
+        // floats, -1 as ints) and 0x7f ones (3.4e38, 2139062143) by turns, so that a read before
+        // the block's own write shows, also where a NaN would lose every comparison.
+        const int fill = (launch_number + n) & 1 ? 0x7f : 0xff;
+        if (shared_bytes) memset(shared.data(), fill, shared_bytes);
+        if (static_shared_bytes) fill_static_shared(fill, static_shared_bytes);
         dynamic_shared = shared.data();
         if (!run_block(b, count, mix(seed ^ i))) {
             char where[160];
