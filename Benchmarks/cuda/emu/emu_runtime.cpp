@@ -407,19 +407,19 @@ struct Launch {
     std::vector<std::vector<unsigned char>> values; // owned copies of the arguments (captured launches)
 };
 
-// The kernel modules' static __shared__ variables, gathered by shared.ld (build.sh).
-extern "C" unsigned char __start_pkc_emu_shared[] __attribute__((weak, visibility("hidden")));
-extern "C" unsigned char __stop_pkc_emu_shared[] __attribute__((weak, visibility("hidden")));
+// The kernel modules' static __shared__ variables, gathered by shared.ld (build.sh; a link
+// without it fails here rather than leaving them unfilled).
+extern "C" unsigned char __start_pkc_emu_shared[] __attribute__((visibility("hidden")));
+extern "C" unsigned char __stop_pkc_emu_shared[] __attribute__((visibility("hidden")));
 
-// Fills the first n bytes of that section. Under ASan each static has a redzone after it, which
-// memset (intercepted) would refuse to write: the fill is then a loop ASan does not check.
+// Fills them all. Under ASan each static has a redzone after it, which memset (intercepted)
+// would refuse to write: the fill is then a loop ASan does not check.
 #if defined(__SANITIZE_ADDRESS__)
-__attribute__((no_sanitize_address)) void fill_static_shared(int fill, size_t n) {
-    volatile unsigned char *p = __start_pkc_emu_shared;
-    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)fill;
+__attribute__((no_sanitize_address)) void fill_static_shared(int fill) {
+    for (volatile unsigned char *p = __start_pkc_emu_shared; p < __stop_pkc_emu_shared; p++) *p = (unsigned char)fill;
 }
 #else
-void fill_static_shared(int fill, size_t n) { memset(__start_pkc_emu_shared, fill, n); }
+void fill_static_shared(int fill) { memset(__start_pkc_emu_shared, fill, (size_t)(__stop_pkc_emu_shared - __start_pkc_emu_shared)); }
 #endif
 
 // Runs a kernel to the end. Returns an empty string, or why it failed.
@@ -441,9 +441,6 @@ std::string run(const Kernel *k, const unsigned grid[3], const unsigned threads[
     grid_dim = {grid[0], grid[1], grid[2]};
     const uint64_t launch_number = launch_counter.fetch_add(1), seed = mix(seed_base() + launch_number);
     const Scramble order(seed, blocks);
-    // Static shared memory is as unset at a block's start as dynamic: every module's, filled.
-    const unsigned char *start = __start_pkc_emu_shared, *stop = __stop_pkc_emu_shared;
-    const size_t static_shared_bytes = stop > start ? (size_t)(stop - start) : 0;
     std::string error;
     for (uint64_t n = 0; n < blocks && error.empty(); n++) {
         const uint64_t i = order[n];
@@ -453,7 +450,7 @@ std::string run(const Kernel *k, const unsigned grid[3], const unsigned threads[
         // the block's own write shows, also where a NaN would lose every comparison.
         const int fill = (launch_number + n) & 1 ? 0x7f : 0xff;
         if (shared_bytes) memset(shared.data(), fill, shared_bytes);
-        if (static_shared_bytes) fill_static_shared(fill, static_shared_bytes);
+        fill_static_shared(fill); // every module's statics: as unset at a block's start as dynamic
         dynamic_shared = shared.data();
         if (!run_block(b, count, mix(seed ^ i))) {
             char where[160];
