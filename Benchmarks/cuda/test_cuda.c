@@ -2365,20 +2365,24 @@ static int open_prepared(const char *dir, pkc_context **c, pkc_device_info *info
     return st == PKC_OK && pkc_device_info_get(*c, info) == PKC_OK;
 }
 
-// Writes "garbage" at byte 100 of every .cubin in dir. Returns how many, or -1 on an error.
-static int corrupt_cubins(const char *dir) {
+// The kernel cache's files in dir whose names start with prefix and end with suffix: how many
+// (-1 on an error), each with "garbage" written at byte 100 where corrupt is set.
+static int cache_files(const char *dir, const char *prefix, const char *suffix, int corrupt) {
     DIR *d = opendir(dir);
     if (!d) return -1;
     int count = 0;
+    const size_t np = strlen(prefix), ns = strlen(suffix);
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         const size_t n = strlen(e->d_name);
-        if (n < 6 || strcmp(e->d_name + n - 6, ".cubin") != 0) continue;
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        const int fd = open(path, O_WRONLY);
-        const int ok = fd >= 0 && pwrite(fd, "garbage", 7, 100) == 7;
-        if (fd >= 0) close(fd);
-        if (!ok) { count = -1; break; }
+        if (n < np + ns || strncmp(e->d_name, prefix, np) != 0 || strcmp(e->d_name + n - ns, suffix) != 0) continue;
+        if (corrupt) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            const int fd = open(path, O_WRONLY);
+            const int ok = fd >= 0 && pwrite(fd, "garbage", 7, 100) == 7;
+            if (fd >= 0) close(fd);
+            if (!ok) { count = -1; break; }
+        }
         count++;
     }
     closedir(d);
@@ -2394,7 +2398,7 @@ static void test_cache(const char *dir, int first_from_cache) {
            ok ? info.compile_seconds : -1.0, err);
     pkc_close(c2);
     // corrupt every cached file: the next open must compile again and work
-    if (corrupt_cubins(dir) <= 0) { report(0, "kernel cache: could not corrupt the cache files"); return; }
+    if (cache_files(dir, "", ".cubin", 1) <= 0) { report(0, "kernel cache: could not corrupt the cache files"); return; }
     ok = open_prepared(dir, &c2, &info, err, sizeof err) && info.kernels_from_cache == 0;
     report(ok, "kernel cache: corrupt entries are compiled again (%.2f s)%s", ok ? info.compile_seconds : -1.0, err);
     pkc_close(c2);
@@ -2493,10 +2497,9 @@ static void test_arch_choice(const char *name) {
             pkc_free(c, dx);
             pkc_free(c, dy);
             pkc_close(c);
-            char cmd[300];
-            snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '^plinth-kernels-%s_%d-.*\\.%s$') -eq 2", dir,
-                     cases[i].ptx ? "compute" : "sm", cases[i].arch, cases[i].ptx ? "ptx" : "cubin");
-            const int files = system(cmd) == 0;
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "plinth-kernels-%s_%d-", cases[i].ptx ? "compute" : "sm", cases[i].arch);
+            const int files = cache_files(dir, prefix, cases[i].ptx ? ".ptx" : ".cubin", 0) == 2;
             pkc_device_info again = {0};
             int cached = pkc_open(0, dir, &c, err, sizeof err) == PKC_OK;
             if (cached) {
