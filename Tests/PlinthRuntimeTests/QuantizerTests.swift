@@ -294,6 +294,22 @@ struct QuantizerTests {
         #expect(!FileManager.default.fileExists(atPath: out.path))
     }
 
+    /// A GGUF file written over a directory's name is refused before anything is written: the
+    /// directory and what it holds stay. Over a file, the new file replaces it whole.
+    @Test func theWriterNeverReplacesADirectory() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-out-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data("keep".utf8).write(to: dir.appendingPathComponent("keep.txt"))
+        #expect(throws: GGUFWriteError.self) { try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: dir) }
+        #expect(try String(contentsOf: dir.appendingPathComponent("keep.txt"), encoding: .utf8) == "keep")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + ".partial"))
+        let file = dir.appendingPathComponent("model.gguf")
+        try Data("old".utf8).write(to: file)
+        try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: file)
+        #expect(try GGUFFile(url: file).tensors.isEmpty)
+    }
+
     @Test func unwritableTypesAndBadPatternsAreRefused() throws {
         var x = [Float](repeating: 1, count: 256), out = [UInt8](repeating: 0, count: 256)
         #expect(pk_quantize(Int32(GGMLType.iq4_NL.rawValue), &x, &out, 256) == -1)

@@ -63,6 +63,16 @@ public enum LogProbabilityFile {
                 throw .malformedLogProbabilityFile(path: path, reason: "its chunk count is \(chunks)")
             }
             let tokenBytes = context * chunks * 4
+            // The length the header implies, checked whole: a header edited or written for other
+            // sizes would otherwise read as records out of step, and give numbers, not an error.
+            let chunkBytes = scoredPositions(context: context) * recordWords(vocabularySize: vocabulary) * 2
+            let expected = headerBytes + tokenBytes + chunks * chunkBytes
+            if let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int, size != expected {
+                if size < expected && size >= headerBytes + tokenBytes {
+                    throw .truncatedLogProbabilityFile(path: path, what: "the log-probabilities of chunk \((size - headerBytes - tokenBytes) / chunkBytes + 1)")
+                }
+                throw .malformedLogProbabilityFile(path: path, reason: "it is \(size) bytes, where \(chunks) chunks of \(context) tokens over a vocabulary of \(vocabulary) take \(expected)")
+            }
             guard let data = try? handle.read(upToCount: tokenBytes), data.count == tokenBytes else {
                 throw .truncatedLogProbabilityFile(path: path, what: "the tokens of \(chunks) chunks")
             }
@@ -92,18 +102,12 @@ public enum LogProbabilityFile {
     /// Writes a file to `FILE.partial`, renamed to its name by ``finish()`` only: a run that stops
     /// early leaves no file that looks whole.
     public final class Writer {
-        private let url: URL, partial: URL
-        private let handle: FileHandle
-        private var finished = false
+        private let url: URL
+        private let file: PartialFile
 
         public init(url: URL, header: Header) throws(PerplexityError) {
             self.url = url
-            partial = url.appendingPathExtension("partial")
-            guard FileManager.default.createFile(atPath: partial.path, contents: nil),
-                  let handle = try? FileHandle(forWritingTo: partial) else {
-                throw .cannotWrite(path: url.path, reason: "cannot create \(partial.path)")
-            }
-            self.handle = handle
+            do { file = try PartialFile(url) } catch { throw .cannotWrite(path: url.path, reason: error.reason) }
             var bytes = magic
             appendUInt32(&bytes, UInt32(header.context))
             appendUInt32(&bytes, UInt32(bitPattern: Int32(header.vocabularySize)))
@@ -112,29 +116,17 @@ public enum LogProbabilityFile {
             try write(Data(bytes))
         }
 
-        deinit {
-            try? handle.close()
-            if !finished { try? FileManager.default.removeItem(at: partial) }
-        }
-
         /// Appends one chunk's records.
         public func append(_ records: [UInt16]) throws(PerplexityError) {
             try write(records.withUnsafeBufferPointer { Data(buffer: $0) })
         }
 
         public func finish() throws(PerplexityError) {
-            do {
-                try handle.close()
-                if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
-                try FileManager.default.moveItem(at: partial, to: url)
-                finished = true
-            } catch {
-                throw .cannotWrite(path: url.path, reason: error.localizedDescription)
-            }
+            do { try file.commit() } catch { throw .cannotWrite(path: url.path, reason: error.reason) }
         }
 
         private func write(_ data: Data) throws(PerplexityError) {
-            do { try handle.write(contentsOf: data) } catch { throw .cannotWrite(path: url.path, reason: error.localizedDescription) }
+            do { try file.write(data) } catch { throw .cannotWrite(path: url.path, reason: error.reason) }
         }
     }
 }

@@ -64,20 +64,10 @@ public struct GGUFWriter {
         }
         header.pad(to: alignment)
 
-        let partial = url.appendingPathExtension("partial")
-        guard FileManager.default.createFile(atPath: partial.path, contents: nil),
-              let handle = try? FileHandle(forWritingTo: partial) else {
-            throw GGUFWriteError.cannotWrite(path: url.path, reason: "cannot create \(partial.path)")
-        }
-        var done = false
-        defer {
-            try? handle.close()
-            if !done { try? FileManager.default.removeItem(at: partial) }
-        }
+        let file: PartialFile
+        do { file = try PartialFile(url) } catch { throw GGUFWriteError.cannotWrite(path: url.path, reason: error.reason) }
         func put(_ data: Data) throws {
-            do { try handle.write(contentsOf: data) } catch {
-                throw GGUFWriteError.cannotWrite(path: url.path, reason: error.localizedDescription)
-            }
+            do { try file.write(data) } catch { throw GGUFWriteError.cannotWrite(path: url.path, reason: error.reason) }
         }
         try put(Data(header.bytes))
         for (t, bytes) in zip(tensors, sizes) {
@@ -88,14 +78,7 @@ public struct GGUFWriter {
             try t.fill(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes]))
             try put(Data(bytes: buffer.baseAddress!, count: padded))
         }
-        do {
-            try handle.close()
-            if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
-            try FileManager.default.moveItem(at: partial, to: url)
-        } catch {
-            throw GGUFWriteError.cannotWrite(path: url.path, reason: error.localizedDescription)
-        }
-        done = true
+        do { try file.commit() } catch { throw GGUFWriteError.cannotWrite(path: url.path, reason: error.reason) }
     }
 
     /// A value's encoding, without its leading type id.
