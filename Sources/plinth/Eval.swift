@@ -81,6 +81,7 @@ struct EvalRun: AsyncParsableCommand {
         if session.instructions != nil && instructionsFile != nil { throw ValidationError("give --instructions or --instructions-file, not both") }
         if let parallel { guard (1...Self.maximumParallel).contains(parallel) else { throw ValidationError("--parallel must be in 1...\(Self.maximumParallel)") } }
         if let shard { _ = try Self.parseShard(shard) }
+        if let twice = label.first(where: { name in label.count { $0 == name } > 1 }) { throw ValidationError("--label \(twice) is given twice") }
     }
 
     static func parseShard(_ text: String) throws -> (k: Int, n: Int) {
@@ -118,6 +119,19 @@ struct EvalRun: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            // The files, checked before the model loads and before anything is written.
+            try FileChecks.requireRegularFile(schema, what: "schema file")
+            if let instructionsFile { try FileChecks.requireRegularFile(instructionsFile, what: "instructions file") }
+            try FileChecks.requireRegularFile(input, what: "input file")
+            try FileChecks.requireWritable(output, what: "output")
+            if let summary { try FileChecks.requireWritable(summary, what: "summary") }
+            let written = [(output, "output"), (output + ".run.json", "run description"), (output + ".timings.jsonl", "timings file")]
+                + (summary.map { [($0, "summary")] } ?? [])
+            try FileChecks.requireDistinct(
+                writes: written.map { (path: $0.0, what: $0.1) },
+                reads: [(input, "input file"), (schema, "schema file")] + (instructionsFile.map { [($0, "instructions file")] } ?? []))
+            if let summary { try FileChecks.requireDistinct(writes: [(summary, "summary")], reads: written.dropLast().map { (path: $0.0, what: $0.1) }) }
+
             let schemaText = try Self.read(schema, what: "schema")
             let generationSchema: GenerationSchema
             do {
@@ -132,12 +146,21 @@ struct EvalRun: AsyncParsableCommand {
                                            parallel: parallel)
             let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
-            guard FileManager.default.isReadableFile(atPath: input) else { throw CLIError("cannot read the input file \(input)") }
-            // Loaded now, and the adapter read, so that neither fails after the output is touched;
-            // the backend that runs goes into the run's description.
+            // Loaded now, and the adapter read and the schema compiled, so that none of them
+            // fails after the output is touched; the backend that runs goes into the run's description.
             let sizing = try model.loadedSizing()
             if !quiet { Diagnostics.note("\(url.lastPathComponent) on \(sizing.backend.rawValue), \(sizing.parallel) records decoding at once") }
             let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" }
+            // A budget the context cannot hold fails every record: said once, here.
+            let context = model.contextSize
+            if let budget = options.maximumResponseTokens, budget >= context {
+                throw CLIError("--max-tokens \(budget) leaves no room for a prompt in the model's context of \(context) tokens")
+            }
+            do {
+                try model.checkEnforceable(generationSchema)
+            } catch {
+                throw CLIError("\(schema): \(error.localizedDescription)")
+            }
 
             var info = EvalRunInfo(
                 model: url.lastPathComponent,
@@ -149,6 +172,7 @@ struct EvalRun: AsyncParsableCommand {
                 sampling: Self.describe(options),
                 includeSchemaInPrompt: !noSchemaInPrompt, shard: shard, adapter: adapterID, backend: sizing.backend.rawValue)
             var previous: Double = 0
+            var done: [Int] = []
             if !restart, FileManager.default.fileExists(atPath: output) {
                 guard let existing = try EvalRunInfo.read(for: output) else {
                     throw CLIError("\(output) exists but has no \(EvalRunInfo.url(for: output).lastPathComponent): it was not made by plinth eval; rerun with --restart to replace it")
@@ -158,15 +182,22 @@ struct EvalRun: AsyncParsableCommand {
                     throw CLIError("\(output) was made with a different \(changed.joined(separator: ", ")); rerun with --restart to start it over, or choose another --output")
                 }
                 previous = existing.elapsedSeconds
+                done = try EvalOutputFile.scan(output).lines
             }
+            let (total, missing) = try Self.countRecords(input, shard: shardSpec, done: done)
+            if !missing.isEmpty {
+                // Resuming runs what comes after the last record; records missing before it (a
+                // merge of unfinished shards) would be skipped for good.
+                let listed = missing.prefix(5).map(String.init).joined(separator: ", ") + (missing.count > 5 ? " and \(missing.count - 5) more" : "")
+                throw CLIError("\(output) lacks the records of input lines \(listed) before its last record (a merge of unfinished shards?): finish the shards' runs and merge them again, or rerun with --restart")
+            }
+            let out = try EvalOutputFile(path: output, empty: restart, exclusive: true)
             info.elapsedSeconds = previous
             try info.write(for: output)
-            let out = try EvalOutputFile(path: output, empty: restart)
             let timings = try EvalOutputFile(path: output + ".timings.jsonl", empty: restart, through: out.lastLine)
             let resumedAt = out.lastLine
             if resumedAt > 0 && !quiet { Diagnostics.note("continuing \(output) after input line \(resumedAt) (\(out.records) records done)") }
 
-            let total = try Self.countRecords(input, shard: shardSpec)
             // Records in flight: the evaluator's default, twice what the model decodes at once.
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
                                            options: options, includeSchemaInPrompt: !noSchemaInPrompt)
@@ -175,14 +206,15 @@ struct EvalRun: AsyncParsableCommand {
             let progress = quiet ? nil : EvalProgress(total: total, alreadyDone: out.records)
             let reader = try LineReader(path: input)
             var records: [Int: JSONValue] = [:]  // records in flight, by line: ids and labels
-            var lastSaved = progress?.elapsed ?? 0
+            var lastSaved: Double = 0
             let started = DispatchTime.now().uptimeNanoseconds
             func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9 }
 
             try await evaluator.run(next: {
-                while let line = try reader.next() {
+                while var line = try reader.next() {
                     let n = reader.lineNumber
-                    if n <= resumedAt || line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                    if n == 1 { line = Self.droppingByteOrderMark(line) }
+                    if n <= resumedAt || Self.isBlank(line) { continue }
                     if let (k, count) = shardSpec, (n - 1) % count != k { continue }
                     let (record, prompt) = self.prompt(of: line)
                     records[n] = record
@@ -195,13 +227,16 @@ struct EvalRun: AsyncParsableCommand {
                 }
                 let record = records.removeValue(forKey: outcome.index) ?? .null
                 let line = self.recordLine(outcome, record)
-                try out.append(line, inputLine: outcome.index)
+                // The timing first: a kill between the two writes leaves a timing past the last
+                // record, which reopening cuts, rather than a record without its timing.
                 try timings.append(#"{"line":\#(outcome.index),"cachedTokens":\#(outcome.cachedTokens),"seconds":\#(String(format: "%.4f", outcome.seconds))}"#,
                                    inputLine: outcome.index)
+                try out.append(line, inputLine: outcome.index)
                 tally.add(recordLine: Array(line.utf8))
                 tally.cachedTokens += outcome.cachedTokens
                 progress?.update(done: out.records, generatedTokens: tally.generatedTokens)
-                if elapsed() - lastSaved > 10 {
+                // The wall time so far, kept for `eval report` should the run be killed.
+                if elapsed() - lastSaved >= 1 {
                     lastSaved = elapsed()
                     info.elapsedSeconds = previous + lastSaved
                     try info.write(for: output)
@@ -292,16 +327,31 @@ struct EvalRun: AsyncParsableCommand {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Records (non-blank lines) of the input in the shard, for the progress bar.
-    static func countRecords(_ path: String, shard: (k: Int, n: Int)?) throws -> Int {
+    /// Records (non-blank lines) of the input in the shard, for the progress bar, and those
+    /// before the last of `done` (the input lines of an output's records, in order) that are
+    /// not among them.
+    static func countRecords(_ path: String, shard: (k: Int, n: Int)?, done: [Int] = []) throws -> (count: Int, missing: [Int]) {
         let reader = try LineReader(path: path)
         var count = 0
+        var missing: [Int] = []
+        var next = 0  // the first of `done` not yet passed
         while let line = try reader.next() {
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-            if let (k, n) = shard, (reader.lineNumber - 1) % n != k { continue }
+            let n = reader.lineNumber
+            if isBlank(n == 1 ? droppingByteOrderMark(line) : line) { continue }
+            if let (k, count) = shard, (n - 1) % count != k { continue }
             count += 1
+            guard let last = done.last, n < last else { continue }
+            while next < done.count && done[next] < n { next += 1 }
+            if done[next] != n { missing.append(n) }
         }
-        return count
+        return (count, missing)
+    }
+
+    static func isBlank(_ line: ArraySlice<UInt8>) -> Bool { line.allSatisfy { $0 == 0x20 || $0 == 0x09 } }
+
+    /// A file's first line without the UTF-8 byte order mark some editors write.
+    static func droppingByteOrderMark(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        line.starts(with: [0xEF, 0xBB, 0xBF]) ? line.dropFirst(3) : line
     }
 }
 
@@ -350,6 +400,11 @@ struct EvalMerge: ParsableCommand {
             let missing = (0..<n).filter { !seen.contains($0) }
             guard missing.isEmpty || allowPartial else { throw CLIError("shards \(missing.map { "\($0)/\(n)" }.joined(separator: ", ")) are missing") }
 
+            try FileChecks.requireWritable(output, what: "merged output")
+            if let shard = shards.first(where: { FileChecks.sameFile($0, output) }) { throw CLIError("the merged output \(output) is the shard \(shard)") }
+            if FileManager.default.fileExists(atPath: output), try EvalRunInfo.read(for: output) == nil {
+                throw CLIError("\(output) exists and was not made by plinth eval: remove it, or choose another output")
+            }
             for suffix in ["", ".timings.jsonl"] {
                 try Self.merge(shards.map { $0 + suffix }, into: output + suffix)
             }
@@ -364,18 +419,21 @@ struct EvalMerge: ParsableCommand {
     static func merge(_ paths: [String], into output: String) throws {
         let readers = try paths.map { try LineReader(path: $0) }
         var heads: [(line: Int, text: ArraySlice<UInt8>)?] = try readers.map { try next($0) }
-        guard FileManager.default.createFile(atPath: output, contents: nil), let handle = FileHandle(forWritingAtPath: output) else {
-            throw CLIError("cannot create \(output)")
+        // Whole or not at all: a merge that fails leaves the old file (or none).
+        let file: PartialFile
+        do { file = try PartialFile(URL(fileURLWithPath: output)) } catch { throw CLIError("cannot write \(output): \(error.reason)") }
+        func write(_ data: Data) throws {
+            do { try file.write(data) } catch { throw CLIError("cannot write \(output): \(error.reason)") }
         }
-        defer { try? handle.close() }
         var pending = Data()
         while let (i, head) = heads.enumerated().compactMap({ i, h in h.map { (i, $0) } }).min(by: { $0.1.line < $1.1.line }) {
             pending.append(contentsOf: head.text)
             pending.append(0x0A)
-            if pending.count > 1 << 20 { try handle.write(contentsOf: pending); pending.removeAll(keepingCapacity: true) }
+            if pending.count > 1 << 20 { try write(pending); pending.removeAll(keepingCapacity: true) }
             heads[i] = try next(readers[i])
         }
-        try handle.write(contentsOf: pending)
+        try write(pending)
+        do { try file.commit() } catch { throw CLIError("cannot write \(output): \(error.reason)") }
     }
 
     private static func next(_ reader: LineReader) throws -> (line: Int, text: ArraySlice<UInt8>)? {
@@ -411,7 +469,12 @@ struct EvalReport: ParsableCommand {
                 while let line = try timings.next() { if timings.lineTerminated { tally.add(timingLine: line) } }
             }
             let seconds = info?.elapsedSeconds ?? 0
+            if info == nil { Diagnostics.note("\(output) has no \(EvalRunInfo.url(for: output).lastPathComponent): its values are not checked against a schema") }
             if let info, !info.finished { Diagnostics.note("\(output) is not finished: its command has records left to run") }
+            if tally.otherLines > 0 {
+                let lines = tally.otherLines == 1 ? "1 line of \(output) is not a record" : "\(tally.otherLines) lines of \(output) are not records"
+                Diagnostics.note("\(lines) (a JSON object with a \"line\"): passed over")
+            }
             print(tally.text(seconds: seconds))
             if let summary { try tally.write(summary: summary, seconds: seconds) }
         }

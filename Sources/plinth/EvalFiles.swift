@@ -18,6 +18,7 @@ final class LineReader {
     private(set) var lineTerminated = true
 
     init(path: String) throws {
+        try FileChecks.requireRegularFile(path)
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CLIError("cannot read \(path)") }
         self.handle = handle
     }
@@ -121,6 +122,49 @@ struct EvalRunInfo: Codable, Equatable {
     }
 }
 
+/// Checks on the paths a command reads and writes, made before it reads or writes anything.
+enum FileChecks {
+    /// Throws unless `path` is a regular file: a directory, a pipe or a device is refused (eval
+    /// reads its input more than once: to count, to run, to resume).
+    static func requireRegularFile(_ path: String, what: String = "") throws {
+        var st = stat()
+        let name = what.isEmpty ? path : "the \(what) \(path)"
+        guard stat(path, &st) == 0 else { throw CLIError("cannot read \(name): \(String(cString: strerror(errno)))") }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: throw CLIError("\(name) is a directory, not a file")
+        default: throw CLIError("\(name) is not a regular file (a pipe or a device): give a file, which can be read again to resume")
+        }
+    }
+
+    /// Throws unless `path` can be created or replaced: its folder exists, and it is not a directory.
+    static func requireWritable(_ path: String, what: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { throw CLIError("the \(what) \(path) is a directory") }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError("the folder of the \(what) \(path) does not exist")
+        }
+    }
+
+    /// Whether two paths name one existing file (links and relative paths included).
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var x = stat(), y = stat()
+        guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
+        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
+    }
+
+    /// Throws if a file the command writes is one it reads.
+    static func requireDistinct(writes: [(path: String, what: String)], reads: [(path: String, what: String)]) throws {
+        for w in writes {
+            for r in reads where sameFile(w.path, r.path) {
+                throw CLIError("the \(w.what) \(w.path) is the \(r.what) \(r.path): writing it would destroy what is read")
+            }
+        }
+    }
+}
+
 /// An output JSONL file that only grows by whole lines, each written with one `write`: killed at
 /// any moment, it holds whole records and at most one partial last line, which reopening
 /// removes. Records are in input order, so the last whole record says where to resume.
@@ -133,28 +177,42 @@ final class EvalOutputFile {
 
     /// Opens `path` for appending, creating it (or emptying it, when `empty`). Lines after the
     /// last whole record (a partial line from a kill, a line that is not a record) are cut, and
-    /// so are records past input line `through`.
-    init(path: String, empty: Bool, through maxLine: Int = .max) throws {
+    /// so are records past input line `through`. With `exclusive` the file is locked first
+    /// (`flock`, held while open): a second run on the same output is refused before it
+    /// changes anything.
+    init(path: String, empty: Bool, through maxLine: Int = .max, exclusive: Bool = false) throws {
         self.path = path
-        let fm = FileManager.default
-        if empty || !fm.fileExists(atPath: path) {
-            guard fm.createFile(atPath: path, contents: nil) else { throw CLIError("cannot create \(path)") }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        if exclusive && flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            throw CLIError("\(path) is being written by another plinth eval (it holds the file's lock); wait for it to end, or choose another --output")
         }
-        var keep = 0
-        let reader = try LineReader(path: path)
-        while let line = try reader.next() {
-            guard reader.lineTerminated, let n = Self.recordLine(line), n > lastLine, n <= maxLine else { break }
-            lastLine = n
-            records += 1
-            keep = reader.lineOffset + reader.lineLength
-        }
-        guard let handle = FileHandle(forUpdatingAtPath: path) else { throw CLIError("cannot write \(path)") }
         self.handle = handle
-        try handle.truncate(atOffset: UInt64(keep))
+        if empty { try handle.truncate(atOffset: 0) }
+        let scan = try Self.scan(path, through: maxLine)
+        lastLine = scan.lines.last ?? 0
+        records = scan.lines.count
+        try handle.truncate(atOffset: UInt64(scan.keep))
         try handle.seekToEnd()
     }
 
     deinit { try? handle.close() }
+
+    /// The input lines of the records at the start of the file, in order, and the bytes they
+    /// take: reading stops at a partial line, a line that is not a record, a record out of
+    /// order or one past `maxLine`.
+    static func scan(_ path: String, through maxLine: Int = .max) throws -> (lines: [Int], keep: Int) {
+        var lines: [Int] = []
+        var keep = 0
+        let reader = try LineReader(path: path)
+        while let line = try reader.next() {
+            guard reader.lineTerminated, let n = recordLine(line), n > lines.last ?? 0, n <= maxLine else { break }
+            lines.append(n)
+            keep = reader.lineOffset + reader.lineLength
+        }
+        return (lines, keep)
+    }
 
     /// The `line` field of a record line, or nil when it is not a record.
     static func recordLine(_ bytes: ArraySlice<UInt8>) -> Int? {

@@ -36,6 +36,9 @@ struct EvalTally {
     var generatedTokens = 0
     var cachedTokens = 0
     var labels: [String: Label] = [:]
+    /// Lines of an output file that are not records (`eval report` says how many it passed over).
+    var otherLines = 0
+    /// Nil where there is no schema to check against (an output without its run description).
     let validator: SchemaValidator?
 
     init(validator: SchemaValidator?) { self.validator = validator }
@@ -43,7 +46,10 @@ struct EvalTally {
     /// Adds one record line of an output file (read with member order kept: a value is
     /// validated as it was written).
     mutating func add(recordLine line: some Collection<UInt8>) {
-        guard let record = try? JSONValue(parsing: Data(line)), case .object = record else { return }
+        guard let record = try? JSONValue(parsing: Data(line)), case .object = record, record["line"] != nil else {
+            otherLines += 1
+            return
+        }
         records += 1
         if let error = record["error"] {
             if case .string(let kind)? = error["kind"] { errors[kind, default: 0] += 1 } else { errors["unknown", default: 0] += 1 }
@@ -53,13 +59,13 @@ struct EvalTally {
         if record["truncatedByBudget"] == .bool(true) { truncatedByBudget += 1 }
         guard let value = record["value"] else { return }
         values += 1
-        if validator?.isValid(value.compactText) ?? true { validValues += 1 }
+        if validator?.isValid(value.compactText) ?? false { validValues += 1 }
         guard case .object(let expected)? = record["labels"] else { return }
         for (field, label) in expected {
             let output = value[field].map(Self.display) ?? "(missing)"
             let want = Self.display(label)
             labels[field, default: Label()].total += 1
-            if output == want { labels[field, default: Label()].correct += 1 }
+            if let got = value[field], Self.same(got, label) { labels[field, default: Label()].correct += 1 }
             labels[field, default: Label()].confusion[want, default: [:]][output, default: 0] += 1
         }
     }
@@ -75,17 +81,38 @@ struct EvalTally {
         return 0
     }
 
-    /// A label as it is compared and shown: strings bare, anything else as compact JSON.
+    /// A label or value as it is shown: strings bare (but for those that would read as another
+    /// JSON value, such as "1" or "true", which keep their quotes), anything else as compact JSON.
     static func display(_ value: JSONValue) -> String {
-        if case .string(let s) = value { return s }
+        if case .string(let s) = value {
+            if let other = try? JSONValue(parsing: Data(s.utf8)), other.stringValue == nil { return value.compactText }
+            return s
+        }
         return value.compactText
+    }
+
+    /// Whether an output value is the expected one: the same JSON value (numbers by value, so
+    /// 1 is 1.0; a string is never the number or literal it spells).
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.number(let x), .number(let y)):
+            if let dx = DecimalNumber(x), let dy = DecimalNumber(y) { return dx == dy }
+            return x == y
+        case (.array(let x), .array(let y)):
+            return x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && x.allSatisfy { m in y.first { $0.key == m.key }.map { same(m.value, $0.value) } ?? false }
+        default:
+            return a == b
+        }
     }
 
     func json(seconds: Double) -> JSONValue {
         func counts(_ d: [String: Int]) -> JSONValue { JSONValue(sortingMembersOf: d.mapValues { .integer($0) }) }
         return [
-            "records": .integer(records), "values": .integer(values), "validValues": .integer(validValues),
-            "validRate": .double(values > 0 ? Double(validValues) / Double(values) : 0),
+            "records": .integer(records), "values": .integer(values),
+            "validValues": validator == nil ? .null : .integer(validValues),
+            "validRate": validator == nil ? .null : .double(values > 0 ? Double(validValues) / Double(values) : 0),
             "truncatedByBudget": .integer(truncatedByBudget), "errors": counts(errors),
             "promptTokens": .integer(promptTokens), "cachedTokens": .integer(cachedTokens),
             "generatedTokens": .integer(generatedTokens), "seconds": .double(seconds),
@@ -109,8 +136,13 @@ struct EvalTally {
         let errorList = errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         lines.append("records: \(records) (\(values) values, \(records - values) errors\(errorList.isEmpty ? "" : ": " + errorList))")
         let rate = values > 0 ? 100 * Double(validValues) / Double(values) : 0
-        lines.append(String(format: "valid: %d of %d values (%.1f%%), %d ended early by the token budget",
-                            validValues, values, rate, truncatedByBudget))
+        if validator != nil {
+            lines.append(String(format: "valid: %d of %d values (%.1f%%), %d ended early by the token budget",
+                                validValues, values, rate, truncatedByBudget))
+        } else {
+            lines.append(String(format: "valid: not checked (no run description holds the schema), %d ended early by the token budget",
+                                truncatedByBudget))
+        }
         if seconds > 0 {
             lines.append(String(format: "speed: %.2f records/s, %.1f generated tokens/s over %.1f s (prompts %d tokens, %d from the cache)",
                                 Double(records) / seconds, Double(generatedTokens) / seconds, seconds, promptTokens, cachedTokens))
@@ -127,7 +159,7 @@ struct EvalTally {
     static func table(_ confusion: [String: [String: Int]]) -> [String] {
         let rows = confusion.keys.sorted()
         let columns = Set(confusion.values.flatMap(\.keys)).sorted()
-        func clip(_ s: String) -> String { s.count > 18 ? String(s.prefix(17)) + "…" : s }
+        func clip(_ s: String) -> String { s.count > 40 ? String(s.prefix(39)) + "…" : s }
         let header = ["expected \\ output"] + columns.map(clip)
         var cells = [header]
         for r in rows { cells.append([clip(r)] + columns.map { String(confusion[r]?[$0] ?? 0) }) }

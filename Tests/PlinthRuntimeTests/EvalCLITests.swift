@@ -201,6 +201,70 @@ struct EvalCLITests {
         #expect(refused.status != 0 && refused.stderr.contains("not made by plinth eval"))
         #expect(Self.contents(foreign) == "precious\n")
     }
+    /// What would destroy a file or lose records silently is refused before the output is
+    /// touched: an output that is the input, an input that is a directory or a pipe, a budget
+    /// past the context, a schema the decoder can't enforce, resuming a merge of unfinished
+    /// shards (records before its last would never run), an output another run holds locked.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func runsThatWouldLoseDataAreRefused() throws {
+        func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: Self.path(name)) }
+        func replacing(_ args: [String], _ old: (String) -> Bool, with new: String) -> [String] { args.map { old($0) ? new : $0 } }
+
+        let copy = Self.path("input-copy.jsonl")
+        try Data(Self.contents(Self.input).utf8).write(to: URL(fileURLWithPath: copy))
+        let same = try CLI.runWithModel(replacing(Self.arguments(output: copy, ["--restart"]), { $0 == Self.input }, with: copy))
+        #expect(same.status != 0 && same.stderr.contains("is the input file"), "stderr: \(same.stderr)")
+        #expect(Self.contents(copy) == Self.contents(Self.input))
+
+        let directory = try CLI.runWithModel(replacing(Self.arguments(output: Self.path("from-dir.jsonl")), { $0 == Self.input }, with: Self.folder.path))
+        #expect(directory.status != 0 && directory.stderr.contains("is a directory"), "stderr: \(directory.stderr)")
+        let fifo = Self.path("records.fifo")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let pipe = try CLI.runWithModel(replacing(Self.arguments(output: Self.path("from-pipe.jsonl")), { $0 == Self.input }, with: fifo))
+        #expect(pipe.status != 0 && pipe.stderr.contains("not a regular file"), "stderr: \(pipe.stderr)")
+        let budget = try CLI.runWithModel(replacing(Self.arguments(output: Self.path("budget.jsonl")), { $0 == "48" }, with: "9223372036854775807"))
+        #expect(budget.status != 0 && budget.stderr.contains("leaves no room"), "stderr: \(budget.stderr)")
+        let schema = Self.path("bogus-format.json")
+        try Data(#"{"type":"object","properties":{"x":{"type":"string","format":"bogus"}},"required":["x"]}"#.utf8).write(to: URL(fileURLWithPath: schema))
+        let bogus = try CLI.runWithModel(replacing(Self.arguments(output: Self.path("bogus.jsonl")), { $0.hasSuffix("policy_clauses.schema.json") }, with: schema))
+        #expect(bogus.status != 0 && bogus.stderr.contains("format"), "stderr: \(bogus.stderr)")
+        for name in ["from-dir.jsonl", "from-pipe.jsonl", "budget.jsonl", "bogus.jsonl"] {
+            #expect(!exists(name) && !exists(name + ".run.json"), "\(name) was created")
+        }
+
+        // Two of three shards merged, then the unsharded command: lines 3, 6, … are missing.
+        var shards: [String] = []
+        for k in 0..<2 {
+            let out = Self.path("gap-shard-\(k).jsonl")
+            let r = try CLI.runWithModel(Self.arguments(output: out, ["--shard", "\(k)/3"]))
+            #expect(r.status == 0, "stderr: \(r.stderr)")
+            shards.append(out)
+        }
+        let merged = Self.path("gap-merged.jsonl")
+        let m = try CLI.run(["eval", "merge", merged, "--allow-partial"] + shards)
+        #expect(m.status == 0, "stderr: \(m.stderr)")
+        let before = Self.contents(merged)
+        let resumed = try CLI.runWithModel(Self.arguments(output: merged))
+        #expect(resumed.status != 0 && resumed.stderr.contains("lacks the records of input lines 3, 6"), "stderr: \(resumed.stderr)")
+        #expect(Self.contents(merged) == before)
+        // A merge never replaces a file eval did not write, nor one of its shards.
+        let foreign = Self.path("foreign-merge.txt")
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: foreign))
+        let overForeign = try CLI.run(["eval", "merge", foreign, "--allow-partial"] + shards)
+        #expect(overForeign.status != 0 && Self.contents(foreign) == "precious\n", "stderr: \(overForeign.stderr)")
+        let overShard = try CLI.run(["eval", "merge", shards[0], "--allow-partial"] + shards)
+        #expect(overShard.status != 0 && overShard.stderr.contains("is the shard"), "stderr: \(overShard.stderr)")
+
+        // An output locked by another writer (here this test) is left alone.
+        let fd = open(shards[1], O_RDWR)
+        #expect(fd >= 0 && flock(fd, LOCK_EX) == 0)
+        let shardBefore = Self.contents(shards[1])
+        let locked = try CLI.runWithModel(Self.arguments(output: shards[1], ["--shard", "1/3", "--restart"]))
+        close(fd)
+        #expect(locked.status != 0 && locked.stderr.contains("being written by another plinth eval"), "stderr: \(locked.stderr)")
+        #expect(Self.contents(shards[1]) == shardBefore)
+    }
+
     /// `--adapter` runs every record with the adapter (the LoRA fixture), which changes the
     /// values; the run description names it, so resuming with another adapter is refused; a bad
     /// adapter fails before the output is touched.

@@ -104,12 +104,14 @@ enum LocalGeneration {
         let prompt = try TranscriptRenderer.tokens(for: request.transcript, model: instance.model, tools: tools)
         let limit = request.generationOptions.maximumResponseTokens
         // Checked here, before any work: the request can never fit.
-        let needed = prompt.count + (limit ?? 1)
+        let (sum, overflow) = prompt.count.addingReportingOverflow(limit ?? 1)
+        let needed = overflow ? Int.max : sum
         if needed > instance.contextSize {
             throw LanguageModelError.contextSizeExceeded(.init(
                 contextSize: instance.contextSize, tokenCount: needed,
                 debugDescription: "The transcript is \(prompt.count) tokens"
-                    + (limit.map { " and the response may take \($0)" } ?? "") + "."))
+                    + (limit.map { " and the response may take \($0)" } ?? "")
+                    + ", more than the model's context of \(instance.contextSize) tokens."))
         }
         let parameters = try sampling(for: request.generationOptions)
         let responseGrammar = try request.schema.map { try grammar(for: $0, instance: instance) }

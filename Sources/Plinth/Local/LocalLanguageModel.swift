@@ -168,6 +168,15 @@ public struct LocalLanguageModel: Sendable, Hashable {
         guard let adapter else { return nil }
         return try instance().adapter(at: adapter)
     }
+
+    /// Compiles `schema`'s grammar for this model now (it is kept for the responses that use it),
+    /// so that a schema the decoder can't enforce fails before any work.
+    ///
+    /// - Throws: ``LocalLanguageModelError/schemaNotEnforceable(schema:reason:)``, or the error
+    ///   that says why the model can't load.
+    package func checkEnforceable(_ schema: GenerationSchema) throws {
+        _ = try LocalGeneration.grammar(for: schema, instance: instance())
+    }
 }
 
 extension LocalLanguageModel: LanguageModel {
