@@ -16,6 +16,20 @@ import Testing
         #expect(try GeneratedContent(json: content.jsonString) == content)
     }
 
+    /// A number a double can't hold keeps its text: the value the decoder checked against the
+    /// schema is the one written, and an Int or a Decimal reads it exactly.
+    @Test func numbersPastADoublesPrecisionKeepTheirText() throws {
+        let big = try GeneratedContent(json: #"{"id": 9007199254740993, "pi": 3.14159265358979323846, "small": 0.1, "whole": 2.50}"#)
+        #expect(big.jsonString == #"{"id":9007199254740993,"pi":3.14159265358979323846,"small":0.1,"whole":2.5}"#)
+        #expect(try big.value(Int.self, forProperty: "id") == 9_007_199_254_740_993)
+        #expect(try big.value(Decimal.self, forProperty: "pi") == Decimal(string: "3.14159265358979323846"))
+        #expect(Int.max.generatedContent.jsonString == "9223372036854775807")
+        #expect(try Int(Int.max.generatedContent) == .max)
+        #expect(try GeneratedContent(json: "1e400").jsonString == "1e400")
+        // Content made from a double alone writes the double's text.
+        #expect(GeneratedContent(kind: .number(9_007_199_254_740_993)).jsonString == GeneratedContent(kind: .number(9_007_199_254_740_992)).jsonString)
+    }
+
     @Test func partialJSONKeepsWhatHasStarted() throws {
         let partial = try GeneratedContent(json: #"{"title": "Trip to To"#)
         #expect(!partial.isComplete)

@@ -154,14 +154,19 @@ extension Int: Generable {
         guard case .number(let value) = content.kind else {
             throw GeneratedContent.decodingFailure("Expected an integer, found \(content.kindName).")
         }
+        // An integer past 2^53 is exact in its text, not in its double.
+        if let text = content.exactText, let exact = Int(text) {
+            self = exact
+            return
+        }
         guard let exact = Int(exactly: value) else {
-            throw GeneratedContent.decodingFailure("Expected an integer, found \(GeneratedContent.numberText(value)).")
+            throw GeneratedContent.decodingFailure("Expected an integer, found \(content.exactText ?? GeneratedContent.numberText(value)).")
         }
         self = exact
     }
 
     /// This value as generated content.
-    public var generatedContent: GeneratedContent { GeneratedContent(kind: .number(Double(self))) }
+    public var generatedContent: GeneratedContent { GeneratedContent.number(text: String(self)) }
     /// This value as the text of a prompt.
     public var promptRepresentation: Prompt { return Prompt(text: String(self)) }
     /// This value as the text of instructions.
@@ -217,13 +222,11 @@ extension Decimal: Generable {
         guard case .number(let value) = content.kind else {
             throw GeneratedContent.decodingFailure("Expected a number, found \(content.kindName).")
         }
-        self = Decimal(string: GeneratedContent.numberText(value)) ?? Decimal(value)
+        self = Decimal(string: content.exactText ?? GeneratedContent.numberText(value)) ?? Decimal(value)
     }
 
     /// This value as generated content.
-    public var generatedContent: GeneratedContent {
-        GeneratedContent(kind: .number(NSDecimalNumber(decimal: self).doubleValue))
-    }
+    public var generatedContent: GeneratedContent { GeneratedContent.number(text: "\(self)") }
     /// This value as the text of a prompt.
     public var promptRepresentation: Prompt { return Prompt(text: "\(self)") }
     /// This value as the text of instructions.

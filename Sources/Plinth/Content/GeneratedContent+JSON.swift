@@ -10,7 +10,7 @@ extension GeneratedContent {
             switch scalar {
             case .null: GeneratedContent(storage: .null, complete: true)
             case .bool(let b): GeneratedContent(storage: .bool(b), complete: true)
-            case .number(let text): GeneratedContent(storage: .number(Double(text) ?? .nan), complete: complete)
+            case .number(let text): GeneratedContent.number(text: text, complete: complete)
             case .string(let s): GeneratedContent(storage: .string(s), complete: complete)
             }
         }
@@ -54,7 +54,7 @@ extension GeneratedContent {
         switch storage {
         case .null: if !open { w.null() }
         case .bool(let b): if !open { w.bool(b) }
-        case .number(let n): if !open { w.write(JSONValue.double(n)) }
+        case .number: if !open, let number = numberJSON { w.write(number) }
         case .string(let s): w.string(s, closed: !open)
         case .array(let elements):
             w.beginArray()
@@ -79,6 +79,20 @@ extension GeneratedContent {
 
     /// A number as the JSON text Plinth writes for it.
     static func numberText(_ n: Double) -> String { JSONValue.double(n).compactText }
+
+    /// A number read from JSON `text`, keeping the text where the double would write another value.
+    static func number(text: String, complete: Bool = true) -> GeneratedContent {
+        let value = Double(text) ?? .nan
+        let exact = DecimalNumber(text).map { $0 != DecimalNumber(numberText(value)) } ?? false
+        return GeneratedContent(storage: .number(value), complete: complete, exactText: exact ? text : nil)
+    }
+
+    /// The JSON text of a number: its own text where it has one, else its double's.
+    var numberJSON: JSONValue? {
+        guard case .number(let n) = storage else { return nil }
+        if let exactText, Double(exactText).map({ $0 == n || ($0.isNaN && n.isNaN) }) ?? false { return .number(exactText) }
+        return .double(n)
+    }
 }
 
 extension JSONValue {
@@ -86,7 +100,7 @@ extension JSONValue {
         switch content.kind {
         case .null: self = .null
         case .bool(let b): self = .bool(b)
-        case .number(let n): self = .double(n)
+        case .number: self = content.numberJSON ?? .null
         case .string(let s): self = .string(s)
         case .array(let elements): self = .array(elements.map(JSONValue.init))
         case .structure:
@@ -98,7 +112,7 @@ extension JSONValue {
         switch self {
         case .null: GeneratedContent(kind: .null)
         case .bool(let b): GeneratedContent(kind: .bool(b))
-        case .number(let n): GeneratedContent(kind: .number(Double(n) ?? .nan))
+        case .number(let n): GeneratedContent.number(text: n)
         case .string(let s): GeneratedContent(kind: .string(s))
         case .array(let items): GeneratedContent(kind: .array(items.map(\.generatedContent)))
         case .object(let members):

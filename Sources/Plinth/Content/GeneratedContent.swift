@@ -15,11 +15,16 @@ public struct GeneratedContent: Sendable, Equatable, Generable {
 
     var storage: Kind
     var complete: Bool
+    /// A number's JSON text where its `Double` would be written as another value (an integer
+    /// past 2^53, more digits than a double holds, a magnitude past its range): the value the
+    /// decoder checked against the schema is the text, so the text is what is written.
+    var exactText: String?
 
-    init(storage: Kind, id: GenerationID? = nil, complete: Bool) {
+    init(storage: Kind, id: GenerationID? = nil, complete: Bool, exactText: String? = nil) {
         self.storage = storage
         self.id = id
         self.complete = complete
+        self.exactText = exactText
     }
 
     public static func == (a: GeneratedContent, b: GeneratedContent) -> Bool {
