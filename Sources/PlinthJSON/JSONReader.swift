@@ -58,9 +58,26 @@ public protocol JSONTreeBuilder {
 public struct JSONReader<Builder: JSONTreeBuilder> {
     private typealias Node = Builder.Node
 
-    private enum Frame {
-        case array([Node])
-        case object(members: [(key: String, value: Node)], index: [String: Int], key: String?)
+    /// An open array or object. Mutated in place on the stack (`stack[last]`): a frame popped
+    /// and pushed back would copy its elements at every value, quadratic in the container's size.
+    private struct Frame {
+        let isObject: Bool
+        var elements: [Node] = []
+        var members: [(key: String, value: Node)] = []
+        /// A member's place by name.
+        var index: [String: Int] = [:]
+        /// The name whose value comes next.
+        var key: String?
+
+        /// A member's value: a repeated name keeps its first place and takes the last value.
+        mutating func set(_ key: String, _ value: Node) {
+            if let i = index[key] {
+                members[i].value = value
+            } else {
+                index[key] = members.count
+                members.append((key, value))
+            }
+        }
     }
 
     private enum Expect { case value, valueOrClose, keyOrClose, key, colon, commaOrClose, end }
@@ -179,17 +196,13 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
             }
         default: break
         }
-        for frame in stack.reversed() {
-            switch frame {
-            case .array(var elements):
-                if let child { elements.append(child) }
-                child = builder.array(elements, complete: false)
-            case .object(var members, let index, let key):
-                if let key, let child {
-                    var index = index  // the frame itself stays as it is
-                    Self.set(key, child, in: &members, &index)
-                }
-                child = builder.object(members, complete: false)
+        for var frame in stack.reversed() {  // a copy: the frames themselves stay as they are
+            if frame.isObject {
+                if let key = frame.key, let child { frame.set(key, child) }
+                child = builder.object(frame.members, complete: false)
+            } else {
+                if let child { frame.elements.append(child) }
+                child = builder.array(frame.elements, complete: false)
             }
         }
         return child
@@ -260,7 +273,7 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
             guard b == UInt8(ascii: ":") else { throw error("Expected ':' after property name") }
             expect = .value
         case .commaOrClose:
-            guard case .object? = stack.last else {
+            guard stack.last?.isObject == true else {
                 switch b {
                 case UInt8(ascii: ","): expect = .value
                 case UInt8(ascii: "]"): try closeContainer()
@@ -281,10 +294,10 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             guard stack.count < options.maxDepth else { throw error("Nested more than \(options.maxDepth) levels deep") }
             if b == UInt8(ascii: "{") {
-                stack.append(.object(members: [], index: [:], key: nil))
+                stack.append(Frame(isObject: true))
                 expect = .keyOrClose
             } else {
-                stack.append(.array([]))
+                stack.append(Frame(isObject: false))
                 expect = .valueOrClose
             }
         case UInt8(ascii: "\""): scalar = .string([], .none, isKey: false)
@@ -385,45 +398,29 @@ public struct JSONReader<Builder: JSONTreeBuilder> {
     }
 
     private mutating func setKey(_ key: String) {
-        guard case .object(let members, let index, _)? = stack.popLast() else { return }
-        stack.append(.object(members: members, index: index, key: key))
+        guard let last = stack.indices.last, stack[last].isObject else { return }
+        stack[last].key = key
         expect = .colon
-    }
-
-    /// A member's value: a repeated name keeps its first place and takes the last value.
-    private static func set(_ key: String, _ value: Node, in members: inout [(key: String, value: Node)],
-                            _ index: inout [String: Int]) {
-        if let i = index[key] {
-            members[i].value = value
-        } else {
-            index[key] = members.count
-            members.append((key, value))
-        }
     }
 
     private mutating func closeContainer() throws(JSONSyntaxError) {
         guard let frame = stack.popLast() else { return }
-        switch frame {
-        case .array(let elements): try finish(builder.array(elements, complete: true))
-        case .object(let members, _, _): try finish(builder.object(members, complete: true))
-        }
+        try finish(frame.isObject ? builder.object(frame.members, complete: true) : builder.array(frame.elements, complete: true))
     }
 
     /// Puts a finished value into the container that holds it, or makes it the root.
     private mutating func finish(_ value: Node) throws(JSONSyntaxError) {
-        guard let frame = stack.popLast() else {
+        guard let last = stack.indices.last else {
             root = value
             expect = .end
             return
         }
-        switch frame {
-        case .array(var elements):
-            elements.append(value)
-            stack.append(.array(elements))
-        case .object(var members, var index, let key):
-            guard let key else { throw error("A value without a property name") }
-            Self.set(key, value, in: &members, &index)
-            stack.append(.object(members: members, index: index, key: nil))
+        if stack[last].isObject {
+            guard let key = stack[last].key else { throw error("A value without a property name") }
+            stack[last].set(key, value)
+            stack[last].key = nil
+        } else {
+            stack[last].elements.append(value)
         }
         expect = .commaOrClose
     }

@@ -109,7 +109,7 @@ struct ChatCompletion: Sendable {
             OpenAIWire.event(.object(envelope("chat.completion.chunk") + [
                 ("choices", .array([.object([("index", OpenAIWire.int(i)), ("delta", .object(delta)), ("logprobs", logprobs),
                                              ("finish_reason", finish)])])),
-            ]))
+            ] + (request.parameters.includeUsageInStream ? [("usage", .null)] : [])))
         }
         var pendingLogprobs = Array(repeating: [JSONValue](), count: request.parameters.n)
         do {

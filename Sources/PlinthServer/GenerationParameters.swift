@@ -23,11 +23,22 @@ struct GenerationParameters: Sendable {
         let topK = try r.integer("top_k", in: 0...100_000) ?? 0
         let minP = try r.number("min_p", in: 0...1) ?? 0
         let penalty = try r.number("repetition_penalty", in: 0.01...10) ?? 1
+        // OpenAI's penalties, over the last 64 tokens as llama-server applies them.
+        let presence = try r.number("presence_penalty", in: -2...2) ?? 0
+        let frequency = try r.number("frequency_penalty", in: -2...2) ?? 0
         let seed = try r.seed("seed")
         seeded = seed != nil
         sampling = SamplingParameters(temperature: Float(temperature), topK: topK, topP: Float(topP), minP: Float(minP),
-                                      repetitionPenalty: Float(penalty), seed: seed ?? UInt64.random(in: .min ... .max))
-        if temperature == 0 { sampling = .greedy }
+                                      repetitionPenalty: Float(penalty), presencePenalty: Float(presence),
+                                      frequencyPenalty: Float(frequency), seed: seed ?? UInt64.random(in: .min ... .max))
+        if temperature == 0 {
+            // Greedy, but the penalties still change which token is the best.
+            var greedy = SamplingParameters.greedy
+            greedy.repetitionPenalty = sampling.repetitionPenalty
+            greedy.presencePenalty = sampling.presencePenalty
+            greedy.frequencyPenalty = sampling.frequencyPenalty
+            sampling = greedy
+        }
         maxTokens = nil
         for key in maxTokenKeys {
             if let m = try r.integer(key, in: 1...1_000_000) { maxTokens = m }

@@ -12,6 +12,16 @@ public final class HTTPServer: Sendable {
     /// Endpoints counted by name in `/metrics` (others count as `other`).
     static let endpoints: Set<String> = ["/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"]
 
+    /// The methods an endpoint answers, or nil for no endpoint (as ``router()`` routes them).
+    static func methods(_ path: String) -> [String]? {
+        switch path {
+        case "/health", "/metrics", "/v1/models": ["GET"]
+        case "/v1/chat/completions", "/v1/completions": ["POST"]
+        case _ where path.hasPrefix("/v1/models/") && path.dropFirst("/v1/models/".count).contains("/") == false: ["GET"]
+        default: nil
+        }
+    }
+
     public init(settings: ServerSettings) {
         self.settings = settings
         host = ModelHost(models: settings.models)
@@ -43,7 +53,9 @@ public final class HTTPServer: Sendable {
         router.get("/v1/models") { _, _ in Self.json(self.modelList()) }
         router.get("/v1/models/{id}") { _, context in
             let id = context.parameters.get("id") ?? ""
-            guard let found = self.modelEntries().first(where: { $0["id"]?.stringValue?.lowercased() == id.lowercased() }) else {
+            // An alias names the model as it does in requests.
+            let served = self.host.entries.first { $0.names.contains(id.lowercased()) }?.id ?? id
+            guard let found = self.modelEntries().first(where: { $0["id"]?.stringValue?.lowercased() == served.lowercased() }) else {
                 return Self.error(APIError.modelNotFound(id, served: self.host.entries.map(\.id)))
             }
             return Self.json(found)
@@ -78,13 +90,13 @@ public final class HTTPServer: Sendable {
             // Watching the connection for a close ends it after the response, so the response
             // says so: a client must not send its next request on it.
             var response = try await request.body.consumeWithCancellationOnInboundClose { body in
-                let buffer: ByteBuffer
-                do {
-                    buffer = try await body.collect(upTo: limit)
-                } catch let error as HTTPError where error.status == .contentTooLarge {
-                    throw APIError.tooLarge(limit: limit)
+                // Counted here, part by part: a chunked body has no length to check first.
+                var data = Data()
+                for try await part in body {
+                    guard data.count + part.readableBytes <= limit else { throw APIError.tooLarge(limit: limit) }
+                    data.append(contentsOf: part.readableBytesView)
                 }
-                let generation = try await start(Data(buffer.readableBytesView))
+                let generation = try await start(data)
                 guard generation.stream else { return Self.json(try await generation.whole()) }
                 let chunks = generation.chunks
                 return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
@@ -187,8 +199,15 @@ struct Gate: RouterMiddleware {
             do {
                 response = try await next(request, context)
             } catch let error as HTTPError {
-                response = HTTPServer.error(error.status == .notFound ? .notFound(path: path)
-                    : APIError(Int(error.status.code), "invalid_request_error", error.body ?? error.status.reasonPhrase))
+                if error.status == .notFound, let allowed = HTTPServer.methods(path) {
+                    // The endpoint exists, for other methods.
+                    response = HTTPServer.error(APIError(405, "invalid_request_error", code: "method_not_allowed",
+                                                         "\(path) takes \(allowed.joined(separator: " or ")), not \(request.method.rawValue)."))
+                    response.headers[.allow] = allowed.joined(separator: ", ")
+                } else {
+                    response = HTTPServer.error(error.status == .notFound ? .notFound(path: path)
+                        : APIError(Int(error.status.code), "invalid_request_error", error.body ?? error.status.reasonPhrase))
+                }
             } catch {
                 response = HTTPServer.error(.server(error.localizedDescription))
             }
@@ -201,9 +220,10 @@ struct Gate: RouterMiddleware {
         return response
     }
 
-    /// `Authorization: Bearer KEY`, compared in time that does not depend on where it differs.
+    /// `Authorization: Bearer KEY` (the scheme in any case, as RFC 7235 has it), the key compared
+    /// in time that does not depend on where it differs.
     static func authorized(_ request: Request, key: String) -> Bool {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return false }
+        guard let header = request.headers[.authorization], header.prefix(7).lowercased() == "bearer " else { return false }
         let given = Array(header.utf8.dropFirst(7)), expected = Array(key.utf8)
         var difference = given.count ^ expected.count
         for i in 0..<expected.count { difference |= Int(expected[i] ^ (i < given.count ? given[i] : 0)) }

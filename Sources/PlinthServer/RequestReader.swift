@@ -68,10 +68,15 @@ struct RequestReader {
 
     func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let v = raw(key) else { return nil }
-        guard let i = v.integerValue else { throw wrongType(key, "an integer") }
-        guard range.contains(i) else {
-            throw APIError.invalid(name(key), "`\(name(key))` must be between \(range.lowerBound) and \(range.upperBound), not \(i).")
+        func outOfRange(_ text: String) -> APIError {
+            APIError.invalid(name(key), "`\(name(key))` must be between \(range.lowerBound) and \(range.upperBound), not \(text).")
         }
+        guard let i = v.integerValue else {
+            // An integer too large for any range here (1e30) is out of range, not of the wrong type.
+            if case .number(let text) = v, v.typeName == "integer" { throw outOfRange(text) }
+            throw wrongType(key, "an integer")
+        }
+        guard range.contains(i) else { throw outOfRange(String(i)) }
         return i
     }
 
@@ -81,7 +86,10 @@ struct RequestReader {
         guard case .number(let text) = v else { throw wrongType(key, "an integer") }
         if let u = UInt64(text) { return u }
         if let i = Int64(text) { return UInt64(bitPattern: i) }
-        throw wrongType(key, "an integer within 64 bits")
+        if v.typeName == "integer" {
+            throw APIError.invalid(name(key), "`\(name(key))` must be an integer within 64 bits, not \(text).")
+        }
+        throw wrongType(key, "an integer")
     }
 
     func array(_ key: String) throws -> [JSONValue]? {

@@ -128,7 +128,7 @@ struct TextCompletion: Sendable {
             OpenAIWire.event(.object(envelope + [
                 ("choices", .array([.object([("text", .string(text)), ("index", OpenAIWire.int(i)),
                                              ("logprobs", c.map(Self.logprobs) ?? .null), ("finish_reason", finish)])])),
-            ]))
+            ] + (parameters.includeUsageInStream ? [("usage", .null)] : [])))
         }
         var sent = Array(repeating: 0, count: echo.count)
         do {

@@ -56,6 +56,9 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
+        if let apiKey, apiKey.trimmingCharacters(in: .whitespaces).isEmpty || apiKey != apiKey.trimmingCharacters(in: .whitespaces) {
+            throw ValidationError("--api-key must be a key without spaces around it (an empty key would lock every client out)")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }
         if let parallel { guard parallel >= 1 && parallel <= 256 else { throw ValidationError("--parallel must be in 1...256") } }
         guard maxQueue >= 1 else { throw ValidationError("--max-queue must be at least 1") }
@@ -68,7 +71,8 @@ struct Serve: AsyncParsableCommand {
         var key = apiKey
         if let apiKeyFile {
             do {
-                key = try String(contentsOfFile: apiKeyFile, encoding: .utf8).split(whereSeparator: \.isNewline).first.map(String.init)
+                key = try String(contentsOfFile: apiKeyFile, encoding: .utf8).split(whereSeparator: \.isNewline).first
+                    .map { $0.trimmingCharacters(in: .whitespaces) }
             } catch {
                 throw ValidationError("can't read --api-key-file \(apiKeyFile): \(error.localizedDescription)")
             }

@@ -200,6 +200,31 @@ struct SamplerTests {
         #expect(Self.draws(logits, p, count: 1, history: [3, 0, 2]) == [1])
     }
 
+    /// OpenAI's penalties as llama.cpp applies them: logit − count × frequency − presence, for
+    /// each token in the window; negative values favour seen tokens.
+    @Test func frequencyAndPresencePenaltiesSubtractFromSeenTokens() {
+        let logits: [Float] = [2.0, 1.5, 1.2, 0.0]
+        var p = SamplingParameters.greedy
+        #expect(p.penalizes == false)
+        p.frequencyPenalty = 0.3
+        // Token 0 seen once: 1.7 > 1.5 stays on top; seen twice: 1.4 < 1.5.
+        #expect(Self.draws(logits, p, count: 1, history: [0]) == [0])
+        #expect(Self.draws(logits, p, count: 1, history: [0, 0]) == [1])
+        // Seen twice, and token 1 once: token 0 at 1.4 is back above token 1 at 1.2.
+        #expect(Self.draws(logits, p, count: 1, history: [0, 1, 0]) == [0])
+        p.frequencyPenalty = 0
+        p.presencePenalty = 0.6
+        // Presence counts once however often: 1.4 < 1.5 either way.
+        #expect(Self.draws(logits, p, count: 1, history: [0]) == [1])
+        #expect(Self.draws(logits, p, count: 1, history: [0, 0, 0]) == [1])
+        p.presencePenalty = -1
+        // A negative penalty raises seen tokens: token 2 at 2.2 passes token 0.
+        #expect(Self.draws(logits, p, count: 1, history: [2]) == [2])
+        // Outside the window nothing changes: token 2 is two back.
+        p.repetitionWindow = 1
+        #expect(Self.draws(logits, p, count: 1, history: [2, 3]) == [0])
+    }
+
     @Test func repetitionPenaltyAppliesWhenSampling() {
         // Two equally likely tokens; penalizing one makes the other dominate.
         let logits: [Float] = [3, 3, -5]

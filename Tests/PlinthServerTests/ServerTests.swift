@@ -153,6 +153,8 @@ struct ServerTests {
             (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"max_tokens":100000}"#, 400, "messages", "context_length_exceeded"),
             (#"{"model":"smollm2","messages":"#, 400, nil, "invalid_json"),
             (String(repeating: " ", count: 5000), 413, nil, "request_too_large"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"max_tokens":1e30}"#, 400, "max_tokens", "invalid_value"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"presence_penalty":50}"#, 400, "presence_penalty", "invalid_value"),
         ]
         for (body, status, param, code) in cases {
             let reply = try await server.post(Self.chat, body)
@@ -166,6 +168,55 @@ struct ServerTests {
         #expect(schema.json.at("error", "message")?.stringValue?.contains("format") == true)
         let missing = try await server.get("/v1/engines")
         #expect(missing.status == 404 && missing.json.at("error", "code")?.stringValue == "not_found")
+        // An endpoint asked with the wrong method says which it takes.
+        let method = try await server.get(Self.chat)
+        #expect(method.status == 405 && method.headers["allow"] == "POST", "\(method.text)")
+        #expect(try await server.get("/v1/models/smollm2").json.at("id")?.stringValue == TestServer.smolLM2)
+        // A chunked body (no length to refuse it by) past the limit is 413 too.
+        var chunked = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)\(Self.chat)")!)
+        chunked.httpMethod = "POST"
+        chunked.httpBodyStream = InputStream(data: Data(String(repeating: " ", count: 50_000).utf8))
+        chunked.setValue("chunked", forHTTPHeaderField: "Transfer-Encoding")
+        let (data, response) = try await URLSession.shared.data(for: chunked)
+        #expect((response as? HTTPURLResponse)?.statusCode == 413, "\(String(decoding: data, as: UTF8.self))")
+    }
+
+    /// A tool call that the token limit cuts short ends the choice at the limit ("length"), as
+    /// OpenAI's API does, whole or streamed; it is not a server error.
+    @Test func aToolCallCutByTheLimitEndsWithLength() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let tool = #"{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}"#
+        for stream in [false, true] {
+            let body = #"{"model":"smollm2","messages":[{"role":"user","content":"Weather in Paris?"}],"max_tokens":6,"temperature":0,"#
+                + #""tool_choice":"required","stream":\#(stream),"tools":[\#(tool)]}"#
+            let reply = try await server.post(Self.chat, body)
+            #expect(reply.status == 200, "\(reply.text)")
+            if stream {
+                let (events, done) = TestServer.events(reply.text)
+                #expect(done && events.contains { $0.at("choices", 0, "finish_reason")?.stringValue == "length" }, "\(reply.text)")
+            } else {
+                #expect(reply.json.at("choices", 0, "finish_reason")?.stringValue == "length", "\(reply.text)")
+                #expect(reply.json.at("usage", "completion_tokens") == .number("6"))
+            }
+        }
+    }
+
+    /// OpenAI's frequency and presence penalties change greedy text (they were accepted and
+    /// ignored before); repetition_penalty applies to greedy requests too.
+    @Test func penaltiesChangeGreedyText() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        func text(_ extra: String) async throws -> String {
+            let reply = try await server.post(Self.chat, #"{"model":"smollm2","messages":[{"role":"user","content":"Write the word cat ten times."}],"max_tokens":32,"temperature":0\#(extra)}"#)
+            #expect(reply.status == 200, "\(reply.text)")
+            return reply.json.at("choices", 0, "message", "content")?.stringValue ?? ""
+        }
+        let plain = try await text("")
+        #expect(try await text(#","frequency_penalty":0"#) == plain)
+        for extra in [#","frequency_penalty":2"#, #","presence_penalty":2"#, #","repetition_penalty":1.5"#] {
+            #expect(try await text(extra) != plain, "\(extra) changed nothing")
+        }
     }
 
     @Test func theKeyGuardsEverythingButHealth() async throws {
@@ -177,6 +228,11 @@ struct ServerTests {
             #expect(reply.status == 401 && reply.json.at("error", "code")?.stringValue == "invalid_api_key")
         }
         #expect(try await server.get("/metrics").status == 401)
+        // The scheme is case-insensitive (RFC 7235).
+        var lower = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/v1/models")!)
+        lower.setValue("bearer s3cret", forHTTPHeaderField: "Authorization")
+        let (_, response) = try await URLSession.shared.data(for: lower)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
         let models = try await server.get("/v1/models", key: "s3cret")
         #expect(models.status == 200)
         #expect(models.json.at("data", 0, "id")?.stringValue == TestServer.smolLM2)

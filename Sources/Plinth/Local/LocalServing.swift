@@ -41,13 +41,15 @@ package final class ServedModel: Sendable {
     /// The constraint of the turn that follows `transcript`: the response grammar, the tool-call
     /// router (`tools`, with `required` forcing a call first), both, or none (nil). A call the
     /// transcript already answered since its last prompt is taken back and the model answers instead.
+    /// A call the token limit cuts short is dropped: the turn ends at the limit, as OpenAI's
+    /// "length", rather than failing.
     package func constraint(response: CompiledGrammar?, tools: [Transcript.ToolDefinition], required: Bool,
                             after transcript: Transcript, timeLimit: Double) throws -> (@Sendable () throws -> any Constraint)? {
         let calling = try LocalGeneration.toolCalling(tools, required: required, answered: LocalGeneration.answeredCalls(transcript),
                                                       instance: instance, timeLimit: timeLimit)
         guard response != nil || calling != nil else { return nil }
         let tokenizer = tokenizer
-        return { @Sendable in TurnConstraint(tokenizer: tokenizer, grammar: response, tools: calling) }
+        return { @Sendable in TurnConstraint(tokenizer: tokenizer, grammar: response, tools: calling, failsOnCutCall: false) }
     }
 
     /// The name and the arguments (JSON text) of a call the tool grammar let through.

@@ -10,6 +10,9 @@ final class TurnConstraint: Constraint {
     private let tokenizer: Tokenizer
     private let response: GrammarMatcher?
     private let tools: LocalToolCalling?
+    /// Whether a call cut short by the token limit fails the turn (a session's) or is dropped,
+    /// the turn ending at the limit with the text before it (the HTTP API's "length").
+    private let failsOnCutCall: Bool
 
     /// Where the decoder is: the answer (free text or the response schema), inside a call's
     /// JSON object, or after a call (another call or the end of the turn).
@@ -37,10 +40,11 @@ final class TurnConstraint: Constraint {
         tokenizer.tokenBytes($0).first == UInt8(ascii: "{")
     }
 
-    init(tokenizer: Tokenizer, grammar: CompiledGrammar?, tools: LocalToolCalling?) {
+    init(tokenizer: Tokenizer, grammar: CompiledGrammar?, tools: LocalToolCalling?, failsOnCutCall: Bool = true) {
         self.tokenizer = tokenizer
         response = grammar?.makeMatcher()
         self.tools = tools
+        self.failsOnCutCall = failsOnCutCall
         holdsText = tools != nil && grammar == nil
     }
 
@@ -275,7 +279,7 @@ final class TurnConstraint: Constraint {
 
     func end(_ reason: FinishReason, _ out: inout ConstraintOutput) throws {
         if holdsText { releaseHeld(all: true, &out) }
-        if case .call = phase, reason != .cancelled {
+        if case .call = phase, reason != .cancelled, failsOnCutCall {
             throw LanguageModelSession.GenerationError.decodingFailure(.init(
                 debugDescription: "The response token limit ended a tool call before its arguments were complete."))
         }

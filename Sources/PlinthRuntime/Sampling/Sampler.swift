@@ -3,8 +3,8 @@ import PlinthKernels
 
 /// How the next token is chosen from the logits.
 ///
-/// Filters apply in llama.cpp's order: repetition penalty, top-k, top-p, min-p, then temperature
-/// and a draw. A temperature of 0 (or `greedy`) takes the most likely token.
+/// Filters apply in llama.cpp's order: the penalties (repetition, then frequency and presence),
+/// top-k, top-p, min-p, then temperature and a draw. A temperature of 0 (or `greedy`) takes the most likely token.
 public struct SamplingParameters: Sendable, Equatable {
     public var temperature: Float
     /// Keep the k most likely tokens; 0 keeps all.
@@ -15,20 +15,32 @@ public struct SamplingParameters: Sendable, Equatable {
     public var minP: Float
     /// Divides positive (multiplies negative) logits of recently seen tokens; 1 disables it.
     public var repetitionPenalty: Float
-    /// How many of the latest tokens the repetition penalty looks at.
+    /// Subtracted from the logit of each token seen in the window, once (OpenAI's
+    /// `presence_penalty`); 0 disables it.
+    public var presencePenalty: Float
+    /// Subtracted from the logit of each token seen in the window, once per time seen (OpenAI's
+    /// `frequency_penalty`); 0 disables it.
+    public var frequencyPenalty: Float
+    /// How many of the latest tokens the penalties look at.
     public var repetitionWindow: Int
     public var seed: UInt64
 
     public init(temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
-                repetitionPenalty: Float = 1.0, repetitionWindow: Int = 64, seed: UInt64 = 0) {
+                repetitionPenalty: Float = 1.0, presencePenalty: Float = 0, frequencyPenalty: Float = 0,
+                repetitionWindow: Int = 64, seed: UInt64 = 0) {
         self.temperature = temperature
         self.topK = topK
         self.topP = topP
         self.minP = minP
         self.repetitionPenalty = repetitionPenalty
+        self.presencePenalty = presencePenalty
+        self.frequencyPenalty = frequencyPenalty
         self.repetitionWindow = repetitionWindow
         self.seed = seed
     }
+
+    /// Whether any penalty changes the logits of tokens already seen.
+    public var penalizes: Bool { repetitionPenalty != 1 || presencePenalty != 0 || frequencyPenalty != 0 }
 
     public static let greedy = SamplingParameters(temperature: 0, topK: 1, topP: 1, minP: 0)
 
@@ -68,7 +80,7 @@ public struct Sampler: Sendable {
     public mutating func sample(_ logits: UnsafeBufferPointer<Float>, history: ArraySlice<Int32> = [],
                                 allowed: ((Int32) -> Bool)? = nil) -> Int32 {
         let p = parameters
-        let penalized = p.repetitionPenalty != 1 && !history.isEmpty
+        let penalized = p.penalizes && !history.isEmpty
         if p.isGreedy && !penalized && allowed == nil { return Sampler.argmax(logits) }
         if let allowed {
             return choose(logits, history: history) { visit in
@@ -103,7 +115,7 @@ public struct Sampler: Sendable {
     /// candidate).
     public func canSampleFromTop(history: ArraySlice<Int32>, vocabularySize: Int) -> Bool {
         let p = parameters
-        return !p.isGreedy && p.topK > 0 && p.topK < vocabularySize && (p.repetitionPenalty == 1 || history.isEmpty)
+        return !p.isGreedy && p.topK > 0 && p.topK < vocabularySize && (!p.penalizes || history.isEmpty)
     }
 
     /// Chooses among a row's best tokens (at most `parameters.topK`, best first: the larger
@@ -122,16 +134,17 @@ public struct Sampler: Sendable {
     private mutating func choose(_ logits: UnsafeBufferPointer<Float>, history: ArraySlice<Int32>,
                                  _ forEachCandidate: ((Int) -> Void) -> Void) -> Int32 {
         let p = parameters
-        let penalized = p.repetitionPenalty != 1 && !history.isEmpty
-        var penalty: [Int32: Float] = [:]
+        let penalized = p.penalizes && !history.isEmpty
+        var seen: [Int32: Int] = [:]
         if penalized {
-            for t in history.suffix(p.repetitionWindow) { penalty[t] = p.repetitionPenalty }
+            for t in history.suffix(p.repetitionWindow) { seen[t, default: 0] += 1 }
         }
         // Without a penalty the logits are used as they are (no lookup per token).
         func adjusted(_ i: Int) -> Float {
-            let l = logits[i]
-            guard penalized, let pen = penalty[Int32(i)] else { return l }
-            return l > 0 ? l / pen : l * pen
+            var l = logits[i]
+            guard penalized, let count = seen[Int32(i)] else { return l }
+            if p.repetitionPenalty != 1 { l = l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty }
+            return l - Float(count) * p.frequencyPenalty - p.presencePenalty
         }
 
         if p.isGreedy {

@@ -93,7 +93,7 @@ struct SequenceDecoder {
         // only the tokens that fit (some always does: a byte toward the end).
         budgetRefusals += 1
         let p = sampler.parameters
-        if p.isGreedy && p.repetitionPenalty == 1 {
+        if p.isGreedy && !p.penalizes {
             // Greedy: the best token that fits, walking down the allowed tokens by logit.
             var ranked: [(id: Int32, logit: Float)] = []
             Self.forEachAllowed(in: mask) { t in
@@ -132,7 +132,7 @@ struct SequenceDecoder {
     mutating func logitsUse() -> LogitsUse {
         let p = sampler.parameters
         guard !needsLogits, logprobCount == nil else { return .full }
-        let greedy = p.isGreedy && (p.repetitionPenalty == 1 || history.isEmpty)
+        let greedy = p.isGreedy && (!p.penalizes || history.isEmpty)
         let top = !greedy && p.topK <= LogitsUse.maxTopK
             && sampler.canSampleFromTop(history: history[...], vocabularySize: tokenizer.vocabularySize)
         guard greedy || top else { return .full }
