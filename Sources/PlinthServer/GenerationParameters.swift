@@ -23,7 +23,7 @@ struct GenerationParameters: Sendable {
         let topK = try r.integer("top_k", in: 0...100_000) ?? 0
         let minP = try r.number("min_p", in: 0...1) ?? 0
         let penalty = try r.number("repetition_penalty", in: 0.01...10) ?? 1
-        // OpenAI's penalties, over the last 64 tokens as llama-server applies them.
+        // OpenAI's penalties, over the last 64 tokens (prompt included) as llama-server applies them.
         let presence = try r.number("presence_penalty", in: -2...2) ?? 0
         let frequency = try r.number("frequency_penalty", in: -2...2) ?? 0
         let seed = try r.seed("seed")

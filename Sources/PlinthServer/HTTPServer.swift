@@ -12,6 +12,9 @@ public final class HTTPServer: Sendable {
     /// Endpoints counted by name in `/metrics` (others count as `other`).
     static let endpoints: Set<String> = ["/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"]
 
+    /// Seconds a connection may sit idle (see ``run(handlesSignals:onListening:)``).
+    static let idleSeconds: Int64 = 60
+
     /// The methods an endpoint answers, or nil for no endpoint (as ``router()`` routes them).
     static func methods(_ path: String) -> [String]? {
         switch path {
@@ -31,8 +34,11 @@ public final class HTTPServer: Sendable {
     /// (with `handlesSignals`; it then finishes the requests in flight and closes the listener)
     /// or the task is cancelled. `onListening` gets the bound port.
     public func run(handlesSignals: Bool = true, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        // A connection idle for a minute, between requests or in the middle of sending one (a
+        // client that stalls with its body half sent), is closed; one waiting for its answer is not.
         let app = Application(
             router: router(),
+            server: .http1(configuration: .init(idleTimeout: .seconds(Self.idleSeconds))),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "plinth"),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) })
         let host = host, settings = settings

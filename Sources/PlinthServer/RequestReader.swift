@@ -87,7 +87,7 @@ struct RequestReader {
         if let u = UInt64(text) { return u }
         if let i = Int64(text) { return UInt64(bitPattern: i) }
         if v.typeName == "integer" {
-            throw APIError.invalid(name(key), "`\(name(key))` must be an integer within 64 bits, not \(text).")
+            throw APIError.invalid(name(key), "`\(name(key))` must be an integer within 64 bits, written without a fraction or exponent, not \(text).")
         }
         throw wrongType(key, "an integer")
     }

@@ -120,9 +120,9 @@ struct EvalRun: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             // The files, checked before the model loads and before anything is written.
-            try FileChecks.requireRegularFile(schema, what: "schema file")
-            if let instructionsFile { try FileChecks.requireRegularFile(instructionsFile, what: "instructions file") }
-            try FileChecks.requireRegularFile(input, what: "input file")
+            try FileChecks.requireReadable(schema, what: "schema file")
+            if let instructionsFile { try FileChecks.requireReadable(instructionsFile, what: "instructions file") }
+            try FileChecks.requireReadable(input, what: "input file", once: false)
             try FileChecks.requireWritable(output, what: "output")
             if let summary { try FileChecks.requireWritable(summary, what: "summary") }
             let written = [(output, "output"), (output + ".run.json", "run description"), (output + ".timings.jsonl", "timings file")]
@@ -130,7 +130,6 @@ struct EvalRun: AsyncParsableCommand {
             try FileChecks.requireDistinct(
                 writes: written.map { (path: $0.0, what: $0.1) },
                 reads: [(input, "input file"), (schema, "schema file")] + (instructionsFile.map { [($0, "instructions file")] } ?? []))
-            if let summary { try FileChecks.requireDistinct(writes: [(summary, "summary")], reads: written.dropLast().map { (path: $0.0, what: $0.1) }) }
 
             let schemaText = try Self.read(schema, what: "schema")
             let generationSchema: GenerationSchema
@@ -191,8 +190,11 @@ struct EvalRun: AsyncParsableCommand {
                 let listed = missing.prefix(5).map(String.init).joined(separator: ", ") + (missing.count > 5 ? " and \(missing.count - 5) more" : "")
                 throw CLIError("\(output) lacks the records of input lines \(listed) before its last record (a merge of unfinished shards?): finish the shards' runs and merge them again, or rerun with --restart")
             }
-            let out = try EvalOutputFile(path: output, empty: restart, exclusive: true)
             info.elapsedSeconds = previous
+            // A new output's description first: a run killed before it would leave an output
+            // that no later run recognizes as its own.
+            if !FileManager.default.fileExists(atPath: output) { try info.write(for: output) }
+            let out = try EvalOutputFile(path: output, empty: restart, exclusive: true)
             try info.write(for: output)
             let timings = try EvalOutputFile(path: output + ".timings.jsonl", empty: restart, through: out.lastLine)
             let resumedAt = out.lastLine
@@ -201,8 +203,8 @@ struct EvalRun: AsyncParsableCommand {
             // Records in flight: the evaluator's default, twice what the model decodes at once.
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
                                            options: options, includeSchemaInPrompt: !noSchemaInPrompt)
-            let validator = try? SchemaValidator(schema: schemaText)
-            var tally = EvalTally(validator: validator)
+            var tally = EvalTally(validator: try? SchemaValidator(schema: schemaText))
+            tally.uncheckedReason = "the checker could not compile the schema"
             let progress = quiet ? nil : EvalProgress(total: total, alreadyDone: out.records)
             let reader = try LineReader(path: input)
             var records: [Int: JSONValue] = [:]  // records in flight, by line: ids and labels
@@ -292,7 +294,8 @@ struct EvalRun: AsyncParsableCommand {
             if c == "{", let close = template[next...].firstIndex(of: "}") {
                 let name = String(template[next..<close])
                 guard let value = record[name] else { return .failure(CLIError("the record has no field \"\(name)\" that the template uses")) }
-                out += EvalTally.display(value)
+                // Strings as they are (a field "30" is 30 in the prompt), other values as JSON.
+                out += value.stringValue ?? value.compactText
                 i = template.index(after: close)
                 continue
             }
@@ -402,11 +405,21 @@ struct EvalMerge: ParsableCommand {
 
             try FileChecks.requireWritable(output, what: "merged output")
             if let shard = shards.first(where: { FileChecks.sameFile($0, output) }) { throw CLIError("the merged output \(output) is the shard \(shard)") }
-            if FileManager.default.fileExists(atPath: output), try EvalRunInfo.read(for: output) == nil {
-                throw CLIError("\(output) exists and was not made by plinth eval: remove it, or choose another output")
+            // The merge replaces the output (never one plinth eval did not write, nor one a run holds).
+            var held: FileHandle?
+            if FileManager.default.fileExists(atPath: output) {
+                guard try EvalRunInfo.read(for: output) != nil else {
+                    throw CLIError("\(output) exists and was not made by plinth eval: remove it, or choose another output")
+                }
+                guard let handle = FileHandle(forUpdatingAtPath: output) else { throw CLIError("cannot write \(output)") }
+                try EvalOutputFile.lock(handle.fileDescriptor, output)
+                held = handle
             }
-            for suffix in ["", ".timings.jsonl"] {
-                try Self.merge(shards.map { $0 + suffix }, into: output + suffix)
+            defer { try? held?.close() }
+            // Both files merged before either replaces its old one.
+            let merged = try ["", ".timings.jsonl"].map { suffix in try Self.merge(shards.map { $0 + suffix }, into: output + suffix) }
+            for file in merged {
+                do throws(PartialFile.Failure) { try file.commit() } catch { throw CLIError("cannot write \(file.url.path): \(error.reason)") }
             }
             unsharded.finished = infos.allSatisfy(\.finished) && missing.isEmpty
             unsharded.elapsedSeconds = infos.map(\.elapsedSeconds).max() ?? 0
@@ -415,8 +428,8 @@ struct EvalMerge: ParsableCommand {
         }
     }
 
-    /// Merges files whose lines are records ordered by "line" into one such file.
-    static func merge(_ paths: [String], into output: String) throws {
+    /// Merges files whose lines are records ordered by "line" into one such file, to be committed.
+    static func merge(_ paths: [String], into output: String) throws -> PartialFile {
         let readers = try paths.map { try LineReader(path: $0) }
         var heads: [(line: Int, text: ArraySlice<UInt8>)?] = try readers.map { try next($0) }
         // Whole or not at all: a merge that fails leaves the old file (or none).
@@ -433,7 +446,7 @@ struct EvalMerge: ParsableCommand {
             heads[i] = try next(readers[i])
         }
         try write(pending)
-        do { try file.commit() } catch { throw CLIError("cannot write \(output): \(error.reason)") }
+        return file
     }
 
     private static func next(_ reader: LineReader) throws -> (line: Int, text: ArraySlice<UInt8>)? {
@@ -460,6 +473,7 @@ struct EvalReport: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            if let summary { try FileChecks.requireDistinct(writes: [(summary, "summary")], reads: [(output, "output")]) }
             let info = try EvalRunInfo.read(for: output)
             var tally = EvalTally(validator: try info.map { try SchemaValidator(schema: $0.schema) })
             let records = try LineReader(path: output)

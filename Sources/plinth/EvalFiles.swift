@@ -18,8 +18,10 @@ final class LineReader {
     private(set) var lineTerminated = true
 
     init(path: String) throws {
-        try FileChecks.requireRegularFile(path)
+        try FileChecks.requireReadable(path, what: "file")
         guard let handle = FileHandle(forReadingAtPath: path) else { throw CLIError("cannot read \(path)") }
+        // From the start: on macOS every open of /dev/stdin shares one offset.
+        try? handle.seek(toOffset: 0)
         self.handle = handle
     }
 
@@ -124,16 +126,18 @@ struct EvalRunInfo: Codable, Equatable {
 
 /// Checks on the paths a command reads and writes, made before it reads or writes anything.
 enum FileChecks {
-    /// Throws unless `path` is a regular file: a directory, a pipe or a device is refused (eval
-    /// reads its input more than once: to count, to run, to resume).
-    static func requireRegularFile(_ path: String, what: String = "") throws {
+    /// Throws unless `path` can be read as a file: a directory is refused, and unless `once`, a
+    /// pipe or a device too (eval reads its input more than once: to count, to run, to resume).
+    static func requireReadable(_ path: String, what: String, once: Bool = true) throws {
         var st = stat()
-        let name = what.isEmpty ? path : "the \(what) \(path)"
+        let name = "the \(what) \(path)"
         guard stat(path, &st) == 0 else { throw CLIError("cannot read \(name): \(String(cString: strerror(errno)))") }
         switch st.st_mode & S_IFMT {
         case S_IFREG: return
         case S_IFDIR: throw CLIError("\(name) is a directory, not a file")
-        default: throw CLIError("\(name) is not a regular file (a pipe or a device): give a file, which can be read again to resume")
+        default:
+            if once { return }
+            throw CLIError("\(name) is not a regular file (a pipe or a device): give a file, which can be read again to resume")
         }
     }
 
@@ -148,18 +152,23 @@ enum FileChecks {
         }
     }
 
-    /// Whether two paths name one existing file (links and relative paths included).
+    /// Whether two paths name one file: the same existing file (links included), or the same
+    /// path once made absolute, for files not made yet.
     static func sameFile(_ a: String, _ b: String) -> Bool {
         var x = stat(), y = stat()
-        guard stat(a, &x) == 0, stat(b, &y) == 0 else { return false }
-        return x.st_dev == y.st_dev && x.st_ino == y.st_ino
+        if stat(a, &x) == 0, stat(b, &y) == 0 { return x.st_dev == y.st_dev && x.st_ino == y.st_ino }
+        func absolute(_ p: String) -> String { URL(fileURLWithPath: p).standardizedFileURL.resolvingSymlinksInPath().path }
+        return absolute(a) == absolute(b)
     }
 
-    /// Throws if a file the command writes is one it reads.
-    static func requireDistinct(writes: [(path: String, what: String)], reads: [(path: String, what: String)]) throws {
-        for w in writes {
+    /// Throws if a file the command writes is one it reads, or one it also writes otherwise.
+    static func requireDistinct(writes: [(path: String, what: String)], reads: [(path: String, what: String)] = []) throws {
+        for (i, w) in writes.enumerated() {
             for r in reads where sameFile(w.path, r.path) {
                 throw CLIError("the \(w.what) \(w.path) is the \(r.what) \(r.path): writing it would destroy what is read")
+            }
+            for other in writes[(i + 1)...] where sameFile(w.path, other.path) {
+                throw CLIError("the \(w.what) \(w.path) is also the \(other.what): one would overwrite the other")
             }
         }
     }
@@ -185,9 +194,7 @@ final class EvalOutputFile {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))") }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        if exclusive && flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            throw CLIError("\(path) is being written by another plinth eval (it holds the file's lock); wait for it to end, or choose another --output")
-        }
+        if exclusive { try Self.lock(fd, path) }
         self.handle = handle
         if empty { try handle.truncate(atOffset: 0) }
         let scan = try Self.scan(path, through: maxLine)
@@ -198,6 +205,15 @@ final class EvalOutputFile {
     }
 
     deinit { try? handle.close() }
+
+    /// Takes the lock a run holds on its output while it writes (`flock`, released with the file).
+    static func lock(_ fd: Int32, _ path: String) throws {
+        guard flock(fd, LOCK_EX | LOCK_NB) != 0 else { return }
+        if errno == EWOULDBLOCK {
+            throw CLIError("\(path) is being written by another plinth eval (it holds the file's lock); wait for it to end, or choose another output")
+        }
+        throw CLIError("cannot lock \(path) (\(String(cString: strerror(errno)))): its file system may not support locks; choose an output on a local disk")
+    }
 
     /// The input lines of the records at the start of the file, in order, and the bytes they
     /// take: reading stops at a partial line, a line that is not a record, a record out of

@@ -38,8 +38,11 @@ struct EvalTally {
     var labels: [String: Label] = [:]
     /// Lines of an output file that are not records (`eval report` says how many it passed over).
     var otherLines = 0
-    /// Nil where there is no schema to check against (an output without its run description).
+    /// Nil where values can't be checked: no schema (an output without its run description),
+    /// or one the checker could not compile.
     let validator: SchemaValidator?
+    /// Why values were not checked, where ``validator`` is nil.
+    var uncheckedReason = "no run description holds the schema"
 
     init(validator: SchemaValidator?) { self.validator = validator }
 
@@ -84,11 +87,17 @@ struct EvalTally {
     /// A label or value as it is shown: strings bare (but for those that would read as another
     /// JSON value, such as "1" or "true", which keep their quotes), anything else as compact JSON.
     static func display(_ value: JSONValue) -> String {
-        if case .string(let s) = value {
+        switch value {
+        case .string(let s):
             if let other = try? JSONValue(parsing: Data(s.utf8)), other.stringValue == nil { return value.compactText }
             return s
+        case .number(let text):
+            // One spelling per number, as ``same(_:_:)`` compares them: 1.0 shows as 1.
+            guard let d = DecimalNumber(text), abs(d.exponent) < 40 else { return text }
+            return d.description
+        default:
+            return value.compactText
         }
-        return value.compactText
     }
 
     /// Whether an output value is the expected one: the same JSON value (numbers by value, so
@@ -140,8 +149,7 @@ struct EvalTally {
             lines.append(String(format: "valid: %d of %d values (%.1f%%), %d ended early by the token budget",
                                 validValues, values, rate, truncatedByBudget))
         } else {
-            lines.append(String(format: "valid: not checked (no run description holds the schema), %d ended early by the token budget",
-                                truncatedByBudget))
+            lines.append(String(format: "valid: not checked (%@), %d ended early by the token budget", uncheckedReason, truncatedByBudget))
         }
         if seconds > 0 {
             lines.append(String(format: "speed: %.2f records/s, %.1f generated tokens/s over %.1f s (prompts %d tokens, %d from the cache)",

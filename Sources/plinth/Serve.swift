@@ -56,7 +56,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
-        if let apiKey, apiKey.trimmingCharacters(in: .whitespaces).isEmpty || apiKey != apiKey.trimmingCharacters(in: .whitespaces) {
+        if let apiKey, apiKey.isEmpty || apiKey != apiKey.trimmingCharacters(in: .whitespacesAndNewlines) {
             throw ValidationError("--api-key must be a key without spaces around it (an empty key would lock every client out)")
         }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be in 0...65535") }

@@ -228,7 +228,9 @@ struct EvalCLITests {
         try Data(#"{"type":"object","properties":{"x":{"type":"string","format":"bogus"}},"required":["x"]}"#.utf8).write(to: URL(fileURLWithPath: schema))
         let bogus = try CLI.runWithModel(replacing(Self.arguments(output: Self.path("bogus.jsonl")), { $0.hasSuffix("policy_clauses.schema.json") }, with: schema))
         #expect(bogus.status != 0 && bogus.stderr.contains("format"), "stderr: \(bogus.stderr)")
-        for name in ["from-dir.jsonl", "from-pipe.jsonl", "budget.jsonl", "bogus.jsonl"] {
+        let clash = try CLI.runWithModel(Self.arguments(output: Self.path("clash.jsonl"), ["--summary", Self.path("clash.jsonl")]))
+        #expect(clash.status != 0 && clash.stderr.contains("is also the"), "stderr: \(clash.stderr)")
+        for name in ["from-dir.jsonl", "from-pipe.jsonl", "budget.jsonl", "bogus.jsonl", "clash.jsonl"] {
             #expect(!exists(name) && !exists(name + ".run.json"), "\(name) was created")
         }
 

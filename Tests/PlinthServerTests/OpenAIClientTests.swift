@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 
 /// `plinth serve` as a process, driven by the real `openai` Python client (installed into a
@@ -40,19 +43,31 @@ struct OpenAIClientTests {
 
     @discardableResult
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
+        try finish(start(executable, arguments))
+    }
+
+    /// A process started with its output going to a log file, read by ``finish(_:)``.
+    static func start(_ executable: String, _ arguments: [String]) throws -> (process: Process, log: URL, command: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = arguments
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-openai-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: out.path, contents: nil)
-        defer { try? FileManager.default.removeItem(at: out) }
         let handle = try FileHandle(forWritingTo: out)
         p.standardOutput = handle
         p.standardError = handle
         try p.run()
-        p.waitUntilExit()
-        let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-        guard p.terminationStatus == 0 else { throw Failed(description: "\(executable) \(arguments.joined(separator: " ")) exited \(p.terminationStatus):\n\(text.suffix(4000))") }
+        return (p, out, "\(executable) \(arguments.joined(separator: " "))")
+    }
+
+    /// Waits for a started process; its output, or an error with it when it failed.
+    static func finish(_ started: (process: Process, log: URL, command: String)) throws -> String {
+        defer { try? FileManager.default.removeItem(at: started.log) }
+        started.process.waitUntilExit()
+        let text = (try? String(contentsOf: started.log, encoding: .utf8)) ?? ""
+        guard started.process.terminationStatus == 0 else {
+            throw Failed(description: "\(started.command) exited \(started.process.terminationStatus):\n\(text.suffix(4000))")
+        }
         return text
     }
 
@@ -86,19 +101,33 @@ struct OpenAIClientTests {
         #expect(report.contains(#""ok": true"#), "\(report.suffix(2000))")
         // SIGTERM with a request in flight: it is finished, new connections are refused, and
         // the process exits 0.
-        let inFlight = Task.detached {
-            try Self.run("/usr/bin/env", ["python3", "-c", """
+        let inFlight = try Self.start("/usr/bin/env", ["python3", "-c", """
                 import json, sys, urllib.request
-                body = json.dumps({"model": "smollm2", "temperature": 0, "max_tokens": 200,
-                                   "messages": [{"role": "user", "content": "Write a long story."}]}).encode()
+                body = json.dumps({"model": "smollm2", "temperature": 0, "max_tokens": 1000,
+                                   "prompt": "1, 2, 3, 4, 5, 6, 7, 8,"}).encode()
                 r = urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=body, headers={"Content-Type": "application/json"}))
                 print(r.status, json.loads(r.read())["usage"]["completion_tokens"])
-                """, "http://127.0.0.1:\(bound)/v1/chat/completions"])
+                """, "http://127.0.0.1:\(bound)/v1/completions"])
+        // Stopped once the request is in a step: the client may take a while to start on a
+        // loaded machine (a fixed delay let SIGTERM come before it connected), and this task a
+        // while to be scheduled, so the request is long (greedy SmolLM2 counts on to the limit).
+        var running = false
+        var seen = ""
+        let polling = Date()
+        for _ in 0..<600 where !running {
+            var metricsRequest = URLRequest(url: URL(string: "http://127.0.0.1:\(bound)/metrics")!)
+            metricsRequest.cachePolicy = .reloadIgnoringLocalCacheData
+            do {
+                let metrics = String(decoding: try await URLSession.shared.data(for: metricsRequest).0, as: UTF8.self)
+                seen = metrics.split(separator: "\n").filter { $0.hasPrefix("plinth_running_sequences{") }.joined(separator: "; ")
+            } catch { seen = "\(error)" }
+            running = seen.split(separator: ";").contains { $0.hasPrefix("plinth_running") && !$0.hasSuffix(" 0") }
+            if !running { try await Task.sleep(for: .milliseconds(50)) }
         }
-        try await Task.sleep(for: .milliseconds(700))
+        #expect(running, "the request never started in \(Date().timeIntervalSince(polling)) s: \(seen); client: \(inFlight.process.isRunning ? "running" : "ended")")
         server.terminate()
-        let finished = try await inFlight.value
-        #expect(finished.hasPrefix("200 "), "the request in flight at SIGTERM: \(finished)")
+        let finished = try Self.finish(inFlight)
+        #expect(finished == "200 1000\n", "the request in flight at SIGTERM: \(finished)")
         server.waitUntilExit()
         #expect(server.terminationStatus == 0, "\((try? String(contentsOf: err, encoding: .utf8))?.suffix(2000) ?? "")")
         #expect(throws: (any Error).self) {

@@ -26,6 +26,10 @@ import Testing
         #expect(Int.max.generatedContent.jsonString == "9223372036854775807")
         #expect(try Int(Int.max.generatedContent) == .max)
         #expect(try GeneratedContent(json: "1e400").jsonString == "1e400")
+        // Exact text that is not an integer, or past Int's range, is not read as a nearby Int.
+        #expect(throws: LanguageModelSession.GenerationError.self) { try Int(GeneratedContent(json: "9007199254740993.5")) }
+        #expect(throws: LanguageModelSession.GenerationError.self) { try Int(GeneratedContent(json: "92233720368547758070")) }
+        #expect(try GeneratedContent(json: "9007199254740993") != GeneratedContent(json: "9007199254740992"))
         // Content made from a double alone writes the double's text.
         #expect(GeneratedContent(kind: .number(9_007_199_254_740_993)).jsonString == GeneratedContent(kind: .number(9_007_199_254_740_992)).jsonString)
     }

@@ -1,4 +1,5 @@
 import Foundation
+internal import PlinthJSON
 
 /// A type that can be initialized from generated content.
 public protocol ConvertibleFromGeneratedContent: SendableMetatype {
@@ -155,7 +156,9 @@ extension Int: Generable {
             throw GeneratedContent.decodingFailure("Expected an integer, found \(content.kindName).")
         }
         // An integer past 2^53 is exact in its text, not in its double.
-        if let text = content.exactText, let exact = Int(text) {
+        if let text = content.exactText, let number = DecimalNumber(text) {
+            guard number.isInteger else { throw GeneratedContent.decodingFailure("Expected an integer, found \(text).") }
+            guard let exact = Int(text) ?? number.intValue else { throw GeneratedContent.decodingFailure("The integer \(text) is out of Int's range.") }
             self = exact
             return
         }

@@ -28,7 +28,7 @@ public struct GeneratedContent: Sendable, Equatable, Generable {
     }
 
     public static func == (a: GeneratedContent, b: GeneratedContent) -> Bool {
-        a.storage == b.storage
+        a.storage == b.storage && a.exactText == b.exactText
     }
 }
 

@@ -67,7 +67,10 @@ public enum LogProbabilityFile {
             // sizes would otherwise read as records out of step, and give numbers, not an error.
             let chunkBytes = scoredPositions(context: context) * recordWords(vocabularySize: vocabulary) * 2
             let expected = headerBytes + tokenBytes + chunks * chunkBytes
-            if let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int, size != expected {
+            // The open file's own length (a link's target's), where it is a file (a pipe streams).
+            var st = stat()
+            if fstat(handle.fileDescriptor, &st) == 0, st.st_mode & S_IFMT == S_IFREG, Int(st.st_size) != expected {
+                let size = Int(st.st_size)
                 if size < expected && size >= headerBytes + tokenBytes {
                     throw .truncatedLogProbabilityFile(path: path, what: "the log-probabilities of chunk \((size - headerBytes - tokenBytes) / chunkBytes + 1)")
                 }
