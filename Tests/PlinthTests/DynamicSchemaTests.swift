@@ -63,6 +63,18 @@ import Testing
         #expect(dogProperties?["age"]?["maximum"] as? Int == 20)
     }
 
+    /// JSON Schema's boolean schemas at the root: `true` admits any value, as `{}` does; `false`
+    /// admits none and is refused with a reason (both were "must be a JSON object").
+    @Test func booleanSchemas() throws {
+        #expect(try GenerationSchema(jsonSchema: "true").debugDescription == GenerationSchema(jsonSchema: "{}").debugDescription)
+        #expect {
+            try GenerationSchema(jsonSchema: "false")
+        } throws: { error in
+            (error as? GeneratedContent.ParsingError)?.localizedDescription.contains("admits no value") ?? false
+        }
+        #expect(throws: GeneratedContent.ParsingError.self) { try GenerationSchema(jsonSchema: "[]") }
+    }
+
     @Test func schemaErrors() {
         let a = DynamicGenerationSchema(name: "A", properties: [.init(name: "b", schema: .init(referenceTo: "B"))])
         #expect {

@@ -362,6 +362,11 @@ extension GenerationSchema {
 
     /// A schema from a JSON Schema document already read.
     package init(jsonSchema json: JSONValue) throws {
+        // JSON Schema's boolean schemas: `true` admits any value (as `{}`), `false` none.
+        if json == .bool(true) { try self.init(jsonSchema: .object([])); return }
+        if json == .bool(false) {
+            throw GeneratedContent.ParsingError(rawContent: "false", debugDescription: "The schema false admits no value, so nothing can be generated.")
+        }
         guard case .object = json else {
             throw GeneratedContent.ParsingError(rawContent: json.compactText, debugDescription: "A JSON Schema must be a JSON object.")
         }
