@@ -67,6 +67,14 @@ struct Adapters: ParsableCommand {
                 guard out.standardizedFileURL.resolvingSymlinksInPath() != input.standardizedFileURL.resolvingSymlinksInPath() else {
                     throw CLIError("the output would overwrite the model; choose another -o")
                 }
+                // Nor the adapter: its file, or a file in its PEFT folder.
+                var isFolder: ObjCBool = false
+                if FileManager.default.fileExists(atPath: adapter, isDirectory: &isFolder) {
+                    let folder = isFolder.boolValue ? adapter : nil
+                    if FileChecks.sameFile(output, adapter) || folder.map({ FileChecks.sameFile(out.deletingLastPathComponent().path, $0) }) == true {
+                        throw CLIError("the output would overwrite the adapter \(adapter); choose another -o")
+                    }
+                }
                 let model = try modelOptions.load()
                 let lora = try LoRAAdapter(named: adapter, for: model.transformer)
                 let start = ContinuousClock.now

@@ -39,6 +39,8 @@ struct Imatrix: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            try FileChecks.requireWritable(output, what: "output")
+            try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(try modelOptions.url().path, "model"), (file, "text")])
             let model = try modelOptions.load()
             // Activations are observed on the CPU step.
             let inference = try chunkContext(model, context: context, threads: threads)

@@ -62,6 +62,11 @@ struct Perplexity: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            if !divergence, let base {
+                // The base is written here: never over the model or the text.
+                try FileChecks.requireDistinct(writes: [(base, "base file")],
+                                               reads: [(try modelOptions.url().path, "model")] + (file.map { [($0, "text")] } ?? []))
+            }
             let model = try modelOptions.load()
             if divergence, let base {
                 try compare(model, base: URL(fileURLWithPath: base))

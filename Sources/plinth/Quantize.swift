@@ -85,6 +85,9 @@ struct Quantize: ParsableCommand {
             guard input.standardizedFileURL.path != out.standardizedFileURL.path else {
                 throw CLIError("the output is the input file; write to another path")
             }
+            try FileChecks.requireDistinct(writes: [(output, "output")],
+                                           reads: [(input.path, "model")] + (imatrix.map { [($0, "importance matrix")] } ?? [])
+                                               + (calibration.map { [($0, "calibration text")] } ?? []))
             let file = try GGUFFile(url: input)
             let plan = try Quantizer.plan(file, target: target, mix: mix, overrides: overrides, pure: pure, withImportance: imatrix != nil)
             for step in plan where step.note != nil { Diagnostics.note("\(step.tensor.name): \(step.note!)") }

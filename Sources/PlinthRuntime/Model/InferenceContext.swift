@@ -97,7 +97,8 @@ public final class InferenceContext {
         self.contextLength = max(1, min(contextLength ?? min(c.contextLength, 4096), c.contextLength))
         self.slotCount = max(1, slots)
         self.maxBatch = max(1, maxBatch)
-        self.threadCount = threads ?? defaultThreadCount()
+        // The cap PLINTH_THREADS has: thousands of threads only make every barrier crawl.
+        self.threadCount = min(threads ?? defaultThreadCount(), maxThreadCount)
         self.slotLengths = Array(repeating: 0, count: slotCount)
         neoxRoPE = c.architecture.neoxRoPE ? 1 : 0
         kvDim = c.kvHeadCount * c.headDim

@@ -22,8 +22,11 @@ public final class Transformer: Sendable {
     }
 }
 
+/// The most threads the kernels use, however many are asked for.
+public let maxThreadCount = 256
+
 /// How many threads the kernels use: `PLINTH_THREADS`, else every core.
 public func defaultThreadCount() -> Int {
-    if let s = ProcessInfo.processInfo.environment["PLINTH_THREADS"], let n = Int(s), n > 0 { return min(n, 256) }
+    if let s = ProcessInfo.processInfo.environment["PLINTH_THREADS"], let n = Int(s), n > 0 { return min(n, maxThreadCount) }
     return max(1, ProcessInfo.processInfo.activeProcessorCount)
 }

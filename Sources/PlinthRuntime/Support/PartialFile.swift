@@ -15,11 +15,18 @@ package final class PartialFile {
     private var committed = false
 
     package init(_ url: URL) throws(Failure) {
+        // A link is written through: its target is replaced, the link kept.
+        let url = url.resolvingSymlinksInPath()
         self.url = url
         partial = url.appendingPathExtension("partial")
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw Failure(reason: "it is a directory")
+        var st = stat()
+        if lstat(url.path, &st) == 0 {
+            switch st.st_mode & S_IFMT {
+            case S_IFREG: break
+            case S_IFDIR: throw Failure(reason: "it is a directory")
+            // Renaming over a device or a pipe would replace it (/dev/null with a file).
+            default: throw Failure(reason: "it is not a regular file (a device, a pipe or a socket)")
+            }
         }
         guard FileManager.default.createFile(atPath: partial.path, contents: nil),
               let handle = try? FileHandle(forWritingTo: partial) else {
