@@ -308,6 +308,18 @@ struct QuantizerTests {
         try Data("old".utf8).write(to: file)
         try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: file)
         #expect(try GGUFFile(url: file).tensors.isEmpty)
+        // A pipe (as a device would be) is refused, not replaced by a file.
+        let fifo = dir.appendingPathComponent("pipe.gguf")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        #expect(throws: GGUFWriteError.self) { try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: fifo) }
+        func kind(_ url: URL) -> mode_t { var st = stat(); return lstat(url.path, &st) == 0 ? st.st_mode & S_IFMT : 0 }
+        #expect(kind(fifo) == S_IFIFO)
+        // A link is written through: the target gets the file, the link stays a link.
+        let link = dir.appendingPathComponent("link.gguf")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: file)
+        try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: link)
+        #expect(kind(link) == S_IFLNK)
+        #expect(try GGUFFile(url: file).tensors.isEmpty)
     }
 
     @Test func unwritableTypesAndBadPatternsAreRefused() throws {
