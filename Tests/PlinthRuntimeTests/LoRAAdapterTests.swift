@@ -267,6 +267,8 @@ struct LoRAAdapterTests {
         }
         if case .unsupported = error(try peftFolder(config: #"{"r":2,"lora_alpha":4,"use_dora":true}"#, tensors: good)) {} else { Issue.record("DoRA") }
         if case .badConfig = error(try peftFolder(config: #"{"lora_alpha":4}"#, tensors: good)) {} else { Issue.record("no rank") }
+        if case .badConfig = error(try peftFolder(config: #"{"r":2,"lora_alpha":"16"}"#, tensors: good)) {} else { Issue.record("alpha as a string") }
+        if case .badConfig = error(try peftFolder(config: #"{"r":2,"lora_alpha":4,"use_dora":"true"}"#, tensors: good)) {} else { Issue.record("use_dora as a string") }
         if case .badConfig = error(try peftFolder(config: "{r: 2", tensors: good)) {} else { Issue.record("config not JSON") }
         if case .baseModelMismatch = error(try peftFolder(config: #"{"r":2,"lora_alpha":4,"base_model_name_or_path":"meta-llama/Llama-3.2-1B"}"#, tensors: good)) {} else {
             Issue.record("another base model")

@@ -29,10 +29,21 @@ extension LoRAAdapter {
                 throw .badConfig("adapter_config.json has no valid rank \"r\" (1...\(LoRAAdapter.maximumRank))")
             }
             rank = r
-            alpha = json["lora_alpha"]?.doubleValue ?? Double(r)
-            rsLoRA = json["use_rslora"]?.boolValue ?? false
-            if json["use_dora"]?.boolValue == true { throw .unsupported("DoRA (use_dora: true)") }
-            if json["fan_in_fan_out"]?.boolValue == true { throw .unsupported("fan_in_fan_out: true (GPT-2 style Conv1D weights)") }
+            // A field of the wrong type is an error, not its default: a string "16" would scale by 8/r.
+            func flag(_ key: String) throws(AdapterError) -> Bool {
+                guard let v = json[key], v != .null else { return false }
+                guard let b = v.boolValue else { throw .badConfig("adapter_config.json's \(key) must be true or false, not \(v.compactText)") }
+                return b
+            }
+            if let v = json["lora_alpha"], v != .null {
+                guard let a = v.doubleValue, a.isFinite else { throw .badConfig("adapter_config.json's lora_alpha must be a number, not \(v.compactText)") }
+                alpha = a
+            } else {
+                alpha = 8  // PEFT's LoraConfig default
+            }
+            rsLoRA = try flag("use_rslora")
+            if try flag("use_dora") { throw .unsupported("DoRA (use_dora: true)") }
+            if try flag("fan_in_fan_out") { throw .unsupported("fan_in_fan_out: true (GPT-2 style Conv1D weights)") }
             if let bias = json["bias"]?.stringValue, bias != "none" { throw .unsupported("trained biases (bias: \"\(bias)\")") }
             if json["lora_bias"]?.boolValue == true { throw .unsupported("a bias on B (lora_bias: true)") }
             if let t = json["alora_invocation_tokens"], t != .null { throw .unsupported("activated LoRA (alora_invocation_tokens)") }
