@@ -64,16 +64,14 @@ struct Adapters: ParsableCommand {
             try reportingErrors {
                 let input = try modelOptions.url()
                 let out = URL(fileURLWithPath: output)
-                guard out.standardizedFileURL.resolvingSymlinksInPath() != input.standardizedFileURL.resolvingSymlinksInPath() else {
-                    throw CLIError("the output would overwrite the model; choose another -o")
-                }
-                // Nor the adapter: its file, or a file in its PEFT folder.
+                // An adapter named from the store is no path here.
+                let adapterPath = FileManager.default.fileExists(atPath: adapter) ? [(adapter, "adapter")] : []
+                try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(input.path, "model")] + adapterPath)
+                // Nor a file in the adapter's PEFT folder.
                 var isFolder: ObjCBool = false
-                if FileManager.default.fileExists(atPath: adapter, isDirectory: &isFolder) {
-                    let folder = isFolder.boolValue ? adapter : nil
-                    if FileChecks.sameFile(output, adapter) || folder.map({ FileChecks.sameFile(out.deletingLastPathComponent().path, $0) }) == true {
-                        throw CLIError("the output would overwrite the adapter \(adapter); choose another -o")
-                    }
+                if FileManager.default.fileExists(atPath: adapter, isDirectory: &isFolder), isFolder.boolValue,
+                   FileChecks.sameFile(out.deletingLastPathComponent().path, adapter) {
+                    throw CLIError("the output would overwrite a file of the adapter \(adapter); choose another -o")
                 }
                 let model = try modelOptions.load()
                 let lora = try LoRAAdapter(named: adapter, for: model.transformer)

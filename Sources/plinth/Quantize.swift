@@ -82,9 +82,6 @@ struct Quantize: ParsableCommand {
             }
             let input = try modelOptions.url()
             let out = URL(fileURLWithPath: output)
-            guard input.standardizedFileURL.path != out.standardizedFileURL.path else {
-                throw CLIError("the output is the input file; write to another path")
-            }
             try FileChecks.requireDistinct(writes: [(output, "output")],
                                            reads: [(input.path, "model")] + (imatrix.map { [($0, "importance matrix")] } ?? [])
                                                + (calibration.map { [($0, "calibration text")] } ?? []))
