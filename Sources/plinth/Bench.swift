@@ -80,7 +80,7 @@ struct Bench: ParsableCommand {
             // reads the file's layouts, so a CUDA run makes no packed copy for the CPU.
             var packing = WeightPackingOptions.default
             if backend == .cuda { packing.enabled = false }
-            let transformer = try Transformer(url: url, packing: packing)
+            let transformer = try loadingModelFile(url) { try Transformer(url: url, packing: packing) }
             let config = transformer.config
             // Like llama-bench: the pp and tg tests each start from an empty cache, so a single
             // sequence needs max(p, n) positions; batched sequences hold their prompt and generation.

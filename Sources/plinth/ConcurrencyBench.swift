@@ -96,7 +96,7 @@ struct ConcurrencyBench: AsyncParsableCommand {
             let sequentialRate = Double(records.count) / (Double(t1 - t0) / 1e9)
             let concurrentRate = Double(records.count) / (Double(t2 - t1) / 1e9)
 
-            let runtime = try PlinthRuntime.Model(url: url)
+            let runtime = try loadingModelFile(url) { try PlinthRuntime.Model(url: url) }
             let decode = try Self.decodeRates(runtime, rounds: rounds, backend: backendOptions.value())
             let ttft = try Self.firstTokenTimes(runtime, others: concurrency - 1, rounds: rounds, backend: backendOptions.value())
             let decodeRatio = median(zip(decode.raw, decode.scheduled).map { $1 / $0 })

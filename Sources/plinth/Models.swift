@@ -36,6 +36,12 @@ struct Models: ParsableCommand {
         @Flag(help: "Fetch every catalog model.")
         var all = false
 
+        func validate() throws {
+            if all && !names.isEmpty {
+                throw ValidationError("--all fetches every catalog model; give model names or --all, not both")
+            }
+        }
+
         func run() throws {
             try reportingErrors {
                 let store = ModelStore()

@@ -88,15 +88,27 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
 /// Prints an error on stderr; returns the exit code for it.
 func reported(_ error: any Error) -> ExitCode {
     if let code = error as? ExitCode { return code }
-    if let error = error as? any LocalizedError {
-        var message = error.errorDescription ?? "\(error)"
-        if let reason = error.failureReason, !message.contains(reason) { message += " " + reason }
-        if let suggestion = error.recoverySuggestion { message += " " + suggestion }
-        Diagnostics.error(message)
-    } else {
-        Diagnostics.error("\(error)")
-    }
+    Diagnostics.error(message(for: error))
     return ExitCode(1)
+}
+
+/// An error's description, with its reason and suggestion when it has them.
+func message(for error: any Error) -> String {
+    guard let error = error as? any LocalizedError else { return "\(error)" }
+    var message = error.errorDescription ?? "\(error)"
+    if let reason = error.failureReason, !message.contains(reason) { message += " " + reason }
+    if let suggestion = error.recoverySuggestion { message += " " + suggestion }
+    return message
+}
+
+/// Loads from a model file; an error then names the file (the runtime's errors say what is
+/// wrong and where in it, not which file).
+func loadingModelFile<T>(_ url: URL, _ load: () throws -> T) throws -> T {
+    do {
+        return try load()
+    } catch {
+        throw CLIError("The model file \(url.path) can't be loaded: \(message(for: error))")
+    }
 }
 
 /// Options shared by commands that load a model.
@@ -114,7 +126,8 @@ struct ModelOptions: ParsableArguments {
     }
 
     func load() throws -> Model {
-        try Model(url: url())
+        let url = try url()
+        return try loadingModelFile(url) { try Model(url: url) }
     }
 }
 

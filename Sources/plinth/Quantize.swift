@@ -57,7 +57,7 @@ struct Quantize: ParsableCommand {
 
     /// X^T X of every block matrix's inputs over the calibration text, from the input model.
     private func calibrate(_ input: URL) throws -> Hessians {
-        let model = try Model(url: input)
+        let model = try loadingModelFile(input) { try Model(url: input) }
         let context = min(512, model.config.contextLength)
         let inference = try chunkContext(model, context: context)
         guard let path = calibration else { throw CLIError("--method gptq needs --calibration TEXT") }
@@ -85,7 +85,7 @@ struct Quantize: ParsableCommand {
             try FileChecks.requireDistinct(writes: [(output, "output")],
                                            reads: [(input.path, "model")] + (imatrix.map { [($0, "importance matrix")] } ?? [])
                                                + (calibration.map { [($0, "calibration text")] } ?? []))
-            let file = try GGUFFile(url: input)
+            let file = try loadingModelFile(input) { try GGUFFile(url: input) }
             let plan = try Quantizer.plan(file, target: target, mix: mix, overrides: overrides, pure: pure, withImportance: imatrix != nil)
             for step in plan where step.note != nil { Diagnostics.note("\(step.tensor.name): \(step.note!)") }
             let started = Date()

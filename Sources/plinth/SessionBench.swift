@@ -54,7 +54,7 @@ struct SessionBench: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let url = try modelOptions.url()
-            let runtime = try PlinthRuntime.Model(url: url)
+            let runtime = try loadingModelFile(url) { try PlinthRuntime.Model(url: url) }
             let model = LocalLanguageModel(name: url.path, backend: try backendOptions.localValue())
             let instructions = "You are a storyteller. Write long, detailed stories."
             let question = "Tell me a story about a lighthouse keeper and a storm."

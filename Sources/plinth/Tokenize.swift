@@ -24,7 +24,7 @@ struct Tokenize: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let url = try modelOptions.url()
-            let tokenizer = try Tokenizer(gguf: GGUFFile(url: url))
+            let tokenizer = try loadingModelFile(url) { try Tokenizer(gguf: GGUFFile(url: url)) }
             let ids = tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: !noParseSpecial)
             if idsOnly {
                 print(ids.map(String.init).joined(separator: " "))

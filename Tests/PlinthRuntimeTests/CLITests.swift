@@ -209,15 +209,21 @@ struct CLITests {
         #expect(r.stdout.isEmpty)
     }
 
-    @Test(.enabled(if: hasBinary, noBinaryReason))
-    func wrongMagicFails() throws {
+    /// Every command that opens a model file says which file is wrong, and how.
+    @Test(.enabled(if: hasBinary, noBinaryReason), arguments: [
+        ["generate", "-p", "hi"], ["respond", "hi"], ["bench", "-p", "8", "-n", "8", "-r", "1"], ["tokenize", "hi"],
+        ["perplexity", "-f", #filePath], ["imatrix", "-f", #filePath, "-o", "/tmp/never-written.dat"],
+        ["quantize", "--type", "q8_0", "-o", "/tmp/never-written.gguf"],
+    ])
+    func wrongMagicFails(command: [String]) throws {
         var bytes = Array("GGML".utf8) + [3, 0, 0, 0]
         bytes += [UInt8](repeating: 0, count: 56)
         try withTemporaryFile(bytes) { url in
-            let r = try Self.run(["generate", "-m", url.path, "-p", "hi"])
+            let r = try Self.run(command + ["-m", url.path])
             #expect(r.status != 0)
-            #expect(r.stderr.contains("\"GGML\""))
+            #expect(r.stderr.contains("\"GGML\""), "stderr: \(r.stderr)")
             #expect(r.stderr.contains("not a GGUF file"))
+            #expect(r.stderr.contains(url.path), "the message does not name the file: \(r.stderr)")
             #expect(r.stdout.isEmpty)
         }
     }
@@ -256,6 +262,7 @@ struct CLITests {
         (["respond", "hi", "--top-k", "3", "--top-p", "0.5"], "--top-k"),
         (["respond", "hi", "--max-tokens", "0"], "--max-tokens"),
         (["respond"], "<prompt>"),
+        (["models", "fetch", "--all", "qwen"], "--all"),
     ])
     func invalidOptionsFail(args: [String], naming option: String) throws {
         let r = try Self.run(args)
