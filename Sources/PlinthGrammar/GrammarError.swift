@@ -16,6 +16,8 @@ public enum GrammarError: Error, Sendable, Equatable, LocalizedError {
     case unresolvedReference(String, pointer: String)
     /// The schema (or the part at `pointer`) admits no value at all.
     case emptyLanguage(pointer: String)
+    /// The numbers a schema allows, none of them written the way the decoder writes numbers.
+    case numbersOutOfReach(pointer: String)
     /// The regular expression could not be read or uses an unsupported feature.
     case invalidRegex(pattern: String, reason: String)
     /// References form a cycle that consumes no input (for example `{"$ref": "#"}` as its own first step).
@@ -37,6 +39,9 @@ public enum GrammarError: Error, Sendable, Equatable, LocalizedError {
         case let .unresolvedReference(ref, pointer):
             return "The reference '\(ref)' at \(pointer) cannot be resolved; only local references (#/$defs/…, #/definitions/…, #) are supported."
         case .emptyLanguage(let pointer): return "The schema at \(pointer) admits no value, so nothing can be generated."
+        case .numbersOutOfReach(let pointer):
+            return "The numbers the schema at \(pointer) allows cannot be generated: generated numbers have at most 16 integer "
+                + "and 15 fraction digits, and no exponent where the schema bounds them."
         case let .invalidRegex(pattern, reason): return "The regular expression /\(pattern)/ cannot be used: \(reason)."
         case .leftRecursion(let pointer): return "The schema at \(pointer) refers to itself without consuming any input."
         case .budgetExceeded(let what): return "The grammar is too large to compile: \(what)."

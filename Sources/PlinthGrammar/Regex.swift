@@ -46,10 +46,14 @@ struct CharSet: Hashable, Sendable {
 
     static let digits = CharSet(ranges: [0x30...0x39])
     static let word = CharSet(ranges: [0x30...0x39, 0x41...0x5A, 0x5F...0x5F, 0x61...0x7A])
-    /// Python's `str.isspace()` set (what `\s` matches in Python's `re`), a superset of ECMA's.
-    static let space = CharSet(ranges: [0x09...0x0D, 0x1C...0x20, 0x85...0x85, 0xA0...0xA0, 0x1680...0x1680,
-                                        0x2000...0x200A, 0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F,
-                                        0x3000...0x3000, 0xFEFF...0xFEFF])
+    /// What `\s` matches in ECMA-262 (JSON Schema's dialect) and in Python's `re` alike, and in
+    /// either (Python adds U+001C–U+001F and U+0085, ECMA U+FEFF). A generated string must
+    /// match its pattern under both kinds of validator: `\s` is the first set, `\S` and a
+    /// negated class's `\s` leave out the second.
+    static let spaceInBoth = CharSet(ranges: [0x09...0x0D, 0x20...0x20, 0xA0...0xA0, 0x1680...0x1680,
+                                              0x2000...0x200A, 0x2028...0x2029, 0x202F...0x202F, 0x205F...0x205F,
+                                              0x3000...0x3000])
+    static let spaceInEither = spaceInBoth.union(CharSet(ranges: [0x1C...0x1F, 0x85...0x85, 0xFEFF...0xFEFF]))
     static let lineTerminators = CharSet(ranges: [0x0A...0x0A, 0x0D...0x0D, 0x2028...0x2029])
 }
 
@@ -187,10 +191,10 @@ struct RegexParser {
             guard !atEnd else { throw fail("unterminated character class") }
             if peek == 0x5D && !(first && false) { pos += 1; break }
             first = false
-            let lo = try classAtom()
+            let lo = try classAtom(negated: negate)
             if !atEnd, peek == 0x2D, pos + 1 < chars.count, chars[pos + 1] != 0x5D {
                 pos += 1
-                let hi = try classAtom()
+                let hi = try classAtom(negated: negate)
                 guard case .single(let a) = lo, case .single(let b) = hi else { throw fail("class range with a class escape") }
                 guard a <= b else { throw fail("class range out of order") }
                 set = set.union(CharSet(ranges: [a...b]))
@@ -206,14 +210,14 @@ struct RegexParser {
 
     enum ClassAtom { case single(UInt32), set(CharSet) }
 
-    mutating func classAtom() throws(GrammarError) -> ClassAtom {
+    mutating func classAtom(negated: Bool) throws(GrammarError) -> ClassAtom {
         let c = peek
         pos += 1
         if c != 0x5C { return .single(c) }
         guard !atEnd else { throw fail("trailing backslash") }
         if peek == 0x62 { pos += 1; return .single(0x08) } // [\b] is backspace
         if peek == 0x2D { pos += 1; return .single(0x2D) }
-        let node = try parseEscape(inClass: true)
+        let node = try parseEscape(inClass: true, negatedClass: negated)
         guard case .chars(let s) = node else { throw fail("unsupported escape in class") }
         if s.ranges.count == 1, s.ranges[0].lowerBound == s.ranges[0].upperBound { return .single(s.ranges[0].lowerBound) }
         return .set(s)
@@ -238,7 +242,7 @@ struct RegexParser {
         }
     }
 
-    mutating func parseEscape(inClass: Bool) throws(GrammarError) -> RegexNode {
+    mutating func parseEscape(inClass: Bool, negatedClass: Bool = false) throws(GrammarError) -> RegexNode {
         guard !atEnd else { throw fail("trailing backslash") }
         let c = peek
         pos += 1
@@ -247,8 +251,8 @@ struct RegexParser {
         case 0x44: return .chars(CharSet.digits.inverted) // \D
         case 0x77: return .chars(.word)                   // \w
         case 0x57: return .chars(CharSet.word.inverted)   // \W
-        case 0x73: return .chars(.space)                  // \s
-        case 0x53: return .chars(CharSet.space.inverted)  // \S
+        case 0x73: return .chars(negatedClass ? .spaceInEither : .spaceInBoth)                   // \s
+        case 0x53: return .chars(negatedClass ? CharSet.spaceInBoth.inverted : CharSet.spaceInEither.inverted) // \S
         case 0x6E: return .chars(CharSet(0x0A))
         case 0x72: return .chars(CharSet(0x0D))
         case 0x74: return .chars(CharSet(0x09))

@@ -38,12 +38,19 @@ public struct DecimalNumber: Hashable, Comparable, Sendable, CustomStringConvert
 
     public var isZero: Bool { digits.isEmpty }
     public var isInteger: Bool { isZero || exponent >= 0 }
+    /// The value as an `Int`, nil past its range (Int.min and Int.max included).
     public var intValue: Int? {
-        guard isInteger, digits.count + exponent <= 18 else { return nil }
+        guard isInteger, digits.count + exponent <= 19 else { return nil }
+        // Accumulated towards the sign, so that Int.min's magnitude needs no room above Int.max.
         var v = 0
-        for d in digits { v = v * 10 + Int(d) }
-        for _ in 0..<max(exponent, 0) { v *= 10 }
-        return negative ? -v : v
+        for i in 0..<(digits.count + max(exponent, 0)) {
+            let d = i < digits.count ? Int(digits[i]) : 0
+            let (shifted, o1) = v.multipliedReportingOverflow(by: 10)
+            let (next, o2) = negative ? shifted.subtractingReportingOverflow(d) : shifted.addingReportingOverflow(d)
+            if o1 || o2 { return nil }
+            v = next
+        }
+        return v
     }
     /// Digits of the integer part of |value| ([0] for values below one).
     public var integerPartDigits: [UInt8] {

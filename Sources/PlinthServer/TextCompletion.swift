@@ -35,14 +35,14 @@ struct TextCompletion: Sendable {
             }
         }
         if let s = v.stringValue {
-            prompts = [(s, tokenizer.encode(s, addSpecial: true))]
+            prompts = [(s, tokenizer.encode(s, addSpecial: true, parseSpecial: true))]
         } else if let items = v.arrayValue, !items.isEmpty {
             if items.allSatisfy({ $0.integerValue != nil }) {
                 let t = try tokens(items, "prompt")
                 prompts = [(tokenizer.decode(t), t)]
             } else {
                 prompts = try items.enumerated().map { i, item in
-                    if let s = item.stringValue { return (s, tokenizer.encode(s, addSpecial: true)) }
+                    if let s = item.stringValue { return (s, tokenizer.encode(s, addSpecial: true, parseSpecial: true)) }
                     if let ids = item.arrayValue { let t = try tokens(ids, "prompt[\(i)]"); return (tokenizer.decode(t), t) }
                     throw APIError.invalid("prompt[\(i)]", "`prompt[\(i)]` must be a string or an array of token ids.", code: "invalid_type")
                 }

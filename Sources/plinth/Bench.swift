@@ -88,6 +88,13 @@ struct Bench: ParsableCommand {
             guard needed <= config.contextLength else {
                 throw ValidationError("the test needs \(needed) positions but the model's context is \(config.contextLength) tokens")
             }
+            // The test writes every position it needs in every sequence: refused now rather than
+            // swapping or killed once the cache outgrows memory (a GPU checks its own).
+            let written = InferenceContext.kvCacheBytes(config, positions: needed) * Double(parallel ?? 1)
+            if backend != .cuda && written > Double(ProcessInfo.processInfo.physicalMemory) {
+                throw CLIError(String(format: "the test writes %.3g GiB of KV cache (%d sequences of %d positions), more than this machine's %.3g GiB of memory",
+                                      written / Double(1 << 30), parallel ?? 1, needed, Double(ProcessInfo.processInfo.physicalMemory) / Double(1 << 30)))
+            }
             let context = try InferenceContext(transformer: transformer, contextLength: max(1, needed),
                                                slots: parallel ?? 1, threads: threads, backend: backend)
             var rng = RandomSource(seed: seed)

@@ -170,7 +170,7 @@ struct ConcurrencyBench: AsyncParsableCommand {
 
     /// A chat prompt of about 40 + 40 tokens, as the records have.
     static func prompt(_ runtime: PlinthRuntime.Model, _ text: String) throws -> [Int32] {
-        runtime.tokenizer.encode(try runtime.renderChat([.system(instructions), .user(text)]), addSpecial: true, parseSpecial: true)
+        runtime.tokenizer.encodeRendered(try runtime.renderChat([.system(instructions), .user(text)]))
     }
 
     /// Greedy decode rates (tokens after the first, per second) of the raw runtime and of the scheduler.

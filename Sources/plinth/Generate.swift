@@ -86,9 +86,9 @@ struct Generate: ParsableCommand {
                 var messages: [ChatMessage] = []
                 if let system { messages.append(ChatMessage(role: "system", content: system)) }
                 messages.append(ChatMessage(role: "user", content: text))
-                tokens = try model.tokenizer.encode(model.renderChat(messages), addSpecial: true, parseSpecial: true)
+                tokens = try model.tokenizer.encodeRendered(model.renderChat(messages))
             } else {
-                tokens = model.tokenizer.encode(text, addSpecial: true, parseSpecial: false)
+                tokens = model.tokenizer.encode(text, addSpecial: true, parseSpecial: true)
             }
             let scheduler = try Scheduler(model: model, configuration: .init(contextLength: contextLength, slots: 1, threads: threads,
                                                                                     backend: backendOptions.value()))

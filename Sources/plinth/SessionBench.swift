@@ -60,8 +60,7 @@ struct SessionBench: AsyncParsableCommand {
             let question = "Tell me a story about a lighthouse keeper and a storm."
 
             // Throughput, alternating which side goes first.
-            let prompt = runtime.tokenizer.encode(try runtime.renderChat([.system(instructions), .user(question)]),
-                                                  addSpecial: true, parseSpecial: true)
+            let prompt = runtime.tokenizer.encodeRendered(try runtime.renderChat([.system(instructions), .user(question)]))
             let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: prompt.count + genTokens + 1, slots: 1,
                                                                                    backend: backendOptions.value()))
             let options = GenerationOptions(sampling: .greedy, maximumResponseTokens: genTokens)

@@ -29,6 +29,19 @@ struct JSONReaderTests {
         return reader.snapshot
     }
 
+    /// Integers convert up to Int's ends and no further (19 digits were refused, so Int.max
+    /// written by the transcript's encoder didn't read back).
+    @Test func decimalNumbersConvertToIntAtItsEnds() {
+        #expect(DecimalNumber("9223372036854775807")?.intValue == Int.max)
+        #expect(DecimalNumber("-9223372036854775808")?.intValue == Int.min)
+        #expect(DecimalNumber("9223372036854775808")?.intValue == nil)
+        #expect(DecimalNumber("-9223372036854775809")?.intValue == nil)
+        #expect(DecimalNumber("1e18")?.intValue == 1_000_000_000_000_000_000)
+        #expect(DecimalNumber("1e19")?.intValue == nil)
+        #expect(DecimalNumber("-0")?.intValue == 0)
+        #expect(DecimalNumber("12.5")?.intValue == nil)
+    }
+
     @Test func wholeDocumentsKeepOrderAndNumberText() throws {
         let value = try JSONValue(parsing: #" {"b": [1, -0.50, 1E+3, true, null], "a": {"x": "\u00e9\ud83d\ude00\n"}, "b": 2} "#)
         // A repeated name keeps its first place and its last value.

@@ -334,6 +334,16 @@ struct CLITests {
         #expect(r.stdout.isEmpty)
     }
 
+    /// A batched benchmark whose cache outgrows the machine's memory is refused before it runs
+    /// (it swapped, or was killed).
+    @Test(.enabled(if: hasModel, noModelReason))
+    func benchRefusesACacheLargerThanMemory() throws {
+        let r = try Self.runWithModel(["bench", "--backend", "cpu", "--parallel", "100000000", "-p", "16", "-n", "4", "-r", "1"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("GiB of KV cache (100000000 sequences of 20 positions), more than this machine's"), "stderr: \(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
     @Test(.enabled(if: hasModel, noModelReason))
     func tokenizePrintsIds() throws {
         let r = try Self.runWithModel(["tokenize", "--ids-only", "Hello world"])

@@ -331,6 +331,16 @@ struct ModelErrorTests {
         #expect(e == .emptyPrompt)
     }
 
+    /// A slot count no process could address is an error, not a trap in an array allocation.
+    @Test func aCacheNoProcessCouldHoldIsRefused() throws {
+        let model = try Self.tinyModel()
+        let e = caughtError(ModelError.self) {
+            _ = try InferenceContext(transformer: model.transformer, contextLength: 8, slots: 1 << 50, threads: 1, backend: .cpu)
+        }
+        guard case .outOfMemory(let what) = e else { Issue.record("expected outOfMemory, got \(String(describing: e))"); return }
+        #expect(what.contains("\(1 << 50) sequences of 8 positions"), "\(what)")
+    }
+
     @Test func badBatchesAreRejected() throws {
         let model = try Self.tinyModel()
         let ctx = try InferenceContext(transformer: model.transformer, contextLength: 8, slots: 2, threads: 1)

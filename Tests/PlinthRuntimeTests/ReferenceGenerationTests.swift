@@ -112,6 +112,27 @@ struct ReferenceGenerationTests {
     @Test("Gemma 3 matches llama.cpp", .enabled(if: TestModels.path(TestModels.gemma3) != nil, "Gemma 3 not fetched: run `plinth models fetch gemma3`"))
     func gemma3() throws { try Self.check(TestModels.gemma3, "gemma3") }
 
+    /// Each fixture's chat prompts render to llama.cpp's text (jinja2 in the fixture script) and
+    /// tokenize to its ids with one BOS (Gemma's template writes its own), its raw prompts too.
+    @Test("Prompts tokenize as llama.cpp's",
+          .enabled(if: [TestModels.smolLM2, TestModels.qwen25Coder, TestModels.gemma3].allSatisfy { TestModels.path($0) != nil },
+                   "the catalog models are not fetched: run `plinth models fetch --all`"),
+          arguments: [(TestModels.smolLM2, "smollm2"), (TestModels.qwen25Coder, "qwen25"), (TestModels.gemma3, "gemma3")])
+    func promptsTokenizeAsLlamaCpp(model name: String, fixture: String) throws {
+        let url = try #require(TestModels.path(name))
+        let fx = try GenerationFixture.load(fixture)
+        let model = try Model(url: url)
+        for (i, c) in fx.cases.enumerated() {
+            if let messages = c.messages {
+                let text = try model.renderChat(messages.map { ChatMessage(role: $0[0], content: $0[1]) })
+                #expect(text == c.text, "case \(i)")
+                #expect(model.tokenizer.encodeRendered(text) == c.prompt_ids, "case \(i)")
+            } else {
+                #expect(model.tokenizer.encode(c.text, addSpecial: true, parseSpecial: false) == c.prompt_ids, "case \(i)")
+            }
+        }
+    }
+
     /// A sequence's logits do not depend on what else shares the step.
     @Test("Batched and single-sequence steps agree bit for bit", .enabled(if: TestModels.path(TestModels.smolLM2) != nil, "SmolLM2 not fetched"))
     func batchInvariance() throws {

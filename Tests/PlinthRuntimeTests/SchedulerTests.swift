@@ -12,7 +12,7 @@ struct SchedulerTests {
 
     /// The prompt of a chat with a shared system message.
     static func prompt(_ model: Model, _ user: String, system: String = "You are a careful assistant. Answer in one short sentence.") throws -> [Int32] {
-        model.tokenizer.encode(try model.renderChat([.system(system), .user(user)]), addSpecial: true, parseSpecial: true)
+        model.tokenizer.encodeRendered(try model.renderChat([.system(system), .user(user)]))
     }
 
     static let questions = [
@@ -224,8 +224,7 @@ struct SchedulerTests {
     @Test func prewarmingFillsThePrefixCache() throws {
         let model = try #require(Self.model)
         let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 256, slots: 4))
-        let instructions = model.tokenizer.encode(try model.renderChat([.system("You answer with one word.")], addGenerationPrompt: false),
-                                                  addSpecial: true, parseSpecial: true)
+        let instructions = model.tokenizer.encodeRendered(try model.renderChat([.system("You answer with one word.")], addGenerationPrompt: false))
         let warm = try scheduler.run(GenerationRequest(prompt: instructions, maxTokens: 0))
         #expect(warm.generatedTokens == 0)
         let prompt = try Self.prompt(model, "Name a tree.", system: "You answer with one word.")

@@ -159,7 +159,7 @@ struct LocalLanguageModelTests {
     @Test func contextOverflowIsReportedBeforePrefill() async throws {
         let session = LanguageModelSession(model: model)
         let error = await #expect(throws: LanguageModelError.self) {
-            try await session.respond(to: "Hello", options: GenerationOptions(maximumResponseTokens: 100_000))
+            try await session.respond(to: String(repeating: "dragon ", count: 5000), options: greedy)
         }
         guard case .contextSizeExceeded(let context)? = error else {
             Issue.record("expected contextSizeExceeded, got \(String(describing: error))")
@@ -170,6 +170,9 @@ struct LocalLanguageModelTests {
         // The session is still usable.
         let response = try await session.respond(to: "Hello", options: greedy)
         #expect(!response.content.isEmpty)
+        // A response limit past the context is a cap, not a reservation the context must hold.
+        let capped = try await session.respond(to: "Hello", options: GenerationOptions(sampling: .greedy, maximumResponseTokens: 100_000))
+        #expect(!capped.content.isEmpty)
     }
 
     @Test func concurrentRequestIsRefused() async throws {
@@ -269,8 +272,7 @@ struct LocalLanguageModelTests {
     @Test func sessionTextMatchesTheRawRuntime() async throws {
         let url = try #require(LocalTestModels.path(LocalTestModels.smolLM2))
         let runtime = try PlinthRuntime.Model(url: url)
-        let prompt = runtime.tokenizer.encode(try runtime.renderChat([.system("Be brief."), .user("Describe a dragon.")]),
-                                              addSpecial: true, parseSpecial: true)
+        let prompt = runtime.tokenizer.encodeRendered(try runtime.renderChat([.system("Be brief."), .user("Describe a dragon.")]))
         let scheduler = try Scheduler(model: runtime, configuration: .init(contextLength: 256, slots: 1))
         let text = Mutex("")
         let raw = try scheduler.run(GenerationRequest(prompt: prompt, maxTokens: 12)) { event in

@@ -74,6 +74,16 @@ struct TreeNode {
         }
     }
 
+    /// Counts a schema can't hold are refused (1e19 trapped converting a Double to Int).
+    @Test func countsPastAnIntegerAreRefused() throws {
+        for bad in [#"{"type":"array","items":{"type":"string"},"minItems":1e19}"#, #"{"type":"array","maxItems":-1e19}"#,
+                    #"{"type":"array","minItems":1.5}"#] {
+            #expect(throws: (any Error).self) { try JSONDecoder().decode(GenerationSchema.self, from: Data(bad.utf8)) }
+        }
+        let fine = try JSONDecoder().decode(GenerationSchema.self, from: Data(#"{"type":"array","items":{"type":"string"},"minItems":2}"#.utf8))
+        #expect(try schemaJSON(fine)["minItems"] as? Int == 2)
+    }
+
     @Test func primitiveSchemas() throws {
         #expect(try schemaJSON(String.generationSchema)["type"] as? String == "string")
         #expect(try schemaJSON(Int.generationSchema)["type"] as? String == "integer")

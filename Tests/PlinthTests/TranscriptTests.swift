@@ -88,7 +88,7 @@ struct Citation: Transcript.CustomSegment {
         }
         let text = String(decoding: data, as: UTF8.self)
         #expect(text.contains(#""type":"toolCalls""#))
-        #expect(text.contains(#""version":1"#))
+        #expect(text.contains(#""version":2"#))
         #expect(text.contains(#""customType":"#))
         guard case .prompt(let prompt) = decoded[1], case .prompt(let typed) = decoded[6] else {
             Issue.record("prompts")
@@ -101,6 +101,37 @@ struct Citation: Transcript.CustomSegment {
         #expect(typed.options.temperature == 0.7)
         guard case .instructions(let instructions) = decoded[0] else { return }
         #expect(instructions.toolDefinitions.first?.parameters == GetWeatherTool.Arguments.generationSchema)
+    }
+
+    /// Generated content keeps its members' order through a round trip, however the encoder
+    /// orders keys (it was random after decoding), and large numbers in the options decode.
+    @Test func roundTripsKeepContentOrderAndLargeNumbers() throws {
+        let content = GeneratedContent(properties: ["zeta": 1, "alpha": 2, "mid": 3])
+        var options = GenerationOptions(sampling: .random(top: Int.max), maximumResponseTokens: Int.max)
+        options.temperature = 0.5
+        let transcript = Transcript(entries: [
+            .prompt(.init(segments: [.text(.init(content: "hi"))], options: options)),
+            .toolCalls(.init([Transcript.ToolCall(id: "c", toolName: "t", arguments: content)])),
+            .response(.init(assetIDs: [], segments: [.structure(.init(source: "X", content: content))])),
+        ])
+        for formatting in [JSONEncoder.OutputFormatting(), .sortedKeys] {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = formatting
+            for _ in 0..<5 {
+                let back = try JSONDecoder().decode(Transcript.self, from: try encoder.encode(transcript))
+                #expect(back == transcript)
+                guard case .response(let r) = back[2], case .structure(let s) = r.segments.first else { Issue.record("response"); continue }
+                #expect(s.content.jsonString == #"{"zeta":1,"alpha":2,"mid":3}"#)
+            }
+        }
+        // Version 1 wrote the content as JSON; it still reads.
+        let v1 = #"{"version":1,"entries":[{"type":"response","id":"r","assetIDs":[],"segments":[{"type":"structure","id":"s","source":"X","content":{"a":1}}]}]}"#
+        let old = try JSONDecoder().decode(Transcript.self, from: Data(v1.utf8))
+        guard case .response(let r) = old[0], case .structure(let s) = r.segments.first else { Issue.record("v1"); return }
+        #expect(s.content.jsonString == #"{"a":1}"#)
+        for bad in [#"{"entries":[],"version":1e300}"#, #"{"version":2,"entries":[{"type":"prompt","id":"p","segments":[],"options":{"maximumResponseTokens":1e300}}]}"#] {
+            #expect(throws: DecodingError.self) { try JSONDecoder().decode(Transcript.self, from: Data(bad.utf8)) }
+        }
     }
 
     @Test func aSessionRebuiltFromADecodedTranscriptContinues() async throws {

@@ -43,7 +43,41 @@ enum DecodingSchema {
         }
     }
 
+    /// A guide's pattern as a whole match. One already anchored at both ends stays as it is,
+    /// unless an alternation at its top level leaves a branch unanchored (`^ab|cd$`).
     static func anchored(_ pattern: String) -> String {
-        pattern.hasPrefix("^") && pattern.hasSuffix("$") && !pattern.hasSuffix("\\$") ? pattern : "^(?:\(pattern))$"
+        let branches = topLevelBranches(pattern)
+        func anchoredAtBothEnds(_ p: Substring) -> Bool { p.hasPrefix("^") && p.hasSuffix("$") && !p.hasSuffix("\\$") }
+        if branches.count == 1 && anchoredAtBothEnds(branches[0]) { return pattern }
+        // Each branch's own anchors go (the decoder's expressions take them only at the ends).
+        let bare = branches.map { b -> Substring in
+            var b = b
+            if b.hasPrefix("^") { b = b.dropFirst() }
+            if b.hasSuffix("$") && !b.hasSuffix("\\$") { b = b.dropLast() }
+            return b
+        }
+        return "^(?:" + bare.joined(separator: "|") + ")$"
+    }
+
+    /// The pattern split at each `|` outside every group and character class.
+    static func topLevelBranches(_ pattern: String) -> [Substring] {
+        var depth = 0, inClass = false, escaped = false
+        var branches: [Substring] = [], start = pattern.startIndex
+        for i in pattern.indices {
+            let c = pattern[i]
+            if escaped { escaped = false; continue }
+            switch c {
+            case "\\": escaped = true
+            case "[": inClass = true
+            case "]": inClass = false
+            case "(" where !inClass: depth += 1
+            case ")" where !inClass: depth -= 1
+            case "|" where !inClass && depth == 0:
+                branches.append(pattern[start..<i])
+                start = pattern.index(after: i)
+            default: break
+            }
+        }
+        return branches + [pattern[start...]]
     }
 }

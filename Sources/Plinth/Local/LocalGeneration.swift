@@ -102,17 +102,19 @@ enum LocalGeneration {
         }
         let tools = request.generationOptions.toolCallingMode == .disallowed ? [] : request.enabledToolDefinitions
         let prompt = try TranscriptRenderer.tokens(for: request.transcript, model: instance.model, tools: tools)
-        let limit = request.generationOptions.maximumResponseTokens
-        // Checked here, before any work: the request can never fit.
-        let (sum, overflow) = prompt.count.addingReportingOverflow(limit ?? 1)
-        let needed = overflow ? Int.max : sum
-        if needed > instance.contextSize {
+        // Checked here, before any work: a transcript that leaves no room for one token. The
+        // response limit is a cap, not a reservation (Apple's "the maximum number of tokens the
+        // model is allowed to produce"): a response may take what the context has left.
+        let room = instance.contextSize - prompt.count
+        if room < 1 {
             throw LanguageModelError.contextSizeExceeded(.init(
-                contextSize: instance.contextSize, tokenCount: needed,
-                debugDescription: "The transcript is \(prompt.count) tokens"
-                    + (limit.map { " and the response may take \($0)" } ?? "")
-                    + ", more than the model's context of \(instance.contextSize) tokens."))
+                contextSize: instance.contextSize, tokenCount: prompt.count + 1,
+                debugDescription: "The transcript is \(prompt.count) tokens, which leaves no room for a response "
+                    + "in the model's context of \(instance.contextSize) tokens."))
         }
+        let asked = request.generationOptions.maximumResponseTokens
+        let limit = asked.map { min($0, room) }
+        let cappedByContext = asked.map { $0 > room } ?? true
         let parameters = try sampling(for: request.generationOptions)
         let responseGrammar = try request.schema.map { try grammar(for: $0, instance: instance) }
         let calling = try toolCalling(tools, required: requiresCall(request), answered: answeredCalls(request.transcript),
@@ -148,7 +150,7 @@ enum LocalGeneration {
         }
         try Task.checkCancellation()
         guard let outcome else { throw CancellationError() }
-        if outcome.finishReason == .contextFull || (limit == nil && outcome.finishReason == .maxTokens) {
+        if outcome.finishReason == .contextFull || (cappedByContext && outcome.finishReason == .maxTokens) {
             // The context filled up before the model finished its answer.
             throw LanguageModelError.contextSizeExceeded(.init(
                 contextSize: instance.contextSize, tokenCount: prompt.count + outcome.generatedTokens + 1,

@@ -95,6 +95,6 @@ enum TranscriptRenderer {
             throw LocalLanguageModelError.templateFailed(error.localizedDescription)
         }
         // The template writes control tokens (<|im_start|>) as text; they are parsed back into ids.
-        return model.tokenizer.encode(text, addSpecial: true, parseSpecial: true)
+        return model.tokenizer.encodeRendered(text)
     }
 }

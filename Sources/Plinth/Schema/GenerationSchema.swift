@@ -165,8 +165,17 @@ extension GenerationSchema {
         }
     }
 
+    /// The name a type's schema is defined under: its own name, qualified by the types it is
+    /// nested in (`OuterA.Item` and `OuterB.Item` are two schemas; both were `Item`, and the
+    /// second took the first's definition). Not the module, nor a function's local context.
     static func typeName(_ type: any Any.Type) -> String {
-        String(describing: type)
+        let name = String(describing: type), qualified = String(reflecting: type)
+        // "Module.OuterA.Item": the part between the module and the name.
+        guard qualified.hasSuffix("." + name) else { return name }
+        let head = qualified.dropLast(name.count + 1)
+        guard let module = head.firstIndex(of: ".") else { return name }
+        let parents = head[head.index(after: module)...]
+        return parents.isEmpty || parents.contains("(") ? name : parents + "." + name
     }
 }
 

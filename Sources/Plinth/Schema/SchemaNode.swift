@@ -325,11 +325,17 @@ extension SchemaNode {
         case "null": return .null
         case "array":
             let items = try json["items"].map(parse) ?? .anyValue
-            return .array(ArrayNode(items: items, minItems: json["minItems"]?.doubleValue.map { Int($0) },
-                                    maxItems: json["maxItems"]?.doubleValue.map { Int($0) }))
+            return .array(ArrayNode(items: items, minItems: try count(json, "minItems"), maxItems: try count(json, "maxItems")))
         default:
             throw SchemaParseError("unsupported type '\(type)'")
         }
+    }
+
+    /// A count keyword's value: a non-negative integer (a double's conversion trapped past Int's range).
+    private static func count(_ json: JSONValue, _ key: String) throws -> Int? {
+        guard let v = json[key] else { return nil }
+        guard let n = v.integerValue, n >= 0 else { throw SchemaParseError("'\(key)' must be a non-negative integer, not \(v.compactText)") }
+        return n
     }
 
     /// A property's description lives on the property, not on its type.

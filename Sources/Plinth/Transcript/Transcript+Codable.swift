@@ -16,8 +16,9 @@ internal import PlinthJSON
 //     {"type": "reasoning", "id": …, "segments": […], "signature": base64, "metadata": {…}}]}
 //
 // Segments: {"type": "text", "id", "content": String}, {"type": "structure", "id", "source",
-// "content": JSON}, {"type": "custom", "id", "customType", "description", "content": JSON}.
-// Schemas are JSON Schema; generated content is plain JSON. Keys are written in this order.
+// "content": JSON text}, {"type": "custom", "id", "customType", "description", "content": JSON}.
+// Schemas are JSON Schema; generated content (a structure's, a call's arguments) is JSON text
+// in a string, so that its members keep their order. Keys are written in this order.
 
 extension Transcript: Codable {
     /// Decodes a transcript from its JSON form.
@@ -42,7 +43,20 @@ enum TranscriptCoding {
         var message: String
     }
 
-    static let version = 1
+    /// 2: generated content (structured segments, tool-call arguments) as JSON text, whose
+    /// member order survives a decoder (1 wrote it as JSON, and Foundation's decoder reports an
+    /// object's members in an order of its own).
+    static let version = 2
+
+    static func contentText(_ content: GeneratedContent) -> JSONValue { .string(content.jsonString) }
+
+    static func content(_ json: JSONValue?, version: Int) throws -> GeneratedContent {
+        guard version >= 2 else { return (json ?? .null).generatedContent }
+        guard let text = json?.stringValue, let content = try? GeneratedContent(json: text), content.isComplete else {
+            throw Failure(message: "generated content must be complete JSON text")
+        }
+        return content
+    }
 
     // MARK: Encoding
 
@@ -77,7 +91,7 @@ enum TranscriptCoding {
                 ("type", .string("toolCalls")), ("id", .string(e.id)),
                 ("calls", .array(try e.map { call in
                     .object([("id", .string(call.id)), ("toolName", .string(call.toolName)),
-                             ("arguments", JSONValue(call.arguments)), ("metadata", try metadata(call.metadata))])
+                             ("arguments", contentText(call.arguments)), ("metadata", try metadata(call.metadata))])
                 })),
             ])
         case .toolOutput(let e):
@@ -103,7 +117,7 @@ enum TranscriptCoding {
                 return .object([("type", .string("text")), ("id", .string(s.id)), ("content", .string(s.content))])
             case .structure(let s):
                 return .object([("type", .string("structure")), ("id", .string(s.id)), ("source", .string(s.source)),
-                                ("content", JSONValue(s.content))])
+                                ("content", contentText(s.content))])
             case .custom(let s):
                 return .object([("type", .string("custom")), ("id", .string(s.id)),
                                 ("customType", .string(customTypeName(s))), ("description", .string(s.description)),
@@ -181,10 +195,13 @@ enum TranscriptCoding {
 
     static func transcript(_ json: JSONValue) throws -> Transcript {
         guard let entries = json["entries"]?.arrayValue else { throw Failure(message: "missing 'entries'") }
-        if let v = json["version"]?.doubleValue, Int(v) > version {
-            throw Failure(message: "version \(Int(v)) is newer than this version of Plinth reads (\(version))")
+        var read = 1
+        if let v = json["version"] {
+            guard let n = v.integerValue else { throw Failure(message: "'version' must be an integer") }
+            if n > version { throw Failure(message: "version \(n) is newer than this version of Plinth reads (\(version))") }
+            read = n
         }
-        return Transcript(entries: try entries.map(entry))
+        return Transcript(entries: try entries.map { try entry($0, version: read) })
     }
 
     static func string(_ json: JSONValue, _ key: String) throws -> String {
@@ -192,7 +209,7 @@ enum TranscriptCoding {
         return s
     }
 
-    static func entry(_ json: JSONValue) throws -> Transcript.Entry {
+    static func entry(_ json: JSONValue, version: Int) throws -> Transcript.Entry {
         let type = try string(json, "type")
         let id = try string(json, "id")
         switch type {
@@ -201,46 +218,46 @@ enum TranscriptCoding {
                 Transcript.ToolDefinition(name: try string(d, "name"), description: try string(d, "description"),
                                           parameters: try GenerationSchema(json: d["parameters"] ?? .object([])))
             }
-            return .instructions(.init(id: id, segments: try segments(json["segments"]), toolDefinitions: definitions))
+            return .instructions(.init(id: id, segments: try segments(json["segments"], version: version), toolDefinitions: definitions))
         case "prompt":
             var format: Transcript.ResponseFormat?
             if let f = json["responseFormat"] {
                 format = .init(name: try string(f, "name"), schema: try f["schema"].map { try GenerationSchema(json: $0) })
             }
-            return .prompt(.init(id: id, metadata: metadata(json["metadata"]), segments: try segments(json["segments"]),
+            return .prompt(.init(id: id, metadata: metadata(json["metadata"]), segments: try segments(json["segments"], version: version),
                                  options: try options(json["options"]), responseFormat: format,
                                  contextOptions: contextOptions(json["contextOptions"])))
         case "toolCalls":
             let calls = try (json["calls"]?.arrayValue ?? []).map { c in
                 Transcript.ToolCall(id: try string(c, "id"), metadata: metadata(c["metadata"]),
                                     toolName: try string(c, "toolName"),
-                                    arguments: (c["arguments"] ?? .null).generatedContent)
+                                    arguments: try content(c["arguments"], version: version))
             }
             return .toolCalls(.init(id: id, calls))
         case "toolOutput":
-            return .toolOutput(.init(id: id, toolName: try string(json, "toolName"), segments: try segments(json["segments"])))
+            return .toolOutput(.init(id: id, toolName: try string(json, "toolName"), segments: try segments(json["segments"], version: version)))
         case "response":
             var response = Transcript.Response(id: id, assetIDs: (json["assetIDs"]?.arrayValue ?? []).compactMap(\.stringValue),
-                                               segments: try segments(json["segments"]))
+                                               segments: try segments(json["segments"], version: version))
             response.metadata = metadata(json["metadata"])
             return .response(response)
         case "reasoning":
             let signature = json["signature"]?.stringValue.flatMap { Data(base64Encoded: $0) }
-            return .reasoning(.init(id: id, metadata: metadata(json["metadata"]), segments: try segments(json["segments"]),
+            return .reasoning(.init(id: id, metadata: metadata(json["metadata"]), segments: try segments(json["segments"], version: version),
                                     signature: signature))
         default:
             throw Failure(message: "unknown entry type '\(type)'")
         }
     }
 
-    static func segments(_ json: JSONValue?) throws -> [Transcript.Segment] {
+    static func segments(_ json: JSONValue?, version: Int) throws -> [Transcript.Segment] {
         try (json?.arrayValue ?? []).map { s in
             let id = try string(s, "id")
             switch try string(s, "type") {
             case "text": return .text(.init(id: id, content: try string(s, "content")))
             case "structure":
                 return .structure(.init(id: id, source: try string(s, "source"),
-                                        content: (s["content"] ?? .null).generatedContent))
+                                        content: try content(s["content"], version: version)))
             case "custom":
                 return .custom(DecodedCustomSegment(id: id, typeName: try string(s, "customType"),
                                                     text: s["description"]?.stringValue ?? "",
@@ -264,13 +281,19 @@ enum TranscriptCoding {
             let seed = s["seed"]?.stringValue.flatMap { UInt64($0) }
             switch s["mode"]?.stringValue {
             case "greedy": o.samplingMode = .greedy
-            case "top": o.samplingMode = .random(top: Int(s["k"]?.doubleValue ?? 1), seed: seed)
+            case "top":
+                let k = s["k"].map { $0.integerValue ?? 0 } ?? 1
+                guard k > 0 else { throw Failure(message: "'k' must be a positive integer") }
+                o.samplingMode = .random(top: k, seed: seed)
             case "nucleus": o.samplingMode = .random(probabilityThreshold: s["threshold"]?.doubleValue ?? 1, seed: seed)
             default: throw Failure(message: "unknown sampling mode")
             }
         }
         o.temperature = json["temperature"]?.doubleValue
-        o.maximumResponseTokens = json["maximumResponseTokens"]?.doubleValue.map { Int($0) }
+        if let m = json["maximumResponseTokens"] {
+            guard let n = m.integerValue else { throw Failure(message: "'maximumResponseTokens' must be an integer") }
+            o.maximumResponseTokens = n
+        }
         switch json["toolCallingMode"]?.stringValue {
         case "allowed": o.toolCallingMode = .allowed
         case "required": o.toolCallingMode = .required

@@ -27,15 +27,18 @@ final class SchemaAlgebra {
     /// A subschema as a node, following a chain of references; nil for `false`.
     func inline(_ s: Schema, _ ptr: String) throws(GrammarError) -> SchemaNode? {
         var cur = s
+        var seen: Set<String> = []
         for _ in 0..<32 {
             switch cur {
             case .any: return SchemaNode()
             case .never: return nil
-            case .ref(let p): cur = try parser.schema(at: p)
+            case .ref(let p):
+                guard seen.insert(p).inserted else { throw .leftRecursion(pointer: ptr) }
+                cur = try parser.schema(at: p)
             case .node(let n): return n
             }
         }
-        throw .leftRecursion(pointer: ptr)
+        throw .budgetExceeded("more than 32 references lead from \(ptr) to a schema")
     }
 
     /// A subschema as a node with its `allOf` (references included) intersected in; nil when
@@ -51,11 +54,17 @@ final class SchemaAlgebra {
     func resolvingAllOf(_ node: SchemaNode, _ ptr: String) throws(GrammarError) -> SchemaNode? {
         var n = try rewritingUnenforced(node, ptr) ?? node
         var rounds = 0
+        var referenced: [String: Int] = [:]
         while !n.allOf.isEmpty {
             rounds += 1
-            if rounds > 64 { throw .leftRecursion(pointer: ptr) }
+            if rounds > 64 {
+                // A conjunct that came back round after round includes itself; else it is depth.
+                if referenced.values.contains(where: { $0 > 1 }) { throw .leftRecursion(pointer: ptr) }
+                throw .budgetExceeded("allOf at \(ptr) nests more than 64 deep")
+            }
             let conjuncts = n.allOf
             n.allOf = []
+            for c in conjuncts { if case .ref(let p) = c { referenced[p, default: 0] += 1 } }
             for (i, c) in conjuncts.enumerated() {
                 guard let cn = try inline(c, ptr + "/allOf/\(i)") else { return nil }
                 n = try intersect(n, cn, pointer: ptr + "/allOf/\(i)")
@@ -363,11 +372,12 @@ final class SchemaAlgebra {
     }
 
     /// Whether an object of `n` may have the property (true where the node's conjuncts or
-    /// alternatives, not merged yet, could declare it).
-    func propertyPossible(_ n: SchemaNode, _ name: String) -> Bool {
+    /// alternatives, not merged yet, could declare it). `validating`: as a validator reads `n`,
+    /// with objects open where it says nothing, rather than as the decoder generates it.
+    func propertyPossible(_ n: SchemaNode, _ name: String, validating: Bool = false) -> Bool {
         if !n.allOf.isEmpty || n.anyOf != nil || n.oneOf != nil { return true }
         if n.object.property(name) != nil || n.object.patternProperties != nil { return true }
-        guard let ap = n.object.additionalProperties else { return options.additionalPropertiesByDefault }
+        guard let ap = n.object.additionalProperties else { return validating || options.additionalPropertiesByDefault }
         return ap != .never
     }
 
@@ -425,9 +435,10 @@ final class SchemaAlgebra {
         if common == .string && stringsDisjoint(a.string, b.string) { return true }
         if common == .object {
             // A key one side requires that the other can't have, or whose values can't meet.
+            // Validators judge `oneOf`, so objects are open unless the schema closes them.
             for (p, q) in [(a, b), (b, a)] {
                 for k in p.object.required ?? [] {
-                    if !propertyPossible(q, k) { return true }
+                    if !propertyPossible(q, k, validating: true) { return true }
                     if let sp = p.object.property(k), let sq = q.object.property(k), disjoint(shape(sp), shape(sq), depth: depth + 1) { return true }
                 }
             }
@@ -517,6 +528,7 @@ final class SchemaAlgebra {
         for g in f.negated where try admits(s, g, ptr) { return false }
         let count = s.unicodeScalars.count
         if count < (f.minLength ?? 0) || count > (f.maxLength ?? Int.max) { return false }
+        if let longest = f.format.flatMap(SchemaFormats.longest), count > longest { return false }
         for p in f.patterns where !(try StringAutomata.matches(s, pattern: p)) { return false }
         if let name = f.format {
             guard let re = SchemaFormats.pattern(name) else { throw .unsupportedKeyword(keyword: "format", pointer: ptr) }

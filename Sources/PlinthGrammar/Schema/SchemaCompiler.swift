@@ -9,6 +9,10 @@ final class SchemaCompiler {
     let b: GrammarBuilder
     var refRules: [ExactString: Int32] = [:]
     var anyValueRule: Int32?
+    /// Subschemas being compiled inside one another. References nest without nesting the
+    /// document (a chain of a thousand overflowed the stack), so the depth is bounded here.
+    private var depth = 0
+    static let maxDepth = 256
 
     /// Keywords lenient mode let through, as JSON pointers.
     var ignored: [String] { algebra.ignored }
@@ -29,6 +33,11 @@ final class SchemaCompiler {
 
     func rule(_ s: Schema, _ ptr: String) throws(GrammarError) -> Int32 {
         try b.checkLimits()
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maxDepth else {
+            throw .budgetExceeded("subschemas nest more than \(Self.maxDepth) deep (through references) at \(ptr)")
+        }
         switch s {
         case .any: return try anyValue()
         case .never: return emptyRule()
@@ -499,7 +508,7 @@ final class SchemaCompiler {
     func stringRule(_ facet: StringFacet, _ ptr: String) throws(GrammarError) -> Int32 {
         let f = try knownFormat(facet, ptr)
         let minL = max(f.minLength ?? 0, 0)
-        let maxL = f.maxLength
+        let maxL = [f.maxLength, f.format.flatMap(SchemaFormats.longest)].compactMap { $0 }.min()
         if let m = maxL, m < minL { return emptyRule() }
         if f.patterns.isEmpty && f.format == nil && f.excluded.isEmpty && f.negated.isEmpty { return try stringLeaf(minLength: minL, maxLength: maxL) }
         let patternKey = f.leafKey(lengths: false)
@@ -535,13 +544,13 @@ final class SchemaCompiler {
     func numberLeaf(integer: Bool, _ f: NumberFacet, _ ptr: String) throws(GrammarError) -> Int32 {
         let lower = f.lower.map { [($0.value, $0.exclusive)] } ?? [], upper = f.upper.map { [($0.value, $0.exclusive)] } ?? [], mult = f.multipleOf
         for (x, _) in lower + upper where x.digits.count + abs(x.exponent) > 400 {
-            throw .unsupportedKeyword(keyword: "minimum", pointer: ptr)
+            throw .unsupportedKeyword(keyword: f.lower.map { $0.value == x } == true ? "minimum" : "maximum", pointer: ptr)
         }
         let key = "num:\(integer):" + lower.map { "\($0.0)\($0.1)" }.joined(separator: ",") + "|" + upper.map { "\($0.0)\($0.1)" }.joined(separator: ",") + "|\(mult?.description ?? "")"
             + (options.generatedNumbers ? "|generated" : "")
         let budget = options.stateBudget
         let generated = options.generatedNumbers
-        return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
+        func numbers(_ generated: Bool) throws(GrammarError) -> DFA {
             let exponent = lower.isEmpty && upper.isEmpty && mult == nil
             var acc = try NumberAutomata.form(integer: integer, exponent: exponent, generated: generated, budget: budget)
             for (v, strict) in lower { acc = try DFA.product(acc, try NumberAutomata.lowerBound(v, strict: strict, budget: budget), intersect: true, budget: budget) }
@@ -556,6 +565,13 @@ final class SchemaCompiler {
                 acc = try DFA.product(acc, try NumberAutomata.multipleOf(a: a, fractionDigits: k, budget: budget), intersect: true, budget: budget)
             }
             return acc
+        }
+        return try b.leaf(key, pointer: ptr) { () throws(GrammarError) -> DFA in
+            let generatedForm = try numbers(generated)
+            // Bounds past what generation writes (1e16, 1e-20) leave no number: said as such,
+            // not as a schema that admits nothing.
+            if generated, generatedForm.isEmptyLanguage, !(try numbers(false).isEmptyLanguage) { throw .numbersOutOfReach(pointer: ptr) }
+            return generatedForm
         }
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Reads a JSON Schema document (draft 2020-12, or draft-07 and earlier) into typed
 /// ``Schema``s: keyword shapes are checked here (errors carry the JSON pointer of the bad
 /// keyword), local `$ref`s are resolved to pointers, and keywords the decoder cannot enforce are
@@ -27,12 +29,57 @@ final class SchemaParser {
         "$dynamicRef", "$recursiveRef",
     ]
 
+    /// Schema resources (the root, and subschemas with an `$id` of their own): absolute URI and
+    /// pointer, the root first. References inside one resolve against its URI.
+    private var resources: [(uri: String, pointer: String)] = []
+    /// Whether the document says it is draft 2019-09 or later, where `$ref`'s siblings apply.
+    private let refSiblingsApply: Bool
+    /// The base a root without an `$id` has, so that relative `$id`s resolve against something.
+    static let defaultBase = "https://plinth.invalid/schema.json"
+
     init(_ document: JSONValue) {
         self.document = document
         let schemaURI = document["$schema"]?.stringValue ?? ""
         draft7 = schemaURI.contains("draft-07") || schemaURI.contains("draft-06") || schemaURI.contains("draft-04")
         rootID = (document["$id"] ?? document["id"])?.stringValue
         targets[ExactString("#")] = document
+        refSiblingsApply = schemaURI.contains("2020-12") || schemaURI.contains("2019-09")
+        collectResources(document, "#", base: Self.defaultBase)
+    }
+
+    /// Records every `$id` that names a resource (not a plain-name fragment), resolved against
+    /// its parent's, skipping values that are data rather than schemas.
+    private func collectResources(_ v: JSONValue, _ ptr: String, base: String) {
+        switch v {
+        case .object(let m):
+            var base = base
+            // Up to draft-07 `$ref` makes its siblings, `$id` too, ignored: so too where the
+            // document doesn't say it is 2019-09 or later.
+            if !(!refSiblingsApply && m.contains { $0.key == "$ref" }),
+               let id = (m.first { $0.key == "$id" } ?? (draft7 ? m.first { $0.key == "id" } : nil))?.value.stringValue,
+               !id.hasPrefix("#"), let uri = URL(string: id, relativeTo: URL(string: base))?.absoluteString {
+                base = Self.withoutFragment(uri)
+                resources.append((base, ptr))
+            } else if ptr == "#" {
+                resources.append((base, ptr))
+            }
+            for (k, x) in m where !["enum", "const", "default", "examples", "example"].contains(k) {
+                collectResources(x, ptr + "/" + escapePointer(k), base: base)
+            }
+        case .array(let a):
+            for (i, x) in a.enumerated() { collectResources(x, ptr + "/\(i)", base: base) }
+        default: break
+        }
+    }
+
+    private static func withoutFragment(_ uri: String) -> String {
+        uri.firstIndex(of: "#").map { String(uri[..<$0]) } ?? uri
+    }
+
+    /// The resource a pointer lies in: the one with the longest pointer that contains it.
+    private func resource(containing ptr: String) -> (uri: String, pointer: String) {
+        resources.filter { ptr == $0.pointer || ptr.hasPrefix($0.pointer + "/") }.max { $0.pointer.count < $1.pointer.count }
+            ?? (Self.defaultBase, "#")
     }
 
     /// The document's root schema.
@@ -107,8 +154,8 @@ final class SchemaParser {
             case "anyOf": n.anyOf = try subschemas(v, kptr, nonEmpty: true)
             case "oneOf": n.oneOf = try subschemas(v, kptr, nonEmpty: true)
             // Strings
-            case "minLength": n.string.minLength = v.integerValue
-            case "maxLength": n.string.maxLength = v.integerValue
+            case "minLength": n.string.minLength = try count(v, kptr, least: true)
+            case "maxLength": n.string.maxLength = try count(v, kptr, least: false)
             case "pattern":
                 guard case .string(let p) = v else { throw .invalidSchema(reason: "pattern must be a string", pointer: kptr) }
                 n.string.patterns = [p]
@@ -130,8 +177,8 @@ final class SchemaParser {
             case "items":
                 if case .array = v { tupleItems = try subschemas(v, kptr, nonEmpty: false) } else { itemsSchema = try parse(v, kptr) }
             case "additionalItems": additionalItems = try parse(v, kptr)
-            case "minItems": n.array.minItems = v.integerValue
-            case "maxItems": n.array.maxItems = v.integerValue
+            case "minItems": n.array.minItems = try count(v, kptr, least: true)
+            case "maxItems": n.array.maxItems = try count(v, kptr, least: false)
             case "uniqueItems": n.array.uniqueItems = v == .bool(true)
             // Objects
             case "properties": n.object.properties = try namedSubschemas(v, kptr)
@@ -143,10 +190,8 @@ final class SchemaParser {
                 for x in xs { if let s = x.stringValue, !names.contains(s) { names.append(s) } }
                 n.object.required = names
             case "propertyNames": n.object.propertyNames = try parse(v, kptr)
-            case "minProperties": n.object.minProperties = v.integerValue
-            case "maxProperties":
-                n.object.maxProperties = v.integerValue
-                if let m = n.object.maxProperties, m < 0 { throw .invalidSchema(reason: "maxProperties must not be negative", pointer: kptr) }
+            case "minProperties": n.object.minProperties = try count(v, kptr, least: true)
+            case "maxProperties": n.object.maxProperties = try count(v, kptr, least: false)
             case "x-order": n.object.order = v.arrayValue?.compactMap(\.stringValue)
             default:
                 if SchemaParser.unenforced.contains(k) { n.unenforced.append(.init(name: k, value: v)) }
@@ -185,6 +230,17 @@ final class SchemaParser {
         return t
     }
 
+    /// A length or count keyword's value. One past what an integer holds is no bound as a
+    /// maximum and more than any output as a minimum (it was dropped, unenforced).
+    private func count(_ v: JSONValue, _ ptr: String, least: Bool) throws(GrammarError) -> Int? {
+        guard let t = v.numberText, let d = DecimalNumber(t), d.isInteger, !d.negative || d.isZero else {
+            throw .invalidSchema(reason: "\(lastComponent(ptr)) must be a non-negative integer", pointer: ptr)
+        }
+        if let n = d.intValue { return n }
+        if !least { return nil }
+        throw .budgetExceeded("\(lastComponent(ptr)) at \(ptr) is \(t), more than any generated value can hold")
+    }
+
     private func bound(_ v: JSONValue, _ ptr: String) throws(GrammarError) -> DecimalNumber? {
         if case .bool = v { return nil } // draft-04's flags sit under the same names
         guard let t = v.numberText, let d = DecimalNumber(t) else {
@@ -196,9 +252,34 @@ final class SchemaParser {
     // MARK: References
 
     /// The pointer a local reference names (`#`, `#/…`, an anchor, or the root `$id` with either).
+    /// Inside a resource with an `$id` of its own, or naming one, the reference is resolved as a
+    /// URI against that resource's.
     func resolve(_ ref: String, pointer ptr: String) throws(GrammarError) -> String {
         var r = ref
-        if let id = rootID, r.hasPrefix(id) { r = String(r.dropFirst(id.count)) }
+        if resources.count > 1 {
+            // A fragment alone stays in this resource (and is read as written, spaces and all).
+            var target = resource(containing: ptr), fragment = String(ref.dropFirst())
+            if !ref.hasPrefix("#") {
+                guard let uri = URL(string: ref, relativeTo: URL(string: target.uri))?.absoluteString,
+                      let named = resources.first(where: { $0.uri == Self.withoutFragment(uri) }) else {
+                    throw .unresolvedReference(ref, pointer: ptr)
+                }
+                target = named
+                fragment = uri.firstIndex(of: "#").map { String(uri[uri.index(after: $0)...]) } ?? ""
+            }
+            if fragment.isEmpty || fragment.hasPrefix("/") {
+                r = target.pointer + fragment
+            } else {
+                guard let at = targets[ExactString(target.pointer)] ?? value(at: target.pointer),
+                      let (v, p) = findAnchor(at, unescape(Substring(fragment)), target.pointer, resource: target.pointer) else {
+                    throw .unresolvedReference(ref, pointer: ptr)
+                }
+                targets[ExactString(p)] = v
+                return p
+            }
+        } else if let id = rootID, r.hasPrefix(id) {
+            r = String(r.dropFirst(id.count))
+        }
         if r.isEmpty { r = "#" }
         guard r.hasPrefix("#") else { throw .unresolvedReference(ref, pointer: ptr) }
         if targets[ExactString(r)] != nil { return r }
@@ -208,21 +289,28 @@ final class SchemaParser {
             targets[ExactString(p)] = v
             return p
         }
+        guard let cur = value(at: r) else { throw .unresolvedReference(ref, pointer: ptr) }
+        targets[ExactString(r)] = cur
+        return r
+    }
+
+    /// The document's value at a pointer (`#/…`), if there is one.
+    private func value(at pointer: String) -> JSONValue? {
         var cur = document
-        for part in r.dropFirst(2).split(separator: "/", omittingEmptySubsequences: false) {
+        guard pointer != "#" else { return cur }
+        for part in pointer.dropFirst(2).split(separator: "/", omittingEmptySubsequences: false) {
             let key = unescape(part)
             switch cur {
             case .object(let m):
-                guard let v = m.first(where: { $0.key == key })?.value else { throw .unresolvedReference(ref, pointer: ptr) }
+                guard let v = m.first(where: { $0.key == key })?.value else { return nil }
                 cur = v
             case .array(let a):
-                guard let i = Int(key), i >= 0, i < a.count else { throw .unresolvedReference(ref, pointer: ptr) }
+                guard let i = Int(key), i >= 0, i < a.count else { return nil }
                 cur = a[i]
-            default: throw .unresolvedReference(ref, pointer: ptr)
+            default: return nil
             }
         }
-        targets[ExactString(r)] = cur
-        return r
+        return cur
     }
 
     private func unescape(_ s: Substring) -> String {
@@ -232,15 +320,18 @@ final class SchemaParser {
         return r
     }
 
-    private func findAnchor(_ v: JSONValue, _ name: String, _ p: String) -> (JSONValue, String)? {
+    /// `resource`: the pointer of the resource searched, whose subschemas that are resources of
+    /// their own are left out (the same anchor may name another schema there).
+    private func findAnchor(_ v: JSONValue, _ name: String, _ p: String, resource: String? = nil) -> (JSONValue, String)? {
         switch v {
         case .object(let m):
+            if let resource, p != resource, resources.contains(where: { $0.pointer == p }) { return nil }
             if m.contains(where: { ($0.key == "$anchor" && $0.value.stringValue == name) || ($0.key == "$id" && $0.value.stringValue == "#" + name) }) {
                 return (v, p)
             }
-            for (k, x) in m { if let f = findAnchor(x, name, p + "/" + k) { return f } }
+            for (k, x) in m { if let f = findAnchor(x, name, p + "/" + escapePointer(k), resource: resource) { return f } }
         case .array(let a):
-            for (i, x) in a.enumerated() { if let f = findAnchor(x, name, p + "/\(i)") { return f } }
+            for (i, x) in a.enumerated() { if let f = findAnchor(x, name, p + "/\(i)", resource: resource) { return f } }
         default: break
         }
         return nil

@@ -82,6 +82,17 @@ public final class InferenceContext {
                       backend: backend, recordedLayers: false)
     }
 
+    /// Bytes of CPU key and value cache that `positions` positions of one sequence take (keys
+    /// in whole blocks), as a Double so that absurd sizes compare instead of overflowing.
+    public static func kvCacheBytes(_ c: ModelConfig, positions: Int) -> Double {
+        let block = Double(PK_KEY_BLOCK), n = Double(max(positions, 0))
+        let keyPositions = (n / block).rounded(.up) * block
+        return (keyPositions + n) * Double(c.kvHeadCount * c.headDim * c.layerCount * MemoryLayout<UInt16>.stride)
+    }
+
+    /// Far below x86-64's 128 TiB of user address space, far above any machine's memory.
+    static let addressableBytes = Double(1 << 46)
+
     /// `recordedLayers`: on CUDA, every family's layers run as recorded (``PlannedLaunch``), the
     /// fused families' too (tests compare the two). `unifyRuns`: whether CUDA rewrites side-by-side
     /// products to one type where that is exact (``CUDAForward/unifiedRuns(_:enabled:)``).
@@ -97,6 +108,14 @@ public final class InferenceContext {
         self.contextLength = max(1, min(contextLength ?? min(c.contextLength, 4096), c.contextLength))
         self.slotCount = max(1, slots)
         self.maxBatch = max(1, maxBatch)
+        // Pages of the cache are committed as they are written, so it may reserve more than the
+        // machine's memory; not more than a process can address (an absurd slot count trapped
+        // in an array allocation).
+        let reserved = Self.kvCacheBytes(c, positions: self.contextLength) * Double(slotCount)
+        guard reserved < Self.addressableBytes else {
+            throw ModelError.outOfMemory("the KV cache: \(slotCount) sequences of \(self.contextLength) positions "
+                + "would take \(String(format: "%.3g", reserved / Double(1 << 30))) GiB, more than a process can address")
+        }
         // The cap PLINTH_THREADS has: thousands of threads only make every barrier crawl.
         self.threadCount = min(threads ?? defaultThreadCount(), maxThreadCount)
         self.slotLengths = Array(repeating: 0, count: slotCount)

@@ -582,6 +582,15 @@ public final class Tokenizer: Sendable {
 
     // MARK: Encoding
 
+    /// A prompt a chat template rendered: the control tokens it writes as text parsed into ids,
+    /// and BOS first once. A template that writes `bos_token` itself (Gemma's) gets no second
+    /// one, as in llama.cpp's chat path and Hugging Face's (`add_special_tokens=False`).
+    public func encodeRendered(_ text: String) -> [Int32] {
+        var ids = encode(text, addSpecial: true, parseSpecial: true)
+        if addsBOS, let bos = bosID, ids.count >= 2, ids[0] == bos, ids[1] == bos { ids.removeFirst() }
+        return ids
+    }
+
     /// Encodes text, mirroring llama.cpp's `llama_tokenize(text, add_special, parse_special)`.
     ///
     /// - Parameters:

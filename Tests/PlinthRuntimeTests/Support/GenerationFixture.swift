@@ -11,6 +11,8 @@ struct GenerationFixture: Decodable {
     }
     struct Case: Decodable {
         var kind: String
+        /// A chat case's messages as [role, content] pairs; `text` is their rendering.
+        var messages: [[String]]?
         var text: String
         var prompt_ids: [Int32]
         var generated: [Int32]
