@@ -133,7 +133,8 @@ public struct PublicType: Sendable {
         #expect(properties["isFamilyFriendly"]?["type"] as? String == "boolean")
         #expect((properties["alternatives"]?["items"] as? [String: Any])?["$ref"] as? String == "#/$defs/Itinerary")
         let defs = json["$defs"] as! [String: [String: Any]]
-        #expect(Set(defs.keys) == ["Itinerary", "DayPlan", "Activity", "Kind"])
+        // A nested type is named with the types it is in (two nested `Kind`s would be two schemas).
+        #expect(Set(defs.keys) == ["Itinerary", "DayPlan", "Activity", "Activity.Kind"])
         let dayPlan = defs["DayPlan"]!["properties"] as! [String: [String: Any]]
         #expect(dayPlan["activities"]?["minItems"] as? Int == 1)
         #expect(dayPlan["activities"]?["maxItems"] as? Int == 3)

@@ -68,6 +68,26 @@ import Testing
         #expect(model.script.requests.count == 1)
     }
 
+    /// A stream whose task is cancelled throws, as `collect()` does, instead of ending as if the
+    /// response were complete.
+    @Test func aCancelledStreamThrowsInsteadOfEnding() async throws {
+        let model = ScriptedModel([.custom { _, channel in
+            await channel.send(.response(action: .appendText("Once", tokenCount: 1)))
+            try await Task.sleep(for: .seconds(60))
+            await channel.send(.response(action: .appendText(" upon a time", tokenCount: 3)))
+        }])
+        let session = LanguageModelSession(model: model)
+        let consumer = Task {
+            for try await _ in session.streamResponse(to: "x") {}
+        }
+        while !session.isResponding { await Task.yield() }
+        try await Task.sleep(for: .milliseconds(100))
+        consumer.cancel()
+        await #expect(throws: CancellationError.self) { try await consumer.value }
+        while session.isResponding { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(session.transcript.isEmpty)
+    }
+
     @Test func streamErrorsAreThrownFromIteration() async throws {
         let model = ScriptedModel([.failure(LanguageModelError.guardrailViolation(.init(debugDescription: "no")))])
         let session = LanguageModelSession(model: model)

@@ -145,7 +145,12 @@ extension LanguageModelSession {
                     } onCancel: {
                         task.cancel()
                     }
-                    guard let raw else { return nil }
+                    // The stream ends when the request does, and when this task is cancelled: the
+                    // request's own outcome tells which, so that a cut stream doesn't read as whole.
+                    guard let raw else {
+                        _ = try await task.value
+                        return nil
+                    }
                     // A snapshot that can't be read as the partial type yet is skipped.
                     if let content = try? Content.PartiallyGenerated(raw.content) {
                         return Snapshot(content: content, rawContent: raw.content,
