@@ -88,15 +88,20 @@ struct Bench: ParsableCommand {
             guard needed <= config.contextLength else {
                 throw ValidationError("the test needs \(needed) positions but the model's context is \(config.contextLength) tokens")
             }
-            // The test writes every position it needs in every sequence: refused now rather than
-            // swapping or killed once the cache outgrows memory (a GPU checks its own).
+            // The test writes every position it needs in every sequence: refused rather than
+            // swapping or killed once the cache outgrows memory (a GPU checks its own). Before
+            // the context where the CPU is asked for: its reservation may fail first.
             let written = InferenceContext.kvCacheBytes(config, positions: needed) * Double(parallel ?? 1)
-            if backend != .cuda && written > Double(ProcessInfo.processInfo.physicalMemory) {
-                throw CLIError(String(format: "the test writes %.3g GiB of KV cache (%d sequences of %d positions), more than this machine's %.3g GiB of memory",
-                                      written / Double(1 << 30), parallel ?? 1, needed, Double(ProcessInfo.processInfo.physicalMemory) / Double(1 << 30)))
+            func checkMemory() throws {
+                let memory = Double(ProcessInfo.processInfo.physicalMemory)
+                guard written > memory else { return }
+                throw CLIError(String(format: "the test writes %.3g GiB of KV cache (%ld sequences of %ld positions), more than this machine's %.3g GiB of memory",
+                                      written / Double(1 << 30), parallel ?? 1, needed, memory / Double(1 << 30)))
             }
+            if backend == .cpu { try checkMemory() }
             let context = try InferenceContext(transformer: transformer, contextLength: max(1, needed),
                                                slots: parallel ?? 1, threads: threads, backend: backend)
+            if backend != .cpu && context.backend == .cpu { try checkMemory() }
             var rng = RandomSource(seed: seed)
             let ids = try adapters.map { try context.attach(LoRAAdapter(named: $0, for: transformer)) }
             if !ids.isEmpty && parallel == nil { throw ValidationError("--adapter needs --parallel") }

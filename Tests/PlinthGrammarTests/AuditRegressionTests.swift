@@ -25,6 +25,10 @@ struct AuditRegressionTests {
         let closed = ##"{"oneOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false},{"type":"object","properties":{"b":{"type":"integer"}},"required":["b"],"additionalProperties":false}]}"##
         let g = try TestVocab.grammar(closed)
         #expect(TestVocab.accepts(g, ##"{"a":5}"##) && TestVocab.accepts(g, ##"{"b":5}"##))
+        // Each side requiring a key the other doesn't generate is exclusive as generated.
+        let both = try TestVocab.grammar(##"{"oneOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},{"type":"object","properties":{"b":{"type":"integer"}},"required":["b"]}]}"##)
+        #expect(TestVocab.accepts(both, ##"{"a":1}"##) && TestVocab.accepts(both, ##"{"b":2}"##))
+        #expect(!TestVocab.accepts(both, ##"{"a":1,"b":2}"##))
     }
 
     /// A reference inside a resource with its own `$id` resolves against that resource.
@@ -41,6 +45,17 @@ struct AuditRegressionTests {
         let h = try TestVocab.grammar(byURI)
         #expect(TestVocab.accepts(h, ##"{"p":"x","q":1}"##))
         #expect(!TestVocab.accepts(h, ##"{"p":1,"q":1}"##) && !TestVocab.accepts(h, ##"{"p":"x","q":"y"}"##))
+        // `%24defs` is `$defs`: the reference is still inside A's resource.
+        let encoded = try TestVocab.grammar(##"{"$schema":"https://json-schema.org/draft/2020-12/schema","## + body.replacingOccurrences(of: ##""#/$defs/A""##, with: ##""#/%24defs/A""##))
+        #expect(TestVocab.accepts(encoded, ##"{"v":"x"}"##) && !TestVocab.accepts(encoded, ##"{"v":5}"##))
+        // A nested `$id` that spells what a root without one is called internally is still its own.
+        let named = try TestVocab.grammar(##"{"$defs":{"S":{"$id":"schema.json","type":"string"}},"type":"object","properties":{"a":{"$ref":"schema.json"}},"required":["a"]}"##)
+        #expect(TestVocab.accepts(named, ##"{"a":"x"}"##) && !TestVocab.accepts(named, ##"{"a":{}}"##))
+        // The root's own `$id` names it beside nested resources (beside `$ref`, and as draft-04's `id`).
+        for id in ["$id", "id"] {
+            let root = try TestVocab.grammar(##"{""## + id + ##"":"http://example.com/root.json","$ref":"#/definitions/o","definitions":{"o":{"type":"object","properties":{"p":{"$ref":"http://example.com/root.json#/definitions/s"}},"required":["p"]},"s":{"type":"string"},"n":{"$id":"n.json","type":"null"}}}"##)
+            #expect(TestVocab.accepts(root, ##"{"p":"x"}"##) && !TestVocab.accepts(root, ##"{"p":1}"##), "\(id)")
+        }
         guard case .unresolvedReference? = error(##"{"$defs":{"A":{"$id":"http://example.com/a.json"}},"$ref":"http://example.com/other.json"}"##) else {
             Issue.record("a resource the document lacks resolved"); return
         }

@@ -20,6 +20,9 @@ struct StarCount {
 enum NestingA { @Generable struct Item { var title: String } }
 enum NestingB { @Generable struct Item { var count: Int; var flag: Bool } }
 @Generable struct HoldsBothItems { var a: NestingA.Item; var b: NestingB.Item }
+private enum PrivateA { @Generable struct Item { var title: String } }
+private enum PrivateB { @Generable struct Item { var count: Int } }
+@Generable private struct HoldsPrivateItems { var a: PrivateA.Item; var b: PrivateB.Item }
 
 struct DecodingSchemaTests {
     @Test func nestedTypesWithOneNameAreTwoSchemas() throws {
@@ -28,6 +31,10 @@ struct DecodingSchemaTests {
         #expect(schema["properties"]?["b"]?["$ref"] == .string("#/$defs/NestingB.Item"))
         #expect(schema["$defs"]?["NestingA.Item"]?["properties"]?["title"] != nil)
         #expect(schema["$defs"]?["NestingB.Item"]?["properties"]?["count"] != nil)
+        // Private parents too (their reflected names carry a context in parentheses).
+        let privately = DecodingSchema.jsonSchema(for: HoldsPrivateItems.generationSchema)
+        #expect(privately["$defs"]?["PrivateA.Item"]?["properties"]?["title"] != nil)
+        #expect(privately["$defs"]?["PrivateB.Item"]?["properties"]?["count"] != nil)
         // A top-level type keeps its plain name.
         #expect(DecodingSchema.jsonSchema(for: StarCount.generationSchema)["title"] == .string("StarCount"))
     }
@@ -57,6 +64,9 @@ struct DecodingSchemaTests {
         #expect(DecodingSchema.anchored("^a\\|b$") == "^a\\|b$")
         #expect(DecodingSchema.anchored("^ab|cd$") == "^(?:ab|cd)$")
         #expect(DecodingSchema.anchored("^a(b|c)$|^d\\$") == "^(?:a(b|c)|d\\$)$")
+        // A backslash escaped before the anchor: the `$` is still an anchor.
+        #expect(DecodingSchema.anchored("^[a-z]+\\\\$") == "^[a-z]+\\\\$")
+        #expect(DecodingSchema.anchored("^a$|^b\\\\$") == "^(?:a|b\\\\)$")
         #expect(DecodingSchema.anchored("ab|cd") == "^(?:ab|cd)$")
         let bytes = try TokenVocabulary(tokens: (0..<128).map { [UInt8($0)] } + [Array("<eos>".utf8)], endOfSequence: [128])
         let pattern = JSONWriter.quoted(DecodingSchema.anchored("^ab|cd$"))

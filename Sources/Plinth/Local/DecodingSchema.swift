@@ -47,13 +47,16 @@ enum DecodingSchema {
     /// unless an alternation at its top level leaves a branch unanchored (`^ab|cd$`).
     static func anchored(_ pattern: String) -> String {
         let branches = topLevelBranches(pattern)
-        func anchoredAtBothEnds(_ p: Substring) -> Bool { p.hasPrefix("^") && p.hasSuffix("$") && !p.hasSuffix("\\$") }
-        if branches.count == 1 && anchoredAtBothEnds(branches[0]) { return pattern }
+        /// A final `$` that is an anchor: not escaped by an odd run of backslashes.
+        func endsWithAnchor(_ p: Substring) -> Bool {
+            p.hasSuffix("$") && p.dropLast().reversed().prefix { $0 == "\\" }.count % 2 == 0
+        }
+        if branches.count == 1 && branches[0].hasPrefix("^") && endsWithAnchor(branches[0]) { return pattern }
         // Each branch's own anchors go (the decoder's expressions take them only at the ends).
         let bare = branches.map { b -> Substring in
             var b = b
             if b.hasPrefix("^") { b = b.dropFirst() }
-            if b.hasSuffix("$") && !b.hasSuffix("\\$") { b = b.dropLast() }
+            if endsWithAnchor(b) { b = b.dropLast() }
             return b
         }
         return "^(?:" + bare.joined(separator: "|") + ")$"

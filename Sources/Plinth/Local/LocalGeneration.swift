@@ -112,9 +112,9 @@ enum LocalGeneration {
                 debugDescription: "The transcript is \(prompt.count) tokens, which leaves no room for a response "
                     + "in the model's context of \(instance.contextSize) tokens."))
         }
-        let asked = request.generationOptions.maximumResponseTokens
-        let limit = asked.map { min($0, room) }
-        let cappedByContext = asked.map { $0 > room } ?? true
+        // A cap past the room left is no cap: the context's end is met as such (a limit of the
+        // room would steer a schema's value to an early end and report it complete).
+        let limit = request.generationOptions.maximumResponseTokens.flatMap { $0 <= room ? $0 : nil }
         let parameters = try sampling(for: request.generationOptions)
         let responseGrammar = try request.schema.map { try grammar(for: $0, instance: instance) }
         let calling = try toolCalling(tools, required: requiresCall(request), answered: answeredCalls(request.transcript),
@@ -150,7 +150,7 @@ enum LocalGeneration {
         }
         try Task.checkCancellation()
         guard let outcome else { throw CancellationError() }
-        if outcome.finishReason == .contextFull || (cappedByContext && outcome.finishReason == .maxTokens) {
+        if outcome.finishReason == .contextFull || (limit == nil && outcome.finishReason == .maxTokens) {
             // The context filled up before the model finished its answer.
             throw LanguageModelError.contextSizeExceeded(.init(
                 contextSize: instance.contextSize, tokenCount: prompt.count + outcome.generatedTokens + 1,

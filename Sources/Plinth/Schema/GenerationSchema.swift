@@ -167,15 +167,25 @@ extension GenerationSchema {
 
     /// The name a type's schema is defined under: its own name, qualified by the types it is
     /// nested in (`OuterA.Item` and `OuterB.Item` are two schemas; both were `Item`, and the
-    /// second took the first's definition). Not the module, nor a function's local context.
+    /// second took the first's definition). Not the module, a private or local context, nor a
+    /// parent's generic arguments.
     static func typeName(_ type: any Any.Type) -> String {
-        let name = String(describing: type), qualified = String(reflecting: type)
-        // "Module.OuterA.Item": the part between the module and the name.
-        guard qualified.hasSuffix("." + name) else { return name }
-        let head = qualified.dropLast(name.count + 1)
-        guard let module = head.firstIndex(of: ".") else { return name }
-        let parents = head[head.index(after: module)...]
-        return parents.isEmpty || parents.contains("(") ? name : parents + "." + name
+        // "Module.(unknown context at $…).Outer<Swift.Int>.Item<Swift.Int>": the components.
+        var parts: [String] = [], part = "", depth = 0
+        for c in String(reflecting: type) {
+            switch c {
+            case "<", "(": depth += 1
+            case ">", ")": depth -= 1
+            case "." where depth == 0:
+                parts.append(part)
+                part = ""
+                continue
+            default: break
+            }
+            part.append(c)
+        }
+        let parents = parts.dropFirst().filter { !$0.hasPrefix("(") }.map { $0.prefix { $0 != "<" } }
+        return (parents + [Substring(String(describing: type))]).joined(separator: ".")
     }
 }
 

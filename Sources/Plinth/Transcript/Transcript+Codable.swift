@@ -282,8 +282,12 @@ enum TranscriptCoding {
             switch s["mode"]?.stringValue {
             case "greedy": o.samplingMode = .greedy
             case "top":
-                let k = s["k"].map { $0.integerValue ?? 0 } ?? 1
-                guard k > 0 else { throw Failure(message: "'k' must be a positive integer") }
+                // Any integer the encoder wrote (a k below 1 is the request's to refuse).
+                var k = 1
+                if let v = s["k"] {
+                    guard let n = v.integerValue else { throw Failure(message: "'k' must be an integer") }
+                    k = n
+                }
                 o.samplingMode = .random(top: k, seed: seed)
             case "nucleus": o.samplingMode = .random(probabilityThreshold: s["threshold"]?.doubleValue ?? 1, seed: seed)
             default: throw Failure(message: "unknown sampling mode")

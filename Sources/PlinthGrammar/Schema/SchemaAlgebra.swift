@@ -372,12 +372,11 @@ final class SchemaAlgebra {
     }
 
     /// Whether an object of `n` may have the property (true where the node's conjuncts or
-    /// alternatives, not merged yet, could declare it). `validating`: as a validator reads `n`,
-    /// with objects open where it says nothing, rather than as the decoder generates it.
-    func propertyPossible(_ n: SchemaNode, _ name: String, validating: Bool = false) -> Bool {
+    /// alternatives, not merged yet, could declare it).
+    func propertyPossible(_ n: SchemaNode, _ name: String) -> Bool {
         if !n.allOf.isEmpty || n.anyOf != nil || n.oneOf != nil { return true }
         if n.object.property(name) != nil || n.object.patternProperties != nil { return true }
-        guard let ap = n.object.additionalProperties else { return validating || options.additionalPropertiesByDefault }
+        guard let ap = n.object.additionalProperties else { return options.additionalPropertiesByDefault }
         return ap != .never
     }
 
@@ -433,17 +432,29 @@ final class SchemaAlgebra {
         }
         if common.isSubset(of: [.number, .integer]) && (below(a.number.upper, b.number.lower) || below(b.number.upper, a.number.lower)) { return true }
         if common == .string && stringsDisjoint(a.string, b.string) { return true }
-        if common == .object {
-            // A key one side requires that the other can't have, or whose values can't meet.
-            // Validators judge `oneOf`, so objects are open unless the schema closes them.
-            for (p, q) in [(a, b), (b, a)] {
-                for k in p.object.required ?? [] {
-                    if !propertyPossible(q, k, validating: true) { return true }
-                    if let sp = p.object.property(k), let sq = q.object.property(k), disjoint(shape(sp), shape(sq), depth: depth + 1) { return true }
-                }
-            }
-        }
+        // Objects: each side's generated values fail the other (a validator judges `oneOf`, with
+        // its open objects: {"a":5} generated for {required:[a]} satisfies {properties:{b}}).
+        if common == .object && excludes(a, b, depth: depth) && excludes(b, a, depth: depth) { return true }
         return false
+    }
+
+    /// Whether no object the decoder generates for `q` satisfies `p`: `p` requires a key that
+    /// `q` can't generate, `q` requires one that `p` forbids itself, or a key one side requires
+    /// has values the two can't agree on.
+    private func excludes(_ p: SchemaNode, _ q: SchemaNode, depth: Int) -> Bool {
+        func valuesApart(_ k: String) -> Bool {
+            guard let sp = p.object.property(k), let sq = q.object.property(k) else { return false }
+            return disjoint(shape(sp), shape(sq), depth: depth + 1)
+        }
+        for k in p.object.required ?? [] where !propertyPossible(q, k) || valuesApart(k) { return true }
+        for k in q.object.required ?? [] where forbids(p, k) || valuesApart(k) { return true }
+        return false
+    }
+
+    /// Whether the schema itself (not the decoder's default) rules the property out.
+    private func forbids(_ n: SchemaNode, _ name: String) -> Bool {
+        n.allOf.isEmpty && n.anyOf == nil && n.oneOf == nil && n.object.property(name) == nil
+            && n.object.patternProperties == nil && n.object.additionalProperties == .never
     }
 
     /// Whether every number under `upper` is below every number over `lower`.

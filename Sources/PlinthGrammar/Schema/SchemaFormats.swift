@@ -7,15 +7,15 @@ enum SchemaFormats {
     /// The expression for a format name, or nil for a format the decoder does not know.
     static func pattern(_ name: String) -> String? { patterns[name] }
 
-    /// Whether a known format's expression admits every string the format allows (so that its
-    /// complement holds only strings the format refuses). Not so for `time` and `date-time`
-    /// (leap seconds at other offsets), `email` (IPv6 literals), `regex` (a subset) and `url`
-    /// (http(s) and ftp only).
     /// The most characters a format allows where its expression leaves them unbounded: a host
     /// name has at most 253 (RFC 1034; its labels' 63 are in the expression), a bound kept as a
     /// length so that it is counted rather than multiplied into the states.
     static func longest(_ name: String) -> Int? { name == "hostname" || name == "host-name" ? 253 : nil }
 
+    /// Whether a known format's expression admits every string the format allows (so that its
+    /// complement holds only strings the format refuses). Not so for `time` and `date-time`
+    /// (leap seconds at other offsets), `email` (IPv6 literals), `regex` (a subset) and `url`
+    /// (http(s) and ftp only).
     static func admitsEveryValidString(_ name: String) -> Bool {
         pattern(name) != nil && !["time", "date-time", "email", "regex", "url"].contains(name)
     }

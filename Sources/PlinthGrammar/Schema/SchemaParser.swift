@@ -53,15 +53,18 @@ final class SchemaParser {
         switch v {
         case .object(let m):
             var base = base
-            // Up to draft-07 `$ref` makes its siblings, `$id` too, ignored: so too where the
-            // document doesn't say it is 2019-09 or later.
-            if !(!refSiblingsApply && m.contains { $0.key == "$ref" }),
-               let id = (m.first { $0.key == "$id" } ?? (draft7 ? m.first { $0.key == "id" } : nil))?.value.stringValue,
+            // Up to draft-07 `$ref` makes its siblings, `$id` too, ignored: so too (for `$id`)
+            // where the document doesn't say it is 2019-09 or later. The root's `$id` (or
+            // draft-04's `id`) is the document's base in every draft.
+            let root = ptr == "#"
+            if root || !(!refSiblingsApply && m.contains { $0.key == "$ref" }),
+               let id = (m.first { $0.key == "$id" } ?? (draft7 || root ? m.first { $0.key == "id" } : nil))?.value.stringValue,
                !id.hasPrefix("#"), let uri = URL(string: id, relativeTo: URL(string: base))?.absoluteString {
                 base = Self.withoutFragment(uri)
                 resources.append((base, ptr))
-            } else if ptr == "#" {
-                resources.append((base, ptr))
+            } else if root {
+                // No URI names this root: its made-up base must not match a nested `$id`.
+                resources.append(("", ptr))
             }
             for (k, x) in m where !["enum", "const", "default", "examples", "example"].contains(k) {
                 collectResources(x, ptr + "/" + escapePointer(k), base: base)
@@ -79,7 +82,18 @@ final class SchemaParser {
     /// The resource a pointer lies in: the one with the longest pointer that contains it.
     private func resource(containing ptr: String) -> (uri: String, pointer: String) {
         resources.filter { ptr == $0.pointer || ptr.hasPrefix($0.pointer + "/") }.max { $0.pointer.count < $1.pointer.count }
-            ?? (Self.defaultBase, "#")
+            ?? ("", "#")
+    }
+
+    /// The base URI references in a resource resolve against (a root without `$id` has a
+    /// made-up one).
+    private func base(of resource: (uri: String, pointer: String)) -> String {
+        resource.uri.isEmpty ? Self.defaultBase : resource.uri
+    }
+
+    /// A JSON pointer fragment spelled one way: `%24defs` and `$defs` name one member.
+    private func canonicalPointer(_ fragment: String) -> String {
+        fragment.split(separator: "/", omittingEmptySubsequences: false).map { escapePointer(unescape($0)) }.joined(separator: "/")
     }
 
     /// The document's root schema.
@@ -260,15 +274,15 @@ final class SchemaParser {
             // A fragment alone stays in this resource (and is read as written, spaces and all).
             var target = resource(containing: ptr), fragment = String(ref.dropFirst())
             if !ref.hasPrefix("#") {
-                guard let uri = URL(string: ref, relativeTo: URL(string: target.uri))?.absoluteString,
-                      let named = resources.first(where: { $0.uri == Self.withoutFragment(uri) }) else {
+                guard let uri = URL(string: ref, relativeTo: URL(string: base(of: target)))?.absoluteString,
+                      let named = resources.first(where: { !$0.uri.isEmpty && $0.uri == Self.withoutFragment(uri) }) else {
                     throw .unresolvedReference(ref, pointer: ptr)
                 }
                 target = named
                 fragment = uri.firstIndex(of: "#").map { String(uri[uri.index(after: $0)...]) } ?? ""
             }
             if fragment.isEmpty || fragment.hasPrefix("/") {
-                r = target.pointer + fragment
+                r = target.pointer + canonicalPointer(fragment)
             } else {
                 guard let at = targets[ExactString(target.pointer)] ?? value(at: target.pointer),
                       let (v, p) = findAnchor(at, unescape(Substring(fragment)), target.pointer, resource: target.pointer) else {

@@ -92,6 +92,8 @@ public final class InferenceContext {
 
     /// Far below x86-64's 128 TiB of user address space, far above any machine's memory.
     static let addressableBytes = Double(1 << 46)
+    /// More sequences than any step could batch; the per-slot tables stay small.
+    static let maxSlots = 1 << 24
 
     /// `recordedLayers`: on CUDA, every family's layers run as recorded (``PlannedLaunch``), the
     /// fused families' too (tests compare the two). `unifyRuns`: whether CUDA rewrites side-by-side
@@ -112,9 +114,9 @@ public final class InferenceContext {
         // machine's memory; not more than a process can address (an absurd slot count trapped
         // in an array allocation).
         let reserved = Self.kvCacheBytes(c, positions: self.contextLength) * Double(slotCount)
-        guard reserved < Self.addressableBytes else {
+        guard reserved < Self.addressableBytes, slotCount <= Self.maxSlots else {
             throw ModelError.outOfMemory("the KV cache: \(slotCount) sequences of \(self.contextLength) positions "
-                + "would take \(String(format: "%.3g", reserved / Double(1 << 30))) GiB, more than a process can address")
+                + "(\(String(format: "%.3g", reserved / Double(1 << 30))) GiB) are more than a context holds")
         }
         // The cap PLINTH_THREADS has: thousands of threads only make every barrier crawl.
         self.threadCount = min(threads ?? defaultThreadCount(), maxThreadCount)
