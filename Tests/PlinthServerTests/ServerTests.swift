@@ -243,8 +243,12 @@ struct ServerTests {
         defer { server.stop() }
         let body = #"{"model":"smollm2","temperature":0,"max_tokens":256,"messages":[{"role":"user","content":"Tell a story."}]}"#
         // One request runs first (seen in the metrics), so that the queue's single place is free
-        // when five more arrive together: one of them waits, the others are refused at once.
-        let first = Task { try await server.post(Self.chat, body).status }
+        // when five more arrive together: one of them waits, the others are refused at once. It
+        // counts to 1000 tokens (greedy SmolLM2 goes on to the limit), so that polls delayed by
+        // the other suites on 2 cores still find it running.
+        let first = Task {
+            try await server.post("/v1/completions", #"{"model":"smollm2","temperature":0,"max_tokens":1000,"prompt":"1, 2, 3, 4, 5, 6, 7, 8,"}"#).status
+        }
         var running = false
         for _ in 0..<600 where !running {
             let metrics = try await server.get("/metrics").text
