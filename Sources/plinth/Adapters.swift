@@ -65,15 +65,14 @@ struct Adapters: ParsableCommand {
                 let input = try modelOptions.url()
                 let out = URL(fileURLWithPath: output)
                 // An adapter named from the store is no path here.
-                let adapterPath = FileManager.default.fileExists(atPath: adapter) ? [(adapter, "adapter")] : []
-                try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(input.path, "model")] + adapterPath)
-                // Nor a file in the adapter's PEFT folder.
                 var isFolder: ObjCBool = false
-                if FileManager.default.fileExists(atPath: adapter, isDirectory: &isFolder), isFolder.boolValue,
-                   FileChecks.sameFile(out.deletingLastPathComponent().path, adapter) {
+                let isPath = FileManager.default.fileExists(atPath: adapter, isDirectory: &isFolder)
+                try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(input.path, "model")] + (isPath ? [(adapter, "adapter")] : []))
+                // Nor a file in the adapter's PEFT folder.
+                if isPath, isFolder.boolValue, FileChecks.sameFile(out.deletingLastPathComponent().path, adapter) {
                     throw CLIError("the output would overwrite a file of the adapter \(adapter); choose another -o")
                 }
-                let model = try modelOptions.load()
+                let model = try modelOptions.load(input)
                 let lora = try LoRAAdapter(named: adapter, for: model.transformer)
                 let start = ContinuousClock.now
                 try LoRAMerge.write(model: model.transformer, adapter: lora, to: out, precision: precision)

@@ -40,8 +40,9 @@ struct Imatrix: ParsableCommand {
     func run() throws {
         try reportingErrors {
             try FileChecks.requireWritable(output, what: "output")
-            try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(try modelOptions.url().path, "model"), (file, "text")])
-            let model = try modelOptions.load()
+            let url = try modelOptions.url()
+            try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(url.path, "model"), (file, "text")])
+            let model = try modelOptions.load(url)
             // Activations are observed on the CPU step.
             let inference = try chunkContext(model, context: context, threads: threads)
             let run = try ChunkedEvaluation(file: URL(fileURLWithPath: file), tokenizer: model.tokenizer, context: context,

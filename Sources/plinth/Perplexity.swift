@@ -62,12 +62,13 @@ struct Perplexity: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            let url = try modelOptions.url()
             if !divergence, let base {
                 // The base is written here: never over the model or the text.
                 try FileChecks.requireDistinct(writes: [(base, "base file")],
-                                               reads: [(try modelOptions.url().path, "model")] + (file.map { [($0, "text")] } ?? []))
+                                               reads: [(url.path, "model")] + (file.map { [($0, "text")] } ?? []))
             }
-            let model = try modelOptions.load()
+            let model = try modelOptions.load(url)
             if divergence, let base {
                 try compare(model, base: URL(fileURLWithPath: base))
             } else if let file {

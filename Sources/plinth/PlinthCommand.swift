@@ -125,8 +125,9 @@ struct ModelOptions: ParsableArguments {
         try ModelStore().resolve(model, fetchIfMissing: !noFetch) { Diagnostics.note($0) }
     }
 
-    func load() throws -> Model {
-        let url = try url()
+    /// The model, from `url` where the caller has resolved it already.
+    func load(_ resolved: URL? = nil) throws -> Model {
+        let url = try resolved ?? url()
         return try loadingModelFile(url) { try Model(url: url) }
     }
 }

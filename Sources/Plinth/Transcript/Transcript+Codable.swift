@@ -195,13 +195,16 @@ enum TranscriptCoding {
 
     static func transcript(_ json: JSONValue) throws -> Transcript {
         guard let entries = json["entries"]?.arrayValue else { throw Failure(message: "missing 'entries'") }
-        var read = 1
-        if let v = json["version"] {
-            guard let n = v.integerValue else { throw Failure(message: "'version' must be an integer") }
-            if n > version { throw Failure(message: "version \(n) is newer than this version of Plinth reads (\(version))") }
-            read = n
-        }
+        let read = try integer(json, "version") ?? 1
+        if read > version { throw Failure(message: "version \(read) is newer than this version of Plinth reads (\(version))") }
         return Transcript(entries: try entries.map { try entry($0, version: read) })
+    }
+
+    /// An integer member, exactly (a double's conversion trapped past Int's range); nil when absent.
+    static func integer(_ json: JSONValue, _ key: String) throws -> Int? {
+        guard let v = json[key] else { return nil }
+        guard let n = v.integerValue else { throw Failure(message: "'\(key)' must be an integer") }
+        return n
     }
 
     static func string(_ json: JSONValue, _ key: String) throws -> String {
@@ -283,21 +286,13 @@ enum TranscriptCoding {
             case "greedy": o.samplingMode = .greedy
             case "top":
                 // Any integer the encoder wrote (a k below 1 is the request's to refuse).
-                var k = 1
-                if let v = s["k"] {
-                    guard let n = v.integerValue else { throw Failure(message: "'k' must be an integer") }
-                    k = n
-                }
-                o.samplingMode = .random(top: k, seed: seed)
+                o.samplingMode = .random(top: try integer(s, "k") ?? 1, seed: seed)
             case "nucleus": o.samplingMode = .random(probabilityThreshold: s["threshold"]?.doubleValue ?? 1, seed: seed)
             default: throw Failure(message: "unknown sampling mode")
             }
         }
         o.temperature = json["temperature"]?.doubleValue
-        if let m = json["maximumResponseTokens"] {
-            guard let n = m.integerValue else { throw Failure(message: "'maximumResponseTokens' must be an integer") }
-            o.maximumResponseTokens = n
-        }
+        o.maximumResponseTokens = try integer(json, "maximumResponseTokens")
         switch json["toolCallingMode"]?.stringValue {
         case "allowed": o.toolCallingMode = .allowed
         case "required": o.toolCallingMode = .required

@@ -10,7 +10,6 @@ final class SchemaParser {
     let document: JSONValue
     /// Draft-07 and earlier: `$ref` replaces its siblings instead of joining them.
     let draft7: Bool
-    let rootID: String?
     /// Every subschema read through a reference, by resolved pointer.
     private var byPointer: [ExactString: Schema] = [:]
     /// The values references resolved to, by pointer.
@@ -41,7 +40,6 @@ final class SchemaParser {
         self.document = document
         let schemaURI = document["$schema"]?.stringValue ?? ""
         draft7 = schemaURI.contains("draft-07") || schemaURI.contains("draft-06") || schemaURI.contains("draft-04")
-        rootID = (document["$id"] ?? document["id"])?.stringValue
         targets[ExactString("#")] = document
         refSiblingsApply = schemaURI.contains("2020-12") || schemaURI.contains("2019-09")
         collectResources(document, "#", base: Self.defaultBase)
@@ -265,44 +263,30 @@ final class SchemaParser {
 
     // MARK: References
 
-    /// The pointer a local reference names (`#`, `#/…`, an anchor, or the root `$id` with either).
-    /// Inside a resource with an `$id` of its own, or naming one, the reference is resolved as a
-    /// URI against that resource's.
+    /// The pointer a reference names. A fragment alone (`#`, `#/…`, `#anchor`) stays in the
+    /// reference's resource, read as written (spaces and all); anything else is a URI resolved
+    /// against that resource's, naming the root or a subschema with an `$id` of its own.
     func resolve(_ ref: String, pointer ptr: String) throws(GrammarError) -> String {
-        var r = ref
-        if resources.count > 1 {
-            // A fragment alone stays in this resource (and is read as written, spaces and all).
-            var target = resource(containing: ptr), fragment = String(ref.dropFirst())
-            if !ref.hasPrefix("#") {
-                guard let uri = URL(string: ref, relativeTo: URL(string: base(of: target)))?.absoluteString,
-                      let named = resources.first(where: { !$0.uri.isEmpty && $0.uri == Self.withoutFragment(uri) }) else {
-                    throw .unresolvedReference(ref, pointer: ptr)
-                }
-                target = named
-                fragment = uri.firstIndex(of: "#").map { String(uri[uri.index(after: $0)...]) } ?? ""
+        var target = resource(containing: ptr), fragment = String(ref.dropFirst())
+        if !ref.isEmpty && !ref.hasPrefix("#") {
+            guard let uri = URL(string: ref, relativeTo: URL(string: base(of: target)))?.absoluteString,
+                  let named = resources.first(where: { !$0.uri.isEmpty && $0.uri == Self.withoutFragment(uri) }) else {
+                throw .unresolvedReference(ref, pointer: ptr)
             }
-            if fragment.isEmpty || fragment.hasPrefix("/") {
-                r = target.pointer + canonicalPointer(fragment)
-            } else {
-                guard let at = targets[ExactString(target.pointer)] ?? value(at: target.pointer),
-                      let (v, p) = findAnchor(at, unescape(Substring(fragment)), target.pointer, resource: target.pointer) else {
-                    throw .unresolvedReference(ref, pointer: ptr)
-                }
-                targets[ExactString(p)] = v
-                return p
-            }
-        } else if let id = rootID, r.hasPrefix(id) {
-            r = String(r.dropFirst(id.count))
+            target = named
+            fragment = uri.firstIndex(of: "#").map { String(uri[uri.index(after: $0)...]) } ?? ""
         }
-        if r.isEmpty { r = "#" }
-        guard r.hasPrefix("#") else { throw .unresolvedReference(ref, pointer: ptr) }
-        if targets[ExactString(r)] != nil { return r }
-        if !r.hasPrefix("#/") {
-            let name = String(r.dropFirst())
-            guard let (v, p) = findAnchor(document, name, "#") else { throw .unresolvedReference(ref, pointer: ptr) }
+        if !fragment.isEmpty && !fragment.hasPrefix("/") {
+            // An anchor, in its own resource.
+            guard let at = value(at: target.pointer),
+                  let (v, p) = findAnchor(at, unescape(Substring(fragment)), target.pointer, resource: target.pointer) else {
+                throw .unresolvedReference(ref, pointer: ptr)
+            }
             targets[ExactString(p)] = v
             return p
         }
+        let r = target.pointer + canonicalPointer(fragment)
+        if targets[ExactString(r)] != nil { return r }
         guard let cur = value(at: r) else { throw .unresolvedReference(ref, pointer: ptr) }
         targets[ExactString(r)] = cur
         return r
@@ -336,10 +320,10 @@ final class SchemaParser {
 
     /// `resource`: the pointer of the resource searched, whose subschemas that are resources of
     /// their own are left out (the same anchor may name another schema there).
-    private func findAnchor(_ v: JSONValue, _ name: String, _ p: String, resource: String? = nil) -> (JSONValue, String)? {
+    private func findAnchor(_ v: JSONValue, _ name: String, _ p: String, resource: String) -> (JSONValue, String)? {
         switch v {
         case .object(let m):
-            if let resource, p != resource, resources.contains(where: { $0.pointer == p }) { return nil }
+            if p != resource, resources.contains(where: { $0.pointer == p }) { return nil }
             if m.contains(where: { ($0.key == "$anchor" && $0.value.stringValue == name) || ($0.key == "$id" && $0.value.stringValue == "#" + name) }) {
                 return (v, p)
             }

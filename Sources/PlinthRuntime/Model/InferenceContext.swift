@@ -85,9 +85,15 @@ public final class InferenceContext {
     /// Bytes of CPU key and value cache that `positions` positions of one sequence take (keys
     /// in whole blocks), as a Double so that absurd sizes compare instead of overflowing.
     public static func kvCacheBytes(_ c: ModelConfig, positions: Int) -> Double {
-        let block = Double(PK_KEY_BLOCK), n = Double(max(positions, 0))
-        let keyPositions = (n / block).rounded(.up) * block
-        return (keyPositions + n) * Double(c.kvHeadCount * c.headDim * c.layerCount * MemoryLayout<UInt16>.stride)
+        let n = max(positions, 0)
+        return Double(keyPositions(n) + n) * Double(c.kvHeadCount * c.headDim * c.layerCount * MemoryLayout<UInt16>.stride)
+    }
+
+    /// Positions the keys of `n` positions take: keys are stored in whole blocks of
+    /// PK_KEY_BLOCK positions (see pk_ops.h).
+    static func keyPositions(_ n: Int) -> Int {
+        let block = Int(PK_KEY_BLOCK)
+        return (n + block - 1) / block * block
     }
 
     /// Far below x86-64's 128 TiB of user address space, far above any machine's memory.
@@ -151,9 +157,7 @@ public final class InferenceContext {
             return raw.bindMemory(to: T.self, capacity: max(count, 1))
         }
         do {
-            // Keys are stored in whole blocks of PK_KEY_BLOCK positions (see pk_ops.h).
-            let block = Int(PK_KEY_BLOCK)
-            let keysPerSlot = (self.contextLength + block - 1) / block * block * kvDim
+            let keysPerSlot = Self.keyPositions(self.contextLength) * kvDim
             let valuesPerSlot = self.contextLength * kvDim, slots = slotCount
             keySlotStride = keysPerSlot
             valueSlotStride = valuesPerSlot
@@ -260,8 +264,7 @@ public final class InferenceContext {
             slotLengths[target] = count
             return
         }
-        let block = Int(PK_KEY_BLOCK)
-        let keyHalves = (count + block - 1) / block * block * kvDim
+        let keyHalves = Self.keyPositions(count) * kvDim
         let valueStride = contextLength * kvDim
         for l in 0..<config.layerCount {
             (kCache[l] + target * keySlotStride).update(from: kCache[l] + source * keySlotStride, count: keyHalves)
