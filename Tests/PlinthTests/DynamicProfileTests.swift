@@ -349,19 +349,23 @@ private func instructionsText(_ transcript: Transcript) -> String? {
         #expect(log.all == ["outer 1", "inner 1"])
     }
 
-    @Test func theHistoryIsNotWrittenByOthersDuringARequest() async throws {
+    @Test func aHistoryWriteFromOutsideStopsTheRequest() async throws {
         let box = Mutex<LanguageModelSession?>(nil)
         let model = ScriptedModel([.custom { _, channel in
             box.withLock { $0 }?.properties.history = []
-            await channel.send(.response(action: .appendText("Kept.", tokenCount: 1)))
-        }])
+            await channel.send(.response(action: .appendText("Lost.", tokenCount: 1)))
+        }, .text("Kept.")])
         let session = LanguageModelSession(profile: LanguageModelSession.Profile { Instructions("Hi.") }.model(model))
         box.withLock { $0 = session }
-        let response = try await session.respond(to: "Hello")
-        #expect(session.transcript.count == 3)
-        #expect(response.transcriptEntries.count == 2)
-        session.properties.history = []
+        await #expect(throws: LanguageModelSession.Error.transcriptMutationWhileResponding) {
+            try await session.respond(to: "Hello")
+        }
+        // The write is kept (the instructions and no history), and the session answers again.
         #expect(session.transcript.count == 1)
+        #expect(!session.isResponding)
+        let response = try await session.respond(to: "Again")
+        #expect(response.content == "Kept.")
+        #expect(session.transcript.count == 3)
     }
 
     @Test func sessionPropertyOutsideASession() {

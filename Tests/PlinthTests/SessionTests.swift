@@ -379,6 +379,30 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         try await session.respond(to: "hi")
         #expect(model.script.requests[0].transcript.count == 2)
     }
+
+    @Test func replacingTheTranscriptWhileRespondingStopsTheRequest() async throws {
+        let box = Mutex<LanguageModelSession?>(nil)
+        let replacement = Transcript(entries: [.instructions(.init(segments: [.text(.init(content: "Be kind."))], toolDefinitions: []))])
+        let turn = ScriptedTurn.custom { _, channel in
+            await channel.send(.response(action: .appendText("One ", tokenCount: 1)))
+            box.withLock { $0 }?.transcript = replacement
+            await channel.send(.response(action: .appendText("two.", tokenCount: 1)))
+        }
+        let model = ScriptedModel([])
+        for policy in [TranscriptErrorHandlingPolicy.revertTranscript, .preserveTranscript] {
+            let session = LanguageModelSession(model: model)
+            session.transcriptErrorHandlingPolicy = policy
+            box.withLock { $0 = session }
+            model.script.append([turn])
+            let stream = session.streamResponse(to: "Count.")
+            await #expect(throws: LanguageModelSession.Error.transcriptMutationWhileResponding) {
+                for try await _ in stream {}
+            }
+            // Neither the policy nor the request touched what was written.
+            #expect(session.transcript == replacement)
+            #expect(!session.isResponding)
+        }
+    }
 }
 
 /// Code written against the documented spelling, as an app would have it.

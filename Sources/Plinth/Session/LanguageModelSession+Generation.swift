@@ -121,6 +121,7 @@ extension LanguageModelSession {
                         debugDescription: "The session is still responding to another request."))
                 }
                 s.isResponding = true
+                s.mutatedWhileResponding = false
                 return s.transcript
             }
         }
@@ -137,7 +138,7 @@ extension LanguageModelSession {
             // The request's configuration (its profile's, when it has one), whose model must be
             // able to serve the request.
             func resolveConfiguration() async throws -> RequestConfiguration {
-                let resolved = await requestConfiguration()
+                let resolved = try await requestConfiguration()
                 requestModel = resolved.model
                 profilePolicy = resolved.resolution?.transcriptErrorHandlingPolicy
                 try Self.checkCapabilities(resolved, options: options, schema: schema)
@@ -148,7 +149,7 @@ extension LanguageModelSession {
             let promptEntry = Transcript.Prompt(
                 metadata: metadata, segments: prompt.segments, options: options,
                 responseFormat: schema.map { Transcript.ResponseFormat(schema: $0) }, contextOptions: contextOptions)
-            updateTranscript { $0.append(.prompt(promptEntry)) }
+            try updateRequestTranscript { $0.append(.prompt(promptEntry)) }
             var appended: Set<String> = [promptEntry.id]
             // Callbacks may change what the profile resolves to; without any, it is as resolved.
             var resolved = true
@@ -207,7 +208,7 @@ extension LanguageModelSession {
                     let segments = turn.reasoningOrder.map { Transcript.Segment.text(.init(content: turn.reasoningTexts[$0] ?? "")) }
                     let reasoning = Transcript.Reasoning(id: turn.reasoningID ?? UUID().uuidString, metadata: turn.reasoningMetadata,
                                                          segments: segments, signature: turn.reasoningSignature)
-                    updateTranscript { $0.append(.reasoning(reasoning)) }
+                    try updateRequestTranscript { $0.append(.reasoning(reasoning)) }
                     appended.insert(reasoning.id)
                     try await runCallbacks(configuration.resolution?.onReasoning ?? [], reasoning)
                 }
@@ -237,7 +238,7 @@ extension LanguageModelSession {
                     let outputs = try await withToolBinding { try await Self.callTools(calls, tools: tools) }
                     try Task.checkCancellation()
                     let callsEntry = Transcript.ToolCalls(id: turn.toolCallsID ?? UUID().uuidString, calls)
-                    updateTranscript { t in
+                    try updateRequestTranscript { t in
                         t.append(.toolCalls(callsEntry))
                         for output in outputs { t.append(.toolOutput(output)) }
                     }
@@ -287,7 +288,7 @@ extension LanguageModelSession {
                 segments += turn.customSegments.map { .custom($0) } + turn.attachments.map { .attachment($0) }
                 let response = Transcript.Response(id: turn.responseID ?? UUID().uuidString, metadata: turn.responseMetadata,
                                                    segments: segments)
-                updateTranscript { $0.append(.response(response)) }
+                try updateRequestTranscript { $0.append(.response(response)) }
                 appended.insert(response.id)
                 try await runCallbacks(configuration.resolution?.onResponse ?? [], response)
                 let entries = Self.requestEntries(transcript, promptID: promptEntry.id, appended: appended)
@@ -298,8 +299,10 @@ extension LanguageModelSession {
                 return result
             }
         } catch {
+            // The transcript someone else wrote during the request stays as they wrote it.
+            if state.withLock({ $0.mutatedWhileResponding }) { throw Error.transcriptMutationWhileResponding }
             let preserve = (profilePolicy ?? transcriptErrorHandlingPolicy)?.preserves ?? false
-            updateTranscript { t in
+            updateTranscript(fromOutside: false) { t in
                 if preserve {
                     // Keep complete entries only: tool calls are always followed by their outputs.
                     if case .toolCalls? = t.last { t.removeLast() }
@@ -350,6 +353,8 @@ extension LanguageModelSession {
             }
             var turn = TurnOutput()
             for try await event in channel {
+                // Leaving the loop cancels the model's task.
+                try checkTranscriptUnchangedByOthers()
                 if turn.apply(event) { onText(turn.responseText) }
             }
             try await group.waitForAll()

@@ -64,10 +64,10 @@ extension LanguageModelSession {
     /// The configuration of the next model request. With a profile: its instructions become the
     /// transcript's leading entry, and profiles that became active or inactive since the last
     /// request are told so.
-    func requestConfiguration() async -> RequestConfiguration {
+    func requestConfiguration() async throws -> RequestConfiguration {
         let configuration = dynamicConfiguration()
         guard let resolution = configuration.resolution else { return configuration }
-        updateTranscript { $0.setLeadingInstructions(configuration.instructions) }
+        try updateRequestTranscript { $0.setLeadingInstructions(configuration.instructions) }
         let (activated, deactivated) = state.withLock { s in
             let previous = s.activeProfiles
             s.activeProfiles = resolution.lifecycle

@@ -49,6 +49,9 @@ public final class LanguageModelSession: @unchecked Sendable {
     struct State {
         var transcript: Transcript
         var isResponding = false
+        /// Someone other than the request under way changed the transcript: the request stops
+        /// with ``LanguageModelSession/Error/transcriptMutationWhileResponding``.
+        var mutatedWhileResponding = false
         var usage = Usage.zero
         var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy?
         /// The profiles the last resolution found active (their places and deactivation
@@ -213,14 +216,15 @@ public final class LanguageModelSession: @unchecked Sendable {
 
     /// A full history of interactions, including user inputs and model responses.
     ///
-    /// You can replace the transcript while the session isn't responding; a change while it
-    /// is responding is ignored.
+    /// Replace it while the session isn't responding: a change while it responds is kept, and
+    /// the request under way stops with
+    /// ``LanguageModelSession/Error/transcriptMutationWhileResponding`` without writing to it.
     public var transcript: Transcript {
         get {
             registrar.access(self, keyPath: \.transcript)
             return state.withLock { $0.transcript }
         }
-        set { updateTranscript(unlessResponding: true) { $0 = newValue } }
+        set { updateTranscript(fromOutside: true) { $0 = newValue } }
     }
 
     /// A Boolean value that indicates a response is being generated.
@@ -278,14 +282,31 @@ public final class LanguageModelSession: @unchecked Sendable {
         }
     }
 
-    /// Changes the transcript, telling its observers; with `unlessResponding`, not while a
-    /// request works on it (checked under the same lock as the change).
-    func updateTranscript(unlessResponding: Bool = false, _ body: (inout Transcript) -> Void) {
+    /// Changes the transcript, telling its observers. A change `fromOutside` the request under
+    /// way (if any) stops that request; the request's own changes are refused once that happened.
+    func updateTranscript(fromOutside: Bool, _ body: (inout Transcript) -> Void) {
         registrar.withMutation(of: self, keyPath: \.transcript) {
             state.withLock { s in
-                if !(unlessResponding && s.isResponding) { body(&s.transcript) }
+                if fromOutside && s.isResponding { s.mutatedWhileResponding = true }
+                body(&s.transcript)
             }
         }
+    }
+
+    /// A change by the request under way; it throws when someone else changed the transcript
+    /// meanwhile (checked under the same lock as the change).
+    func updateRequestTranscript(_ body: (inout Transcript) -> Void) throws {
+        try registrar.withMutation(of: self, keyPath: \.transcript) {
+            try state.withLock { s in
+                if s.mutatedWhileResponding { throw Error.transcriptMutationWhileResponding }
+                body(&s.transcript)
+            }
+        }
+    }
+
+    /// Throws when someone other than the request under way changed the transcript.
+    func checkTranscriptUnchangedByOthers() throws {
+        if state.withLock({ $0.mutatedWhileResponding }) { throw Error.transcriptMutationWhileResponding }
     }
 
     func addUsage(_ usage: Usage) {

@@ -107,9 +107,9 @@ public final class SessionPropertyValues: Sendable {
                     if s.session == nil { s.detachedHistory = newValue }
                     return s.session
                 }
-                // As with the session's transcript: not while a request works on it, except from
-                // that request's own profile callbacks.
-                session?.updateTranscript(unlessResponding: binding == nil) { $0.history = newValue }
+                // As with the session's transcript: a write from outside the request under way
+                // stops it; the request's own profile callbacks may write.
+                session?.updateTranscript(fromOutside: binding == nil) { $0.history = newValue }
             }
         }
     }
