@@ -19,6 +19,7 @@ struct ChatCompletion: Sendable {
         let request = try ChatRequest(body: body)
         let selection = try host.model(named: request.model)
         let (modelID, model) = (selection.id, selection.model)
+        try request.parameters.checkTokens(vocabularySize: model.tokenizer.vocabularySize)
         let (tools, required) = request.callableTools
         let prompt: [Int32]
         do {
@@ -120,10 +121,12 @@ struct ChatCompletion: Sendable {
                 }
                 switch event {
                 case .text(let t, _):
+                    // Text with nothing to show carries only the tokens it stands for, if any.
+                    guard !t.isEmpty || !pendingLogprobs[i].isEmpty else { break }
                     let lp: JSONValue = request.parameters.logprobs == nil ? .null
                         : .object([("content", .array(pendingLogprobs[i])), ("refusal", .null)])
                     pendingLogprobs[i] = []
-                    if !t.isEmpty { try await send(chunk(i, [("content", .string(t))], logprobs: lp)) }
+                    try await send(chunk(i, [("content", .string(t))], logprobs: lp))
                 case .logprob(let entry):
                     pendingLogprobs[i].append(OpenAIWire.chatLogprob(entry, tokenizer: model.tokenizer))
                 case .toolCall(let json, _):

@@ -4,8 +4,6 @@ import PlinthRuntime
 /// The fields chat and text completions share: sampling, limits, stops, choices, log-probabilities.
 struct GenerationParameters: Sendable {
     var sampling: SamplingParameters
-    /// Whether the request fixed its seed (each choice `i` then uses `seed + i`).
-    var seeded: Bool
     var maxTokens: Int?
     var stop: [String]
     var n: Int
@@ -18,8 +16,8 @@ struct GenerationParameters: Sendable {
     /// and `min_p` are accepted as llama-server accepts them.
     init(_ r: RequestReader, maxTokenKeys: [String]) throws {
         let temperature = try r.number("temperature", in: 0...2) ?? 1
+        // top_p 0 keeps only the most likely token, as OpenAI and llama-server take it.
         let topP = try r.number("top_p", in: 0...1) ?? 1
-        guard topP > 0 else { throw APIError.invalid("top_p", "`top_p` must be greater than 0.") }
         let topK = try r.integer("top_k", in: 0...100_000) ?? 0
         let minP = try r.number("min_p", in: 0...1) ?? 0
         let penalty = try r.number("repetition_penalty", in: 0.01...10) ?? 1
@@ -27,16 +25,18 @@ struct GenerationParameters: Sendable {
         let presence = try r.number("presence_penalty", in: -2...2) ?? 0
         let frequency = try r.number("frequency_penalty", in: -2...2) ?? 0
         let seed = try r.seed("seed")
-        seeded = seed != nil
-        sampling = SamplingParameters(temperature: Float(temperature), topK: topK, topP: Float(topP), minP: Float(minP),
+        try Self.refuseUnsupported(r)
+        sampling = SamplingParameters(temperature: Float(temperature), topK: topP == 0 ? 1 : topK, topP: Float(topP), minP: Float(minP),
                                       repetitionPenalty: Float(penalty), presencePenalty: Float(presence),
                                       frequencyPenalty: Float(frequency), seed: seed ?? UInt64.random(in: .min ... .max))
+        sampling.logitBias = try Self.logitBias(r)
         if temperature == 0 {
-            // Greedy, but the penalties still change which token is the best.
+            // Greedy, but the bias and penalties still change which token is the best.
             var greedy = SamplingParameters.greedy
             greedy.repetitionPenalty = sampling.repetitionPenalty
             greedy.presencePenalty = sampling.presencePenalty
             greedy.frequencyPenalty = sampling.frequencyPenalty
+            greedy.logitBias = sampling.logitBias
             sampling = greedy
         }
         maxTokens = nil
@@ -50,10 +50,46 @@ struct GenerationParameters: Sendable {
         logprobs = nil
     }
 
-    /// The sampling of choice `index`: its own seed, so choices differ and a seeded request repeats.
+    /// The sampling of choice `index`: its own seed, so choices differ and a seeded request
+    /// repeats. Choice 0 uses the request's seed (a request with n = 1 repeats `generate
+    /// --seed`); the others a mix of seed and index, so that seeds 6 and 7 share no choice.
     func sampling(forChoice index: Int) -> SamplingParameters {
         var s = sampling
-        s.seed = sampling.seed &+ UInt64(index)
+        if index > 0 { s.seed = RandomSource.mix(sampling.seed, UInt64(index)) }
         return s
+    }
+
+    /// `logit_bias`: token ids (as strings, OpenAI's form) mapped to a bias from -100 to 100.
+    private static func logitBias(_ r: RequestReader) throws -> [Int32: Float] {
+        guard let bias = try r.object("logit_bias"), case .object(let members) = bias.value else { return [:] }
+        var out: [Int32: Float] = [:]
+        for (key, _) in members {
+            guard let id = Int32(key), id >= 0 else {
+                throw APIError.invalid("logit_bias", "`logit_bias` keys must be token ids (non-negative integers), not \"\(key)\".")
+            }
+            out[id] = Float(try bias.number(key, in: -100...100) ?? 0)
+        }
+        return out
+    }
+
+    /// Refuses, rather than ignores, the fields of OpenAI's and llama-server's APIs that would
+    /// change the output in a way this server doesn't (at their default values they are fine).
+    private static func refuseUnsupported(_ r: RequestReader) throws {
+        func refuse(_ key: String, _ why: String) throws {
+            throw APIError.invalid(key, "`\(key)` \(why) is not supported.", code: "unsupported_parameter")
+        }
+        if let bestOf = try r.integer("best_of", in: 0...1_000), bestOf > 1 { try refuse("best_of", "above 1") }
+        if let typical = try r.number("typical_p", in: 0...1), typical < 1 { try refuse("typical_p", "below 1") }
+        if let mirostat = try r.integer("mirostat", in: 0...2), mirostat != 0 { try refuse("mirostat", "other than 0") }
+        for key in ["grammar", "functions", "function_call"] where r.raw(key) != nil {
+            try refuse(key, key == "grammar" ? "(a GBNF grammar; use response_format)" : "(use tools and tool_choice)")
+        }
+    }
+
+    /// Refuses bias on tokens the model doesn't have.
+    func checkTokens(vocabularySize: Int) throws {
+        if let id = sampling.logitBias.keys.first(where: { Int($0) >= vocabularySize }) {
+            throw APIError.invalid("logit_bias", "`logit_bias` names token \(id), outside the model's \(vocabularySize)-token vocabulary.")
+        }
     }
 }

@@ -61,9 +61,14 @@ struct RequestReader {
         guard let v = raw(key) else { return nil }
         guard let d = v.doubleValue else { throw wrongType(key, "a number") }
         guard range.contains(d) else {
-            throw APIError.invalid(name(key), "`\(name(key))` must be between \(range.lowerBound.formatted()) and \(range.upperBound.formatted()), not \(d.formatted()).")
+            throw APIError.invalid(name(key), "`\(name(key))` must be between \(Self.plain(range.lowerBound)) and \(Self.plain(range.upperBound)), not \(Self.plain(d)).")
         }
         return d
+    }
+
+    /// A number as written in a message: whole ones without ".0", others in full (2.0000001).
+    private static func plain(_ d: Double) -> String {
+        d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
     }
 
     func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {

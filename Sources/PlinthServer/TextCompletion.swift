@@ -20,8 +20,11 @@ struct TextCompletion: Sendable {
         let (modelID, model) = (selection.id, selection.model)
         var p = try GenerationParameters(r, maxTokenKeys: ["max_tokens"])
         if r.raw("max_tokens") == nil { p.maxTokens = 16 }  // OpenAI's default for this endpoint
+        try p.checkTokens(vocabularySize: model.tokenizer.vocabularySize)
         p.logprobs = try r.integer("logprobs", in: 0...20)
-        if r.raw("suffix") != nil { throw APIError.invalid("suffix", "`suffix` (insertion) is not supported.") }
+        if r.raw("suffix") != nil {
+            throw APIError.invalid("suffix", "`suffix` (insertion) is not supported.", code: "unsupported_parameter")
+        }
         let tokenizer = model.tokenizer
         // A string, an array of strings, an array of token ids, or an array of such arrays.
         var prompts: [(text: String, tokens: [Int32])] = []
@@ -91,8 +94,16 @@ struct TextCompletion: Sendable {
                  ("text_offset", .array(c.offsets))])
     }
 
-    private func record(_ entry: TokenLogprob, into c: inout Choice, offset: Int) {
-        let text = { (id: Int32) in String(decoding: model.tokenizer.tokenBytes(id), as: UTF8.self) }
+    /// One token's entries; its offset counts Unicode scalars (Python's string indices) from the
+    /// start of the choice's text, echoed prompt included.
+    private func record(_ entry: TokenLogprob, into c: inout Choice, echoed: String) {
+        // A token that is not whole UTF-8 is named by its bytes, as OpenAI does ("bytes:\\xe6"),
+        // so that alternatives made of parts of one character stay apart.
+        let text = { (id: Int32) -> String in
+            let bytes = model.tokenizer.tokenBytes(id)
+            if let s = String(validating: bytes, as: UTF8.self) { return s }
+            return "bytes:" + bytes.map { String(format: "\\x%02x", $0) }.joined()
+        }
         c.tokens.append(.string(text(entry.token)))
         c.tokenLogprobs.append(OpenAIWire.float(entry.logprob))
         var top: [(key: String, value: JSONValue)] = []
@@ -100,7 +111,7 @@ struct TextCompletion: Sendable {
             top.append((text(alt.token), OpenAIWire.float(alt.logprob)))
         }
         c.top.append(.object(top))
-        c.offsets.append(OpenAIWire.int(offset))
+        c.offsets.append(OpenAIWire.int(echoed.unicodeScalars.count + entry.textOffset))
     }
 
     func response() async throws -> JSONValue {
@@ -108,7 +119,7 @@ struct TextCompletion: Sendable {
         try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
             switch event {
             case .text(let t, _): state[i].text += t
-            case .logprob(let e): record(e, into: &state[i], offset: state[i].text.utf8.count)
+            case .logprob(let e): record(e, into: &state[i], echoed: echo[i])
             case .finished(let s): state[i].summary = s
             default: break
             }
@@ -130,19 +141,18 @@ struct TextCompletion: Sendable {
                                              ("logprobs", c.map(Self.logprobs) ?? .null), ("finish_reason", finish)])])),
             ] + (parameters.includeUsageInStream ? [("usage", .null)] : [])))
         }
-        var sent = Array(repeating: 0, count: echo.count)
         do {
             try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
                 if !echoed[i] {
                     echoed[i] = true
-                    if !echo[i].isEmpty { try await send(chunk(i, echo[i], nil)); sent[i] = echo[i].utf8.count }
+                    if !echo[i].isEmpty { try await send(chunk(i, echo[i], nil)) }
                 }
                 switch event {
-                case .logprob(let e): record(e, into: &state[i], offset: sent[i])
+                case .logprob(let e): record(e, into: &state[i], echoed: echo[i])
                 case .text(let t, _):
-                    guard !t.isEmpty else { break }
+                    // Text with nothing to show carries only the tokens it stands for, if any.
+                    guard !t.isEmpty || !state[i].tokens.isEmpty else { break }
                     try await send(chunk(i, t, parameters.logprobs == nil ? nil : state[i]))
-                    sent[i] += t.utf8.count
                     state[i] = Choice()
                 case .finished(let s):
                     state[i].summary = s

@@ -66,7 +66,7 @@ struct Generate: ParsableCommand {
             throw ValidationError("give exactly one of --prompt and --prompt-file")
         }
         guard maxTokens >= 0 else { throw ValidationError("--max-tokens must not be negative") }
-        guard temperature >= 0 else { throw ValidationError("--temperature must not be negative") }
+        guard temperature >= 0, temperature.isFinite else { throw ValidationError("--temperature must be a number, 0 or more, not \(temperature)") }
         guard topK >= 0 else { throw ValidationError("--top-k must not be negative") }
         guard topP > 0, topP <= 1 else { throw ValidationError("--top-p must be in (0, 1]") }
         guard minP >= 0, minP <= 1 else { throw ValidationError("--min-p must be in [0, 1]") }

@@ -18,13 +18,13 @@ struct SessionOptions: ParsableArguments {
     @Option(help: "Sampling temperature (default 0.8; 0 means greedy).")
     var temperature: Double?
 
-    @Option(help: "Sample from the K most likely tokens (default 40).")
+    @Option(help: "Sample from the K most likely tokens. Without --top-k, --top-p or --seed: top-k 40, top-p 0.95 and min-p 0.05, as llama.cpp.")
     var topK: Int?
 
     @Option(help: "Sample from the smallest set of tokens whose probability reaches P (instead of --top-k).")
     var topP: Double?
 
-    @Option(help: "Random seed; the same seed gives the same text. Random when omitted.")
+    @Option(help: "Random seed; the same seed gives the same text. A seed rides on a sampling mode, so alone it samples as --top-k 40 (no top-p or min-p cut). Random when omitted.")
     var seed: UInt64?
 
     @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens one response may take (respond --schema: 512 unless given; a value always closes within it).")
@@ -34,7 +34,7 @@ struct SessionOptions: ParsableArguments {
         if greedy && (temperature != nil || topK != nil || topP != nil || seed != nil) {
             throw ValidationError("--greedy can't be combined with --temperature, --top-k, --top-p or --seed")
         }
-        if let temperature { guard temperature >= 0, temperature.isFinite else { throw ValidationError("--temperature must not be negative") } }
+        if let temperature { guard temperature >= 0, temperature.isFinite else { throw ValidationError("--temperature must be a number, 0 or more, not \(temperature)") } }
         if topK != nil && topP != nil { throw ValidationError("give at most one of --top-k and --top-p") }
         if let topK { guard topK >= 1 else { throw ValidationError("--top-k must be at least 1") } }
         if let topP { guard topP > 0, topP <= 1 else { throw ValidationError("--top-p must be in (0, 1]") } }

@@ -102,6 +102,24 @@ struct SamplerTests {
         }
     }
 
+    /// A draw close to 1 over a large vocabulary lands where the probabilities put it (a Float
+    /// running sum of 151,936 equal probabilities ends near 0.9983, which sent every such draw to
+    /// the last token).
+    @Test func drawsNearOneOverALargeVocabularyStayInPlace() {
+        let n = 151_936
+        let logits = [Float](repeating: 0, count: n)
+        var tried = 0
+        for seed in UInt64(0)..<200_000 where tried < 3 {
+            var source = RandomSource(seed: seed)
+            let r = source.nextUnit()
+            guard r > 0.9985 else { continue }
+            tried += 1
+            let token = Self.draws(logits, Self.plain(seed: seed), count: 1)[0]
+            #expect(abs(Int(token) - Int(r * Double(n))) <= 1, "seed \(seed): draw \(r) chose \(token)")
+        }
+        #expect(tried == 3)
+    }
+
     @Test func temperatureSharpensAndFlattens() {
         let logits = Self.logits(probabilities: [0.6, 0.4])
         let n = 20_000

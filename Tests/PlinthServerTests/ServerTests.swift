@@ -104,6 +104,77 @@ struct ServerTests {
         #expect(!rest.contains(" 7") && stopped.json.at("choices", 0, "finish_reason")?.stringValue == "stop")
     }
 
+    /// Log-probabilities list the tokens of the text returned: a stop sequence's tokens are
+    /// left out, streamed or not, and legacy offsets follow the tokens.
+    @Test func logprobsFollowTheTextAStopLeaves() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let body = #"{"model":"smollm2","temperature":0,"max_tokens":40,"logprobs":true,"stop":["5"],"messages":[{"role":"user","content":"Count from 1 to 10, separated by commas."}]"#
+        let whole = try await server.post(Self.chat, body + "}")
+        let content = try #require(whole.json.at("choices", 0, "message", "content")?.stringValue)
+        #expect(whole.json.at("choices", 0, "finish_reason")?.stringValue == "stop" && content.contains("4"), "\(content)")
+        func tokens(_ entries: [JSONValue]) -> [String] { entries.compactMap { $0["token"]?.stringValue } }
+        let entries = try #require(whole.json.at("choices", 0, "logprobs", "content")?.arrayValue)
+        #expect(tokens(entries).joined() == content, "\(tokens(entries))")
+        let streamed = try await server.post(Self.chat, body + #","stream":true}"#)
+        let (events, done) = TestServer.events(streamed.text)
+        #expect(done)
+        let streamedEntries = events.flatMap { $0.at("choices", 0, "logprobs", "content")?.arrayValue ?? [] }
+        #expect(tokens(streamedEntries) == tokens(entries))
+
+        let legacy = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"1, 2, 3,","temperature":0,"max_tokens":20,"logprobs":0,"stop":["6"],"echo":true}"#)
+        let text = try #require(legacy.json.at("choices", 0, "text")?.stringValue)
+        let legacyTokens = (legacy.json.at("choices", 0, "logprobs", "tokens")?.arrayValue ?? []).compactMap(\.stringValue)
+        let offsets = (legacy.json.at("choices", 0, "logprobs", "text_offset")?.arrayValue ?? []).compactMap(\.integerValue)
+        #expect("1, 2, 3," + legacyTokens.joined() == text, "\(legacyTokens)")
+        var expected: [Int] = []
+        var at = "1, 2, 3,".unicodeScalars.count
+        for token in legacyTokens { expected.append(at); at += token.unicodeScalars.count }
+        #expect(offsets == expected)
+    }
+
+    /// `logit_bias` changes the choice (-100 bans the greedy token, 100 forces another), and a
+    /// field the server would otherwise ignore while it changes the output is refused.
+    @Test func logitBiasSteersAndUnsupportedFieldsAreRefused() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let entry = try #require(ModelCatalog.entry(named: "smollm2"))
+        let tokenizer = try Tokenizer(gguf: GGUFFile(url: ModelStore().path(for: entry)))
+        func first(_ extra: String) async throws -> (id: Int32, token: String) {
+            let reply = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"The capital of France is","temperature":0,"max_tokens":1,"logprobs":0\#(extra)}"#)
+            #expect(reply.status == 200, "\(reply.text)")
+            let token = reply.json.at("choices", 0, "logprobs", "tokens", 0)?.stringValue ?? ""
+            let ids = tokenizer.encode(token, addSpecial: false)
+            #expect(ids.count == 1, "\(token)")
+            return (ids.first ?? -1, token)
+        }
+        let greedy = try await first("")
+        let banned = try await first(#","logit_bias":{"\#(greedy.id)":-100}"#)
+        #expect(banned.token != greedy.token)
+        let forced = try await first(#","logit_bias":{"\#(banned.id)":100}"#)
+        #expect(forced.token == banned.token)
+        let cases: [(String, String, String)] = [
+            (#""logit_bias":"junk""#, "logit_bias", "invalid_type"),
+            (#""logit_bias":{"abc":1}"#, "logit_bias", "invalid_value"),
+            (#""logit_bias":{"5":300}"#, "logit_bias.5", "invalid_value"),
+            (#""logit_bias":{"99999999":1}"#, "logit_bias", "invalid_value"),
+            (#""best_of":3"#, "best_of", "unsupported_parameter"),
+            (#""typical_p":0.5"#, "typical_p", "unsupported_parameter"),
+            (#""grammar":"root ::= \"a\"""#, "grammar", "unsupported_parameter"),
+            (#""temperature":2.0000001"#, "temperature", "invalid_value"),
+        ]
+        for (field, param, code) in cases {
+            let reply = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Hi","max_tokens":1,\#(field)}"#)
+            #expect(reply.status == 400 && reply.json.at("error", "param")?.stringValue == param, "\(field): \(reply.text)")
+            #expect(reply.json.at("error", "code")?.stringValue == code, "\(field): \(reply.text)")
+        }
+        let precise = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Hi","temperature":2.0000001}"#)
+        #expect(precise.json.at("error", "message")?.stringValue?.contains("not 2.0000001") == true, "\(precise.text)")
+        // best_of 1 and typical_p 1 change nothing and are accepted; top_p 0 is greedy.
+        let plain = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"The capital of France is","best_of":1,"typical_p":1,"top_p":0,"seed":3,"max_tokens":1,"logprobs":0}"#)
+        #expect(plain.json.at("choices", 0, "logprobs", "tokens", 0)?.stringValue == greedy.token, "\(plain.text)")
+    }
+
     /// Requests name an adapter as `MODEL:ADAPTER`: each gets what a session with that adapter
     /// gets while a request with no adapter runs beside it, `/v1/models` lists the adapter, and
     /// an adapter the server does not serve is a 404 that names the ones it does.

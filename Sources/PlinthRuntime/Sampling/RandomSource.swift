@@ -7,13 +7,26 @@ public struct RandomSource: RandomNumberGenerator, Sendable {
         // SplitMix64 spreads any seed (even 0) over the four words of state.
         var z = seed
         func next() -> UInt64 {
-            z &+= 0x9E37_79B9_7F4A_7C15
-            var r = z
-            r = (r ^ (r >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            r = (r ^ (r >> 27)) &* 0x94D0_49BB_1331_11EB
-            return r ^ (r >> 31)
+            z &+= Self.golden
+            return Self.scramble(z)
         }
         s = (next(), next(), next(), next())
+    }
+
+    private static let golden: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    /// SplitMix64's output function: each input bit changes about half the output bits.
+    private static func scramble(_ x: UInt64) -> UInt64 {
+        var r = x
+        r = (r ^ (r >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        r = (r ^ (r >> 27)) &* 0x94D0_49BB_1331_11EB
+        return r ^ (r >> 31)
+    }
+
+    /// A seed for stream `stream` of `seed` (the choices of one request): unlike `seed + stream`,
+    /// the streams of neighbouring seeds don't coincide.
+    public static func mix(_ seed: UInt64, _ stream: UInt64) -> UInt64 {
+        scramble(seed ^ scramble(stream &* golden))
     }
 
     public mutating func next() -> UInt64 {

@@ -24,6 +24,9 @@ public struct SamplingParameters: Sendable, Equatable {
     /// How many of the latest tokens the penalties look at.
     public var repetitionWindow: Int
     public var seed: UInt64
+    /// Added to the logits of these tokens before anything else (OpenAI's `logit_bias`: -100
+    /// bans a token, 100 all but forces it).
+    public var logitBias: [Int32: Float] = [:]
 
     public init(temperature: Float = 0.8, topK: Int = 40, topP: Float = 0.95, minP: Float = 0.05,
                 repetitionPenalty: Float = 1.0, presencePenalty: Float = 0, frequencyPenalty: Float = 0,
@@ -41,6 +44,11 @@ public struct SamplingParameters: Sendable, Equatable {
 
     /// Whether any penalty changes the logits of tokens already seen.
     public var penalizes: Bool { repetitionPenalty != 1 || presencePenalty != 0 || frequencyPenalty != 0 }
+
+    /// Whether the logits are changed before the choice (a bias, or a penalty once tokens are seen).
+    public func adjustsLogits(history: ArraySlice<Int32>) -> Bool {
+        !logitBias.isEmpty || (penalizes && !history.isEmpty)
+    }
 
     public static let greedy = SamplingParameters(temperature: 0, topK: 1, topP: 1, minP: 0)
 
@@ -80,8 +88,7 @@ public struct Sampler: Sendable {
     public mutating func sample(_ logits: UnsafeBufferPointer<Float>, history: ArraySlice<Int32> = [],
                                 allowed: ((Int32) -> Bool)? = nil) -> Int32 {
         let p = parameters
-        let penalized = p.penalizes && !history.isEmpty
-        if p.isGreedy && !penalized && allowed == nil { return Sampler.argmax(logits) }
+        if p.isGreedy && !p.adjustsLogits(history: history) && allowed == nil { return Sampler.argmax(logits) }
         if let allowed {
             return choose(logits, history: history) { visit in
                 for i in 0..<logits.count where allowed(Int32(i)) { visit(i) }
@@ -111,11 +118,11 @@ public struct Sampler: Sendable {
 
     /// Whether ``sample(top:)`` given a row's `parameters.topK` best tokens chooses as
     /// ``sample(_:history:allowed:)`` given all of them would: a draw at a temperature with
-    /// top-k on, no penalty in effect, and k below the vocabulary (else every token is a
+    /// top-k on, no bias or penalty in effect, and k below the vocabulary (else every token is a
     /// candidate).
     public func canSampleFromTop(history: ArraySlice<Int32>, vocabularySize: Int) -> Bool {
         let p = parameters
-        return !p.isGreedy && p.topK > 0 && p.topK < vocabularySize && (!p.penalizes || history.isEmpty)
+        return !p.isGreedy && p.topK > 0 && p.topK < vocabularySize && !p.adjustsLogits(history: history)
     }
 
     /// Chooses among a row's best tokens (at most `parameters.topK`, best first: the larger
@@ -139,9 +146,11 @@ public struct Sampler: Sendable {
         if penalized {
             for t in history.suffix(p.repetitionWindow) { seen[t, default: 0] += 1 }
         }
-        // Without a penalty the logits are used as they are (no lookup per token).
+        let biased = !p.logitBias.isEmpty
+        // Without a bias or penalty the logits are used as they are (no lookup per token).
         func adjusted(_ i: Int) -> Float {
             var l = logits[i]
+            if biased, let bias = p.logitBias[Int32(i)] { l += bias }
             guard penalized, let count = seen[Int32(i)] else { return l }
             if p.repetitionPenalty != 1 { l = l > 0 ? l / p.repetitionPenalty : l * p.repetitionPenalty }
             return l - Float(count) * p.frequencyPenalty - p.presencePenalty
@@ -176,37 +185,49 @@ public struct Sampler: Sendable {
     private mutating func draw() -> Int32 {
         let p = parameters
         // Probabilities at temperature 1 decide the top-p and min-p cuts, as in llama.cpp.
-        var probs = softmax(candidates.map(\.logit), temperature: 1)
+        let probs = probabilities()
         var keep = candidates.count
         if p.topP < 1 {
-            var cum: Float = 0
+            var cum = 0.0
             for (i, q) in probs.enumerated() {
                 cum += q
-                if cum >= p.topP { keep = i + 1; break }
+                if cum >= Double(p.topP) { keep = i + 1; break }
             }
         }
         if p.minP > 0 {
-            let floor = probs[0] * p.minP
+            let floor = probs[0] * Double(p.minP)
             var n = 0
             while n < keep && probs[n] >= floor { n += 1 }
             keep = max(1, n)
         }
         candidates.removeSubrange(keep...)
-        probs = softmax(candidates.map(\.logit), temperature: p.temperature)
 
-        let r = Float(rng.nextUnit())
-        var cum: Float = 0
-        for (i, q) in probs.enumerated() {
-            cum += q
+        // The draw scales a uniform number by the weights' own sum, in Double: a Float running
+        // sum over a large vocabulary ends short of 1, and a draw past it would fall to the
+        // least likely token.
+        let t = Double(max(p.temperature, 1e-6))
+        let top = Double(candidates[0].logit)
+        var weights = [Double](repeating: 0, count: keep)
+        var total = 0.0
+        for i in 0..<keep {
+            weights[i] = exp((Double(candidates[i].logit) - top) / t)
+            total += weights[i]
+        }
+        let r = rng.nextUnit() * total
+        var cum = 0.0
+        var last = 0
+        for i in 0..<keep where weights[i] > 0 {
+            cum += weights[i]
+            last = i
             if r < cum { return candidates[i].id }
         }
-        return candidates[candidates.count - 1].id
+        return candidates[last].id
     }
 
-    private func softmax(_ logits: [Float], temperature: Float) -> [Float] {
-        let t = max(temperature, 1e-6)
-        let m = logits.max() ?? 0
-        var e = logits.map { expf(($0 - m) / t) }
+    /// The candidates' probabilities at temperature 1, in Double (a long Float sum drifts).
+    private func probabilities() -> [Double] {
+        let top = Double(candidates.first?.logit ?? 0)
+        var e = candidates.map { exp(Double($0.logit) - top) }
         let s = e.reduce(0, +)
         for i in e.indices { e[i] /= s }
         return e

@@ -27,7 +27,8 @@ public struct GenerationRequest: Sendable {
     /// Makes the sequence's constraint, on the scheduler's thread, when the request starts.
     public var constraint: (@Sendable () throws -> any Constraint)?
     /// When set, each generated token's log-probability is reported (a ``GenerationEvent/logprob(_:)``
-    /// before its text) with this many of the most likely alternatives.
+    /// before the text that shows it) with this many of the most likely alternatives. Tokens a
+    /// stop sequence cut off are not reported.
     public var logprobs: Int?
     /// The adapter the sequence runs with, unmerged (nil: the base model). Sequences with
     /// different adapters share the scheduler's steps; prefixes are shared only between
@@ -90,6 +91,9 @@ public struct TokenLogprob: Sendable, Equatable {
     public var logprob: Float
     /// The most likely tokens, most likely first.
     public var alternatives: [Alternative]
+    /// Where the token's text starts in the generated text, in Unicode scalars (as Python
+    /// indexes a string). A token that only begins a character starts where that character does.
+    public var textOffset = 0
 
     /// The log-softmax of `logits` at `token`, and the `top` most likely tokens.
     public init(token: Int32, logits: UnsafeBufferPointer<Float>, top: Int) {
@@ -125,8 +129,8 @@ public struct TokenLogprob: Sendable, Equatable {
 public enum GenerationEvent: Sendable {
     /// Text completed by the last tokens, and how many tokens that was.
     case text(String, tokenCount: Int)
-    /// The log-probability of the next visible token (when the request asks for them); the
-    /// token's text follows in a later `text` event (text can be held back by stop sequences).
+    /// The log-probability of a visible token (when the request asks for them), sent just
+    /// before the `text` event that shows the token's text (or its first part).
     case logprob(TokenLogprob)
     /// A complete tool call's JSON object, and how many tokens it took (tags included).
     case toolCall(String, tokenCount: Int)

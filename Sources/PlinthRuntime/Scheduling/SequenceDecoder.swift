@@ -37,6 +37,12 @@ struct SequenceDecoder {
     private let logprobCount: Int?
     /// The log-probability of the token just sampled, reported when its text is.
     private var sampledLogprob: TokenLogprob?
+    /// Log-probabilities of tokens whose text is not shown yet (held back as a possible stop
+    /// sequence or an incomplete character), each with where its text starts; reported just
+    /// before the text that shows them, and dropped when a stop sequence cuts them off.
+    private var heldLogprobs: [TokenLogprob] = []
+    /// Unicode scalars of generated text decoded, and shown, so far.
+    private var decodedScalars = 0, shownScalars = 0
 
     var generatedCount: Int { history.count - promptCount }
     var generated: ArraySlice<Int32> { history[promptCount...] }
@@ -93,7 +99,7 @@ struct SequenceDecoder {
         // only the tokens that fit (some always does: a byte toward the end).
         budgetRefusals += 1
         let p = sampler.parameters
-        if p.isGreedy && !p.penalizes {
+        if p.isGreedy && !p.adjustsLogits(history: history[...]) {
             // Greedy: the best token that fits, walking down the allowed tokens by logit.
             var ranked: [(id: Int32, logit: Float)] = []
             Self.forEachAllowed(in: mask) { t in
@@ -125,14 +131,14 @@ struct SequenceDecoder {
     private mutating func disallow(_ token: Int32) { mask[Int(token) >> 5] &= ~(1 << (UInt32(token) & 31)) }
 
     /// How the next step may treat this sequence's logits: ``LogitsUse/argmax(allowed:)`` when the
-    /// sampler's choice is the greedy one with no penalty, with the constraint's allowed tokens
+    /// sampler's choice is the greedy one with no bias or penalty, with the constraint's allowed tokens
     /// (computed now, as ``advance(_:_:)`` would after the step: nothing changes them between),
     /// else ``LogitsUse/full``. For a backend that chooses tokens itself; then the step's token
     /// goes to ``advance(chosen:_:)``.
     mutating func logitsUse() -> LogitsUse {
         let p = sampler.parameters
         guard !needsLogits, logprobCount == nil else { return .full }
-        let greedy = p.isGreedy && (!p.penalizes || history.isEmpty)
+        let greedy = p.isGreedy && !p.adjustsLogits(history: history[...])
         let top = !greedy && p.topK <= LogitsUse.maxTopK
             && sampler.canSampleFromTop(history: history[...], vocabularySize: tokenizer.vocabularySize)
         guard greedy || top else { return .full }
@@ -190,8 +196,8 @@ struct SequenceDecoder {
         guard reason != .stopSequence else { return }
         var rest = detokenizer.finish()
         if let stops { rest = stops.flush(rest) }
-        if !rest.isEmpty || pendingTokens > 0 { emit(.text(rest, tokenCount: pendingTokens)) }
-        pendingTokens = 0
+        // The last text shows every token left, those whose text is empty too.
+        if !rest.isEmpty || pendingTokens > 0 || !heldLogprobs.isEmpty { show(rest, all: true, emit) }
     }
 
     private mutating func apply(_ out: ConstraintOutput, _ emit: (GenerationEvent) -> Void) -> Next {
@@ -219,22 +225,29 @@ struct SequenceDecoder {
     /// Streams a visible token's text; returns `.stopSequence` when the text reached a stop.
     private mutating func report(_ token: Int32, _ emit: (GenerationEvent) -> Void) -> FinishReason? {
         if let k = logprobCount {
-            if let sampled = sampledLogprob, sampled.token == token {
-                emit(.logprob(sampled))
-                sampledLogprob = nil
-            } else {
-                emit(.logprob(TokenLogprob(forced: token, top: k)))
-            }
+            var entry = sampledLogprob?.token == token ? sampledLogprob! : TokenLogprob(forced: token, top: k)
+            sampledLogprob = nil
+            entry.textOffset = decodedScalars
+            heldLogprobs.append(entry)
         }
         pendingTokens += 1
         var piece = detokenizer.append(token)
+        decodedScalars += piece.unicodeScalars.count
         var stopped = false
         if let stops { (piece, stopped) = stops.filter(piece) }
-        if !piece.isEmpty || (stopped && pendingTokens > 0) {
-            emit(.text(piece, tokenCount: pendingTokens))
-            pendingTokens = 0
-        }
+        if !piece.isEmpty || (stopped && pendingTokens > 0) { show(piece, emit) }
+        if stopped { heldLogprobs = [] }
         return stopped ? .stopSequence : nil
+    }
+
+    /// Emits text, after the log-probabilities of the tokens whose text begins in it or before.
+    private mutating func show(_ text: String, all: Bool = false, _ emit: (GenerationEvent) -> Void) {
+        shownScalars += text.unicodeScalars.count
+        let shown = heldLogprobs.prefix { all || $0.textOffset < shownScalars }
+        for entry in shown { emit(.logprob(entry)) }
+        heldLogprobs.removeFirst(shown.count)
+        emit(.text(text, tokenCount: pendingTokens))
+        pendingTokens = 0
     }
 }
 
