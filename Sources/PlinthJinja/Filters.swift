@@ -547,7 +547,7 @@ extension Jinja {
             case .bool(let b): return .double(b ? 1 : 0)
             case .double: return value
             case .string(let s):
-                let t = PythonText.strip(s, nil).replacingOccurrences(of: "_", with: "")
+                let t = PythonText.asciiDigits(PythonText.strip(s, nil)).replacingOccurrences(of: "_", with: "")
                 let lower = t.lowercased()
                 switch lower {
                 case "inf", "+inf", "infinity", "+infinity": return .double(.infinity)
@@ -571,7 +571,7 @@ extension Jinja {
                 guard d.isFinite, abs(d) < 9.2e18 else { return nil }
                 return .int(Int(d))
             case .string(let s):
-                var t = PythonText.strip(s, nil)
+                var t = PythonText.asciiDigits(PythonText.strip(s, nil))
                 var negative = false
                 if t.hasPrefix("-") || t.hasPrefix("+") {
                     negative = t.hasPrefix("-")

@@ -212,7 +212,43 @@ extension Jinja {
         // MARK: - Case
 
         static func upper(_ s: String) -> String { s.uppercased() }
-        static func lower(_ s: String) -> String { s.lowercased() }
+
+        /// Python's `str.lower()`: Unicode's mappings, with capital sigma as final sigma (ς)
+        /// at the end of a word (after a cased letter, not before one; case-ignorable
+        /// characters such as apostrophes are skipped both ways).
+        static func lower(_ s: String) -> String {
+            let scalars = Array(s.unicodeScalars)
+            guard scalars.contains("\u{3A3}") else { return s.lowercased() }
+            func casedNeighbour(from i: Int, step: Int) -> Bool {
+                var j = i + step
+                while j >= 0 && j < scalars.count && scalars[j].properties.isCaseIgnorable { j += step }
+                return j >= 0 && j < scalars.count && isCased(scalars[j])
+            }
+            var out = String.UnicodeScalarView()
+            for (i, c) in scalars.enumerated() {
+                if c == "\u{3A3}" && casedNeighbour(from: i, step: -1) && !casedNeighbour(from: i, step: 1) {
+                    out.append("\u{3C2}")
+                } else {
+                    out.append(contentsOf: c.properties.lowercaseMapping.unicodeScalars)
+                }
+            }
+            return String(out)
+        }
+
+        /// The text with every decimal digit of any script as its ASCII digit, as Python's
+        /// `int()` and `float()` read them ("１２" is 12).
+        static func asciiDigits(_ s: String) -> String {
+            guard s.unicodeScalars.contains(where: { !$0.isASCII }) else { return s }
+            var out = String.UnicodeScalarView()
+            for c in s.unicodeScalars {
+                if !c.isASCII, c.properties.numericType == .decimal, let v = c.properties.numericValue {
+                    out.append(Unicode.Scalar(UInt8(48 + Int(v))))
+                } else {
+                    out.append(c)
+                }
+            }
+            return String(out)
+        }
 
         private static func isCased(_ c: Unicode.Scalar) -> Bool {
             switch c.properties.generalCategory {
