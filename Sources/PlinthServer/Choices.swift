@@ -15,6 +15,12 @@ struct Choices: Sendable {
     /// Submits the choices; throws an ``APIError``, cancelling them all, when the scheduler
     /// refuses one at once (its queue is full or it has shut down).
     init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?) throws {
+        // A request with more choices than the queue holds would be refused however long its
+        // client waited: not a "busy, retry" 429.
+        let capacity = scheduler.configuration.maxQueued
+        if requests.count > capacity {
+            throw APIError.invalid("n", "The request asks for \(requests.count) choices (prompts × n); the server queues at most \(capacity) (--max-queue).")
+        }
         let (stream, continuation) = AsyncThrowingStream<Event, any Error>.makeStream()
         let left = Counter(requests.count)
         // While submitting, a refusal comes back at once, on this thread: it is kept here.

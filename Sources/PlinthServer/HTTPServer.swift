@@ -81,12 +81,13 @@ public final class HTTPServer: Sendable {
         return router
     }
 
-    typealias Generation = (stream: Bool, whole: @Sendable () async throws -> JSONValue,
-                            chunks: @Sendable (_ send: (String) async throws -> Void) async throws -> Void)
+    typealias ChunkWriter = @Sendable (_ send: (String) async throws -> Void) async throws -> Void
+    typealias Generation = (stream: Bool, whole: @Sendable () async throws -> JSONValue, chunks: ChunkWriter)
 
     /// Reads the body (within the size limit), starts the generation, and answers with its JSON
     /// or its event stream. A client that disconnects cancels the generation: while waiting for
-    /// a whole answer through the closed connection, while streaming at the next failed write.
+    /// a whole answer through the closed connection, while streaming at the next failed write
+    /// (one goes out at least every second, ``EventStream``).
     private func generate(_ request: Request, start: @escaping @Sendable (Data) async throws -> Generation) async -> Response {
         let limit = settings.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
@@ -107,11 +108,8 @@ public final class HTTPServer: Sendable {
                 let chunks = generation.chunks
                 return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
                                 body: ResponseBody { writer in
-                                    do {
-                                        try await chunks { text in try await writer.write(ByteBuffer(string: text)) }
-                                    } catch {
-                                        // The error event is sent already, or the client has gone.
-                                    }
+                                    // Throws when the client is gone: the connection closes.
+                                    try await EventStream.write(chunks, to: &writer, stall: .seconds(Self.idleSeconds))
                                     try await writer.finish(nil)
                                 })
             }

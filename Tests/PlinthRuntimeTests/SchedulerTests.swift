@@ -279,6 +279,25 @@ struct SchedulerTests {
         #expect(summary.finishReason == .endOfGeneration)
     }
 
+    /// A request whose forced opening would run past the context ends at the context's end,
+    /// alone: the requests sharing its step go on (the step once failed for all of them).
+    @Test func forcedTokensStayInTheContext() throws {
+        let model = try #require(Self.model)
+        let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 128, slots: 2))
+        let other = try Self.prompt(model, "Name a planet.")
+        let (_, running) = submit(scheduler, GenerationRequest(prompt: other, maxTokens: 30))
+        let opening = model.tokenizer.encode("The capital is", addSpecial: false, parseSpecial: false)
+        let long = Array(repeating: Int32(1000), count: 126)
+        let (_, tight) = submit(scheduler, GenerationRequest(prompt: long, constraint: { OpeningConstraint(opening) }))
+        tight.wait()
+        running.wait()
+        #expect(tight.state.withLock { $0.error } == nil)
+        #expect(tight.summary?.finishReason == .contextFull)
+        #expect(tight.summary.map { long.count + $0.generatedTokens - 1 } ?? 0 <= 128)
+        #expect(running.state.withLock { $0.error } == nil)
+        #expect(running.summary?.tokens == (try Self.reference(model, other, maxTokens: 30)))
+    }
+
     @Test func badRequestsGetTypedErrors() throws {
         let model = try #require(Self.model)
         let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 64, slots: 1))

@@ -5,6 +5,7 @@ import FoundationNetworking
 import Plinth
 import PlinthGrammar
 import PlinthRuntime
+import Synchronization
 import Testing
 @testable import PlinthServer
 
@@ -332,6 +333,9 @@ struct ServerTests {
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(try await first.value == 200)
+        // More choices than the queue holds can never be queued: a 400, not a "retry" 429.
+        let tooMany = try await server.post(Self.chat, #"{"model":"smollm2","n":2,"max_tokens":1,"messages":[{"role":"user","content":"Hi"}]}"#)
+        #expect(tooMany.status == 400 && tooMany.json.at("error", "param")?.stringValue == "n", "\(tooMany.text)")
         #expect(statuses.filter { $0 == 200 }.count >= 1)
         #expect(statuses.filter { $0 == 429 }.count >= 1)
         #expect(statuses.allSatisfy { $0 == 200 || $0 == 429 })
@@ -379,14 +383,42 @@ struct ServerTests {
 
     /// `plinth_running_sequences` once it reaches 0, or its value after 5 s of waiting for that.
     static func runningSequencesSettle(_ server: TestServer) async throws -> Int {
-        var running = -1
-        for _ in 0..<50 {
-            let line = try await server.get("/metrics").text.split(separator: "\n").first { $0.hasPrefix("plinth_running_sequences{") }
-            running = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
-            if running == 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
+        try await gauge(server, "plinth_running_sequences", reaches: 0, within: 5)
+    }
+
+    /// A gauge of `/metrics` once it reaches `value`, or its value after `seconds` of waiting.
+    static func gauge(_ server: TestServer, _ name: String, reaches value: Int, within seconds: Double) async throws -> Int {
+        var current = -1
+        for _ in 0..<Int(seconds * 20) {
+            let line = try await server.get("/metrics").text.split(separator: "\n").first { $0.hasPrefix(name + "{") }
+            current = line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+            if current == value { break }
+            try await Task.sleep(for: .milliseconds(50))
         }
-        return running
+        return current
+    }
+
+    /// A streaming request whose client leaves while it waits for a slot leaves the queue at
+    /// once (within the second after which something is written to it), not when its turn
+    /// comes: it used to keep its place, and then be prefilled, for nobody.
+    @Test func aStreamWhoseClientLeavesWhileQueuedLeavesTheQueue() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"], parallel: 1))
+        defer { server.stop() }
+        let done = Flag()
+        let first = Task {
+            defer { done.set() }
+            return try await server.post("/v1/completions", #"{"model":"smollm2","temperature":0,"max_tokens":2000,"prompt":"1, 2, 3, 4, 5, 6, 7, 8,"}"#).status
+        }
+        #expect(try await Self.gauge(server, "plinth_running_sequences", reaches: 1, within: 30) == 1)
+        let body = Data(#"{"model":"smollm2","temperature":0,"max_tokens":50,"stream":true,"messages":[{"role":"user","content":"Hi"}]}"#.utf8)
+        let leaving = Task { try await server.request("POST", Self.chat, body: body) }
+        #expect(try await Self.gauge(server, "plinth_queue_depth", reaches: 1, within: 30) == 1)
+        leaving.cancel()
+        _ = try? await leaving.value
+        let queued = try await Self.gauge(server, "plinth_queue_depth", reaches: 0, within: 5)
+        #expect(queued == 0 && !done.isSet, "the queued request stayed until the running one ended")
+        first.cancel()
+        _ = try? await first.value
     }
 
     @Test func metricsCountRequestsTokensAndLatency() async throws {
@@ -434,4 +466,11 @@ struct ModelHostTests {
         #expect { try colon.model(named: "my:model:lora") } throws: { ($0 as? APIError)?.status == 503 }
         #expect(host.status.map(\.state) == ["loading", "loading"])
     }
+}
+
+/// A flag one task sets and another reads.
+final class Flag: Sendable {
+    private let value = Mutex(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }

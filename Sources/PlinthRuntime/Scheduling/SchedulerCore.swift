@@ -150,17 +150,22 @@ final class SchedulerCore: @unchecked Sendable {
                 job.handler(.failed(error))
                 continue
             }
-            // Tokens the constraint forces first join the prompt's prefill.
+            // Tokens the constraint forces first join the prompt's prefill. What they show is
+            // held until the request is admitted: it may wait for a slot and begin again.
             var early: FinishReason?
+            var beginning: [GenerationEvent] = []
             if limit > 0 {
                 do {
-                    if case .finish(let reason) = try decoder.begin(job.handler) { early = reason }
+                    if case .finish(let reason) = try decoder.begin({ beginning.append($0) }) { early = reason }
                 } catch {
                     popQueue()
                     job.handler(.failed(error))
                     continue
                 }
             }
+            // The decoder keeps forced tokens within the context; a prefill past it would fail
+            // the whole step, every sequence in it.
+            if decoder.history.count > context.contextLength { early = .contextFull }
             let tokens = decoder.history
             // The last token must go through the model for its logits, unless nothing is sampled.
             let reusable = limit > 0 && early == nil ? tokens.count - 1 : tokens.count
@@ -196,11 +201,12 @@ final class SchedulerCore: @unchecked Sendable {
             seq.positions = positions
             cache.claim(slot, for: job.id, adapter: adapter)
             running.append(seq)
+            for event in beginning { seq.emit(event) }
             if let m = match {
                 if m.slot == slot {
                     context.reset(slot: slot, keeping: m.shared)
                     seq.computed = m.shared
-                    seq.cached = m.shared
+                    seq.cached = min(m.shared, decoder.promptCount)
                 } else {
                     context.reset(slot: slot)
                     seq.pendingCopy = m
@@ -310,8 +316,9 @@ final class SchedulerCore: @unchecked Sendable {
             do {
                 try context.copyPrefix(from: m.slot, to: seq.slot, count: m.shared)
                 seq.computed = m.shared
-                seq.cached = m.shared
-                inbox.statistics.withLock { $0.cachedTokens += m.shared }
+                // Forced tokens past the prompt may match too; the prompt's are what is cached.
+                seq.cached = min(m.shared, seq.decoder.promptCount)
+                inbox.statistics.withLock { $0.cachedTokens += seq.cached }
             } catch {
                 // A failed copy (the device's error) ends the request: admission counted its pages
                 // with the prefix shared, and computing the prefix instead could take pages that

@@ -67,7 +67,8 @@ struct SequenceDecoder {
     /// Tokens the constraint forces before the first sample.
     mutating func begin(_ emit: (GenerationEvent) -> Void) throws -> Next {
         guard let constraint else { return .feed }
-        var out = ConstraintOutput(remaining: limit - generatedCount)
+        // Forced tokens go through the model with the prompt: they must fit in the context.
+        var out = ConstraintOutput(remaining: remaining)
         try constraint.begin(&out)
         return apply(out, emit)
     }
@@ -181,7 +182,10 @@ struct SequenceDecoder {
             if let reason = report(token, emit) { return .finish(reason) }
             return generatedCount >= limit ? .finish(.maxTokens) : .feed
         }
-        var out = ConstraintOutput(remaining: limit - generatedCount)
+        // The sampled token may be the one past the context's end (it is not fed: the sequence
+        // ends there); tokens forced after it no further.
+        let room = contextLength - history.count
+        var out = ConstraintOutput(remaining: min(limit - generatedCount, room == .max ? room : room + 1))
         try constraint.accept(token, &out)
         return apply(out, emit)
     }
