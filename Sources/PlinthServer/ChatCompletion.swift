@@ -12,7 +12,6 @@ struct ChatCompletion: Sendable {
     let choices: Choices
     let id = OpenAIWire.id("chatcmpl")
     let created = OpenAIWire.now()
-    let metrics: Metrics
 
     /// Renders, compiles and submits the request; throws an ``APIError`` for anything wrong with it.
     init(body: Data, host: ModelHost, settings: ServerSettings, metrics: Metrics) async throws {
@@ -59,8 +58,7 @@ struct ChatCompletion: Sendable {
         self.request = request
         self.modelID = modelID
         self.model = model
-        self.metrics = metrics
-        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout)
+        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout, modelID: modelID, metrics: metrics)
     }
 
     /// What one choice has produced so far.
@@ -75,7 +73,7 @@ struct ChatCompletion: Sendable {
     /// Runs every choice to its end and answers with the whole completion.
     func response() async throws -> JSONValue {
         var state = Array(repeating: Choice(), count: request.parameters.n)
-        try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
+        try await choices.consume { i, event in
             switch event {
             case .text(let t, _): state[i].text += t
             case .logprob(let entry): state[i].logprobs.append(OpenAIWire.chatLogprob(entry, tokenizer: model.tokenizer))
@@ -114,7 +112,7 @@ struct ChatCompletion: Sendable {
         }
         var pendingLogprobs = Array(repeating: [JSONValue](), count: request.parameters.n)
         do {
-            try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
+            try await choices.consume { i, event in
                 if !state[i].started {
                     state[i].started = true
                     try await send(chunk(i, [("role", .string("assistant")), ("content", .string("")), ("refusal", .null)]))

@@ -13,8 +13,9 @@ struct Choices: Sendable {
     private let handles: [GenerationHandle]
 
     /// Submits the choices; throws an ``APIError``, cancelling them all, when the scheduler
-    /// refuses one at once (its queue is full or it has shut down).
-    init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?) throws {
+    /// refuses one at once (its queue is full or it has shut down). Each finished choice is
+    /// counted in `metrics`, read by its client or not (one that left is counted too).
+    init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?, modelID: String, metrics: Metrics) throws {
         // A request with more choices than the queue holds would be refused however long its
         // client waited: not a "busy, retry" 429.
         let capacity = scheduler.configuration.maxQueued
@@ -32,7 +33,8 @@ struct Choices: Sendable {
                 case .failed(let error):
                     submission.withLock { if $0.open { $0.refusal = error } }
                     continuation.finish(throwing: error)
-                case .finished:
+                case .finished(let summary):
+                    metrics.generation(model: modelID, summary)
                     continuation.yield((i, event))
                     if left.decrement() == 0 { continuation.finish() }
                 default:
@@ -58,12 +60,10 @@ struct Choices: Sendable {
         self.handles = handles
     }
 
-    /// Hands each event to `body` in order, records finished choices in `metrics`, and turns
-    /// scheduler failures into API errors.
-    func consume(modelID: String, metrics: Metrics, _ body: (Int, GenerationEvent) async throws -> Void) async throws {
+    /// Hands each event to `body` in order, and turns scheduler failures into API errors.
+    func consume(_ body: (Int, GenerationEvent) async throws -> Void) async throws {
         do {
             for try await (i, event) in events {
-                if case .finished(let s) = event { metrics.generation(model: modelID, s) }
                 try await body(i, event)
             }
         } catch let error as SchedulerError {

@@ -102,7 +102,7 @@ final class Metrics: Sendable {
         let counters: [(String, String, [String: Int])] = [
             ("plinth_prompt_tokens_total", "Prompt tokens of finished generations.", s.promptTokens),
             ("plinth_cached_prompt_tokens_total", "Prompt tokens taken from the prefix cache.", s.cachedTokens),
-            ("plinth_generated_tokens_total", "Tokens generated.", s.generatedTokens),
+            ("plinth_generated_tokens_total", "Tokens generated (those of requests whose client left too).", s.generatedTokens),
         ]
         for (name, help, values) in counters {
             family(name, "counter", help)

@@ -12,7 +12,6 @@ struct TextCompletion: Sendable {
     let choices: Choices
     let id = OpenAIWire.id("cmpl")
     let created = OpenAIWire.now()
-    let metrics: Metrics
 
     init(body: Data, host: ModelHost, settings: ServerSettings, metrics: Metrics) throws {
         let r = try RequestReader(body: body)
@@ -75,8 +74,7 @@ struct TextCompletion: Sendable {
         self.model = model
         self.parameters = p
         self.echo = echo
-        self.metrics = metrics
-        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout)
+        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout, modelID: modelID, metrics: metrics)
     }
 
     private struct Choice {
@@ -116,7 +114,7 @@ struct TextCompletion: Sendable {
 
     func response() async throws -> JSONValue {
         var state = echo.map { Choice(text: $0) }
-        try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
+        try await choices.consume { i, event in
             switch event {
             case .text(let t, _): state[i].text += t
             case .logprob(let e): record(e, into: &state[i], echoed: echo[i])
@@ -142,7 +140,7 @@ struct TextCompletion: Sendable {
             ] + (parameters.includeUsageInStream ? [("usage", .null)] : [])))
         }
         do {
-            try await choices.consume(modelID: modelID, metrics: metrics) { i, event in
+            try await choices.consume { i, event in
                 if !echoed[i] {
                     echoed[i] = true
                     if !echo[i].isEmpty { try await send(chunk(i, echo[i], nil)) }

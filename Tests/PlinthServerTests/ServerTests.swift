@@ -369,6 +369,10 @@ struct ServerTests {
         reading.cancel()
         _ = try? await reading.value
         #expect(try await Self.runningSequencesSettle(server) == 0, "the stream went on after its client left")
+        // What it generated for nobody is counted.
+        let counted = try await server.get("/metrics").text.split(separator: "\n")
+            .first { $0.hasPrefix("plinth_generated_tokens_total{") }.flatMap { Int($0.split(separator: " ").last ?? "") }
+        #expect((counted ?? 0) > 0)
     }
 
     @Test func aRequestPastItsTimeLimitIsCancelled() async throws {
