@@ -298,6 +298,23 @@ struct SchedulerTests {
         #expect(running.summary?.tokens == (try Self.reference(model, other, maxTokens: 30)))
     }
 
+    /// A short prompt that arrives behind a long one is prefilled at once (shortest first), not
+    /// after the long one's whole prefill; the long one still advances every step.
+    @Test func aShortPromptIsNotHeldBehindALongPrefill() throws {
+        let model = try #require(Self.model)
+        let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 1024, slots: 2, stepTokens: 32))
+        let long = Array(repeating: Int32(1000), count: 600)
+        let short = try Self.prompt(model, "Name a planet.")
+        let (_, first) = submit(scheduler, GenerationRequest(prompt: long, maxTokens: 1))
+        let (_, second) = submit(scheduler, GenerationRequest(prompt: short, maxTokens: 1))
+        first.wait()
+        second.wait()
+        let a = try #require(first.summary), b = try #require(second.summary)
+        #expect(b.timeToFirstToken < a.timeToFirstToken / 2, "short \(b.timeToFirstToken) s, long \(a.timeToFirstToken) s")
+        #expect(b.tokens == (try Self.reference(model, short, maxTokens: 1)))
+        #expect(a.tokens == (try Self.reference(model, long, maxTokens: 1)))
+    }
+
     @Test func badRequestsGetTypedErrors() throws {
         let model = try #require(Self.model)
         let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 64, slots: 1))

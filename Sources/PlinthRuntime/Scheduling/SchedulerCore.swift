@@ -332,6 +332,29 @@ final class SchedulerCore: @unchecked Sendable {
 
     // MARK: Steps
 
+    /// How many prompt tokens each prefilling sequence feeds this step, within `room`: the
+    /// oldest prompt first takes a quarter of it (so that it advances whatever arrives after
+    /// it), then the shortest remaining prompts first, so that a short prompt is not held behind
+    /// a long one's whole prefill, and what is left goes to the oldest again. Which rows share
+    /// a step doesn't change any sequence's output.
+    private func prefillShares(room: Int) -> [(ActiveSequence, Int)] {
+        let prompts = running.filter { !$0.decoding && $0.pendingCopy == nil && $0.decoder.history.count > $0.computed }
+        guard !prompts.isEmpty, room > 0 else { return [] }
+        var shares = Array(repeating: 0, count: prompts.count)
+        var left = room
+        func need(_ i: Int) -> Int { prompts[i].decoder.history.count - prompts[i].computed }
+        func give(_ i: Int, _ most: Int) {
+            let n = min(need(i) - shares[i], most, left)
+            shares[i] += n
+            left -= n
+        }
+        give(0, max(1, room / 4))
+        let byNeed = prompts.indices.dropFirst().sorted { (need($0), $0) < (need($1), $1) }
+        for i in byNeed where left > 0 { give(i, left) }
+        give(0, left)
+        return zip(prompts, shares).filter { $0.1 > 0 }
+    }
+
     private func step() {
         let began = Self.trace ? now() : 0
         var batch = Batch()
@@ -355,13 +378,7 @@ final class SchedulerCore: @unchecked Sendable {
         for (i, seq) in decoding.enumerated() {
             add(seq, seq.decoder.history.count - seq.computed, use: uses?[i])
         }
-        for seq in running where !seq.decoding && seq.pendingCopy == nil {
-            let need = seq.decoder.history.count - seq.computed
-            guard need > 0 else { continue }
-            let n = batch.count == 0 ? min(need, configuration.stepTokens) : min(need, budget)
-            guard n > 0 else { break }
-            add(seq, n)
-        }
+        for (seq, n) in prefillShares(room: batch.count == 0 ? configuration.stepTokens : budget) { add(seq, n) }
         guard batch.count > 0 else { return }
         let started = Self.trace ? now() : 0
         do {
