@@ -15,12 +15,14 @@ struct Choices: Sendable {
     /// Submits the choices; throws an ``APIError``, cancelling them all, when the scheduler
     /// refuses one at once (its queue is full or it has shut down). Each finished choice is
     /// counted in `metrics`, read by its client or not (one that left is counted too).
-    init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?, modelID: String, metrics: Metrics) throws {
+    /// `param` names the field that asked for the choices (in errors).
+    init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?, modelID: String, metrics: Metrics,
+         param: String = "n") throws {
         // A request with more choices than the queue holds would be refused however long its
         // client waited: not a "busy, retry" 429.
         let capacity = scheduler.configuration.maxQueued
         if requests.count > capacity {
-            throw APIError.invalid("n", "The request asks for \(requests.count) choices (prompts × n); the server queues at most \(capacity) (--max-queue).")
+            throw APIError.invalid(param, "The request asks for \(requests.count) choices (prompts × n); the server queues at most \(capacity) (--max-queue).")
         }
         let (stream, continuation) = AsyncThrowingStream<Event, any Error>.makeStream()
         let left = Counter(requests.count)

@@ -10,8 +10,9 @@ import Synchronization
 /// writes into a buffer, and a comment line (`: keep-alive`, which SSE readers skip) goes out
 /// whenever nothing else has for a second: a client that leaves while its request waits in the
 /// queue or in a long prefill ends it within a second or two, instead of holding its place.
-/// A write the client doesn't take within `stall` (it stopped reading) ends the response too,
-/// so that one such client can't hold a shutdown open.
+/// A write the client doesn't take within `stall` ends the response too (a client that stopped
+/// reading, once the socket's buffers are full), so that one such client can't hold a shutdown
+/// open. The generation itself isn't held back: it runs on in the scheduler's steps.
 enum EventStream {
     static let heartbeat: Duration = .seconds(1)
 
@@ -37,6 +38,8 @@ enum EventStream {
                 try await writer.write(ByteBuffer(string: text))
                 activity.state.withLock { $0.pending = nil }
             }
+            // Cancelled while waiting for the next event: not a complete stream (no `[DONE]`).
+            try Task.checkCancellation()
         }
         let result = await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in

@@ -64,10 +64,17 @@ struct GenerationParameters: Sendable {
         guard let bias = try r.object("logit_bias"), case .object(let members) = bias.value else { return [:] }
         var out: [Int32: Float] = [:]
         for (key, _) in members {
-            guard let id = Int32(key), id >= 0 else {
+            // Written as OpenAI writes them ("5", not "+5" or "05", which would name 5 again).
+            guard let id = Int(key), id >= 0, String(id) == key else {
                 throw APIError.invalid("logit_bias", "`logit_bias` keys must be token ids (non-negative integers), not \"\(key)\".")
             }
-            out[id] = Float(try bias.number(key, in: -100...100) ?? 0)
+            guard let token = Int32(exactly: id) else {
+                throw APIError.invalid("logit_bias", "`logit_bias` names token \(key), which no model's vocabulary reaches.")
+            }
+            guard let value = try bias.number(key, in: -100...100) else {
+                throw APIError.invalid(bias.name(key), "`\(bias.name(key))` must be a number, not null.", code: "invalid_type")
+            }
+            out[token] = Float(value)
         }
         return out
     }
@@ -81,8 +88,11 @@ struct GenerationParameters: Sendable {
         if let bestOf = try r.integer("best_of", in: 0...1_000), bestOf > 1 { try refuse("best_of", "above 1") }
         if let typical = try r.number("typical_p", in: 0...1), typical < 1 { try refuse("typical_p", "below 1") }
         if let mirostat = try r.integer("mirostat", in: 0...2), mirostat != 0 { try refuse("mirostat", "other than 0") }
-        for key in ["grammar", "functions", "function_call"] where r.raw(key) != nil {
-            try refuse(key, key == "grammar" ? "(a GBNF grammar; use response_format)" : "(use tools and tool_choice)")
+        // Empty values ask for nothing (llama.cpp's clients send `"grammar": ""`).
+        if let grammar = r.raw("grammar"), grammar != .string("") { try refuse("grammar", "(a GBNF grammar; use response_format)") }
+        if let functions = r.raw("functions"), functions != .array([]) { try refuse("functions", "(use tools)") }
+        if let call = r.raw("function_call"), call != .string("none"), call != .string("auto") {
+            try refuse("function_call", "(use tool_choice)")
         }
     }
 

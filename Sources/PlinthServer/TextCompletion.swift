@@ -74,7 +74,8 @@ struct TextCompletion: Sendable {
         self.model = model
         self.parameters = p
         self.echo = echo
-        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout, modelID: modelID, metrics: metrics)
+        choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout, modelID: modelID, metrics: metrics,
+                              param: prompts.count > 1 ? "prompt" : "n")
     }
 
     private struct Choice {

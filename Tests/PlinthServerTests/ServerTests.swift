@@ -134,6 +134,40 @@ struct ServerTests {
         #expect(offsets == expected)
     }
 
+    /// With tools offered, an answer in text (which the tool-call router holds back while it
+    /// could open a call) still stops at a stop sequence, and its tokens' log-probabilities are
+    /// listed: both were skipped for held text.
+    @Test func anAnswerBesideToolsStopsAndListsItsTokens() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let tool = #"{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}"#
+        let body = #"{"model":"smollm2","temperature":0,"max_tokens":40,"logprobs":true,"tools":[\#(tool)],"messages":[{"role":"user","content":"Count from 1 to 10, separated by commas."}]"#
+        func answer(_ extra: String) async throws -> (text: String, tokens: [String], finish: String?) {
+            let reply = try await server.post(Self.chat, body + extra + "}")
+            let choice = try #require(reply.json.at("choices", 0), "\(reply.text)")
+            let tokens = (choice.at("logprobs", "content")?.arrayValue ?? []).compactMap { $0["token"]?.stringValue }
+            return (choice.at("message", "content")?.stringValue ?? "", tokens, choice.at("finish_reason")?.stringValue)
+        }
+        let whole = try await answer("")
+        try #require(whole.tokens.count > 10 && whole.tokens.joined() == whole.text, "\(whole)")
+        // A stop at a token's start, where its text first occurs.
+        var offset = 0
+        var stop: String?
+        for (k, token) in whole.tokens.enumerated() {
+            defer { offset += token.count }
+            guard k >= whole.tokens.count / 2, token.count >= 2,
+                  token.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0 != "\"" && $0 != "\\" }),
+                  let at = whole.text.range(of: token), whole.text.distance(from: whole.text.startIndex, to: at.lowerBound) == offset else { continue }
+            stop = token
+            break
+        }
+        let cut = try #require(stop, "no token to stop at in \(whole.tokens)")
+        let stopped = try await answer(#","stop":["\#(cut)"]"#)
+        #expect(stopped.finish == "stop")
+        #expect(stopped.text == String(whole.text[..<whole.text.range(of: cut)!.lowerBound]))
+        #expect(stopped.tokens.joined() == stopped.text, "\(stopped.tokens)")
+    }
+
     /// `logit_bias` changes the choice (-100 bans the greedy token, 100 forces another), and a
     /// field the server would otherwise ignore while it changes the output is refused.
     @Test func logitBiasSteersAndUnsupportedFieldsAreRefused() async throws {
@@ -159,6 +193,8 @@ struct ServerTests {
             (#""logit_bias":{"abc":1}"#, "logit_bias", "invalid_value"),
             (#""logit_bias":{"5":300}"#, "logit_bias.5", "invalid_value"),
             (#""logit_bias":{"99999999":1}"#, "logit_bias", "invalid_value"),
+            (#""logit_bias":{"+5":1}"#, "logit_bias", "invalid_value"),
+            (#""logit_bias":{"5":null}"#, "logit_bias.5", "invalid_type"),
             (#""best_of":3"#, "best_of", "unsupported_parameter"),
             (#""typical_p":0.5"#, "typical_p", "unsupported_parameter"),
             (#""grammar":"root ::= \"a\"""#, "grammar", "unsupported_parameter"),
@@ -171,8 +207,9 @@ struct ServerTests {
         }
         let precise = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Hi","temperature":2.0000001}"#)
         #expect(precise.json.at("error", "message")?.stringValue?.contains("not 2.0000001") == true, "\(precise.text)")
-        // best_of 1 and typical_p 1 change nothing and are accepted; top_p 0 is greedy.
-        let plain = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"The capital of France is","best_of":1,"typical_p":1,"top_p":0,"seed":3,"max_tokens":1,"logprobs":0}"#)
+        // best_of 1, typical_p 1 and empty grammars or functions change nothing and are
+        // accepted; top_p 0 is greedy.
+        let plain = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"The capital of France is","best_of":1,"typical_p":1,"top_p":0,"seed":3,"max_tokens":1,"logprobs":0,"grammar":"","functions":[],"function_call":"none"}"#)
         #expect(plain.json.at("choices", 0, "logprobs", "tokens", 0)?.stringValue == greedy.token, "\(plain.text)")
     }
 

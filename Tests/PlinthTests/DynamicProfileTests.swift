@@ -368,6 +368,26 @@ private func instructionsText(_ transcript: Transcript) -> String? {
         #expect(session.transcript.count == 3)
     }
 
+    /// A write from outside during the response's callbacks fails the request too, and the
+    /// request's own callbacks can't write over it afterwards.
+    @Test func anOutsideWriteDuringTheCallbacksIsKept() async throws {
+        let box = Mutex<LanguageModelSession?>(nil)
+        let outside = Transcript(entries: [])
+        let model = ScriptedModel([.text("One.")])
+        let profile = LanguageModelSession.Profile { Instructions("Hi.") }
+            .onResponse {
+                box.withLock { $0 }?.transcript = outside
+                box.withLock { $0 }?.properties.history = [.prompt(.init(segments: [.text(.init(content: "callback"))]))]
+            }
+            .model(model)
+        let session = LanguageModelSession(profile: profile)
+        box.withLock { $0 = session }
+        await #expect(throws: LanguageModelSession.Error.transcriptMutationWhileResponding) {
+            try await session.respond(to: "Hello")
+        }
+        #expect(session.transcript == outside)
+    }
+
     @Test func sessionPropertyOutsideASession() {
         let property = LanguageModelSession.SessionProperty(\SessionPropertyValues.toolCallCount)
         #expect(property.wrappedValue == 0)

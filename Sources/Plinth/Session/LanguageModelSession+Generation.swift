@@ -291,6 +291,8 @@ extension LanguageModelSession {
                 try updateRequestTranscript { $0.append(.response(response)) }
                 appended.insert(response.id)
                 try await runCallbacks(configuration.resolution?.onResponse ?? [], response)
+                // A write from outside up to here (the callbacks' time included) fails the request.
+                try checkTranscriptUnchangedByOthers()
                 let entries = Self.requestEntries(transcript, promptID: promptEntry.id, appended: appended)
                 addUsage(total)
                 let result = RawResult(content: content, entries: entries, usage: total)
@@ -299,10 +301,8 @@ extension LanguageModelSession {
                 return result
             }
         } catch {
-            // The transcript someone else wrote during the request stays as they wrote it.
-            if state.withLock({ $0.mutatedWhileResponding }) { throw Error.transcriptMutationWhileResponding }
             let preserve = (profilePolicy ?? transcriptErrorHandlingPolicy)?.preserves ?? false
-            updateTranscript(fromOutside: false) { t in
+            let settled = settleFailedRequest { t in
                 if preserve {
                     // Keep complete entries only: tool calls are always followed by their outputs.
                     if case .toolCalls? = t.last { t.removeLast() }
@@ -310,6 +310,8 @@ extension LanguageModelSession {
                     t = before
                 }
             }
+            // The transcript someone else wrote during the request stays as they wrote it.
+            guard settled else { throw Error.transcriptMutationWhileResponding }
             throw Self.sessionError(error, model: requestModel)
         }
     }

@@ -283,12 +283,26 @@ public final class LanguageModelSession: @unchecked Sendable {
     }
 
     /// Changes the transcript, telling its observers. A change `fromOutside` the request under
-    /// way (if any) stops that request; the request's own changes are refused once that happened.
+    /// way (if any) stops that request; the request's own changes (its callbacks') are refused
+    /// once that happened.
     func updateTranscript(fromOutside: Bool, _ body: (inout Transcript) -> Void) {
         registrar.withMutation(of: self, keyPath: \.transcript) {
             state.withLock { s in
                 if fromOutside && s.isResponding { s.mutatedWhileResponding = true }
+                if !fromOutside && s.isResponding && s.mutatedWhileResponding { return }
                 body(&s.transcript)
+            }
+        }
+    }
+
+    /// After a failed request: unless someone else wrote the transcript meanwhile (then it stays
+    /// as they wrote it and this returns false), `body` settles it (checked under the same lock).
+    func settleFailedRequest(_ body: (inout Transcript) -> Void) -> Bool {
+        registrar.withMutation(of: self, keyPath: \.transcript) {
+            state.withLock { s in
+                if s.mutatedWhileResponding { return false }
+                body(&s.transcript)
+                return true
             }
         }
     }

@@ -207,6 +207,7 @@ final class SchedulerCore: @unchecked Sendable {
                     context.reset(slot: slot, keeping: m.shared)
                     seq.computed = m.shared
                     seq.cached = min(m.shared, decoder.promptCount)
+                    inbox.statistics.withLock { $0.cachedTokens += seq.cached }
                 } else {
                     context.reset(slot: slot)
                     seq.pendingCopy = m

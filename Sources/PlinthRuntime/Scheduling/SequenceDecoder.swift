@@ -41,6 +41,10 @@ struct SequenceDecoder {
     /// sequence or an incomplete character), each with where its text starts; reported just
     /// before the text that shows them, and dropped when a stop sequence cuts them off.
     private var heldLogprobs: [TokenLogprob] = []
+    /// Log-probabilities of tokens a constraint took in unseen (text it holds back, or a tool
+    /// call's), with their place among the generated tokens: its text, when it comes, shows
+    /// the oldest (``ConstraintOutput/emitText(_:tokenCount:)`` names how many); a call drops them.
+    private var unseenLogprobs: [(entry: TokenLogprob, index: Int)] = []
     /// Unicode scalars of generated text decoded, and shown, so far.
     private var decodedScalars = 0, shownScalars = 0
 
@@ -195,7 +199,8 @@ struct SequenceDecoder {
         if let constraint {
             var out = ConstraintOutput(remaining: 0)
             try constraint.end(reason, &out)
-            _ = apply(out, emit)
+            // Held text the constraint lets go may reach a stop sequence too.
+            if case .finish(.stopSequence) = apply(out, emit) { return }
         }
         guard reason != .stopSequence else { return }
         var rest = detokenizer.finish()
@@ -211,14 +216,27 @@ struct SequenceDecoder {
                 history.append(token)
                 if visible {
                     if let reason = report(token, emit) { return .finish(reason) }
+                } else if let entry = logprob(of: token) {
+                    unseenLogprobs.append((entry, generatedCount - 1))
                 }
             case .text(let text, let count):
-                emit(.text(text, tokenCount: count))
+                // Text the constraint held back: its tokens are shown by it, and it goes
+                // through the stop sequences as the tokens' own text does.
+                for i in unseenLogprobs.indices.prefix(count) {
+                    var entry = unseenLogprobs[i].entry
+                    entry.textOffset = decodedScalars
+                    heldLogprobs.append(entry)
+                }
+                unseenLogprobs.removeFirst(min(count, unseenLogprobs.count))
+                pendingTokens += count
+                if let reason = showDecoded(text, emit) { return .finish(reason) }
             case .toolCall(let json, let count):
+                unseenLogprobs.removeFirst(min(count, unseenLogprobs.count))
                 emit(.toolCall(json, tokenCount: count))
             }
         }
         if let keep = out.rewindTo, keep < generatedCount {
+            unseenLogprobs.removeAll { $0.index >= keep }
             history.removeSubrange((promptCount + keep)...)
             return .rewind(keeping: keep)
         }
@@ -228,15 +246,26 @@ struct SequenceDecoder {
 
     /// Streams a visible token's text; returns `.stopSequence` when the text reached a stop.
     private mutating func report(_ token: Int32, _ emit: (GenerationEvent) -> Void) -> FinishReason? {
-        if let k = logprobCount {
-            var entry = sampledLogprob?.token == token ? sampledLogprob! : TokenLogprob(forced: token, top: k)
-            sampledLogprob = nil
+        if var entry = logprob(of: token) {
             entry.textOffset = decodedScalars
             heldLogprobs.append(entry)
         }
         pendingTokens += 1
-        var piece = detokenizer.append(token)
-        decodedScalars += piece.unicodeScalars.count
+        return showDecoded(detokenizer.append(token), emit)
+    }
+
+    /// The log-probability of `token` when they are reported: the one noted when it was
+    /// sampled, or a forced token's.
+    private mutating func logprob(of token: Int32) -> TokenLogprob? {
+        guard let k = logprobCount else { return nil }
+        defer { sampledLogprob = nil }
+        return sampledLogprob?.token == token ? sampledLogprob! : TokenLogprob(forced: token, top: k)
+    }
+
+    /// Decoded text, through the stop sequences, to the client; `.stopSequence` when it reached one.
+    private mutating func showDecoded(_ text: String, _ emit: (GenerationEvent) -> Void) -> FinishReason? {
+        decodedScalars += text.unicodeScalars.count
+        var piece = text
         var stopped = false
         if let stops { (piece, stopped) = stops.filter(piece) }
         if !piece.isEmpty || (stopped && pendingTokens > 0) { show(piece, emit) }
