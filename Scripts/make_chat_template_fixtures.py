@@ -490,7 +490,7 @@ SYNTHETIC = [
 {%- endfor -%}
 {%- if add_generation_prompt and not ns.is_tool -%}{{ '<|Assistant|><think>\\n' }}{%- endif -%}""",
      {"bos_token": "<B>", "add_generation_prompt": True, "messages": [{"role": "system", "content": "S1."}, {"role": "user", "content": "Q"}, {"role": "assistant", "content": "<think>hmm</think>A"}, {"role": "system", "content": "S2."}, {"role": "user", "content": "Q2"}]}),
-    ("unicode_case_and_digits", "{{ 'ΟΔΟΣ ΣΑΣ Σ ΑΣ.' | lower }}|{{ 'ΌΣΟΣ'.lower() }}|{{ \"Σ'Σ ΑΣ'Α\" | lower }}|{{ '１２３' | int }}|{{ '٣' | int + 1 }}|{{ '１.５' | float }}|{{ ' ０x1F ' | int(base=16) }}", {}),
+    ("unicode_case_and_digits", "{{ 'ΟΔΟΣ ΣΑΣ Σ ΑΣ.' | lower }}|{{ 'ΌΣΟΣ'.lower() }}|{{ \"Σ'Σ ΑΣ'Α\" | lower }}|{{ '１２３' | int }}|{{ '٣' | int + 1 }}|{{ '１.５' | float }}|{{ ' ０x1F ' | int(base=16) }}|{{ 'Straße ΣΑΣ ﬁ'.casefold() }}", {}),
 ]
 
 SYNTHETIC_ERRORS = [

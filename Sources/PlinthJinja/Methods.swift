@@ -150,7 +150,8 @@ extension Jinja {
                     _ = try ArgumentReader(args, name, [], loc)
                     switch name {
                     case "upper": return .string(PythonText.upper(s))
-                    case "lower", "casefold": return .string(PythonText.lower(s))
+                    case "lower": return .string(PythonText.lower(s))
+                    case "casefold": return .string(PythonText.casefold(s))
                     case "title": return .string(PythonText.title(s))
                     case "capitalize": return .string(PythonText.capitalize(s))
                     default:

@@ -235,6 +235,12 @@ extension Jinja {
             return String(out)
         }
 
+        /// Python's `str.casefold()`: Unicode's full case folding ("ß" is "ss", "Σ" is "σ"
+        /// wherever it stands), as Foundation's case-insensitive folding gives it.
+        static func casefold(_ s: String) -> String {
+            s.folding(options: .caseInsensitive, locale: nil)
+        }
+
         /// The text with every decimal digit of any script as its ASCII digit, as Python's
         /// `int()` and `float()` read them ("１２" is 12).
         static func asciiDigits(_ s: String) -> String {
