@@ -12,8 +12,13 @@ struct Chat: AsyncParsableCommand {
             what is new since the last (the KV cache keeps the conversation). Ctrl-C stops a \
             reply that is being written; Ctrl-D or /quit leaves.
 
+            A prompt of several lines: paste it (a terminal's pasted text is one prompt), or \
+            write it between two lines of \"\"\".
+
             Commands: /reset starts a new conversation (same instructions); /transcript prints \
-            the conversation; /save FILE writes it as JSON (the Transcript's Codable form).
+            the conversation; /save FILE writes it as JSON (the Transcript's Codable form). A \
+            line whose first word is no command is a prompt; start a line with // to send one \
+            that begins with a command's name.
             """
     )
 
@@ -27,16 +32,22 @@ struct Chat: AsyncParsableCommand {
             let model = try options.localModel()
             var session = options.session(model)
             let interactive = isatty(STDIN_FILENO) != 0
-            let interrupt = InterruptForwarder()
+            // The terminal marks pasted text, so that a pasted paragraph is one prompt.
+            let pastes = interactive && isatty(STDERR_FILENO) != 0
+            let interrupt = InterruptForwarder(onExit: { if pastes { Diagnostics.write(PromptReader.pasteModeOff) } })
+            if pastes { Diagnostics.write(PromptReader.pasteModeOn) }
+            defer { if pastes { Diagnostics.write(PromptReader.pasteModeOff) } }
             if interactive {
                 Diagnostics.note("Chatting with \(options.modelOptions.model). /reset, /transcript, /save FILE, /quit.")
             }
+            var reader = PromptReader()
             while true {
                 if interactive { Diagnostics.write("> ") }
-                guard let line = readLine(strippingNewline: true) else { break }
-                let input = line.trimmingCharacters(in: .whitespaces)
-                if input.isEmpty { continue }
-                if input.hasPrefix("/") {
+                guard let entry = reader.next() else { break }
+                switch entry {
+                case .prompt(let prompt):
+                    try await turn(prompt, session: session, interrupt: interrupt)
+                case .command(let input):
                     switch try command(input, session: session) {
                     case .quit: return
                     case .reset:
@@ -44,9 +55,7 @@ struct Chat: AsyncParsableCommand {
                         Diagnostics.note("(new conversation)")
                     case .done: break
                     }
-                    continue
                 }
-                try await turn(input, session: session, interrupt: interrupt)
             }
         }
     }
@@ -61,7 +70,9 @@ struct Chat: AsyncParsableCommand {
         case "/reset":
             return .reset
         case "/transcript":
-            for entry in session.transcript { print(entry) }
+            // Through the same unbuffered stream as the replies, so that it comes in order.
+            let output = StandardOutput()
+            for entry in session.transcript { output.write("\(entry)\n") }
         case "/save":
             guard parts.count == 2 else {
                 Diagnostics.error("/save needs a file name")
@@ -76,7 +87,7 @@ struct Chat: AsyncParsableCommand {
                 Diagnostics.error("cannot save to \(parts[1]): \(error.localizedDescription)")
             }
         default:
-            Diagnostics.error("unknown command \(parts[0]); the commands are /reset, /transcript, /save FILE, /quit")
+            Diagnostics.error("unknown command \(parts[0]); the commands are /reset, /transcript, /save FILE, /quit (start a line with // to send it as a prompt)")
         }
         return .done
     }
@@ -100,16 +111,71 @@ struct Chat: AsyncParsableCommand {
         do {
             try await task.value
         } catch is CancellationError {
-            print()
+            StandardOutput().write("\n")
             Diagnostics.note("(stopped)")
         } catch {
-            print()
+            StandardOutput().write("\n")
             _ = reported(error)
+            if case LanguageModelSession.GenerationError.exceededContextWindowSize = error {
+                Diagnostics.note("(the conversation fills the model's context: /reset starts a new one)")
+            }
         }
     }
 }
 
-/// Turns Ctrl-C into cancelling the reply being written; with no reply running it exits.
+/// What the chat reads: prompts, each of one line or several, and commands.
+struct PromptReader {
+    enum Entry: Equatable {
+        case prompt(String)
+        case command(String)
+    }
+
+    static let commands: Set<String> = ["/quit", "/exit", "/reset", "/transcript", "/save"]
+    /// Bracketed paste (xterm's, which terminals share): pasted text comes between two markers.
+    static let pasteModeOn = "\u{1B}[?2004h", pasteModeOff = "\u{1B}[?2004l"
+    static let pasteStart = "\u{1B}[200~", pasteEnd = "\u{1B}[201~"
+
+    /// The lines to read (standard input's by default).
+    var readLine: () -> String? = { Swift.readLine(strippingNewline: true) }
+
+    /// The next prompt or command; nil at the end of the input.
+    mutating func next() -> Entry? {
+        while let line = readLine() {
+            if line.hasPrefix(Self.pasteStart) {
+                // Pasted text, up to its end marker, is one prompt (commands in it too).
+                var text = String(line.dropFirst(Self.pasteStart.count))
+                while !text.contains(Self.pasteEnd), let more = readLine() { text += "\n" + more }
+                text = text.replacingOccurrences(of: Self.pasteEnd, with: "")
+                let prompt = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                if !prompt.isEmpty { return .prompt(prompt) }
+                continue
+            }
+            let input = line.trimmingCharacters(in: .whitespaces)
+            if input.isEmpty { continue }
+            if input.hasPrefix("\"\"\"") {
+                // A block: from """ to the line that ends with """ (the same line, too).
+                var text = String(input.dropFirst(3))
+                while !text.hasSuffix("\"\"\""), let more = readLine() { text += "\n" + more }
+                if text.hasSuffix("\"\"\"") { text.removeLast(3) }
+                let prompt = text.trimmingCharacters(in: .whitespacesAndNewlines)
+                if !prompt.isEmpty { return .prompt(prompt) }
+                continue
+            }
+            if input.hasPrefix("//") { return .prompt(String(input.dropFirst())) }
+            if input.hasPrefix("/") {
+                let word = String(input.prefix { !$0.isWhitespace })
+                // A known command, or one word that looks like a mistyped one; else a prompt
+                // that starts with a path ("/etc/hosts: what is this?").
+                if Self.commands.contains(word) || (word == input && !word.dropFirst().contains("/")) { return .command(input) }
+            }
+            return .prompt(input)
+        }
+        return nil
+    }
+}
+
+/// Turns Ctrl-C into cancelling the reply being written; with no reply running it exits
+/// (after `onExit`).
 final class InterruptForwarder {
     /// The reply being written, shared with the signal handler.
     private final class Current: Sendable {
@@ -118,11 +184,14 @@ final class InterruptForwarder {
     private let current = Current()
     private let source: any DispatchSourceSignal
 
-    init() {
+    init(onExit: @escaping @Sendable () -> Void = {}) {
         signal(SIGINT, SIG_IGN)
         source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         source.setEventHandler { [current] in
-            guard let task = current.task.withLock({ $0 }) else { Foundation.exit(130) }
+            guard let task = current.task.withLock({ $0 }) else {
+                onExit()
+                Foundation.exit(130)
+            }
             task.cancel()
         }
         source.resume()

@@ -456,6 +456,21 @@ struct SessionCLITests {
         #expect(refused.stdout.isEmpty)
     }
 
+    /// A prompt of several lines (between two lines of three quotes, or pasted in a terminal,
+    /// which marks pasted text) is one turn, and a line that starts with a path is a prompt.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func chatReadsPromptsOfSeveralLines() throws {
+        let input = "\"\"\"\nLine one.\nLine two.\n\"\"\"\n\u{1B}[200~Pasted one.\nPasted two.\u{1B}[201~\n"
+            + "/etc/hosts: what is this file?\n//reset please\n/transcript\n"
+        let r = try CLI.runWithModel(["chat", "--greedy", "-n", "4"], input: input)
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        #expect(r.stderr.split(separator: "\n").filter { $0.hasPrefix("(prompt:") }.count == 4, "stderr: \(r.stderr)")
+        for prompt in ["Line one.\nLine two.", "Pasted one.\nPasted two.", "/etc/hosts: what is this file?", "/reset please"] {
+            #expect(r.stdout.contains("(Prompt) " + prompt), "stdout: \(r.stdout)")
+        }
+        #expect(!r.stderr.contains("unknown command"))
+    }
+
     @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
     func chatKeepsTheConversationAndItsCommandsWork() throws {
         let saved = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-chat-\(UUID().uuidString).json")
