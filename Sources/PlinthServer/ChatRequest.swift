@@ -150,11 +150,20 @@ struct ChatRequest: Sendable {
     private static func transcript(_ messages: [JSONValue], responseFormat: ResponseFormat) throws -> Transcript {
         var entries: [Transcript.Entry] = []
         var callNames: [String: String] = [:]
+        // The calls of the last assistant message that no tool message has answered yet: as
+        // OpenAI's API, every call is answered before the conversation goes on.
+        var unanswered: [String] = []
+        func requireAnswers(before path: String) throws {
+            guard !unanswered.isEmpty else { return }
+            throw APIError.invalid(path, "An assistant message with `tool_calls` must be followed by `tool` messages answering each call; "
+                                   + "these `tool_call_id`s have none: \(unanswered.joined(separator: ", ")).")
+        }
         let lastUser = messages.lastIndex { $0["role"]?.stringValue == "user" }
         for (i, item) in messages.enumerated() {
             let m = try RequestReader(item, path: "messages[\(i)]")
             let role = try m.requiredString("role")
             let text = try content(m, role: role)
+            if role != "tool" && role != "function" { try requireAnswers(before: m.path) }
             func segments(_ s: String) -> [Transcript.Segment] { [.text(.init(content: s))] }
             switch role {
             case "system", "developer":
@@ -183,20 +192,31 @@ struct ChatRequest: Sendable {
                             throw APIError.invalid(f.name("arguments"), "`\(f.name("arguments"))` must be JSON text: \(error.localizedDescription)")
                         }
                         callNames[id] = name
+                        unanswered.append(id)
                         return Transcript.ToolCall(id: id, toolName: name, arguments: content)
                     }
                     entries.append(.toolCalls(.init(parsed)))
                 } else if text == nil || text?.isEmpty == true {
                     entries.append(.response(.init(assetIDs: [], segments: segments(""))))
                 }
-            case "tool", "function":
-                let id = try m.string("tool_call_id") ?? ""
-                let name = try m.string("name") ?? callNames[id] ?? ""
-                entries.append(.toolOutput(.init(id: id, toolName: name, segments: segments(text ?? ""))))
+            case "tool":
+                let id = try m.requiredString("tool_call_id")
+                guard let at = unanswered.firstIndex(of: id) else {
+                    throw APIError.invalid(m.name("tool_call_id"), callNames[id] == nil
+                        ? "A `tool` message must answer a call of the assistant message before it; no call has the id `\(id)`."
+                        : "The call `\(id)` is answered twice, or not by the messages right after it.")
+                }
+                unanswered.remove(at: at)
+                entries.append(.toolOutput(.init(id: id, toolName: try m.string("name") ?? callNames[id] ?? "", segments: segments(text ?? ""))))
+            case "function":
+                // The deprecated form: the function's result, named by `name`.
+                let name = try m.requiredString("name")
+                entries.append(.toolOutput(.init(id: try m.string("tool_call_id") ?? "", toolName: name, segments: segments(text ?? ""))))
             default:
                 throw APIError.invalid(m.name("role"), "`\(m.name("role"))` must be `system`, `developer`, `user`, `assistant` or `tool`, not `\(role)`.")
             }
         }
+        try requireAnswers(before: "messages")
         return Transcript(entries: entries)
     }
 

@@ -264,6 +264,15 @@ struct ServerTests {
             (String(repeating: " ", count: 5000), 413, nil, "request_too_large"),
             (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"max_tokens":1e30}"#, 400, "max_tokens", "invalid_value"),
             (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"}],"presence_penalty":50}"#, 400, "presence_penalty", "invalid_value"),
+            // Tool messages answer the calls just before them, each call once, as OpenAI requires.
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"},{"role":"tool","content":"x"}]}"#,
+             400, "messages[1].tool_call_id", "missing_required_parameter"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c1","content":"x"}]}"#,
+             400, "messages[1].tool_call_id", "invalid_value"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"and?"}]}"#,
+             400, "messages[2]", "invalid_value"),
+            (#"{"model":"smollm2","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}"#,
+             400, "messages", "invalid_value"),
         ]
         for (body, status, param, code) in cases {
             let reply = try await server.post(Self.chat, body)
