@@ -43,16 +43,21 @@ struct Respond: AsyncParsableCommand {
             }
             let output = StandardOutput()
             let usage: LanguageModelSession.Usage
-            if let generationSchema {
-                let responses = session.streamResponse(to: prompt, schema: generationSchema,
-                                                       includeSchemaInPrompt: !noSchemaInPrompt,
-                                                       options: generationOptions)
-                if stream {
-                    for try await snapshot in responses { try output.extend(to: snapshot.rawContent.jsonPrefix) }
+            if let generationSchema, let path = schema {
+                do {
+                    let responses = session.streamResponse(to: prompt, schema: generationSchema,
+                                                           includeSchemaInPrompt: !noSchemaInPrompt,
+                                                           options: generationOptions)
+                    if stream {
+                        for try await snapshot in responses { try output.extend(to: snapshot.rawContent.jsonPrefix) }
+                    }
+                    let response = try await responses.collect()
+                    try output.extend(to: response.rawContent.jsonString)
+                    usage = response.usage
+                } catch LocalLanguageModelError.schemaNotEnforceable(_, let reason) {
+                    // Named by its file: a schema read from JSON has no type name of its own.
+                    throw CLIError("the schema in \(path) can't be enforced while decoding: \(reason)")
                 }
-                let response = try await responses.collect()
-                try output.extend(to: response.rawContent.jsonString)
-                usage = response.usage
             } else {
                 let responses = session.streamResponse(to: prompt, options: generationOptions)
                 if stream {

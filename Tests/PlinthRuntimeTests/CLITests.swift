@@ -453,6 +453,7 @@ struct SessionCLITests {
         let refused = try CLI.runWithModel(["respond", "--schema", unenforced.path, "hi"])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("uniqueItems"), "stderr: \(refused.stderr)")
+        #expect(refused.stderr.contains(unenforced.path), "the error names the schema's file: \(refused.stderr)")
         #expect(refused.stdout.isEmpty)
     }
 
