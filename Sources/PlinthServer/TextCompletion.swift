@@ -9,6 +9,8 @@ struct TextCompletion: Sendable {
     let model: ServedModel
     let parameters: GenerationParameters
     let echo: [String]
+    /// Each echo's length in Unicode scalars, where the generated text's offsets start.
+    let echoLengths: [Int]
     let choices: Choices
     let id = OpenAIWire.id("cmpl")
     let created = OpenAIWire.now()
@@ -74,6 +76,7 @@ struct TextCompletion: Sendable {
         self.model = model
         self.parameters = p
         self.echo = echo
+        echoLengths = echo.map(\.unicodeScalars.count)
         choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout, modelID: modelID, metrics: metrics,
                               param: prompts.count > 1 ? "prompt" : "n")
     }
@@ -95,7 +98,7 @@ struct TextCompletion: Sendable {
 
     /// One token's entries; its offset counts Unicode scalars (Python's string indices) from the
     /// start of the choice's text, echoed prompt included.
-    private func record(_ entry: TokenLogprob, into c: inout Choice, echoed: String) {
+    private func record(_ entry: TokenLogprob, into c: inout Choice, echoed: Int) {
         // A token that is not whole UTF-8 is named by its bytes, as OpenAI does ("bytes:\\xe6"),
         // so that alternatives made of parts of one character stay apart.
         let text = { (id: Int32) -> String in
@@ -110,7 +113,7 @@ struct TextCompletion: Sendable {
             top.append((text(alt.token), OpenAIWire.float(alt.logprob)))
         }
         c.top.append(.object(top))
-        c.offsets.append(OpenAIWire.int(echoed.unicodeScalars.count + entry.textOffset))
+        c.offsets.append(OpenAIWire.int(echoed + entry.textOffset))
     }
 
     func response() async throws -> JSONValue {
@@ -118,7 +121,7 @@ struct TextCompletion: Sendable {
         try await choices.consume { i, event in
             switch event {
             case .text(let t, _): state[i].text += t
-            case .logprob(let e): record(e, into: &state[i], echoed: echo[i])
+            case .logprob(let e): record(e, into: &state[i], echoed: echoLengths[i])
             case .finished(let s): state[i].summary = s
             default: break
             }
@@ -147,7 +150,7 @@ struct TextCompletion: Sendable {
                     if !echo[i].isEmpty { try await send(chunk(i, echo[i], nil)) }
                 }
                 switch event {
-                case .logprob(let e): record(e, into: &state[i], echoed: echo[i])
+                case .logprob(let e): record(e, into: &state[i], echoed: echoLengths[i])
                 case .text(let t, _):
                     // Text with nothing to show carries only the tokens it stands for, if any.
                     guard !t.isEmpty || !state[i].tokens.isEmpty else { break }

@@ -206,13 +206,15 @@ public struct Sampler: Sendable {
         // sum over a large vocabulary ends short of 1, and a draw past it would fall to the
         // least likely token.
         let t = Double(max(p.temperature, 1e-6))
-        let top = Double(candidates[0].logit)
-        var weights = [Double](repeating: 0, count: keep)
-        var total = 0.0
-        for i in 0..<keep {
-            weights[i] = exp((Double(candidates[i].logit) - top) / t)
-            total += weights[i]
+        var weights: [Double]
+        if t == 1 {
+            // OpenAI's default: the cuts' probabilities are the weights.
+            weights = Array(probs.prefix(keep))
+        } else {
+            let top = Double(candidates[0].logit)
+            weights = candidates.map { exp((Double($0.logit) - top) / t) }
         }
+        let total = weights.reduce(0, +)
         let r = rng.nextUnit() * total
         var cum = 0.0
         var last = 0
