@@ -320,6 +320,36 @@ struct ServerTests {
         }
     }
 
+    /// With tools offered and `tool_choice` auto, Qwen2.5 writes its call as a JSON object in a
+    /// ```json fence, not in `<tool_call>` tags: it is a call, whole or streamed. Asked for a
+    /// JSON example, its answer (fenced too) names no tool and stays text.
+    @Test(.enabled(if: TestServer.has(TestServer.qwen), "needs Qwen2.5-Coder-0.5B-Instruct (run `plinth models fetch --all`)"))
+    func aFencedCallIsACallAndAJSONAnswerIsText() async throws {
+        let server = try await TestServer(ServerSettings(models: ["qwen"]))
+        defer { server.stop() }
+        let tool = #"{"type":"function","function":{"name":"get_weather","description":"Get the current weather for a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}"#
+        func ask(_ prompt: String, stream: Bool) async throws -> TestServer.Reply {
+            let reply = try await server.post(Self.chat, #"{"model":"qwen","messages":[{"role":"user","content":"\#(prompt)"}],"max_tokens":80,"#
+                + #""temperature":0,"stream":\#(stream),"tools":[\#(tool)]}"#)
+            #expect(reply.status == 200, "\(reply.text)")
+            return reply
+        }
+        let call = try await ask("What's the weather in Paris?", stream: false)
+        #expect(call.json.at("choices", 0, "finish_reason")?.stringValue == "tool_calls", "\(call.text)")
+        #expect(call.json.at("choices", 0, "message", "tool_calls", 0, "function", "name")?.stringValue == "get_weather", "\(call.text)")
+        #expect(call.json.at("choices", 0, "message", "tool_calls", 0, "function", "arguments")?.stringValue == #"{"city":"Paris"}"#)
+        #expect(call.json.at("choices", 0, "message", "content") == .null)
+        let streamed = try await ask("What's the weather in Paris?", stream: true)
+        let (events, done) = TestServer.events(streamed.text)
+        #expect(done && events.contains { $0.at("choices", 0, "finish_reason")?.stringValue == "tool_calls" }, "\(streamed.text)")
+        #expect(events.contains { $0.at("choices", 0, "delta", "tool_calls", 0, "function", "name")?.stringValue == "get_weather" })
+        #expect(!events.contains { $0.at("choices", 0, "delta", "content")?.stringValue?.contains("```") == true })
+        let answer = try await ask("Write a JSON example of a person with a name and an age.", stream: false)
+        #expect(answer.json.at("choices", 0, "finish_reason")?.stringValue == "stop", "\(answer.text)")
+        #expect(answer.json.at("choices", 0, "message", "tool_calls") == nil, "\(answer.text)")
+        #expect(answer.json.at("choices", 0, "message", "content")?.stringValue?.contains(#""name""#) == true, "\(answer.text)")
+    }
+
     /// OpenAI's frequency and presence penalties change greedy text (they were accepted and
     /// ignored before); repetition_penalty applies to greedy requests too.
     @Test func penaltiesChangeGreedyText() async throws {

@@ -95,6 +95,27 @@ struct QwenToolCallingTests {
         #expect(Self.newKinds(session.transcript, after: 1) == ["prompt", "calls(1)", "output", "response"])
     }
 
+    /// A turn's opening text is a call only once it names a declared tool: a JSON answer,
+    /// fenced or not, stays text; blanks inside the object are cut as the call grammar has them.
+    @Test func onlyAnObjectNamingAToolOpensACall() throws {
+        let tool = Transcript.ToolDefinition(tool: LocalTemperatureTool())
+        let calling = try #require(try LocalGeneration.toolCalling([tool], required: false, instance: model.instance()))
+        func opening(_ text: String) -> TurnConstraint.UntaggedCall {
+            TurnConstraint.untaggedCall(in: Array(text.utf8), grammar: calling.grammar)
+        }
+        let call = Array(#"{"name": "getTemperature", "#.utf8)
+        #expect(opening("```json\n{\n  \"name\": \"getTemperature\", ") == .call(Array("{\n\"name\": \"getTemperature\", ".utf8)))
+        #expect(opening(#"  {"name": "getTemperature", "#) == .call(call))
+        #expect(opening("```\n{\"name\":\"getTemperature\"") == .call(Array(#"{"name":"getTemperature""#.utf8)))
+        for undecided in ["", " \n", "`", "```", "```js", "```json\n", "```json\n {", #"{"na"#, #"{ "name" :"#, #"{"name": "getTemp"#] {
+            #expect(opening(undecided) == .undecided, "\(undecided)")
+        }
+        for text in ["Hello", "```python\n{", #"{"city": "Oslo"}"#, #"{"name": "Ada", "age": 36}"#, "```json\n{\"name\": \"getTemperatures\"",
+                     #"{"name": "getTemperature\u0041"#, "[{"] {
+            #expect(opening(text) == .none, "\(text)")
+        }
+    }
+
     @Test func callsTheToolTwiceInOneTurnAndAnswersWithBothOutputs() async throws {
         let tool = LocalTemperatureTool()
         let session = session(with: tool)

@@ -253,16 +253,20 @@ final class TurnConstraint: Constraint {
             } else {
                 if tokenizer.isEndOfGeneration(token) { out.finish(); return }
                 push(token, .text, &out)
-                guard holdsText && !toolsBarred else { return }
+                guard holdsText else { return }
+                // Barred from calling, the model can't write the tag's first byte: nothing to hold.
+                if toolsBarred { releaseHeld(all: true, &out); return }
                 let marker = LocalToolCalling.openingBytes
-                let start = held.firstIndex { ![0x20, 0x0A, 0x0D, 0x09].contains($0) }
-                if !textEmitted, let start, held[start] == UInt8(ascii: "{") {
-                    // A turn that opens with a JSON object is a call without its tags.
-                    let leading = held[start...]
+                let opening = textEmitted ? .none : tools.map { Self.untaggedCall(in: held, grammar: $0.grammar) } ?? .none
+                if case .call(let object) = opening {
+                    // A turn that opens with a call's JSON object, bare or in a Markdown fence, is
+                    // a call without its tags (Qwen2.5 writes ```json fences when tools are offered).
+                    openedAt = generated - heldTokens
                     held = []
                     heldTokens = 0
-                    openedAt = generated - 1
-                    try beginCall(leading: ArraySlice([UInt8(ascii: "\n")] + leading), &out)
+                    try beginCall(leading: ArraySlice([UInt8(ascii: "\n")] + object), &out)
+                } else if case .undecided = opening {
+                    return
                 } else if let at = Self.firstRange(of: marker, in: held) {
                     let after = held[(at + marker.count)...]
                     held.removeSubrange(at...)
@@ -283,6 +287,72 @@ final class TurnConstraint: Constraint {
             throw LanguageModelSession.GenerationError.decodingFailure(.init(
                 debugDescription: "The response token limit ended a tool call before its arguments were complete."))
         }
+    }
+
+    enum UntaggedCall: Equatable { case call([UInt8]), undecided, none }
+
+    /// The Markdown fences a call's JSON object may open in.
+    private static let fences = ["```json\n", "```\n"].map { Array($0.utf8) }
+
+    /// Whether the first text of a turn is a call written without its tags: after blanks and
+    /// maybe a fence (```` ```json ```` and a newline), a JSON object whose first member is
+    /// `"name"` with a declared tool's name. A call gives the object's text so far with its runs
+    /// of blanks made one (as the call grammar has them); `.undecided` while the text could
+    /// still become one. Anything else (a JSON answer among them) is text.
+    static func untaggedCall(in text: [UInt8], grammar: CompiledGrammar) -> UntaggedCall {
+        func isBlank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
+        guard let start = text.firstIndex(where: { !isBlank($0) }) else { return .undecided }
+        var brace = start
+        if text[start] != UInt8(ascii: "{") {
+            var open: Int?, undecided = false
+            for fence in fences {
+                let written = text[start...]
+                guard written.prefix(fence.count).elementsEqual(fence.prefix(written.count)) else { continue }
+                guard written.count > fence.count,
+                      let i = text[(start + fence.count)...].firstIndex(where: { !isBlank($0) }) else {
+                    undecided = true
+                    continue
+                }
+                if text[i] == UInt8(ascii: "{") { open = i }
+            }
+            guard let open else { return undecided ? .undecided : .none }
+            brace = open
+        }
+        let object = collapsingBlanks(text[brace...])
+        // The object's start up to the name's closing quote: `{"name":"` (a blank allowed
+        // between tokens), then the name.
+        let head = Array(#"{"name":""#.utf8)
+        var i = 0, h = 0
+        while h < head.count {
+            guard i < object.count else { break }
+            if isBlank(object[i]) && (h == 1 || h == 7 || h == 8) { i += 1; continue }
+            guard object[i] == head[h] else { return .none }
+            i += 1
+            h += 1
+        }
+        let nameEnded = h == head.count && object[i...].contains(UInt8(ascii: "\""))
+        // The call grammar admits only declared names (and no escapes in them).
+        guard grammar.makeMatcher().accept(bytes: object) else { return .none }
+        return nameEnded ? .call(object) : .undecided
+    }
+
+    /// JSON text with each run of blanks outside strings cut to its first character.
+    static func collapsingBlanks(_ text: ArraySlice<UInt8>) -> [UInt8] {
+        var out: [UInt8] = [], inString = false, escaped = false, lastBlank = false
+        out.reserveCapacity(text.count)
+        for b in text {
+            if inString {
+                if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") { inString = false }
+                out.append(b)
+                continue
+            }
+            let blank = b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09
+            if blank && lastBlank { continue }
+            lastBlank = blank
+            if b == UInt8(ascii: "\"") { inString = true }
+            out.append(b)
+        }
+        return out
     }
 
     /// The length of the longest prefix of `bytes[..<n]` that doesn't end inside a UTF-8 sequence.
