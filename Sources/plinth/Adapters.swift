@@ -67,6 +67,7 @@ struct Adapters: ParsableCommand {
                 // An adapter named from the store is no path here.
                 var isFolder: ObjCBool = false
                 let isPath = FileManager.default.fileExists(atPath: adapter, isDirectory: &isFolder)
+                try FileChecks.requireWritable(output, what: "output")
                 try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(input.path, "model")] + (isPath ? [(adapter, "adapter")] : []))
                 // Nor a file in the adapter's PEFT folder.
                 if isPath, isFolder.boolValue, FileChecks.sameFile(out.deletingLastPathComponent().path, adapter) {

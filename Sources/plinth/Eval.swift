@@ -118,6 +118,8 @@ struct EvalRun: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A reader of standard error that goes away (`2>&1 | head`) must not kill a long run.
+        signal(SIGPIPE, SIG_IGN)
         try await reportingErrors {
             // The files, checked before the model loads and before anything is written.
             try FileChecks.requireReadable(schema, what: "schema file")
@@ -132,6 +134,7 @@ struct EvalRun: AsyncParsableCommand {
                 reads: [(input, "input file"), (schema, "schema file")] + (instructionsFile.map { [($0, "instructions file")] } ?? []))
 
             let schemaText = try Self.read(schema, what: "schema")
+            do { _ = try JSONValue(parsing: Data(schemaText.utf8)) } catch { throw CLIError("\(schema) is not JSON: \(error)") }
             let generationSchema: GenerationSchema
             do {
                 generationSchema = try GenerationSchema(jsonSchema: schemaText)
@@ -157,14 +160,25 @@ struct EvalRun: AsyncParsableCommand {
             }
             do {
                 try model.checkEnforceable(generationSchema)
+            } catch LocalLanguageModelError.schemaNotEnforceable(_, let reason) {
+                // Named by its file: a schema read from JSON has no type name of its own.
+                throw CLIError("the schema in \(schema) can't be enforced while decoding: \(reason)")
             } catch {
                 throw CLIError("\(schema): \(error.localizedDescription)")
             }
+            // A label the output has no property for can never be right: said before the run.
+            if case .object(let properties)? = (try? JSONValue(parsing: Data(schemaText.utf8)))?["properties"] {
+                for name in label where !properties.contains(where: { $0.key == name }) {
+                    Diagnostics.note("--label \(name): the schema has no property \"\(name)\", so no value can match it")
+                }
+            }
+            let inputSHA256: String
+            do { inputSHA256 = try SHA256.hash(fileAt: URL(fileURLWithPath: input)) } catch { throw CLIError("cannot read the input file \(input): \(error.localizedDescription)") }
 
             var info = EvalRunInfo(
                 model: url.lastPathComponent,
                 modelBytes: (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? 0,
-                input: URL(fileURLWithPath: input).standardizedFileURL.path,
+                input: URL(fileURLWithPath: input).standardizedFileURL.path, inputSHA256: inputSHA256,
                 schema: schemaText, schemaSHA256: EvalRunInfo.sha256(schemaText),
                 instructionsSHA256: EvalRunInfo.sha256(instructionText ?? ""), promptTemplate: promptTemplate,
                 field: field, idField: idField, labels: label, maxTokens: options.maximumResponseTokens ?? Self.defaultMaxTokens,
@@ -247,15 +261,29 @@ struct EvalRun: AsyncParsableCommand {
             progress?.update(done: out.records, generatedTokens: tally.generatedTokens, final: true)
             info.elapsedSeconds = previous + elapsed()
             info.finished = true
+            info.records = out.records
             try info.write(for: output)
 
+            // The summary is the whole output's, resumed runs' records included, over their time.
             let seconds = elapsed()
+            var whole = try EvalTally.of(output: output, validator: tally.validator)
+            whole.uncheckedReason = tally.uncheckedReason
             if !quiet {
-                if resumedAt > 0 { Diagnostics.note("this run (records after line \(resumedAt)):") }
-                Diagnostics.note(tally.text(seconds: seconds))
-                if resumedAt > 0 { Diagnostics.note("`plinth eval report \(output)` summarizes the whole file") }
+                if resumedAt > 0 {
+                    Diagnostics.note(String(format: "this run: %d records after line %d in %.1f s (%.2f records/s); the whole output:",
+                                            tally.records, resumedAt, seconds, seconds > 0 ? Double(tally.records) / seconds : 0))
+                }
+                Diagnostics.note(whole.text(seconds: info.elapsedSeconds))
+                for name in label where whole.labels[name] == nil && whole.records > 0 {
+                    Diagnostics.note("--label \(name): no record has the field \"\(name)\"")
+                }
             }
-            if let summary { try tally.write(summary: summary, seconds: seconds) }
+            if let summary { try whole.write(summary: summary, seconds: info.elapsedSeconds) }
+            // A misspelt --field (or a template's field) fails every record: the run says so.
+            if whole.records > 0, whole.errors[BatchEvaluator.Failure.Kind.missingField.rawValue] == whole.records {
+                let source = promptTemplate == nil ? "the field \"\(field)\" (--field)" : "a field of --prompt-template"
+                throw CLIError("no record has \(source): every record failed; check the name, then rerun with --restart")
+            }
         }
     }
 
@@ -327,7 +355,8 @@ struct EvalRun: AsyncParsableCommand {
 
     static func read(_ path: String, what: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read the \(what) file \(path)") }
-        return String(decoding: data, as: UTF8.self)
+        // Without the byte order mark some editors write (the input's first line drops it too).
+        return String(decoding: data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data, as: UTF8.self)
     }
 
     /// Records (non-blank lines) of the input in the shard, for the progress bar, and those
@@ -380,7 +409,9 @@ struct EvalMerge: ParsableCommand {
             guard !shards.isEmpty else { throw CLIError("give the shards' output files") }
             var infos: [EvalRunInfo] = []
             for path in shards {
-                guard let info = try EvalRunInfo.read(for: path) else { throw CLIError("\(path) has no \(EvalRunInfo.url(for: path).lastPathComponent): not an eval output") }
+                guard let info = try EvalRunInfo.read(for: path, remedy: "run the shard's command again with --restart") else {
+                    throw CLIError("\(path) has no \(EvalRunInfo.url(for: path).lastPathComponent): not an eval output")
+                }
                 guard info.finished || allowPartial else { throw CLIError("\(path) has not finished; run its command again to complete it, or pass --allow-partial") }
                 infos.append(info)
             }
@@ -399,6 +430,15 @@ struct EvalMerge: ParsableCommand {
                 guard changed.isEmpty else { throw CLIError("\(path) comes from a run with a different \(changed.joined(separator: ", ")) than \(shards[0])") }
                 guard let s = info.shard, let (k, count) = try? EvalRun.parseShard(s), count == n else { throw CLIError("\(path) is not a shard of \(n)") }
                 guard seen.insert(k).inserted else { throw CLIError("shard \(k)/\(n) is given twice") }
+                // A finished shard still holds every record its run wrote (not cut or edited since).
+                if info.finished, let expected = info.records {
+                    let scan = try EvalOutputFile.scan(path)
+                    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+                    guard scan.lines.count == expected, scan.keep == size else {
+                        throw CLIError("\(path) holds \(scan.lines.count) whole records\(scan.keep == size ? "" : " and then other text"), "
+                                       + "where its run wrote \(expected): it was cut or edited since; run its command again to complete it")
+                    }
+                }
             }
             let missing = (0..<n).filter { !seen.contains($0) }
             guard missing.isEmpty || allowPartial else { throw CLIError("shards \(missing.map { "\($0)/\(n)" }.joined(separator: ", ")) are missing") }
@@ -422,6 +462,7 @@ struct EvalMerge: ParsableCommand {
                 do throws(PartialFile.Failure) { try file.commit() } catch { throw CLIError("cannot write \(file.url.path): \(error.reason)") }
             }
             unsharded.finished = infos.allSatisfy(\.finished) && missing.isEmpty
+            unsharded.records = unsharded.finished ? infos.compactMap(\.records).reduce(0, +) : nil
             unsharded.elapsedSeconds = infos.map(\.elapsedSeconds).max() ?? 0
             try unsharded.write(for: output)
             Diagnostics.note("merged \(shards.count) shards into \(output)")
@@ -473,15 +514,14 @@ struct EvalReport: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            if let summary { try FileChecks.requireDistinct(writes: [(summary, "summary")], reads: [(output, "output")]) }
-            let info = try EvalRunInfo.read(for: output)
-            var tally = EvalTally(validator: try info.map { try SchemaValidator(schema: $0.schema) })
-            let records = try LineReader(path: output)
-            while let line = try records.next() { if records.lineTerminated { tally.add(recordLine: line) } }
-            if FileManager.default.fileExists(atPath: output + ".timings.jsonl") {
-                let timings = try LineReader(path: output + ".timings.jsonl")
-                while let line = try timings.next() { if timings.lineTerminated { tally.add(timingLine: line) } }
+            if let summary {
+                try FileChecks.requireWritable(summary, what: "summary")
+                try FileChecks.requireDistinct(writes: [(summary, "summary")], reads: [
+                    (output, "output"), (EvalRunInfo.url(for: output).path, "run description"), (output + ".timings.jsonl", "timings file"),
+                ])
             }
+            let info = try EvalRunInfo.read(for: output, remedy: "its values can't be checked; the run's command with --restart writes it anew")
+            let tally = try EvalTally.of(output: output, validator: try info.map { try SchemaValidator(schema: $0.schema) })
             let seconds = info?.elapsedSeconds ?? 0
             if info == nil { Diagnostics.note("\(output) has no \(EvalRunInfo.url(for: output).lastPathComponent): its values are not checked against a schema") }
             if let info, !info.finished { Diagnostics.note("\(output) is not finished: its command has records left to run") }

@@ -60,6 +60,9 @@ struct EvalRunInfo: Codable, Equatable {
     var model: String
     var modelBytes: Int64
     var input: String
+    /// The input file's SHA-256: a run resumed on an input that changed would pair records with
+    /// the wrong lines. Nil in descriptions made before it was recorded.
+    var inputSHA256: String? = nil
     /// The schema's text, for `eval report` to validate values against.
     var schema: String
     var schemaSHA256: String
@@ -80,6 +83,8 @@ struct EvalRunInfo: Codable, Equatable {
     var backend: String? = nil
     /// Set when every record of the run (or shard) is in the output.
     var finished = false
+    /// The records in the output once finished: a merge checks that each shard still holds them.
+    var records: Int? = nil
     /// Wall time of the runs that wrote the output, resumed ones added up.
     var elapsedSeconds: Double = 0
 
@@ -88,6 +93,7 @@ struct EvalRunInfo: Codable, Equatable {
         var out: [String] = []
         if model != other.model || modelBytes != other.modelBytes { out.append("model") }
         if input != other.input { out.append("input file") }
+        if let a = inputSHA256, let b = other.inputSHA256, a != b { out.append("input file's contents (it changed since)") }
         if schemaSHA256 != other.schemaSHA256 { out.append("schema") }
         if instructionsSHA256 != other.instructionsSHA256 { out.append("instructions") }
         if promptTemplate != other.promptTemplate { out.append("prompt template") }
@@ -107,20 +113,35 @@ struct EvalRunInfo: Codable, Equatable {
 
     static func url(for output: String) -> URL { URL(fileURLWithPath: output + ".run.json") }
 
-    static func read(for output: String) throws -> EvalRunInfo? {
+    /// The description of `output`, nil when it has none; `remedy` says what a damaged one
+    /// leaves the user to do (the command's own way out).
+    static func read(for output: String, remedy: String = "rerun with --restart") throws -> EvalRunInfo? {
         let url = url(for: output)
         guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
         do {
             return try JSONDecoder().decode(EvalRunInfo.self, from: data)
         } catch {
-            throw CLIError("\(url.path) is not an eval run description (\(error.localizedDescription)); rerun with --restart")
+            throw CLIError("\(url.path) is not an eval run description (\(Self.describe(decoding: error))): \(remedy)")
+        }
+    }
+
+    /// What is wrong in a damaged description, by key (the decoder's own text names none).
+    static func describe(decoding error: any Error) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            context.codingPath.map(\.stringValue).joined(separator: ".")
+        }
+        switch error as? DecodingError {
+        case .keyNotFound(let key, _)?: return "it has no \"\(key.stringValue)\""
+        case .typeMismatch(_, let c)?, .valueNotFound(_, let c)?: return "\"\(path(c))\" is not what it should be: \(c.debugDescription)"
+        case .dataCorrupted(let c)?: return c.codingPath.isEmpty ? "it is not JSON" : "\"\(path(c))\": \(c.debugDescription)"
+        default: return error.localizedDescription
         }
     }
 
     func write(for output: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(self).write(to: Self.url(for: output), options: .atomic)
+        try FileChecks.writing(Self.url(for: output).path) { try encoder.encode(self).write(to: Self.url(for: output), options: .atomic) }
     }
 }
 
@@ -141,14 +162,40 @@ enum FileChecks {
         }
     }
 
-    /// Throws unless `path` can be created or replaced: its folder exists, and it is not a directory.
+    /// Throws unless `path` can be created or replaced by a file: its folder exists and can be
+    /// written in, and it is not a directory, a device or a pipe. Commands check before their
+    /// work, not after it.
     static func requireWritable(_ path: String, what: String) throws {
         var st = stat()
-        if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { throw CLIError("the \(what) \(path) is a directory") }
+        if stat(path, &st) == 0 {
+            switch st.st_mode & S_IFMT {
+            case S_IFREG: break
+            case S_IFDIR: throw CLIError("the \(what) \(path) is a directory")
+            default: throw CLIError("the \(what) \(path) is not a regular file (a device, a pipe or a socket)")
+            }
+        }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CLIError("the folder of the \(what) \(path) does not exist")
+        }
+        guard access(folder, W_OK) == 0 else {
+            throw CLIError("cannot write the \(what) \(path): its folder \(folder): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Runs a write, its failure said as what failed and why ("cannot write X: No space left on
+    /// device"), not as Foundation's error dump.
+    static func writing<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            let ns = error as NSError
+            var reason = ns.localizedFailureReason ?? ns.localizedDescription
+            if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+                reason = String(cString: strerror(Int32(posix.code)))
+            } else if ns.domain == NSPOSIXErrorDomain {
+                reason = String(cString: strerror(Int32(ns.code)))
+            }
+            throw CLIError("cannot write \(path): \(reason)")
         }
     }
 
@@ -238,7 +285,7 @@ final class EvalOutputFile {
 
     func append(_ line: String, inputLine: Int) throws {
         precondition(inputLine > lastLine, "records must come in input order")
-        try handle.write(contentsOf: Data((line + "\n").utf8))
+        try FileChecks.writing(path) { try handle.write(contentsOf: Data((line + "\n").utf8)) }
         lastLine = inputLine
         records += 1
     }

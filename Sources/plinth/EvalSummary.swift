@@ -1,8 +1,12 @@
 import Foundation
 import PlinthGrammar
 
-/// Checks values against the run's JSON Schema on its own, apart from the decoder that made
-/// them: the schema compiled over single bytes, and each value's JSON text fed through it.
+/// Checks values against the run's JSON Schema apart from the decoding that made them: the
+/// schema compiled again, over single bytes rather than the model's tokens, and each value's
+/// JSON text fed through it. It is the decoder's grammar all the same, with its canonical form:
+/// members in the schema's order, numbers as the decoder writes them. Values Plinth wrote pass
+/// or fail on the schema alone; a value edited or brought from elsewhere (members reordered,
+/// `1e0` for 1) may count invalid though the schema allows it.
 struct SchemaValidator {
     private let grammar: CompiledGrammar
 
@@ -38,6 +42,9 @@ struct EvalTally {
     var labels: [String: Label] = [:]
     /// Lines of an output file that are not records (`eval report` says how many it passed over).
     var otherLines = 0
+    /// Records whose id an earlier record has (a join on ids downstream would be ambiguous).
+    var repeatedIDs = 0
+    private var ids = Set<String>()
     /// Nil where values can't be checked: no schema (an output without its run description),
     /// or one the checker could not compile.
     let validator: SchemaValidator?
@@ -60,17 +67,33 @@ struct EvalTally {
         promptTokens += Self.integer(record["promptTokens"])
         generatedTokens += Self.integer(record["generatedTokens"])
         if record["truncatedByBudget"] == .bool(true) { truncatedByBudget += 1 }
-        guard let value = record["value"] else { return }
-        values += 1
-        if validator?.isValid(value.compactText) ?? false { validValues += 1 }
+        if let id = record["id"], id != .null, !ids.insert(id.compactText).inserted { repeatedIDs += 1 }
+        let value = record["value"]
+        if let value {
+            values += 1
+            if validator?.isValid(value.compactText) ?? false { validValues += 1 }
+        }
         guard case .object(let expected)? = record["labels"] else { return }
+        // A labelled record that failed counts against accuracy: it has no right value.
         for (field, label) in expected {
-            let output = value[field].map(Self.display) ?? "(missing)"
+            let output = value.map { $0[field].map(Self.display) ?? "(missing)" } ?? "(error)"
             let want = Self.display(label)
             labels[field, default: Label()].total += 1
-            if let got = value[field], Self.same(got, label) { labels[field, default: Label()].correct += 1 }
+            if let got = value?[field], Self.same(got, label) { labels[field, default: Label()].correct += 1 }
             labels[field, default: Label()].confusion[want, default: [:]][output, default: 0] += 1
         }
+    }
+
+    /// The tally of a whole output file and its timings file (lines cut short by a kill passed over).
+    static func of(output: String, validator: SchemaValidator?) throws -> EvalTally {
+        var tally = EvalTally(validator: validator)
+        let records = try LineReader(path: output)
+        while let line = try records.next() { if records.lineTerminated { tally.add(recordLine: line) } }
+        if FileManager.default.fileExists(atPath: output + ".timings.jsonl") {
+            let timings = try LineReader(path: output + ".timings.jsonl")
+            while let line = try timings.next() { if timings.lineTerminated { tally.add(timingLine: line) } }
+        }
+        return tally
     }
 
     /// Adds a line of the timings file.
@@ -119,7 +142,7 @@ struct EvalTally {
     func json(seconds: Double) -> JSONValue {
         func counts(_ d: [String: Int]) -> JSONValue { JSONValue(sortingMembersOf: d.mapValues { .integer($0) }) }
         return [
-            "records": .integer(records), "values": .integer(values),
+            "records": .integer(records), "values": .integer(values), "repeatedIDs": .integer(repeatedIDs),
             "validValues": validator == nil ? .null : .integer(validValues),
             "validRate": validator == nil ? .null : .double(values > 0 ? Double(validValues) / Double(values) : 0),
             "truncatedByBudget": .integer(truncatedByBudget), "errors": counts(errors),
@@ -137,13 +160,14 @@ struct EvalTally {
 
     /// Writes ``json(seconds:)`` to `path`.
     func write(summary path: String, seconds: Double) throws {
-        try Data((json(seconds: seconds).prettyText + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        try FileChecks.writing(path) { try Data((json(seconds: seconds).prettyText + "\n").utf8).write(to: URL(fileURLWithPath: path)) }
     }
 
     func text(seconds: Double) -> String {
         var lines: [String] = []
         let errorList = errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         lines.append("records: \(records) (\(values) values, \(records - values) errors\(errorList.isEmpty ? "" : ": " + errorList))")
+        if repeatedIDs > 0 { lines.append("ids: \(repeatedIDs) record\(repeatedIDs == 1 ? " has" : "s have") the id of an earlier record") }
         let rate = values > 0 ? 100 * Double(validValues) / Double(values) : 0
         if validator != nil {
             lines.append(String(format: "valid: %d of %d values (%.1f%%), %d ended early by the token budget",

@@ -65,6 +65,7 @@ struct Perplexity: ParsableCommand {
             let url = try modelOptions.url()
             if !divergence, let base {
                 // The base is written here: never over the model or the text.
+                try FileChecks.requireWritable(base, what: "base file")
                 try FileChecks.requireDistinct(writes: [(base, "base file")],
                                                reads: [(url.path, "model")] + (file.map { [($0, "text")] } ?? []))
             }

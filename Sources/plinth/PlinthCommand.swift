@@ -57,7 +57,8 @@ func firstInvalidUTF8Offset(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
 enum Diagnostics {
     static func error(_ message: String) { write("error: \(message)\n") }
     static func note(_ message: String) { write("\(message)\n") }
-    static func write(_ s: String) { FileHandle.standardError.write(Data(s.utf8)) }
+    /// A write that fails (standard error closed) is dropped: messages never stop the work.
+    static func write(_ s: String) { try? FileHandle.standardError.write(contentsOf: Data(s.utf8)) }
 }
 
 /// A command-line mistake that isn't a library error, with what is wrong.

@@ -82,6 +82,7 @@ struct Quantize: ParsableCommand {
             }
             let input = try modelOptions.url()
             let out = URL(fileURLWithPath: output)
+            try FileChecks.requireWritable(output, what: "output")
             try FileChecks.requireDistinct(writes: [(output, "output")],
                                            reads: [(input.path, "model")] + (imatrix.map { [($0, "importance matrix")] } ?? [])
                                                + (calibration.map { [($0, "calibration text")] } ?? []))
@@ -90,7 +91,21 @@ struct Quantize: ParsableCommand {
             for step in plan where step.note != nil { Diagnostics.note("\(step.tensor.name): \(step.note!)") }
             let started = Date()
             let importance = try imatrix.map { try ImportanceMatrix(url: URL(fileURLWithPath: $0)) }
-            if let importance { Diagnostics.note("\(imatrix!): \(importance.entries.count) matrices over \(importance.chunkCount) chunks") }
+            if let importance {
+                Diagnostics.note("\(imatrix!): \(importance.entries.count) matrices over \(importance.chunkCount) chunks")
+                // An embedding is looked up, not multiplied: no importance is measured for it.
+                let weighted = plan.filter { $0.type.isQuantized && $0.tensor.name != "token_embd.weight" }.map(\.tensor.name)
+                let missing = weighted.filter { importance.entries[$0] == nil }
+                if !weighted.isEmpty && missing.count == weighted.count {
+                    let theirs = importance.entries.keys.sorted().first ?? ""
+                    throw CLIError("the importance matrix \(imatrix!) has no entry for any matrix of this model (it names '\(theirs)'; "
+                                   + "the model '\(weighted[0])'): it was made for another model")
+                }
+                if let first = missing.first {
+                    Diagnostics.note("\(missing.count) of \(weighted.count) quantized matrices have no entry in the importance matrix "
+                                     + "(\(first) first): rounded to nearest")
+                }
+            }
             let hessians = method == "gptq" ? try calibrate(input) : nil
             try Quantizer.write(file, plan: plan, target: target, mix: mix, to: out, importance: importance, importanceFile: imatrix,
                                 hessians: hessians)

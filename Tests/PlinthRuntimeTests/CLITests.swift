@@ -510,4 +510,26 @@ struct SessionCLITests {
         #expect(entries.compactMap { $0["type"] as? String } == ["instructions", "prompt", "response", "prompt", "response"])
         #expect(String(decoding: data, as: UTF8.self).contains("And of Italy?"))
     }
+
+    /// quantize refuses, before it writes anything, an importance matrix that has no entry for
+    /// any of the model's matrices (another model's), and an output that is a device.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func quantizeRefusesAnotherModelsImportanceMatrixAndADevice() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-quantize-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // A valid importance matrix whose one entry is named as no SmolLM2 matrix is.
+        let sums = [Float](repeating: 1, count: 576), count: [Float] = [1]
+        let imatrix = dir.appendingPathComponent("other.gguf")
+        try GGUFWriter(metadata: [("general.type", .string("imatrix"))], tensors: [
+            GGUFWriter.Tensor(name: "layers.0.attn_q.weight.in_sum2", dimensions: [576], type: .f32) { out in sums.withUnsafeBytes { out.copyMemory(from: $0) } },
+            GGUFWriter.Tensor(name: "layers.0.attn_q.weight.counts", dimensions: [1], type: .f32) { out in count.withUnsafeBytes { out.copyMemory(from: $0) } },
+        ]).write(to: imatrix)
+        let out = dir.appendingPathComponent("out.gguf").path
+        let r = try CLI.runWithModel(["quantize", "-o", out, "--type", "Q4_0", "--imatrix", imatrix.path])
+        #expect(r.status != 0 && r.stderr.contains("has no entry for any matrix of this model"), "stderr: \(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        let device = try CLI.runWithModel(["quantize", "-o", "/dev/null", "--type", "Q8_0"])
+        #expect(device.status != 0 && device.stderr.contains("not a regular file"), "stderr: \(device.stderr)")
+    }
 }

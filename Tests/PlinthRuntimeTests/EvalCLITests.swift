@@ -296,4 +296,86 @@ struct EvalCLITests {
         #expect(bad.status != 0 && bad.stderr.contains("/nonexistent/lora"), "stderr: \(bad.stderr)")
         #expect(!FileManager.default.fileExists(atPath: Self.path("bad-adapter.jsonl")))
     }
+
+    /// The summary of a resumed run is the whole output's; a run on an input that changed since
+    /// it started is refused; report never writes its summary over the run's own files; a shard
+    /// cut after it finished is not merged; a labelled record that failed counts against
+    /// accuracy; a misspelt --field, which fails every record, fails the run.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func summariesCoverTheWholeOutputAndDamageIsRefused() throws {
+        let reference = try #require(Self.reference)
+        let referencePath = Self.path("reference.jsonl")
+        let lines = reference.output.split(separator: "\n").map { String($0) + "\n" }
+        let runInfo = Self.contents(referencePath + ".run.json")
+        #expect(runInfo.contains(#""records" : 24"#) && runInfo.contains("inputSHA256"), "\(runInfo)")
+        func write(_ text: String, _ path: String) throws { try text.write(toFile: path, atomically: true, encoding: .utf8) }
+        func json(_ text: String) -> [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]) ?? [:] }
+
+        // Resumed after 10 records: the summary counts all 24.
+        let resumed = Self.path("resumed.jsonl"), summary = Self.path("resumed-summary.json")
+        try write(lines.prefix(10).joined(), resumed)
+        try write(runInfo.replacingOccurrences(of: #""finished" : true"#, with: #""finished" : false"#), resumed + ".run.json")
+        let r = try CLI.runWithModel(Self.arguments(output: resumed, ["--summary", summary]))
+        #expect(r.status == 0 && r.stderr.contains("this run: 14 records after line"), "stderr: \(r.stderr)")
+        #expect(Self.contents(resumed) == reference.output)
+        let whole = json(Self.contents(summary))
+        #expect(whole["records"] as? Int == 24 && whole["values"] as? Int == 20, "\(whole)")
+
+        // The input changed after the run began: refused, the output untouched.
+        let copy = Self.path("changing-input.jsonl"), changing = Self.path("changing.jsonl")
+        try write(Self.contents(Self.input), copy)
+        let args = Self.arguments(output: changing, ["--shard", "0/6"]).map { $0 == Self.input ? copy : $0 }
+        #expect(try CLI.runWithModel(args).status == 0)
+        try write(Self.contents(copy) + #"{"id": "new", "text": "A new clause."}"# + "\n", copy)
+        let before = Self.contents(changing)
+        let again = try CLI.runWithModel(args)
+        #expect(again.status != 0 && again.stderr.contains("input file's contents"), "stderr: \(again.stderr)")
+        #expect(Self.contents(changing) == before)
+
+        // report --summary over the run's description or timings is refused; they stay.
+        for target in [referencePath + ".run.json", referencePath + ".timings.jsonl"] {
+            let kept = Self.contents(target)
+            let report = try CLI.run(["eval", "report", referencePath, "--summary", target])
+            #expect(report.status != 0 && report.stderr.contains("writing it would destroy"), "stderr: \(report.stderr)")
+            #expect(Self.contents(target) == kept)
+        }
+
+        // Two shards made from the reference merge to it; one cut after it finished does not.
+        var shards: [String] = []
+        let timings = Self.contents(referencePath + ".timings.jsonl").split(separator: "\n").map { String($0) + "\n" }
+        for k in 0..<2 {
+            let path = Self.path("cut-shard-\(k).jsonl")
+            func inShard(_ line: String) -> Bool { ((json(line)["line"] as? Int ?? 0) - 1) % 2 == k }
+            let mine = lines.filter(inShard)
+            try write(mine.joined(), path)
+            try write(timings.filter(inShard).joined(), path + ".timings.jsonl")
+            var info = json(runInfo)
+            info["shard"] = "\(k)/2"
+            info["records"] = mine.count
+            try JSONSerialization.data(withJSONObject: info).write(to: URL(fileURLWithPath: path + ".run.json"))
+            shards.append(path)
+        }
+        let merged = Self.path("cut-merged.jsonl")
+        let m = try CLI.run(["eval", "merge", merged] + shards)
+        #expect(m.status == 0 && Self.contents(merged) == reference.output, "stderr: \(m.stderr)")
+        try write(Self.contents(shards[1]).split(separator: "\n").dropLast().map { $0 + "\n" }.joined(), shards[1])
+        let cut = try CLI.run(["eval", "merge", Self.path("cut-merged-2.jsonl")] + shards)
+        #expect(cut.status != 0 && cut.stderr.contains("cut or edited"), "stderr: \(cut.stderr)")
+
+        // The long record (an inputTooLong error) with a label: 21 labelled records, one "(error)".
+        let labelled = Self.path("labelled.jsonl")
+        try write(lines.map { $0.contains(#""id":"long""#) ? $0.replacingOccurrences(of: "}}\n", with: #"},"labels":{"effectDirection":"increase"}}"# + "\n") : $0 }.joined(), labelled)
+        try write(runInfo, labelled + ".run.json")
+        let labelledSummary = Self.path("labelled-summary.json")
+        let report = try CLI.run(["eval", "report", labelled, "--summary", labelledSummary])
+        #expect(report.status == 0, "stderr: \(report.stderr)")
+        let label = (json(Self.contents(labelledSummary))["labels"] as? [String: Any])?["effectDirection"] as? [String: Any]
+        #expect(label?["total"] as? Int == 21, "\(String(describing: label))")
+        #expect(((label?["confusion"] as? [String: Any])?["increase"] as? [String: Int])?["(error)"] == 1, "\(String(describing: label))")
+
+        // A field no record has: every record fails, and so does the run; a label the schema lacks is said.
+        let misspelt = try CLI.runWithModel(Self.arguments(output: Self.path("misspelt.jsonl"), ["--field", "txet", "--shard", "0/6", "--label", "nosuch"]))
+        #expect(misspelt.status != 0 && misspelt.stderr.contains(#"no record has the field "txet""#), "stderr: \(misspelt.stderr)")
+        #expect(misspelt.stderr.contains(#"--label nosuch: the schema has no property"#), "stderr: \(misspelt.stderr)")
+    }
 }

@@ -265,6 +265,12 @@ struct LoRAAdapterTests {
         if case .unknownTarget = error(try peftFolder(config: Self.config, tensors: [("base_model.model.model.layers.31.self_attn.q_proj.lora_A.weight", [2, 576]), ("base_model.model.model.layers.31.self_attn.q_proj.lora_B.weight", [576, 2])])) {} else {
             Issue.record("a layer past the model's")
         }
+        if case .unknownTarget = error(try peftFolder(config: Self.config, tensors: [("base_model.model.model.layers.-1.self_attn.q_proj.lora_A.weight", [2, 576]), ("base_model.model.model.layers.-1.self_attn.q_proj.lora_B.weight", [576, 2])])) {} else {
+            Issue.record("a negative layer")
+        }
+        // GGUF names: the layer as GGUF writes it (a sign or a leading zero names no layer).
+        #expect(AdapterTarget(tensorName: "blk.1.attn_q.weight") != nil)
+        for name in ["blk.-1.attn_q.weight", "blk.+1.attn_q.weight", "blk.01.attn_q.weight"] { #expect(AdapterTarget(tensorName: name) == nil, "\(name)") }
         if case .unsupported = error(try peftFolder(config: #"{"r":2,"lora_alpha":4,"use_dora":true}"#, tensors: good)) {} else { Issue.record("DoRA") }
         if case .badConfig = error(try peftFolder(config: #"{"lora_alpha":4}"#, tensors: good)) {} else { Issue.record("no rank") }
         if case .badConfig = error(try peftFolder(config: #"{"r":2,"lora_alpha":"16"}"#, tensors: good)) {} else { Issue.record("alpha as a string") }

@@ -294,6 +294,55 @@ struct QuantizerTests {
         #expect(!FileManager.default.fileExists(atPath: out.path))
     }
 
+    /// An importance matrix whose count or chunk count no integer holds is refused, not a trap.
+    @Test func malformedImportanceMatricesAreRefused() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-imatrix-\(UUID().uuidString).gguf")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let sums: [Float] = [1, 2]
+        func write(chunks: GGUFValue, count: Float) throws {
+            try GGUFWriter(metadata: [("general.type", .string("imatrix")), ("imatrix.chunk_count", chunks)], tensors: [
+                GGUFWriter.Tensor(name: "blk.0.attn_q.weight.in_sum2", dimensions: [2], type: .f32) { out in sums.withUnsafeBytes { out.copyMemory(from: $0) } },
+                GGUFWriter.Tensor(name: "blk.0.attn_q.weight.counts", dimensions: [1], type: .f32) { out in [count].withUnsafeBytes { out.copyMemory(from: $0) } },
+            ]).write(to: url)
+        }
+        try write(chunks: .uint32(2), count: 3)
+        #expect(try ImportanceMatrix(url: url).chunkCount == 2)
+        try write(chunks: .uint32(2), count: 1e20)
+        #expect(throws: ImportanceMatrixError.malformed(path: url.path, entry: "blk.0.attn_q.weight")) { try ImportanceMatrix(url: url) }
+        for chunks in [GGUFValue.int32(-1), .uint64(1 << 40)] {
+            try write(chunks: chunks, count: 3)
+            #expect(throws: ImportanceMatrixError.self) { try ImportanceMatrix(url: url) }
+        }
+    }
+
+    /// The partial files a writer of `url` left beside it.
+    static func partials(beside url: URL) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
+        return names.filter { $0.hasPrefix(url.lastPathComponent + ".") && $0.hasSuffix(".partial") }
+    }
+
+    /// A file named as the writer's partial file once was (`OUT.partial`; here the input) is
+    /// never written over: the partial name is new each time.
+    @Test func theWriterLeavesAFileNamedAsItsPartialFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-out-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("model.gguf")
+        try Data("input".utf8).write(to: dir.appendingPathComponent("model.gguf.partial"))
+        try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: out)
+        #expect(try String(contentsOf: dir.appendingPathComponent("model.gguf.partial"), encoding: .utf8) == "input")
+        #expect(try GGUFFile(url: out).tensors.isEmpty)
+        #expect(Self.partials(beside: out) == ["model.gguf.partial"])
+    }
+
+    /// `general.alignment` is written as the format has it, a uint32, whatever integer it was read as.
+    @Test func theAlignmentIsWrittenAsAUInt32() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-align-\(UUID().uuidString).gguf")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try GGUFWriter(metadata: Self.metadata.filter { $0.key != "general.alignment" } + [("general.alignment", .uint64(64))], tensors: []).write(to: url)
+        #expect(try GGUFFile(url: url).metadata["general.alignment"] == .uint32(64))
+    }
+
     /// A GGUF file written over a directory's name is refused before anything is written: the
     /// directory and what it holds stay. Over a file, the new file replaces it whole.
     @Test func theWriterNeverReplacesADirectory() throws {
@@ -303,7 +352,7 @@ struct QuantizerTests {
         try Data("keep".utf8).write(to: dir.appendingPathComponent("keep.txt"))
         #expect(throws: GGUFWriteError.self) { try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: dir) }
         #expect(try String(contentsOf: dir.appendingPathComponent("keep.txt"), encoding: .utf8) == "keep")
-        #expect(!FileManager.default.fileExists(atPath: dir.path + ".partial"))
+        #expect(Self.partials(beside: dir).isEmpty)
         let file = dir.appendingPathComponent("model.gguf")
         try Data("old".utf8).write(to: file)
         try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: file)
@@ -361,6 +410,10 @@ struct QuantizerTests {
             #expect(q.type == fallback && q.note?.contains("256") == true, "\(target.name)")
         }
         #expect(Quantizer.fallback(.q4_0) == .f16)
+        // Rows of 48 fit no fallback's 32-blocks either: F16, as llama-quantize.
+        for target in [GGMLType.q2_K, .q4_K, .q6_K] {
+            #expect(try Quantizer.plan(file, target: target, pure: true).first { $0.tensor.name == "blk.0.odd.weight" }?.type == .f16)
+        }
     }
 
     /// llama-quantize's mix rules by layer: Q4_K_M raises attn_v and ffn_down to Q6_K in the first
@@ -406,7 +459,7 @@ struct QuantizerTests {
         #expect(qe.type == .q8_0)
         let expected = try #require(Self.quantize(Self.values(192), .q8_0))
         #expect(Array(UnsafeRawBufferPointer(start: q.data(of: qe), count: qe.byteCount)) == expected)
-        #expect(!FileManager.default.fileExists(atPath: out.path + ".partial"))
+        #expect(Self.partials(beside: out).isEmpty)
         #expect(q.metadata[Quantizer.plinthTypesKey] == nil)
 
         // A file in Plinth's own format names it, and reads back in it.

@@ -167,6 +167,15 @@ struct LocalLanguageModelTests {
         }
         #expect(context.contextSize == 4096)
         #expect(session.transcript.isEmpty)
+        // Text that can't fit whatever its tokens is refused without tokenizing it (8 MB here).
+        let huge = await #expect(throws: LanguageModelError.self) {
+            try await session.respond(to: String(repeating: "dragon ", count: 1_200_000), options: greedy)
+        }
+        guard case .contextSizeExceeded(let past)? = huge else {
+            Issue.record("expected contextSizeExceeded, got \(String(describing: huge))")
+            return
+        }
+        #expect(past.debugDescription.contains("8400000 bytes") && past.tokenCount >= 4096, "\(past.debugDescription)")
         // The session is still usable.
         let response = try await session.respond(to: "Hello", options: greedy)
         #expect(!response.content.isEmpty)

@@ -17,6 +17,8 @@ final class LocalModelInstance: Sendable {
     private let adapters = Mutex<[String: LoRAAdapter]>([:])
     /// The tokens that can start a tool call, found once (a pass over the vocabulary).
     private let markerTokens = Mutex<(opening: Set<Int32>, separator: Set<Int32>)?>(nil)
+    /// The bytes of the vocabulary's longest token: text of n bytes is at least n / this tokens.
+    let longestTokenBytes: Int
 
     /// Most tokens a conversation may hold (prompt and response).
     var contextSize: Int { scheduler.contextLength }
@@ -59,6 +61,9 @@ final class LocalModelInstance: Sendable {
         }
         guard model.chatTemplate != nil else { throw LocalLanguageModelError.missingChatTemplate(url.path) }
         self.model = model
+        longestTokenBytes = (0..<Int32(model.tokenizer.vocabularySize)).reduce(1) { longest, id in
+            max(longest, model.tokenizer.withTokenBytes(id) { $0.count })
+        }
         let sizing = Self.sizing(parallel: parallel)
         do {
             scheduler = try Scheduler(model: model, configuration: .init(

@@ -37,7 +37,8 @@ public enum AdapterTarget: Hashable, Sendable, Comparable, CustomStringConvertib
         case "output.weight": self = .output
         default:
             let parts = name.split(separator: ".")
-            guard parts.count == 4, parts[0] == "blk", parts[3] == "weight", let i = Int(parts[1]),
+            // The layer as GGUF writes it: decimal digits, no sign, no leading zero.
+            guard parts.count == 4, parts[0] == "blk", parts[3] == "weight", let i = Int(parts[1]), i >= 0, String(i) == parts[1],
                   let m = Matrix(rawValue: String(parts[2])) else { return nil }
             self = .layer(i, m)
         }
@@ -155,7 +156,7 @@ public final class LoRAAdapter: Sendable {
     /// merging), since it may have been read for another.
     func checkShapes(in config: ModelConfig) throws(AdapterError) {
         for (target, pair) in pairs {
-            if case .layer(let i, _) = target, i >= config.layerCount {
+            if case .layer(let i, _) = target, i < 0 || i >= config.layerCount {
                 throw .unknownTarget(tensor: target.tensorName, why: "the model has \(config.layerCount) layers")
             }
             let shape = target.shape(in: config)

@@ -102,7 +102,7 @@ public enum LogProbabilityFile {
         }
     }
 
-    /// Writes a file to `FILE.partial`, renamed to its name by ``finish()`` only: a run that stops
+    /// Writes a file beside FILE (a ``PartialFile``), renamed to FILE by ``finish()`` only: a run that stops
     /// early leaves no file that looks whole.
     public final class Writer {
         private let url: URL

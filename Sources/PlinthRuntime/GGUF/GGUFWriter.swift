@@ -3,7 +3,7 @@ import Foundation
 /// Writes a GGUF file (version 3) as llama.cpp lays it out: the metadata in the order given, the
 /// tensor infos, then each tensor's bytes at an aligned offset. Tensors are produced one at a
 /// time by their `fill` closures, so a model never has to be in memory whole. The file appears
-/// under its name only when complete (it is written to `NAME.partial` first).
+/// under its name only when complete (it is written to a ``PartialFile`` beside it first).
 public struct GGUFWriter {
     public struct Tensor {
         public var name: String
@@ -39,13 +39,15 @@ public struct GGUFWriter {
 
     public func write(to url: URL) throws {
         let alignment = self.alignment
-        guard alignment > 0, alignment % 8 == 0 else { throw GGUFWriteError.badAlignment(alignment) }
+        guard alignment > 0, alignment % 8 == 0, alignment <= UInt32.max else { throw GGUFWriteError.badAlignment(alignment) }
         var header = ByteWriter()
         header.bytes += Array("GGUF".utf8)
         header.u32(3)
         header.u64(UInt64(tensors.count))
         header.u64(UInt64(metadata.count))
-        for (key, value) in metadata {
+        for (key, var value) in metadata {
+            // The format has it a uint32 (ggml asserts so); a file read may have had another integer.
+            if key == "general.alignment" { value = .uint32(UInt32(alignment)) }
             header.string(key)
             header.u32(Self.typeID(value))
             header.value(value)

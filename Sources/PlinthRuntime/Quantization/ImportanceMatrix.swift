@@ -77,6 +77,10 @@ public struct ImportanceMatrix: Sendable {
         }
         datasets = (try? file.stringArray("imatrix.datasets")) ?? []
         chunkCount = (try? file.int("imatrix.chunk_count")) ?? 0
+        // Written back as a uint32 by the quantizer.
+        guard (0...Int(UInt32.max)).contains(chunkCount) else {
+            throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: "its imatrix.chunk_count is \(chunkCount)")
+        }
         chunkSize = (try? file.int("imatrix.chunk_size")) ?? 0
         for t in file.tensors where t.name.hasSuffix(".in_sum2") {
             let name = String(t.name.dropLast(".in_sum2".count))
@@ -87,7 +91,8 @@ public struct ImportanceMatrix: Sendable {
             }
             let sums = UnsafeBufferPointer(start: file.data(of: t).assumingMemoryBound(to: Float.self), count: t.elementCount)
             let count = file.data(of: c).loadUnaligned(as: Float.self)
-            guard count >= 0, count.isFinite, sums.allSatisfy({ $0 >= 0 && $0.isFinite }) else {
+            // A count is a number of activations, far below 2^53 (NaN fails the comparison).
+            guard count >= 0, count < 0x1p53, sums.allSatisfy({ $0 >= 0 && $0.isFinite }) else {
                 throw ImportanceMatrixError.malformed(path: url.path, entry: name)
             }
             entries[name] = Entry(sums: sums.map(Double.init), count: Int(count))

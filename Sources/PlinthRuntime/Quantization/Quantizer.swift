@@ -146,7 +146,9 @@ public enum Quantizer {
                 }
             }
             if t.rowLength % wanted.blockElements != 0 {
-                let fallback = Self.fallback(wanted)
+                // As llama-quantize: the next type down whose blocks fit, F16 at the end.
+                var fallback = Self.fallback(wanted)
+                while t.rowLength % fallback.blockElements != 0 { fallback = Self.fallback(fallback) }
                 let why = "rows of \(t.rowLength) are not whole \(wanted.name) blocks of \(wanted.blockElements): \(fallback.name)"
                 // Q8_0 for the output projection is llama-quantize's choice, not worth a note.
                 return Step(tensor: t, type: fallback, note: mixed && t.name == output && wanted == .q6_K ? nil : why)

@@ -1,9 +1,11 @@
 import Foundation
 
-/// A file written under `NAME.partial` and renamed to `NAME` only when complete, so that a
-/// failed or killed writer never leaves a truncated file under the real name, nor loses the old
-/// one. A destination that is a directory is refused before anything is written (replacing it
-/// would delete everything in it).
+/// A file written under a new name beside it (`NAME.XXXXXX.partial`) and renamed to `NAME` only
+/// when complete, so that a failed or killed writer never leaves a truncated file under the real
+/// name, nor loses the old one. The partial name is made unique and created exclusively: no
+/// existing file (an input named `NAME.partial` among them) is ever written over. A destination
+/// that is a directory is refused before anything is written (replacing it would delete
+/// everything in it).
 package final class PartialFile {
     package struct Failure: Error {
         package let reason: String
@@ -18,7 +20,6 @@ package final class PartialFile {
         // A link is written through: its target is replaced, the link kept.
         let url = url.resolvingSymlinksInPath()
         self.url = url
-        partial = url.appendingPathExtension("partial")
         var st = stat()
         if lstat(url.path, &st) == 0 {
             switch st.st_mode & S_IFMT {
@@ -28,11 +29,15 @@ package final class PartialFile {
             default: throw Failure(reason: "it is not a regular file (a device, a pipe or a socket)")
             }
         }
-        guard FileManager.default.createFile(atPath: partial.path, contents: nil),
-              let handle = try? FileHandle(forWritingTo: partial) else {
-            throw Failure(reason: "cannot create \(partial.path)")
-        }
-        self.handle = handle
+        var template = Array((url.path + ".XXXXXX.partial").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, Int32(".partial".utf8.count)) }
+        guard fd >= 0 else { throw Failure(reason: "cannot create a file beside it: \(String(cString: strerror(errno)))") }
+        // mkstemps makes the file private (0600); the finished file gets the usual mode.
+        let mask = umask(0)
+        umask(mask)
+        fchmod(fd, 0o666 & ~mask)
+        partial = URL(fileURLWithPath: String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
     deinit {
