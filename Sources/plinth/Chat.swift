@@ -116,10 +116,20 @@ struct Chat: AsyncParsableCommand {
         } catch {
             StandardOutput().write("\n")
             _ = reported(error)
-            if case LanguageModelSession.GenerationError.exceededContextWindowSize = error {
-                Diagnostics.note("(the conversation fills the model's context: /reset starts a new one)")
+            if Self.isContextFull(error) {
+                Diagnostics.note("(the conversation fills the model's context: /reset starts a new one; -c sets a larger context)")
             }
         }
+    }
+}
+
+extension Chat {
+    /// Whether a request failed because the context is full (the session's error for a transcript
+    /// past it, or the model's for a response that reached its end).
+    static func isContextFull(_ error: any Error) -> Bool {
+        if case LanguageModelSession.GenerationError.exceededContextWindowSize = error { return true }
+        if case LanguageModelError.contextSizeExceeded = error { return true }
+        return false
     }
 }
 

@@ -145,7 +145,7 @@ struct EvalRun: AsyncParsableCommand {
             let url = try session.modelOptions.url()
             let adapterURL = try session.adapterOptions.url()
             let model = LocalLanguageModel(name: url.path, adapter: adapterURL, backend: try session.backendOptions.localValue(),
-                                           parallel: parallel)
+                                           parallel: parallel, contextLength: session.context)
             let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
             // Loaded now, and the adapter read and the schema compiled, so that none of them
@@ -183,7 +183,8 @@ struct EvalRun: AsyncParsableCommand {
                 instructionsSHA256: EvalRunInfo.sha256(instructionText ?? ""), promptTemplate: promptTemplate,
                 field: field, idField: idField, labels: label, maxTokens: options.maximumResponseTokens ?? Self.defaultMaxTokens,
                 sampling: Self.describe(options),
-                includeSchemaInPrompt: !noSchemaInPrompt, shard: shard, adapter: adapterID, backend: sizing.backend.rawValue)
+                includeSchemaInPrompt: !noSchemaInPrompt, shard: shard, adapter: adapterID, backend: sizing.backend.rawValue,
+                contextLength: context)
             var previous: Double = 0
             var done: [Int] = []
             if !restart, FileManager.default.fileExists(atPath: output) {

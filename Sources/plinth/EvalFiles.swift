@@ -81,6 +81,8 @@ struct EvalRunInfo: Codable, Equatable {
     /// Where the steps ran (cpu or cuda; merged shards: each one's, as "cpu+cuda"); nil in the
     /// descriptions of runs made before it was recorded.
     var backend: String? = nil
+    /// The context the records had (which of them fit); nil in descriptions made before it was recorded.
+    var contextLength: Int? = nil
     /// Set when every record of the run (or shard) is in the output.
     var finished = false
     /// The records in the output once finished: a merge checks that each shard still holds them.
@@ -106,6 +108,7 @@ struct EvalRunInfo: Codable, Equatable {
         if adapter != other.adapter { out.append("adapter") }
         // Greedy values on a GPU may differ from the CPU's at near-ties: one output, one backend.
         if let a = backend, let b = other.backend, a != b { out.append("backend") }
+        if let a = contextLength, let b = other.contextLength, a != b { out.append("context") }
         return out
     }
 

@@ -57,19 +57,40 @@ struct Respond: AsyncParsableCommand {
                 } catch LocalLanguageModelError.schemaNotEnforceable(_, let reason) {
                     // Named by its file: a schema read from JSON has no type name of its own.
                     throw CLIError("the schema in \(path) can't be enforced while decoding: \(reason)")
+                } catch {
+                    // A partial value is no value: the streamed prefix ends its line, nothing more.
+                    if !output.isEmpty { output.write("\n") }
+                    throw Self.explained(error)
                 }
             } else {
                 let responses = session.streamResponse(to: prompt, options: generationOptions)
-                if stream {
-                    for try await snapshot in responses { try output.extend(to: snapshot.content) }
+                var written = ""
+                do {
+                    for try await snapshot in responses {
+                        written = snapshot.content
+                        if stream { try output.extend(to: written) }
+                    }
+                    let response = try await responses.collect()
+                    try output.extend(to: response.content)
+                    usage = response.usage
+                } catch {
+                    // What the model wrote before it failed (the context filled) is printed, then the error.
+                    if !written.isEmpty {
+                        try? output.extend(to: written)
+                        output.write("\n")
+                    }
+                    throw Self.explained(error)
                 }
-                let response = try await responses.collect()
-                try output.extend(to: response.content)
-                usage = response.usage
             }
             output.write("\n")
             if !quiet { Diagnostics.note(speedNote(session.transcript, usage: usage)) }
         }
+    }
+
+    /// The error, with the option that helps where one does.
+    static func explained(_ error: any Error) -> any Error {
+        guard Chat.isContextFull(error) else { return error }
+        return CLIError("\((error as? LocalizedError)?.errorDescription ?? "\(error)") (-c sets a larger context, up to the model's)")
     }
 
     /// The response budget with --schema when --max-tokens is not given.
@@ -110,4 +131,7 @@ final class StandardOutput {
 
     /// Starts over for a new response.
     func reset() { printed = [] }
+
+    /// Whether nothing of the current text is printed yet.
+    var isEmpty: Bool { printed.isEmpty }
 }

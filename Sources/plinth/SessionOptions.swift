@@ -30,7 +30,11 @@ struct SessionOptions: ParsableArguments {
     @Option(name: [.customShort("n"), .customLong("max-tokens")], help: "The most tokens one response may take (respond --schema: 512 unless given; a value always closes within it).")
     var maxTokens: Int?
 
+    @Option(name: [.customShort("c"), .customLong("context")], help: "Tokens the model attends to, prompt and responses together (default: the model's, at most 4096; never more than the model's).")
+    var context: Int?
+
     func validate() throws {
+        if let context { guard context >= 16 else { throw ValidationError("--context must be at least 16, not \(context)") } }
         if greedy && (temperature != nil || topK != nil || topP != nil || seed != nil) {
             throw ValidationError("--greedy can't be combined with --temperature, --top-k, --top-p or --seed")
         }
@@ -60,7 +64,7 @@ struct SessionOptions: ParsableArguments {
     /// cache is a few slots (the conversation's and prefixes kept warm), not a server's 80.
     func localModel() throws -> LocalLanguageModel {
         LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url(), backend: try backendOptions.localValue(),
-                           parallel: 1)
+                           parallel: 1, contextLength: context)
     }
 
     func session(_ model: LocalLanguageModel) -> LanguageModelSession {

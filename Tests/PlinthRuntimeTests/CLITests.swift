@@ -532,4 +532,22 @@ struct SessionCLITests {
         let device = try CLI.runWithModel(["quantize", "-o", "/dev/null", "--type", "Q8_0"])
         #expect(device.status != 0 && device.stderr.contains("not a regular file"), "stderr: \(device.stderr)")
     }
+
+    /// `-c/--context` sets the session commands' context; a response that fills it keeps what
+    /// it wrote (printed, streamed or not), then says the context is full and how to grow it.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func aResponseThatFillsTheContextKeepsItsText() throws {
+        let prompt = "Tell me a long story about a dragon"
+        for stream in [false, true] {
+            let r = try CLI.runWithModel(["respond", "-c", "64", "--greedy", prompt] + (stream ? ["--stream"] : []))
+            #expect(r.status != 0 && r.stderr.contains("context of 64 tokens") && r.stderr.contains("-c sets a larger context"), "stderr: \(r.stderr)")
+            #expect(r.stdout.count > 40 && r.stdout.hasSuffix("\n"), "stdout: \(r.stdout)")
+        }
+        let whole = try CLI.runWithModel(["respond", "-c", "2048", "--greedy", "-n", "8", prompt])
+        #expect(whole.status == 0, "stderr: \(whole.stderr)")
+        let chat = try CLI.runWithModel(["chat", "-c", "96", "--greedy"], input: prompt + "\n")
+        #expect(chat.stderr.contains("/reset starts a new one"), "stderr: \(chat.stderr)")
+        let tiny = try CLI.runWithModel(["respond", "-c", "8", prompt])
+        #expect(tiny.status != 0 && tiny.stderr.contains("--context must be at least 16"), "stderr: \(tiny.stderr)")
+    }
 }

@@ -28,6 +28,9 @@ public struct LocalLanguageModel: Sendable, Hashable {
     /// Sequences decoding at once when this model is first loaded (the backend's default where
     /// nil): `plinth eval --parallel` and `plinth serve --parallel`.
     let parallel: Int?
+    /// Tokens per sequence when this model is first loaded (the model's, at most
+    /// ``LocalModelInstance/maximumContextLength``, where nil): `--context` of the session commands.
+    let contextLength: Int?
     let home: URL
 
     /// Where a local model's forward steps run. The scheduler, the sampler and the constrained
@@ -89,17 +92,20 @@ public struct LocalLanguageModel: Sendable, Hashable {
         self.init(name: name, store: ModelStore(), adapter: adapter, backend: backend)
     }
 
-    /// A model that, loaded first by this value, runs `parallel` sequences at once.
-    package init(name: String, adapter: URL?, backend: Backend, parallel: Int?) {
-        self.init(name: name, store: ModelStore(), adapter: adapter, backend: backend, parallel: parallel)
+    /// A model that, loaded first by this value, runs `parallel` sequences at once of
+    /// `contextLength` tokens each (the model's context, at most 4096, where nil; never more
+    /// than the model's).
+    package init(name: String, adapter: URL?, backend: Backend, parallel: Int?, contextLength: Int? = nil) {
+        self.init(name: name, store: ModelStore(), adapter: adapter, backend: backend, parallel: parallel, contextLength: contextLength)
     }
 
-    init(name: String, store: ModelStore, adapter: URL? = nil, backend: Backend = .default, parallel: Int? = nil) {
+    init(name: String, store: ModelStore, adapter: URL? = nil, backend: Backend = .default, parallel: Int? = nil, contextLength: Int? = nil) {
         self.name = name
         self.home = store.home
         self.adapter = adapter
         self.backend = backend
         self.parallel = parallel
+        self.contextLength = contextLength
     }
 
     /// The file of the model, or the error that says why there is none.
@@ -149,7 +155,7 @@ public struct LocalLanguageModel: Sendable, Hashable {
 
     /// The loaded model, shared process-wide.
     func instance() throws -> LocalModelInstance {
-        try LocalModelRegistry.instance(for: resolvedURL(), backend: backend.runtime, parallel: parallel)
+        try LocalModelRegistry.instance(for: resolvedURL(), backend: backend.runtime, parallel: parallel, contextLength: contextLength)
     }
 
     /// Where the loaded model runs (``Backend/cpu`` or ``Backend/cuda``, after `auto` chose)

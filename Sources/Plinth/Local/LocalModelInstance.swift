@@ -137,9 +137,9 @@ enum LocalModelRegistry {
     private static func key(_ path: String, _ backend: Backend) -> String { backend.rawValue + ":" + path }
 
     /// The loaded model for a file on `backend`, loading it on first use with `parallel`
-    /// sequences at once (the backend's default where nil); a later caller gets the instance
-    /// as first loaded.
-    static func instance(for url: URL, backend: Backend, parallel: Int? = nil) throws -> LocalModelInstance {
+    /// sequences at once (the backend's default where nil) of `contextLength` tokens; a later
+    /// caller gets the instance as first loaded.
+    static func instance(for url: URL, backend: Backend, parallel: Int? = nil, contextLength: Int? = nil) throws -> LocalModelInstance {
         let path = url.standardizedFileURL.resolvingSymlinksInPath().path
         // Loading under the lock: a second caller waits for the first load instead of repeating it.
         return try instances.withLock { table in
@@ -148,7 +148,7 @@ enum LocalModelRegistry {
                 table[key(path, .auto)] = loaded
                 return loaded
             }
-            let loaded = try LocalModelInstance(url: URL(fileURLWithPath: path), contextLength: nil, parallel: parallel, maxQueued: 65536,
+            let loaded = try LocalModelInstance(url: URL(fileURLWithPath: path), contextLength: contextLength, parallel: parallel, maxQueued: 65536,
                                                 backend: backend)
             table[key(path, backend)] = loaded
             if backend == .auto, table[key(path, loaded.scheduler.backend)] == nil { table[key(path, loaded.scheduler.backend)] = loaded }
