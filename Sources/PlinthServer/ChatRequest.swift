@@ -10,6 +10,15 @@ struct ChatRequest: Sendable {
         case jsonObject
         /// A JSON Schema document, enforced while decoding.
         case jsonSchema(name: String, schema: JSONValue)
+
+        /// The JSON Schema the decoder enforces, or nil for free text.
+        var enforcedSchema: JSONValue? {
+            switch self {
+            case .text: nil
+            case .jsonObject: ChatRequest.anyObjectSchema
+            case .jsonSchema(_, let schema): schema
+            }
+        }
     }
 
     enum ToolChoice: Sendable, Equatable {
@@ -26,13 +35,7 @@ struct ChatRequest: Sendable {
     var parallelToolCalls: Bool
 
     /// The JSON Schema the decoder enforces, or nil for free text.
-    var enforcedSchema: JSONValue? {
-        switch responseFormat {
-        case .text: nil
-        case .jsonObject: Self.anyObjectSchema
-        case .jsonSchema(_, let schema): schema
-        }
-    }
+    var enforcedSchema: JSONValue? { responseFormat.enforcedSchema }
 
     /// A JSON object: the schema `json_object` enforces.
     static let anyObjectSchema = JSONValue.object([("type", .string("object"))])
@@ -66,7 +69,7 @@ struct ChatRequest: Sendable {
         }
     }
 
-    private static func responseFormat(_ r: RequestReader) throws -> ResponseFormat {
+    static func responseFormat(_ r: RequestReader) throws -> ResponseFormat {
         guard let f = try r.object("response_format") else { return .text }
         switch try f.requiredString("type") {
         case "text": return .text
@@ -230,9 +233,14 @@ struct ChatRequest: Sendable {
         guard let parts = v.arrayValue else {
             throw APIError.invalid(m.name("content"), "`\(m.name("content"))` must be a string or an array of content parts.", code: "invalid_type")
         }
+        guard !parts.isEmpty else {
+            throw APIError.invalid(m.name("content"), "`\(m.name("content"))` is an empty array: give at least one content part, or a string.")
+        }
         return try parts.enumerated().map { j, part in
             let p = try RequestReader(part, path: m.name("content[\(j)]"))
             let type = try p.requiredString("type")
+            // An assistant's refusal (OpenAI's `refusal` part) is what it said.
+            if type == "refusal" && role == "assistant" { return try p.requiredString("refusal") }
             guard type == "text" else {
                 throw APIError.invalid(p.name("type"), "Only text content parts are supported, not `\(type)`.")
             }

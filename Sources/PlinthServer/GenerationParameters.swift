@@ -47,6 +47,9 @@ struct GenerationParameters: Sendable {
         n = try r.integer("n", in: 1...16) ?? 1
         stream = try r.bool("stream") ?? false
         includeUsageInStream = try r.object("stream_options")?.bool("include_usage") ?? false
+        if r.raw("stream_options").map({ $0 != .null }) == true && !stream {
+            throw APIError.invalid("stream_options", "`stream_options` is only allowed when `stream` is true.")
+        }
         logprobs = nil
     }
 
@@ -94,6 +97,11 @@ struct GenerationParameters: Sendable {
         if let call = r.raw("function_call"), call != .string("none"), call != .string("auto") {
             try refuse("function_call", "(use tool_choice)")
         }
+        // Text is all these models write.
+        if case .array(let kinds)? = r.raw("modalities"), kinds.contains(where: { $0 != .string("text") }) {
+            try refuse("modalities", "other than [\"text\"]")
+        }
+        if let audio = r.raw("audio"), audio != .null { try refuse("audio", "(audio output)") }
     }
 
     /// Refuses bias on tokens the model doesn't have.

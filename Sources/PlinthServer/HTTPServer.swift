@@ -74,7 +74,7 @@ public final class HTTPServer: Sendable {
         }
         router.post("/v1/completions") { request, _ in
             await self.generate(request) { body in
-                let c = try TextCompletion(body: body, host: self.host, settings: self.settings, metrics: self.metrics)
+                let c = try await TextCompletion(body: body, host: self.host, settings: self.settings, metrics: self.metrics)
                 return (c.parameters.stream, c.response, c.stream)
             }
         }
@@ -175,6 +175,9 @@ public final class HTTPServer: Sendable {
         var response = json(error.json, status: HTTPResponse.Status(code: error.status))
         if error.status == 429 || error.status == 503 { response.headers[.retryAfter] = "1" }
         if error.status == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
+        // The request limit is the server's own: the same request would time out again. OpenAI's
+        // clients retry a 408 unless told not to.
+        if error.status == 408 { response.headers[.init("x-should-retry")!] = "false" }
         return response
     }
 
@@ -197,7 +200,14 @@ struct Gate: RouterMiddleware {
         let start = DispatchTime.now().uptimeNanoseconds
         let path = request.uri.path
         var response: Response
-        if let key = server.settings.apiKey, path != "/health", !Self.authorized(request, key: key) {
+        let origin = request.headers[.origin].flatMap { Self.allows(origin: $0, server.settings.allowedOrigins) ? $0 : nil }
+        if request.method == .options, let origin, request.headers[.accessControlRequestMethod] != nil {
+            // A browser's preflight: it carries no key, and says what the request will send.
+            response = Response(status: .noContent)
+            response.headers[.accessControlAllowMethods] = "GET, POST, OPTIONS"
+            response.headers[.accessControlAllowHeaders] = request.headers[.accessControlRequestHeaders] ?? "Authorization, Content-Type"
+            response.headers[.accessControlMaxAge] = "600"
+        } else if let key = server.settings.apiKey, path != "/health", !Self.authorized(request, key: key) {
             response = HTTPServer.error(.unauthorized())
         } else {
             do {
@@ -216,12 +226,24 @@ struct Gate: RouterMiddleware {
                 response = HTTPServer.error(.server(error.localizedDescription))
             }
         }
+        if let origin {
+            response.headers[.accessControlAllowOrigin] = origin
+            response.headers[.vary] = "Origin"
+        }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         let endpoint = HTTPServer.endpoints.contains(path) ? path : path.hasPrefix("/v1/models/") ? "/v1/models/{id}" : "other"
         server.metrics.request(endpoint: endpoint, status: Int(response.status.code), seconds: seconds)
         HTTPServer.log(["event": "request", "method": request.method.rawValue, "path": path, "status": String(response.status.code)],
                        numbers: ["seconds": seconds])
         return response
+    }
+
+    /// Whether a page from `origin` may call the API: one of `allowed` (`*` for any), or a page
+    /// served from this machine (http or https on localhost, 127.0.0.1 or [::1], any port).
+    static func allows(origin: String, _ allowed: [String]) -> Bool {
+        if allowed.contains("*") || allowed.contains(origin) { return true }
+        guard let url = URL(string: origin), url.scheme == "http" || url.scheme == "https", let host = url.host else { return false }
+        return ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host.lowercased())
     }
 
     /// `Authorization: Bearer KEY` (the scheme in any case, as RFC 7235 has it), the key compared

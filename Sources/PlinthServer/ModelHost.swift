@@ -30,11 +30,16 @@ public struct ServerSettings: Sendable {
     /// `MODEL:ADAPTER`, each served unmerged with every model it fits. Clients name only these:
     /// never a path.
     public var adapters: [String]
+    /// Web origins (`https://app.example`, or `*` for any) whose pages may call the API from a
+    /// browser (CORS), besides pages served from this machine (localhost), which always may.
+    public var allowedOrigins: [String]
 
     public init(models: [String], host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, parallel: Int? = nil,
                 maxQueue: Int = 256, contextLength: Int? = nil, maxBodyBytes: Int = 8 << 20, requestTimeout: Double? = 600,
-                schemaTimeLimit: Double = 10, adapters: [String] = [], backend: LocalLanguageModel.Backend = .default) {
+                schemaTimeLimit: Double = 10, adapters: [String] = [], allowedOrigins: [String] = [],
+                backend: LocalLanguageModel.Backend = .default) {
         self.models = models
+        self.allowedOrigins = allowedOrigins
         self.adapters = adapters
         self.host = host
         self.port = port

@@ -9,18 +9,16 @@ struct TextCompletion: Sendable {
     let model: ServedModel
     let parameters: GenerationParameters
     let echo: [String]
-    /// Each echo's length in Unicode scalars, where the generated text's offsets start.
-    let echoLengths: [Int]
     let choices: Choices
     let id = OpenAIWire.id("cmpl")
     let created = OpenAIWire.now()
 
-    init(body: Data, host: ModelHost, settings: ServerSettings, metrics: Metrics) throws {
+    init(body: Data, host: ModelHost, settings: ServerSettings, metrics: Metrics) async throws {
         let r = try RequestReader(body: body)
         let selection = try host.model(named: try r.requiredString("model"))
         let (modelID, model) = (selection.id, selection.model)
-        var p = try GenerationParameters(r, maxTokenKeys: ["max_tokens"])
-        if r.raw("max_tokens") == nil { p.maxTokens = 16 }  // OpenAI's default for this endpoint
+        var p = try GenerationParameters(r, maxTokenKeys: ["max_tokens", "max_completion_tokens"])
+        if p.maxTokens == nil { p.maxTokens = 16 }  // OpenAI's default for this endpoint
         try p.checkTokens(vocabularySize: model.tokenizer.vocabularySize)
         p.logprobs = try r.integer("logprobs", in: 0...20)
         if r.raw("suffix") != nil {
@@ -61,14 +59,36 @@ struct TextCompletion: Sendable {
                 throw APIError.contextLength(prompt: prompt.tokens.count, limit: p.maxTokens ?? 0, context: model.contextLength, param: "prompt")
             }
         }
+        // response_format as on chat (llama-server and vLLM take it here too), compiled off the pool.
+        let constraint: (@Sendable () throws -> any Constraint)?
+        if let schema = try ChatRequest.responseFormat(r).enforcedSchema {
+            let timeLimit = settings.schemaTimeLimit
+            constraint = try await offPool {
+                let grammar: CompiledGrammar
+                do {
+                    grammar = try model.grammar(jsonSchema: schema, timeLimit: timeLimit)
+                } catch {
+                    throw APIError.invalid("response_format", "The response schema can't be enforced: \(error.localizedDescription)",
+                                           code: "unsupported_schema")
+                }
+                return try model.constraint(response: grammar, tools: [], required: false, after: Transcript(), timeLimit: timeLimit)
+            }
+        } else {
+            constraint = nil
+        }
         var requests: [GenerationRequest] = []
         var echo: [String] = []
         let echoes = try r.bool("echo") ?? false
+        // OpenAI lists the echoed prompt's tokens with their log-probabilities (lm-eval-harness
+        // scores prompts so); this server scores generated tokens only, so it says so.
+        if echoes && p.logprobs != nil {
+            throw APIError.invalid("echo", "`echo` with `logprobs` (the prompt's log-probabilities) is not supported.", code: "unsupported_parameter")
+        }
         for prompt in prompts {
             for _ in 0..<p.n {
                 requests.append(GenerationRequest(prompt: prompt.tokens, sampling: p.sampling(forChoice: requests.count),
-                                                  maxTokens: p.maxTokens, stopSequences: p.stop, logprobs: p.logprobs,
-                                                  adapter: selection.adapter))
+                                                  maxTokens: p.maxTokens, stopSequences: p.stop, constraint: constraint,
+                                                  logprobs: p.logprobs, adapter: selection.adapter))
                 echo.append(echoes ? prompt.text : "")
             }
         }
@@ -76,7 +96,6 @@ struct TextCompletion: Sendable {
         self.model = model
         self.parameters = p
         self.echo = echo
-        echoLengths = echo.map(\.unicodeScalars.count)
         choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout, modelID: modelID, metrics: metrics,
                               param: prompts.count > 1 ? "prompt" : "n")
     }
@@ -97,8 +116,8 @@ struct TextCompletion: Sendable {
     }
 
     /// One token's entries; its offset counts Unicode scalars (Python's string indices) from the
-    /// start of the choice's text, echoed prompt included.
-    private func record(_ entry: TokenLogprob, into c: inout Choice, echoed: Int) {
+    /// start of the choice's text (never an echoed prompt: `echo` with `logprobs` is refused).
+    private func record(_ entry: TokenLogprob, into c: inout Choice) {
         // A token that is not whole UTF-8 is named by its bytes, as OpenAI does ("bytes:\\xe6"),
         // so that alternatives made of parts of one character stay apart.
         let text = { (id: Int32) -> String in
@@ -113,7 +132,7 @@ struct TextCompletion: Sendable {
             top.append((text(alt.token), OpenAIWire.float(alt.logprob)))
         }
         c.top.append(.object(top))
-        c.offsets.append(OpenAIWire.int(echoed + entry.textOffset))
+        c.offsets.append(OpenAIWire.int(entry.textOffset))
     }
 
     func response() async throws -> JSONValue {
@@ -121,7 +140,7 @@ struct TextCompletion: Sendable {
         try await choices.consume { i, event in
             switch event {
             case .text(let t, _): state[i].text += t
-            case .logprob(let e): record(e, into: &state[i], echoed: echoLengths[i])
+            case .logprob(let e): record(e, into: &state[i])
             case .finished(let s): state[i].summary = s
             default: break
             }
@@ -150,7 +169,7 @@ struct TextCompletion: Sendable {
                     if !echo[i].isEmpty { try await send(chunk(i, echo[i], nil)) }
                 }
                 switch event {
-                case .logprob(let e): record(e, into: &state[i], echoed: echoLengths[i])
+                case .logprob(let e): record(e, into: &state[i])
                 case .text(let t, _):
                     // Text with nothing to show carries only the tokens it stands for, if any.
                     guard !t.isEmpty || !state[i].tokens.isEmpty else { break }

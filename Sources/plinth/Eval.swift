@@ -126,14 +126,14 @@ struct EvalRun: AsyncParsableCommand {
             if let instructionsFile { try FileChecks.requireReadable(instructionsFile, what: "instructions file") }
             try FileChecks.requireReadable(input, what: "input file", once: false)
             try FileChecks.requireWritable(output, what: "output")
-            if let summary { try FileChecks.requireWritable(summary, what: "summary") }
+            if let summary { try FileChecks.requireWritable(summary, what: "summary", streams: true) }
             let written = [(output, "output"), (output + ".run.json", "run description"), (output + ".timings.jsonl", "timings file")]
                 + (summary.map { [($0, "summary")] } ?? [])
             try FileChecks.requireDistinct(
                 writes: written.map { (path: $0.0, what: $0.1) },
                 reads: [(input, "input file"), (schema, "schema file")] + (instructionsFile.map { [($0, "instructions file")] } ?? []))
 
-            let schemaText = try Self.read(schema, what: "schema")
+            let schemaText = Self.droppingByteOrderMark(try Self.read(schema, what: "schema"))
             do { _ = try JSONValue(parsing: Data(schemaText.utf8)) } catch { throw CLIError("\(schema) is not JSON: \(error)") }
             let generationSchema: GenerationSchema
             do {
@@ -141,7 +141,9 @@ struct EvalRun: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(schema) is not a JSON Schema: \(error.localizedDescription)")
             }
-            let instructionText = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? session.instructions
+            // Hashed as read (runs made before the mark was dropped resume), given without the mark.
+            let instructionsRead = try instructionsFile.map { try Self.read($0, what: "instructions") } ?? session.instructions
+            let instructionText = instructionsRead.map(Self.droppingByteOrderMark)
             let url = try session.modelOptions.url()
             let adapterURL = try session.adapterOptions.url()
             let model = LocalLanguageModel(name: url.path, adapter: adapterURL, backend: try session.backendOptions.localValue(),
@@ -180,7 +182,7 @@ struct EvalRun: AsyncParsableCommand {
                 modelBytes: (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? 0,
                 input: URL(fileURLWithPath: input).standardizedFileURL.path, inputSHA256: inputSHA256,
                 schema: schemaText, schemaSHA256: EvalRunInfo.sha256(schemaText),
-                instructionsSHA256: EvalRunInfo.sha256(instructionText ?? ""), promptTemplate: promptTemplate,
+                instructionsSHA256: EvalRunInfo.sha256(instructionsRead ?? ""), promptTemplate: promptTemplate,
                 field: field, idField: idField, labels: label, maxTokens: options.maximumResponseTokens ?? Self.defaultMaxTokens,
                 sampling: Self.describe(options),
                 includeSchemaInPrompt: !noSchemaInPrompt, shard: shard, adapter: adapterID, backend: sizing.backend.rawValue,
@@ -356,8 +358,12 @@ struct EvalRun: AsyncParsableCommand {
 
     static func read(_ path: String, what: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read the \(what) file \(path)") }
-        // Without the byte order mark some editors write (the input's first line drops it too).
-        return String(decoding: data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data, as: UTF8.self)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Text without the byte order mark some editors write (the input's first line drops it too).
+    static func droppingByteOrderMark(_ text: String) -> String {
+        text.unicodeScalars.first == "\u{FEFF}" ? String(text.unicodeScalars.dropFirst()) : text
     }
 
     /// Records (non-blank lines) of the input in the shard, for the progress bar, and those
@@ -431,8 +437,11 @@ struct EvalMerge: ParsableCommand {
                 guard changed.isEmpty else { throw CLIError("\(path) comes from a run with a different \(changed.joined(separator: ", ")) than \(shards[0])") }
                 guard let s = info.shard, let (k, count) = try? EvalRun.parseShard(s), count == n else { throw CLIError("\(path) is not a shard of \(n)") }
                 guard seen.insert(k).inserted else { throw CLIError("shard \(k)/\(n) is given twice") }
-                // A finished shard still holds every record its run wrote (not cut or edited since).
-                if info.finished, let expected = info.records {
+                // A finished shard still holds every record its run wrote (not cut or edited since):
+                // as many as its description says, or (descriptions made before it said) as its
+                // input has in its shard.
+                let counted = FileManager.default.fileExists(atPath: info.input) ? try? EvalRun.countRecords(info.input, shard: (k, count)).count : nil
+                if info.finished, let expected = info.records ?? counted {
                     let scan = try EvalOutputFile.scan(path)
                     let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
                     guard scan.lines.count == expected, scan.keep == size else {
@@ -516,7 +525,7 @@ struct EvalReport: ParsableCommand {
     func run() throws {
         try reportingErrors {
             if let summary {
-                try FileChecks.requireWritable(summary, what: "summary")
+                try FileChecks.requireWritable(summary, what: "summary", streams: true)
                 try FileChecks.requireDistinct(writes: [(summary, "summary")], reads: [
                     (output, "output"), (EvalRunInfo.url(for: output).path, "run description"), (output + ".timings.jsonl", "timings file"),
                 ])

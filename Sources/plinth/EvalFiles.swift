@@ -166,15 +166,18 @@ enum FileChecks {
     }
 
     /// Throws unless `path` can be created or replaced by a file: its folder exists and can be
-    /// written in, and it is not a directory, a device or a pipe. Commands check before their
-    /// work, not after it.
-    static func requireWritable(_ path: String, what: String) throws {
+    /// written in, and it is not a directory, nor a device or a pipe unless `streams` (a file
+    /// written in one go, such as a summary to /dev/stdout). Commands check before their work,
+    /// not after it.
+    static func requireWritable(_ path: String, what: String, streams: Bool = false) throws {
         var st = stat()
         if stat(path, &st) == 0 {
             switch st.st_mode & S_IFMT {
             case S_IFREG: break
             case S_IFDIR: throw CLIError("the \(what) \(path) is a directory")
-            default: throw CLIError("the \(what) \(path) is not a regular file (a device, a pipe or a socket)")
+            default:
+                if streams { return }
+                throw CLIError("the \(what) \(path) is not a regular file (a device, a pipe or a socket)")
             }
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path

@@ -158,9 +158,18 @@ struct EvalTally {
         ]
     }
 
-    /// Writes ``json(seconds:)`` to `path`.
+    /// Writes ``json(seconds:)`` to `path`. Standard output (`/dev/stdout`, whatever it is
+    /// redirected to) is written through, after what is printed there: opened again, it would be
+    /// truncated under the report.
     func write(summary path: String, seconds: Double) throws {
-        try FileChecks.writing(path) { try Data((json(seconds: seconds).prettyText + "\n").utf8).write(to: URL(fileURLWithPath: path)) }
+        let data = Data((json(seconds: seconds).prettyText + "\n").utf8)
+        var target = stat(), out = stat()
+        if stat(path, &target) == 0, fstat(STDOUT_FILENO, &out) == 0, target.st_dev == out.st_dev, target.st_ino == out.st_ino {
+            fflush(nil)  // every C stream: print() writes through stdout
+            try FileChecks.writing(path) { try FileHandle.standardOutput.write(contentsOf: data) }
+        } else {
+            try FileChecks.writing(path) { try data.write(to: URL(fileURLWithPath: path)) }
+        }
     }
 
     func text(seconds: Double) -> String {

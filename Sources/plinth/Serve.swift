@@ -52,6 +52,10 @@ struct Serve: AsyncParsableCommand {
             help: "A LoRA adapter (a name in the adapter directories, or a path) clients may name as MODEL:ADAPTER (repeat for several).")
     var adapters: [String] = []
 
+    @Option(name: .customLong("allow-origin"),
+            help: "A web origin whose pages may call the API from a browser, as https://app.example, or * for any (repeat for several); pages from localhost always may.")
+    var allowedOrigins: [String] = []
+
     @OptionGroup var backendOptions: BackendOptions
 
     func validate() throws {
@@ -87,7 +91,7 @@ struct Serve: AsyncParsableCommand {
         }
         let settings = ServerSettings(models: models, host: host, port: port, apiKey: key, parallel: parallel, maxQueue: maxQueue,
                                       contextLength: ctx, maxBodyBytes: maxBody, requestTimeout: timeout > 0 ? timeout : nil,
-                                      schemaTimeLimit: schemaTimeLimit, adapters: adapters,
+                                      schemaTimeLimit: schemaTimeLimit, adapters: adapters, allowedOrigins: allowedOrigins,
                                       backend: try backendOptions.localValue())
         let host = host
         try await HTTPServer(settings: settings).run { port in

@@ -340,6 +340,10 @@ struct EvalCLITests {
             #expect(Self.contents(target) == kept)
         }
 
+        // A summary may go to a stream (written in one go): /dev/stdout.
+        let toStdout = try CLI.run(["eval", "report", referencePath, "--summary", "/dev/stdout"])
+        #expect(toStdout.status == 0 && toStdout.stdout.contains(#""repeatedIDs""#), "\(toStdout.stdout)\(toStdout.stderr)")
+
         // Two shards made from the reference merge to it; one cut after it finished does not.
         var shards: [String] = []
         let timings = Self.contents(referencePath + ".timings.jsonl").split(separator: "\n").map { String($0) + "\n" }

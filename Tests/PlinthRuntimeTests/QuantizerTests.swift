@@ -322,17 +322,23 @@ struct QuantizerTests {
     }
 
     /// A file named as the writer's partial file once was (`OUT.partial`; here the input) is
-    /// never written over: the partial name is new each time.
+    /// never written over: the partial name is new each time. A partial file a killed writer
+    /// left (no lock held) is removed by the next; one a writer still holds stays.
     @Test func theWriterLeavesAFileNamedAsItsPartialFile() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-out-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("model.gguf")
         try Data("input".utf8).write(to: dir.appendingPathComponent("model.gguf.partial"))
+        try Data("abandoned".utf8).write(to: dir.appendingPathComponent("model.gguf.Ab12cD.partial"))
+        try Data("in use".utf8).write(to: dir.appendingPathComponent("model.gguf.Zz99zZ.partial"))
+        let held = open(dir.appendingPathComponent("model.gguf.Zz99zZ.partial").path, O_RDONLY)
+        defer { close(held) }
+        #expect(flock(held, LOCK_EX) == 0)
         try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: out)
         #expect(try String(contentsOf: dir.appendingPathComponent("model.gguf.partial"), encoding: .utf8) == "input")
         #expect(try GGUFFile(url: out).tensors.isEmpty)
-        #expect(Self.partials(beside: out) == ["model.gguf.partial"])
+        #expect(Self.partials(beside: out).sorted() == ["model.gguf.Zz99zZ.partial", "model.gguf.partial"])
     }
 
     /// `general.alignment` is written as the format has it, a uint32, whatever integer it was read as.

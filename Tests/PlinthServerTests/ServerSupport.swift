@@ -55,11 +55,13 @@ final class TestServer: Sendable {
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    func request(_ method: String, _ path: String, body: Data? = nil, key: String? = nil, timeout: Double = 300) async throws -> Reply {
+    func request(_ method: String, _ path: String, body: Data? = nil, key: String? = nil, timeout: Double = 300,
+                 headers extra: [String: String] = [:]) async throws -> Reply {
         var r = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         r.httpMethod = method
         r.httpBody = body
         r.timeoutInterval = timeout
+        for (name, value) in extra { r.setValue(value, forHTTPHeaderField: name) }
         if body != nil { r.setValue("application/json", forHTTPHeaderField: "Content-Type") }
         if let key { r.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
         let (data, response) = try await URLSession.shared.data(for: r)

@@ -102,18 +102,18 @@ enum LocalGeneration {
         }
         let tools = request.generationOptions.toolCallingMode == .disallowed ? [] : request.enabledToolDefinitions
         // Text far past the context is refused before it is tokenized (a record of 40 MB took
-        // 27 s and 3 GB to count): every token holds at most the longest token's bytes.
-        let textBytes = request.transcript.reduce(0) { sum, entry in
-            sum + TranscriptRenderer.text(of: entry.segments).utf8.count
-        }
-        if textBytes / instance.longestTokenBytes >= instance.contextSize {
-            let atLeast = textBytes / instance.longestTokenBytes
+        // 27 s and 3 GB to count): every token holds at most the longest token's bytes. The
+        // rendered text, as the template has it (it may trim, or leave entries out).
+        let rendered = try TranscriptRenderer.text(for: request.transcript, model: instance.model, tools: tools)
+        let atLeast = rendered.utf8.count / instance.longestTokenBytes
+        if atLeast >= instance.contextSize {
             throw LanguageModelError.contextSizeExceeded(.init(
                 contextSize: instance.contextSize, tokenCount: atLeast,
-                debugDescription: "The transcript's text is \(textBytes) bytes, at least \(atLeast) tokens, past the model's "
-                    + "context of \(instance.contextSize) tokens."))
+                debugDescription: "The transcript is \(rendered.utf8.count) bytes as the chat template writes it, at least \(atLeast) "
+                    + "tokens, past the model's context of \(instance.contextSize) tokens."))
         }
-        let prompt = try TranscriptRenderer.tokens(for: request.transcript, model: instance.model, tools: tools)
+        // The template writes control tokens (<|im_start|>) as text; they are parsed back into ids.
+        let prompt = instance.model.tokenizer.encodeRendered(rendered)
         // Checked here, before any work: a transcript that leaves no room for one token. The
         // response limit is a cap, not a reservation (Apple's "the maximum number of tokens the
         // model is allowed to produce"): a response may take what the context has left.

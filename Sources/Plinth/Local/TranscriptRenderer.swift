@@ -81,6 +81,13 @@ enum TranscriptRenderer {
     ///   tools and in the Plinth format otherwise.
     static func tokens(for transcript: Transcript, model: PlinthRuntime.Model, tools: [Transcript.ToolDefinition] = [],
                        addGenerationPrompt: Bool = true) throws -> [Int32] {
+        // The template writes control tokens (<|im_start|>) as text; they are parsed back into ids.
+        model.tokenizer.encodeRendered(try text(for: transcript, model: model, tools: tools, addGenerationPrompt: addGenerationPrompt))
+    }
+
+    /// The transcript as the model's chat template writes it, before tokenizing.
+    static func text(for transcript: Transcript, model: PlinthRuntime.Model, tools: [Transcript.ToolDefinition] = [],
+                     addGenerationPrompt: Bool = true) throws -> String {
         guard let template = model.chatTemplate else { throw LocalLanguageModelError.missingChatTemplate(model.url.path) }
         let text: String
         do {
@@ -94,7 +101,6 @@ enum TranscriptRenderer {
         } catch {
             throw LocalLanguageModelError.templateFailed(error.localizedDescription)
         }
-        // The template writes control tokens (<|im_start|>) as text; they are parsed back into ids.
-        return model.tokenizer.encodeRendered(text)
+        return text
     }
 }

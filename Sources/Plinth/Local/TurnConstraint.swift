@@ -35,10 +35,16 @@ final class TurnConstraint: Constraint {
     private var callTokens = 0
     /// After a call was taken back, the model answers in text and calls no more.
     private var toolsBarred = false
-    /// Tokens whose text starts with `{`, barred as the first text once tools are barred.
-    private lazy var braceTokens: [Int32] = (0..<Int32(tokenizer.vocabularySize)).filter {
-        tokenizer.tokenBytes($0).first == UInt8(ascii: "{")
+    /// Whether the answer written since tools were barred is blank so far.
+    private var barredAnswerBlank = true
+    /// Tokens whose first non-blank byte is `{`: barred while the answer is blank once tools
+    /// are barred, so that the call isn't written again without its tags. (A model set on
+    /// calling may still write it as text in other ways: Qwen2.5-0.5B opens with `(` then.)
+    private lazy var untaggedOpeningTokens: [Int32] = (0..<Int32(tokenizer.vocabularySize)).filter {
+        tokenizer.tokenBytes($0).first { !Self.isBlank($0) } == UInt8(ascii: "{")
     }
+
+    static func isBlank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
 
     init(tokenizer: Tokenizer, grammar: CompiledGrammar?, tools: LocalToolCalling?, failsOnCutCall: Bool = true) {
         self.tokenizer = tokenizer
@@ -186,7 +192,7 @@ final class TurnConstraint: Constraint {
                 if n % 32 != 0 { mask[mask.count - 1] = (1 << UInt32(n % 32)) - 1 }
                 func bar(_ t: Int32) { mask[Int(t) >> 5] &= ~(1 << (UInt32(t) & 31)) }
                 tools.openingTokens.forEach(bar)
-                if held.isEmpty && !textEmitted { braceTokens.forEach(bar) }
+                if barredAnswerBlank { untaggedOpeningTokens.forEach(bar) }
             } else {
                 return false
             }
@@ -255,7 +261,11 @@ final class TurnConstraint: Constraint {
                 push(token, .text, &out)
                 guard holdsText else { return }
                 // Barred from calling, the model can't write the tag's first byte: nothing to hold.
-                if toolsBarred { releaseHeld(all: true, &out); return }
+                if toolsBarred {
+                    if held.contains(where: { !Self.isBlank($0) }) { barredAnswerBlank = false }
+                    releaseHeld(all: true, &out)
+                    return
+                }
                 let marker = LocalToolCalling.openingBytes
                 let opening = textEmitted ? .none : tools.map { Self.untaggedCall(in: held, grammar: $0.grammar) } ?? .none
                 if case .call(let object) = opening {
@@ -300,8 +310,7 @@ final class TurnConstraint: Constraint {
     /// of blanks made one (as the call grammar has them); `.undecided` while the text could
     /// still become one. Anything else (a JSON answer among them) is text.
     static func untaggedCall(in text: [UInt8], grammar: CompiledGrammar) -> UntaggedCall {
-        func isBlank(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
-        guard let start = text.firstIndex(where: { !isBlank($0) }) else { return .undecided }
+        guard let start = text.firstIndex(where: { !Self.isBlank($0) }) else { return .undecided }
         var brace = start
         if text[start] != UInt8(ascii: "{") {
             var open: Int?, undecided = false
@@ -309,7 +318,7 @@ final class TurnConstraint: Constraint {
                 let written = text[start...]
                 guard written.prefix(fence.count).elementsEqual(fence.prefix(written.count)) else { continue }
                 guard written.count > fence.count,
-                      let i = text[(start + fence.count)...].firstIndex(where: { !isBlank($0) }) else {
+                      let i = text[(start + fence.count)...].firstIndex(where: { !Self.isBlank($0) }) else {
                     undecided = true
                     continue
                 }
@@ -325,7 +334,7 @@ final class TurnConstraint: Constraint {
         var i = 0, h = 0
         while h < head.count {
             guard i < object.count else { break }
-            if isBlank(object[i]) && (h == 1 || h == 7 || h == 8) { i += 1; continue }
+            if Self.isBlank(object[i]) && (h == 1 || h == 7 || h == 8) { i += 1; continue }
             guard object[i] == head[h] else { return .none }
             i += 1
             h += 1
@@ -346,7 +355,7 @@ final class TurnConstraint: Constraint {
                 out.append(b)
                 continue
             }
-            let blank = b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09
+            let blank = isBlank(b)
             if blank && lastBlank { continue }
             lastBlank = blank
             if b == UInt8(ascii: "\"") { inString = true }

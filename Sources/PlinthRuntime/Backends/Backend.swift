@@ -65,6 +65,6 @@ enum BackendNotes {
 
     /// A message on standard error, every time.
     static func say(_ message: String) {
-        FileHandle.standardError.write(Data("plinth: \(message)\n".utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("plinth: \(message)\n".utf8))
     }
 }

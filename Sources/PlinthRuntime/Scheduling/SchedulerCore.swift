@@ -398,7 +398,7 @@ final class SchedulerCore: @unchecked Sendable {
                 // The host's share: building the batch (the constraints' masks) and advancing the
                 // sequences with the step's tokens, around the forward step.
                 let decodeRows = fed.filter(\.seq.decoding).count
-                FileHandle.standardError.write(Data(String(format: "step: %d tokens, %d decoding, %d prefilling, %d waiting, %.2f ms (host: %.2f ms before, %.2f after)\n",
+                try? FileHandle.standardError.write(contentsOf: Data(String(format: "step: %d tokens, %d decoding, %d prefilling, %d waiting, %.2f ms (host: %.2f ms before, %.2f after)\n",
                     batch.count, decodeRows, fed.count - decodeRows, queued, Double(stepped - started) / 1e6,
                     Double(started - began) / 1e6, Double(now() - stepped) / 1e6).utf8))
             }

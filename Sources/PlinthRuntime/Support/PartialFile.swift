@@ -3,9 +3,10 @@ import Foundation
 /// A file written under a new name beside it (`NAME.XXXXXX.partial`) and renamed to `NAME` only
 /// when complete, so that a failed or killed writer never leaves a truncated file under the real
 /// name, nor loses the old one. The partial name is made unique and created exclusively: no
-/// existing file (an input named `NAME.partial` among them) is ever written over. A destination
-/// that is a directory is refused before anything is written (replacing it would delete
-/// everything in it).
+/// existing file (an input named `NAME.partial` among them) is ever written over. A writer holds
+/// a lock on its partial file; the partial files of `NAME` that no writer holds (left by one
+/// that was killed) are removed when the next starts. A destination that is a directory is
+/// refused before anything is written (replacing it would delete everything in it).
 package final class PartialFile {
     package struct Failure: Error {
         package let reason: String
@@ -29,15 +30,38 @@ package final class PartialFile {
             default: throw Failure(reason: "it is not a regular file (a device, a pipe or a socket)")
             }
         }
-        var template = Array((url.path + ".XXXXXX.partial").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, Int32(".partial".utf8.count)) }
+        Self.removeAbandoned(beside: url)
+        // O_EXCL: a new file or none (the mode as the umask has it, as any new file's).
+        var fd: Int32 = -1
+        var path = ""
+        for _ in 0..<100 {
+            path = url.path + "." + Self.randomTag() + ".partial"
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            if fd >= 0 || errno != EEXIST { break }
+        }
         guard fd >= 0 else { throw Failure(reason: "cannot create a file beside it: \(String(cString: strerror(errno)))") }
-        // mkstemps makes the file private (0600); the finished file gets the usual mode.
-        let mask = umask(0)
-        umask(mask)
-        fchmod(fd, 0o666 & ~mask)
-        partial = URL(fileURLWithPath: String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        flock(fd, LOCK_EX | LOCK_NB)
+        partial = URL(fileURLWithPath: path)
         handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    private static func randomTag() -> String {
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        return String((0..<6).map { _ in letters.randomElement()! })
+    }
+
+    /// Removes the partial files of `url` that no writer holds locked: left by killed writers.
+    private static func removeAbandoned(beside url: URL) {
+        let folder = url.deletingLastPathComponent().path
+        let prefix = url.lastPathComponent + "."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".partial") && name.count == prefix.count + 6 + ".partial".count {
+            let path = folder + "/" + name
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { continue }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
+            close(fd)
+        }
     }
 
     deinit {
