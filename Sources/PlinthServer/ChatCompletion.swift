@@ -81,7 +81,7 @@ struct ChatCompletion: Sendable {
                 endIfSingleCall(i)
                 try state[i].calls.append(call(json, choice: i, made: state[i].calls.count))
             case .finished(let s): state[i].summary = s
-            case .failed: break
+            case .failed, .promptLogprob: break
             }
         }
         let choices: [JSONValue] = state.enumerated().map { i, c in
@@ -137,7 +137,7 @@ struct ChatCompletion: Sendable {
                 case .finished(let s):
                     state[i].summary = s
                     try await send(chunk(i, [], finish: OpenAIWire.finishReason(s, toolCalls: !state[i].calls.isEmpty)))
-                case .failed: break
+                case .failed, .promptLogprob: break
                 }
             }
         } catch let error as APIError {

@@ -14,7 +14,8 @@ struct GenerationParameters: Sendable {
 
     /// Reads the shared fields. OpenAI's defaults: temperature 1, top_p 1, no top-k; `top_k`
     /// and `min_p` are accepted as llama-server accepts them.
-    init(_ r: RequestReader, maxTokenKeys: [String]) throws {
+    /// `fewestTokens`: 0 where a request may generate nothing (completions scoring an echoed prompt).
+    init(_ r: RequestReader, maxTokenKeys: [String], fewestTokens: Int = 1) throws {
         let temperature = try r.number("temperature", in: 0...2) ?? 1
         // top_p 0 keeps only the most likely token, as OpenAI and llama-server take it.
         let topP = try r.number("top_p", in: 0...1) ?? 1
@@ -41,7 +42,7 @@ struct GenerationParameters: Sendable {
         }
         maxTokens = nil
         for key in maxTokenKeys {
-            if let m = try r.integer(key, in: 1...1_000_000) { maxTokens = m }
+            if let m = try r.integer(key, in: fewestTokens...1_000_000) { maxTokens = m }
         }
         stop = try r.stopSequences()
         n = try r.integer("n", in: 1...16) ?? 1

@@ -9,6 +9,11 @@ struct TextCompletion: Sendable {
     let model: ServedModel
     let parameters: GenerationParameters
     let echo: [String]
+    /// Each echo's length in Unicode scalars, where the generated text's offsets start.
+    let echoLengths: [Int]
+    /// The first prompt token of each choice whose echoed prompt is scored (it has no
+    /// log-probability: nothing comes before it); nil for the others.
+    let firstTokens: [Int32?]
     let choices: Choices
     let id = OpenAIWire.id("cmpl")
     let created = OpenAIWire.now()
@@ -17,7 +22,7 @@ struct TextCompletion: Sendable {
         let r = try RequestReader(body: body)
         let selection = try host.model(named: try r.requiredString("model"))
         let (modelID, model) = (selection.id, selection.model)
-        var p = try GenerationParameters(r, maxTokenKeys: ["max_tokens", "max_completion_tokens"])
+        var p = try GenerationParameters(r, maxTokenKeys: ["max_tokens", "max_completion_tokens"], fewestTokens: 0)
         if p.maxTokens == nil { p.maxTokens = 16 }  // OpenAI's default for this endpoint
         try p.checkTokens(vocabularySize: model.tokenizer.vocabularySize)
         p.logprobs = try r.integer("logprobs", in: 0...20)
@@ -78,17 +83,21 @@ struct TextCompletion: Sendable {
         }
         var requests: [GenerationRequest] = []
         var echo: [String] = []
+        var firstTokens: [Int32?] = []
         let echoes = try r.bool("echo") ?? false
-        // OpenAI lists the echoed prompt's tokens with their log-probabilities (lm-eval-harness
-        // scores prompts so); this server scores generated tokens only, so it says so.
-        if echoes && p.logprobs != nil {
-            throw APIError.invalid("echo", "`echo` with `logprobs` (the prompt's log-probabilities) is not supported.", code: "unsupported_parameter")
+        // Generating nothing is for scoring a prompt: echoed, with its log-probabilities.
+        if p.maxTokens == 0 && !echoes {
+            throw APIError.invalid("max_tokens", "`max_tokens` 0 generates nothing: it is for scoring the prompt, with `echo` (and `logprobs`).")
         }
         for prompt in prompts {
             for _ in 0..<p.n {
+                // With echo, OpenAI lists the prompt's tokens with their log-probabilities (how
+                // lm-evaluation-harness scores text), the first without one.
                 requests.append(GenerationRequest(prompt: prompt.tokens, sampling: p.sampling(forChoice: requests.count),
                                                   maxTokens: p.maxTokens, stopSequences: p.stop, constraint: constraint,
-                                                  logprobs: p.logprobs, adapter: selection.adapter))
+                                                  logprobs: p.logprobs, adapter: selection.adapter,
+                                                  promptLogprobs: echoes ? p.logprobs : nil))
+                firstTokens.append(echoes && p.logprobs != nil ? prompt.tokens[0] : nil)
                 echo.append(echoes ? prompt.text : "")
             }
         }
@@ -96,6 +105,8 @@ struct TextCompletion: Sendable {
         self.model = model
         self.parameters = p
         self.echo = echo
+        echoLengths = echo.map(\.unicodeScalars.count)
+        self.firstTokens = firstTokens
         choices = try Choices(requests, on: model.scheduler, timeout: settings.requestTimeout, modelID: modelID, metrics: metrics,
                               param: prompts.count > 1 ? "prompt" : "n")
     }
@@ -107,6 +118,8 @@ struct TextCompletion: Sendable {
         var top: [JSONValue] = []
         var offsets: [JSONValue] = []
         var summary: GenerationSummary?
+        /// Where the next scored prompt token starts (Unicode scalars).
+        var promptOffset = 0
     }
 
     /// Legacy `logprobs`: parallel arrays of tokens, their log-probabilities, alternatives and text offsets.
@@ -115,35 +128,63 @@ struct TextCompletion: Sendable {
                  ("text_offset", .array(c.offsets))])
     }
 
+    /// A scored prompt's first token, which has no log-probability (null, as OpenAI's).
+    private func recordFirst(_ token: Int32, into c: inout Choice) {
+        c.tokens.append(.string(tokenText(token)))
+        c.tokenLogprobs.append(.null)
+        c.top.append(.null)
+        c.offsets.append(OpenAIWire.int(0))
+        c.promptOffset = tokenText(token).unicodeScalars.count
+    }
+
+    /// A token's text; one that is not whole UTF-8 is named by its bytes, as OpenAI does
+    /// ("bytes:\\xe6"), so that alternatives made of parts of one character stay apart.
+    private func tokenText(_ id: Int32) -> String {
+        let bytes = model.tokenizer.tokenBytes(id)
+        if let s = String(validating: bytes, as: UTF8.self) { return s }
+        return "bytes:" + bytes.map { String(format: "\\x%02x", $0) }.joined()
+    }
+
+    /// A scored prompt token's entries; its offset counts the prompt's tokens before it.
+    private func recordPrompt(_ entry: TokenLogprob, into c: inout Choice) {
+        let offset = c.promptOffset
+        record(entry, into: &c, echoed: 0)
+        c.offsets[c.offsets.count - 1] = OpenAIWire.int(offset)
+        c.promptOffset += tokenText(entry.token).unicodeScalars.count
+    }
+
     /// One token's entries; its offset counts Unicode scalars (Python's string indices) from the
-    /// start of the choice's text (never an echoed prompt: `echo` with `logprobs` is refused).
-    private func record(_ entry: TokenLogprob, into c: inout Choice) {
-        // A token that is not whole UTF-8 is named by its bytes, as OpenAI does ("bytes:\\xe6"),
-        // so that alternatives made of parts of one character stay apart.
-        let text = { (id: Int32) -> String in
-            let bytes = model.tokenizer.tokenBytes(id)
-            if let s = String(validating: bytes, as: UTF8.self) { return s }
-            return "bytes:" + bytes.map { String(format: "\\x%02x", $0) }.joined()
-        }
-        c.tokens.append(.string(text(entry.token)))
+    /// start of the choice's text, echoed prompt included.
+    private func record(_ entry: TokenLogprob, into c: inout Choice, echoed: Int) {
+        c.tokens.append(.string(tokenText(entry.token)))
         c.tokenLogprobs.append(OpenAIWire.float(entry.logprob))
         var top: [(key: String, value: JSONValue)] = []
-        for alt in entry.alternatives where !top.contains(where: { $0.key == text(alt.token) }) {
-            top.append((text(alt.token), OpenAIWire.float(alt.logprob)))
+        for alt in entry.alternatives where !top.contains(where: { $0.key == tokenText(alt.token) }) {
+            top.append((tokenText(alt.token), OpenAIWire.float(alt.logprob)))
         }
         c.top.append(.object(top))
-        c.offsets.append(OpenAIWire.int(entry.textOffset))
+        c.offsets.append(OpenAIWire.int(echoed + entry.textOffset))
+    }
+
+    /// A choice's event into its state: text, a generated or scored prompt token, its end.
+    private func take(_ event: GenerationEvent, _ i: Int, into c: inout Choice) {
+        switch event {
+        case .text(let t, _): c.text += t
+        case .logprob(let e): record(e, into: &c, echoed: echoLengths[i])
+        case .promptLogprob(let e): recordPrompt(e, into: &c)
+        case .finished(let s): c.summary = s
+        default: break
+        }
     }
 
     func response() async throws -> JSONValue {
         var state = echo.map { Choice(text: $0) }
+        var begun = Array(repeating: false, count: echo.count)
         try await choices.consume { i, event in
-            switch event {
-            case .text(let t, _): state[i].text += t
-            case .logprob(let e): record(e, into: &state[i])
-            case .finished(let s): state[i].summary = s
-            default: break
-            }
+            // A scored prompt's first token leads its list (a one-token prompt has no other).
+            if !begun[i], let first = firstTokens[i] { recordFirst(first, into: &state[i]) }
+            begun[i] = true
+            take(event, i, into: &state[i])
         }
         let choices: [JSONValue] = state.enumerated().map { i, c in
             .object([("text", .string(c.text)), ("index", OpenAIWire.int(i)),
@@ -167,18 +208,22 @@ struct TextCompletion: Sendable {
                 if !echoed[i] {
                     echoed[i] = true
                     if !echo[i].isEmpty { try await send(chunk(i, echo[i], nil)) }
+                    if let first = firstTokens[i] { recordFirst(first, into: &state[i]) }
                 }
                 switch event {
-                case .logprob(let e): record(e, into: &state[i])
                 case .text(let t, _):
                     // Text with nothing to show carries only the tokens it stands for, if any.
                     guard !t.isEmpty || !state[i].tokens.isEmpty else { break }
                     try await send(chunk(i, t, parameters.logprobs == nil ? nil : state[i]))
                     state[i] = Choice()
                 case .finished(let s):
-                    state[i].summary = s
-                    try await send(chunk(i, "", nil, finish: OpenAIWire.finishReason(s, toolCalls: false)))
-                default: break
+                    take(event, i, into: &state[i])
+                    // A scored prompt's tokens not sent with text yet go with the last chunk.
+                    let pending = state[i].tokens.isEmpty || parameters.logprobs == nil ? nil : state[i]
+                    try await send(chunk(i, "", pending, finish: OpenAIWire.finishReason(s, toolCalls: false)))
+                    state[i] = Choice(summary: s)
+                default:
+                    take(event, i, into: &state[i])
                 }
             }
         } catch let error as APIError {

@@ -41,7 +41,8 @@ struct SchedulerTests {
     /// Submits and collects a request's summary (or error) through the callback interface.
     final class Collector: Sendable {
         let done = DispatchSemaphore(value: 0)
-        let state = Mutex((text: "", summary: GenerationSummary?.none, error: (any Error)?.none, events: 0, logprobs: [TokenLogprob]()))
+        let state = Mutex((text: "", summary: GenerationSummary?.none, error: (any Error)?.none, events: 0, logprobs: [TokenLogprob](),
+                           promptLogprobs: [TokenLogprob]()))
         var summary: GenerationSummary? { state.withLock { $0.summary } }
         var text: String { state.withLock { $0.text } }
 
@@ -54,6 +55,7 @@ struct SchedulerTests {
                 case .failed(let error): s.error = error
                 case .toolCall: break
                 case .logprob(let entry): s.logprobs.append(entry)
+                case .promptLogprob(let entry): s.promptLogprobs.append(entry)
                 }
             }
             if case .finished = event { done.signal() }
@@ -150,6 +152,41 @@ struct SchedulerTests {
             #expect(entry.alternatives.first?.token == entry.token, "greedy takes the most likely token")
             #expect(entry.alternatives.map(\.logprob) == entry.alternatives.map(\.logprob).sorted(by: >))
             #expect(entry.logprob <= 0)
+        }
+    }
+
+    /// A scored prompt: each token after the first gets the log-softmax, at the row before it,
+    /// of one forward of the whole prompt; in chunks of 8 (small steps), whole again when the
+    /// prefix is cached, and next to a request whose tokens stay the reference's.
+    @Test func promptTokensAreScoredAsOneForwardScoresThem() throws {
+        let model = try #require(Self.model)
+        let prompt = try Self.prompt(model, "Name three fruits and say which is the sweetest.")
+        let context = try InferenceContext(transformer: model.transformer, contextLength: prompt.count + 1, slots: 1)
+        var whole = Batch()
+        for (i, t) in prompt.enumerated() { whole.add(t, position: i, logits: true) }
+        try context.forward(whole)
+        let expected: [Double] = (1..<prompt.count).map { p in
+            let logits = Array(context.logits(p - 1))
+            let maximum = logits.max()!
+            let logZ = Double(maximum) + log(logits.reduce(0.0) { $0 + exp(Double($1 - maximum)) })
+            return Double(logits[Int(prompt[p])]) - logZ
+        }
+        let other = try Self.prompt(model, "What is two plus two?")
+        let reference = try Self.reference(model, other, maxTokens: 12)
+        let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 256, slots: 4, maxRunning: 4, stepTokens: 8))
+        for round in 0..<2 {
+            let (_, neighbour) = submit(scheduler, GenerationRequest(prompt: other, maxTokens: 12))
+            let (_, c) = submit(scheduler, GenerationRequest(prompt: prompt, maxTokens: round == 0 ? 0 : 3, promptLogprobs: 2))
+            c.wait()
+            neighbour.wait()
+            let entries = c.state.withLock { $0.promptLogprobs }
+            #expect(entries.map(\.token) == Array(prompt.dropFirst()), "round \(round)")
+            for (entry, want) in zip(entries, expected) {
+                #expect(abs(Double(entry.logprob) - want) < 1e-3, "round \(round): \(entry.logprob) against \(want)")
+                #expect(entry.alternatives.count == 2 && entry.alternatives[0].logprob >= entry.logprob - 1e-4)
+            }
+            #expect(c.summary?.tokens.count == (round == 0 ? 0 : 3) && c.summary?.cachedTokens == 0)
+            #expect(neighbour.summary?.tokens == reference, "round \(round): the neighbour's tokens changed")
         }
     }
 

@@ -99,9 +99,27 @@ struct ServerTests {
         let text = try #require(reply.json.at("choices", 0, "text")?.stringValue)
         #expect(text.hasPrefix("Once upon a time") && text.count > "Once upon a time".count)
         #expect(reply.json.at("usage", "completion_tokens")?.integerValue == 16)  // the endpoint's default limit
-        // OpenAI would list the echoed prompt's tokens too, which this server doesn't score: refused, not half done.
-        let scored = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Once upon a time","echo":true,"logprobs":1}"#)
-        #expect(scored.status == 400 && scored.json.at("error", "param")?.stringValue == "echo", "\(scored.text)")
+        // Echoed with logprobs, the prompt's tokens are listed and scored (the first without a
+        // log-probability), as OpenAI's and as lm-evaluation-harness reads them; max_tokens 0
+        // scores the prompt alone.
+        for (maxTokens, stream) in [(0, false), (2, false), (2, true)] {
+            let scored = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Once upon a time","temperature":0,"echo":true,"logprobs":1,"max_tokens":\#(maxTokens),"stream":\#(stream)}"#)
+            #expect(scored.status == 200, "\(scored.text)")
+            var text = "", tokens: [String] = [], values: [JSONValue] = [], offsets: [Int] = []
+            let parts = stream ? TestServer.events(scored.text).events : [scored.json]
+            for part in parts {
+                text += part.at("choices", 0, "text")?.stringValue ?? ""
+                tokens += (part.at("choices", 0, "logprobs", "tokens")?.arrayValue ?? []).compactMap(\.stringValue)
+                values += part.at("choices", 0, "logprobs", "token_logprobs")?.arrayValue ?? []
+                offsets += (part.at("choices", 0, "logprobs", "text_offset")?.arrayValue ?? []).compactMap(\.integerValue)
+            }
+            #expect(tokens.joined() == text && text.hasPrefix("Once upon a time"), "\(tokens) \(text)")
+            #expect(values.first == .null && values.dropFirst().allSatisfy { ($0.doubleValue ?? 1) <= 0 } && values.count == tokens.count, "\(values)")
+            #expect(offsets == tokens.indices.map { tokens[..<$0].joined().unicodeScalars.count }, "\(offsets)")
+            if maxTokens == 0 { #expect(text == "Once upon a time" && scored.json.at("usage", "completion_tokens")?.integerValue == 0) }
+        }
+        let nothing = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Once","max_tokens":0}"#)
+        #expect(nothing.status == 400 && nothing.json.at("error", "param")?.stringValue == "max_tokens", "\(nothing.text)")
         let stopped = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"1, 2, 3, 4,","temperature":0,"max_tokens":40,"stop":[" 7"]}"#)
         let rest = try #require(stopped.json.at("choices", 0, "text")?.stringValue)
         #expect(!rest.contains(" 7") && stopped.json.at("choices", 0, "finish_reason")?.stringValue == "stop")

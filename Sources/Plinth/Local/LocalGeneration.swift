@@ -153,7 +153,7 @@ enum LocalGeneration {
                     outcome = summary
                 case .failed(let error):
                     throw error
-                case .logprob:
+                case .logprob, .promptLogprob:
                     break  // not asked for
                 }
             }

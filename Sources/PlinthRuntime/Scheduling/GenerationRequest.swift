@@ -34,11 +34,17 @@ public struct GenerationRequest: Sendable {
     /// different adapters share the scheduler's steps; prefixes are shared only between
     /// sequences of the same adapter.
     public var adapter: LoRAAdapter?
+    /// When set, each prompt token after the first is scored: its log-probability given the
+    /// tokens before it (a ``GenerationEvent/promptLogprob(_:)`` each, in order, before anything
+    /// generated) with this many of the most likely alternatives. The prompt is then computed
+    /// whole, never taken from the prefix cache (a cached position has no logits).
+    public var promptLogprobs: Int?
 
     public init(prompt: [Int32], sampling: SamplingParameters = .greedy, maxTokens: Int? = nil,
                 stopSequences: [String] = [], constraint: (@Sendable () throws -> any Constraint)? = nil, logprobs: Int? = nil,
-                adapter: LoRAAdapter? = nil) {
+                adapter: LoRAAdapter? = nil, promptLogprobs: Int? = nil) {
         self.prompt = prompt
+        self.promptLogprobs = promptLogprobs.map { max(0, $0) }
         self.adapter = adapter
         self.sampling = sampling
         self.maxTokens = maxTokens
@@ -132,6 +138,9 @@ public enum GenerationEvent: Sendable {
     /// The log-probability of a visible token (when the request asks for them), sent just
     /// before the `text` event that shows the token's text (or its first part).
     case logprob(TokenLogprob)
+    /// The log-probability of a prompt token given those before it (``GenerationRequest/promptLogprobs``),
+    /// from the second prompt token on, in order, before any other event.
+    case promptLogprob(TokenLogprob)
     /// A complete tool call's JSON object, and how many tokens it took (tags included).
     case toolCall(String, tokenCount: Int)
     case finished(GenerationSummary)

@@ -174,6 +174,8 @@ final class SchedulerCore: @unchecked Sendable {
             }
             if let m = match, m.shared > reusable { match?.shared = reusable }
             if let m = match, m.shared == 0 { match = nil }
+            // A scored prompt goes through the model whole: a cached position has no logits.
+            if job.request.promptLogprobs != nil { match = nil }
             // A conversation coming back takes over its idle slot; others copy the prefix.
             let slot: Int
             if let m = match, m.owner == nil, 2 * m.shared >= cache.slots[m.slot].tokens.count {
@@ -359,7 +361,7 @@ final class SchedulerCore: @unchecked Sendable {
     private func step() {
         let began = Self.trace ? now() : 0
         var batch = Batch()
-        var fed: [(seq: ActiveSequence, count: Int, logits: Bool)] = []
+        var fed: [(seq: ActiveSequence, count: Int, logits: Bool, scored: Range<Int>)] = []
         var budget = configuration.stepTokens
         func add(_ seq: ActiveSequence, _ count: Int, use known: LogitsUse? = nil) {
             let history = seq.decoder.history
@@ -367,10 +369,15 @@ final class SchedulerCore: @unchecked Sendable {
             let logits = end == history.count && seq.wantsTokens
             // A backend that picks greedy tokens itself gets the masks now, not the logits later.
             let use = logits && context.choosesTokens ? known ?? seq.decoder.logitsUse() : .full
+            // A scored prompt's rows that predict its next prompt token give their logits too.
+            let scored = seq.job.request.promptLogprobs == nil || seq.decoding
+                ? seq.computed..<seq.computed : seq.computed..<min(end, seq.decoder.promptCount - 1)
             for p in seq.computed..<end {
-                batch.add(history[p], position: p, slot: seq.slot, logits: logits && p == end - 1, use: use, adapter: seq.adapter)
+                let sampled = logits && p == end - 1
+                batch.add(history[p], position: p, slot: seq.slot, logits: sampled || scored.contains(p), use: sampled ? use : .full,
+                          adapter: seq.adapter)
             }
-            fed.append((seq, count, logits))
+            fed.append((seq, count, logits, scored))
             budget -= count
         }
         // Decoding sequences feed everything they have; prompts share what is left.
@@ -386,7 +393,7 @@ final class SchedulerCore: @unchecked Sendable {
             try context.forward(batch)
         } catch {
             // A step that fails leaves its slots' caches unknown: forget them.
-            for (seq, _, _) in fed {
+            for (seq, _, _, _) in fed {
                 context.reset(slot: seq.slot)
                 fail(seq, SchedulerError.stepFailed(error.localizedDescription), keeping: 0)
             }
@@ -412,7 +419,20 @@ final class SchedulerCore: @unchecked Sendable {
             if let i = SchedulerStatistics.batchBounds.firstIndex(where: { fed.count <= $0 }) { s.stepsBySequenceBound[i] += 1 }
         }
         var advancing: [ActiveSequence] = []
-        for (seq, count, logits) in fed {
+        // Logits rows come in batch order: a sequence's scored prompt rows, then its sampled row.
+        var logitRow = 0
+        var sampledRows: [Int] = []
+        for (seq, count, logits, scored) in fed {
+            if let top = seq.job.request.promptLogprobs {
+                for p in scored {
+                    seq.emit(.promptLogprob(TokenLogprob(token: seq.decoder.history[p + 1], logits: context.logits(logitRow), top: top)))
+                    logitRow += 1
+                }
+            }
+            if logits {
+                sampledRows.append(logitRow)
+                logitRow += 1
+            }
             seq.computed += count
             if !seq.decoding && seq.computed == seq.decoder.history.count {
                 seq.prefillEnd = now()
@@ -421,7 +441,7 @@ final class SchedulerCore: @unchecked Sendable {
             }
             if logits { advancing.append(seq) }
         }
-        let outcomes = advance(advancing)
+        let outcomes = advance(advancing, rows: sampledRows)
         for (seq, outcome) in zip(advancing, outcomes) {
             for event in outcome.events { seq.emit(event) }
             let next: SequenceDecoder.Next
@@ -467,10 +487,10 @@ final class SchedulerCore: @unchecked Sendable {
     /// its logits; row i is `sequences[i]`). The decoders are independent (the grammars they
     /// share lock their caches), so a step of many rows advances them on several threads; their
     /// events are returned, to be sent from this thread in row order.
-    private func advance(_ sequences: [ActiveSequence]) -> [Outcome] {
+    private func advance(_ sequences: [ActiveSequence], rows logitRows: [Int]) -> [Outcome] {
         var outcomes = [Outcome](repeating: Outcome(), count: sequences.count)
         outcomes.withUnsafeMutableBufferPointer { out in
-            let rows = StepRows(sequences: sequences, context: context, outcomes: out)
+            let rows = StepRows(sequences: sequences, logitRows: logitRows, context: context, outcomes: out)
             if forEachRow(sequences.count, rows.advance) { inbox.statistics.withLock { $0.threadedSteps += 1 } }
         }
         return outcomes
@@ -520,13 +540,16 @@ final class SchedulerCore: @unchecked Sendable {
     /// is written by the thread that advanced it.
     private struct StepRows: @unchecked Sendable {
         let sequences: [ActiveSequence]
+        /// The step's logits row of each sequence (its index among the rows that have logits).
+        let logitRows: [Int]
         let context: InferenceContext
         let outcomes: UnsafeMutableBufferPointer<Outcome>
 
         func advance(_ i: Int) {
             let seq = sequences[i]
-            let chosen = context.chosenToken(i)
-            let top = chosen == nil ? context.topCandidates(i) : nil
+            let row = logitRows[i]
+            let chosen = context.chosenToken(row)
+            let top = chosen == nil ? context.topCandidates(row) : nil
             var events: [GenerationEvent] = []
             let keep = { (event: GenerationEvent) in events.append(event) }
             let next: Result<SequenceDecoder.Next, any Error>
@@ -536,7 +559,7 @@ final class SchedulerCore: @unchecked Sendable {
                 } else if let top {
                     next = .success(try seq.decoder.advance(top: top, keep))
                 } else {
-                    next = .success(try seq.decoder.advance(context.logits(i), keep))
+                    next = .success(try seq.decoder.advance(context.logits(row), keep))
                 }
             } catch {
                 next = .failure(error)
