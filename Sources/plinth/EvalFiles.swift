@@ -194,16 +194,12 @@ enum FileChecks {
     /// device"), not as Foundation's error dump.
     static func writing<T>(_ path: String, _ body: () throws -> T) throws -> T {
         do { return try body() } catch {
-            let ns = error as NSError
-            var reason = ns.localizedFailureReason ?? ns.localizedDescription
-            if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
-                reason = String(cString: strerror(Int32(posix.code)))
-            } else if ns.domain == NSPOSIXErrorDomain {
-                reason = String(cString: strerror(Int32(ns.code)))
-            }
-            throw CLIError("cannot write \(path): \(reason)")
+            throw CLIError("cannot write \(path): \(reason(error))")
         }
     }
+
+    /// Why a read or write failed, as the system says it ("No space left on device").
+    static func reason(_ error: any Error) -> String { ModelStore.reason(error) }
 
     /// Whether two paths name one file: the same existing file (links included), or the same
     /// path once made absolute, for files not made yet.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PlinthRuntime
+import Synchronization
 
 struct Generate: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -101,11 +102,20 @@ struct Generate: ParsableCommand {
             }
             if !quiet && seed != self.seed && !sampling.isGreedy { Diagnostics.note("seed: \(seed)") }
             guard maxTokens > 0 else { return }
+            // A write that fails (standard output full or closed) is said once, after the run.
+            let failedWrite = Mutex<String?>(nil)
+            let write = { @Sendable (text: String) in
+                guard failedWrite.withLock({ $0 == nil }) else { return }
+                do { try FileHandle.standardOutput.write(contentsOf: Data(text.utf8)) } catch {
+                    failedWrite.withLock { $0 = FileChecks.reason(error) }
+                }
+            }
             let result = try scheduler.run(GenerationRequest(prompt: tokens, sampling: sampling, maxTokens: maxTokens,
                                                              stopSequences: stop, adapter: adapter)) { event in
-                if case .text(let piece, _) = event { FileHandle.standardOutput.write(Data(piece.utf8)) }
+                if case .text(let piece, _) = event { write(piece) }
             }
-            FileHandle.standardOutput.write(Data("\n".utf8))
+            write("\n")
+            if let why = failedWrite.withLock({ $0 }) { throw CLIError("cannot write standard output: \(why)") }
             if !quiet {
                 Diagnostics.note(String(format: "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s; stop: %@",
                                         result.promptTokens, result.prefillTokensPerSecond, result.generatedTokens,
@@ -119,7 +129,9 @@ struct Generate: ParsableCommand {
         let path = promptFile!
         let data: Data
         if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            do { data = try FileHandle.standardInput.readToEnd() ?? Data() } catch {
+                throw CLIError("cannot read standard input: \(FileChecks.reason(error))")
+            }
         } else {
             guard let d = FileManager.default.contents(atPath: path) else { throw ModelStoreError.io("cannot read prompt file \(path)") }
             data = d

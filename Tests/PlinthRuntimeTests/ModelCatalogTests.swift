@@ -2,6 +2,7 @@ import Foundation
 import PlinthJSON
 @testable import PlinthModels
 import PlinthRuntime
+import Synchronization
 import Testing
 
 /// The model catalog and the local model cache: the built-in list is the manifest file,
@@ -183,6 +184,45 @@ struct ModelCatalogTests {
             #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("tmp").path))
             // The resolved file is the real model.
             #expect(try GGUFFile(url: resolved).string("general.architecture") == "llama")
+        }
+    }
+
+    /// The stamp holds the verified file's identity: a file damaged in place (same size) is no
+    /// longer "fetched", and a fetch verifies it again (here it was restored: no download).
+    /// Fetches at once take turns.
+    @Test(.enabled(if: defaultModel != nil, "the default model (SmolLM2-135M-Instruct) is not fetched: run `plinth models fetch`"))
+    func aFileDamagedInPlaceIsVerifiedAgain() throws {
+        try Self.withTemporaryHome { home in
+            let store = ModelStore(home: home)
+            let entry = ModelCatalog.defaultModel
+            try FileManager.default.createDirectory(at: store.directory(for: entry), withIntermediateDirectories: true)
+            let path = store.path(for: entry)
+            try FileManager.default.copyItem(at: Self.defaultModel!, to: path)  // a copy: it is written to below
+            let results = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                let got = (try? store.fetch(entry).path) ?? "failed"
+                results.withLock { $0.append(got) }
+            }
+            #expect(results.withLock { $0 } == [path.path, path.path])
+            #expect(store.isFetched(entry))
+            func overwrite(_ bytes: [UInt8]) throws {
+                let h = try FileHandle(forWritingTo: path)
+                try h.seek(toOffset: 5_000_000)
+                try h.write(contentsOf: Data(bytes))
+                try h.close()
+            }
+            let original = try FileHandle(forReadingFrom: path)
+            try original.seek(toOffset: 5_000_000)
+            let kept = [UInt8](try original.read(upToCount: 16) ?? Data())
+            try original.close()
+            try overwrite(kept.map { ~$0 })
+            #expect(!store.isFetched(entry), "a damaged file still counts as fetched")
+            #expect(throws: ModelStoreError.notFetched(entry.name)) { try store.resolve(entry.name) }
+            try overwrite(kept)
+            #expect(!store.isFetched(entry))
+            #expect(try store.fetch(entry).path == path.path)
+            #expect(store.isFetched(entry))
+            #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("tmp").path))
         }
     }
 

