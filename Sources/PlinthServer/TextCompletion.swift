@@ -89,6 +89,11 @@ struct TextCompletion: Sendable {
         if p.maxTokens == 0 && !echoes {
             throw APIError.invalid("max_tokens", "`max_tokens` 0 generates nothing: it is for scoring the prompt, with `echo` (and `logprobs`).")
         }
+        // A response format's forced opening would come before the prompt's scores.
+        if echoes && p.logprobs != nil && constraint != nil {
+            throw APIError.invalid("response_format", "`response_format` with `echo` and `logprobs` (scoring the prompt) is not supported.",
+                                   code: "unsupported_parameter")
+        }
         for prompt in prompts {
             for _ in 0..<p.n {
                 // With echo, OpenAI lists the prompt's tokens with their log-probabilities (how
@@ -118,8 +123,8 @@ struct TextCompletion: Sendable {
         var top: [JSONValue] = []
         var offsets: [JSONValue] = []
         var summary: GenerationSummary?
-        /// Where the next scored prompt token starts (Unicode scalars).
-        var promptOffset = 0
+        /// The bytes of the scored prompt's tokens so far (where the next one starts).
+        var promptBytes: [UInt8] = []
     }
 
     /// Legacy `logprobs`: parallel arrays of tokens, their log-probabilities, alternatives and text offsets.
@@ -134,7 +139,7 @@ struct TextCompletion: Sendable {
         c.tokenLogprobs.append(.null)
         c.top.append(.null)
         c.offsets.append(OpenAIWire.int(0))
-        c.promptOffset = tokenText(token).unicodeScalars.count
+        c.promptBytes = model.tokenizer.tokenBytes(token)
     }
 
     /// A token's text; one that is not whole UTF-8 is named by its bytes, as OpenAI does
@@ -145,12 +150,14 @@ struct TextCompletion: Sendable {
         return "bytes:" + bytes.map { String(format: "\\x%02x", $0) }.joined()
     }
 
-    /// A scored prompt token's entries; its offset counts the prompt's tokens before it.
+    /// A scored prompt token's entries; its offset counts the Unicode scalars of the prompt's
+    /// tokens before it (a token that only begins a character starts where that character does).
     private func recordPrompt(_ entry: TokenLogprob, into c: inout Choice) {
-        let offset = c.promptOffset
+        let whole = Tokenizer.completeUTF8Length(c.promptBytes, upTo: c.promptBytes.count)
+        let offset = String(decoding: c.promptBytes[..<whole], as: UTF8.self).unicodeScalars.count
         record(entry, into: &c, echoed: 0)
         c.offsets[c.offsets.count - 1] = OpenAIWire.int(offset)
-        c.promptOffset += tokenText(entry.token).unicodeScalars.count
+        c.promptBytes += model.tokenizer.tokenBytes(entry.token)
     }
 
     /// One token's entries; its offset counts Unicode scalars (Python's string indices) from the

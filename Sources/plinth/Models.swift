@@ -48,7 +48,8 @@ struct Models: ParsableCommand {
                 let wanted = all ? ModelCatalog.entries.map(\.name) : (names.isEmpty ? [ModelCatalog.defaultModelName] : names)
                 for name in wanted {
                     guard let entry = ModelCatalog.entry(named: name) else {
-                        throw ModelStoreError.unknownModel(name, known: ModelCatalog.entries.map(\.name))
+                        throw CLIError("unknown model '\(name)': fetch takes catalog names, one of "
+                                       + ModelCatalog.entries.map(\.name).joined(separator: ", ") + " (a GGUF file needs no fetching)")
                     }
                     let cached = store.isFetched(entry)
                     let url = try store.fetch(entry) { Diagnostics.note($0) }
@@ -67,6 +68,10 @@ struct Models: ParsableCommand {
 
         func run() throws {
             try reportingErrors {
+                guard ModelCatalog.entry(named: name) != nil else {
+                    throw CLIError("unknown model '\(name)': path takes catalog names, one of "
+                                   + ModelCatalog.entries.map(\.name).joined(separator: ", "))
+                }
                 print(try ModelStore().resolve(name).path)
             }
         }

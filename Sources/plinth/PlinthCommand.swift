@@ -115,7 +115,7 @@ func loadingModelFile<T>(_ url: URL, _ load: () throws -> T) throws -> T {
 /// Options shared by commands that load a model.
 struct ModelOptions: ParsableArguments {
     @Option(name: [.short, .customLong("model")],
-            help: "A catalog model name or alias, or a path to a GGUF file.")
+            help: "A catalog model name or alias, or a path to a GGUF file (a name is the catalog's first: ./NAME for a file so named).")
     var model: String = ModelCatalog.defaultModelName
 
     @Flag(help: "Fail instead of downloading a catalog model that is not cached yet.")
@@ -123,7 +123,10 @@ struct ModelOptions: ParsableArguments {
 
     /// The model file, downloaded first when it is a catalog model that isn't cached (unless --no-fetch).
     func url() throws -> URL {
-        try ModelStore().resolve(model, fetchIfMissing: !noFetch) { Diagnostics.note($0) }
+        if ModelCatalog.entry(named: model) != nil, !model.contains("/"), FileManager.default.fileExists(atPath: model) {
+            Diagnostics.note("'\(model)' is a catalog model's name, and also a file here: the catalog model runs (./\(model) for the file)")
+        }
+        return try ModelStore().resolve(model, fetchIfMissing: !noFetch) { Diagnostics.note($0) }
     }
 
     /// The model, from `url` where the caller has resolved it already.

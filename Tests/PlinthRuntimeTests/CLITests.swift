@@ -373,6 +373,11 @@ struct CLITests {
         #expect(path.status == 0)
         #expect(path.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             == ModelStore(home: Self.modelHome!).path(for: ModelCatalog.defaultModel).path)
+        // Catalog names only: a path is not echoed back as if it were a cached model.
+        for command in [["models", "path", "/tmp"], ["models", "fetch", "./model.gguf"]] {
+            let r = try Self.run(command, home: Self.modelHome!)
+            #expect(r.status != 0 && r.stderr.contains("takes catalog names"), "\(command): \(r.stderr)")
+        }
     }
 }
 

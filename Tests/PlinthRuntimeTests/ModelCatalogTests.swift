@@ -187,9 +187,9 @@ struct ModelCatalogTests {
         }
     }
 
-    /// The stamp holds the verified file's identity: a file damaged in place (same size) is no
-    /// longer "fetched", and a fetch verifies it again (here it was restored: no download).
-    /// Fetches at once take turns.
+    /// The verified file's identity is noted beside the stamp: a file damaged in place (same size)
+    /// is verified again and no longer "fetched"; restored, or copied elsewhere, it verifies and
+    /// counts again (no download). Two fetches at once both return the verified file.
     @Test(.enabled(if: defaultModel != nil, "the default model (SmolLM2-135M-Instruct) is not fetched: run `plinth models fetch`"))
     func aFileDamagedInPlaceIsVerifiedAgain() throws {
         try Self.withTemporaryHome { home in
@@ -219,10 +219,14 @@ struct ModelCatalogTests {
             #expect(!store.isFetched(entry), "a damaged file still counts as fetched")
             #expect(throws: ModelStoreError.notFetched(entry.name)) { try store.resolve(entry.name) }
             try overwrite(kept)
-            #expect(!store.isFetched(entry))
+            #expect(store.isFetched(entry), "the restored file verifies again")
             #expect(try store.fetch(entry).path == path.path)
-            #expect(store.isFetched(entry))
-            #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("tmp").path))
+            // A copy of the cache (another inode and time) verifies once, then counts.
+            let copy = home.appendingPathComponent("copy")
+            try FileManager.default.copyItem(at: home.appendingPathComponent("models"), to: copy.appendingPathComponent("models"))
+            let copied = ModelStore(home: copy)
+            #expect(copied.isFetched(entry))
+            #expect(try copied.resolve(entry.name).path == copied.path(for: entry).path)
         }
     }
 

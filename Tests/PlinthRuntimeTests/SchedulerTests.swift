@@ -188,6 +188,16 @@ struct SchedulerTests {
             #expect(c.summary?.tokens.count == (round == 0 ? 0 : 3) && c.summary?.cachedTokens == 0)
             #expect(neighbour.summary?.tokens == reference, "round \(round): the neighbour's tokens changed")
         }
+        // Forced tokens join the prefill after the prompt: a chunk among them scores nothing
+        // (a step starting past the prompt's last scored row trapped).
+        let opening = model.tokenizer.encode("The answer is", addSpecial: false, parseSpecial: false)
+        let odd = Array(prompt.prefix(15))  // chunks of 8: the third starts after the prompt, among the forced tokens
+        let (_, forced) = submit(scheduler, GenerationRequest(prompt: odd, maxTokens: opening.count + 2,
+                                                             constraint: { OpeningConstraint(opening) }, promptLogprobs: 1))
+        forced.wait()
+        #expect(forced.state.withLock { $0.error } == nil)
+        #expect(forced.state.withLock { $0.promptLogprobs.map(\.token) } == Array(odd.dropFirst()))
+        #expect(forced.summary?.tokens.starts(with: opening) == true)
     }
 
     @Test func cancellingFreesTheSlot() throws {

@@ -118,6 +118,16 @@ struct ServerTests {
             #expect(offsets == tokens.indices.map { tokens[..<$0].joined().unicodeScalars.count }, "\(offsets)")
             if maxTokens == 0 { #expect(text == "Once upon a time" && scored.json.at("usage", "completion_tokens")?.integerValue == 0) }
         }
+        // Offsets count characters: a token that only begins one (an emoji's first bytes) starts where it does.
+        let emoji = "Emoji 🎉🎉 and 日本語, café."
+        let wide = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"\#(emoji)","temperature":0,"echo":true,"logprobs":0,"max_tokens":2}"#)
+        let wideOffsets = (wide.json.at("choices", 0, "logprobs", "text_offset")?.arrayValue ?? []).compactMap(\.integerValue)
+        let promptTokens = wide.json.at("usage", "prompt_tokens")?.integerValue ?? 0
+        #expect(wideOffsets.count == promptTokens + 2 && wideOffsets == wideOffsets.sorted(), "\(wideOffsets)")
+        #expect(wideOffsets.prefix(promptTokens).allSatisfy { $0 < emoji.unicodeScalars.count } && wideOffsets[promptTokens] == emoji.unicodeScalars.count,
+                "\(wideOffsets)")
+        let shaped = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Once","echo":true,"logprobs":1,"response_format":{"type":"json_object"}}"#)
+        #expect(shaped.status == 400 && shaped.json.at("error", "param")?.stringValue == "response_format", "\(shaped.text)")
         let nothing = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"Once","max_tokens":0}"#)
         #expect(nothing.status == 400 && nothing.json.at("error", "param")?.stringValue == "max_tokens", "\(nothing.text)")
         let stopped = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":"1, 2, 3, 4,","temperature":0,"max_tokens":40,"stop":[" 7"]}"#)

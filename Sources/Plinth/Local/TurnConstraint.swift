@@ -83,7 +83,7 @@ final class TurnConstraint: Constraint {
             let marker = LocalToolCalling.openingBytes
             var keep = min(held.count, marker.count - 1)
             while keep > 0 && !held.suffix(keep).elementsEqual(marker.prefix(keep)) { keep -= 1 }
-            n = Self.completeUTF8Length(held, upTo: held.count - keep)
+            n = Tokenizer.completeUTF8Length(held, upTo: held.count - keep)
         }
         guard n > 0 else { return }
         textEmitted = true
@@ -362,16 +362,6 @@ final class TurnConstraint: Constraint {
             out.append(b)
         }
         return out
-    }
-
-    /// The length of the longest prefix of `bytes[..<n]` that doesn't end inside a UTF-8 sequence.
-    static func completeUTF8Length(_ bytes: [UInt8], upTo n: Int) -> Int {
-        var i = n - 1
-        while i >= 0 && i >= n - 4 && bytes[i] & 0xC0 == 0x80 { i -= 1 }
-        guard i >= 0 && i < n else { return n }
-        let lead = bytes[i]
-        let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
-        return n - i < length ? i : n
     }
 
     /// Where `needle` first occurs in `haystack`.

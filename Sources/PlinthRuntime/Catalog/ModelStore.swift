@@ -56,25 +56,41 @@ public struct ModelStore: Sendable {
         directory(for: entry).appendingPathComponent(entry.file + ".sha256")
     }
 
-    /// Whether the file is present and was verified when it was stored, and is still the file
-    /// then verified: the stamp holds its digest and its identity (size, modification time,
-    /// inode), so a file written to since (damaged in place, replaced) is verified again.
-    public func isFetched(_ entry: ModelEntry) -> Bool {
-        guard fileSize(path(for: entry)) == entry.size, let stamp = readStamp(entry), stamp.digest == entry.sha256 else { return false }
-        // Stamps written before they held the identity are taken as they were.
-        guard let recorded = stamp.identity else { return true }
-        return FileIdentity.of(path: path(for: entry).resolvingSymlinksInPath().path) == recorded
+    /// Where the identity of the file last verified is kept (size, modification time, inode), beside
+    /// the stamp (which holds the digest alone, as every version of Plinth reads it).
+    private func identityPath(for entry: ModelEntry) -> URL {
+        directory(for: entry).appendingPathComponent(entry.file + ".verified")
     }
 
-    /// The stamp's digest and, in stamps that record it, the identity of the file verified.
-    private func readStamp(_ entry: ModelEntry) -> (digest: String, identity: FileIdentity?)? {
-        guard let text = try? String(contentsOf: stampPath(for: entry), encoding: .utf8) else { return nil }
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-        guard let digest = lines.first else { return nil }
-        let fields = lines.dropFirst().first?.split(separator: " ").compactMap { UInt64($0) } ?? []
-        let identity = fields.count == 4
-            ? FileIdentity(size: fields[0], modified: Int64(bitPattern: fields[1]), inode: fields[2], device: fields[3]) : nil
-        return (digest, identity)
+    /// Whether the file is present and was verified when it was stored. A file whose identity has
+    /// changed since (written to in place, replaced, or a copy of the cache) is verified again
+    /// now: a damaged one is not fetched; a good one counts, its identity noted where the folder
+    /// can be written.
+    public func isFetched(_ entry: ModelEntry) -> Bool {
+        guard fileSize(path(for: entry)) == entry.size,
+              let stamp = try? String(contentsOf: stampPath(for: entry), encoding: .utf8),
+              stamp.trimmingCharacters(in: .whitespacesAndNewlines) == entry.sha256 else { return false }
+        switch verifiedIdentityMatches(entry) {
+        case true?, nil: return true  // nil: verified before identities were noted
+        case false?:
+            guard (try? SHA256.hash(fileAt: path(for: entry))) == entry.sha256 else { return false }
+            try? writeIdentity(entry)
+            return true
+        }
+    }
+
+    /// Whether the file is the one last verified (size, modification time, inode; not the device,
+    /// which differs between containers and hosts sharing a folder); nil when none was noted.
+    private func verifiedIdentityMatches(_ entry: ModelEntry) -> Bool? {
+        guard let text = try? String(contentsOf: identityPath(for: entry), encoding: .utf8) else { return nil }
+        let fields = text.split(whereSeparator: { $0 == " " || $0.isNewline }).compactMap { UInt64($0) }
+        guard fields.count == 3, let now = FileIdentity.of(path: path(for: entry).resolvingSymlinksInPath().path) else { return false }
+        return fields == [now.size, UInt64(bitPattern: now.modified), now.inode]
+    }
+
+    private func writeIdentity(_ entry: ModelEntry) throws {
+        guard let id = FileIdentity.of(path: path(for: entry).resolvingSymlinksInPath().path) else { return }
+        try "\(id.size) \(UInt64(bitPattern: id.modified)) \(id.inode)\n".write(to: identityPath(for: entry), atomically: true, encoding: .utf8)
     }
 
     /// Resolves `-m`: a path to a GGUF file, or the name (or alias) of a catalog model.
@@ -98,8 +114,15 @@ public struct ModelStore: Sendable {
     @discardableResult
     public func fetch(_ entry: ModelEntry, progress: (@Sendable (String) -> Void)? = nil) throws -> URL {
         let dest = path(for: entry)
-        // A stamp from before stamps held the file's identity is verified again, once.
-        if isFetched(entry) && readStamp(entry)?.identity != nil { return dest }
+        // Asked to fetch a file verified before identities were noted, it is verified again, once.
+        if isFetched(entry) {
+            if verifiedIdentityMatches(entry) != nil { return dest }
+            progress?("verifying \(dest.path)")
+            if (try? SHA256.hash(fileAt: dest)) == entry.sha256 {
+                try? writeIdentity(entry)
+                return dest
+            }
+        }
         let fm = FileManager.default
         let dir = directory(for: entry)
         do { try fm.createDirectory(at: dir, withIntermediateDirectories: true) } catch {
@@ -112,7 +135,7 @@ public struct ModelStore: Sendable {
             progress?("waiting for another fetch of \(entry.name)")
             flock(lock, LOCK_EX)
         }
-        if isFetched(entry) && readStamp(entry)?.identity != nil { return dest }
+        if isFetched(entry) && verifiedIdentityMatches(entry) != nil { return dest }
         // A copy placed by hand (or from an interrupted stamp write) is verified, not downloaded again.
         if fileSize(dest) == entry.size {
             progress?("verifying \(dest.path)")
@@ -189,15 +212,12 @@ public struct ModelStore: Sendable {
         return (try? FileManager.default.attributesOfItem(atPath: target)[.size] as? NSNumber)?.intValue
     }
 
-    /// Writes the stamp: the digest, then the identity of the file as verified.
+    /// Writes the stamp (the digest), and notes the identity of the file verified.
     private func writeStamp(_ entry: ModelEntry) throws {
-        var text = entry.sha256 + "\n"
-        if let id = FileIdentity.of(path: path(for: entry).resolvingSymlinksInPath().path) {
-            text += "\(id.size) \(UInt64(bitPattern: id.modified)) \(id.inode) \(id.device)\n"
-        }
-        do { try text.write(to: stampPath(for: entry), atomically: true, encoding: .utf8) } catch {
+        do { try (entry.sha256 + "\n").write(to: stampPath(for: entry), atomically: true, encoding: .utf8) } catch {
             throw ModelStoreError.io("cannot write \(stampPath(for: entry).path): \(error.localizedDescription)")
         }
+        try? writeIdentity(entry)
     }
 
     /// Removes the work folders of fetches that were killed (no process holds their lock).

@@ -345,11 +345,15 @@ final class SchedulerCore: @unchecked Sendable {
         guard !prompts.isEmpty, room > 0 else { return [] }
         var shares = Array(repeating: 0, count: prompts.count)
         var left = room
+        // Scored prompts' rows each return a vocabulary's logits: a step takes a bounded number.
+        var scoredLeft = Self.scoredRowsPerStep
         func need(_ i: Int) -> Int { prompts[i].decoder.history.count - prompts[i].computed }
         func give(_ i: Int, _ most: Int) {
-            let n = min(need(i) - shares[i], most, left)
+            let scored = prompts[i].job.request.promptLogprobs != nil
+            let n = min(need(i) - shares[i], most, left, scored ? scoredLeft : .max)
             shares[i] += n
             left -= n
+            if scored { scoredLeft -= n }
         }
         give(0, max(1, room / 4))
         let byNeed = prompts.indices.dropFirst().sorted { (need($0), $0) < (need($1), $1) }
@@ -357,6 +361,9 @@ final class SchedulerCore: @unchecked Sendable {
         give(0, left)
         return zip(prompts, shares).filter { $0.1 > 0 }
     }
+
+    /// The most prompt rows with their logits (``GenerationRequest/promptLogprobs``) in one step.
+    static let scoredRowsPerStep = 256
 
     private func step() {
         let began = Self.trace ? now() : 0
@@ -370,8 +377,9 @@ final class SchedulerCore: @unchecked Sendable {
             // A backend that picks greedy tokens itself gets the masks now, not the logits later.
             let use = logits && context.choosesTokens ? known ?? seq.decoder.logitsUse() : .full
             // A scored prompt's rows that predict its next prompt token give their logits too.
+            // (Forced tokens join the prefill after the prompt: a chunk among them scores nothing.)
             let scored = seq.job.request.promptLogprobs == nil || seq.decoding
-                ? seq.computed..<seq.computed : seq.computed..<min(end, seq.decoder.promptCount - 1)
+                ? seq.computed..<seq.computed : seq.computed..<max(seq.computed, min(end, seq.decoder.promptCount - 1))
             for p in seq.computed..<end {
                 let sampled = logits && p == end - 1
                 batch.add(history[p], position: p, slot: seq.slot, logits: sampled || scored.contains(p), use: sampled ? use : .full,
@@ -422,17 +430,27 @@ final class SchedulerCore: @unchecked Sendable {
         // Logits rows come in batch order: a sequence's scored prompt rows, then its sampled row.
         var logitRow = 0
         var sampledRows: [Int] = []
-        for (seq, count, logits, scored) in fed {
-            if let top = seq.job.request.promptLogprobs {
-                for p in scored {
-                    seq.emit(.promptLogprob(TokenLogprob(token: seq.decoder.history[p + 1], logits: context.logits(logitRow), top: top)))
-                    logitRow += 1
-                }
+        var scoredRows: [(seq: ActiveSequence, token: Int32, top: Int, row: Int)] = []
+        for (seq, _, logits, scored) in fed {
+            for p in scored {
+                scoredRows.append((seq, seq.decoder.history[p + 1], seq.job.request.promptLogprobs ?? 0, logitRow))
+                logitRow += 1
             }
             if logits {
                 sampledRows.append(logitRow)
                 logitRow += 1
             }
+        }
+        // Each a log-softmax over the vocabulary: on several threads, sent in order.
+        if !scoredRows.isEmpty {
+            var entries = [TokenLogprob?](repeating: nil, count: scoredRows.count)
+            entries.withUnsafeMutableBufferPointer { out in
+                let rows = ScoredRows(rows: scoredRows, context: context, out: out)
+                forEachRow(scoredRows.count, rows.score)
+            }
+            for (r, entry) in zip(scoredRows, entries) { if let entry { r.seq.emit(.promptLogprob(entry)) } }
+        }
+        for (seq, count, logits, _) in fed {
             seq.computed += count
             if !seq.decoding && seq.computed == seq.decoder.history.count {
                 seq.prefillEnd = now()
@@ -528,6 +546,19 @@ final class SchedulerCore: @unchecked Sendable {
             }
         }
         return true
+    }
+
+    /// Scored prompt rows as ``forEachRow(_:_:)``'s threads see them: the step's logits are
+    /// only read, and each row's entry is written by the thread that scores it.
+    private struct ScoredRows: @unchecked Sendable {
+        let rows: [(seq: ActiveSequence, token: Int32, top: Int, row: Int)]
+        let context: InferenceContext
+        let out: UnsafeMutableBufferPointer<TokenLogprob?>
+
+        func score(_ i: Int) {
+            let r = rows[i]
+            out[i] = TokenLogprob(token: r.token, logits: context.logits(r.row), top: r.top)
+        }
     }
 
     /// A row's work as ``forEachRow(_:_:)``'s threads see it: each calls it for its own rows.

@@ -615,6 +615,16 @@ public final class Tokenizer: Sendable {
     /// Checks that bytes are UTF-8 and returns them as a string.
     ///
     /// - Throws: ``TokenizerError/invalidUTF8(offset:)`` naming the first ill-formed byte.
+    /// The length of the longest prefix of `bytes[..<n]` that doesn't end inside a UTF-8 sequence.
+    public static func completeUTF8Length(_ bytes: [UInt8], upTo n: Int) -> Int {
+        var i = n - 1
+        while i >= 0 && i >= n - 4 && bytes[i] & 0xC0 == 0x80 { i -= 1 }
+        guard i >= 0 && i < n else { return n }
+        let lead = bytes[i]
+        let length = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1
+        return n - i < length ? i : n
+    }
+
     public static func validatedText(_ bytes: [UInt8]) throws(TokenizerError) -> String {
         let invalid = bytes.withUnsafeBufferPointer { UTF8Scan.firstInvalidOffset($0) }
         if let invalid { throw .invalidUTF8(offset: invalid) }
