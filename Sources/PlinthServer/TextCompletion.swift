@@ -154,15 +154,13 @@ struct TextCompletion: Sendable {
     /// tokens before it (a token that only begins a character starts where that character does).
     private func recordPrompt(_ entry: TokenLogprob, into c: inout Choice) {
         let whole = Tokenizer.completeUTF8Length(c.promptBytes, upTo: c.promptBytes.count)
-        let offset = String(decoding: c.promptBytes[..<whole], as: UTF8.self).unicodeScalars.count
-        record(entry, into: &c, echoed: 0)
-        c.offsets[c.offsets.count - 1] = OpenAIWire.int(offset)
+        record(entry, into: &c, offset: String(decoding: c.promptBytes[..<whole], as: UTF8.self).unicodeScalars.count)
         c.promptBytes += model.tokenizer.tokenBytes(entry.token)
     }
 
-    /// One token's entries; its offset counts Unicode scalars (Python's string indices) from the
+    /// One token's entries at `offset`, in Unicode scalars (Python's string indices) from the
     /// start of the choice's text, echoed prompt included.
-    private func record(_ entry: TokenLogprob, into c: inout Choice, echoed: Int) {
+    private func record(_ entry: TokenLogprob, into c: inout Choice, offset: Int) {
         c.tokens.append(.string(tokenText(entry.token)))
         c.tokenLogprobs.append(OpenAIWire.float(entry.logprob))
         var top: [(key: String, value: JSONValue)] = []
@@ -170,14 +168,14 @@ struct TextCompletion: Sendable {
             top.append((tokenText(alt.token), OpenAIWire.float(alt.logprob)))
         }
         c.top.append(.object(top))
-        c.offsets.append(OpenAIWire.int(echoed + entry.textOffset))
+        c.offsets.append(OpenAIWire.int(offset))
     }
 
     /// A choice's event into its state: text, a generated or scored prompt token, its end.
     private func take(_ event: GenerationEvent, _ i: Int, into c: inout Choice) {
         switch event {
         case .text(let t, _): c.text += t
-        case .logprob(let e): record(e, into: &c, echoed: echoLengths[i])
+        case .logprob(let e): record(e, into: &c, offset: echoLengths[i] + e.textOffset)
         case .promptLogprob(let e): recordPrompt(e, into: &c)
         case .finished(let s): c.summary = s
         default: break

@@ -220,8 +220,9 @@ struct EvalRun: AsyncParsableCommand {
             // Records in flight: the evaluator's default, twice what the model decodes at once.
             let evaluator = BatchEvaluator(model: model, instructions: instructionText, schema: generationSchema,
                                            options: options, includeSchemaInPrompt: !noSchemaInPrompt)
-            var tally = EvalTally(validator: try? SchemaValidator(schema: schemaText))
-            tally.uncheckedReason = "the checker could not compile the schema"
+            // The summary is the whole output's, tallied once at the end; the run counts for progress.
+            let validator = try? SchemaValidator(schema: schemaText)
+            var runRecords = 0, runGenerated = 0
             let progress = quiet ? nil : EvalProgress(total: total, alreadyDone: out.records)
             let reader = try LineReader(path: input)
             var records: [Int: JSONValue] = [:]  // records in flight, by line: ids and labels
@@ -251,9 +252,9 @@ struct EvalRun: AsyncParsableCommand {
                 try timings.append(#"{"line":\#(outcome.index),"cachedTokens":\#(outcome.cachedTokens),"seconds":\#(String(format: "%.4f", outcome.seconds))}"#,
                                    inputLine: outcome.index)
                 try out.append(line, inputLine: outcome.index)
-                tally.add(recordLine: Array(line.utf8))
-                tally.cachedTokens += outcome.cachedTokens
-                progress?.update(done: out.records, generatedTokens: tally.generatedTokens)
+                runRecords += 1
+                runGenerated += outcome.generatedTokens
+                progress?.update(done: out.records, generatedTokens: runGenerated)
                 // The wall time so far, kept for `eval report` should the run be killed.
                 if elapsed() - lastSaved >= 1 {
                     lastSaved = elapsed()
@@ -261,7 +262,7 @@ struct EvalRun: AsyncParsableCommand {
                     try info.write(for: output)
                 }
             })
-            progress?.update(done: out.records, generatedTokens: tally.generatedTokens, final: true)
+            progress?.update(done: out.records, generatedTokens: runGenerated, final: true)
             info.elapsedSeconds = previous + elapsed()
             info.finished = true
             info.records = out.records
@@ -269,12 +270,12 @@ struct EvalRun: AsyncParsableCommand {
 
             // The summary is the whole output's, resumed runs' records included, over their time.
             let seconds = elapsed()
-            var whole = try EvalTally.of(output: output, validator: tally.validator)
-            whole.uncheckedReason = tally.uncheckedReason
+            var whole = try EvalTally.of(output: output, validator: validator)
+            whole.uncheckedReason = "the checker could not compile the schema"
             if !quiet {
                 if resumedAt > 0 {
                     Diagnostics.note(String(format: "this run: %d records after line %d in %.1f s (%.2f records/s); the whole output:",
-                                            tally.records, resumedAt, seconds, seconds > 0 ? Double(tally.records) / seconds : 0))
+                                            runRecords, resumedAt, seconds, seconds > 0 ? Double(runRecords) / seconds : 0))
                 }
                 Diagnostics.note(whole.text(seconds: info.elapsedSeconds))
                 for name in label where whole.labels[name] == nil && whole.records > 0 {

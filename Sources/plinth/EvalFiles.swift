@@ -153,15 +153,27 @@ enum FileChecks {
     /// Throws unless `path` can be read as a file: a directory is refused, and unless `once`, a
     /// pipe or a device too (eval reads its input more than once: to count, to run, to resume).
     static func requireReadable(_ path: String, what: String, once: Bool = true) throws {
-        var st = stat()
         let name = "the \(what) \(path)"
-        guard stat(path, &st) == 0 else { throw CLIError("cannot read \(name): \(String(cString: strerror(errno)))") }
-        switch st.st_mode & S_IFMT {
-        case S_IFREG: return
-        case S_IFDIR: throw CLIError("\(name) is a directory, not a file")
-        default:
+        guard let kind = kind(path) else { throw CLIError("cannot read \(name): \(String(cString: strerror(errno)))") }
+        switch kind {
+        case .file: return
+        case .directory: throw CLIError("\(name) is a directory, not a file")
+        case .other:
             if once { return }
             throw CLIError("\(name) is not a regular file (a pipe or a device): give a file, which can be read again to resume")
+        }
+    }
+
+    private enum Kind { case file, directory, other }
+
+    /// What `path` leads to (links followed); nil where nothing is (`errno` says why).
+    private static func kind(_ path: String) -> Kind? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: return .file
+        case S_IFDIR: return .directory
+        default: return .other
         }
     }
 
@@ -170,15 +182,12 @@ enum FileChecks {
     /// written in one go, such as a summary to /dev/stdout). Commands check before their work,
     /// not after it.
     static func requireWritable(_ path: String, what: String, streams: Bool = false) throws {
-        var st = stat()
-        if stat(path, &st) == 0 {
-            switch st.st_mode & S_IFMT {
-            case S_IFREG: break
-            case S_IFDIR: throw CLIError("the \(what) \(path) is a directory")
-            default:
-                if streams { return }
-                throw CLIError("the \(what) \(path) is not a regular file (a device, a pipe or a socket)")
-            }
+        switch kind(path) {
+        case .file?, nil: break
+        case .directory?: throw CLIError("the \(what) \(path) is a directory")
+        case .other?:
+            if streams { return }
+            throw CLIError("the \(what) \(path) is not a regular file (a device, a pipe or a socket)")
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         var isDirectory: ObjCBool = false
@@ -194,12 +203,9 @@ enum FileChecks {
     /// device"), not as Foundation's error dump.
     static func writing<T>(_ path: String, _ body: () throws -> T) throws -> T {
         do { return try body() } catch {
-            throw CLIError("cannot write \(path): \(reason(error))")
+            throw CLIError("cannot write \(path): \(FileErrors.reason(error))")
         }
     }
-
-    /// Why a read or write failed, as the system says it ("No space left on device").
-    static func reason(_ error: any Error) -> String { ModelStore.reason(error) }
 
     /// Whether two paths name one file: the same existing file (links included), or the same
     /// path once made absolute, for files not made yet.

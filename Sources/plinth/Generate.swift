@@ -107,7 +107,7 @@ struct Generate: ParsableCommand {
             let write = { @Sendable (text: String) in
                 guard failedWrite.withLock({ $0 == nil }) else { return }
                 do { try FileHandle.standardOutput.write(contentsOf: Data(text.utf8)) } catch {
-                    failedWrite.withLock { $0 = FileChecks.reason(error) }
+                    failedWrite.withLock { $0 = FileErrors.reason(error) }
                 }
             }
             let result = try scheduler.run(GenerationRequest(prompt: tokens, sampling: sampling, maxTokens: maxTokens,
@@ -130,7 +130,7 @@ struct Generate: ParsableCommand {
         let data: Data
         if path == "-" {
             do { data = try FileHandle.standardInput.readToEnd() ?? Data() } catch {
-                throw CLIError("cannot read standard input: \(FileChecks.reason(error))")
+                throw CLIError("cannot read standard input: \(FileErrors.reason(error))")
             }
         } else {
             guard let d = FileManager.default.contents(atPath: path) else { throw ModelStoreError.io("cannot read prompt file \(path)") }

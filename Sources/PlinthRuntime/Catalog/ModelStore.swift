@@ -174,7 +174,7 @@ public struct ModelStore: Sendable {
                     if chunk.isEmpty { break }
                     hasher.update(chunk)
                     do { try out.write(contentsOf: chunk) } catch {
-                        throw ModelStoreError.io("cannot write \(partial.path): \(Self.reason(error))")
+                        throw ModelStoreError.io("cannot write \(partial.path): \(FileErrors.reason(error))")
                     }
                     written += chunk.count
                 }
@@ -235,16 +235,6 @@ public struct ModelStore: Sendable {
             if flock(fd, LOCK_EX | LOCK_NB) == 0 { try? FileManager.default.removeItem(at: folder) }
             close(fd)
         }
-    }
-
-    /// Why a write failed, as the system says it ("No space left on device").
-    public static func reason(_ error: any Error) -> String {
-        let ns = error as NSError
-        if let posix = ns.userInfo[NSUnderlyingErrorKey] as? NSError, posix.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(posix.code)))
-        }
-        if ns.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(ns.code))) }
-        return ns.localizedFailureReason ?? ns.localizedDescription
     }
 
     /// Downloads one wheel with pip and extracts the named member; returns the extracted file.

@@ -70,13 +70,13 @@ package final class PartialFile {
     }
 
     package func write(_ data: Data) throws(Failure) {
-        do { try handle.write(contentsOf: data) } catch { throw Failure(reason: error.localizedDescription) }
+        do { try handle.write(contentsOf: data) } catch { throw Failure(reason: FileErrors.reason(error)) }
     }
 
     /// Puts the finished file under its name: one `rename`, which replaces an old file at once
     /// and fails on a directory.
     package func commit() throws(Failure) {
-        do { try handle.close() } catch { throw Failure(reason: error.localizedDescription) }
+        do { try handle.close() } catch { throw Failure(reason: FileErrors.reason(error)) }
         guard rename(partial.path, url.path) == 0 else { throw Failure(reason: String(cString: strerror(errno))) }
         committed = true
     }
