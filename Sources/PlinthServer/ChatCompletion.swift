@@ -113,14 +113,24 @@ struct ChatCompletion: Sendable {
         var pendingLogprobs = Array(repeating: [JSONValue](), count: request.parameters.n)
         do {
             try await choices.consume { i, event in
-                if !state[i].started {
+                // The role opens a choice's first chunk that shows something: content "" before
+                // text, null (as OpenAI's) before a call.
+                var opensWithCall = false, shows = true
+                switch event {
+                case .toolCall: opensWithCall = true
+                case .text(let t, _): shows = !t.isEmpty || !pendingLogprobs[i].isEmpty
+                case .logprob, .promptLogprob: shows = false
+                case .finished, .failed: break
+                }
+                if !state[i].started && shows {
                     state[i].started = true
-                    try await send(chunk(i, [("role", .string("assistant")), ("content", .string("")), ("refusal", .null)]))
+                    try await send(chunk(i, [("role", .string("assistant")), ("content", opensWithCall ? .null : .string("")),
+                                             ("refusal", .null)]))
                 }
                 switch event {
                 case .text(let t, _):
                     // Text with nothing to show carries only the tokens it stands for, if any.
-                    guard !t.isEmpty || !pendingLogprobs[i].isEmpty else { break }
+                    guard shows else { break }
                     let lp: JSONValue = request.parameters.logprobs == nil ? .null
                         : .object([("content", .array(pendingLogprobs[i])), ("refusal", .null)])
                     pendingLogprobs[i] = []

@@ -373,6 +373,9 @@ struct ServerTests {
         let (events, done) = TestServer.events(streamed.text)
         #expect(done && events.contains { $0.at("choices", 0, "finish_reason")?.stringValue == "tool_calls" }, "\(streamed.text)")
         #expect(events.contains { $0.at("choices", 0, "delta", "tool_calls", 0, "function", "name")?.stringValue == "get_weather" })
+        // The role's chunk has content null before a call, as OpenAI's, and no chunk shows "".
+        #expect(events.first?.at("choices", 0, "delta", "role")?.stringValue == "assistant")
+        #expect(events.first?.at("choices", 0, "delta", "content") == .null, "\(streamed.text)")
         #expect(!events.contains { $0.at("choices", 0, "delta", "content")?.stringValue?.contains("```") == true })
         let answer = try await ask("Write a JSON example of a person with a name and an age.", stream: false)
         #expect(answer.json.at("choices", 0, "finish_reason")?.stringValue == "stop", "\(answer.text)")

@@ -178,6 +178,19 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         #expect(!session.isResponding)
     }
 
+    /// A request made while a cancelled one is still ending waits for it; it doesn't fail.
+    @Test func aRequestRightAfterACancelledOneWaitsForIt() async throws {
+        let model = ScriptedModel([slowTurn, .text("Next.")])
+        let session = LanguageModelSession(model: model)
+        let first = Task { try await session.respond(to: "long") }
+        try await eventually { session.isResponding }
+        first.cancel()
+        let next = try await session.respond(to: "next")
+        #expect(next.content == "Next.")
+        await #expect(throws: CancellationError.self) { try await first.value }
+        #expect(session.transcript.count == 2)
+    }
+
     @Test func cancellationStopsPromptlyAndRevertsTheTranscript() async throws {
         let model = ScriptedModel([.text("First answer."), slowTurn, .text("After cancel.")])
         let session = LanguageModelSession(model: model, instructions: "Be brief.")

@@ -88,6 +88,42 @@ import Testing
         #expect(session.transcript.isEmpty)
     }
 
+    /// A `break` out of a stream nobody keeps ends its request (reverted, as a cancelled one),
+    /// and the session's next request waits for it to end instead of failing as concurrent.
+    @Test func aStreamDroppedAfterBreakEndsItsRequest() async throws {
+        let model = ScriptedModel([.custom { _, channel in
+            await channel.send(.response(action: .appendText("Once", tokenCount: 1)))
+            try await Task.sleep(for: .seconds(60))
+            await channel.send(.response(action: .appendText(" upon a time", tokenCount: 3)))
+        }, .text("Second answer.")])
+        let session = LanguageModelSession(model: model)
+        let clock = ContinuousClock(), start = clock.now
+        for try await snapshot in session.streamResponse(to: "first") {
+            #expect(snapshot.content == "Once")
+            break
+        }
+        let response = try await session.respond(to: "second")
+        #expect(response.content == "Second answer.")
+        #expect(clock.now - start < .seconds(30))
+        #expect(session.transcript.count == 2)
+        #expect(!session.isResponding)
+    }
+
+    /// A stream kept after a `break` runs on: `collect()` gives the whole response.
+    @Test func aStreamKeptAfterBreakRunsOn() async throws {
+        let model = ScriptedModel([.custom { _, channel in
+            await channel.send(.response(action: .appendText("Once", tokenCount: 1)))
+            try await Task.sleep(for: .milliseconds(200))
+            await channel.send(.response(action: .appendText(" upon a time", tokenCount: 3)))
+        }])
+        let session = LanguageModelSession(model: model)
+        let stream = session.streamResponse(to: "x")
+        for try await _ in stream { break }
+        let response = try await stream.collect()
+        #expect(response.content == "Once upon a time")
+        #expect(session.transcript.count == 2)
+    }
+
     @Test func streamErrorsAreThrownFromIteration() async throws {
         let model = ScriptedModel([.failure(LanguageModelError.guardrailViolation(.init(debugDescription: "no")))])
         let session = LanguageModelSession(model: model)

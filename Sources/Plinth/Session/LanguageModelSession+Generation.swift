@@ -114,18 +114,52 @@ extension LanguageModelSession {
     func generate(prompt: Prompt, schema: GenerationSchema?, options: GenerationOptions, contextOptions: ContextOptions,
                   metadata: Metadata.Values, validate: (any ConvertibleFromGeneratedContent.Type)? = nil,
                   snapshot: (@Sendable (RawResult) -> Void)? = nil) async throws -> RawResult {
-        let before: Transcript = try registrar.withMutation(of: self, keyPath: \.isResponding) {
-            try state.withLock { s in
-                if s.isResponding {
-                    throw GenerationError.concurrentRequests(.init(
-                        debugDescription: "The session is still responding to another request."))
+        let (before, number) = try await beginRequest()
+        defer { endResponding() }
+        return try await withTaskCancellationHandler {
+            try await runRequest(after: before, prompt: prompt, schema: schema, options: options, contextOptions: contextOptions,
+                              metadata: metadata, validate: validate, snapshot: snapshot)
+        } onCancel: {
+            state.withLock { s in if s.requestNumber == number { s.requestCancelled = true } }
+        }
+    }
+
+    /// Marks the session responding, and gives the transcript before the request and the
+    /// request's number. While another request runs it throws ``GenerationError/concurrentRequests(_:)``,
+    /// unless that request was cancelled: then it waits for it to end (a stream dropped after
+    /// `break` ends its request, and the next request shouldn't fail for it).
+    private func beginRequest() async throws -> (Transcript, UInt64) {
+        while true {
+            let begun: (Transcript, UInt64)? = try registrar.withMutation(of: self, keyPath: \.isResponding) {
+                try state.withLock { s in
+                    if s.isResponding {
+                        if s.requestCancelled { return nil }
+                        throw GenerationError.concurrentRequests(.init(
+                            debugDescription: "The session is still responding to another request."))
+                    }
+                    s.isResponding = true
+                    s.mutatedWhileResponding = false
+                    s.requestCancelled = false
+                    s.requestNumber += 1
+                    return (s.transcript, s.requestNumber)
                 }
-                s.isResponding = true
-                s.mutatedWhileResponding = false
-                return s.transcript
+            }
+            if let begun { return begun }
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let ended = state.withLock { s in
+                    if s.isResponding { s.idleWaiters.append(waiter) }
+                    return !s.isResponding
+                }
+                if ended { waiter.resume() }
             }
         }
-        defer { setResponding(false) }
+    }
+
+    /// The request, once ``beginRequest()`` has begun it.
+    private func runRequest(after before: Transcript, prompt: Prompt, schema: GenerationSchema?, options: GenerationOptions,
+                            contextOptions: ContextOptions, metadata: Metadata.Values,
+                            validate: (any ConvertibleFromGeneratedContent.Type)?,
+                            snapshot: (@Sendable (RawResult) -> Void)?) async throws -> RawResult {
         // The profile's error policy, when it sets one; the session's is read when a request fails.
         var profilePolicy: TranscriptErrorHandlingPolicy?
         var requestModel = model

@@ -25,7 +25,8 @@ import Synchronization
 ///
 /// A session answers one request at a time: a second request while one is running throws
 /// ``GenerationError/concurrentRequests(_:)``. Cancelling the task that awaits a response
-/// stops generation and leaves the transcript as it was before the request.
+/// stops generation and leaves the transcript as it was before the request; a request made
+/// while a cancelled one is still ending waits for it instead of throwing.
 ///
 /// Errors: a session on ``SystemLanguageModel`` reports the errors of its executor that have an
 /// Xcode 26 counterpart as ``GenerationError`` (for example
@@ -52,6 +53,13 @@ public final class LanguageModelSession: @unchecked Sendable {
         /// Someone other than the request under way changed the transcript: the request stops
         /// with ``LanguageModelSession/Error/transcriptMutationWhileResponding``.
         var mutatedWhileResponding = false
+        /// Counts requests, so that a late cancellation handler marks only its own.
+        var requestNumber: UInt64 = 0
+        /// The request under way was cancelled (its task, or its stream dropped) and is
+        /// unwinding: a new request waits for it instead of failing as concurrent.
+        var requestCancelled = false
+        /// Requests waiting for a cancelled one to end.
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
         var usage = Usage.zero
         var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy?
         /// The profiles the last resolution found active (their places and deactivation
@@ -276,10 +284,16 @@ public final class LanguageModelSession: @unchecked Sendable {
         prewarm(promptPrefix: Prompt(promptPrefix))
     }
 
-    func setResponding(_ value: Bool) {
-        registrar.withMutation(of: self, keyPath: \.isResponding) {
-            state.withLock { $0.isResponding = value }
+    /// Ends the request under way, and wakes the requests waiting for it.
+    func endResponding() {
+        let waiters = registrar.withMutation(of: self, keyPath: \.isResponding) {
+            state.withLock { s in
+                s.isResponding = false
+                defer { s.idleWaiters = [] }
+                return s.idleWaiters
+            }
         }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// Changes the transcript, telling its observers. A change `fromOutside` the request under

@@ -101,6 +101,9 @@ extension LanguageModelSession {
     ///
     /// Generation starts when you first iterate the stream or call ``collect()``. Each
     /// snapshot holds everything generated so far; the last one holds the complete content.
+    /// Leaving the loop early lets the request run on while you keep the stream (for
+    /// ``collect()``); once no copy of it is left, the request stops and is reverted like a
+    /// cancelled one, and the session's next request waits for it to end.
     public struct ResponseStream<Content> where Content: Generable {
         let source: StreamSource
 
@@ -214,6 +217,13 @@ final class StreamSource: Sendable {
 
     init(start: @escaping @Sendable (_ yield: @escaping @Sendable (RawResult) -> Void) async throws -> RawResult) {
         body = start
+    }
+
+    // Once no stream value (or iterator) is left, nothing can read the request's snapshots or
+    // result: it stops, as when its task is cancelled (a `break` out of the loop over a stream
+    // that isn't kept for `collect()` ends the request).
+    deinit {
+        started.withLock { $0?.task.cancel() }
     }
 
     func start() -> Started {
