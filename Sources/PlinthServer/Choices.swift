@@ -18,11 +18,11 @@ struct Choices: Sendable {
     /// `param` names the field that asked for the choices (in errors).
     init(_ requests: [GenerationRequest], on scheduler: Scheduler, timeout: Double?, modelID: String, metrics: Metrics,
          param: String = "n") throws {
-        // A request with more choices than the queue holds would be refused however long its
-        // client waited: not a "busy, retry" 429.
-        let capacity = scheduler.configuration.maxQueued
+        // A request with more choices than the server takes at once (running and waiting)
+        // would be refused however long its client waited: not a "busy, retry" 429.
+        let capacity = scheduler.configuration.maxQueued + scheduler.configuration.maxRunning
         if requests.count > capacity {
-            throw APIError.invalid(param, "The request asks for \(requests.count) choices (prompts × n); the server queues at most \(capacity) (--max-queue).")
+            throw APIError.invalid(param, "The request asks for \(requests.count) choices (prompts × n); the server takes at most \(capacity) at once (--parallel running, --max-queue waiting).")
         }
         let (stream, continuation) = AsyncThrowingStream<Event, any Error>.makeStream()
         let left = Counter(requests.count)

@@ -129,11 +129,14 @@ public final class HTTPServer: Sendable {
 
     private func health() -> Response {
         let status = host.status
-        let ready = status.allSatisfy { $0.state == "ok" }
-        let body: JSONValue = .object([
+        let unserved = host.unservedAdapters.withLock { $0 }
+        let ready = status.allSatisfy { $0.state == "ok" } && unserved.isEmpty
+        var pairs: [(String, JSONValue)] = [
             ("status", .string(ready ? "ok" : status.contains { $0.state == "loading" } ? "loading" : "error")),
             ("models", .object(status.map { ($0.id, .string($0.state)) })),
-        ])
+        ]
+        if !unserved.isEmpty { pairs.append(("unserved_adapters", .object(unserved.map { ($0.spec, .string($0.why)) }))) }
+        let body: JSONValue = .object(pairs)
         return Self.json(body, status: ready ? .ok : .serviceUnavailable)
     }
 

@@ -50,6 +50,7 @@ final class Metrics: Sendable {
         var promptTokens: [String: Int] = [:]
         var cachedTokens: [String: Int] = [:]
         var generatedTokens: [String: Int] = [:]
+        var generations: [String: Int] = [:]  // "model\u{0}reason"
         var timeToFirstToken: [String: Histogram] = [:]
         var timePerToken: [String: Histogram] = [:]
         var duration = Histogram([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120])
@@ -72,6 +73,7 @@ final class Metrics: Sendable {
             $0.promptTokens[model, default: 0] += s.promptTokens
             $0.cachedTokens[model, default: 0] += s.cachedTokens
             $0.generatedTokens[model, default: 0] += s.generatedTokens
+            $0.generations["\(model)\u{0}\(s.finishReason.rawValue)", default: 0] += 1
             guard s.generatedTokens > 0 else { return }
             $0.timeToFirstToken[model, default: Histogram(Self.ttftBounds)].observe(s.timeToFirstToken)
             if s.generatedTokens > 1 {
@@ -100,13 +102,20 @@ final class Metrics: Sendable {
         family("plinth_request_duration_seconds", "histogram", "Time from a request's arrival to its response head (a stream's events come after it).")
         out += s.duration.lines("plinth_request_duration_seconds", labels: "")
         let counters: [(String, String, [String: Int])] = [
-            ("plinth_prompt_tokens_total", "Prompt tokens of finished generations.", s.promptTokens),
+            ("plinth_prompt_tokens_total", "Prompt tokens of finished generations (none for those cancelled before they started).", s.promptTokens),
             ("plinth_cached_prompt_tokens_total", "Prompt tokens taken from the prefix cache.", s.cachedTokens),
             ("plinth_generated_tokens_total", "Tokens generated (those of requests whose client left too).", s.generatedTokens),
         ]
         for (name, help, values) in counters {
             family(name, "counter", help)
             for (model, n) in values.sorted(by: { $0.key < $1.key }) { out.append("\(name){model=\"\(Self.escape(model))\"} \(n)") }
+        }
+        // A stream's request counts as 200 once its head is sent; how each choice ended (its
+        // client gone, a timeout: cancelled) is here.
+        family("plinth_generations_total", "counter", "Finished choices, by how they ended (endOfGeneration, maxTokens, stopSequence, contextFull, cancelled).")
+        for (key, n) in s.generations.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
+            out.append("plinth_generations_total{model=\"\(Self.escape(String(parts[0])))\",reason=\"\(parts[1])\"} \(n)")
         }
         let gauges: [(String, String, String, (SchedulerStatistics) -> Int)] = [
             ("plinth_queue_depth", "gauge", "Requests waiting for a slot.", { $0.queued }),

@@ -87,6 +87,9 @@ final class ModelHost: Sendable {
 
     let entries: [Entry]
     private let states: Mutex<[State]>
+    /// Each `--adapter` that no model could serve, with why (the server is then unhealthy, as
+    /// llama-server refuses to start: its clients would only meet 404s).
+    let unservedAdapters = Mutex<[(spec: String, why: String)]>([])
 
     init(models: [String]) {
         let now = Int(Date().timeIntervalSince1970)
@@ -102,6 +105,12 @@ final class ModelHost: Sendable {
 
     /// Loads every model, one after another (each failure is kept and reported per request).
     func load(_ settings: ServerSettings, log: @Sendable (String) -> Void) {
+        var adapterErrors: [String: String] = [:], servedSpecs: Set<String> = []
+        defer {
+            let unserved = settings.adapters.filter { !servedSpecs.contains($0) }.map { ($0, adapterErrors[$0] ?? "no model loaded") }
+            for (spec, why) in unserved { log("adapter \(spec) is served with no model: \(why)") }
+            unservedAdapters.withLock { $0 = unserved }
+        }
         for (i, given) in settings.models.enumerated() {
             let state: State
             do {
@@ -109,7 +118,10 @@ final class ModelHost: Sendable {
                 let model = try ServedModel(url: url, contextLength: settings.contextLength, parallel: settings.parallel,
                                             maxQueued: settings.maxQueue, backend: settings.backend)
                 log("loaded \(entries[i].id) from \(url.path): context \(model.contextLength), \(model.parallel) sequences at once, backend \(model.scheduler.backend)")
-                state = .ready(model, adapters: Self.adapters(settings.adapters, for: model, id: entries[i].id, log: log))
+                let adapters = Self.adapters(settings.adapters, for: model, id: entries[i].id, log: log)
+                servedSpecs.formUnion(adapters.spec)
+                adapterErrors.merge(adapters.errors) { a, _ in a }
+                state = .ready(model, adapters: adapters.served)
             } catch {
                 log("cannot load \(given): \(error.localizedDescription)")
                 state = .failed(error.localizedDescription)
@@ -118,10 +130,12 @@ final class ModelHost: Sendable {
         }
     }
 
-    /// The adapters among `specs` that fit `model`; one that does not is left out with a log line
-    /// (a server may serve models an adapter was not trained for).
-    private static func adapters(_ specs: [String], for model: ServedModel, id: String, log: (String) -> Void) -> [ServedAdapter] {
-        var served: [ServedAdapter] = []
+    /// The adapters among `specs` that fit `model` (with the spec each came from), and why
+    /// each other one does not; those are left out with a log line (a server may serve models
+    /// an adapter was not trained for).
+    private static func adapters(_ specs: [String], for model: ServedModel, id: String, log: (String) -> Void)
+        -> (served: [ServedAdapter], spec: [String], errors: [String: String]) {
+        var served: [ServedAdapter] = [], taken: [String] = [], errors: [String: String] = [:]
         for spec in specs {
             do {
                 let adapter = try model.adapter(at: try AdapterStore.default.resolve(spec))
@@ -129,15 +143,18 @@ final class ModelHost: Sendable {
                 let name = adapter.name
                 guard !served.contains(where: { $0.name.lowercased() == name.lowercased() }) else {
                     log("adapter \(spec) not served with \(id): another adapter is already named \(name)")
+                    errors[spec] = "another adapter is already named \(name)"
                     continue
                 }
                 served.append(ServedAdapter(name: name, adapter: adapter))
+                taken.append(spec)
                 log("adapter \(name) served with \(id) as \(id):\(name) (rank \(adapter.pairs.values.map(\.rank).max() ?? 0), \(adapter.pairs.count) matrices)")
             } catch {
                 log("adapter \(spec) not served with \(id): \(error.localizedDescription)")
+                errors[spec] = error.localizedDescription
             }
         }
-        return served
+        return (served, taken, errors)
     }
 
     /// The model a request names: a served model, or `MODEL:ADAPTER` for one of the adapters it

@@ -95,10 +95,12 @@ struct TextCompletion: Sendable {
                                    code: "unsupported_parameter")
         }
         for prompt in prompts {
-            for _ in 0..<p.n {
+            // Each prompt's choices are seeded as the prompt alone would be: a prompt's text
+            // doesn't depend on the others in the list.
+            for choice in 0..<p.n {
                 // With echo, OpenAI lists the prompt's tokens with their log-probabilities (how
                 // lm-evaluation-harness scores text), the first without one.
-                requests.append(GenerationRequest(prompt: prompt.tokens, sampling: p.sampling(forChoice: requests.count),
+                requests.append(GenerationRequest(prompt: prompt.tokens, sampling: p.sampling(forChoice: choice),
                                                   maxTokens: p.maxTokens, stopSequences: p.stop, constraint: constraint,
                                                   logprobs: p.logprobs, adapter: selection.adapter,
                                                   promptLogprobs: echoes ? p.logprobs : nil))

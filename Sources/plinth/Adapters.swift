@@ -13,9 +13,11 @@ struct Adapters: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the adapters found by name, and where they are looked for.")
 
         func run() throws {
-            let store = AdapterStore.default
-            for name in store.names() { print("\(name)\t\((try? store.resolve(name).path) ?? "")") }
-            Diagnostics.note("searched: \(store.directories.map(\.path).joined(separator: ", "))")
+            try reportingErrors {
+                let store = AdapterStore.default
+                for name in store.names() { try Output.line("\(name)\t\((try? store.resolve(name).path) ?? "")") }
+                Diagnostics.note("searched: \(store.directories.map(\.path).joined(separator: ", "))")
+            }
         }
     }
 
@@ -29,10 +31,10 @@ struct Adapters: ParsableCommand {
         func run() throws {
             try reportingErrors {
                 let lora = try LoRAAdapter(named: adapter, for: try modelOptions.load().transformer)
-                print("\(lora.name): \(lora.format.rawValue) at \(lora.url.path)")
-                print("  base model: \(lora.baseModelName ?? "not named"); sha256 \(lora.fingerprint)")
+                try Output.line("\(lora.name): \(lora.format.rawValue) at \(lora.url.path)")
+                try Output.line("  base model: \(lora.baseModelName ?? "not named"); sha256 \(lora.fingerprint)")
                 let ranks = Set(lora.pairs.values.map(\.rank)).sorted(), scales = Set(lora.pairs.values.map(\.scale)).sorted()
-                print("  \(lora.pairs.count) matrices, rank \(ranks.map(String.init).joined(separator: "/")), scale \(scales.map { "\($0)" }.joined(separator: "/"))")
+                try Output.line("  \(lora.pairs.count) matrices, rank \(ranks.map(String.init).joined(separator: "/")), scale \(scales.map { "\($0)" }.joined(separator: "/"))")
                 var kinds: [String: Int] = [:]
                 for t in lora.pairs.keys {
                     switch t {
@@ -40,9 +42,9 @@ struct Adapters: ParsableCommand {
                     default: kinds[t.tensorName, default: 0] += 1
                     }
                 }
-                print("  targets: " + kinds.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
+                try Output.line("  targets: " + kinds.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))
                 let floats = lora.pairs.values.reduce(0) { $0 + $1.a.count + $1.bt.count }
-                print("  \(floats) parameters")
+                try Output.line("  \(floats) parameters")
             }
         }
     }
@@ -64,17 +66,18 @@ struct Adapters: ParsableCommand {
             try reportingErrors {
                 let input = try modelOptions.url()
                 let out = URL(fileURLWithPath: output)
-                // An adapter named from the store is no path here.
+                // Where the adapter is, named from the store or given as a path.
+                let adapterURL = try AdapterStore.default.resolve(adapter)
                 var isFolder: ObjCBool = false
-                let isPath = FileManager.default.fileExists(atPath: adapter, isDirectory: &isFolder)
+                _ = FileManager.default.fileExists(atPath: adapterURL.path, isDirectory: &isFolder)
                 try FileChecks.requireWritable(output, what: "output")
-                try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(input.path, "model")] + (isPath ? [(adapter, "adapter")] : []))
+                try FileChecks.requireDistinct(writes: [(output, "output")], reads: [(input.path, "model"), (adapterURL.path, "adapter")])
                 // Nor a file in the adapter's PEFT folder.
-                if isPath, isFolder.boolValue, FileChecks.sameFile(out.deletingLastPathComponent().path, adapter) {
-                    throw CLIError("the output would overwrite a file of the adapter \(adapter); choose another -o")
+                if isFolder.boolValue, FileChecks.sameFile(out.deletingLastPathComponent().path, adapterURL.path) {
+                    throw CLIError("the output would overwrite a file of the adapter \(adapter) (\(adapterURL.path)); choose another -o")
                 }
                 let model = try modelOptions.load(input)
-                let lora = try LoRAAdapter(named: adapter, for: model.transformer)
+                let lora = try LoRAAdapter(contentsOf: adapterURL, for: model.transformer)
                 let start = ContinuousClock.now
                 try LoRAMerge.write(model: model.transformer, adapter: lora, to: out, precision: precision)
                 let took = ContinuousClock.now - start

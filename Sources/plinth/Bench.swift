@@ -127,7 +127,7 @@ struct Bench: ParsableCommand {
                                          "cuda (\(name)\(runner.stepKernels.map { ", \($0) kernels a decode step" } ?? ""))"
                                      } ?? context.backend.rawValue,
                                      results: results)
-            FileHandle.standardOutput.write(Data((json ? report.json() : report.table()).utf8))
+            try Output.write((json ? report.json() : report.table()))
         }
     }
 

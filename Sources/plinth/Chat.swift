@@ -72,7 +72,7 @@ struct Chat: AsyncParsableCommand {
         case "/transcript":
             // Through the same unbuffered stream as the replies, so that it comes in order.
             let output = StandardOutput()
-            for entry in session.transcript { output.write("\(entry)\n") }
+            for entry in session.transcript { try? output.write("\(entry)\n") }
         case "/save":
             guard parts.count == 2 else {
                 Diagnostics.error("/save needs a file name")
@@ -103,7 +103,7 @@ struct Chat: AsyncParsableCommand {
             for try await snapshot in responses { try output.extend(to: snapshot.content) }
             let response = try await responses.collect()
             try output.extend(to: response.content)
-            output.write("\n")
+            try output.write("\n")
             if !quiet { Diagnostics.note("(" + speedNote(session.transcript, usage: response.usage) + ")") }
         }
         interrupt.forward(to: task)
@@ -111,10 +111,10 @@ struct Chat: AsyncParsableCommand {
         do {
             try await task.value
         } catch is CancellationError {
-            StandardOutput().write("\n")
+            try? StandardOutput().write("\n")
             Diagnostics.note("(stopped)")
         } catch {
-            StandardOutput().write("\n")
+            try? StandardOutput().write("\n")
             _ = reported(error)
             if Self.isContextFull(error) {
                 Diagnostics.note("(the conversation fills the model's context: /reset starts a new one; -c sets a larger context)")

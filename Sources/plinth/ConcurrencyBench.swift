@@ -70,12 +70,12 @@ struct ConcurrencyBench: AsyncParsableCommand {
 
     func run() async throws {
         if printInstructions {
-            print(Self.instructions)
+            try Output.line(Self.instructions)
             return
         }
         if printSchema {
             let data = try JSONEncoder().encode(ClauseClassification.generationSchema)
-            print(String(decoding: data, as: UTF8.self))
+            try Output.line(String(decoding: data, as: UTF8.self))
             return
         }
         try await reportingErrors {
@@ -113,14 +113,14 @@ struct ConcurrencyBench: AsyncParsableCommand {
                     "idle_ttft_seconds": .array(ttft.idle.map(JSONValue.double)),
                     "loaded_ttft_seconds": .array(ttft.loaded.map(JSONValue.double)), "ttft_ratio": .double(ttftRatio),
                 ]
-                print(object.prettyText)
+                try Output.line(object.prettyText)
             } else {
-                print("model: \(url.lastPathComponent), \(records.count) records")
-                print(String(format: "records: one after another %.2f/s, %d concurrent sessions %.2f/s: %.2fx; %d of %d outputs differ",
+                try Output.line("model: \(url.lastPathComponent), \(records.count) records")
+                try Output.line(String(format: "records: one after another %.2f/s, %d concurrent sessions %.2f/s: %.2fx; %d of %d outputs differ",
                              sequentialRate, concurrency, concurrentRate, concurrentRate / sequentialRate, mismatches, records.count))
-                print(String(format: "single-stream decode: raw runtime %.1f tok/s, scheduler %.1f tok/s: %.3fx (median of paired rounds)",
+                try Output.line(String(format: "single-stream decode: raw runtime %.1f tok/s, scheduler %.1f tok/s: %.3fx (median of paired rounds)",
                              median(decode.raw), median(decode.scheduled), decodeRatio))
-                print(String(format: "first token: idle %.1f ms, with %d others decoding %.1f ms: %.2fx",
+                try Output.line(String(format: "first token: idle %.1f ms, with %d others decoding %.1f ms: %.2fx",
                              median(ttft.idle) * 1000, concurrency - 1, median(ttft.loaded) * 1000, ttftRatio))
             }
             guard mismatches == 0 else { throw CLIError("\(mismatches) records differ between the sequential and concurrent runs") }

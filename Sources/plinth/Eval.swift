@@ -540,7 +540,7 @@ struct EvalReport: ParsableCommand {
                 let lines = tally.otherLines == 1 ? "1 line of \(output) is not a record" : "\(tally.otherLines) lines of \(output) are not records"
                 Diagnostics.note("\(lines) (a JSON object with a \"line\"): passed over")
             }
-            print(tally.text(seconds: seconds))
+            try Output.line(tally.text(seconds: seconds))
             if let summary { try tally.write(summary: summary, seconds: seconds) }
         }
     }

@@ -165,7 +165,6 @@ struct EvalTally {
         let data = Data((json(seconds: seconds).prettyText + "\n").utf8)
         var target = stat(), out = stat()
         if stat(path, &target) == 0, fstat(STDOUT_FILENO, &out) == 0, target.st_dev == out.st_dev, target.st_ino == out.st_ino {
-            fflush(nil)  // every C stream: print() writes through stdout
             try FileChecks.writing(path) { try FileHandle.standardOutput.write(contentsOf: data) }
         } else {
             try FileChecks.writing(path) { try data.write(to: URL(fileURLWithPath: path)) }

@@ -71,7 +71,7 @@ struct Generate: ParsableCommand {
         guard topK >= 0 else { throw ValidationError("--top-k must not be negative") }
         guard topP > 0, topP <= 1 else { throw ValidationError("--top-p must be in (0, 1]") }
         guard minP >= 0, minP <= 1 else { throw ValidationError("--min-p must be in [0, 1]") }
-        guard repeatPenalty > 0 else { throw ValidationError("--repeat-penalty must be positive") }
+        guard repeatPenalty > 0, repeatPenalty.isFinite else { throw ValidationError("--repeat-penalty must be a positive number, not \(repeatPenalty)") }
         if let contextLength { guard contextLength > 0 else { throw ValidationError("--context must be positive") } }
         if let threads { guard threads > 0 else { throw ValidationError("--threads must be positive") } }
     }
@@ -102,20 +102,20 @@ struct Generate: ParsableCommand {
             }
             if !quiet && seed != self.seed && !sampling.isGreedy { Diagnostics.note("seed: \(seed)") }
             guard maxTokens > 0 else { return }
-            // A write that fails (standard output full or closed) is said once, after the run.
-            let failedWrite = Mutex<String?>(nil)
-            let write = { @Sendable (text: String) in
-                guard failedWrite.withLock({ $0 == nil }) else { return }
-                do { try FileHandle.standardOutput.write(contentsOf: Data(text.utf8)) } catch {
-                    failedWrite.withLock { $0 = FileErrors.reason(error) }
+            // A write that fails (standard output full or closed) stops the generation, and is
+            // said after it.
+            let failedWrite = Mutex<(any Error)?>(nil)
+            let result = try scheduler.runWhile(GenerationRequest(prompt: tokens, sampling: sampling, maxTokens: maxTokens,
+                                                                  stopSequences: stop, adapter: adapter)) { event in
+                guard case .text(let piece, _) = event else { return true }
+                do { try Output.write(piece) } catch {
+                    failedWrite.withLock { $0 = error }
+                    return false
                 }
+                return true
             }
-            let result = try scheduler.run(GenerationRequest(prompt: tokens, sampling: sampling, maxTokens: maxTokens,
-                                                             stopSequences: stop, adapter: adapter)) { event in
-                if case .text(let piece, _) = event { write(piece) }
-            }
-            write("\n")
-            if let why = failedWrite.withLock({ $0 }) { throw CLIError("cannot write standard output: \(why)") }
+            if let error = failedWrite.withLock({ $0 }) { throw error }
+            try Output.write("\n")
             if !quiet {
                 Diagnostics.note(String(format: "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s; stop: %@",
                                         result.promptTokens, result.prefillTokensPerSecond, result.generatedTokens,

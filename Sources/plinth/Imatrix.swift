@@ -58,12 +58,12 @@ struct Imatrix: ParsableCommand {
                     tally.add(logits: logits, token: run.next(chunk: c, position: p))
                 }
                 matrix.chunkCount = chunk + 1
-                FileHandle.standardOutput.write(Data(String(format: "[%d]%.4f,", chunk + 1, tally.perplexity).utf8))
+                try Output.write(String(format: "[%d]%.4f,", chunk + 1, tally.perplexity))
             }
             inference.inputObserver = nil
             try matrix.write(to: URL(fileURLWithPath: output))
-            print(String(format: "\nFinal estimate: PPL = %.4f +/- %.5f", tally.perplexity, tally.uncertainty))
-            print("\(output): \(matrix.entries.count) matrices over \(matrix.chunkCount) chunks")
+            try Output.line(String(format: "\nFinal estimate: PPL = %.4f +/- %.5f", tally.perplexity, tally.uncertainty))
+            try Output.line("\(output): \(matrix.entries.count) matrices over \(matrix.chunkCount) chunks")
         }
     }
 }

@@ -12,14 +12,16 @@ struct Models: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List catalog models and whether they are cached.")
 
         func run() throws {
-            let store = ModelStore()
-            for e in ModelCatalog.entries {
-                let mark = e.name == ModelCatalog.defaultModelName ? " (default)" : ""
-                let state = store.isFetched(e) ? "cached at \(store.path(for: e).path)" : "not downloaded"
-                print("\(e.name)\(mark)")
-                print("  architecture: \(e.architecture), \(e.size / 1_000_000) MB, \(state)")
-                print("  aliases: \(e.aliases.joined(separator: ", "))")
-                print("  \(e.description)")
+            try reportingErrors {
+                let store = ModelStore()
+                for e in ModelCatalog.entries {
+                    let mark = e.name == ModelCatalog.defaultModelName ? " (default)" : ""
+                    let state = store.isFetched(e) ? "cached at \(store.path(for: e).path)" : "not downloaded"
+                    try Output.line("\(e.name)\(mark)")
+                    try Output.line("  architecture: \(e.architecture), \(e.size / 1_000_000) MB, \(state)")
+                    try Output.line("  aliases: \(e.aliases.joined(separator: ", "))")
+                    try Output.line("  \(e.description)")
+                }
             }
         }
     }
@@ -53,7 +55,7 @@ struct Models: ParsableCommand {
                     }
                     let cached = store.isFetched(entry)
                     let url = try store.fetch(entry) { Diagnostics.note($0) }
-                    print(url.path)
+                    try Output.line(url.path)
                     if cached { Diagnostics.note("\(entry.name): already cached") }
                 }
             }
@@ -72,7 +74,7 @@ struct Models: ParsableCommand {
                     throw CLIError("unknown model '\(name)': path takes catalog names, one of "
                                    + ModelCatalog.entries.map(\.name).joined(separator: ", "))
                 }
-                print(try ModelStore().resolve(name).path)
+                try Output.line(try ModelStore().resolve(name).path)
             }
         }
     }

@@ -113,14 +113,14 @@ struct Perplexity: ParsableCommand {
                     tally.add(nll: nll)
                 }
                 if p == run.context - 2 {
-                    emit(String(format: "[%d]%.4f,", c + 1, tally.perplexity))
+                    try emit(String(format: "[%d]%.4f,", c + 1, tally.perplexity))
                 }
             }
             try writer?.append(Array(records[0..<group.count * perChunk]))
             if g == 0 { Diagnostics.note(String(format: "%.2f seconds per pass", Date().timeIntervalSince(started))) }
         }
         try writer?.finish()
-        emit(String(format: "\nFinal estimate: PPL = %.4f +/- %.5f\n", tally.perplexity, tally.uncertainty))
+        try emit(String(format: "\nFinal estimate: PPL = %.4f +/- %.5f\n", tally.perplexity, tally.uncertainty))
     }
 
     /// KL divergence and the rest against a base file.
@@ -141,7 +141,7 @@ struct Perplexity: ParsableCommand {
         let words = LogProbabilityFile.recordWords(vocabularySize: header.vocabularySize)
         var tally = DivergenceTally()
         Diagnostics.note("computing over \(count) chunks, n_ctx=\(header.context), batch_size=\(batchSize)")
-        emit("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS            Same top p\n")
+        try emit("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS            Same top p\n")
         let perStep = inference.slotCount
         for g in stride(from: 0, to: count, by: perStep) {
             let group = g..<min(g + perStep, count)
@@ -152,52 +152,52 @@ struct Perplexity: ParsableCommand {
                 records.withUnsafeBufferPointer {
                     tally.add(logits: logits, base: UnsafeBufferPointer(rebasing: $0[at..<at + words]), token: run.next(chunk: c, position: p))
                 }
-                if p == run.context - 2 { printChunk(c, tally) }
+                if p == run.context - 2 { try printChunk(c, tally) }
             }
         }
-        printSummary(tally)
+        try printSummary(tally)
     }
 
     /// Writes progress to stdout at once (print buffers it when stdout is a pipe).
-    private func emit(_ s: String) { FileHandle.standardOutput.write(Data(s.utf8)) }
+    private func emit(_ s: String) throws { try Output.write(s) }
 
-    private func printChunk(_ chunk: Int, _ t: DivergenceTally) {
+    private func printChunk(_ chunk: Int, _ t: DivergenceTally) throws {
         let ppl = t.perplexity, ratio = t.logPerplexityRatio, kld = t.meanDivergence
         let rms = t.rmsProbabilityChange, top = t.sameTopFraction
-        emit(String(format: "%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%",
+        try emit(String(format: "%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%",
                      chunk + 1, ppl.value, ppl.uncertainty, ratio.value, ratio.uncertainty, kld.value, kld.uncertainty,
                      100 * rms.value, 100 * rms.uncertainty, 100 * top.value, 100 * top.uncertainty) + "\n")
     }
 
-    private func printSummary(_ t: DivergenceTally) {
-        func line(_ s: String) { emit(s + "\n") }
+    private func printSummary(_ t: DivergenceTally) throws {
+        func line(_ s: String) throws { try emit(s + "\n") }
         let ppl = t.perplexity, basePPL = t.basePerplexity, ratio = t.logPerplexityRatio
-        line("")
-        line("====== Perplexity statistics ======")
-        line(String(format: "Mean PPL(Q)                   : %10.6f ± %10.6f", ppl.value, ppl.uncertainty))
-        line(String(format: "Mean PPL(base)                : %10.6f ± %10.6f", basePPL.value, basePPL.uncertainty))
-        line(String(format: "Cor(ln(PPL(Q)), ln(PPL(base))): %6.2f%%", 100 * t.logPerplexityCorrelation))
-        line(String(format: "Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f", ratio.value, ratio.uncertainty))
-        line("")
-        line("====== KL divergence statistics ======")
+        try line("")
+        try line("====== Perplexity statistics ======")
+        try line(String(format: "Mean PPL(Q)                   : %10.6f ± %10.6f", ppl.value, ppl.uncertainty))
+        try line(String(format: "Mean PPL(base)                : %10.6f ± %10.6f", basePPL.value, basePPL.uncertainty))
+        try line(String(format: "Cor(ln(PPL(Q)), ln(PPL(base))): %6.2f%%", 100 * t.logPerplexityCorrelation))
+        try line(String(format: "Mean ln(PPL(Q)/PPL(base))     : %10.6f ± %10.6f", ratio.value, ratio.uncertainty))
+        try line("")
+        try line("====== KL divergence statistics ======")
         let kld = t.meanDivergence
-        line(String(format: "Mean    KLD: %10.6f ± %10.6f", kld.value, kld.uncertainty))
+        try line(String(format: "Mean    KLD: %10.6f ± %10.6f", kld.value, kld.uncertainty))
         let d = t.divergences.sorted()
-        line(String(format: "Maximum KLD: %10.6f", d.last ?? 0))
+        try line(String(format: "Maximum KLD: %10.6f", d.last ?? 0))
         for (label, f) in [("99.9%", 0.999), ("99.0%", 0.990), ("95.0%", 0.950), ("90.0%", 0.900)] as [(String, Float)] {
-            line(label + String(format: "   KLD: %10.6f", DivergenceTally.percentile(d, f)))
+            try line(label + String(format: "   KLD: %10.6f", DivergenceTally.percentile(d, f)))
         }
-        line(String(format: "Median  KLD: %10.6f", DivergenceTally.median(d)))
-        line(String(format: "Minimum KLD: %10.6f", d.first ?? 0))
-        line("")
-        line("====== Token probability statistics ======")
+        try line(String(format: "Median  KLD: %10.6f", DivergenceTally.median(d)))
+        try line(String(format: "Minimum KLD: %10.6f", d.first ?? 0))
+        try line("")
+        try line("====== Token probability statistics ======")
         let dp = t.meanProbabilityChange, p = t.probabilityChanges.sorted()
-        line(String(format: "Mean    Δp: %6.3f ± %5.3f %%", 100 * dp.value, 100 * dp.uncertainty))
-        line(String(format: "Maximum Δp: %6.3f%%", 100 * (p.last ?? 0)))
-        line(String(format: "Median  Δp: %6.3f%%", 100 * DivergenceTally.median(p)))
-        line(String(format: "Minimum Δp: %6.3f%%", 100 * (p.first ?? 0)))
+        try line(String(format: "Mean    Δp: %6.3f ± %5.3f %%", 100 * dp.value, 100 * dp.uncertainty))
+        try line(String(format: "Maximum Δp: %6.3f%%", 100 * (p.last ?? 0)))
+        try line(String(format: "Median  Δp: %6.3f%%", 100 * DivergenceTally.median(p)))
+        try line(String(format: "Minimum Δp: %6.3f%%", 100 * (p.first ?? 0)))
         let rms = t.rmsProbabilityChange, top = t.sameTopFraction
-        line(String(format: "RMS Δp    : %6.3f ± %5.3f %%", 100 * rms.value, 100 * rms.uncertainty))
-        line(String(format: "Same top p: %6.3f ± %5.3f %%", 100 * top.value, 100 * top.uncertainty))
+        try line(String(format: "RMS Δp    : %6.3f ± %5.3f %%", 100 * rms.value, 100 * rms.uncertainty))
+        try line(String(format: "Same top p: %6.3f ± %5.3f %%", 100 * top.value, 100 * top.uncertainty))
     }
 }

@@ -61,6 +61,20 @@ enum Diagnostics {
     static func write(_ s: String) { try? FileHandle.standardError.write(contentsOf: Data(s.utf8)) }
 }
 
+/// Standard output, for results. A write that fails (a full disk, a reader gone while SIGPIPE is
+/// ignored) is an error naming the cause: a script must not take lost output for success.
+enum Output {
+    static func write(_ text: String) throws { try write(Data(text.utf8)) }
+
+    static func write(_ data: Data) throws {
+        do { try FileHandle.standardOutput.write(contentsOf: data) } catch {
+            throw CLIError("cannot write standard output: \(FileErrors.reason(error))")
+        }
+    }
+
+    static func line(_ text: String) throws { try write(text + "\n") }
+}
+
 /// A command-line mistake that isn't a library error, with what is wrong.
 struct CLIError: LocalizedError {
     let message: String
@@ -138,8 +152,19 @@ struct ModelOptions: ParsableArguments {
 
 /// `--adapter`: a LoRA adapter for the model, applied unmerged.
 struct AdapterOptions: ParsableArguments {
-    @Option(help: "A LoRA adapter: a PEFT folder, a llama.cpp GGUF LoRA file, or the name of one in $PLINTH_HOME/adapters or the package's Adapters/.")
-    var adapter: String?
+    @Option(name: .customLong("adapter"),
+            help: "A LoRA adapter: a PEFT folder, a llama.cpp GGUF LoRA file, or the name of one in $PLINTH_HOME/adapters or the package's Adapters/.")
+    var adapters: [String] = []
+
+    /// The adapter given, if any.
+    var adapter: String? { adapters.first }
+
+    func validate() throws {
+        // Taking the last one silently would run another adapter than the user thinks.
+        if adapters.count > 1 {
+            throw ValidationError("--adapter is given \(adapters.count) times; one adapter runs at a time (merge one into the model with `plinth adapters merge` to use two)")
+        }
+    }
 
     /// The adapter's file or folder, when one is given.
     func url() throws -> URL? {

@@ -116,7 +116,7 @@ struct Quantize: ParsableCommand {
             let types = counts.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             let sizes = String(format: "%.1f MiB -> %.1f MiB in %.1f s", Double(inBytes) / 1_048_576, Double(outBytes) / 1_048_576,
                                Date().timeIntervalSince(started))
-            print("\(out.path): \(plan.count) tensors (\(types)), \(sizes)")
+            try Output.line("\(out.path): \(plan.count) tensors (\(types)), \(sizes)")
         }
     }
 }

@@ -59,7 +59,7 @@ struct Respond: AsyncParsableCommand {
                     throw CLIError("the schema in \(path) can't be enforced while decoding: \(reason)")
                 } catch {
                     // A partial value is no value: the streamed prefix ends its line, nothing more.
-                    if !output.isEmpty { output.write("\n") }
+                    if !output.isEmpty { try? output.write("\n") }
                     throw Self.explained(error)
                 }
             } else {
@@ -77,12 +77,12 @@ struct Respond: AsyncParsableCommand {
                     // What the model wrote before it failed (the context filled) is printed, then the error.
                     if !written.isEmpty {
                         try? output.extend(to: written)
-                        output.write("\n")
+                        try? output.write("\n")
                     }
                     throw Self.explained(error)
                 }
             }
-            output.write("\n")
+            try output.write("\n")
             if !quiet { Diagnostics.note(speedNote(session.transcript, usage: usage)) }
         }
     }
@@ -114,8 +114,8 @@ final class StandardOutput {
     /// How many bytes of the current text are printed.
     private var printed: [UInt8] = []
 
-    func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
+    func write(_ text: String) throws {
+        try Output.write(text)
     }
 
     /// Compared as bytes: a combining mark that arrives later extends the bytes, not the characters.
@@ -125,7 +125,7 @@ final class StandardOutput {
             throw CLIError("the streamed text changed after it was printed")
         }
         guard bytes.count > printed.count else { return }
-        FileHandle.standardOutput.write(Data(bytes[printed.count...]))
+        try Output.write(Data(bytes[printed.count...]))
         printed = bytes
     }
 

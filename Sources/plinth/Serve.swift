@@ -95,8 +95,9 @@ struct Serve: AsyncParsableCommand {
                                       backend: try backendOptions.localValue())
         let host = host
         try await HTTPServer(settings: settings).run { port in
-            // Tests and scripts read this line to find the port.
-            FileHandle.standardOutput.write(Data("plinth serve: listening on http://\(host):\(port)\n".utf8))
+            // Tests and scripts read this line to find the port. The server runs on without a
+            // standard output.
+            try? Output.write("plinth serve: listening on http://\(host):\(port)\n")
         }
     }
 }

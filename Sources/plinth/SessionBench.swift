@@ -127,12 +127,12 @@ struct SessionBench: AsyncParsableCommand {
                     "cold_ttft_seconds": .array(cold.map(JSONValue.double)), "warm_ttft_seconds": .array(warm.map(JSONValue.double)),
                     "ttft_ratio": .double(warmTTFT / coldTTFT),
                 ]
-                print(object.prettyText)
+                try Output.line(object.prettyText)
             } else {
-                print("model: \(url.lastPathComponent), \(rounds) rounds, medians")
-                print(String(format: "decode, %d tokens: raw runtime %.1f tok/s, session %.1f tok/s (medians); session/raw %.3f (median of paired rounds)",
+                try Output.line("model: \(url.lastPathComponent), \(rounds) rounds, medians")
+                try Output.line(String(format: "decode, %d tokens: raw runtime %.1f tok/s, session %.1f tok/s (medians); session/raw %.3f (median of paired rounds)",
                              tokenCount, rawRate, sessionRate, pairedRatio))
-                print(String(format: "first token with a %d-token history: cold %.0f ms, warm %.1f ms (%d tokens prefilled): warm/cold %.3f",
+                try Output.line(String(format: "first token with a %d-token history: cold %.0f ms, warm %.1f ms (%d tokens prefilled): warm/cold %.3f",
                              historyTokens.sorted()[historyTokens.count / 2], coldTTFT * 1000, warmTTFT * 1000,
                              warmPrefill.sorted()[warmPrefill.count / 2], warmTTFT / coldTTFT))
             }

@@ -27,13 +27,15 @@ struct Tokenize: ParsableCommand {
             let tokenizer = try loadingModelFile(url) { try Tokenizer(gguf: GGUFFile(url: url)) }
             let ids = tokenizer.encode(text, addSpecial: addSpecial, parseSpecial: !noParseSpecial)
             if idsOnly {
-                print(ids.map(String.init).joined(separator: " "))
+                try Output.line(ids.map(String.init).joined(separator: " "))
                 return
             }
+            var lines = ""
             for id in ids {
                 let piece = String(decoding: tokenizer.tokenBytes(id), as: UTF8.self)
-                print("\(id)\t\(piece.debugDescription)")
+                lines += "\(id)\t\(piece.debugDescription)\n"
             }
+            try Output.write(lines)
             Diagnostics.note("\(ids.count) tokens")
         }
     }

@@ -50,14 +50,18 @@ struct CLITests {
 
     /// Runs `plinth` with `arguments` (and `input` on stdin); stdout and stderr go to files (no
     /// pipe can fill up).
-    static func run(_ arguments: [String], home: URL? = nil, input: String? = nil, environment: [String: String] = [:]) throws -> Outcome {
+    /// `stdout` names a file to write standard output to instead (such as /dev/full); it is
+    /// not read back.
+    static func run(_ arguments: [String], home: URL? = nil, input: String? = nil, environment: [String: String] = [:],
+                    stdout: String? = nil) throws -> Outcome {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("stdout"), err = dir.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+        let outHandle = try FileHandle(forWritingTo: stdout.map { URL(fileURLWithPath: $0) } ?? out)
+        let errHandle = try FileHandle(forWritingTo: err)
         let p = Process()
         p.executableURL = binary!
         p.arguments = arguments
@@ -86,8 +90,10 @@ struct CLITests {
                        stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
     }
 
-    static func runWithModel(_ arguments: [String], input: String? = nil, environment: [String: String] = [:]) throws -> Outcome {
-        try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!, input: input, environment: environment)
+    static func runWithModel(_ arguments: [String], input: String? = nil, environment: [String: String] = [:],
+                             stdout: String? = nil) throws -> Outcome {
+        try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!, input: input, environment: environment,
+                stdout: stdout)
     }
 
     /// `plinth eval` with the default model of one record, `text`, under a one-integer schema, in
@@ -258,6 +264,8 @@ struct CLITests {
         (["generate", "-p", "hi", "--context", "0"], "--context"),
         (["generate", "-p", "hi", "--max-tokens", "-3"], "--max-tokens"),
         (["generate", "-p", "hi", "--seed", "x"], "--seed"),
+        (["generate", "-p", "hi", "--repeat-penalty", "inf"], "--repeat-penalty"),
+        (["generate", "-p", "hi", "--adapter", "a", "--adapter", "b"], "--adapter"),
         (["respond", "hi", "--greedy", "--seed", "1"], "--greedy"),
         (["respond", "hi", "--top-k", "3", "--top-p", "0.5"], "--top-k"),
         (["respond", "hi", "--max-tokens", "0"], "--max-tokens"),
@@ -536,6 +544,42 @@ struct SessionCLITests {
         #expect(!FileManager.default.fileExists(atPath: out))
         let device = try CLI.runWithModel(["quantize", "-o", "/dev/null", "--type", "Q8_0"])
         #expect(device.status != 0 && device.stderr.contains("not a regular file"), "stderr: \(device.stderr)")
+    }
+
+    /// `adapters merge` never writes over its adapter, named from the store (a PEFT folder's
+    /// weights, a GGUF file) or given as a path.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func adaptersMergeNeverOverwritesItsAdapter() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-merge-\(UUID().uuidString)")
+        let store = dir.appendingPathComponent("store")
+        try FileManager.default.createDirectory(at: store, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tagger = ModelCatalogTests.packageRoot.appendingPathComponent("Adapters/content-tagger")
+        try FileManager.default.copyItem(at: tagger.appendingPathComponent("peft"), to: store.appendingPathComponent("myad"))
+        try FileManager.default.copyItem(at: tagger.appendingPathComponent("content-tagger.gguf"), to: store.appendingPathComponent("gad.gguf"))
+        let targets = [("myad", store.appendingPathComponent("myad/adapter_model.safetensors")),
+                       ("gad", store.appendingPathComponent("gad.gguf")),
+                       (store.appendingPathComponent("gad.gguf").path, store.appendingPathComponent("gad.gguf"))]
+        for (adapter, target) in targets {
+            let before = try Data(contentsOf: target)
+            let r = try CLI.runWithModel(["adapters", "merge", "--adapter", adapter, "-o", target.path],
+                                         environment: ["PLINTH_ADAPTERS": store.path])
+            #expect(r.status != 0 && r.stderr.contains("adapter"), "\(adapter): \(r.stderr)")
+            #expect(try Data(contentsOf: target) == before, "\(adapter)")
+        }
+    }
+
+    /// Results that can't be written (a full disk) are an error: a script must not read an
+    /// exit status of 0 over lost output.
+    @Test(.enabled(if: CLI.hasModel && FileManager.default.fileExists(atPath: "/dev/full"), CLI.noModelReason))
+    func aFullStandardOutputIsAnError() throws {
+        for arguments in [["tokenize", "hello"], ["generate", "--greedy", "-n", "64", "-p", "Count to a hundred."]] {
+            let r = try CLI.runWithModel(arguments, stdout: "/dev/full")
+            #expect(r.status != 0 && r.stderr.contains("cannot write standard output: No space left on device"),
+                    "\(arguments[0]): \(r.stderr)")
+        }
+        let list = try CLI.run(["models", "list"], stdout: "/dev/full")
+        #expect(list.status != 0 && list.stderr.contains("cannot write standard output"), "\(list.stderr)")
     }
 
     /// `-c/--context` sets the session commands' context; a response that fills it keeps what

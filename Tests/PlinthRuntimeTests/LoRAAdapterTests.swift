@@ -196,6 +196,36 @@ struct LoRAAdapterTests {
         }
     }
 
+    /// SmolLM2's output projection is its token embedding. Unmerged, an embedding adapter changes
+    /// the lookup only; merged, the file gets the embedding as it was as `output.weight`, so the
+    /// merged model's logits stay with the unmerged ones (not moved again at the output).
+    @Test func mergingAnEmbeddingAdapterKeepsATiedOutput() throws {
+        let model = try #require(Self.model, "SmolLM2 is not fetched (plinth models fetch smollm2)")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-merge-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let adapterURL = dir.appendingPathComponent("embedding.gguf")
+        try Data(CUDABackendTests.siteAdapter(model.config, "token_embd", b: 0.05)).write(to: adapterURL)
+        let adapter = try LoRAAdapter(contentsOf: adapterURL, for: model)
+        let url = dir.appendingPathComponent("merged.gguf")
+        try LoRAMerge.write(model: model, adapter: adapter, to: url, precision: .f16)
+        let merged = try Transformer(url: url, packing: WeightPackingOptions(enabled: false, directory: dir))
+        let embedding = try #require(model.file.tensor(named: "token_embd.weight"))
+        let output = try #require(merged.file.tensor(named: "output.weight"), "the merged file has no output.weight")
+        #expect(output.type == embedding.type && output.dimensions == embedding.dimensions)
+        #expect(Data(bytes: merged.file.data(of: output), count: output.byteCount)
+                == Data(bytes: model.file.data(of: embedding), count: embedding.byteCount))
+        let ids = try LoRAFixture.prompts()[0].ids
+        func logits(_ t: Transformer, adapter: LoRAAdapter? = nil) throws -> [Float] {
+            let context = try InferenceContext(transformer: t, contextLength: 128, slots: 1, maxBatch: 64, backend: .cpu)
+            return try lastLogits(context, ids, adapter: try adapter.map { try context.attach($0) } ?? 0)
+        }
+        let base = try logits(model), unmerged = try logits(model, adapter: adapter), mergedLogits = try logits(merged)
+        let effect = maxAbs(unmerged, base), apart = maxAbs(mergedLogits, unmerged)
+        print("embedding adapter: its effect on the logits \(effect), merged from unmerged \(apart)")
+        #expect(effect > 0 && apart < effect / 2)
+    }
+
     /// Requests with and without an adapter share a scheduler; each gets what it gets alone, and
     /// a prefix computed under one adapter is never reused under another.
     @Test func schedulerRunsAdaptersPerRequest() throws {
@@ -256,6 +286,20 @@ struct LoRAAdapterTests {
         if case .rankMismatch = error(try peftFolder(config: Self.config, tensors: [(Self.q + ".lora_A.weight", [2, 576]), (Self.q + ".lora_B.weight", [576, 4])])) {} else {
             Issue.record("ranks that disagree")
         }
+        // The configured rank (r, or the module's rank_pattern) must be the tensors': it sets the scale.
+        for config in [#"{"r":4,"lora_alpha":4}"#, #"{"r":2,"lora_alpha":4,"rank_pattern":{"q_proj":4}}"#] {
+            if case .badConfig(let why) = error(try peftFolder(config: config, tensors: good)) {
+                #expect(why.contains("rank 2"), "\(why)")
+            } else { Issue.record("a configured rank unlike the tensors': \(config)") }
+        }
+        let patterned = try peftFolder(config: #"{"r":8,"lora_alpha":4,"rank_pattern":{"q_proj":2}}"#, tensors: good)
+        #expect(try LoRAAdapter(contentsOf: patterned, for: model).pairs.first?.value.scale == 2)
+        try? FileManager.default.removeItem(at: patterned)
+        // A module saved whole, under its own name as PEFT saves it.
+        if case .unsupportedTensor(_, let why) = error(try peftFolder(config: #"{"r":2,"lora_alpha":4,"modules_to_save":["lm_head"]}"#,
+                                                                       tensors: good + [("base_model.model.lm_head.weight", [4, 576])])) {
+            #expect(why.contains("modules_to_save"))
+        } else { Issue.record("modules_to_save") }
         if case .badTensor(let t, _) = error(try peftFolder(config: Self.config, tensors: [(Self.q + ".lora_A.weight", [2, 576])])) {
             #expect(t.hasSuffix("lora_A.weight"))
         } else { Issue.record("a missing B half") }

@@ -224,11 +224,34 @@ struct SchedulerTests {
         c2.wait()
         #expect(c2.summary?.finishReason == .cancelled)
         #expect((c2.summary?.generatedTokens ?? 300) < 300)
+        // Stopped by its handler (generate's failed write): no event after the one that stopped it.
+        let after = Mutex(0)
+        let stopped = try scheduler.runWhile(GenerationRequest(prompt: prompt, maxTokens: 300)) { event in
+            guard case .text = event else { return true }
+            return after.withLock { $0 += 1; return $0 < 1 }
+        }
+        #expect(stopped.finishReason == .cancelled && stopped.generatedTokens < 300)
+        #expect(after.withLock { $0 } == 1)
         // The one slot is free again: a new request runs to the end, with the reference's tokens.
         let short = try Self.prompt(model, "Name a fruit.")
         let summary = try scheduler.run(GenerationRequest(prompt: short, maxTokens: 12))
         #expect(summary.tokens == (try Self.reference(model, short, maxTokens: 12)))
         #expect(scheduler.statistics.running == 0)
+    }
+
+    /// `maxQueued` bounds the requests waiting for a place: a burst into an idle scheduler
+    /// fills its free places first (4 run, 1 waits), and only the one past both is refused.
+    @Test func aBurstFillsFreePlacesBeforeTheQueue() throws {
+        let model = try #require(Self.model)
+        let scheduler = try Scheduler(model: model, configuration: .init(contextLength: 256, slots: 4, maxRunning: 4, maxQueued: 1))
+        let prompt = try Self.prompt(model, "Write a long story about a fox.")
+        let runs = (0..<6).map { _ in submit(scheduler, GenerationRequest(prompt: prompt, maxTokens: 24)).1 }
+        for c in runs { c.wait() }
+        let refused = runs.map { c in
+            c.state.withLock { s in if case .queueFull? = s.error as? SchedulerError { true } else { false } }
+        }
+        #expect(refused == [false, false, false, false, false, true])
+        #expect(runs.prefix(5).allSatisfy { $0.summary?.generatedTokens ?? 0 > 0 })
     }
 
     @Test func requestsBeyondTheSlotsWaitTheirTurn() throws {

@@ -42,10 +42,40 @@ struct SequenceDecoderTests {
             #expect(whole.history == fromTop.history)
         }
         #expect(whole.history.count > 1)
+        // Under a budget that refuses odd tokens, a refused draw from the best tokens is drawn
+        // again from the logits: the seeded run goes on as the whole rows' does.
+        whole = SequenceDecoder(tokenizer: Self.tokenizer!, prompt: [1], sampling: p, limit: 64, stopSequences: [],
+                                constraint: EvenTokens())
+        fromTop = SequenceDecoder(tokenizer: Self.tokenizer!, prompt: [1], sampling: p, limit: 64, stopSequences: [],
+                                  constraint: EvenTokens())
+        var refusals = 0
+        for _ in 0..<20 {
+            let logits: [Float] = (0..<vocab).map { _ in Float(rng.nextUnit() * 10 - 5) }
+            let top = SamplerTests.best(logits, 40)
+            _ = try logits.withUnsafeBufferPointer { try whole.advance($0, { _ in }) }
+            if case .rewind = try top.withUnsafeBufferPointer({ try fromTop.advance(top: $0, { _ in }) }) {
+                refusals += 1
+                _ = try logits.withUnsafeBufferPointer { try fromTop.advance($0, { _ in }) }
+            }
+            #expect(whole.history == fromTop.history)
+        }
+        #expect(refusals > 0 && whole.history.dropFirst().allSatisfy { $0 % 2 == 0 })
         // No candidates: the row is asked for again, with its logits.
         var d = Self.decoder(p, prompt: [1])
         let next = try [TokenCandidate]().withUnsafeBufferPointer { try d.advance(top: $0, { _ in }) }
         guard case .rewind = next else { Issue.record("expected a rewind, got \(next)"); return }
         #expect(d.logitsUse() == .full)
     }
+}
+
+/// Allows every token, but its budget takes only even ones.
+private final class EvenTokens: Constraint {
+    func begin(_ out: inout ConstraintOutput) throws {}
+    func fillAllowed(_ mask: UnsafeMutableBufferPointer<UInt32>) -> Bool {
+        for i in mask.indices { mask[i] = .max }
+        return true
+    }
+    func fits(_ token: Int32, remaining: Int) -> Bool { token % 2 == 0 }
+    func accept(_ token: Int32, _ out: inout ConstraintOutput) throws { out.append(token) }
+    func end(_ reason: FinishReason, _ out: inout ConstraintOutput) throws {}
 }

@@ -23,7 +23,9 @@ final class TestServer: Sendable {
     static let hasModel = has(smolLM2)
 
     /// Starts a server and waits until its models are loaded.
-    init(_ settings: ServerSettings) async throws {
+    /// Starts a server and waits until it is healthy, or (`healthy: false`) until it has
+    /// loaded what it could.
+    init(_ settings: ServerSettings, healthy: Bool = true) async throws {
         var settings = settings
         settings.host = "127.0.0.1"
         settings.port = 0
@@ -37,7 +39,8 @@ final class TestServer: Sendable {
         }
         port = bound
         for _ in 0..<600 {
-            if try await get("/health").status == 200 { return }
+            let health = try await get("/health")
+            if health.status == 200 || (!healthy && health.json.at("status")?.stringValue != "loading") { return }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw URLError(.timedOut)

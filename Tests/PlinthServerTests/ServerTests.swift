@@ -243,6 +243,40 @@ struct ServerTests {
         #expect(plain.json.at("choices", 0, "logprobs", "tokens", 0)?.stringValue == greedy.token, "\(plain.text)")
     }
 
+    /// An `--adapter` that no served model can take (here DoRA, which Plinth does not run) makes
+    /// the server unhealthy, saying why, instead of healthy with clients meeting 404s.
+    @Test func anAdapterNoModelTakesMakesTheServerUnhealthy() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-dora-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data(#"{"peft_type":"LORA","r":2,"lora_alpha":4,"use_dora":true}"#.utf8).write(to: dir.appendingPathComponent("adapter_config.json"))
+        try Data().write(to: dir.appendingPathComponent("adapter_model.safetensors"))
+        let server = try await TestServer(ServerSettings(models: ["smollm2"], adapters: [dir.path]), healthy: false)
+        defer { server.stop() }
+        let health = try await server.get("/health")
+        #expect(health.status == 503 && health.json.at("status")?.stringValue == "error", "\(health.text)")
+        #expect(health.json.at("unserved_adapters", dir.path)?.stringValue?.contains("DoRA") == true, "\(health.text)")
+        // The model itself serves.
+        let reply = try await server.post(Self.chat, #"{"model":"smollm2","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}"#)
+        #expect(reply.status == 200, "\(reply.text)")
+    }
+
+    /// A seeded, sampled completion of a list of prompts gives each prompt what it gets alone
+    /// (its choices are seeded by their index within the prompt, not in the list).
+    @Test func aPromptInAListIsSampledAsAlone() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        func complete(_ prompt: String) async throws -> [String] {
+            let reply = try await server.post("/v1/completions", #"{"model":"smollm2","prompt":\#(prompt),"seed":7,"temperature":1.2,"max_tokens":12}"#)
+            #expect(reply.status == 200, "\(reply.text)")
+            return (reply.json.at("choices")?.arrayValue ?? []).compactMap { $0.at("text")?.stringValue }
+        }
+        let alone = try await complete(#""Once upon a time""#)
+        let listed = try await complete(#"["The sky is", "Once upon a time"]"#)
+        let first = try await complete(#""The sky is""#)
+        #expect(listed.count == 2 && listed == first + alone, "\(listed) vs \(first) + \(alone)")
+    }
+
     /// Requests name an adapter as `MODEL:ADAPTER`: each gets what a session with that adapter
     /// gets while a request with no adapter runs beside it, `/v1/models` lists the adapter, and
     /// an adapter the server does not serve is a 404 that names the ones it does.
@@ -484,8 +518,9 @@ struct ServerTests {
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(try await first.value == 200)
-        // More choices than the queue holds can never be queued: a 400, not a "retry" 429.
-        let tooMany = try await server.post(Self.chat, #"{"model":"smollm2","n":2,"max_tokens":1,"messages":[{"role":"user","content":"Hi"}]}"#)
+        // More choices than the server takes at once (1 running, 1 waiting) are never taken: a
+        // 400, not a "retry" 429.
+        let tooMany = try await server.post(Self.chat, #"{"model":"smollm2","n":3,"max_tokens":1,"messages":[{"role":"user","content":"Hi"}]}"#)
         #expect(tooMany.status == 400 && tooMany.json.at("error", "param")?.stringValue == "n", "\(tooMany.text)")
         #expect(statuses.filter { $0 == 200 }.count >= 1)
         #expect(statuses.filter { $0 == 429 }.count >= 1)
@@ -574,6 +609,11 @@ struct ServerTests {
         _ = try? await leaving.value
         let queued = try await Self.gauge(server, "plinth_queue_depth", reaches: 0, within: 5)
         #expect(queued == 0 && !done.isSet, "the queued request stayed until the running one ended")
+        // It ended cancelled, and, never started, processed no prompt token.
+        let metrics = try await server.get("/metrics").text
+        #expect(metrics.contains(#"plinth_generations_total{model="SmolLM2-135M-Instruct",reason="cancelled"} 1"#), "\(metrics)")
+        #expect(!metrics.contains(#"plinth_prompt_tokens_total{model="SmolLM2-135M-Instruct"}"#)
+                || metrics.contains(#"plinth_prompt_tokens_total{model="SmolLM2-135M-Instruct"} 0"#), "\(metrics)")
         first.cancel()
         _ = try? await first.value
     }
@@ -590,6 +630,7 @@ struct ServerTests {
         #expect(text.contains(#"plinth_requests_total{endpoint="/v1/chat/completions",status="404"} 1"#))
         #expect(text.contains(#"plinth_time_to_first_token_seconds_count{model="SmolLM2-135M-Instruct"} 3"#))
         #expect(text.contains(#"plinth_generated_tokens_total{model="SmolLM2-135M-Instruct"} 24"#))
+        #expect(text.contains(#"plinth_generations_total{model="SmolLM2-135M-Instruct",reason="maxTokens"} 3"#))
         #expect(text.contains("# TYPE plinth_time_per_output_token_seconds histogram"))
         #expect(text.contains(#"plinth_queue_depth{model="SmolLM2-135M-Instruct"} 0"#))
         // Where the model runs and how many sequences at once: the CPU's 16 where there is no GPU.

@@ -97,14 +97,15 @@ import Testing
             await channel.send(.response(action: .appendText(" upon a time", tokenCount: 3)))
         }, .text("Second answer.")])
         let session = LanguageModelSession(model: model)
-        let clock = ContinuousClock(), start = clock.now
         for try await snapshot in session.streamResponse(to: "first") {
             #expect(snapshot.content == "Once")
             break
         }
         let response = try await session.respond(to: "second")
         #expect(response.content == "Second answer.")
-        #expect(clock.now - start < .seconds(30))
+        // Only the second request's prompt and response: the first was cancelled (run to its
+        // end, after its minute's sleep, it would have left its own two entries). No bound on
+        // the time: suites blocking the few pool threads can delay its unwinding.
         #expect(session.transcript.count == 2)
         #expect(!session.isResponding)
     }

@@ -27,10 +27,12 @@ public struct GenerationOptions: Sendable, Equatable {
 
     /// Temperature influences the confidence of the models response.
     ///
-    /// The value of this property must be a number between `0` and `1` inclusive. Temperature
+    /// Apple's framework documents a number between `0` and `1` inclusive. Temperature
     /// is an adjustment applied to the probability distribution prior to sampling. A value of
     /// `1` results in no adjustment. Values less than `1` will make the probability
-    /// distribution sharper, with already likely tokens becoming even more likely.
+    /// distribution sharper, with already likely tokens becoming even more likely. Plinth's
+    /// local models also take values above `1` (a flatter distribution, as llama.cpp's and
+    /// OpenAI's up to `2`); a negative or non-finite value is an error.
     public var temperature: Double?
 
     /// The maximum number of tokens the model is allowed to produce in its response.
@@ -47,7 +49,8 @@ public struct GenerationOptions: Sendable, Equatable {
     /// - Parameters:
     ///   - samplingMode: A strategy to use for sampling from a distribution.
     ///   - temperature: Increasing temperature makes it possible for the model to produce
-    ///     less likely responses. Must be between `0` and `1`, inclusive.
+    ///     less likely responses. Between `0` and `1`, inclusive, in Apple's framework (above
+    ///     `1` also works on Plinth's local models).
     ///   - maximumResponseTokens: The maximum number of tokens the model is allowed to
     ///     produce before being artificially halted. Must be positive.
     public init(samplingMode: GenerationOptions.SamplingMode? = nil, temperature: Double? = nil,

@@ -19,6 +19,8 @@ extension LoRAAdapter {
         var rankPattern: [(String, Int)]
         var alphaPattern: [(String, Double)]
         var baseModel: String?
+        /// Modules the adapter replaces whole (PEFT saves them under their own names).
+        var modulesToSave: [String]
 
         init(_ json: JSONValue) throws(AdapterError) {
             guard json.objectMembers != nil else { throw .badConfig("adapter_config.json is \(json.typeName), not an object") }
@@ -60,19 +62,28 @@ extension LoRAAdapter {
             rankPattern = try pattern("rank_pattern") { $0.integerValue }
             alphaPattern = try pattern("alpha_pattern") { $0.doubleValue }
             baseModel = json["base_model_name_or_path"]?.stringValue
+            modulesToSave = (json["modules_to_save"]?.arrayValue ?? []).compactMap(\.stringValue)
+                + (json["trainable_token_indices"].map { $0 == .null ? [] : ["embed_tokens"] } ?? [])
         }
 
         /// PEFT's scaling for the module at `path` (e.g. `model.layers.3.self_attn.q_proj`) whose
         /// tensors have rank `rank`: alpha / r, or alpha / √r with rsLoRA, patterns applied.
-        func scale(path: String, rank: Int) -> Float {
+        /// The configured rank (`r`, or the module's `rank_pattern`) must be the tensors': PEFT
+        /// refuses such a file, and the scale would be wrong.
+        func scale(path: String, rank: Int) throws(AdapterError) -> Float {
             func matches(_ p: String) -> Bool {
                 if path == p || path.hasSuffix("." + p) { return true }
                 guard let re = try? NSRegularExpression(pattern: "^(?:.*\\.)?(?:\(p))$") else { return false }
                 return re.firstMatch(in: path, range: NSRange(path.startIndex..., in: path)) != nil
             }
-            let r = Double(rankPattern.first { matches($0.0) }?.1 ?? rank)
+            let pattern = rankPattern.first { matches($0.0) }
+            let configured = pattern?.1 ?? self.rank
+            guard configured == rank else {
+                let source = pattern.map { "rank_pattern[\"\($0.0)\"]" } ?? "r"
+                throw .badConfig("\(path)'s tensors have rank \(rank), but adapter_config.json's \(source) is \(configured)")
+            }
             let a = alphaPattern.first { matches($0.0) }?.1 ?? alpha
-            return Float(rsLoRA ? a / r.squareRoot() : a / r)
+            return Float(rsLoRA ? a / Double(rank).squareRoot() : a / Double(rank))
         }
     }
 
@@ -105,8 +116,8 @@ extension LoRAAdapter {
         for t in file.tensors {
             let parts = t.name.split(separator: ".").map(String.init)
             guard let at = parts.firstIndex(where: { ["lora_A", "lora_B", "lora_embedding_A", "lora_embedding_B"].contains($0) }), at > 0 else {
-                if t.name.contains("modules_to_save") {
-                    throw .unsupportedTensor(tensor: t.name, why: "a full replacement module (modules_to_save), which Plinth does not apply")
+                if t.name.contains("modules_to_save") || parts.contains(where: peft.modulesToSave.contains) {
+                    throw .unsupportedTensor(tensor: t.name, why: "a full replacement module (modules_to_save or trainable_token_indices in adapter_config.json), which Plinth does not apply")
                 }
                 throw .unsupportedTensor(tensor: t.name, why: "not a LoRA A or B tensor")
             }
@@ -141,7 +152,7 @@ extension LoRAAdapter {
             } else if case .layer(_, let m) = target, !config.architecture.neoxRoPE, m == .attnQ || m == .attnK {
                 b = ggufRowOrder(b, heads: m == .attnQ ? config.headCount : config.kvHeadCount)
             }
-            pairs[target] = try pair(target, a: a, b: b) { peft.scale(path: paths[target] ?? "", rank: $0) }
+            pairs[target] = try pair(target, a: a, b: b) { rank throws(AdapterError) in try peft.scale(path: paths[target] ?? "", rank: rank) }
         }
         return Loaded(format: .peft, pairs: pairs, baseModelName: baseName(fromPEFT: peft.baseModel),
                       fingerprint: try fingerprint(of: [configURL, weightsURL]))

@@ -219,7 +219,7 @@ public final class LoRAAdapter: Sendable {
     }
 
     /// `A` (rank × inputs) and `B` (outputs × rank) joined into a pair, after checking they agree.
-    static func pair(_ target: AdapterTarget, a: Half, b: Half, scale: (Int) -> Float) throws(AdapterError) -> LoRAPair {
+    static func pair(_ target: AdapterTarget, a: Half, b: Half, scale: (Int) throws(AdapterError) -> Float) throws(AdapterError) -> LoRAPair {
         guard a.rows == b.columns else {
             throw .rankMismatch(tensor: target.tensorName, a: a.rows, b: b.columns)
         }
@@ -232,7 +232,7 @@ public final class LoRAAdapter: Sendable {
         let rank = a.rows
         var bt = [Float](repeating: 0, count: rank * b.rows)
         for o in 0..<b.rows { for r in 0..<rank { bt[r * b.rows + o] = b.values[o * rank + r] } }
-        let s = scale(rank)
+        let s = try scale(rank)
         guard s.isFinite else { throw .badConfig("the scale of \(target.tensorName) is not finite") }
         return LoRAPair(rank: rank, rows: b.rows, columns: a.columns, scale: s, a: a.values, bt: bt)
     }

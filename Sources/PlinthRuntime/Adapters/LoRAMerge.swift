@@ -42,8 +42,8 @@ public enum LoRAMerge {
 
     /// Writes `model` with `adapter` merged to `url`: the same metadata (plus the adapter's name
     /// and fingerprint) and tensors, the changed matrices as `precision` says. For a model whose
-    /// output projection is its token embedding, an adapter of the output adds a separate
-    /// `output.weight`.
+    /// output projection is its token embedding, an adapter of the output or of the embedding
+    /// adds a separate `output.weight` (the embedding merged with the output's pair, or as it was).
     public static func write(model: Transformer, adapter: LoRAAdapter, to url: URL, precision: Precision = .automatic,
                              threads: Int? = nil) throws {
         let file = model.file
@@ -73,18 +73,28 @@ public enum LoRAMerge {
             }
         }
 
+        func copied(_ info: GGUFTensorInfo, name: String) -> GGUFWriter.Tensor {
+            GGUFWriter.Tensor(name: name, dimensions: info.dimensions, type: info.type) { out in
+                out.copyMemory(from: UnsafeRawBufferPointer(start: file.data(of: info), count: info.byteCount))
+            }
+        }
+
         var tensors: [GGUFWriter.Tensor] = []
         for info in file.tensors {
             if let target = AdapterTarget(tensorName: info.name), let pair = adapter.pairs[target] {
                 tensors.append(try merged(info, name: info.name, pair: pair))
             } else {
-                tensors.append(GGUFWriter.Tensor(name: info.name, dimensions: info.dimensions, type: info.type) { out in
-                    out.copyMemory(from: UnsafeRawBufferPointer(start: file.data(of: info), count: info.byteCount))
-                })
+                tensors.append(copied(info, name: info.name))
             }
         }
-        if let pair = adapter.pairs[.output], file.tensor(named: "output.weight") == nil, let tied = file.tensor(named: "token_embd.weight") {
-            tensors.append(try merged(tied, name: "output.weight", pair: pair))
+        // A tied output projection is the embedding as it was: an adapter changes it only
+        // through an output pair (unmerged, an embedding pair changes the lookup alone).
+        if file.tensor(named: "output.weight") == nil, let tied = file.tensor(named: "token_embd.weight") {
+            if let pair = adapter.pairs[.output] {
+                tensors.append(try merged(tied, name: "output.weight", pair: pair))
+            } else if adapter.pairs[.tokenEmbedding] != nil {
+                tensors.append(copied(tied, name: "output.weight"))
+            }
         }
         try GGUFWriter(metadata: metadata, tensors: tensors).write(to: url)
     }

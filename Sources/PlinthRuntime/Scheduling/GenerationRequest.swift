@@ -56,6 +56,7 @@ public struct GenerationRequest: Sendable {
 
 /// What one request produced, with its timings (seconds).
 public struct GenerationSummary: Sendable, Equatable {
+    /// The prompt's tokens (0 for a request cancelled before it started).
     public var promptTokens: Int
     /// Prompt tokens taken from the prefix cache instead of being prefilled.
     public var cachedTokens: Int

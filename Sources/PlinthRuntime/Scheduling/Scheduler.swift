@@ -107,7 +107,7 @@ public final class Scheduler: Sendable {
         self.configuration = configuration
         backend = context.backend
         contextLength = context.contextLength
-        inbox = SchedulerInbox(maxQueued: configuration.maxQueued)
+        inbox = SchedulerInbox(maxQueued: configuration.maxQueued, maxRunning: configuration.maxRunning)
         let core = SchedulerCore(model: model, context: context, configuration: configuration, inbox: inbox)
         let thread = Thread { core.run() }
         thread.name = "plinth-scheduler"
@@ -144,20 +144,40 @@ public final class Scheduler: Sendable {
 
     /// Runs a request to the end on the calling thread, handing its events to `onEvent`.
     public func run(_ request: GenerationRequest, onEvent: @escaping @Sendable (GenerationEvent) -> Void = { _ in }) throws -> GenerationSummary {
+        try runWhile(request) { event in
+            onEvent(event)
+            return true
+        }
+    }
+
+    /// Runs a request on the calling thread, handing its events to `continuing`, while it
+    /// returns true: the request ends as it would, or when `continuing` returns false (the request is then cancelled: it finishes
+    /// `.cancelled` at the next step, its later events not handed on).
+    public func runWhile(_ request: GenerationRequest, _ continuing: @escaping @Sendable (GenerationEvent) -> Bool) throws -> GenerationSummary {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<GenerationSummary, any Error>?>(nil)
-        submit(request) { event in
+        // The handle arrives after the first events may have: a stop asked before is made then.
+        let control = Mutex<(handle: GenerationHandle?, stopped: Bool)>((nil, false))
+        let handle = submit(request) { event in
             switch event {
             case .finished(let summary):
-                onEvent(event)
+                if !control.withLock({ $0.stopped }) { _ = continuing(event) }
                 result.withLock { $0 = .success(summary) }
                 done.signal()
             case .failed(let error):
                 result.withLock { $0 = .failure(error) }
                 done.signal()
             default:
-                onEvent(event)
+                guard !control.withLock({ $0.stopped }), !continuing(event) else { return }
+                control.withLock { c in
+                    c.stopped = true
+                    c.handle?.cancel()
+                }
             }
+        }
+        control.withLock { c in
+            c.handle = handle
+            if c.stopped { handle.cancel() }
         }
         done.wait()
         return try result.withLock { $0! }.get()
@@ -221,6 +241,8 @@ final class SchedulerInbox: Sendable {
         var messages: [Message] = []
         var nextID: UInt64 = 1
         var waiting = 0
+        /// Sequences running, as the scheduler's thread last said.
+        var running = 0
         var closed = false
     }
 
@@ -228,8 +250,12 @@ final class SchedulerInbox: Sendable {
     let statistics = Mutex(SchedulerStatistics())
     private let wake = DispatchSemaphore(value: 0)
     let maxQueued: Int
+    let maxRunning: Int
 
-    init(maxQueued: Int) { self.maxQueued = maxQueued }
+    init(maxQueued: Int, maxRunning: Int) {
+        self.maxQueued = maxQueued
+        self.maxRunning = maxRunning
+    }
 
     func submit(_ request: GenerationRequest, handler: @escaping @Sendable (GenerationEvent) -> Void) -> GenerationHandle {
         let now = DispatchTime.now().uptimeNanoseconds
@@ -237,7 +263,9 @@ final class SchedulerInbox: Sendable {
             let id = s.nextID
             s.nextID += 1
             if s.closed { return (id, .shutDown) }
-            if s.waiting >= maxQueued { return (id, .queueFull(capacity: maxQueued)) }
+            // Those that free places will take at once don't wait: a burst into an idle
+            // scheduler fills its places before anything queues.
+            if s.waiting >= maxQueued + max(0, maxRunning - s.running) { return (id, .queueFull(capacity: maxQueued)) }
             s.waiting += 1
             s.jobs.append(Job(id: id, request: request, handler: handler, submitted: now))
             return (id, nil)
@@ -271,4 +299,6 @@ final class SchedulerInbox: Sendable {
     }
 
     func admitted(_ count: Int) { state.withLock { $0.waiting -= count } }
+
+    func setRunning(_ count: Int) { state.withLock { $0.running = count } }
 }

@@ -83,7 +83,9 @@ final class SchedulerCore: @unchecked Sendable {
             }
             resolveCopies()
             admit()
+            inbox.setRunning(running.count)
             if !running.isEmpty { step() }
+            inbox.setRunning(running.count)
             inbox.statistics.withLock {
                 $0.queued = queued
                 $0.running = running.count
@@ -112,8 +114,9 @@ final class SchedulerCore: @unchecked Sendable {
             let job = queue.remove(at: i)
             inbox.admitted(1)
             let t = Double(now() - job.submitted) / 1e9
+            // It never started: no prompt token was processed.
             job.handler(.finished(GenerationSummary(
-                promptTokens: job.request.prompt.count, cachedTokens: 0, tokens: [], finishReason: .cancelled,
+                promptTokens: 0, cachedTokens: 0, tokens: [], finishReason: .cancelled,
                 queueSeconds: t, prefillSeconds: 0, timeToFirstToken: t, decodeSeconds: 0)))
         } else if let seq = running.first(where: { $0.id == id }) {
             finish(seq, .cancelled, flush: false)

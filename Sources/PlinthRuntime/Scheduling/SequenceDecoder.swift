@@ -154,15 +154,18 @@ struct SequenceDecoder {
 
     /// Continues with a draw among the row's best tokens, which the backend found under
     /// ``logitsUse()``'s ``LogitsUse/top(k:allowed:)``: the token ``advance(_:_:)`` would draw.
-    /// A token the constraint's budget refuses (or no candidate at all) asks again with the logits;
-    /// from such a refusal on, a seeded run's draws differ from the whole rows' (the refused draw
-    /// was taken here, and the rewound step draws again), not their distribution.
+    /// A token the constraint's budget refuses (or no candidate at all) asks again with the
+    /// logits, the draw given back: the rewound step draws it again, as the whole row's path
+    /// does, so a seeded run goes on as it would on the CPU.
     mutating func advance(top: UnsafeBufferPointer<TokenCandidate>, _ emit: (GenerationEvent) -> Void) throws -> Next {
         needsLogits = false
+        let before = sampler
         guard let token = sampler.sample(top: top) else {
+            sampler = before
             needsLogits = true
             return .rewind(keeping: generatedCount)
         }
+        if let constraint, !constraint.fits(token, remaining: remaining) { sampler = before }
         return try advance(chosen: token, emit)
     }
 
