@@ -32,7 +32,7 @@ struct Adapters: ParsableCommand {
             try reportingErrors {
                 let lora = try LoRAAdapter(named: adapter, for: try modelOptions.load().transformer)
                 try Output.line("\(lora.name): \(lora.format.rawValue) at \(lora.url.path)")
-                try Output.line("  base model: \(lora.baseModelName ?? "not named"); sha256 \(lora.fingerprint)")
+                try Output.line("  base model: \(lora.baseModelName ?? "not named")\(lora.baseModelNote.map { " (\($0))" } ?? ""); sha256 \(lora.fingerprint)")
                 let ranks = Set(lora.pairs.values.map(\.rank)).sorted(), scales = Set(lora.pairs.values.map(\.scale)).sorted()
                 try Output.line("  \(lora.pairs.count) matrices, rank \(ranks.map(String.init).joined(separator: "/")), scale \(scales.map { "\($0)" }.joined(separator: "/"))")
                 var kinds: [String: Int] = [:]
@@ -61,6 +61,12 @@ struct Adapters: ParsableCommand {
         var output: String
         @Option(help: "How changed matrices are stored: automatic, base, Q8_0 or F16.")
         var precision: LoRAMerge.Precision = .automatic
+        @Option(help: "Multiply the adapter's update by this before merging (llama.cpp's --lora-scaled).")
+        var scale: Float = 1
+
+        func validate() throws {
+            guard scale.isFinite else { throw ValidationError("--scale must be a number, not \(scale)") }
+        }
 
         func run() throws {
             try reportingErrors {
@@ -77,7 +83,7 @@ struct Adapters: ParsableCommand {
                     throw CLIError("the output would overwrite a file of the adapter \(adapter) (\(adapterURL.path)); choose another -o")
                 }
                 let model = try modelOptions.load(input)
-                let lora = try LoRAAdapter(contentsOf: adapterURL, for: model.transformer)
+                let lora = try LoRAAdapter(contentsOf: adapterURL, for: model.transformer).scaled(by: scale)
                 let start = ContinuousClock.now
                 try LoRAMerge.write(model: model.transformer, adapter: lora, to: out, precision: precision)
                 let took = ContinuousClock.now - start

@@ -146,15 +146,16 @@ struct EvalRun: AsyncParsableCommand {
             let instructionText = instructionsRead.map(Self.droppingByteOrderMark)
             let url = try session.modelOptions.url()
             let adapterURL = try session.adapterOptions.url()
-            let model = LocalLanguageModel(name: url.path, adapter: adapterURL, backend: try session.backendOptions.localValue(),
-                                           parallel: parallel, contextLength: session.context)
+            let model = LocalLanguageModel(name: url.path, adapter: adapterURL, adapterScale: session.adapterOptions.adapterScale,
+                                           backend: try session.backendOptions.localValue(), parallel: parallel, contextLength: session.context)
             let options = generationOptions
             let shardSpec = try shard.map(Self.parseShard)
             // Loaded now, and the adapter read and the schema compiled, so that none of them
             // fails after the output is touched; the backend that runs goes into the run's description.
             let sizing = try model.loadedSizing()
             if !quiet { Diagnostics.note("\(url.lastPathComponent) on \(sizing.backend.rawValue), \(sizing.parallel) records decoding at once") }
-            let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" }
+            // A scaled adapter's outputs differ: its scale is part of what a resume must match.
+            let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" + ($0.userScale == 1 ? "" : " scale \($0.userScale)") }
             // A budget the context cannot hold fails every record: said once, here.
             let context = model.contextSize
             if let budget = options.maximumResponseTokens, budget >= context {

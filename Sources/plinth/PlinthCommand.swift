@@ -156,10 +156,16 @@ struct AdapterOptions: ParsableArguments {
             help: "A LoRA adapter: a PEFT folder, a llama.cpp GGUF LoRA file, or the name of one in $PLINTH_HOME/adapters or the package's Adapters/.")
     var adapters: [String] = []
 
+    @Option(name: .customLong("adapter-scale"),
+            help: "Multiply the adapter's update by this (llama.cpp's --lora-scaled): 0 is the base model, 1 the adapter as trained.")
+    var adapterScale: Float = 1
+
     /// The adapter given, if any.
     var adapter: String? { adapters.first }
 
     func validate() throws {
+        guard adapterScale.isFinite else { throw ValidationError("--adapter-scale must be a number, not \(adapterScale)") }
+        if adapterScale != 1 && adapters.isEmpty { throw ValidationError("--adapter-scale needs an --adapter") }
         // Taking the last one silently would run another adapter than the user thinks.
         if adapters.count > 1 {
             throw ValidationError("--adapter is given \(adapters.count) times; one adapter runs at a time (merge one into the model with `plinth adapters merge` to use two)")
@@ -173,6 +179,6 @@ struct AdapterOptions: ParsableArguments {
 
     /// The adapter read for `model`, when one is given.
     func load(for model: Model) throws -> LoRAAdapter? {
-        try adapter.map { try LoRAAdapter(named: $0, for: model.transformer) }
+        try adapter.map { try LoRAAdapter(named: $0, for: model.transformer).scaled(by: adapterScale) }
     }
 }

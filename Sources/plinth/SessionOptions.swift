@@ -63,7 +63,8 @@ struct SessionOptions: ParsableArguments {
     /// The model for one conversation: one sequence decoding at once, so that on a GPU its KV
     /// cache is a few slots (the conversation's and prefixes kept warm), not a server's 80.
     func localModel() throws -> LocalLanguageModel {
-        LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url(), backend: try backendOptions.localValue(),
+        LocalLanguageModel(name: try modelOptions.url().path, adapter: try adapterOptions.url(), adapterScale: adapterOptions.adapterScale,
+                           backend: try backendOptions.localValue(),
                            parallel: 1, contextLength: context)
     }
 

@@ -266,6 +266,8 @@ struct CLITests {
         (["generate", "-p", "hi", "--seed", "x"], "--seed"),
         (["generate", "-p", "hi", "--repeat-penalty", "inf"], "--repeat-penalty"),
         (["generate", "-p", "hi", "--adapter", "a", "--adapter", "b"], "--adapter"),
+        (["generate", "-p", "hi", "--adapter-scale", "2"], "--adapter-scale"),
+        (["generate", "-p", "hi", "--adapter", "a", "--adapter-scale", "nan"], "--adapter-scale"),
         (["respond", "hi", "--greedy", "--seed", "1"], "--greedy"),
         (["respond", "hi", "--top-k", "3", "--top-p", "0.5"], "--top-k"),
         (["respond", "hi", "--max-tokens", "0"], "--max-tokens"),
@@ -544,6 +546,18 @@ struct SessionCLITests {
         #expect(!FileManager.default.fileExists(atPath: out))
         let device = try CLI.runWithModel(["quantize", "-o", "/dev/null", "--type", "Q8_0"])
         #expect(device.status != 0 && device.stderr.contains("not a regular file"), "stderr: \(device.stderr)")
+    }
+
+    /// `--adapter-scale 0` runs the base model, 1 the adapter as trained.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func theAdapterScaleSetsItsEffect() throws {
+        let prompt = ["generate", "--greedy", "-n", "16", "-p", "Tag this: The mayor opened a new library."]
+        let base = try CLI.runWithModel(prompt)
+        let off = try CLI.runWithModel(prompt + ["--adapter", "content-tagger", "--adapter-scale", "0"])
+        let on = try CLI.runWithModel(prompt + ["--adapter", "content-tagger"])
+        #expect(base.status == 0 && off.status == 0 && on.status == 0, "\(off.stderr) \(on.stderr)")
+        #expect(off.stdout == base.stdout)
+        #expect(on.stdout != base.stdout)
     }
 
     /// `adapters merge` never writes over its adapter, named from the store (a PEFT folder's

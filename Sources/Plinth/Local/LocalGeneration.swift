@@ -89,8 +89,8 @@ enum LocalGeneration {
 
     /// Generates the next turn of the request into the channel.
     static func respond(to request: LanguageModelExecutorGenerationRequest, instance: LocalModelInstance, adapter: URL? = nil,
-                        streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
-        let lora = try adapter.map { try instance.adapter(at: $0) }
+                        adapterScale: Float = 1, streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
+        let lora = try adapter.map { try instance.adapter(at: $0, scale: adapterScale) }
         if let m = request.generationOptions.maximumResponseTokens, m < 1 {
             throw LocalLanguageModelError.invalidGenerationOptions("maximumResponseTokens must be at least 1, not \(m)")
         }
@@ -182,13 +182,13 @@ enum LocalGeneration {
     }
 
     /// Loads the instructions of a transcript into a KV slot, so the first request starts warm.
-    static func prewarm(transcript: Transcript, instance: LocalModelInstance, adapter: URL? = nil) async {
+    static func prewarm(transcript: Transcript, instance: LocalModelInstance, adapter: URL? = nil, adapterScale: Float = 1) async {
         let instructions = Transcript(entries: transcript.prefix { if case .instructions = $0 { true } else { false } })
         guard !instructions.isEmpty,
               let tokens = try? TranscriptRenderer.tokens(for: instructions, model: instance.model, addGenerationPrompt: false)
         else { return }
         // A request that generates nothing: the scheduler only prefills what its cache lacks.
-        let lora = adapter.flatMap { try? instance.adapter(at: $0) }
+        let lora = adapter.flatMap { try? instance.adapter(at: $0, scale: adapterScale) }
         let events = instance.scheduler.stream(GenerationRequest(prompt: tokens, maxTokens: 0, adapter: lora))
         do { for try await _ in events {} } catch {}
     }

@@ -23,6 +23,8 @@ public struct LocalLanguageModel: Sendable, Hashable {
     /// The LoRA adapter every response runs with (a PEFT folder or a GGUF LoRA file), if any.
     /// It is applied unmerged: sessions with different adapters on one model share its steps.
     public let adapter: URL?
+    /// The factor on the adapter's update (``LoRAAdapter/scaled(by:)``): 1 as trained.
+    package let adapterScale: Float
     /// Where the model runs.
     public let backend: Backend
     /// Sequences decoding at once when this model is first loaded (the backend's default where
@@ -95,14 +97,17 @@ public struct LocalLanguageModel: Sendable, Hashable {
     /// A model that, loaded first by this value, runs `parallel` sequences at once of
     /// `contextLength` tokens each (the model's context, at most 4096, where nil; never more
     /// than the model's).
-    package init(name: String, adapter: URL?, backend: Backend, parallel: Int?, contextLength: Int? = nil) {
-        self.init(name: name, store: ModelStore(), adapter: adapter, backend: backend, parallel: parallel, contextLength: contextLength)
+    package init(name: String, adapter: URL?, adapterScale: Float = 1, backend: Backend, parallel: Int?, contextLength: Int? = nil) {
+        self.init(name: name, store: ModelStore(), adapter: adapter, adapterScale: adapterScale, backend: backend, parallel: parallel,
+                  contextLength: contextLength)
     }
 
-    init(name: String, store: ModelStore, adapter: URL? = nil, backend: Backend = .default, parallel: Int? = nil, contextLength: Int? = nil) {
+    init(name: String, store: ModelStore, adapter: URL? = nil, adapterScale: Float = 1, backend: Backend = .default, parallel: Int? = nil,
+         contextLength: Int? = nil) {
         self.name = name
         self.home = store.home
         self.adapter = adapter
+        self.adapterScale = adapterScale
         self.backend = backend
         self.parallel = parallel
         self.contextLength = contextLength
@@ -172,7 +177,7 @@ public struct LocalLanguageModel: Sendable, Hashable {
     ///   doesn't fit, or the error that says why the model can't load.
     package func loadedAdapter() throws -> LoRAAdapter? {
         guard let adapter else { return nil }
-        return try instance().adapter(at: adapter)
+        return try instance().adapter(at: adapter, scale: adapterScale)
     }
 
     /// Compiles `schema`'s grammar for this model now (it is kept for the responses that use it),
@@ -221,7 +226,8 @@ public struct LocalLanguageModelExecutor: LanguageModelExecutor {
     public func prewarm(model: LocalLanguageModel, transcript: Transcript) {
         Task.detached(priority: .utility) {
             guard let instance = try? model.instance() else { return }
-            await LocalGeneration.prewarm(transcript: transcript, instance: instance, adapter: model.adapter)
+            await LocalGeneration.prewarm(transcript: transcript, instance: instance, adapter: model.adapter,
+                                          adapterScale: model.adapterScale)
         }
     }
 
@@ -231,6 +237,7 @@ public struct LocalLanguageModelExecutor: LanguageModelExecutor {
     ///   ``LanguageModelError/contextSizeExceeded(_:)`` when the request can't fit the context.
     nonisolated(nonsending) public func respond(to request: LanguageModelExecutorGenerationRequest, model: LocalLanguageModel,
                                                 streamingInto channel: LanguageModelExecutorGenerationChannel) async throws {
-        try await LocalGeneration.respond(to: request, instance: model.instance(), adapter: model.adapter, streamingInto: channel)
+        try await LocalGeneration.respond(to: request, instance: model.instance(), adapter: model.adapter,
+                                         adapterScale: model.adapterScale, streamingInto: channel)
     }
 }

@@ -75,13 +75,18 @@ final class LocalModelInstance: Sendable {
         }
     }
 
-    /// The adapter at `url` (a PEFT folder or a GGUF LoRA file), read for this model on first use.
-    func adapter(at url: URL) throws -> LoRAAdapter {
-        let key = url.standardizedFileURL.resolvingSymlinksInPath().path
+    /// The adapter at `url` (a PEFT folder or a GGUF LoRA file), read for this model on first
+    /// use, its update multiplied by `scale` (one adapter object per file and scale, so that
+    /// requests share its attachment and cached prefixes).
+    func adapter(at url: URL, scale: Float = 1) throws -> LoRAAdapter {
+        let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+        let key = scale == 1 ? path : "\(path)\u{0}\(scale)"
         return try adapters.withLock { table in
             if let loaded = table[key] { return loaded }
             do {
-                let loaded = try LoRAAdapter(contentsOf: URL(fileURLWithPath: key), for: model.transformer)
+                let read = try table[path] ?? LoRAAdapter(contentsOf: URL(fileURLWithPath: path), for: model.transformer)
+                table[path] = read
+                let loaded = read.scaled(by: scale)
                 table[key] = loaded
                 return loaded
             } catch {

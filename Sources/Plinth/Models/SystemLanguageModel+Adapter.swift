@@ -123,7 +123,7 @@ extension SystemLanguageModel {
                 guard let url = try? store.resolve(name) else { continue }
                 do { _ = try LoRAAdapter(contentsOf: url, for: instance.model.transformer) } catch {
                     switch error {
-                    case .shapeMismatch, .architectureMismatch, .baseModelMismatch, .unknownTarget:
+                    case .shapeMismatch, .architectureMismatch, .unknownTarget:
                         let entry = FileManager.default.fileExists(atPath: dir.appendingPathComponent(name).path)
                             ? dir.appendingPathComponent(name) : dir.appendingPathComponent(name + ".gguf")
                         try FileManager.default.removeItem(at: entry)

@@ -15,7 +15,6 @@ public enum AdapterError: Error, LocalizedError, Sendable {
     case rankMismatch(tensor: String, a: Int, b: Int)
     case shapeMismatch(tensor: String, adapter: [Int], model: [Int])
     case architectureMismatch(adapter: String, model: String)
-    case baseModelMismatch(adapter: String, model: String)
     case unknownName(String, searched: [String])
     case unsupportedBackend(String)
 
@@ -35,7 +34,6 @@ public enum AdapterError: Error, LocalizedError, Sendable {
         case .shapeMismatch(let t, let a, let m):
             "the adapter changes \(t) as a \(a[0])×\(a[1]) matrix but the model's is \(m[0])×\(m[1]) (an adapter for another model?)"
         case .architectureMismatch(let a, let m): "the adapter is for a \(a) model, not \(m)"
-        case .baseModelMismatch(let a, let m): "the adapter was trained on '\(a)', not this model ('\(m)')"
         case .unknownName(let n, let dirs): "no adapter named '\(n)' in \(dirs.joined(separator: ", ")) (a name is a PEFT folder or NAME.gguf there)"
         case .unsupportedBackend(let why): "adapters cannot run here: \(why)"
         }

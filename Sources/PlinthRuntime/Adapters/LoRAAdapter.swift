@@ -113,8 +113,14 @@ public final class LoRAAdapter: Sendable {
     public let pairs: [AdapterTarget: LoRAPair]
     /// The base model the adapter names, when it names one.
     public let baseModelName: String?
+    /// Set when that name is plainly not the model's (neither name's letters and digits hold
+    /// the other's): the adapter runs, as its shapes fit (llama.cpp and vLLM check shapes
+    /// only: a sibling's adapter is a choice, and names vary), and this says so.
+    public let baseModelNote: String?
     /// SHA-256 of the adapter's bytes (hex): what caches made from it are keyed by.
     public let fingerprint: String
+    /// The factor on every pair's own scale (`alpha / r`) that ``scaled(by:)`` set: 1 as read.
+    public let userScale: Float
 
     /// The largest rank read.
     public static let maximumRank = Int(PK_LORA_MAX_RANK)
@@ -124,7 +130,8 @@ public final class LoRAAdapter: Sendable {
     ///
     /// - Throws: ``AdapterError`` naming the file, tensor or setting that is wrong: a malformed
     ///   file, a target the model lacks, a shape that differs from the model's, an adapter made
-    ///   for another architecture or base model, or a PEFT feature Plinth does not apply.
+    ///   for another architecture, or a PEFT feature Plinth does not apply. (One naming another
+    ///   base model whose shapes fit runs: see ``baseModelNote``.)
     public init(contentsOf url: URL, for model: Transformer) throws(AdapterError) {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { throw .notFound(url.path) }
@@ -142,8 +149,30 @@ public final class LoRAAdapter: Sendable {
         baseModelName = loaded.baseModelName
         fingerprint = loaded.fingerprint
         pairs = loaded.pairs
-        try Self.checkIdentity(loaded.baseModelName, model: model.file)
+        userScale = 1
+        baseModelNote = Self.identityNote(loaded.baseModelName, model: model.file)
         try checkShapes(in: model.config)
+        if let baseModelNote { BackendNotes.say("adapter \(name): \(baseModelNote)") }
+    }
+
+    private init(scaling other: LoRAAdapter, by factor: Float) {
+        name = other.name
+        url = other.url
+        format = other.format
+        baseModelName = other.baseModelName
+        baseModelNote = other.baseModelNote
+        fingerprint = other.fingerprint
+        userScale = other.userScale * factor
+        pairs = other.pairs.mapValues { p in
+            LoRAPair(rank: p.rank, rows: p.rows, columns: p.columns, scale: p.scale * factor, a: p.a, bt: p.bt)
+        }
+    }
+
+    /// The adapter with its update multiplied by `factor` (llama.cpp's `--lora-scaled`): 0 is
+    /// the base model, 1 the adapter as trained, 0.5 half its effect. A new adapter (attached
+    /// and cached apart); the same one for 1.
+    public func scaled(by factor: Float) -> LoRAAdapter {
+        factor == 1 ? self : LoRAAdapter(scaling: self, by: factor)
     }
 
     /// Reads the adapter `nameOrPath` names (a path, or a name in ``AdapterStore/default``) for `model`.
@@ -239,14 +268,14 @@ public final class LoRAAdapter: Sendable {
 
     // MARK: Identity
 
-    /// Fails when the adapter names a base model that is plainly not this one (neither name's
-    /// letters and digits contain the other's). Shapes are checked apart from this.
-    static func checkIdentity(_ adapterBase: String?, model: GGUFFile) throws(AdapterError) {
-        guard let adapterBase, let modelName = (try? model.string("general.basename")) ?? (try? model.string("general.name")) else { return }
+    /// What to say when the adapter names a base model that is plainly not this one (neither
+    /// name's letters and digits contain the other's); nil when they agree or either is unnamed.
+    static func identityNote(_ adapterBase: String?, model: GGUFFile) -> String? {
+        guard let adapterBase, let modelName = (try? model.string("general.basename")) ?? (try? model.string("general.name")) else { return nil }
         func key(_ s: String) -> String { String(s.lowercased().unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.map(Character.init)) }
         let a = key(adapterBase), m = key(modelName)
-        guard !a.isEmpty, !m.isEmpty, !a.contains(m), !m.contains(a) else { return }
-        throw .baseModelMismatch(adapter: adapterBase, model: modelName)
+        guard !a.isEmpty, !m.isEmpty, !a.contains(m), !m.contains(a) else { return nil }
+        return "trained on '\(adapterBase)', and this model is '\(modelName)'; its shapes fit, so it runs (expect poor output if it was made for another model)"
     }
 
     /// The last component of a hub id (`HuggingFaceTB/SmolLM2-135M-Instruct`); nil for a local path,

@@ -39,6 +39,8 @@ public enum LoRAMerge {
     /// Metadata keys naming the merged adapter.
     public static let adapterNameKey = "plinth.adapter.name"
     public static let adapterFingerprintKey = "plinth.adapter.sha256"
+    /// Written when the adapter was merged scaled (``LoRAAdapter/scaled(by:)``).
+    public static let adapterScaleKey = "plinth.adapter.scale"
 
     /// Writes `model` with `adapter` merged to `url`: the same metadata (plus the adapter's name
     /// and fingerprint) and tensors, the changed matrices as `precision` says. For a model whose
@@ -53,9 +55,10 @@ public enum LoRAMerge {
         nonisolated(unsafe) let shared = pool
 
         var metadata = file.keys.compactMap { key in file.metadata[key].map { (key: key, value: $0) } }
-        metadata.removeAll { $0.key == adapterNameKey || $0.key == adapterFingerprintKey }
+        metadata.removeAll { [adapterNameKey, adapterFingerprintKey, adapterScaleKey].contains($0.key) }
         metadata.append((key: adapterNameKey, value: .string(adapter.name)))
         metadata.append((key: adapterFingerprintKey, value: .string(adapter.fingerprint)))
+        if adapter.userScale != 1 { metadata.append((key: adapterScaleKey, value: .float32(adapter.userScale))) }
 
         func merged(_ info: GGUFTensorInfo, name: String, pair: LoRAPair) throws -> GGUFWriter.Tensor {
             guard info.type.isSupported else { throw QuantizeError.unreadableType(tensor: info.name, type: info.type.name) }
