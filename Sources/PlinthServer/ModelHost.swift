@@ -148,6 +148,7 @@ final class ModelHost: Sendable {
                 }
                 served.append(ServedAdapter(name: name, adapter: adapter))
                 taken.append(spec)
+                if let note = adapter.baseModelNote { log("adapter \(name): \(note)") }
                 log("adapter \(name) served with \(id) as \(id):\(name) (rank \(adapter.pairs.values.map(\.rank).max() ?? 0), \(adapter.pairs.count) matrices)")
             } catch {
                 log("adapter \(spec) not served with \(id): \(error.localizedDescription)")

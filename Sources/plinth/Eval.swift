@@ -155,7 +155,9 @@ struct EvalRun: AsyncParsableCommand {
             let sizing = try model.loadedSizing()
             if !quiet { Diagnostics.note("\(url.lastPathComponent) on \(sizing.backend.rawValue), \(sizing.parallel) records decoding at once") }
             // A scaled adapter's outputs differ: its scale is part of what a resume must match.
-            let adapterID = try model.loadedAdapter().map { "\($0.name) sha256:\($0.fingerprint)" + ($0.userScale == 1 ? "" : " scale \($0.userScale)") }
+            let adapter = try model.loadedAdapter()
+            if let adapter, let note = adapter.baseModelNote, !quiet { Diagnostics.note("adapter \(adapter.name): \(note)") }
+            let adapterID = adapter.map { "\($0.name) sha256:\($0.fingerprint)" + ($0.userScale == 1 ? "" : " scale \($0.userScale)") }
             // A budget the context cannot hold fails every record: said once, here.
             let context = model.contextSize
             if let budget = options.maximumResponseTokens, budget >= context {

@@ -179,6 +179,10 @@ struct AdapterOptions: ParsableArguments {
 
     /// The adapter read for `model`, when one is given.
     func load(for model: Model) throws -> LoRAAdapter? {
-        try adapter.map { try LoRAAdapter(named: $0, for: model.transformer).scaled(by: adapterScale) }
+        try adapter.map { name in
+            let adapter = try LoRAAdapter(named: name, for: model.transformer)
+            if let note = adapter.baseModelNote { Diagnostics.note("adapter \(adapter.name): \(note)") }
+            return adapter.scaled(by: adapterScale)
+        }
     }
 }

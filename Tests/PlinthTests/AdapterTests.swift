@@ -38,7 +38,7 @@ struct AdapterTests {
 
     /// An adapter for the default model is compatible; one that names another base model, and a
     /// file that is no adapter, are not.
-    @Test func compatibilityIsCheckedAgainstTheModel() throws {
+    @Test func compatibilityIsCheckedAgainstTheModel() async throws {
         guard SystemLanguageModel.default.isAvailable else { return }
         let peft = Self.fixture.appendingPathComponent("peft-r2")
         #expect(SystemLanguageModel.Adapter.isCompatible(peft))
@@ -53,6 +53,13 @@ struct AdapterTests {
         try text.replacingOccurrences(of: "HuggingFaceTB/SmolLM2-135M-Instruct", with: "meta-llama/Llama-3.2-1B")
             .write(to: config, atomically: true, encoding: .utf8)
         #expect(!SystemLanguageModel.Adapter.isCompatible(other))
+        // Nor does the system model run it (a LocalLanguageModel would, with a note).
+        let adapter = try SystemLanguageModel.Adapter(fileURL: other)
+        await #expect(throws: SystemLanguageModel.Adapter.AssetError.self) { try await adapter.compile() }
+        let session = LanguageModelSession(model: SystemLanguageModel(adapter: adapter))
+        await #expect(throws: (any Error).self) {
+            try await session.respond(to: "Hi", options: GenerationOptions(maximumResponseTokens: 2))
+        }
     }
 
     @Test func badAdaptersThrowAssetErrors() async throws {

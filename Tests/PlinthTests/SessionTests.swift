@@ -191,6 +191,33 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         #expect(session.transcript.count == 2)
     }
 
+    /// A request waiting for a cancelled one that is slow to end (a tool or model that doesn't
+    /// heed cancellation) can itself be cancelled: it doesn't wait that request out.
+    @Test func aWaitingRequestCanBeCancelled() async throws {
+        let stubborn = ScriptedTurn.custom { _, channel in
+            await channel.send(.response(action: .appendText("Once", tokenCount: 1)))
+            // Thirty seconds that cancellation doesn't cut short.
+            await withCheckedContinuation { c in DispatchQueue.global().asyncAfter(deadline: .now() + 30) { c.resume() } }
+        }
+        let session = LanguageModelSession(model: ScriptedModel([stubborn, .text("Next.")]))
+        let first = Task { try await session.respond(to: "long") }
+        try await eventually { session.isResponding }
+        first.cancel()
+        let second = Task { try await session.respond(to: "next") }
+        try await Task.sleep(for: .milliseconds(100))
+        second.cancel()
+        await #expect(throws: CancellationError.self) { try await second.value }
+        // It returned while the first request still runs: it didn't wait it out.
+        #expect(session.isResponding)
+        // A task already cancelled doesn't wait either.
+        let third = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await session.respond(to: "again")
+        }
+        await #expect(throws: CancellationError.self) { try await third.value }
+        #expect(session.isResponding)
+    }
+
     @Test func cancellationStopsPromptlyAndRevertsTheTranscript() async throws {
         let model = ScriptedModel([.text("First answer."), slowTurn, .text("After cancel.")])
         let session = LanguageModelSession(model: model, instructions: "Be brief.")

@@ -41,6 +41,11 @@ struct LocalSystemLanguageModelEngine: SystemLanguageModelEngine {
         } catch let error as LocalLanguageModelError {
             throw SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: error.errorDescription ?? "\(error)"))
         }
+        // A system model's adapter is made for it: one naming another base model doesn't run
+        // (as `compile()` and `isCompatible(_:)` say), whatever its shapes.
+        if let url = local.adapter, let note = try instance.adapter(at: url).baseModelNote {
+            throw LocalLanguageModelError.adapterFailed(adapter: url.path, reason: note)
+        }
         try await LocalGeneration.respond(to: request, instance: instance, adapter: local.adapter, streamingInto: channel)
     }
 

@@ -87,9 +87,13 @@ extension SystemLanguageModel {
             do { instance = try local.instance() } catch {
                 throw SystemLanguageModel.Error.assetsUnavailable(.init(debugDescription: (error as? LocalizedError)?.errorDescription ?? "\(error)"))
             }
-            do { _ = try instance.adapter(at: url) } catch {
+            let adapter: LoRAAdapter
+            do { adapter = try instance.adapter(at: url) } catch {
                 throw AssetError.invalidAsset(.init(debugDescription: (error as? LocalizedError)?.errorDescription ?? "\(error)"))
             }
+            // A system model's adapter is made for that model (Apple's versioned adapters): one
+            // naming another base model is not its, whatever its shapes.
+            if let note = adapter.baseModelNote { throw AssetError.invalidAsset(.init(debugDescription: note)) }
         }
 
         /// The identifiers of the installed adapters named `name` that fit this model's format:
@@ -109,7 +113,8 @@ extension SystemLanguageModel {
             else { return false }
             // Read apart from the model's adapter cache: a check should neither keep the adapter
             // in memory nor see an older file at the same path.
-            return (try? LoRAAdapter(contentsOf: url, for: instance.model.transformer)) != nil
+            guard let adapter = try? LoRAAdapter(contentsOf: url, for: instance.model.transformer) else { return false }
+            return adapter.baseModelNote == nil
         }
 
         /// Removes the adapters in `$PLINTH_HOME/adapters` that no longer fit the default model
@@ -121,15 +126,19 @@ extension SystemLanguageModel {
             let store = AdapterStore(directories: [dir])
             for name in store.names() {
                 guard let url = try? store.resolve(name) else { continue }
-                do { _ = try LoRAAdapter(contentsOf: url, for: instance.model.transformer) } catch {
+                let obsolete: Bool
+                do {
+                    obsolete = try LoRAAdapter(contentsOf: url, for: instance.model.transformer).baseModelNote != nil
+                } catch {
                     switch error {
-                    case .shapeMismatch, .architectureMismatch, .unknownTarget:
-                        let entry = FileManager.default.fileExists(atPath: dir.appendingPathComponent(name).path)
-                            ? dir.appendingPathComponent(name) : dir.appendingPathComponent(name + ".gguf")
-                        try FileManager.default.removeItem(at: entry)
-                    default: continue
+                    case .shapeMismatch, .architectureMismatch, .unknownTarget: obsolete = true
+                    default: obsolete = false
                     }
                 }
+                guard obsolete else { continue }
+                let entry = FileManager.default.fileExists(atPath: dir.appendingPathComponent(name).path)
+                    ? dir.appendingPathComponent(name) : dir.appendingPathComponent(name + ".gguf")
+                try FileManager.default.removeItem(at: entry)
             }
         }
 

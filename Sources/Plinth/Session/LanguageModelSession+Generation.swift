@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What one turn of the executor produced.
 struct TurnOutput {
@@ -114,23 +115,33 @@ extension LanguageModelSession {
     func generate(prompt: Prompt, schema: GenerationSchema?, options: GenerationOptions, contextOptions: ContextOptions,
                   metadata: Metadata.Values, validate: (any ConvertibleFromGeneratedContent.Type)? = nil,
                   snapshot: (@Sendable (RawResult) -> Void)? = nil) async throws -> RawResult {
-        let (before, number) = try await beginRequest()
-        defer { endResponding() }
+        // The request's number once it has begun, and whether its task was cancelled: a cancel
+        // that comes while it waits or begins is marked as soon as the number is known.
+        let mine = Mutex<(number: UInt64?, cancelled: Bool)>((nil, false))
         return try await withTaskCancellationHandler {
-            try await runRequest(after: before, prompt: prompt, schema: schema, options: options, contextOptions: contextOptions,
-                              metadata: metadata, validate: validate, snapshot: snapshot)
+            let before = try await beginRequest(mine)
+            defer { endResponding() }
+            return try await runRequest(after: before, prompt: prompt, schema: schema, options: options, contextOptions: contextOptions,
+                                        metadata: metadata, validate: validate, snapshot: snapshot)
         } onCancel: {
-            state.withLock { s in if s.requestNumber == number { s.requestCancelled = true } }
+            state.withLock { s in
+                mine.withLock { m in
+                    m.cancelled = true
+                    if let n = m.number, s.requestNumber == n { s.requestCancelled = true }
+                }
+            }
         }
     }
 
-    /// Marks the session responding, and gives the transcript before the request and the
-    /// request's number. While another request runs it throws ``GenerationError/concurrentRequests(_:)``,
+    /// Marks the session responding and gives the transcript before the request (its number
+    /// goes into `mine`). While another request runs it throws ``GenerationError/concurrentRequests(_:)``,
     /// unless that request was cancelled: then it waits for it to end (a stream dropped after
-    /// `break` ends its request, and the next request shouldn't fail for it).
-    private func beginRequest() async throws -> (Transcript, UInt64) {
+    /// `break` ends its request, and the next request shouldn't fail for it). A cancelled
+    /// task doesn't wait: it throws `CancellationError` (a tool of a cancelled request calling
+    /// its own session would otherwise wait for itself).
+    private func beginRequest(_ mine: borrowing Mutex<(number: UInt64?, cancelled: Bool)>) async throws -> Transcript {
         while true {
-            let begun: (Transcript, UInt64)? = try registrar.withMutation(of: self, keyPath: \.isResponding) {
+            let begun: Transcript? = try registrar.withMutation(of: self, keyPath: \.isResponding) {
                 try state.withLock { s in
                     if s.isResponding {
                         if s.requestCancelled { return nil }
@@ -139,19 +150,43 @@ extension LanguageModelSession {
                     }
                     s.isResponding = true
                     s.mutatedWhileResponding = false
-                    s.requestCancelled = false
                     s.requestNumber += 1
-                    return (s.transcript, s.requestNumber)
+                    s.requestCancelled = mine.withLock { m in
+                        m.number = s.requestNumber
+                        return m.cancelled
+                    }
+                    return s.transcript
                 }
             }
             if let begun { return begun }
-            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-                let ended = state.withLock { s in
-                    if s.isResponding { s.idleWaiters.append(waiter) }
-                    return !s.isResponding
-                }
-                if ended { waiter.resume() }
+            try Task.checkCancellation()
+            let waiter = state.withLock { s in
+                s.nextWaiter += 1
+                return s.nextWaiter
             }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    // Waits only for a cancelled request still ending (another may have begun
+                    // since: the loop then throws), and not once this task is cancelled.
+                    let waits = state.withLock { s in
+                        guard s.isResponding && s.requestCancelled && !s.cancelledWaiters.contains(waiter) else { return false }
+                        s.idleWaiters.append((waiter, continuation))
+                        return true
+                    }
+                    if !waits { continuation.resume() }
+                }
+            } onCancel: {
+                let continuation = state.withLock { s in
+                    guard let i = s.idleWaiters.firstIndex(where: { $0.id == waiter }) else {
+                        s.cancelledWaiters.insert(waiter)
+                        return CheckedContinuation<Void, Never>?.none
+                    }
+                    return s.idleWaiters.remove(at: i).continuation
+                }
+                continuation?.resume()
+            }
+            state.withLock { _ = $0.cancelledWaiters.remove(waiter) }
+            try Task.checkCancellation()
         }
     }
 

@@ -58,8 +58,11 @@ public final class LanguageModelSession: @unchecked Sendable {
         /// The request under way was cancelled (its task, or its stream dropped) and is
         /// unwinding: a new request waits for it instead of failing as concurrent.
         var requestCancelled = false
-        /// Requests waiting for a cancelled one to end.
-        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Requests waiting for a cancelled one to end, by number.
+        var idleWaiters: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        var nextWaiter: UInt64 = 0
+        /// Waiters whose task was cancelled before they began to wait.
+        var cancelledWaiters: Set<UInt64> = []
         var usage = Usage.zero
         var transcriptErrorHandlingPolicy: TranscriptErrorHandlingPolicy?
         /// The profiles the last resolution found active (their places and deactivation
@@ -293,7 +296,7 @@ public final class LanguageModelSession: @unchecked Sendable {
                 return s.idleWaiters
             }
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter.continuation.resume() }
     }
 
     /// Changes the transcript, telling its observers. A change `fromOutside` the request under

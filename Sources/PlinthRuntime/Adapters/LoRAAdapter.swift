@@ -152,7 +152,6 @@ public final class LoRAAdapter: Sendable {
         userScale = 1
         baseModelNote = Self.identityNote(loaded.baseModelName, model: model.file)
         try checkShapes(in: model.config)
-        if let baseModelNote { BackendNotes.say("adapter \(name): \(baseModelNote)") }
     }
 
     private init(scaling other: LoRAAdapter, by factor: Float) {

@@ -298,7 +298,15 @@ final class SchedulerInbox: Sendable {
         }
     }
 
-    func admitted(_ count: Int) { state.withLock { $0.waiting -= count } }
+    /// `count` jobs left the queue; `running`: they run (counted at once, so that a submit
+    /// never sees them neither waiting nor running).
+    func admitted(_ count: Int, running: Bool) {
+        state.withLock { s in
+            s.waiting -= count
+            if running { s.running += count }
+        }
+    }
 
+    /// The sequences running (as many as may, while a request can't be admitted).
     func setRunning(_ count: Int) { state.withLock { $0.running = count } }
 }

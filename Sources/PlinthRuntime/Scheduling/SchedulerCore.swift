@@ -83,9 +83,11 @@ final class SchedulerCore: @unchecked Sendable {
             }
             resolveCopies()
             admit()
-            inbox.setRunning(running.count)
+            // A request left waiting means no place takes one now (slots or KV pages short):
+            // newcomers count as waiting until a sequence ends.
+            inbox.setRunning(queued > 0 ? configuration.maxRunning : running.count)
             if !running.isEmpty { step() }
-            inbox.setRunning(running.count)
+            inbox.setRunning(queued > 0 ? configuration.maxRunning : running.count)
             inbox.statistics.withLock {
                 $0.queued = queued
                 $0.running = running.count
@@ -112,7 +114,7 @@ final class SchedulerCore: @unchecked Sendable {
     private func cancel(_ id: UInt64) {
         if let i = queue[queueHead...].firstIndex(where: { $0.id == id }) {
             let job = queue.remove(at: i)
-            inbox.admitted(1)
+            inbox.admitted(1, running: false)
             let t = Double(now() - job.submitted) / 1e9
             // It never started: no prompt token was processed.
             job.handler(.finished(GenerationSummary(
@@ -201,7 +203,7 @@ final class SchedulerCore: @unchecked Sendable {
                     match = nil
                 }
             }
-            popQueue()
+            popQueue(admitting: true)
             let seq = ActiveSequence(job: job, slot: slot, adapter: adapter, decoder: decoder, admitted: now())
             seq.positions = positions
             cache.claim(slot, for: job.id, adapter: adapter)
@@ -280,9 +282,10 @@ final class SchedulerCore: @unchecked Sendable {
     /// rewind it to its last prompt token, so a page it shares from there on may be copied again.
     private static func firstWrite(kept: Int, promptCount: Int) -> Int { min(kept, promptCount - 1) }
 
-    private func popQueue() {
+    /// Takes the first waiting job off the queue; `admitting`: into the running sequences.
+    private func popQueue(admitting: Bool = false) {
         queueHead += 1
-        inbox.admitted(1)
+        inbox.admitted(1, running: admitting)
         if queueHead > 64 && queueHead * 2 > queue.count {
             queue.removeFirst(queueHead)
             queueHead = 0
