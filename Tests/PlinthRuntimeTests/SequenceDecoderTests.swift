@@ -60,6 +60,7 @@ struct SequenceDecoderTests {
             #expect(whole.history == fromTop.history)
         }
         #expect(refusals > 0 && whole.history.dropFirst().allSatisfy { $0 % 2 == 0 })
+        #expect(fromTop.budgetRefusals == whole.budgetRefusals && whole.budgetRefusals == refusals)
         // No candidates: the row is asked for again, with its logits.
         var d = Self.decoder(p, prompt: [1])
         let next = try [TokenCandidate]().withUnsafeBufferPointer { try d.advance(top: $0, { _ in }) }

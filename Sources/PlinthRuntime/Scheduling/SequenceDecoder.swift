@@ -172,8 +172,8 @@ struct SequenceDecoder {
     /// Continues with the token the backend chose under ``logitsUse()``.
     mutating func advance(chosen token: Int32, _ emit: (GenerationEvent) -> Void) throws -> Next {
         if let constraint, !constraint.fits(token, remaining: remaining) {
-            // Ask again with the logits, where refused choices can be replaced (one step more).
-            budgetRefusals += 1
+            // Ask again with the logits, where refused choices can be replaced (one step more);
+            // the refusal is counted there, where the same choice is refused again.
             needsLogits = true
             return .rewind(keeping: generatedCount)
         }
