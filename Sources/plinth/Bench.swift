@@ -68,7 +68,7 @@ struct Bench: ParsableCommand {
             guard parallel > 0 else { throw ValidationError("--parallel must be positive") }
             guard promptTokens > 0 else { throw ValidationError("--parallel needs --prompt of at least 1 token") }
         } else {
-            guard promptTokens + genTokens > 0 else { throw ValidationError("nothing to measure: --prompt and --gen are both 0") }
+            guard promptTokens > 0 || genTokens > 0 else { throw ValidationError("nothing to measure: --prompt and --gen are both 0") }
         }
     }
 
@@ -84,9 +84,11 @@ struct Bench: ParsableCommand {
             let config = transformer.config
             // Like llama-bench: the pp and tg tests each start from an empty cache, so a single
             // sequence needs max(p, n) positions; batched sequences hold their prompt and generation.
-            let needed = parallel == nil ? max(promptTokens, genTokens) : promptTokens + genTokens
+            // (Added with overflow checked: a huge -p is too long, not a trap.)
+            let (sum, overflow) = promptTokens.addingReportingOverflow(genTokens)
+            let needed = parallel == nil ? max(promptTokens, genTokens) : (overflow ? Int.max : sum)
             guard needed <= config.contextLength else {
-                throw ValidationError("the test needs \(needed) positions but the model's context is \(config.contextLength) tokens")
+                throw ValidationError("the test needs \(needed == Int.max ? "more" : "\(needed)") positions but the model's context is \(config.contextLength) tokens")
             }
             // The test writes every position it needs in every sequence: refused rather than
             // swapping or killed once the cache outgrows memory (a GPU checks its own). Before

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Plinth
+import PlinthRuntime
 import Synchronization
 
 struct Chat: AsyncParsableCommand {
@@ -41,12 +42,14 @@ struct Chat: AsyncParsableCommand {
                 Diagnostics.note("Chatting with \(options.modelOptions.model). /reset, /transcript, /save FILE, /quit.")
             }
             var reader = PromptReader()
+            var prompts = 0, failed = 0
             while true {
                 if interactive { Diagnostics.write("> ") }
                 guard let entry = reader.next() else { break }
                 switch entry {
                 case .prompt(let prompt):
-                    try await turn(prompt, session: session, interrupt: interrupt)
+                    prompts += 1
+                    if try await !turn(prompt, session: session, interrupt: interrupt) { failed += 1 }
                 case .command(let input):
                     switch try command(input, session: session) {
                     case .quit: return
@@ -57,6 +60,8 @@ struct Chat: AsyncParsableCommand {
                     }
                 }
             }
+            // A script feeding prompts learns that some failed (each was said as it failed).
+            if !interactive && failed > 0 { throw CLIError("\(failed) of \(prompts) prompts failed") }
         }
     }
 
@@ -72,19 +77,20 @@ struct Chat: AsyncParsableCommand {
         case "/transcript":
             // Through the same unbuffered stream as the replies, so that it comes in order.
             let output = StandardOutput()
-            for entry in session.transcript { try? output.write("\(entry)\n") }
+            for entry in session.transcript { try output.write("\(entry)\n") }
         case "/save":
             guard parts.count == 2 else {
                 Diagnostics.error("/save needs a file name")
                 return .done
             }
             do {
+                try FileChecks.requireWritable(parts[1], what: "file")
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted]
                 try encoder.encode(session.transcript).write(to: URL(fileURLWithPath: parts[1]), options: .atomic)
                 Diagnostics.note("saved \(session.transcript.count) entries to \(parts[1])")
             } catch {
-                Diagnostics.error("cannot save to \(parts[1]): \(error.localizedDescription)")
+                Diagnostics.error("cannot save to \(parts[1]): \(error is CLIError ? error.localizedDescription : FileErrors.reason(error))")
             }
         default:
             Diagnostics.error("unknown command \(parts[0]); the commands are /reset, /transcript, /save FILE, /quit (start a line with // to send it as a prompt)")
@@ -93,32 +99,44 @@ struct Chat: AsyncParsableCommand {
     }
 
     /// One prompt and its streamed reply. An error ends the turn, not the chat: the session
-    /// leaves a failed turn out of its transcript.
-    func turn(_ prompt: String, session: LanguageModelSession, interrupt: InterruptForwarder) async throws {
+    /// leaves a failed turn out of its transcript. Returns whether the turn succeeded (one
+    /// stopped with Ctrl-C did); throws when standard output can't be written (the chat ends).
+    func turn(_ prompt: String, session: LanguageModelSession, interrupt: InterruptForwarder) async throws -> Bool {
         let options = options.generationOptions
         let quiet = quiet
+        // Whether the reply's line was begun: a failure ends it; with nothing printed, no blank line.
+        let begun = Mutex(false)
         let task = Task {
             let output = StandardOutput()
             let responses = session.streamResponse(to: prompt, options: options)
-            for try await snapshot in responses { try output.extend(to: snapshot.content) }
+            for try await snapshot in responses {
+                try output.extend(to: snapshot.content)
+                if !output.isEmpty { begun.withLock { $0 = true } }
+            }
             let response = try await responses.collect()
             try output.extend(to: response.content)
             try output.write("\n")
+            begun.withLock { $0 = false }
             if !quiet { Diagnostics.note("(" + speedNote(session.transcript, usage: response.usage) + ")") }
         }
         interrupt.forward(to: task)
         defer { interrupt.forward(to: nil) }
         do {
             try await task.value
+            return true
         } catch is CancellationError {
-            try? StandardOutput().write("\n")
+            if begun.withLock({ $0 }) { try StandardOutput().write("\n") }
             Diagnostics.note("(stopped)")
+            return true
+        } catch let error as Output.Failure {
+            throw error
         } catch {
-            try? StandardOutput().write("\n")
+            if begun.withLock({ $0 }) { try StandardOutput().write("\n") }
             _ = reported(error)
             if Self.isContextFull(error) {
                 Diagnostics.note("(the conversation fills the model's context: /reset starts a new one; -c sets a larger context)")
             }
+            return false
         }
     }
 }
@@ -146,7 +164,51 @@ struct PromptReader {
     static let pasteStart = "\u{1B}[200~", pasteEnd = "\u{1B}[201~"
 
     /// The lines to read (standard input's by default).
-    var readLine: () -> String? = { Swift.readLine(strippingNewline: true) }
+    var readLine: () -> String? = { PromptReader.standardInputLine() }
+
+    /// A line of standard input without its line end. A line that isn't UTF-8 is said and left
+    /// out (Swift's `readLine` would replace its bytes, and the model read other text than given).
+    static func standardInputLine() -> String? {
+        while let bytes = standardInput.next() {
+            if let line = String(validating: bytes, as: UTF8.self) { return line }
+            Diagnostics.error("a line of input is not UTF-8 text: left out")
+        }
+        return nil
+    }
+
+    /// Standard input, read by the chat's reader alone.
+    nonisolated(unsafe) static let standardInput = InputLines()
+
+    /// Lines of bytes from standard input, read in large pieces.
+    final class InputLines {
+        private var pending: [UInt8] = []
+        private var start = 0
+        private var atEnd = false
+
+        /// The next line without its `\n` or `\r\n`; nil at the end of the input.
+        func next() -> [UInt8]? {
+            while true {
+                if let i = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                    var line = Array(pending[start..<i])
+                    start = i + 1
+                    if start > 65536 && start * 2 > pending.count {
+                        pending.removeFirst(start)
+                        start = 0
+                    }
+                    if line.last == UInt8(ascii: "\r") { line.removeLast() }
+                    return line
+                }
+                if atEnd {
+                    guard start < pending.count else { return nil }
+                    defer { pending = []; start = 0 }
+                    return Array(pending[start...])
+                }
+                var chunk = [UInt8](repeating: 0, count: 65536)
+                let n = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if n > 0 { pending += chunk[..<n] } else if n == 0 || errno != EINTR { atEnd = true }
+            }
+        }
+    }
 
     /// The next prompt or command; nil at the end of the input.
     mutating func next() -> Entry? {

@@ -133,8 +133,15 @@ struct Generate: ParsableCommand {
                 throw CLIError("cannot read standard input: \(FileErrors.reason(error))")
             }
         } else {
-            guard let d = FileManager.default.contents(atPath: path) else { throw ModelStoreError.io("cannot read prompt file \(path)") }
-            data = d
+            // Read through a handle to its end: a pipe (/dev/stdin, <(…)) reads as a file does.
+            try FileChecks.requireReadable(path, what: "prompt file")
+            do {
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+                defer { try? handle.close() }
+                data = try handle.readToEnd() ?? Data()
+            } catch {
+                throw CLIError("cannot read the prompt file \(path): \(FileErrors.reason(error))")
+            }
         }
         return try Tokenizer.validatedText([UInt8](data))
     }

@@ -68,8 +68,14 @@ enum Output {
 
     static func write(_ data: Data) throws {
         do { try FileHandle.standardOutput.write(contentsOf: data) } catch {
-            throw CLIError("cannot write standard output: \(FileErrors.reason(error))")
+            throw Failure(reason: FileErrors.reason(error))
         }
+    }
+
+    /// Standard output can't be written: the end of a command's results (chat stops at it).
+    struct Failure: LocalizedError {
+        let reason: String
+        var errorDescription: String? { "cannot write standard output: \(reason)" }
     }
 
     static func line(_ text: String) throws { try write(text + "\n") }

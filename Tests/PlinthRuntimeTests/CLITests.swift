@@ -53,7 +53,8 @@ struct CLITests {
     /// `stdout` names a file to write standard output to instead (such as /dev/full); it is
     /// not read back.
     static func run(_ arguments: [String], home: URL? = nil, input: String? = nil, environment: [String: String] = [:],
-                    stdout: String? = nil) throws -> Outcome {
+                    stdout: String? = nil, inputBytes: [UInt8]? = nil) throws -> Outcome {
+        let input = inputBytes.map { Data($0) } ?? input.map { Data($0.utf8) }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -76,7 +77,7 @@ struct CLITests {
         p.standardError = errHandle
         if let input {
             let inURL = dir.appendingPathComponent("stdin")
-            try Data(input.utf8).write(to: inURL)
+            try input.write(to: inURL)
             p.standardInput = try FileHandle(forReadingFrom: inURL)
         } else {
             p.standardInput = FileHandle.nullDevice
@@ -91,9 +92,9 @@ struct CLITests {
     }
 
     static func runWithModel(_ arguments: [String], input: String? = nil, environment: [String: String] = [:],
-                             stdout: String? = nil) throws -> Outcome {
+                             stdout: String? = nil, inputBytes: [UInt8]? = nil) throws -> Outcome {
         try run(arguments + ["-m", TestModels.smolLM2, "--no-fetch"], home: modelHome!, input: input, environment: environment,
-                stdout: stdout)
+                stdout: stdout, inputBytes: inputBytes)
     }
 
     /// `plinth eval` with the default model of one record, `text`, under a one-integer schema, in
@@ -352,6 +353,11 @@ struct CLITests {
         #expect(r.status != 0)
         #expect(r.stderr.contains("GiB of KV cache (100000000 sequences of 20 positions), more than this machine's"), "stderr: \(r.stderr)")
         #expect(r.stdout.isEmpty)
+        // Lengths whose sum overflows are too long, not a trap.
+        for parallel in [[], ["--parallel", "1"]] {
+            let huge = try Self.runWithModel(["bench", "--backend", "cpu", "-p", "\(Int.max)", "-n", "1", "-r", "1"] + parallel)
+            #expect(huge.status != 0 && huge.stderr.contains("model's context"), "stderr: \(huge.stderr)")
+        }
     }
 
     @Test(.enabled(if: hasModel, noModelReason))
@@ -485,6 +491,22 @@ struct SessionCLITests {
             #expect(r.stdout.contains("(Prompt) " + prompt), "stdout: \(r.stdout)")
         }
         #expect(!r.stderr.contains("unknown command"))
+    }
+
+    /// Piped chat: a line that isn't UTF-8 is said and left out (not sent altered); prompts that
+    /// fail make the exit status non-zero, with no blank lines for them; a standard output that
+    /// can't be written ends the chat.
+    @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))
+    func chatSaysWhatFailed() throws {
+        let bad = try CLI.runWithModel(["chat", "--greedy", "-n", "4", "--quiet"],
+                                       inputBytes: Array("Hi ".utf8) + [0xFF, 0xFE] + Array("\nSay a word.\n".utf8))
+        #expect(bad.status == 0 && bad.stderr.contains("not UTF-8") && !bad.stdout.isEmpty, "stderr: \(bad.stderr)")
+        let full = try CLI.runWithModel(["chat", "-c", "20", "--quiet"], input: "Hello there, how are you?\nAgain\n")
+        #expect(full.status != 0 && full.stderr.contains("2 of 2 prompts failed"), "stderr: \(full.stderr)")
+        #expect(full.stdout.isEmpty)
+        let closed = try CLI.runWithModel(["chat", "--greedy", "-n", "4", "--quiet"], input: "Hello\nAgain\n", stdout: "/dev/full")
+        #expect(closed.status != 0 && closed.stderr.contains("cannot write standard output"), "stderr: \(closed.stderr)")
+        #expect(closed.stderr.components(separatedBy: "cannot write standard output").count == 2, "the chat ends at the first: \(closed.stderr)")
     }
 
     @Test(.enabled(if: CLI.hasModel, CLI.noModelReason))

@@ -213,7 +213,8 @@ extension LanguageModelError {
     public var errorDescription: String? {
         switch self {
         case .contextSizeExceeded(let c):
-            "The request needs \(c.tokenCount) tokens, more than the model's context of \(c.contextSize) tokens."
+            // At least: a text far past the context is refused by its bytes, before it is tokenized.
+            "The request needs at least \(c.tokenCount) tokens, more than the context of \(c.contextSize) tokens."
         case .rateLimited(let c):
             if let date = c.resetDate { "The model is rate limited until \(date)." } else { "The model is rate limited." }
         case .guardrailViolation: "A safety guardrail blocked the request or the response."
