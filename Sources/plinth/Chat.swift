@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Plinth
-import PlinthRuntime
 import Synchronization
 
 struct Chat: AsyncParsableCommand {
@@ -87,10 +86,11 @@ struct Chat: AsyncParsableCommand {
                 try FileChecks.requireWritable(parts[1], what: "file")
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted]
-                try encoder.encode(session.transcript).write(to: URL(fileURLWithPath: parts[1]), options: .atomic)
+                let data = try encoder.encode(session.transcript)
+                try FileChecks.writing(parts[1]) { try data.write(to: URL(fileURLWithPath: parts[1]), options: .atomic) }
                 Diagnostics.note("saved \(session.transcript.count) entries to \(parts[1])")
             } catch {
-                Diagnostics.error("cannot save to \(parts[1]): \(error is CLIError ? error.localizedDescription : FileErrors.reason(error))")
+                Diagnostics.error("/save: \(error.localizedDescription)")
             }
         default:
             Diagnostics.error("unknown command \(parts[0]); the commands are /reset, /transcript, /save FILE, /quit (start a line with // to send it as a prompt)")
@@ -169,7 +169,7 @@ struct PromptReader {
     /// A line of standard input without its line end. A line that isn't UTF-8 is said and left
     /// out (Swift's `readLine` would replace its bytes, and the model read other text than given).
     static func standardInputLine() -> String? {
-        while let bytes = standardInput.next() {
+        while let bytes = try? standardInput.next() {
             if let line = String(validating: bytes, as: UTF8.self) { return line }
             Diagnostics.error("a line of input is not UTF-8 text: left out")
         }
@@ -177,38 +177,7 @@ struct PromptReader {
     }
 
     /// Standard input, read by the chat's reader alone.
-    nonisolated(unsafe) static let standardInput = InputLines()
-
-    /// Lines of bytes from standard input, read in large pieces.
-    final class InputLines {
-        private var pending: [UInt8] = []
-        private var start = 0
-        private var atEnd = false
-
-        /// The next line without its `\n` or `\r\n`; nil at the end of the input.
-        func next() -> [UInt8]? {
-            while true {
-                if let i = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                    var line = Array(pending[start..<i])
-                    start = i + 1
-                    if start > 65536 && start * 2 > pending.count {
-                        pending.removeFirst(start)
-                        start = 0
-                    }
-                    if line.last == UInt8(ascii: "\r") { line.removeLast() }
-                    return line
-                }
-                if atEnd {
-                    guard start < pending.count else { return nil }
-                    defer { pending = []; start = 0 }
-                    return Array(pending[start...])
-                }
-                var chunk = [UInt8](repeating: 0, count: 65536)
-                let n = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                if n > 0 { pending += chunk[..<n] } else if n == 0 || errno != EINTR { atEnd = true }
-            }
-        }
-    }
+    nonisolated(unsafe) static let standardInput = LineReader()
 
     /// The next prompt or command; nil at the end of the input.
     mutating func next() -> Entry? {

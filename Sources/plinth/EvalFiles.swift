@@ -2,59 +2,6 @@ import Foundation
 import PlinthGrammar
 import PlinthRuntime
 
-/// Reads a file line by line in fixed-size chunks, so a file of any size streams through in
-/// the same memory. Lines are numbered from 1; a trailing `\r` is dropped.
-final class LineReader {
-    private let handle: FileHandle
-    private var buffer: [UInt8] = []
-    private var start = 0
-    private var atEnd = false
-    /// The number of the line `next()` returned last.
-    private(set) var lineNumber = 0
-    /// Bytes before the line `next()` returned last, and that line's length with its newline.
-    private(set) var lineOffset = 0
-    private(set) var lineLength = 0
-    /// Whether the line `next()` returned last ended with a newline (the last line may not).
-    private(set) var lineTerminated = true
-
-    init(path: String) throws {
-        try FileChecks.requireReadable(path, what: "file")
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CLIError("cannot read \(path)") }
-        // From the start: on macOS every open of /dev/stdin shares one offset.
-        try? handle.seek(toOffset: 0)
-        self.handle = handle
-    }
-
-    deinit { try? handle.close() }
-
-    func next() throws -> ArraySlice<UInt8>? {
-        while true {
-            if let nl = buffer[start...].firstIndex(of: 0x0A) {
-                return take(upTo: nl, terminated: true)
-            }
-            if atEnd {
-                guard start < buffer.count else { return nil }
-                return take(upTo: buffer.count, terminated: false)
-            }
-            buffer.removeSubrange(..<start)
-            start = 0
-            let chunk = try handle.read(upToCount: 1 << 20) ?? Data()
-            if chunk.isEmpty { atEnd = true } else { buffer.append(contentsOf: chunk) }
-        }
-    }
-
-    private func take(upTo end: Int, terminated: Bool) -> ArraySlice<UInt8> {
-        lineNumber += 1
-        lineOffset += lineLength
-        lineLength = end - start + (terminated ? 1 : 0)
-        lineTerminated = terminated
-        var line = buffer[start..<end]
-        if line.last == 0x0D { line = line.dropLast() }
-        start = terminated ? end + 1 : end
-        return line
-    }
-}
-
 /// What made an output file: a resumed run must be the same run, and shards of one run merge.
 struct EvalRunInfo: Codable, Equatable {
     var model: String

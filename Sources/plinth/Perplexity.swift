@@ -113,14 +113,14 @@ struct Perplexity: ParsableCommand {
                     tally.add(nll: nll)
                 }
                 if p == run.context - 2 {
-                    try emit(String(format: "[%d]%.4f,", c + 1, tally.perplexity))
+                    try Output.write(String(format: "[%d]%.4f,", c + 1, tally.perplexity))
                 }
             }
             try writer?.append(Array(records[0..<group.count * perChunk]))
             if g == 0 { Diagnostics.note(String(format: "%.2f seconds per pass", Date().timeIntervalSince(started))) }
         }
         try writer?.finish()
-        try emit(String(format: "\nFinal estimate: PPL = %.4f +/- %.5f\n", tally.perplexity, tally.uncertainty))
+        try Output.write(String(format: "\nFinal estimate: PPL = %.4f +/- %.5f\n", tally.perplexity, tally.uncertainty))
     }
 
     /// KL divergence and the rest against a base file.
@@ -141,7 +141,7 @@ struct Perplexity: ParsableCommand {
         let words = LogProbabilityFile.recordWords(vocabularySize: header.vocabularySize)
         var tally = DivergenceTally()
         Diagnostics.note("computing over \(count) chunks, n_ctx=\(header.context), batch_size=\(batchSize)")
-        try emit("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS            Same top p\n")
+        try Output.write("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS            Same top p\n")
         let perStep = inference.slotCount
         for g in stride(from: 0, to: count, by: perStep) {
             let group = g..<min(g + perStep, count)
@@ -158,19 +158,17 @@ struct Perplexity: ParsableCommand {
         try printSummary(tally)
     }
 
-    /// Writes progress to stdout at once (print buffers it when stdout is a pipe).
-    private func emit(_ s: String) throws { try Output.write(s) }
 
     private func printChunk(_ chunk: Int, _ t: DivergenceTally) throws {
         let ppl = t.perplexity, ratio = t.logPerplexityRatio, kld = t.meanDivergence
         let rms = t.rmsProbabilityChange, top = t.sameTopFraction
-        try emit(String(format: "%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%",
+        try Output.write(String(format: "%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%",
                      chunk + 1, ppl.value, ppl.uncertainty, ratio.value, ratio.uncertainty, kld.value, kld.uncertainty,
                      100 * rms.value, 100 * rms.uncertainty, 100 * top.value, 100 * top.uncertainty) + "\n")
     }
 
     private func printSummary(_ t: DivergenceTally) throws {
-        func line(_ s: String) throws { try emit(s + "\n") }
+        let line = Output.line
         let ppl = t.perplexity, basePPL = t.basePerplexity, ratio = t.logPerplexityRatio
         try line("")
         try line("====== Perplexity statistics ======")

@@ -4,6 +4,11 @@ import Observation
 import Synchronization
 import Testing
 
+/// A model turn's wait that only the test ends.
+final class HeldTurn: Sendable {
+    let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+}
+
 /// Waits until the condition holds, for at most a few seconds.
 func eventually(_ condition: () -> Bool) async throws {
     for _ in 0..<500 {
@@ -194,10 +199,11 @@ let slowTurn = ScriptedTurn.custom { _, channel in
     /// A request waiting for a cancelled one that is slow to end (a tool or model that doesn't
     /// heed cancellation) can itself be cancelled: it doesn't wait that request out.
     @Test func aWaitingRequestCanBeCancelled() async throws {
+        // A wait that cancellation doesn't cut short: it ends when the test releases it.
+        let held = HeldTurn()
         let stubborn = ScriptedTurn.custom { _, channel in
             await channel.send(.response(action: .appendText("Once", tokenCount: 1)))
-            // Thirty seconds that cancellation doesn't cut short.
-            await withCheckedContinuation { c in DispatchQueue.global().asyncAfter(deadline: .now() + 30) { c.resume() } }
+            await withCheckedContinuation { c in held.continuation.withLock { $0 = c } }
         }
         let session = LanguageModelSession(model: ScriptedModel([stubborn, .text("Next.")]))
         let first = Task { try await session.respond(to: "long") }
@@ -216,6 +222,11 @@ let slowTurn = ScriptedTurn.custom { _, channel in
         }
         await #expect(throws: CancellationError.self) { try await third.value }
         #expect(session.isResponding)
+        // Released, the first request ends (cancelled).
+        try await eventually { held.continuation.withLock { $0 != nil } }
+        held.continuation.withLock { $0?.resume(); $0 = nil }
+        _ = await first.result
+        #expect(!session.isResponding)
     }
 
     @Test func cancellationStopsPromptlyAndRevertsTheTranscript() async throws {

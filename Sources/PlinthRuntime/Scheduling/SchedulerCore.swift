@@ -83,16 +83,20 @@ final class SchedulerCore: @unchecked Sendable {
             }
             resolveCopies()
             admit()
-            // A request left waiting means no place takes one now (slots or KV pages short):
-            // newcomers count as waiting until a sequence ends.
-            inbox.setRunning(queued > 0 ? configuration.maxRunning : running.count)
+            tellPlaces()
             if !running.isEmpty { step() }
-            inbox.setRunning(queued > 0 ? configuration.maxRunning : running.count)
+            tellPlaces()
             inbox.statistics.withLock {
                 $0.queued = queued
                 $0.running = running.count
             }
         }
+    }
+
+    /// Tells the inbox how many places are taken. A request left waiting means no place takes
+    /// one now (slots or KV pages short): newcomers count as waiting until a sequence ends.
+    private func tellPlaces() {
+        inbox.setRunning(queued > 0 ? configuration.maxRunning : running.count)
     }
 
     private func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

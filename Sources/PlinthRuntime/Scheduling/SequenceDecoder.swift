@@ -165,8 +165,10 @@ struct SequenceDecoder {
             needsLogits = true
             return .rewind(keeping: generatedCount)
         }
-        if let constraint, !constraint.fits(token, remaining: remaining) { sampler = before }
-        return try advance(chosen: token, emit)
+        let next = try advance(chosen: token, emit)
+        // Refused by the budget (the step asks for the logits again): the draw is given back.
+        if needsLogits { sampler = before }
+        return next
     }
 
     /// Continues with the token the backend chose under ``logitsUse()``.
