@@ -40,9 +40,10 @@ struct ChatRequest: Sendable {
     /// A JSON object: the schema `json_object` enforces.
     static let anyObjectSchema = JSONValue.object([("type", .string("object"))])
 
-    init(body: Data) throws {
+    /// `defaultModel` is the model of a body without one (nil: `model` is required).
+    init(body: Data, defaultModel: String? = nil) throws {
         let r = try RequestReader(body: body)
-        model = try r.requiredString("model")
+        model = try defaultModel.map { try r.string("model") ?? $0 } ?? r.requiredString("model")
         parameters = try GenerationParameters(r, maxTokenKeys: ["max_tokens", "max_completion_tokens"])
         if try r.bool("logprobs") == true {
             parameters.logprobs = try r.integer("top_logprobs", in: 0...20) ?? 0

@@ -10,7 +10,8 @@ public final class HTTPServer: Sendable {
     let host: ModelHost
     let metrics = Metrics()
     /// Endpoints counted by name in `/metrics` (others count as `other`).
-    static let endpoints: Set<String> = ["/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"]
+    static let endpoints: Set<String> = ["/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions",
+                                         "/tokenize", "/detokenize", "/apply-template"]
 
     /// Seconds a connection may sit idle (see ``run(handlesSignals:onListening:)``).
     static let idleSeconds: Int64 = 60
@@ -19,7 +20,7 @@ public final class HTTPServer: Sendable {
     static func methods(_ path: String) -> [String]? {
         switch path {
         case "/health", "/metrics", "/v1/models": ["GET"]
-        case "/v1/chat/completions", "/v1/completions": ["POST"]
+        case "/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize", "/apply-template": ["POST"]
         case _ where path.hasPrefix("/v1/models/") && path.dropFirst("/v1/models/".count).contains("/") == false: ["GET"]
         default: nil
         }
@@ -78,7 +79,40 @@ public final class HTTPServer: Sendable {
                 return (c.parameters.stream, c.response, c.stream)
             }
         }
+        router.post("/tokenize") { request, _ in await self.answer(request) { try await self.tokenize($0) } }
+        router.post("/detokenize") { request, _ in await self.answer(request) { try self.detokenize($0) } }
+        router.post("/apply-template") { request, _ in await self.answer(request) { try self.applyTemplate($0) } }
         return router
+    }
+
+    /// A request body, refused past `limit` bytes (counted part by part: a chunked body has no
+    /// length to check first).
+    static func collect(_ body: RequestBody, limit: Int) async throws -> Data {
+        var data = Data()
+        for try await part in body {
+            guard data.count + part.readableBytes <= limit else { throw APIError.tooLarge(limit: limit) }
+            data.append(contentsOf: part.readableBytesView)
+        }
+        return data
+    }
+
+    /// The answer to a request whose declared length is past the body limit, or nil.
+    private func refusedByLength(_ request: Request) -> Response? {
+        guard let length = request.headers[.contentLength].flatMap(Int.init), length > settings.maxBodyBytes else { return nil }
+        return Self.error(.tooLarge(limit: settings.maxBodyBytes))
+    }
+
+    /// Answers a request that generates nothing with the JSON `work` makes of its body.
+    private func answer(_ request: Request, _ work: (Data) async throws -> JSONValue) async -> Response {
+        if let refused = refusedByLength(request) { return refused }
+        let limit = settings.maxBodyBytes
+        do {
+            return Self.json(try await work(try await Self.collect(request.body, limit: limit)))
+        } catch let error as APIError {
+            return Self.error(error)
+        } catch {
+            return Self.error(APIError.server(error.localizedDescription))
+        }
     }
 
     typealias ChunkWriter = @Sendable (_ send: (String) async throws -> Void) async throws -> Void
@@ -89,21 +123,13 @@ public final class HTTPServer: Sendable {
     /// a whole answer through the closed connection, while streaming at the next failed write
     /// (one goes out at least every second, ``EventStream``).
     private func generate(_ request: Request, start: @escaping @Sendable (Data) async throws -> Generation) async -> Response {
+        if let refused = refusedByLength(request) { return refused }
         let limit = settings.maxBodyBytes
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            return Self.error(.tooLarge(limit: limit))
-        }
         do {
             // Watching the connection for a close ends it after the response, so the response
             // says so: a client must not send its next request on it.
             var response = try await request.body.consumeWithCancellationOnInboundClose { body in
-                // Counted here, part by part: a chunked body has no length to check first.
-                var data = Data()
-                for try await part in body {
-                    guard data.count + part.readableBytes <= limit else { throw APIError.tooLarge(limit: limit) }
-                    data.append(contentsOf: part.readableBytesView)
-                }
-                let generation = try await start(data)
+                let generation = try await start(try await Self.collect(body, limit: limit))
                 guard generation.stream else { return Self.json(try await generation.whole()) }
                 let chunks = generation.chunks
                 return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],

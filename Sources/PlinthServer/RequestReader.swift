@@ -97,6 +97,16 @@ struct RequestReader {
         throw wrongType(key, "an integer")
     }
 
+    /// Token ids, each below `vocabularySize`; `param` names the array in the error.
+    static func tokenIDs(_ items: [JSONValue], param: String, vocabularySize: Int) throws -> [Int32] {
+        try items.map {
+            guard let i = $0.integerValue, i >= 0, i < vocabularySize else {
+                throw APIError.invalid(param, "`\(param)` must hold token ids below \(vocabularySize).")
+            }
+            return Int32(i)
+        }
+    }
+
     func array(_ key: String) throws -> [JSONValue]? {
         guard let v = raw(key) else { return nil }
         guard let a = v.arrayValue else { throw wrongType(key, "an array") }

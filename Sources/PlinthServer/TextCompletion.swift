@@ -34,12 +34,7 @@ struct TextCompletion: Sendable {
         var prompts: [(text: String, tokens: [Int32])] = []
         guard let v = r.raw("prompt") else { throw APIError.invalid("prompt", "`prompt` is required.", code: "missing_required_parameter") }
         func tokens(_ items: [JSONValue], _ param: String) throws -> [Int32] {
-            try items.map {
-                guard let i = $0.integerValue, i >= 0, i < tokenizer.vocabularySize else {
-                    throw APIError.invalid(param, "`\(param)` must hold token ids below \(tokenizer.vocabularySize).")
-                }
-                return Int32(i)
-            }
+            try RequestReader.tokenIDs(items, param: param, vocabularySize: tokenizer.vocabularySize)
         }
         if let s = v.stringValue {
             prompts = [(s, tokenizer.encode(s, addSpecial: true, parseSpecial: true))]

@@ -360,6 +360,36 @@ struct CLITests {
         }
     }
 
+    /// llama-bench's lists, pg tests and depths; llama-batched-bench's combinations.
+    @Test(.enabled(if: hasModel, noModelReason))
+    func benchRunsEveryCombination() throws {
+        func results(_ arguments: [String]) throws -> (object: [String: Any], tests: [[String: Any]]) {
+            let r = try Self.runWithModel(["bench", "--backend", "cpu", "-r", "1", "--no-warmup", "--json"] + arguments)
+            #expect(r.status == 0, "stderr: \(r.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)")
+            let tests = try #require(object["results"] as? [[String: Any]])
+            for t in tests { #expect((t["median_ts"] as? Double ?? 0) > 0, "\(t)") }
+            return (object, tests)
+        }
+        let single = try results(["-p", "8,16", "-n", "4", "-pg", "8,4", "--depth", "0,8"])
+        #expect(single.tests.map { $0["test"] as? String ?? "" }
+            == ["pp8", "pp8 @ d8", "pp16", "pp16 @ d8", "tg4", "tg4 @ d8", "pp8+tg4", "pp8+tg4 @ d8"])
+        #expect(single.tests.map { $0["n_depth"] as? Int ?? -1 } == [0, 8, 0, 8, 0, 8, 0, 8])
+        #expect(single.tests.last?["kind"] as? String == "pg")
+        // The deepest test: 16 prompt tokens after 8.
+        #expect(single.object["context"] as? Int ?? 0 >= 24)
+        let batched = try results(["-p", "8", "-n", "2", "-n", "4", "--parallel", "1,2"])
+        #expect(batched.tests.map { $0["test"] as? String ?? "" } == ["pp8x1", "tg2x1", "pp8x1", "tg4x1", "pp8x2", "tg2x2", "pp8x2", "tg4x2"])
+        #expect(batched.object["parallel"] as? Int == 2)
+        for (arguments, message) in [(["--pg", "8"], "--pg takes P,N"), (["-p", "8,x"], "is not a comma-separated list"),
+                                     (["--parallel", "2", "-d", "4"], "--depth is for single-sequence tests"),
+                                     (["--parallel", "2", "--pg", "4,4"], "--pg is a single-sequence test"),
+                                     (["-p", "0", "-n", "0,0"], "nothing to measure")] {
+            let r = try Self.runWithModel(["bench"] + arguments)
+            #expect(r.status != 0 && r.stderr.contains(message), "\(arguments): \(r.stderr)")
+        }
+    }
+
     @Test(.enabled(if: hasModel, noModelReason))
     func tokenizePrintsIds() throws {
         let r = try Self.runWithModel(["tokenize", "--ids-only", "Hello world"])

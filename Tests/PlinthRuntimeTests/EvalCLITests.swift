@@ -17,6 +17,7 @@ struct EvalCLITests {
     static let folder: URL = {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-eval-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: EvalCLITests.folder) }
         let clauses = (try? String(contentsOf: workload.appendingPathComponent("policy_clauses.jsonl"), encoding: .utf8)) ?? ""
         var lines = clauses.split(separator: "\n").prefix(20).map(String.init)
         lines.insert("{\"id\": \"bad1\", \"text\": unquoted}", at: 5)

@@ -476,6 +476,48 @@ struct ServerTests {
         }
     }
 
+    /// llama-server's helper endpoints: the template's prompt is the one a chat completion
+    /// counts, tokens round-trip, pieces spell the text's bytes, and bad bodies get 400s.
+    @Test func tokenizeDetokenizeAndApplyTemplate() async throws {
+        let server = try await TestServer(ServerSettings(models: ["smollm2"]))
+        defer { server.stop() }
+        let messages = #""messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Name a colour."}]"#
+        let applied = try await server.post("/apply-template", "{\(messages)}")
+        let prompt = try #require(applied.json.at("prompt")?.stringValue, "\(applied.text)")
+        #expect(prompt.hasPrefix("<|im_start|>system\nBe brief.") && prompt.hasSuffix("<|im_start|>assistant\n"), "\(prompt)")
+        let chat = try await server.post(Self.chat, #"{"model":"smollm2","max_tokens":1,\#(messages)}"#)
+        let body = JSONValue.object([("content", .string(prompt)), ("add_special", .bool(true))]).compactText
+        let tokens = try #require(try await server.post("/tokenize", body).json.at("tokens")?.arrayValue)
+        #expect(tokens.count == chat.json.at("usage", "prompt_tokens")?.integerValue, "\(chat.text)")
+        // Control tokens are parsed unless asked not to; ids go back to the same text.
+        let plain = try await server.post("/tokenize", JSONValue.object([("content", .string(prompt)), ("parse_special", .bool(false))]).compactText)
+        #expect(plain.json.at("tokens")?.arrayValue?.count ?? 0 > tokens.count)
+        let back = try await server.post("/detokenize", JSONValue.object([("tokens", .array(tokens)), ("model", .string("smollm2"))]).compactText)
+        #expect(back.json.at("content")?.stringValue == prompt, "\(back.text)")
+        // An emoji splits into byte tokens whose pieces are bytes, not text.
+        let text = "Héllo 🦙 wörld"
+        let pieces = try await server.post("/tokenize", JSONValue.object([("content", .string(text)), ("with_pieces", .bool(true))]).compactText)
+        var bytes: [UInt8] = [], arrays = 0
+        for entry in try #require(pieces.json.at("tokens")?.arrayValue, "\(pieces.text)") {
+            #expect(entry["id"]?.integerValue != nil)
+            if let s = entry["piece"]?.stringValue { bytes += Array(s.utf8) } else {
+                bytes += (entry["piece"]?.arrayValue ?? []).compactMap { $0.integerValue.map(UInt8.init) }
+                arrays += 1
+            }
+        }
+        #expect(bytes == Array(text.utf8) && arrays > 0, "\(pieces.text)")
+        // Bad bodies.
+        for (path, body, param) in [("/tokenize", #"{"add_special":true}"#, "content"), ("/tokenize", #"{"content":7}"#, "content"),
+                                    ("/detokenize", #"{"tokens":[1,-1]}"#, "tokens"), ("/detokenize", #"{"tokens":[99999999]}"#, "tokens"),
+                                    ("/detokenize", "{}", "tokens"), ("/apply-template", #"{"messages":[]}"#, "messages")] {
+            let reply = try await server.post(path, body)
+            #expect(reply.status == 400 && reply.json.at("error", "param")?.stringValue == param, "\(path) \(body): \(reply.text)")
+        }
+        #expect(try await server.post("/tokenize", #"{"model":"llama","content":"x"}"#).status == 404)
+        #expect(try await server.post("/tokenize", "not json").status == 400)
+        #expect(try await server.get("/tokenize").status == 405)
+    }
+
     @Test func theKeyGuardsEverythingButHealth() async throws {
         let server = try await TestServer(ServerSettings(models: ["smollm2"], apiKey: "s3cret"))
         defer { server.stop() }

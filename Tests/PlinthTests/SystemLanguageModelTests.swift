@@ -25,9 +25,16 @@ struct Tags {
     var tags: [String]
 }
 
+/// This process's scratch stores, removed when it exits.
+private let scratchStores: URL = {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-api-\(getpid())")
+    atexit { try? FileManager.default.removeItem(at: scratchStores) }
+    return root
+}()
+
 /// A model store with a verified copy of the default model's file, without the real bytes.
 func storeWithDefaultModel() throws -> ModelStore {
-    let home = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-api-\(UUID().uuidString)")
+    let home = scratchStores.appendingPathComponent(UUID().uuidString)
     let store = ModelStore(home: home)
     let entry = ModelCatalog.defaultModel
     try FileManager.default.createDirectory(at: store.directory(for: entry), withIntermediateDirectories: true)

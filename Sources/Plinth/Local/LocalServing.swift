@@ -33,6 +33,11 @@ package final class ServedModel: Sendable {
         try TranscriptRenderer.tokens(for: transcript, model: instance.model, tools: tools)
     }
 
+    /// The text of that prompt as the chat template writes it, control tokens as text.
+    package func promptText(for transcript: Transcript, tools: [Transcript.ToolDefinition]) throws -> String {
+        try TranscriptRenderer.text(for: transcript, model: instance.model, tools: tools)
+    }
+
     /// The grammar of a JSON Schema document as the decoder enforces it, compiled within `timeLimit` seconds.
     package func grammar(jsonSchema: JSONValue, timeLimit: Double) throws -> CompiledGrammar {
         try instance.compiler().compile(schema: jsonSchema, options: GrammarOptions(timeLimit: timeLimit, generatedNumbers: true))
