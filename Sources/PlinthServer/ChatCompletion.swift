@@ -51,9 +51,10 @@ struct ChatCompletion: Sendable {
             }
         }
         let p = request.parameters
+        let adapter = try selection.adapter(scale: p.adapterScale)
         let requests = (0..<p.n).map { i in
             GenerationRequest(prompt: prompt, sampling: p.sampling(forChoice: i), maxTokens: limit, stopSequences: p.stop,
-                              constraint: constraint, logprobs: p.logprobs, adapter: selection.adapter)
+                              constraint: constraint, logprobs: p.logprobs, adapter: adapter)
         }
         self.request = request
         self.modelID = modelID

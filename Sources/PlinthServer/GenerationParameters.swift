@@ -11,6 +11,9 @@ struct GenerationParameters: Sendable {
     var includeUsageInStream: Bool
     /// Alternatives to report per token when log-probabilities are asked for; nil when not.
     var logprobs: Int?
+    /// `adapter_scale`: the named adapter's update multiplied by this (0: the base model; nil
+    /// and 1: as trained), as `--adapter-scale` and llama-server's per-request `lora` scale.
+    var adapterScale: Float?
 
     /// Reads the shared fields. OpenAI's defaults: temperature 1, top_p 1, no top-k; `top_k`
     /// and `min_p` are accepted as llama-server accepts them.
@@ -52,6 +55,7 @@ struct GenerationParameters: Sendable {
             throw APIError.invalid("stream_options", "`stream_options` is only allowed when `stream` is true.")
         }
         logprobs = nil
+        adapterScale = try r.number("adapter_scale", in: -100...100).map(Float.init)
     }
 
     /// The sampling of choice `index`: its own seed, so choices differ and a seeded request

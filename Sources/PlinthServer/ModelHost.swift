@@ -63,10 +63,34 @@ final class ModelHost: Sendable {
         case failed(String)
     }
 
-    /// An adapter requests name as `MODEL:NAME`.
+    /// An adapter requests name as `MODEL:NAME`, and the scales requests asked for.
     struct ServedAdapter: Sendable {
         var name: String
         var adapter: LoRAAdapter
+        let scaled = ScaledAdapters()
+    }
+
+    /// The copies of an adapter at the scales requests asked for, kept for the server's life:
+    /// the model's context holds each copy it ran (its prefixes cached apart). A bounded number,
+    /// so that requests can't grow memory without end.
+    final class ScaledAdapters: Sendable {
+        static let limit = 16
+        private let copies = Mutex<[(scale: Float, adapter: LoRAAdapter)]>([])
+
+        /// `adapter` at `scale` (itself at 1).
+        func adapter(_ adapter: LoRAAdapter, scale: Float) throws -> LoRAAdapter {
+            guard scale != 1 else { return adapter }
+            return try copies.withLock { copies in
+                if let kept = copies.first(where: { $0.scale == scale }) { return kept.adapter }
+                guard copies.count < Self.limit else {
+                    throw APIError.invalid("adapter_scale", "This server runs at most \(Self.limit) scales of an adapter besides 1; "
+                                           + "`\(adapter.name)` runs at \(copies.map { "\($0.scale)" }.joined(separator: ", ")).")
+                }
+                let copy = adapter.scaled(by: scale)
+                copies.append((scale, copy))
+                return copy
+            }
+        }
     }
 
     /// What a request's `model` selects.
@@ -74,7 +98,19 @@ final class ModelHost: Sendable {
         /// The name responses carry: the model's id, then `:ADAPTER` when one is named.
         var id: String
         var model: ServedModel
-        var adapter: LoRAAdapter?
+        var served: ServedAdapter?
+
+        /// The adapter the request runs, at `scale` (nil: as trained); a scale other than 1
+        /// needs an adapter.
+        func adapter(scale: Float?) throws -> LoRAAdapter? {
+            guard let served else {
+                if let scale, scale != 1 {
+                    throw APIError.invalid("adapter_scale", "`adapter_scale` scales an adapter: name one as `model:adapter` (`\(id)` has none).")
+                }
+                return nil
+            }
+            return try served.scaled.adapter(served.adapter, scale: scale ?? 1)
+        }
     }
 
     struct Entry: Sendable {
@@ -163,7 +199,7 @@ final class ModelHost: Sendable {
     func model(named name: String) throws -> Selection {
         let key = name.lowercased()
         if let i = entries.firstIndex(where: { $0.names.contains(key) }) {
-            return Selection(id: entries[i].id, model: try ready(i).model, adapter: nil)
+            return Selection(id: entries[i].id, model: try ready(i).model, served: nil)
         }
         // The model's part is the longest prefix before a colon that names a model (a file name
         // may hold colons too).
@@ -182,7 +218,7 @@ final class ModelHost: Sendable {
                            "The model `\(name)` does not exist on this server: `\(entries[i].id)` is served "
                                + (adapters.isEmpty ? "with no adapters." : "with the adapters \(adapters.map(\.name).joined(separator: ", "))."))
         }
-        return Selection(id: "\(entries[i].id):\(served.name)", model: model, adapter: served.adapter)
+        return Selection(id: "\(entries[i].id):\(served.name)", model: model, served: served)
     }
 
     private func ready(_ i: Int) throws -> (model: ServedModel, adapters: [ServedAdapter]) {

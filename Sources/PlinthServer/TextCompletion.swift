@@ -89,6 +89,7 @@ struct TextCompletion: Sendable {
             throw APIError.invalid("response_format", "`response_format` with `echo` and `logprobs` (scoring the prompt) is not supported.",
                                    code: "unsupported_parameter")
         }
+        let adapter = try selection.adapter(scale: p.adapterScale)
         for prompt in prompts {
             // Each prompt's choices are seeded as the prompt alone would be: a prompt's text
             // doesn't depend on the others in the list.
@@ -97,7 +98,7 @@ struct TextCompletion: Sendable {
                 // lm-evaluation-harness scores text), the first without one.
                 requests.append(GenerationRequest(prompt: prompt.tokens, sampling: p.sampling(forChoice: choice),
                                                   maxTokens: p.maxTokens, stopSequences: p.stop, constraint: constraint,
-                                                  logprobs: p.logprobs, adapter: selection.adapter,
+                                                  logprobs: p.logprobs, adapter: adapter,
                                                   promptLogprobs: echoes ? p.logprobs : nil))
                 firstTokens.append(echoes && p.logprobs != nil ? prompt.tokens[0] : nil)
                 echo.append(echoes ? prompt.text : "")

@@ -309,6 +309,30 @@ struct ServerTests {
         let unknown = try await server.post(Self.chat, body("smollm2:no-such-adapter"))
         #expect(unknown.status == 404 && unknown.json.at("error", "code")?.stringValue == "model_not_found")
         #expect(unknown.json.at("error", "message")?.stringValue?.contains("content-tagger") == true, "\(unknown.text)")
+
+        // Per-request scales: 0 is the base model, 1 the adapter as trained.
+        func scaled(_ model: String, _ scale: String) async throws -> TestServer.Reply {
+            try await server.post(Self.chat, String(body(model).dropLast()) + #","adapter_scale":\#(scale)}"#)
+        }
+        func content(_ reply: TestServer.Reply) -> String? { reply.json.at("choices", 0, "message", "content")?.stringValue }
+        #expect(content(try await scaled("smollm2:content-tagger", "0")) == plainText)
+        #expect(content(try await scaled("smollm2:content-tagger", "1")) == taggedText)
+        let half = try await scaled("smollm2:content-tagger", "0.5")
+        let halfSession = LanguageModelSession(model: LocalLanguageModel(name: "smollm2", adapter: url, adapterScale: 0.5, backend: .default, parallel: nil))
+        #expect(content(half) == (try await halfSession.respond(to: prompt, options: options)).content, "\(half.text)")
+        for (model, scale) in [("smollm2", "0.5"), ("smollm2:content-tagger", "1000"), ("smollm2:content-tagger", "\"1\"")] {
+            let reply = try await scaled(model, scale)
+            #expect(reply.status == 400 && reply.json.at("error", "param")?.stringValue == "adapter_scale", "\(reply.text)")
+        }
+        #expect(try await scaled("smollm2", "1").status == 200)
+        // A bounded number of scales: the first ones stay usable once the limit is reached.
+        var refused: TestServer.Reply?
+        for k in 1...ModelHost.ScaledAdapters.limit + 1 {
+            let r = try await server.post("/v1/completions", #"{"model":"smollm2:content-tagger","prompt":"x","max_tokens":1,"adapter_scale":\#(Double(k) / 64)}"#)
+            if r.status != 200 { refused = r; break }
+        }
+        #expect(refused?.status == 400 && refused?.json.at("error", "param")?.stringValue == "adapter_scale", "\(refused?.text ?? "none refused")")
+        #expect(try await scaled("smollm2:content-tagger", "0.5").status == 200)
     }
 
     @Test func badRequestsGetOpenAIErrors() async throws {
