@@ -369,6 +369,12 @@ SYNTHETIC = [
     ("for_else_quirks", "{% for x in [1, 2] %}{% continue %}{% else %}[else after only continues]{% endfor %}|{% for x in [1, 2] %}{% if x == 2 %}{% break %}{% endif %}{% else %}[no else: first iteration completed]{% endfor %}|{% for x in 'ab' %}{{ x }}{% for y in [] %}{% else %}{% break %}{% endfor %}{% endfor %}|{% for x in [1, 2, 3] %}{% set s %}{{ x }}{% if x == 2 %}{% break %}{% endif %}{% endset %}{{ s }}{% endfor %}", {}),
     ("generators_and_views", "{{ 'truthy' if xs | select('gt', 10) else 'falsy' }}|{{ 'truthy' if xs | select('gt', 10) | list else 'falsy' }}|{% set g = xs | map('string') %}{{ g | join(',') }}/{{ g | join(',') }}|{% set g = xs | unique %}{{ g | first }}{{ g | list }}|{{ d.items() }}|{{ d.keys() }}|{{ d.values() | list }}|{{ d.keys() | length }}|{{ 'a' in d.keys() }}|{{ d.items() | list | tojson }}|{{ xs | reverse | list }}|{{ 1 in xs | map('int') }}",
      {"xs": [1, 2, 3, 2], "d": {"a": 1, "b": [2]}}),
+    # map and select of a falsy value give nothing (Functionary v3.1 filters `tools` when it is None)
+    ("filters_of_falsy_values", "{{ tools | selectattr('type', 'equalto', 'code_interpreter') | list | length }}|{{ none | map(attribute='text') | list }}|{{ 0 | select | list }}|{{ '' | reject('odd') | list }}|{{ missing | map('upper') | list }}|{{ [] | map('nosuch') | list }}",
+     {"tools": None}),
+    # long chains within the nesting limit
+    ("long_chains", "{{ " + " + ".join(["1"] * 100) + " }}|{{ 'Ab' " + "| lower | upper " * 30 + "}}|{{ d" + ".a" * 40 + " }}|{{ " + " and ".join(["true"] * 60) + " }}",
+     {"d": json.loads('{"a": ' * 40 + '"deep"' + '}' * 40)}),
     # set, namespace, with
     ("set_forms", "{% set a = 1 %}{% set b, c = [2, 3] %}{% set t = 4, 5 %}{{ a }}{{ b }}{{ c }}{{ t }}|{% set block %}inner {{ a }}{% endset %}[{{ block }}]|{% set up | upper %}shout{% endset %}{{ up }}", {}),
     ("namespace", "{% set ns = namespace(found=false, count=0, last=none) %}{% for m in messages %}{% if m.role == 'user' %}{% set ns.count = ns.count + 1 %}{% set ns.last = m.content %}{% endif %}{% if m.role == 'system' %}{% set ns.found = true %}{% endif %}{% endfor %}{{ ns.found }}/{{ ns.count }}/{{ ns.last }}|{{ namespace(a=1).a }}|{{ ns.missing is defined }}",

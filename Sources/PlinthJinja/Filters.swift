@@ -107,7 +107,9 @@ extension Jinja {
 
             func applyCenter() throws(E) -> Value {
                 let r = try reader(["width"])
-                return .string(Methods.pad(value.str, width: try r.int("width") ?? 80, fill: " ", mode: "center"))
+                let width = try r.int("width") ?? 80
+                try Jinja.checkLength(width, loc)
+                return .string(Methods.pad(value.str, width: width, fill: " ", mode: "center"))
             }
 
             func applyLength() throws(E) -> Value {
@@ -188,7 +190,10 @@ extension Jinja {
                 let indentation: String
                 switch r.value("width") {
                 case .string(let s)?: indentation = s
-                default: indentation = String(repeating: " ", count: max(0, try r.int("width") ?? 4))
+                default:
+                    let width = try r.int("width") ?? 4
+                    try Jinja.checkLength(width, loc)
+                    indentation = String(repeating: " ", count: max(0, width))
                 }
                 try Operators.requireDefined(value, loc)
                 guard case .string(let text) = value else {
@@ -255,6 +260,9 @@ extension Jinja {
             }
 
             func applyMap() throws(E) -> Value {
+                // Jinja's map and select start with `if value:`: a falsy value (None, 0, "")
+                // maps to nothing, before any argument is read.
+                guard value.isTruthy else { return .iterator(IteratorBox(.generator, [])) }
                 let list = try items(value)
                 if args.positional.isEmpty, let attribute = args.keywordValue("attribute") {
                     let r = try reader(["attribute", "default"])
@@ -292,6 +300,7 @@ extension Jinja {
             }
 
             func applySelect() throws(E) -> Value {
+                guard value.isTruthy else { return .iterator(IteratorBox(.generator, [])) }
                 let list = try items(value)
                 let byAttribute = name.hasSuffix("attr")
                 var offset = 0
@@ -409,7 +418,9 @@ extension Jinja {
                 var indent: String? = nil
                 switch r.value("indent") {
                 case .string(let s)?: indent = s
-                case .int(let i)?: indent = String(repeating: " ", count: max(0, i))
+                case .int(let i)?:
+                    try Jinja.checkLength(i, loc)
+                    indent = String(repeating: " ", count: max(0, i))
                 case .bool(let b)?: indent = String(repeating: " ", count: b ? 1 : 0)
                 case nil, .none?: indent = nil
                 case let other?: throw .invalidOperation("indent must be an int or a string, not \(other.typeName)", at: loc)

@@ -251,6 +251,7 @@ extension Jinja {
                 return bound(name) { args, loc throws(E) in
                     let r = try ArgumentReader(args, name, ["width", "fillchar"], loc)
                     let width = try r.int("width") ?? 0
+                    try Jinja.checkLength(width, loc)
                     let fill = try r.string("fillchar") ?? (name == "zfill" ? "0" : " ")
                     return .string(pad(s, width: width, fill: fill, mode: name))
                 }

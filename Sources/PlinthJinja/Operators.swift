@@ -52,29 +52,31 @@ extension Jinja {
                 }
                 return .double(x.asDouble - y.asDouble)
             case .multiply:
-                func repeated<T>(_ items: [T], _ n: Value.Number) -> [T]? {
+                func repeated<T>(_ items: [T], _ n: Value.Number) throws(E) -> [T]? {
                     guard case .int(let count) = n else { return nil }
                     guard count > 0 else { return [] }
+                    let (total, overflow) = items.count.multipliedReportingOverflow(by: count)
+                    try Jinja.checkLength(overflow ? Int.max : total, loc)
                     return Array([[T]](repeating: items, count: count).joined())
                 }
                 switch (a, b) {
                 case (.string(let s), _):
-                    if let n = b.number, let r = repeated(Array(s.unicodeScalars), n) { return .string(PythonText.string(r)) }
+                    if let n = b.number, let r = try repeated(Array(s.unicodeScalars), n) { return .string(PythonText.string(r)) }
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(b.typeName)'", at: loc)
                 case (_, .string(let s)):
-                    if let n = a.number, let r = repeated(Array(s.unicodeScalars), n) { return .string(PythonText.string(r)) }
+                    if let n = a.number, let r = try repeated(Array(s.unicodeScalars), n) { return .string(PythonText.string(r)) }
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(a.typeName)'", at: loc)
                 case (.array(let items), _):
-                    if let n = b.number, let r = repeated(items, n) { return .array(r) }
+                    if let n = b.number, let r = try repeated(items, n) { return .array(r) }
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(b.typeName)'", at: loc)
                 case (_, .array(let items)):
-                    if let n = a.number, let r = repeated(items, n) { return .array(r) }
+                    if let n = a.number, let r = try repeated(items, n) { return .array(r) }
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(a.typeName)'", at: loc)
                 case (.tuple(let items), _):
-                    if let n = b.number, let r = repeated(items, n) { return .tuple(r) }
+                    if let n = b.number, let r = try repeated(items, n) { return .tuple(r) }
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(b.typeName)'", at: loc)
                 case (_, .tuple(let items)):
-                    if let n = a.number, let r = repeated(items, n) { return .tuple(r) }
+                    if let n = a.number, let r = try repeated(items, n) { return .tuple(r) }
                     throw .invalidOperation("can't multiply sequence by non-int of type '\(a.typeName)'", at: loc)
                 default:
                     guard let x = a.number, let y = b.number else { throw unsupported("*", a, b, loc) }
@@ -374,6 +376,7 @@ extension Jinja {
                 }
                 let v = value!
                 let spec = "%" + flags + width + (precision.map { "." + $0 } ?? "")
+                try Jinja.checkLength(max(width.isEmpty ? 0 : Int(width) ?? .max, precision.map { Int($0) ?? .max } ?? 0), loc)
                 switch conversion {
                 case "s", "r", "a":
                     var text = conversion == "s" ? v.str : v.repr

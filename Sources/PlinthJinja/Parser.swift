@@ -108,6 +108,15 @@ extension Jinja {
             nesting += 1
         }
 
+        /// One more link of a chain (`a + b + …`, `x.y[0]`, `v|f|g`). A chain is parsed in a
+        /// loop but its tree is one level deeper per link, and the interpreter walks it
+        /// recursively: links count as nesting (a 5000-term sum would overflow the stack). The
+        /// chain's parser gives them back when it returns (`defer { nesting -= links }`).
+        private mutating func link(_ links: inout Int) throws(ChatTemplateError) {
+            try enterNesting()
+            links += 1
+        }
+
         /// Parses nodes until a `{% tag %}` whose name is in `endTags`; returns the nodes and that
         /// tag's name, leaving the stream just after the tag name.
         private mutating func subparse(until endTags: [String]) throws(ChatTemplateError) -> ([Node], String?) {
@@ -432,7 +441,10 @@ extension Jinja {
 
         private mutating func parseOr() throws(ChatTemplateError) -> Expr {
             var left = try parseAnd()
+            var links = 0
+            defer { nesting -= links }
             while isName(current, "or") {
+                try link(&links)
                 let token = advance()
                 left = Expr(.or(left, try parseAnd()), token.location)
             }
@@ -441,7 +453,10 @@ extension Jinja {
 
         private mutating func parseAnd() throws(ChatTemplateError) -> Expr {
             var left = try parseNot()
+            var links = 0
+            defer { nesting -= links }
             while isName(current, "and") {
+                try link(&links)
                 let token = advance()
                 left = Expr(.and(left, try parseNot()), token.location)
             }
@@ -481,7 +496,10 @@ extension Jinja {
 
         private mutating func parseMath1() throws(ChatTemplateError) -> Expr {
             var left = try parseConcat()
+            var links = 0
+            defer { nesting -= links }
             while case .op(let o) = current.kind, o == "+" || o == "-" {
+                try link(&links)
                 let token = advance()
                 left = Expr(.binary(o == "+" ? .add : .subtract, left, try parseConcat()), token.location)
             }
@@ -499,8 +517,11 @@ extension Jinja {
 
         private mutating func parseMath2() throws(ChatTemplateError) -> Expr {
             var left = try parsePow()
+            var links = 0
+            defer { nesting -= links }
             while case .op(let o) = current.kind, let op = BinaryOperator(rawValue: o),
                   op == .multiply || op == .divide || op == .floorDivide || op == .modulo {
+                try link(&links)
                 let token = advance()
                 left = Expr(.binary(op, left, try parsePow()), token.location)
             }
@@ -509,7 +530,10 @@ extension Jinja {
 
         private mutating func parsePow() throws(ChatTemplateError) -> Expr {
             var left = try parseUnary()
+            var links = 0
+            defer { nesting -= links }
             while isOp(current, "**") {
+                try link(&links)
                 let token = advance()
                 left = Expr(.binary(.power, left, try parseUnary()), token.location)
             }
@@ -599,8 +623,11 @@ extension Jinja {
 
         private mutating func parsePostfix(_ start: Expr) throws(ChatTemplateError) -> Expr {
             var node = start
+            var links = 0
+            defer { nesting -= links }
             while true {
                 let token = current
+                if isOp(token, ".") || isOp(token, "[") || isOp(token, "(") { try link(&links) }
                 if isOp(token, ".") {
                     _ = advance()
                     let attribute = current
@@ -699,12 +726,16 @@ extension Jinja {
 
         private mutating func parseFilterExpression(_ start: Expr) throws(ChatTemplateError) -> Expr {
             var node = start
+            var links = 0
+            defer { nesting -= links }
             while true {
                 if isOp(current, "|") {
-                    node = try parseFilters(node)
+                    node = try parseFilters(node, links: &links)
                 } else if isName(current, "is") {
+                    try link(&links)
                     node = try parseTest(node)
                 } else if isOp(current, "(") {
+                    try link(&links)
                     let location = current.location
                     node = Expr(.call(node, try parseCallArguments()), location)
                 } else {
@@ -723,9 +754,17 @@ extension Jinja {
         }
 
         private mutating func parseFilters(_ start: Expr?, startInline: Bool = false) throws(ChatTemplateError) -> Expr {
+            var links = 0
+            defer { nesting -= links }
+            return try parseFilters(start, startInline: startInline, links: &links)
+        }
+
+        /// The filters of a chain whose links are counted in `links`.
+        private mutating func parseFilters(_ start: Expr?, startInline: Bool = false, links: inout Int) throws(ChatTemplateError) -> Expr {
             var node = start
             var inline = startInline
             while isOp(current, "|") || inline {
+                try link(&links)
                 if !inline { _ = advance() }
                 inline = false
                 let (name, token) = try parseDottedName()

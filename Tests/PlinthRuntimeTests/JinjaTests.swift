@@ -236,6 +236,24 @@ struct JinjaTests {
         #expect(throws: ChatTemplateError.self) { try JinjaTemplate(String(repeating: "{% if true %}", count: 5000)) }
         #expect(throws: ChatTemplateError.self) { try recursive.render(["depth": 100_000]) }
         #expect(throws: ChatTemplateError.self) { try JinjaValue(json: String(repeating: "[", count: 100_000)) }
+        // Chains are parsed in loops but walked recursively: a long one is too deep, not a
+        // stack overflow.
+        for chain in [Array(repeating: "1", count: 5000).joined(separator: " + "), "x" + String(repeating: "|string", count: 5000),
+                      "x" + String(repeating: ".a", count: 5000), "x" + String(repeating: "[0]", count: 5000),
+                      Array(repeating: "x", count: 5000).joined(separator: " or "), Array(repeating: "2", count: 5000).joined(separator: " ** ")] {
+            #expect(throws: ChatTemplateError.self) { try JinjaTemplate("{{ \(chain) }}") }
+        }
+    }
+
+    /// A template asking for gigabytes gets an error, not the end of the process.
+    @Test func hugeResultsAreErrors() throws {
+        for source in ["{{ ('x' * 10000000000) | length }}", "{{ ([1, 2] * 4611686018427387904) | length }}", "{{ 'a'.center(1099511627776) }}",
+                       "{{ 'a' | center(100000000000) }}", "{{ '%99999999999d' % 1 }}", "{{ 'x' | indent(100000000000) }}",
+                       "{{ [1] | tojson(indent=100000000000) }}"] {
+            let template = try JinjaTemplate(source)
+            #expect(throws: ChatTemplateError.self, "\(source)") { try template.render([:]) }
+        }
+        #expect(try JinjaTemplate("{{ ('ab' * 1000) | length }}").render([:]) == "2000")
     }
 
     @Test func transformersGlobals() throws {
