@@ -111,6 +111,27 @@ enum FileChecks {
         }
     }
 
+    /// The UTF-8 text of a file read once to its end (`-`: standard input): a pipe (/dev/stdin,
+    /// <(…)) reads as a file does.
+    static func readText(_ path: String, what: String) throws -> String {
+        let data: Data
+        if path == "-" {
+            do { data = try FileHandle.standardInput.readToEnd() ?? Data() } catch {
+                throw CLIError("cannot read standard input: \(FileErrors.reason(error))")
+            }
+        } else {
+            try requireReadable(path, what: what)
+            do {
+                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+                defer { try? handle.close() }
+                data = try handle.readToEnd() ?? Data()
+            } catch {
+                throw CLIError("cannot read the \(what) \(path): \(FileErrors.reason(error))")
+            }
+        }
+        return try Tokenizer.validatedText([UInt8](data))
+    }
+
     private enum Kind { case file, directory, other }
 
     /// What `path` leads to (links followed); nil where nothing is (`errno` says why).

@@ -125,24 +125,6 @@ struct Generate: ParsableCommand {
     }
 
     private func promptText() throws -> String {
-        if let prompt { return prompt }
-        let path = promptFile!
-        let data: Data
-        if path == "-" {
-            do { data = try FileHandle.standardInput.readToEnd() ?? Data() } catch {
-                throw CLIError("cannot read standard input: \(FileErrors.reason(error))")
-            }
-        } else {
-            // Read through a handle to its end: a pipe (/dev/stdin, <(…)) reads as a file does.
-            try FileChecks.requireReadable(path, what: "prompt file")
-            do {
-                let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-                defer { try? handle.close() }
-                data = try handle.readToEnd() ?? Data()
-            } catch {
-                throw CLIError("cannot read the prompt file \(path): \(FileErrors.reason(error))")
-            }
-        }
-        return try Tokenizer.validatedText([UInt8](data))
+        try prompt ?? FileChecks.readText(promptFile!, what: "prompt file")
     }
 }

@@ -407,6 +407,24 @@ struct CLITests {
         #expect(full.status == 0)
         #expect(full.stdout.split(separator: "\n").count == ids.count)
         #expect(full.stderr.contains("\(ids.count) tokens"))
+
+        // A piece that is part of a character shows its bytes (llama-tokenize's way), not U+FFFD.
+        let emoji = try Self.runWithModel(["tokenize", "😀"])
+        let emojiIDs = tokenizer.encode("😀", addSpecial: false, parseSpecial: true)
+        #expect(emojiIDs.count > 1 && emoji.stdout.split(separator: "\n").count == emojiIDs.count, "\(emoji.stdout)")
+        #expect(emoji.stdout.contains(#"\xf0"#) && !emoji.stdout.contains("\u{FFFD}"), "\(emoji.stdout)")
+        // Text from a file or standard input (past an argument's 128 KiB), or after `--`.
+        let long = String(repeating: "Hello world. ", count: 20_000)
+        let piped = try Self.runWithModel(["tokenize", "--ids-only", "-f", "-"], input: long)
+        #expect(piped.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+            == tokenizer.encode(long, addSpecial: false, parseSpecial: true), "stderr: \(piped.stderr)")
+        let dashed = try Self.run(["tokenize", "-m", TestModels.smolLM2, "--no-fetch", "--ids-only", "--", "-42"], home: Self.modelHome!)
+        #expect(dashed.status == 0 && dashed.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+            == tokenizer.encode("-42", addSpecial: false, parseSpecial: true), "stderr: \(dashed.stderr)")
+        for arguments in [["tokenize"], ["tokenize", "hi", "-f", "-"], ["tokenize", "-f", "/nonexistent/x.txt"]] {
+            let r = try Self.runWithModel(arguments)
+            #expect(r.status != 0 && r.stdout.isEmpty && !r.stderr.isEmpty, "\(arguments)")
+        }
     }
 
     @Test(.enabled(if: hasModel, noModelReason))

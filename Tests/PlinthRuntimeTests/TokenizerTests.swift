@@ -119,6 +119,22 @@ struct TokenizerSyntheticTests {
         #expect(t.tokenBytes(Int32(t.vocabularySize)) == [])
     }
 
+    /// llama.cpp's per-model attributes: Phi-3's special tokens take the whitespace after them,
+    /// but not <s>, <unk> or <|endoftext|> (checked against llama.cpp on its ggml-vocab-phi-3.gguf:
+    /// "<|end|> x" → [32007, 921], "<s> x" keeps its space).
+    @Test func phi3SpecialTokensEatTheWhitespaceAfterThem() throws {
+        var c = Synthetic.configuration()
+        let plain = try Tokenizer(configuration: c)
+        c.modelName = "Phi-3-mini-4k-instruct"
+        let phi3 = try Tokenizer(configuration: c)
+        let end = try #require(plain.id(forText: "<|im_end|>")), text = try #require(plain.id(forText: "<|endoftext|>"))
+        #expect(plain.encode("<|im_end|> world", addSpecial: false, parseSpecial: true) == [end] + plain.encode(" world", addSpecial: false))
+        #expect(phi3.encode("<|im_end|> \n world", addSpecial: false, parseSpecial: true) == [end] + plain.encode("world", addSpecial: false))
+        #expect(phi3.encode("<|endoftext|> world", addSpecial: false, parseSpecial: true) == [text] + plain.encode(" world", addSpecial: false))
+        // As plain text, nothing is special and nothing is stripped.
+        #expect(phi3.encode("<|im_end|> world", addSpecial: false) == plain.encode("<|im_end|> world", addSpecial: false))
+    }
+
     @Test("the streaming decoder holds back a character split across tokens")
     func streamingSplitCharacter() throws {
         let t = try Synthetic.make(merges: [])

@@ -53,6 +53,9 @@ public final class Tokenizer: Sendable {
         public var addBOS: Bool?
         /// `tokenizer.ggml.add_eos_token`; nil means false.
         public var addEOS: Bool?
+        /// `general.name`: llama.cpp gives some models' special tokens attributes by it (Phi-3's
+        /// eat the whitespace after them).
+        public var modelName: String?
 
         public init(model: String = "gpt2", preTokenizer: String, tokens: [String], tokenTypes: [Int]? = nil,
                     merges: [String], bosID: Int? = nil, eosID: Int? = nil, eotID: Int? = nil,
@@ -60,8 +63,10 @@ public final class Tokenizer: Sendable {
                     paddingID: Int? = nil, maskID: Int? = nil, fimPrefixID: Int? = nil,
                     fimSuffixID: Int? = nil, fimMiddleID: Int? = nil, fimPadID: Int? = nil,
                     fimRepoID: Int? = nil, fimSeparatorID: Int? = nil,
-                    addBOS: Bool? = nil, addEOS: Bool? = nil, scores: [Float]? = nil, addSpacePrefix: Bool? = nil) {
+                    addBOS: Bool? = nil, addEOS: Bool? = nil, scores: [Float]? = nil, addSpacePrefix: Bool? = nil,
+                    modelName: String? = nil) {
             self.model = model
+            self.modelName = modelName
             self.scores = scores
             self.addSpacePrefix = addSpacePrefix
             self.preTokenizer = preTokenizer
@@ -209,7 +214,8 @@ public final class Tokenizer: Sendable {
             fimPadID: try id("fim_pad_token_id"), fimRepoID: try id("fim_rep_token_id"),
             fimSeparatorID: try id("fim_sep_token_id"),
             addBOS: try flag("add_bos_token"), addEOS: try flag("add_eos_token"),
-            scores: scores, addSpacePrefix: try flag("add_space_prefix"))
+            scores: scores, addSpacePrefix: try flag("add_space_prefix"),
+            modelName: try get { () throws(GGUFError) in try gguf.string("general.name") })
         try self.init(configuration: config)
     }
 
@@ -339,6 +345,20 @@ public final class Tokenizer: Sendable {
                let s = eog.first(where: { texts[Int($0)] == "</s>" }) {
                 eog.remove(s)
                 attrs[Int(s)] = .normal
+            }
+        }
+
+        // Attributes llama.cpp gives by model: jina-v2's <mask> takes the whitespace before it;
+        // Phi-3's special tokens (but <unk>, <s>, <|endoftext|>) and </s> the whitespace after
+        // them, as their Hugging Face tokenizer's lstrip/rstrip do.
+        let name = (c.modelName ?? "").lowercased()
+        if ["jina-v2-de", "jina-v2-es", "jina-v2-code"].contains(where: { c.preTokenizer.contains($0) }) {
+            if let id = lookup("<mask>") { attrs[Int(id)].insert(.lstrip) }
+        } else if name.contains("phi-3") || name.contains("phi3") {
+            for i in 0..<n where !attrs[i].isDisjoint(with: [.control, .userDefined, .unknown]) { attrs[i].insert(.rstrip) }
+            if let id = lookup("</s>") { attrs[Int(id)].insert(.rstrip) }
+            for text in ["<unk>", "<s>", "<|endoftext|>"] {
+                if let id = lookup(text) { attrs[Int(id)].remove(.rstrip) }
             }
         }
 
