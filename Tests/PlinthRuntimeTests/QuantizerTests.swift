@@ -278,6 +278,11 @@ struct QuantizerTests {
         let back = try ImportanceMatrix(url: url)
         #expect(back.entries == m.entries && back.datasets == m.datasets && back.chunkCount == 3 && back.chunkSize == 64)
         #expect(back.importance(of: "blk.0.attn_k.weight") == expected.map { Float($0 / 3) })
+        // An entry that saw nothing weighs every column 1, as llama-quantize reads it; no entry is nil.
+        var unseen = ImportanceMatrix()
+        rows.withUnsafeBufferPointer { unseen.accumulate(["blk.0.ffn_down.weight"], $0.baseAddress!, rows: 0, width: 3) }
+        #expect(unseen.entries["blk.0.ffn_down.weight"] == .init(sums: [0, 0, 0], count: 0))
+        #expect(unseen.importance(of: "blk.0.ffn_down.weight") == [1, 1, 1] && unseen.importance(of: "output.weight") == nil)
 
         let model = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-not-imatrix-\(UUID().uuidString).gguf")
         defer { try? FileManager.default.removeItem(at: model) }
@@ -292,6 +297,21 @@ struct QuantizerTests {
             try Quantizer.write(file, plan: try Quantizer.plan(file, target: .q4_0), target: .q4_0, to: out, importance: wrong)
         }
         #expect(!FileManager.default.fileExists(atPath: out.path))
+    }
+
+    /// A matrix already in the wanted type is copied, importance or not (as llama-quantize):
+    /// requantizing its values could only lose.
+    @Test func aMatrixAlreadyInItsTypeIsCopiedWithImportance() throws {
+        let x: [Float] = (0..<512).map { sin(Float($0) * 0.37) * Float($0 % 13) }
+        var q = [UInt8](repeating: 0, count: 2 * 144)  // two Q4_K blocks
+        #expect(x.withUnsafeBufferPointer { xs in q.withUnsafeMutableBytes { pk_quantize(Int32(GGMLType.q4_K.rawValue), xs.baseAddress, $0.baseAddress, 512) } } >= 0)
+        let info = GGUFTensorInfo(name: "blk.0.attn_q.weight", dimensions: [256, 2], type: .q4_K, fileOffset: 0, byteCount: q.count)
+        var out = [UInt8](repeating: 0, count: q.count)
+        let importance = (0..<256).map { Float(1 + $0 % 5) * ($0 < 128 ? 10 : 0.1) }
+        try q.withUnsafeBytes { src in
+            try out.withUnsafeMutableBytes { try Quantizer.convert(src.baseAddress!, from: info, to: .q4_K, into: $0, importance: importance) }
+        }
+        #expect(out == q)
     }
 
     /// An importance matrix whose count or chunk count no integer holds is refused, not a trap.
@@ -330,15 +350,18 @@ struct QuantizerTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("model.gguf")
         try Data("input".utf8).write(to: dir.appendingPathComponent("model.gguf.partial"))
-        try Data("abandoned".utf8).write(to: dir.appendingPathComponent("model.gguf.Ab12cD.partial"))
-        try Data("in use".utf8).write(to: dir.appendingPathComponent("model.gguf.Zz99zZ.partial"))
-        let held = open(dir.appendingPathComponent("model.gguf.Zz99zZ.partial").path, O_RDONLY)
+        // A user's file shaped like a partial name (an input, say) is not the writer's.
+        try Data("user".utf8).write(to: dir.appendingPathComponent("model.gguf.backup.partial"))
+        try Data("abandoned".utf8).write(to: dir.appendingPathComponent("model.gguf.plinth-Ab12cD.partial"))
+        try Data("in use".utf8).write(to: dir.appendingPathComponent("model.gguf.plinth-Zz99zZ.partial"))
+        let held = open(dir.appendingPathComponent("model.gguf.plinth-Zz99zZ.partial").path, O_RDONLY)
         defer { close(held) }
         #expect(flock(held, LOCK_EX) == 0)
         try GGUFWriter(metadata: Self.metadata, tensors: []).write(to: out)
         #expect(try String(contentsOf: dir.appendingPathComponent("model.gguf.partial"), encoding: .utf8) == "input")
+        #expect(try String(contentsOf: dir.appendingPathComponent("model.gguf.backup.partial"), encoding: .utf8) == "user")
         #expect(try GGUFFile(url: out).tensors.isEmpty)
-        #expect(Self.partials(beside: out).sorted() == ["model.gguf.Zz99zZ.partial", "model.gguf.partial"])
+        #expect(Self.partials(beside: out).sorted() == ["model.gguf.backup.partial", "model.gguf.partial", "model.gguf.plinth-Zz99zZ.partial"])
     }
 
     /// `general.alignment` is written as the format has it, a uint32, whatever integer it was read as.
@@ -409,6 +432,10 @@ struct QuantizerTests {
         let mixed = try Quantizer.plan(file, target: .q4_0)
         #expect(mixed.first { $0.tensor.name == "token_embd.weight" }?.type == .q8_0)
         #expect(mixed.first { $0.tensor.name == "blk.1.attn_q.weight" }?.type == .q4_0)
+        // A type given for a matrix is taken as given, even the target's (llama-quantize's
+        // --token-embedding-type q4_0 with Q4_0): the mix's rules are for the others.
+        let kept = try Quantizer.plan(file, target: .q4_0, overrides: [("token_embd", .q4_0)])
+        #expect(kept.first { $0.tensor.name == "token_embd.weight" }?.type == .q4_0)
         // k-quants need whole 256-blocks: llama-quantize's fallbacks, each said in its note.
         for (target, fallback) in [(GGMLType.q2_K, GGMLType.q4_0), (.q3_K, .q4_0), (.q4_K, .q5_0), (.q5_K, .q5_1), (.q6_K, .q8_0)] {
             let k = try Quantizer.plan(file, target: target, pure: true)

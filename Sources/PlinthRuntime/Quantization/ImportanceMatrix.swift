@@ -39,9 +39,11 @@ public struct ImportanceMatrix: Sendable {
         }
     }
 
-    /// The mean square per column of matrix `name`, or nil when it was never seen.
+    /// The mean square per column of matrix `name`, or nil when it has no entry. An entry that
+    /// saw no activations weighs every column 1, as llama-quantize reads it.
     public func importance(of name: String) -> [Float]? {
-        guard let e = entries[name], e.count > 0 else { return nil }
+        guard let e = entries[name] else { return nil }
+        guard e.count > 0 else { return Array(repeating: 1, count: e.sums.count) }
         return e.sums.map { Float($0 / Double(e.count)) }
     }
 

@@ -133,9 +133,12 @@ public enum Quantizer {
             let matrix = t.dimensions.count >= 2 && t.name.hasSuffix("weight")
             guard matrix else { return Step(tensor: t, type: target == .f32 ? .f32 : t.type) }
             let range = NSRange(t.name.startIndex..., in: t.name)
-            var wanted = expressions.first { $0.0.firstMatch(in: t.name, range: range) != nil }?.1 ?? target
+            // A type the user gave (`--keep`) is taken as given, as llama-quantize takes its
+            // --tensor-type: the mix's rules apply only to the others.
+            let given = expressions.first { $0.0.firstMatch(in: t.name, range: range) != nil }?.1
+            var wanted = given ?? target
             var note: String? = nil
-            if mixed && wanted == target {
+            if mixed && given == nil {
                 if t.name == output {
                     if target != .q8_0 { wanted = .q6_K }
                 } else if let mix, let kind = Self.kind(of: t.name),
@@ -285,7 +288,9 @@ public enum Quantizer {
     /// One tensor, row by row: copied when the type stays, else dequantized and quantized.
     static func convert(_ source: UnsafeRawPointer, from t: GGUFTensorInfo, to type: GGMLType,
                         into out: UnsafeMutableRawBufferPointer, importance: [Float]? = nil) throws {
-        if t.type == type && importance == nil {
+        // As llama-quantize, with or without importance: requantizing to the same type could
+        // only lose.
+        if t.type == type {
             out.copyMemory(from: UnsafeRawBufferPointer(start: source, count: t.byteCount))
             return
         }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A file written under a new name beside it (`NAME.XXXXXX.partial`) and renamed to `NAME` only
+/// A file written under a new name beside it (`NAME.plinth-XXXXXX.partial`) and renamed to `NAME` only
 /// when complete, so that a failed or killed writer never leaves a truncated file under the real
 /// name, nor loses the old one. The partial name is made unique and created exclusively: no
 /// existing file (an input named `NAME.partial` among them) is ever written over. A writer holds
@@ -35,7 +35,7 @@ package final class PartialFile {
         var fd: Int32 = -1
         var path = ""
         for _ in 0..<100 {
-            path = url.path + "." + Self.randomTag() + ".partial"
+            path = url.path + "." + Self.tagPrefix + Self.randomTag() + ".partial"
             fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
             if fd >= 0 || errno != EEXIST { break }
         }
@@ -45,6 +45,10 @@ package final class PartialFile {
         handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
 
+    /// Marks the partial files this type makes, so that no other file (a user's `NAME.backup.partial`,
+    /// an input) is ever taken for an abandoned one.
+    private static let tagPrefix = "plinth-"
+
     private static func randomTag() -> String {
         let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         return String((0..<6).map { _ in letters.randomElement()! })
@@ -53,7 +57,7 @@ package final class PartialFile {
     /// Removes the partial files of `url` that no writer holds locked: left by killed writers.
     private static func removeAbandoned(beside url: URL) {
         let folder = url.deletingLastPathComponent().path
-        let prefix = url.lastPathComponent + "."
+        let prefix = url.lastPathComponent + "." + tagPrefix
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".partial") && name.count == prefix.count + 6 + ".partial".count {
             let path = folder + "/" + name
