@@ -67,28 +67,26 @@ final class ModelHost: Sendable {
     struct ServedAdapter: Sendable {
         var name: String
         var adapter: LoRAAdapter
-        let scaled = ScaledAdapters()
+        let scales = ScalesInUse()
     }
 
-    /// The copies of an adapter at the scales requests asked for, kept for the server's life:
-    /// the model's context holds each copy it ran (its prefixes cached apart). A bounded number,
-    /// so that requests can't grow memory without end.
-    final class ScaledAdapters: Sendable {
+    /// The scales other than 1 requests ran an adapter at. The model keeps a copy per scale for
+    /// its life (and its context attaches each, prefixes cached apart): a bounded number, so
+    /// that requests can't grow memory without end.
+    final class ScalesInUse: Sendable {
         static let limit = 16
-        private let copies = Mutex<[(scale: Float, adapter: LoRAAdapter)]>([])
+        private let scales = Mutex<[Float]>([])
 
-        /// `adapter` at `scale` (itself at 1).
-        func adapter(_ adapter: LoRAAdapter, scale: Float) throws -> LoRAAdapter {
-            guard scale != 1 else { return adapter }
-            return try copies.withLock { copies in
-                if let kept = copies.first(where: { $0.scale == scale }) { return kept.adapter }
-                guard copies.count < Self.limit else {
+        /// Admits `scale` for the adapter named `name`, or throws past the limit.
+        func admit(_ scale: Float, adapter name: String) throws {
+            guard scale != 1 else { return }
+            try scales.withLock { scales in
+                guard !scales.contains(scale) else { return }
+                guard scales.count < Self.limit else {
                     throw APIError.invalid("adapter_scale", "This server runs at most \(Self.limit) scales of an adapter besides 1; "
-                                           + "`\(adapter.name)` runs at \(copies.map { "\($0.scale)" }.joined(separator: ", ")).")
+                                           + "`\(name)` runs at \(scales.map { "\($0)" }.joined(separator: ", ")).")
                 }
-                let copy = adapter.scaled(by: scale)
-                copies.append((scale, copy))
-                return copy
+                scales.append(scale)
             }
         }
     }
@@ -109,7 +107,9 @@ final class ModelHost: Sendable {
                 }
                 return nil
             }
-            return try served.scaled.adapter(served.adapter, scale: scale ?? 1)
+            let scale = scale ?? 1
+            try served.scales.admit(scale, adapter: served.adapter.name)
+            do { return try model.adapter(at: served.adapter.url, scale: scale) } catch { throw APIError.server(error.localizedDescription) }
         }
     }
 

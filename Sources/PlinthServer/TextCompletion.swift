@@ -33,19 +33,16 @@ struct TextCompletion: Sendable {
         // A string, an array of strings, an array of token ids, or an array of such arrays.
         var prompts: [(text: String, tokens: [Int32])] = []
         guard let v = r.raw("prompt") else { throw APIError.invalid("prompt", "`prompt` is required.", code: "missing_required_parameter") }
-        func tokens(_ items: [JSONValue], _ param: String) throws -> [Int32] {
-            try RequestReader.tokenIDs(items, param: param, vocabularySize: tokenizer.vocabularySize)
-        }
         if let s = v.stringValue {
             prompts = [(s, tokenizer.encode(s, addSpecial: true, parseSpecial: true))]
         } else if let items = v.arrayValue, !items.isEmpty {
             if items.allSatisfy({ $0.integerValue != nil }) {
-                let t = try tokens(items, "prompt")
+                let t = try RequestReader.tokenIDs(items, param: "prompt", vocabularySize: tokenizer.vocabularySize)
                 prompts = [(tokenizer.decode(t), t)]
             } else {
                 prompts = try items.enumerated().map { i, item in
                     if let s = item.stringValue { return (s, tokenizer.encode(s, addSpecial: true, parseSpecial: true)) }
-                    if let ids = item.arrayValue { let t = try tokens(ids, "prompt[\(i)]"); return (tokenizer.decode(t), t) }
+                    if let ids = item.arrayValue { let t = try RequestReader.tokenIDs(ids, param: "prompt[\(i)]", vocabularySize: tokenizer.vocabularySize); return (tokenizer.decode(t), t) }
                     throw APIError.invalid("prompt[\(i)]", "`prompt[\(i)]` must be a string or an array of token ids.", code: "invalid_type")
                 }
             }

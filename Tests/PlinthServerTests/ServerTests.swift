@@ -327,7 +327,7 @@ struct ServerTests {
         #expect(try await scaled("smollm2", "1").status == 200)
         // A bounded number of scales: the first ones stay usable once the limit is reached.
         var refused: TestServer.Reply?
-        for k in 1...ModelHost.ScaledAdapters.limit + 1 {
+        for k in 1...ModelHost.ScalesInUse.limit + 1 {
             let r = try await server.post("/v1/completions", #"{"model":"smollm2:content-tagger","prompt":"x","max_tokens":1,"adapter_scale":\#(Double(k) / 64)}"#)
             if r.status != 200 { refused = r; break }
         }

@@ -24,8 +24,9 @@ package final class ServedModel: Sendable {
     /// Sequences decoding at once.
     package var parallel: Int { instance.scheduler.configuration.maxRunning }
 
-    /// The adapter at `url`, read for this model once (later calls share it).
-    package func adapter(at url: URL) throws -> LoRAAdapter { try instance.adapter(at: url) }
+    /// The adapter at `url` at `scale`, read for this model once (later calls share it, and
+    /// each scale's copy).
+    package func adapter(at url: URL, scale: Float = 1) throws -> LoRAAdapter { try instance.adapter(at: url, scale: scale) }
 
     /// The prompt of a conversation, ending with the header of the assistant's turn; `tools` are
     /// described as the template (or the Plinth tool format) describes them.
