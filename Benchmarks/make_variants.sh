@@ -13,6 +13,7 @@
 # does not matter for speed: the formats, shapes and byte counts are what llama.cpp makes.
 #
 # Usage: Benchmarks/make_variants.sh [TYPE ...]     (default: Q8_0 Q4_K_M Q2_K)
+#   MODEL           smollm2 (default) or qwen: Qwen2.5-Coder-0.5B-Instruct (mostly Q5_0) as the source
 #   PLINTH_HOME     model cache (default ~/.cache/plinth); variants go to $PLINTH_HOME/bench-models
 #   LLAMA_CPP_DIR   where Benchmarks/build_llama_cpp.sh built llama.cpp (default $PLINTH_HOME/llama.cpp)
 # Model files are never committed. Running it again keeps the variants already made.
@@ -22,7 +23,11 @@ cd "$(dirname "$0")/.."
 home="${PLINTH_HOME:-$HOME/.cache/plinth}"
 llama="${LLAMA_CPP_DIR:-$home/llama.cpp}"
 quantize="$llama/build/bin/llama-quantize"
-src="$home/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
+case "${MODEL:-smollm2}" in
+smollm2) name=SmolLM2-135M-Instruct; src="$home/models/$name/$name.Q4_1.gguf" ;;
+qwen) name=Qwen2.5-Coder-0.5B-Instruct; src="$home/models/$name/$name.gguf" ;;
+*) echo "make_variants: MODEL is smollm2 or qwen" >&2; exit 1 ;;
+esac
 out="$home/bench-models"
 types=("$@")
 [ ${#types[@]} -gt 0 ] || types=(Q8_0 Q4_K_M Q2_K)
@@ -30,17 +35,17 @@ types=("$@")
 [ -x "$quantize" ] || { echo "make_variants: no $quantize; run Benchmarks/build_llama_cpp.sh \"$llama\" first" >&2; exit 1; }
 if [ ! -f "$src" ]; then
     echo "make_variants: fetching the default model" >&2
-    swift run -c release plinth models fetch smollm2 >&2
+    swift run -c release plinth models fetch "${MODEL:-smollm2}" >&2
 fi
 mkdir -p "$out"
 
 files=("$src")
 for t in "${types[@]}"; do
-    dest="$out/SmolLM2-135M-Instruct.$t.gguf"
+    dest="$out/$name.$t.gguf"
     if [ ! -f "$dest" ]; then
         echo "make_variants: $t" >&2
-        "$quantize" --allow-requantize "$src" "$dest.tmp" "$t" "$(nproc)" > "$out/quantize-$t.log" 2>&1 \
-            || { echo "make_variants: llama-quantize failed, see $out/quantize-$t.log" >&2; exit 1; }
+        "$quantize" --allow-requantize "$src" "$dest.tmp" "$t" "$(nproc)" > "$out/quantize-$name-$t.log" 2>&1 \
+            || { echo "make_variants: llama-quantize failed, see $out/quantize-$name-$t.log" >&2; exit 1; }
         mv "$dest.tmp" "$dest"
     fi
     files+=("$dest")

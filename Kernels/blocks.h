@@ -18,6 +18,13 @@
 // Q5_K (176): d:f16, dmin:f16, scales[12], qh[32], qs[128]
 // Q6_K (210): ql[128], qh[64], scales[16]:i8, d:f16
 // Q8_K (292): d:f32, qs[256]:i8, bsums[16]:i16
+// IQ4_NL (18): d:f16, qs[16]               x = d * V[q]      Q4_0's nibbles, each an index into
+//                                                              the 16 levels V (non-uniform)
+// IQ4_XS (136): d:f16, scales_h:u16, scales_l[4], qs[128]      eight sub-blocks of 32, each IQ4_NL's
+//                                                              nibbles (16 bytes) at scale
+//                                                              d * (s - 32), s six bits: low four
+//                                                              nibble i of scales_l, high two bits
+//                                                              2i of scales_h
 // PQ2   (10): d:f16, qs[8]                 x = d * (2q - 3)  Plinth's 2-bit (2.5 bits/weight):
 //                                                              four levels symmetric about zero;
 //                                                              weight j is bits 2(j/8).. of byte j%8
@@ -95,6 +102,36 @@ BLK_INLINE void blk_q8_0(const uint8_t *b, int8_t *q, float *sc, float *of) {
 BLK_INLINE void blk_q8_1(const uint8_t *b, int8_t *q, float *sc, float *of) {
     memcpy(q, b + 4, 32);
     blk_fill(sc, blk_f16(b), 2); blk_fill(of, 0.0f, 2);
+}
+
+// The IQ4 formats' 16 levels (ggml's kvalues_iq4nl): denser near zero, where most weights are.
+static const int8_t blk_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+BLK_INLINE void blk_iq4_nibbles(const uint8_t *qs, int8_t *q) {
+    for (int j = 0; j < 16; j++) {
+        q[j] = blk_iq4_levels[qs[j] & 0x0f];
+        q[j + 16] = blk_iq4_levels[qs[j] >> 4];
+    }
+}
+
+BLK_INLINE void blk_iq4_nl(const uint8_t *b, int8_t *q, float *sc, float *of) {
+    blk_iq4_nibbles(b + 2, q);
+    blk_fill(sc, blk_f16(b), 2); blk_fill(of, 0.0f, 2);
+}
+
+// Sub-block i's six-bit scale s (the block's scale is d * (s - 32)).
+BLK_INLINE int blk_iq4_xs_scale(const uint8_t *b, int i) {
+    const int high = (int)(((unsigned)b[2] | ((unsigned)b[3] << 8)) >> (2 * i)) & 3;
+    return ((b[4 + i / 2] >> (4 * (i % 2))) & 0x0f) | (high << 4);
+}
+
+BLK_INLINE void blk_iq4_xs(const uint8_t *b, int8_t *q, float *sc, float *of) {
+    const float d = blk_f16(b);
+    for (int i = 0; i < 8; i++) {
+        blk_iq4_nibbles(b + 8 + 16 * i, q + 32 * i);
+        sc[2 * i] = sc[2 * i + 1] = d * (float)(blk_iq4_xs_scale(b, i) - 32);
+        of[2 * i] = of[2 * i + 1] = 0.0f;
+    }
 }
 
 BLK_INLINE void blk_pq2(const uint8_t *b, int8_t *q, float *sc, float *of) {

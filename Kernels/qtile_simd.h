@@ -102,6 +102,12 @@ INL void emit(const int fused, sink *s, const int sub, const int offsets, const 
 
 // ---- legacy 32-weight blocks ---------------------------------------------------------------
 
+// Non-uniform formats: indexes (nibbles) to the tile codes of their levels, levels[i] + 128.
+INL void levels_codes(const int8_t *levels, vi *w, int n) {
+    const vi flip = vset1((int)0x80808080u);
+    for (int v = 0; v < n; v++) w[v] = vxor(vlookup16(w[v], levels), flip);
+}
+
 // Codes of one block from its qs (and qh) vectors, as unpack_legacy below.
 INL void legacy_codes(const qt_type *ty, const vi *qs, vi qh, vi w[8]) {
     if (ty->fields.qs == 32) { // eight-bit codes (Q8_0)
@@ -113,6 +119,7 @@ INL void legacy_codes(const qt_type *ty, const vi *qs, vi qh, vi w[8]) {
         w[v] = vand(qs[v], MASK4);
         w[v + 4] = vand(vsrli(qs[v], 4), MASK4);
     }
+    if (ty->levels) levels_codes(ty->levels, w, 8);
     if (ty->fields.qh)
         for (int v = 0; v < 4; v++) {
             w[v] = vor(w[v], spread4(vsrli(qh, 4 * v)));
@@ -151,7 +158,8 @@ INL void unpack_legacy_packed(const int fused, const qt_type *ty, const rows16 *
     }
 }
 
-// Q4_0 (bias 8), Q4_1 (d, m), Q5_0 (qh, bias 16), Q5_1 (d, m, qh), Q8_0 (signed, bias 128).
+// Q4_0 (bias 8), Q4_1 (d, m), Q5_0 (qh, bias 16), Q5_1 (d, m, qh), Q8_0 (signed, bias 128),
+// IQ4_NL (Q4_0's nibbles as levels, bias 128).
 // Blocks are read in groups whose bytes fill whole 16-byte chunks (the row's window).
 INL void unpack_legacy(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
     const int64_t nblocks = k / 32;
@@ -207,6 +215,32 @@ INL void unpack_pq2(const int fused, const qt_type *ty, const rows16 *rw, int64_
 // ---- k-quants ------------------------------------------------------------------------------
 
 INL vi byte_of(vi v, int i) { return vand(vsrli(v, 8 * i), vset1(0xff)); }
+
+// IQ4_XS: eight sub-blocks of 32, each IQ4_NL's 16 bytes of nibbles, six-bit scales minus 32
+// (low four bits in scales_l's nibbles, high two in scales_h's bit pairs).
+INL void unpack_iq4_xs(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
+    const int64_t nblocks = k / 256;
+    const size_t row_bytes = (size_t)nblocks * 136;
+    vi buf[9 * 4];
+    for (int64_t b = 0; b < nblocks; b++) {
+        const vi *T = window(rw, (size_t)b * 136, 9, row_bytes, buf);
+        const vf d = f16_low(T[0]);
+        const vi high = vsrli(T[0], 16);
+        for (int i = 0; i < 8; i++) {
+            const vi low = vand(vsrli(byte_of(T[1], i / 2), 4 * (i % 2)), vset1(15));
+            const vi scale = vor(low, vslli(vand(vsrli(high, 2 * i), vset1(3)), 4));
+            const vf sc = vfmul(d, vcvt(vsub(scale, vset1(32))));
+            const vi *qs = T + 2 + 4 * i;
+            vi w[8];
+            for (int v = 0; v < 4; v++) {
+                w[v] = vand(qs[v], MASK4);
+                w[v + 4] = vand(vsrli(qs[v], 4), MASK4);
+            }
+            levels_codes(ty->levels, w, 8);
+            emit(fused, s, 32, 0, 1, b * 8 + i, w, sc, vfzero());
+        }
+    }
+}
 
 // Q4_K and Q5_K: eight sub-blocks of 32 with six-bit scales and mins.
 INL void unpack_q45_K(const int fused, const qt_type *ty, const rows16 *rw, int64_t k, sink *s) {
@@ -372,6 +406,8 @@ INL void gemv_store(const qt_format *f, const sink *s, float *y, int rows, const
     X(q5_0, PK_Q5_0, unpack_legacy)            \
     X(q5_1, PK_Q5_1, unpack_legacy)            \
     X(q8_0, PK_Q8_0, unpack_legacy)            \
+    X(iq4_nl, PK_IQ4_NL, unpack_legacy)        \
+    X(iq4_xs, PK_IQ4_XS, unpack_iq4_xs)        \
     X(q2_K, PK_Q2_K, unpack_q2_K)              \
     X(q3_K, PK_Q3_K, unpack_q3_K)              \
     X(q4_K, PK_Q4_K, unpack_q45_K)             \

@@ -73,6 +73,11 @@ INL vi vdot4(vi s, vi w, int32_t xquad, int sgn) {
 }
 #define VDOT_SIGNED_SKIPS_BIAS 0
 
+// Each byte of idx (0..15) replaced by table[idx].
+INL vi vlookup16(vi idx, const int8_t table[16]) {
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)table)), idx);
+}
+
 // out[d] lane r = the d-th dword of the 16 bytes at row r + at; with `masked`, only the first
 // `valid` bytes are read (the rest are zero).
 INL void tr16x4_masked(const rows16 *rw, size_t at, int masked, size_t valid, vi out[4]) {
@@ -183,6 +188,11 @@ INL vi vdot4(vi s, vi w, int32_t xquad, int sgn) {
 }
 // With `sgn`, vdot4 sums (code - 128) * x, which already includes -128 * sum(x).
 #define VDOT_SIGNED_SKIPS_BIAS 1
+
+INL vi vlookup16(vi idx, const int8_t table[16]) {
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table));
+    return (vi){_mm256_shuffle_epi8(t, idx.l), _mm256_shuffle_epi8(t, idx.h)};
+}
 
 INL __m128i load16(const uint8_t *p, int masked, size_t valid) {
     if (!masked) return _mm_loadu_si128((const __m128i *)p);

@@ -123,8 +123,22 @@ static int legacy_code(float x, float d, float m, int bias, int top) {
     return v < 0 ? 0 : v > top ? top : v;
 }
 
+// legacy_code for 32 values, with nearbyintf (a libm call that keeps the loop from vectorizing)
+// done by adding and subtracting 1.5 * 2^23, which rounds half to even as it does: the same
+// codes, measured byte-identical, the weighted search about 1.5-2x faster.
 static void round_codes(const float *x, float d, float m, int bias, int top, uint8_t q[32]) {
-    for (int j = 0; j < 32; j++) q[j] = (uint8_t)legacy_code(x[j], d, m, bias, top);
+    if (d == 0.0f) {
+        memset(q, bias, 32);
+        return;
+    }
+    const float lo = -(float)bias - 1.0f, hi = (float)(top - bias) + 1.0f;
+    for (int j = 0; j < 32; j++) {
+        float t = (x[j] - m) / d;
+        t = t < lo ? lo : t > hi ? hi : t; // |t| < 2^22 below, and the clamp's result unchanged
+        t = (t + 12582912.0f) - 12582912.0f;
+        const int v = (int)t + bias;
+        q[j] = (uint8_t)(v < 0 ? 0 : v > top ? top : v);
+    }
 }
 
 // The grid (d, and m for offset formats) that fits codes q best by weighted least squares, as
@@ -188,12 +202,22 @@ void qt_weighted_grid(const float *x, const float *w, int bits, int offset, floa
 
 // The error a block's rounding causes in a product is sum_j (w_j - w'_j) x_j; with the columns'
 // activations taken as independent, its expected square is sum_j (w_j - w'_j)^2 E[x_j^2], the
-// importance. That is the weight of each value in the search. (llama.cpp multiplies it by
-// sqrt(mean square of the row + x_j^2); measured on SmolLM2 Q4_0, the plain importance gives
-// the lower perplexity: Benchmarks/README.md.)
+// importance. Each value's weight in the search is that importance times (sigma2 + w_j^2)^(1/4),
+// sigma2 the row's mean square (n is one row): halfway, in the exponent, to llama.cpp's
+// sqrt(sigma2 + w_j^2), leaning toward the row's larger weights. Measured by KLD against the
+// F32 model (importance alone / this / llama.cpp's factor / llama-quantize), Q4_0: SmolLM2
+// 0.132 / 0.138 / 0.140 / 0.169, Qwen2.5-Coder 0.187 / 0.173 / 0.175 / 0.172, Gemma 3 0.173 /
+// 0.182 / 0.190 / 0.207; Q5_0: 0.037 / 0.039 / 0.042 / 0.051, 0.0122 / 0.0117 / 0.0124 / 0.0123,
+// 0.0167 / 0.0176 / 0.0186 / 0.0225. The importance alone is far behind llama-quantize on Qwen
+// Q4_0; this weight is at it or within noise everywhere (Benchmarks/README.md, quantizer).
 static void legacy_weighted(const float *x, const float *importance, int64_t n, const qt_type *ty, uint8_t *y) {
+    float sigma2 = 0.0f;
+    for (int64_t j = 0; j < n; j++) sigma2 += x[j] * x[j];
+    sigma2 /= (float)n;
     for (int64_t b = 0; b < n / 32; b++) {
-        const float *xb = x + 32 * b, *w = importance + 32 * b;
+        const float *xb = x + 32 * b, *imp = importance + 32 * b;
+        float w[32];
+        for (int j = 0; j < 32; j++) w[j] = imp[j] * powf(sigma2 + xb[j] * xb[j], 0.25f);
         float d, m;
         uint8_t q[32];
         qt_weighted_grid(xb, w, qt_legacy_bits(ty), ty->tile.offsets, &d, &m, q);

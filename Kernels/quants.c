@@ -85,7 +85,7 @@ static void dequant_block(const qt_type *ty, const uint8_t *b, float *y) {
 
 // The weight formats whose blocks are 32 weights d * q, the f16 d first, codes within int8: a
 // Q8_0 block with the same d bytes holds the same values.
-static int exact_q8_0(int type) { return type == PK_Q4_0 || type == PK_Q5_0 || type == PK_Q8_0 || type == PK_PQ2; }
+static int exact_q8_0(int type) { return type == PK_Q4_0 || type == PK_Q5_0 || type == PK_Q8_0 || type == PK_IQ4_NL || type == PK_PQ2; }
 
 int pk_type_info_of(int type, pk_type_info *info) {
     const qt_type *ty = qt_type_of(type);

@@ -65,6 +65,7 @@ typedef struct qt_type_s {
     qt_format tile;
     qt_legacy fields;
     const qt_grid *grid;      // types GPTQ writes (gptq.c)
+    const int8_t *levels;     // non-uniform formats (IQ4): code c stands for levels[c]
 } qt_type;
 
 void qt_f32_to_float(const uint8_t *src, float *dst, int64_t n);
@@ -78,6 +79,7 @@ QT_QUANTIZER(q4_0); QT_QUANTIZER(q4_1); QT_QUANTIZER(q5_0); QT_QUANTIZER(q5_1); 
 QT_WEIGHTED(q4_0); QT_WEIGHTED(q4_1); QT_WEIGHTED(q5_0); QT_WEIGHTED(q5_1); QT_WEIGHTED(q8_0); QT_WEIGHTED(pq2);
 QT_QUANTIZER(q2_K); QT_QUANTIZER(q3_K); QT_QUANTIZER(q4_K); QT_QUANTIZER(q5_K); QT_QUANTIZER(q6_K);
 QT_WEIGHTED(q2_K); QT_WEIGHTED(q3_K); QT_WEIGHTED(q4_K); QT_WEIGHTED(q5_K); QT_WEIGHTED(q6_K);
+QT_QUANTIZER(iq4_nl); QT_QUANTIZER(iq4_xs); QT_WEIGHTED(iq4_nl); QT_WEIGHTED(iq4_xs);
 // A legacy block's plain grid and codes (quantize.c), and a block of type `ty` packed from them.
 void qt_legacy_grid(const float *x, int bits, int offset, float *d, float *m, uint8_t q[32]);
 // The grid (f16 d and m) and codes minimizing the w-weighted squared error of a legacy block.
@@ -122,10 +124,10 @@ static const qt_type QT_TYPES[QT_SLOT_COUNT] = {
     [17] = {QT_GEOMETRY("IQ2_XS", 256, 74)},
     [18] = {QT_GEOMETRY("IQ3_XXS", 256, 98)},
     [19] = {QT_GEOMETRY("IQ1_S", 256, 50)},
-    [20] = {QT_GEOMETRY("IQ4_NL", 32, 18)},
+    [PK_IQ4_NL] = {QT_GEOMETRY("IQ4_NL", 32, 18), .unpack = blk_iq4_nl, .quantize = qt_quantize_iq4_nl, .quantize_weighted = qt_quantize_weighted_iq4_nl, .tile = {32, 128, 0, ACT_Q8_0}, .fields = {2, 0, 16, 2, 8}, .levels = blk_iq4_levels},
     [21] = {QT_GEOMETRY("IQ3_S", 256, 110)},
     [22] = {QT_GEOMETRY("IQ2_S", 256, 82)},
-    [23] = {QT_GEOMETRY("IQ4_XS", 256, 136)},
+    [PK_IQ4_XS] = {QT_GEOMETRY("IQ4_XS", 256, 136), .unpack = blk_iq4_xs, .quantize = qt_quantize_iq4_xs, .quantize_weighted = qt_quantize_weighted_iq4_xs, .tile = {32, 128, 0, ACT_Q8_K}, .levels = blk_iq4_levels},
     [24] = {QT_GEOMETRY("I8", 1, 1)},
     [25] = {QT_GEOMETRY("I16", 1, 2)},
     [26] = {QT_GEOMETRY("I32", 1, 4)},

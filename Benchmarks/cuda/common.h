@@ -71,7 +71,7 @@ static void random_weights(int type, uint8_t *w, int64_t m, int64_t k) {
     for (int64_t b = 0; b < blocks; b++) {
         uint8_t *p = w + (size_t)b * bb;
         switch (type) {
-        case PK_Q4_0: case PK_Q5_0: case PK_Q8_0: case PK_PQ2:
+        case PK_Q4_0: case PK_Q5_0: case PK_Q8_0: case PK_PQ2: case PK_IQ4_NL:
             put_f16(p, rng_uniform(0.001f, 0.01f) * (rng_u64() & 1 ? 1.0f : -1.0f));
             break;
         case PK_Q4_1: case PK_Q5_1:
@@ -82,6 +82,7 @@ static void random_weights(int type, uint8_t *w, int64_t m, int64_t k) {
         case PK_Q3_K: put_f16(p + 108, rng_uniform(0.0002f, 0.002f)); break;
         case PK_Q4_K: case PK_Q5_K: put_f16(p, rng_uniform(0.0002f, 0.002f)); put_f16(p + 2, rng_uniform(0.0f, 0.002f)); break;
         case PK_Q6_K: put_f16(p + 208, rng_uniform(0.00005f, 0.0005f)); break;
+        case PK_IQ4_XS: put_f16(p, rng_uniform(0.00002f, 0.0002f) * (rng_u64() & 1 ? 1.0f : -1.0f)); break;
         default: break;
         }
     }
@@ -89,7 +90,7 @@ static void random_weights(int type, uint8_t *w, int64_t m, int64_t k) {
 
 // Every weight type the kernels handle.
 static const int all_types[] = {PK_F32, PK_F16, PK_BF16, PK_Q4_0, PK_Q4_1, PK_Q5_0, PK_Q5_1, PK_Q8_0,
-                                PK_Q2_K, PK_Q3_K, PK_Q4_K, PK_Q5_K, PK_Q6_K, PK_PQ2};
+                                PK_Q2_K, PK_Q3_K, PK_Q4_K, PK_Q5_K, PK_Q6_K, PK_IQ4_NL, PK_IQ4_XS, PK_PQ2};
 #define NTYPES ((int)(sizeof all_types / sizeof all_types[0]))
 
 static const char *type_name(int type) {
@@ -97,7 +98,8 @@ static const char *type_name(int type) {
     case PK_F32: return "F32"; case PK_F16: return "F16"; case PK_BF16: return "BF16";
     case PK_Q4_0: return "Q4_0"; case PK_Q4_1: return "Q4_1"; case PK_Q5_0: return "Q5_0"; case PK_Q5_1: return "Q5_1";
     case PK_Q8_0: return "Q8_0"; case PK_Q2_K: return "Q2_K"; case PK_Q3_K: return "Q3_K"; case PK_Q4_K: return "Q4_K";
-    case PK_Q5_K: return "Q5_K"; case PK_Q6_K: return "Q6_K"; case PK_PQ2: return "PQ2"; default: return "?";
+    case PK_Q5_K: return "Q5_K"; case PK_Q6_K: return "Q6_K"; case PK_IQ4_NL: return "IQ4_NL";
+    case PK_IQ4_XS: return "IQ4_XS"; case PK_PQ2: return "PQ2"; default: return "?";
     }
 }
 

@@ -168,7 +168,7 @@ static float *download_floats(pkc_context *c, pkc_ptr src, int64_t count) {
 // ---- dequantize / get_rows ---------------------------------------------------------------------
 
 
-static int is_k_quant(int type) { return type >= PK_Q2_K && type <= PK_Q6_K; }
+static int is_k_quant(int type) { return block_elements(type) == 256; }
 
 static void test_dequantize(pkc_context *c) {
     for (int ti = 0; ti < NTYPES; ti++) {
@@ -835,7 +835,7 @@ static void test_glu(pkc_context *c, int gelu) {
         return;
     }
     static const int types[] = {PK_Q4_1, PK_Q5_0, PK_Q8_0, PK_Q4_K, PK_Q6_K, PK_F16, PK_Q4_0, PK_Q5_1,
-                                PK_Q2_K, PK_Q3_K, PK_Q5_K, PK_PQ2,  PK_BF16, PK_F32};
+                                PK_Q2_K, PK_Q3_K, PK_Q5_K, PK_PQ2,  PK_BF16, PK_F32, PK_IQ4_NL, PK_IQ4_XS};
     static const int64_t shapes[][2] = {{1536, 576}, {4864, 896}, {512, 4096}};
     for (int ti = 0; ti < (int)(sizeof types / sizeof types[0]); ti++)
         for (int si = 0, fitted = 0; si < 3; si++) {

@@ -8,8 +8,8 @@ mean KLD, same-top %, RMS Δp and PPL of both, plus both engines' PPL of the F32
 perplexity must be within 0.5 % of llama-perplexity's). Plinth is at least as faithful when its
 KLD is <= llama.cpp's and its same-top % >= llama.cpp's.
 
-Files: SmolLM2-135M Q4_1 (the catalog's), its Q8_0 and "Q2_K" variants (Benchmarks/make_variants.sh)
-Qwen2.5-Coder-0.5B and Gemma-3-270M. llama.cpp is a dev-time referee (Benchmarks/build_llama_cpp.sh with
+Files: SmolLM2-135M Q4_1 (the catalog's), its Q8_0, "Q2_K" and IQ4_XS variants (Benchmarks/make_variants.sh),
+Qwen2.5-Coder-0.5B and its IQ4_XS variant (MODEL=qwen Benchmarks/make_variants.sh IQ4_XS), and Gemma-3-270M. llama.cpp is a dev-time referee (Benchmarks/build_llama_cpp.sh with
 LLAMA_TARGETS="llama-perplexity llama-quantize"), never a runtime or CI dependency.
 
     python3 Benchmarks/fidelity/compare_llama_perplexity.py [--llama-bin DIR] [--chunks 20] [--json]
@@ -31,7 +31,9 @@ FILES = [
     ("SmolLM2 Q4_1", f"{HOME}/models/SmolLM2-135M-Instruct/SmolLM2-135M-Instruct.Q4_1.gguf"),
     ("SmolLM2 Q8_0", f"{HOME}/bench-models/SmolLM2-135M-Instruct.Q8_0.gguf"),
     ("SmolLM2 \"Q2_K\"", f"{HOME}/bench-models/SmolLM2-135M-Instruct.Q2_K.gguf"),
+    ("SmolLM2 IQ4_XS", f"{HOME}/bench-models/SmolLM2-135M-Instruct.IQ4_XS.gguf"),
     ("Qwen2.5-Coder-0.5B", f"{HOME}/models/Qwen2.5-Coder-0.5B-Instruct/Qwen2.5-Coder-0.5B-Instruct.gguf"),
+    ("Qwen2.5-Coder-0.5B IQ4_XS", f"{HOME}/bench-models/Qwen2.5-Coder-0.5B-Instruct.IQ4_XS.gguf"),
     ("Gemma-3-270M", f"{HOME}/models/Gemma-3-270M/gemma-3-270m-q4_k_m.gguf"),
 ]
 

@@ -13,7 +13,7 @@ typedef enum pk_type {
     PK_F32 = 0, PK_F16 = 1, PK_Q4_0 = 2, PK_Q4_1 = 3,
     PK_Q5_0 = 6, PK_Q5_1 = 7, PK_Q8_0 = 8, PK_Q8_1 = 9,
     PK_Q2_K = 10, PK_Q3_K = 11, PK_Q4_K = 12, PK_Q5_K = 13, PK_Q6_K = 14, PK_Q8_K = 15,
-    PK_BF16 = 30,
+    PK_IQ4_NL = 20, PK_IQ4_XS = 23, PK_BF16 = 30,
     PK_TYPE_COUNT = 42, // one past the largest id ggml has defined
     // Plinth's own formats take ids far past ggml's, so that other engines refuse a file that
     // uses one as an unknown type instead of misreading it (the file also names them under
@@ -33,7 +33,7 @@ typedef struct pk_type_info {
     int can_quantize;        // pk_quantize writes it
     int can_gptq;            // pk_gptq writes it
     int can_weight;          // pk_quantize_weighted uses the importance (else it rounds to nearest)
-    int exact_q8_0;          // pk_to_q8_0 rewrites it as Q8_0 exactly (Q4_0, Q5_0, Q8_0, PQ2: 32 weights d * q, an f16 d)
+    int exact_q8_0;          // pk_to_q8_0 rewrites it as Q8_0 exactly (Q4_0, Q5_0, Q8_0, IQ4_NL, PQ2: 32 weights d * q, an f16 d)
 } pk_type_info;
 
 // Fills `info` for ggml's type id `type`. Returns 0, or -1 when ggml has never defined the id.

@@ -177,6 +177,47 @@ template <> struct Fmt<8> : Codes<Fmt<8>> { // Q8_0: d, qs[32]:i8; unit u holds 
     }
 };
 
+// IQ4 levels: each byte of v (an index 0..15) replaced by its level plus 128 (the code a BIAS of
+// 128 reads as the level): bytes 0..7 and 8..15 of the table by two byte permutes, picked by
+// the index's bit 3.
+__device__ __forceinline__ u32 iq4_codes(u32 v) {
+    const u32 sel = (v & 0x7u) | ((v >> 4) & 0x70u) | ((v >> 8) & 0x700u) | ((v >> 12) & 0x7000u);
+    const u32 lo = __byte_perm(0x3F2D1801u, 0x766A5D4Fu, sel); // 1 24 45 63 79 93 106 118
+    const u32 hi = __byte_perm(0xA6998D81u, 0xF1D9C5B5u, sel); // 129 141 153 166 181 197 217 241
+    const u32 high = ((v >> 3) & 0x01010101u) * 0xffu;
+    return (hi & high) | (lo & ~high);
+}
+__device__ __forceinline__ void iq4_words(u32 lo, u32 hi, u32 *w) {
+    nibble_words(lo, hi, w);
+#pragma unroll
+    for (int g = 0; g < 4; g++) w[g] = iq4_codes(w[g]);
+}
+
+template <> struct Fmt<20> : Codes<Fmt<20>> { // IQ4_NL: d, qs[16]; x = d * V[q] (Q4_0's nibbles)
+    enum { BE = 32, BB = 18, UPB = 2, OFF = 0, BIAS = 128, UNIFORM = 1 };
+    static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
+        iq4_words(ld32u(b + 2 + 8 * u), ld32u(b + 6 + 8 * u), w);
+        const float d = f16at(b);
+        one_scale(d, 0.0f, sc, of);
+    }
+};
+
+// IQ4_XS: d, scales_h:u16, scales_l[4], qs[128]: eight IQ4_NL sub-blocks of 32 (16 bytes of qs
+// each) at d * (s - 32), s six bits. Unit u is half u%2 of sub-block u/2, laid out as legacy.
+template <> struct Fmt<23> : Codes<Fmt<23>> {
+    enum { BE = 256, BB = 136, UPB = 16, OFF = 0, BIAS = 128, UNIFORM = 0 };
+    static __device__ __forceinline__ int base(int u, int g) { return ((u >> 1) << 5) + legacy_base(u & 1, g); }
+    static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
+        const int c = u >> 1;
+        const u8 *q = b + 8 + 16 * c + 8 * (u & 1);
+        iq4_words(ld32a(q), ld32a(q + 4), w);
+        const u32 head = ld32a(b);
+        const int s = ((b[4 + (c >> 1)] >> (4 * (c & 1))) & 15) | ((int)((head >> (16 + 2 * c)) & 3u) << 4);
+        one_scale(h2f((u16)(head & 0xffffu)) * (float)(s - 32), 0.0f, sc, of);
+    }
+};
+
 // PQ2 (Plinth's 2-bit type, id 1024): d, qs[8]; x = d * (2c - 3), weight j's code c in bits
 // 2(j/8) of byte j%8. Unit u holds weights 16u..16u+15: bit pairs 2u and 2u+1 of the 8 bytes.
 template <> struct Fmt<1024> : Codes<Fmt<1024>> {
@@ -1836,6 +1877,12 @@ QUANT_KERNELS(13, q5_k)
 #endif
 #if PKC_FORMAT == 14
 QUANT_KERNELS(14, q6_k)
+#endif
+#if PKC_FORMAT == 20
+QUANT_KERNELS(20, iq4_nl)
+#endif
+#if PKC_FORMAT == 23
+QUANT_KERNELS(23, iq4_xs)
 #endif
 #if PKC_FORMAT == 1024
 QUANT_KERNELS(1024, pq2)

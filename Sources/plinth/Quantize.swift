@@ -10,14 +10,17 @@ struct Quantize: ParsableCommand {
             Matrices (tensors named *weight with two or more dimensions) are dequantized and \
             quantized to --type by round-to-nearest, with the bytes llama-quantize writes without an \
             importance matrix (with --imatrix, each block's scale minimizes the error the \
-            activations see); a matrix already in that type is copied. As in llama-quantize, unless \
+            activations see; IQ4_XS and IQ4_NL always search their scales, Plinth's own search); \
+            a matrix already in that type is copied. As in llama-quantize, unless \
             --pure: the output projection is Q6_K (Q8_0 where its rows are not whole 256-blocks); \
-            a k-quant mix raises attn_v, ffn_down and attn_output by its rules; with --imatrix the \
+            a k-quant mix raises attn_v, ffn_down and attn_output by its rules; IQ4_XS/IQ4_NL \
+            raise attn_v to Q5_K where 4 or more query heads share a kv head, and (without \
+            --imatrix) the first eighth of ffn_down to Q5_K; with --imatrix the \
             first eighth of the ffn_down matrices of Q4_0/Q5_0 are Q4_1/Q5_1. Vectors keep their \
             type (F32), unless --type is F32: then every tensor is F32, the dequantization that \
             fidelity is measured against. A matrix whose rows are not whole blocks of its type gets \
             llama-quantize's fallback (Q4_0 for Q2_K/Q3_K, Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for \
-            Q6_K, else F16), and the plan says so. Metadata and tensor order are the input's; \
+            Q6_K, IQ4_NL for IQ4_XS, else F16), and the plan says so. Metadata and tensor order are the input's; \
             general.file_type names the new type.
             """
     )
@@ -27,7 +30,7 @@ struct Quantize: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: "The GGUF file to write.")
     var output: String
 
-    @Option(help: "The type for the matrices: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, PQ2, or a k-quant mix as llama-quantize names them: Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K (Q5_K, Q4_K, Q3_K: the _M mixes).")
+    @Option(help: "The type for the matrices: F32, F16, BF16, Q8_0, Q5_1, Q5_0, Q4_1, Q4_0, IQ4_XS, IQ4_NL, PQ2, or a k-quant mix as llama-quantize names them: Q6_K, Q5_K_M, Q5_K_S, Q4_K_M, Q4_K_S, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K (Q5_K, Q4_K, Q3_K: the _M mixes).")
     var type: String
 
     @Flag(help: "Every matrix in --type: no output projection rule, no mix, no ffn_down guard (llama-quantize --pure).")

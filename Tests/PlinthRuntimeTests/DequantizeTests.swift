@@ -102,7 +102,7 @@ struct DequantizeTests {
 
     static let fixtureTypes: [GGMLType] = [
         .f32, .f16, .bf16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q8_1,
-        .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K,
+        .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K, .iq4_NL, .iq4_XS,
     ]
 
     @Test("Every supported type has fixtures, and only those types are supported")
@@ -169,7 +169,7 @@ struct DequantizeTests {
     /// and Q8_1 (an activation format), are refused, as is a partial block.
     @Test("Rewritten as Q8_0, weights dequantize to the same floats")
     func rewriteAsQ8_0() throws {
-        #expect(GGMLType.allCases.filter(\.convertsExactlyToQ8_0) == [.q4_0, .q5_0, .q8_0, .pq2])
+        #expect(GGMLType.allCases.filter(\.convertsExactlyToQ8_0) == [.q4_0, .q5_0, .q8_0, .iq4_NL, .pq2])
         func rewritten(_ type: GGMLType, _ blocks: [UInt8], _ count: Int) throws -> [Float] {
             var q8 = [UInt8](repeating: 0, count: try #require(GGMLType.q8_0.rowBytes(count)))
             try blocks.withUnsafeBytes { src in try q8.withUnsafeMutableBytes { try type.rewriteAsQ8_0(src.baseAddress!, count: count, into: $0.baseAddress!) } }
@@ -192,7 +192,7 @@ struct DequantizeTests {
             #expect(bad.isEmpty, "\(type.name) \(fixture.case): \(bad.count) mismatches, first: \(bad.prefix(5))")
             checked += 1
         }
-        #expect(checked == 6)
+        #expect(checked == 8)
         var rng = SplitMix64(seed: 5)
         let pq2 = (0..<7 * 10).map { i in i % 10 == 1 ? UInt8((rng.below(2) == 0 ? 0x3c : 0xbc) - rng.below(8)) : UInt8(rng.below(256)) } // |d| about 0.3 to 1
         var want = [Float](repeating: .nan, count: 7 * 32)
@@ -283,7 +283,7 @@ struct DequantizeTests {
             #expect(known == (id >= 0 && GGMLType(rawValue: UInt32(id)) != nil), "type \(id)")
         }
         #expect(GGMLType.supportedTypes == [.f32, .f16, .q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .q8_1,
-                                            .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K, .bf16, .pq2])
+                                            .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_K, .iq4_NL, .iq4_XS, .bf16, .pq2])
         #expect(GGMLType.allCases.filter(\.isPlinthFormat) == [.pq2])
         #expect(GGMLType(rawValue: 4) == nil)  // Q4_2, gone before GGUF
         #expect(throws: TensorFormatError.unknownType(4)) { try GGMLType(id: 4) }

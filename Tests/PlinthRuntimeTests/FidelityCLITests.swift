@@ -129,8 +129,8 @@ struct FidelityCLITests {
         #expect(few.status != 0 && few.stderr.contains("needs at least 128"), "\(few.stderr)")
         let noBase = try CLITests.runWithModel(["perplexity", "--kl-divergence"])
         #expect(noBase.status != 0 && noBase.stderr.contains("--kl-divergence-base"), "\(noBase.stderr)")
-        let noType = try CLITests.runWithModel(["quantize", "-o", tooShort.path + ".gguf", "--type", "IQ4_NL"])
-        #expect(noType.status != 0 && noType.stderr.contains("cannot quantize to IQ4_NL"), "\(noType.stderr)")
+        let noType = try CLITests.runWithModel(["quantize", "-o", tooShort.path + ".gguf", "--type", "IQ2_XXS"])
+        #expect(noType.status != 0 && noType.stderr.contains("cannot quantize to IQ2_XXS"), "\(noType.stderr)")
         #expect(!FileManager.default.fileExists(atPath: tooShort.path + ".gguf"))
     }
 }

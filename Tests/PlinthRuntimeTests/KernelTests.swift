@@ -41,6 +41,7 @@ private func randomWeights(type: Int32, rows: Int, k: Int, rng: inout SplitMix64
 private let quantTypes: [(String, pk_type)] = [
     ("Q4_0", PK_Q4_0), ("Q4_1", PK_Q4_1), ("Q5_0", PK_Q5_0), ("Q5_1", PK_Q5_1), ("Q8_0", PK_Q8_0),
     ("Q2_K", PK_Q2_K), ("Q3_K", PK_Q3_K), ("Q4_K", PK_Q4_K), ("Q5_K", PK_Q5_K), ("Q6_K", PK_Q6_K),
+    ("IQ4_NL", PK_IQ4_NL), ("IQ4_XS", PK_IQ4_XS),
     ("PQ2", PK_PQ2), ("F16", PK_F16), ("BF16", PK_BF16), ("F32", PK_F32),
 ]
 

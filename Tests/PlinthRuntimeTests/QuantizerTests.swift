@@ -220,6 +220,75 @@ struct QuantizerTests {
         #expect(weightedError(wback) < 0.9 * weightedError(back), "\(weightedError(wback)) vs \(weightedError(back))")
     }
 
+    /// The IQ4 formats search their scale: every IQ4_NL block's squared error is within 2% of the
+    /// best over a fine sweep of scales with nearest levels (computed here independently), and
+    /// the total is well under that of the scale putting the largest value on the -127 level.
+    /// IQ4_XS, whose sub-block scales are six bits on the super-block's d, stays close to IQ4_NL.
+    /// With importance, the weighted error drops; a block whose importance is all zero is fitted
+    /// as without; zeros stay zeros.
+    @Test func iq4FindsNearlyTheBestScale() throws {
+        let levels: [Float] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]
+        var rng = SplitMix64(seed: 11)
+        let n = 256 * 8
+        let x = (0..<n).map { _ in (0..<4).map { _ in Float(rng.below(20001) - 10000) / 10000 }.reduce(0, +) * 0.02 }
+        func dequantized(_ q: [UInt8], _ type: GGMLType) throws -> [Float] {
+            var back = [Float](repeating: .nan, count: n)
+            try q.withUnsafeBytes { try type.dequantize($0.baseAddress!, count: n, into: &back) }
+            return back
+        }
+        func nearest(_ v: Float, _ d: Float) -> Float { d * levels.min { abs(d * $0 - v) < abs(d * $1 - v) }! }
+        func error(_ block: ArraySlice<Float>, _ d: Float, _ w: ArraySlice<Float>? = nil) -> Double {
+            let d = Float(Float16(d))
+            var sum = 0.0
+            for i in block.indices {
+                let r = Double(block[i] - nearest(block[i], d))
+                sum += Double(w?[i] ?? 1) * r * r
+            }
+            return sum
+        }
+        func sumError(_ y: [Float], _ w: [Float]? = nil) -> Double {
+            var sum = 0.0
+            for i in 0..<n {
+                let r = Double(x[i] - y[i])
+                sum += Double(w?[i] ?? 1) * r * r
+            }
+            return sum
+        }
+        let nl = try dequantized(try #require(Self.quantize(x, .iq4_NL)), .iq4_NL)
+        var total = 0.0, naive = 0.0
+        for b in 0..<(n / 32) {
+            let range = (32 * b)..<(32 * b + 32)
+            let block = x[range]
+            var got = 0.0
+            for i in range { got += Double(x[i] - nl[i]) * Double(x[i] - nl[i]) }
+            let m = block.max { abs($0) < abs($1) }!
+            var best = Double.infinity
+            for f in stride(from: Float(0.6), through: 1.4, by: 0.005) {
+                best = min(best, error(block, m / (-127 * f)), error(block, m / (113 * f)))
+            }
+            #expect(got <= best * 1.02 + 1e-12, "block \(b): \(got) vs the sweep's \(best)")
+            total += got
+            naive += error(block, m / -127)
+        }
+        #expect(total < 0.9 * naive, "\(total) vs \(naive) with the largest value on -127")
+        let xs = try dequantized(try #require(Self.quantize(x, .iq4_XS)), .iq4_XS)
+        #expect(sumError(xs) < 1.15 * sumError(nl), "IQ4_XS \(sumError(xs)) vs IQ4_NL \(sumError(nl))")
+
+        var importance = (0..<n).map { _ in Float(rng.below(1000) + 1) / 100 * (rng.below(8) == 0 ? 50 : 1) }
+        for i in 64..<96 { importance[i] = 0 }
+        for (type, plain) in [(GGMLType.iq4_NL, nl), (.iq4_XS, xs)] {
+            var q = [UInt8](repeating: 0, count: try #require(type.rowBytes(n)))
+            #expect(x.withUnsafeBufferPointer { xp in importance.withUnsafeBufferPointer { w in
+                q.withUnsafeMutableBytes { pk_quantize_weighted(Int32(type.rawValue), xp.baseAddress, $0.baseAddress, Int64(n), w.baseAddress) }
+            } } == 0)
+            let weighted = try dequantized(q, type)
+            #expect(sumError(weighted, importance) < 0.9 * sumError(plain, importance), "\(type.name): \(sumError(weighted, importance)) vs \(sumError(plain, importance))")
+            if type == .iq4_NL { #expect(weighted[64..<96] == plain[64..<96], "a block of zero importance is fitted as without") }
+        }
+        let zeros = try dequantized(try #require(Self.quantize([Float](repeating: 0, count: n), .iq4_XS)), .iq4_XS)
+        #expect(zeros.allSatisfy { $0 == 0 })
+    }
+
     /// GPTQ on activations that span few directions: its error on them is a fraction of rounding
     /// to nearest's (the errors go where the activations are not). The same construction and
     /// result as GPTQ's reference algorithm in numpy (10x on these shapes).
@@ -402,15 +471,15 @@ struct QuantizerTests {
 
     @Test func unwritableTypesAndBadPatternsAreRefused() throws {
         var x = [Float](repeating: 1, count: 256), out = [UInt8](repeating: 0, count: 256)
-        #expect(pk_quantize(Int32(GGMLType.iq4_NL.rawValue), &x, &out, 256) == -1)
+        #expect(pk_quantize(Int32(GGMLType.iq2_XXS.rawValue), &x, &out, 256) == -1)
         #expect(pk_quantize(Int32(GGMLType.q8_0.rawValue), &x, &out, 33) == -1)
         #expect(pk_quantize(Int32(GGMLType.q4_K.rawValue), &x, &out, 128) == -1)
-        #expect(!Quantizer.canWrite(.iq4_NL) && Quantizer.canWrite(.q8_0) && Quantizer.canWrite(.q2_K))
+        #expect(!Quantizer.canWrite(.iq2_XXS) && Quantizer.canWrite(.q8_0) && Quantizer.canWrite(.q2_K) && Quantizer.canWrite(.iq4_XS))
         #expect(Quantizer.gptqTypes == [.q4_0, .q4_1, .q5_0, .q5_1, .q8_0, .pq2])
         let file = try Self.tinyModel()
-        #expect(throws: QuantizeError.unsupportedType("IQ4_NL")) { try Quantizer.plan(file, target: .iq4_NL) }
+        #expect(throws: QuantizeError.unsupportedType("IQ2_XXS")) { try Quantizer.plan(file, target: .iq2_XXS) }
         #expect(throws: QuantizeError.badPattern("ffn_(")) { try Quantizer.plan(file, target: .q8_0, overrides: [("ffn_(", .q4_0)]) }
-        #expect(QuantizeError.unsupportedType("IQ4_NL").localizedDescription.contains("Q6_K"))
+        #expect(QuantizeError.unsupportedType("IQ2_XXS").localizedDescription.contains("Q6_K"))
     }
 
     /// Matrices take the target or a matching override; rows that are not whole blocks fall back
@@ -467,6 +536,17 @@ struct QuantizerTests {
         #expect(types(.q2_K, "attn_v", ratio: 7).allSatisfy { $0 == .q4_K } && types(.q2_K, "attn_v", ratio: 3).allSatisfy { $0 == .q3_K })
         #expect(types(.q3_K_M, "ffn_down") == (0..<16).map { $0 < 1 ? .q5_K : .q4_K })
         #expect(Quantizer.kind(of: "blk.12.attn_v.weight") == "attn_v" && Quantizer.kind(of: "output.weight") == nil)
+        // The IQ4 types: attn_v Q5_K at 4 or more query heads per kv head; ffn_down of the first
+        // eighth Q5_K without an importance matrix only; IQ4_XS falls back to IQ4_NL.
+        func iq4(_ target: GGMLType, _ kind: String, ratio: Int = 1, importance: Bool = false) -> [GGMLType?] {
+            (0..<16).map { Quantizer.iq4Rule(target, kind: kind, layer: $0, layers: 16, groupedQueryRatio: ratio, withImportance: importance) }
+        }
+        #expect(iq4(.iq4_XS, "attn_v", ratio: 4).allSatisfy { $0 == .q5_K } && iq4(.iq4_NL, "attn_v", ratio: 3).allSatisfy { $0 == nil })
+        #expect(iq4(.iq4_NL, "ffn_down") == (0..<16).map { $0 < 2 ? .q5_K : nil } && iq4(.iq4_XS, "ffn_down", importance: true).allSatisfy { $0 == nil })
+        #expect(iq4(.q4_0, "attn_v", ratio: 7).allSatisfy { $0 == nil } && iq4(.iq4_XS, "attn_q", ratio: 7).allSatisfy { $0 == nil })
+        #expect(Quantizer.fallback(.iq4_XS) == .iq4_NL && Quantizer.fileType(.iq4_XS) == 30 && Quantizer.fileType(.iq4_NL) == 25)
+        let plan = try Quantizer.plan(try Self.tinyModel(), target: .iq4_XS, pure: true)
+        #expect(plan.first { $0.tensor.name == "blk.0.ffn_up.weight" }?.type == .iq4_NL, "rows of 32: IQ4_NL")
     }
 
     /// The writer's file reads back with the same metadata, in order, and the same tensors; the

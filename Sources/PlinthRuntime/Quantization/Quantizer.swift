@@ -103,14 +103,15 @@ public enum Quantizer {
     /// Which type each tensor gets. Matrices (tensors named `*weight` with two or more dimensions)
     /// get `target`, or the first override whose pattern (a regular expression) matches their
     /// name. A matrix whose rows are not whole blocks of that type gets llama-quantize's
-    /// fallback (Q2_K and Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0; F16 otherwise), said
+    /// fallback (Q2_K and Q3_K → Q4_0, Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, IQ4_XS → IQ4_NL; F16 otherwise), said
     /// in its note.
     /// Vectors keep their type (F32 in every model), unless the target is F32.
     ///
     /// Unless `pure`, llama-quantize's rules apply too: the output projection (the token
     /// embedding when the model ties them) gets Q6_K (Q8_0 where rows are not whole 256-blocks,
     /// and for a Q8_0 target); a `mix` (whose base then is the target) raises attn_v, ffn_down
-    /// and attn_output by its rules; and for the legacy types with an importance matrix the
+    /// and attn_output by its rules; for the IQ4 types ``iq4Rule(_:kind:layer:layers:groupedQueryRatio:withImportance:)``
+    /// raises attn_v and ffn_down; and for the legacy types with an importance matrix the
     /// `ffn_down` of the first eighth of the blocks gets Q4_1 for Q4_0 and Q5_1 for Q5_0.
     /// The steps are in the order llama-quantize writes tensors.
     public static func plan(_ file: GGUFFile, target: GGMLType, mix: QuantizationMix? = nil,
@@ -144,6 +145,9 @@ public enum Quantizer {
                 } else if let mix, let kind = Self.kind(of: t.name),
                           let raised = mix.type(for: kind, layer: layer(t.name), layers: layers, groupedQueryRatio: ratio) {
                     wanted = raised
+                } else if let raised = Self.iq4Rule(target, kind: Self.kind(of: t.name), layer: layer(t.name), layers: layers,
+                                                    groupedQueryRatio: ratio, withImportance: withImportance) {
+                    wanted = raised
                 } else if withImportance, t.name.hasSuffix(".ffn_down.weight"), layer(t.name) < layers / 8 {
                     if target == .q4_0 { wanted = .q4_1 } else if target == .q5_0 { wanted = .q5_1 }
                 }
@@ -169,6 +173,19 @@ public enum Quantizer {
         return steps
     }
 
+    /// llama-quantize's rules for the IQ4 types: attn_v gets Q5_K where 4 or more query heads
+    /// share a kv head, and without an importance matrix the ffn_down of the first eighth of the
+    /// blocks gets Q5_K; nil where the target stays.
+    static func iq4Rule(_ target: GGMLType, kind: String?, layer: Int, layers: Int, groupedQueryRatio: Int,
+                        withImportance: Bool) -> GGMLType? {
+        guard target == .iq4_NL || target == .iq4_XS else { return nil }
+        switch kind {
+        case "attn_v": return groupedQueryRatio >= 4 ? .q5_K : nil
+        case "ffn_down": return !withImportance && layer < layers / 8 ? .q5_K : nil
+        default: return nil
+        }
+    }
+
     /// A block matrix's role ("attn_v" for "blk.3.attn_v.weight"), or nil outside the blocks.
     static func kind(of name: String) -> String? {
         let parts = name.split(separator: ".")
@@ -191,6 +208,7 @@ public enum Quantizer {
         case .q4_K: .q5_0
         case .q5_K: .q5_1
         case .q6_K: .q8_0
+        case .iq4_XS: .iq4_NL
         default: .f16
         }
     }
@@ -215,6 +233,8 @@ public enum Quantizer {
         case .q5_1: 9
         // A k-quant alone is its first mix (Q2_K, Q3_K_S, Q4_K_S, Q5_K_S, Q6_K).
         case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: QuantizationMix.allCases.first { $0.base == type }?.fileType
+        case .iq4_NL: 25
+        case .iq4_XS: 30
         case .bf16: 32
         default: nil
         }

@@ -146,7 +146,7 @@ public enum GGMLType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
 
 extension GGMLType {
     /// Whether ``rewriteAsQ8_0(_:count:into:)`` takes this type: 32-weight blocks of d · q under
-    /// one f16 scale (Q4_0, Q5_0, Q8_0, PQ2), whose values a Q8_0 block holds exactly.
+    /// one f16 scale (Q4_0, Q5_0, Q8_0, IQ4_NL, PQ2), whose values a Q8_0 block holds exactly.
     public var convertsExactlyToQ8_0: Bool { info.exact_q8_0 != 0 }
 
     /// Writes `count` weights of this type at `source` as Q8_0 blocks at `destination`
