@@ -1100,7 +1100,7 @@ static void test_embed_norm_rope(pkc_context *c) {
     struct { int type; int64_t k; } cases[] = {{PK_Q8_0, 576}, {PK_Q4_1, 576}, {PK_Q5_0, 896}, {PK_Q6_K, 1536},
                                                {PK_F16, 2048}, {PK_F32, 64},  {PK_Q4_0, 576}, {PK_Q5_1, 576},
                                                {PK_Q2_K, 512}, {PK_Q3_K, 768}, {PK_Q4_K, 1024}, {PK_Q5_K, 256},
-                                               {PK_PQ2, 576},  {PK_BF16, 128}};
+                                               {PK_PQ2, 576},  {PK_BF16, 128}, {PK_IQ4_NL, 576}, {PK_IQ4_XS, 512}};
     static const int64_t nsz[] = {1, 2, 9}; // 9: the GEMM path's rows, f16 input rows
     int32_t ids[9] = {5, 0, 36, -1, 17, 5, 37, 2, 30}, pos[9];
     for (int i = 0; i < 9; i++) pos[i] = i == 0 ? 0 : (int32_t)(rng_u64() % 32768);
