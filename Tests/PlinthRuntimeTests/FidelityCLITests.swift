@@ -106,6 +106,19 @@ struct FidelityCLITests {
         }
         #expect(scores[1] < scores[0], "Q4_0 PPL with the importance matrix \(scores[1]), without \(scores[0])")
 
+        // IQ4_XS (4.25 bits, non-uniform levels, a searched scale) written and read end to end:
+        // closer to the F32 model than Q4_0 rounded to nearest (4.5 bits), by KLD on the base.
+        var klds: [String: Double] = [:]
+        for type in ["Q4_0", "IQ4_XS"] {
+            let q = dir.appendingPathComponent("\(type).gguf")
+            let made = try CLITests.run(["quantize", "-m", f32.path, "-o", q.path, "--type", type])
+            #expect(made.status == 0, "\(made.stderr)")
+            let r = try CLITests.run(["perplexity", "-m", q.path, "--kl-divergence-base", base.path, "--kl-divergence"])
+            klds[type] = try #require(Self.value("Mean    KLD:", in: r.stdout), "\(r.stdout) \(r.stderr)")
+            try? FileManager.default.removeItem(at: q)
+        }
+        #expect(klds["IQ4_XS"]! < klds["Q4_0"]!, "KLD IQ4_XS \(klds["IQ4_XS"]!), Q4_0 \(klds["Q4_0"]!)")
+
         // A damaged base is refused with what is wrong, and nothing is scored.
         let cut = dir.appendingPathComponent("cut.kld")
         let whole = try Data(contentsOf: base)
