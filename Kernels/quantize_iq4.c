@@ -118,8 +118,10 @@ static void iq4_xs_row(const float *x, const float *importance, uint8_t *y, int6
         const float *xb = x + 256 * b;
         uint8_t *out = y + 136 * b, q[32];
         float ds[8], dmax = 0.0f;
+        const float *w[8];
         for (int i = 0; i < 8; i++) {
-            ds[i] = iq4_fit(xb + 32 * i, importance ? importance + 256 * b + 32 * i : iq4_ones, 32, q);
+            w[i] = importance ? importance + 256 * b + 32 * i : iq4_ones;
+            ds[i] = iq4_fit(xb + 32 * i, w[i], 32, q);
             if (fabsf(ds[i]) > fabsf(dmax)) dmax = ds[i];
         }
         const float d = f16_round(-dmax / 32.0f);
@@ -132,7 +134,7 @@ static void iq4_xs_row(const float *x, const float *importance, uint8_t *y, int6
             out[4 + i / 2] |= (uint8_t)((s & 15) << (4 * (i % 2)));
             high |= (uint16_t)((s >> 4) << (2 * i));
             float sxv, svv;
-            iq4_codes(xb + 32 * i, importance ? importance + 256 * b + 32 * i : iq4_ones, 32, d * (float)(s - 32), q, &sxv, &svv);
+            iq4_codes(xb + 32 * i, w[i], 32, d * (float)(s - 32), q, &sxv, &svv);
             iq4_pack_nibbles(q, out + 8 + 16 * i);
         }
         qt_store_f16(out, d);

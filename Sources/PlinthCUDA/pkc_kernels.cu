@@ -187,19 +187,18 @@ __device__ __forceinline__ u32 iq4_codes(u32 v) {
     const u32 high = ((v >> 3) & 0x01010101u) * 0xffu;
     return (hi & high) | (lo & ~high);
 }
-__device__ __forceinline__ void iq4_words(u32 lo, u32 hi, u32 *w) {
-    nibble_words(lo, hi, w);
+__device__ __forceinline__ void iq4_levels(u32 *w) {
 #pragma unroll
     for (int g = 0; g < 4; g++) w[g] = iq4_codes(w[g]);
 }
 
-template <> struct Fmt<20> : Codes<Fmt<20>> { // IQ4_NL: d, qs[16]; x = d * V[q] (Q4_0's nibbles)
+// IQ4_NL: Q4_0's block, each nibble an index into the levels; x = d * V[q].
+template <> struct Fmt<20> : Codes<Fmt<20>> {
     enum { BE = 32, BB = 18, UPB = 2, OFF = 0, BIAS = 128, UNIFORM = 1 };
     static __device__ __forceinline__ int base(int u, int g) { return legacy_base(u, g); }
     static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
-        iq4_words(ld32u(b + 2 + 8 * u), ld32u(b + 6 + 8 * u), w);
-        const float d = f16at(b);
-        one_scale(d, 0.0f, sc, of);
+        Fmt<2>::words(b, u, w, sc, of);
+        iq4_levels(w);
     }
 };
 
@@ -211,7 +210,8 @@ template <> struct Fmt<23> : Codes<Fmt<23>> {
     static __device__ __forceinline__ void words(const u8 *b, int u, u32 *w, float *sc, float *of) {
         const int c = u >> 1;
         const u8 *q = b + 8 + 16 * c + 8 * (u & 1);
-        iq4_words(ld32a(q), ld32a(q + 4), w);
+        nibble_words(ld32a(q), ld32a(q + 4), w);
+        iq4_levels(w);
         const u32 head = ld32a(b);
         const int s = ((b[4 + (c >> 1)] >> (4 * (c & 1))) & 15) | ((int)((head >> (16 + 2 * c)) & 3u) << 4);
         one_scale(h2f((u16)(head & 0xffffu)) * (float)(s - 32), 0.0f, sc, of);
