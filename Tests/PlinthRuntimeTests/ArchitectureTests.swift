@@ -155,8 +155,44 @@ struct ArchitectureTests {
 
     @Test func everyArchitectureIsListedOnce() {
         let names = Architecture.allCases.map(\.rawValue)
-        #expect(names == ["llama", "qwen2", "gemma3"])
-        #expect(Architecture(rawValue: "gemma3").neoxRoPE && !Architecture(rawValue: "llama").neoxRoPE)
+        #expect(names == ["llama", "qwen2", "qwen3", "gemma3"])
+        #expect(Architecture(rawValue: "gemma3").neoxRoPE && Architecture(rawValue: "qwen3").neoxRoPE && !Architecture(rawValue: "llama").neoxRoPE)
+    }
+
+    /// Qwen3 against llama.cpp on the same tiny file (Scripts/make_architecture_fixtures.py):
+    /// QK norms, heads wider than the embedding over their count, tied embeddings; the
+    /// tokenizer agrees too. Prefill, decoding one token at a time, and two sequences in one step.
+    @Test(arguments: [1, 2])
+    func tinyQwen3MatchesLlamaCpp(threads: Int) throws {
+        let (t, fixture) = try ArchitectureFixture.load("qwen3")
+        #expect(t.config.architecture == Qwen3.architecture)
+        #expect(t.config.headDim == 16 && t.config.headCount * t.config.headDim == 64 && t.config.embeddingLength == 32)
+        let tokenizer = try Tokenizer(gguf: GGUFFile(url: fixture.url))
+        #expect(tokenizer.encode(fixture.text, addSpecial: false) == fixture.tokens)
+        #expect(fixture.logits.count == fixture.tokens.count && fixture.logits.allSatisfy { $0.count == fixture.vocabulary })
+        #expect(t.config.vocabularySize == fixture.vocabulary)
+        let ctx = try InferenceContext(transformer: t, contextLength: 64, slots: 2, threads: threads, backend: .cpu)
+        let worst = try fixture.largestDifferences(ctx)
+        // llama.cpp and Plinth both keep keys and values as f16.
+        #expect(fixture.spread > 5, "the comparison is meaningful: logits spread \(fixture.spread)")
+        #expect(worst.oneStep < 2e-3 * fixture.spread, "largest logit difference \(worst.oneStep) of \(fixture.spread)")
+        #expect(worst.decoding < 2e-3 * fixture.spread, "decoding: largest logit difference \(worst.decoding) of \(fixture.spread)")
+    }
+
+    /// The QK norms' weights are read: with every weight one, the logits move far beyond the
+    /// bound above; and a file without one is refused with its name.
+    @Test func qwen3sHeadNormsMatter() throws {
+        let (t, fixture) = try ArchitectureFixture.load("qwen3")
+        let ctx = try InferenceContext(transformer: t, contextLength: 64, threads: 1, backend: .cpu)
+        let ones = [Float](repeating: 1, count: 16).withUnsafeBytes { Array($0) }
+        let plain = try ArchitectureTests.load(fixture.bytes(replacing: ["blk.0.attn_q_norm.weight": ones, "blk.1.attn_k_norm.weight": ones]))
+        let other = try InferenceContext(transformer: plain, contextLength: 64, threads: 1, backend: .cpu)
+        try ctx.forward(.sequence(fixture.tokens))
+        try other.forward(.sequence(fixture.tokens))
+        let gap = zip(ctx.logits(0), other.logits(0)).map { abs($0 - $1) }.max()!
+        #expect(Double(gap) > 0.02 * fixture.spread, "unit QK norm weights give the file's logits (gap \(gap))")
+        let e = caughtError(ModelError.self) { _ = try Self.load(fixture.bytes(without: "blk.1.attn_q_norm.weight")) }
+        #expect(e == .missingTensor("blk.1.attn_q_norm.weight"))
     }
 
     /// Past the window, the local layer forgets the oldest positions; prefill, token-by-token
@@ -263,23 +299,7 @@ extension TinyGemma {
     /// the naive pass: the 8 tokens and the first 5 as two sequences in one step; then slot 0
     /// again, one token at a time.
     func largestDifferences(_ ctx: InferenceContext) throws -> (oneStep: Double, decoding: Double) {
-        let tokens = Self.tokens, reference = referenceLogits(tokens)
-        var b = Batch()
-        for (i, tok) in tokens.enumerated() { b.add(tok, position: i, slot: 0, logits: true) }
-        for (i, tok) in tokens.prefix(5).enumerated() { b.add(tok, position: i, slot: 1, logits: true) }
-        try ctx.forward(b)
-        var oneStep = 0.0
-        for row in 0..<13 {
-            let pos = row < 8 ? row : row - 8
-            for v in 0..<vocabulary { oneStep = max(oneStep, abs(Double(ctx.logits(row)[v]) - reference[pos][v])) }
-        }
-        ctx.reset(slot: 0)
-        var decoding = 0.0
-        for (i, tok) in tokens.enumerated() {
-            try ctx.forward(Batch.sequence([tok], startingAt: i))
-            for v in 0..<vocabulary { decoding = max(decoding, abs(Double(ctx.logits(0)[v]) - reference[i][v])) }
-        }
-        return (oneStep, decoding)
+        try largestLogitDifferences(ctx, Self.tokens, against: referenceLogits(Self.tokens), alongside: 5)
     }
 
     /// The file without one tensor.
@@ -288,4 +308,63 @@ extension TinyGemma {
         copy.order.removeAll { $0 == tensor }
         return copy.bytes()
     }
+}
+
+/// A tiny model of one family with llama.cpp's logits on it (Fixtures/architectures/, made by
+/// Scripts/make_architecture_fixtures.py).
+struct ArchitectureFixture: Decodable {
+    var file: String
+    var text: String
+    var tokens: [Int32]
+    var vocabulary: Int
+    var logits: [[Double]]
+    var url: URL { TestModels.fixtures.appendingPathComponent("architectures/\(file)") }
+    var spread: Double { logits.flatMap { $0 }.max()! - logits.flatMap { $0 }.min()! }
+
+    static func load(_ family: String) throws -> (Transformer, ArchitectureFixture) {
+        let fixture = try TestModels.fixture("architectures/\(family).json", as: ArchitectureFixture.self)
+        return (try Transformer(url: fixture.url, packing: WeightPackingOptions(enabled: false, directory: FileManager.default.temporaryDirectory)), fixture)
+    }
+
+    /// The file with some tensors' bytes replaced, or without one tensor.
+    func bytes(replacing: [String: [UInt8]] = [:], without tensor: String? = nil) throws -> [UInt8] {
+        let gguf = try GGUFFile(url: url)
+        var w = GGUFBuilder()
+        for key in gguf.keys { w.add(key, gguf.metadata[key]!) }
+        for t in gguf.tensors where t.name != tensor {
+            let data = replacing[t.name] ?? Array(UnsafeRawBufferPointer(start: gguf.data(of: t), count: t.byteCount))
+            w.addTensor(.init(t.name, dims: t.dimensions.map(UInt64.init), type: t.type, data: data))
+        }
+        return w.bytes()
+    }
+
+    /// The largest logit differences from llama.cpp's of `ctx` (a fresh context, two slots):
+    /// the text and its first half as two sequences in one step; then slot 0 again, one token
+    /// at a time.
+    func largestDifferences(_ ctx: InferenceContext) throws -> (oneStep: Double, decoding: Double) {
+        try largestLogitDifferences(ctx, tokens, against: logits, alongside: tokens.count / 2)
+    }
+}
+
+/// The largest differences between `ctx`'s logits (a fresh context, two slots) and `reference`
+/// (a row per position of `tokens`): `tokens` in slot 0 and its first `alongside` in slot 1 as
+/// one step; then slot 0 again, one token at a time.
+func largestLogitDifferences(_ ctx: InferenceContext, _ tokens: [Int32], against reference: [[Double]],
+                             alongside: Int) throws -> (oneStep: Double, decoding: Double) {
+    var b = Batch()
+    for (i, tok) in tokens.enumerated() { b.add(tok, position: i, slot: 0, logits: true) }
+    for (i, tok) in tokens.prefix(alongside).enumerated() { b.add(tok, position: i, slot: 1, logits: true) }
+    try ctx.forward(b)
+    var oneStep = 0.0
+    for row in 0..<(tokens.count + alongside) {
+        let pos = row < tokens.count ? row : row - tokens.count
+        for (v, r) in reference[pos].enumerated() { oneStep = max(oneStep, abs(Double(ctx.logits(row)[v]) - r)) }
+    }
+    ctx.reset(slot: 0)
+    var decoding = 0.0
+    for (i, tok) in tokens.enumerated() {
+        try ctx.forward(Batch.sequence([tok], startingAt: i))
+        for (v, r) in reference[i].enumerated() { decoding = max(decoding, abs(Double(ctx.logits(0)[v]) - r)) }
+    }
+    return (oneStep, decoding)
 }

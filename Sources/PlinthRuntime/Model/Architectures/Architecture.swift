@@ -45,7 +45,7 @@ extension ModelArchitecture {
 /// The architectures Plinth runs. A new family is a file declaring a ``ModelArchitecture`` and a
 /// line here.
 public enum ModelArchitectures {
-    public static let all: [any ModelArchitecture.Type] = [Llama.self, Qwen2.self, Gemma3.self]
+    public static let all: [any ModelArchitecture.Type] = [Llama.self, Qwen2.self, Qwen3.self, Gemma3.self]
 
     /// The family of `gguf`'s model, with its hyperparameters read.
     static func load(_ gguf: GGUFFile, config: ModelConfig) throws -> any ModelArchitecture {
@@ -138,8 +138,6 @@ public struct RoPE: Sendable, Equatable {
         self.scale = scale
         self.factors = factors
     }
-
-    public var isScaled: Bool { scale != 1 || factors != nil }
 }
 
 /// The activation of a gated feed-forward: act(gate) · up.

@@ -21,10 +21,15 @@ public struct Llama: ModelArchitecture {
         Llama.block(step, attentionScale: attentionScale)
     }
 
-    /// The pre-norm block: x += attention(norm(x)); x += swiglu(norm(x)).
-    static func block(_ s: some LayerStep, attentionScale: Float) {
+    /// The pre-norm block: x += attention(norm(x)); x += swiglu(norm(x)). `headNorms`: each
+    /// query and key head is normed by itself before RoPE (Qwen3).
+    static func block(_ s: some LayerStep, attentionScale: Float, headNorms: Bool = false) {
         s.norm(.residual, .attnNorm, into: .normed)
         s.project(.normed, [(.attnQ, .query), (.attnK, .key), (.attnV, .value)])
+        if headNorms {
+            s.headNorm(.query, .attnQNorm)
+            s.headNorm(.key, .attnKNorm)
+        }
         s.rope(.query, table: 0)
         s.rope(.key, table: 0)
         s.attend(window: nil, scale: attentionScale)
