@@ -58,6 +58,18 @@ static void report(int ok, const char *fmt, ...) {
 
 static int same_bits(float a, float b) { return memcmp(&a, &b, 4) == 0; }
 
+// RoPE frequencies of a base alone (no scaling).
+static pkc_rope_freqs base_freqs(float base) { return (pkc_rope_freqs){base, 1.0f, 0}; }
+
+// Per-pair frequency factors shaped as Llama 3.1's: 1 for the fast pairs, 8 for the slow ones,
+// a smooth ramp between.
+static void llama31_factors(float *f, int pairs) {
+    for (int i = 0; i < pairs; i++) {
+        const float x = (float)i / (float)(pairs - 1);
+        f[i] = x < 0.4f ? 1.0f : x > 0.7f ? 8.0f : 1.0f + 7.0f * (x - 0.4f) / 0.3f;
+    }
+}
+
 // Whether a PLINTH_CUDA_ switch turns its launch saving off (set to 0), as pk_cuda.c reads it.
 static int switched_off(const char *name) {
     const char *env = getenv(name);
@@ -741,7 +753,7 @@ static void test_matmul_runs_rope_store(pkc_context *c) {
         pkc_ptr dg = dev_upload(c, gains, (size_t)(2 * hd) * 4);
         const pkc_ptr qn = cases[ci].norms & 1 ? dg : 0, kn = cases[ci].norms & 2 ? dg + (pkc_ptr)hd * 4 : 0;
         pkc_ptr db = dev_upload(c, bias, (size_t)width * 4), table = dev_alloc(c, 5 * (size_t)hd * 4);
-        CHECK(c, pkc_rope_table(c, dpos, 5, hd, 10000.0f, table));
+        CHECK(c, pkc_rope_table(c, dpos, 5, hd, base_freqs(10000.0f), table));
         int64_t bad = 0;
         int graph_ok = 1;
         for (int mi = 0; mi < 5; mi++) {
@@ -1105,6 +1117,9 @@ static void test_embed_norm_rope(pkc_context *c) {
     int32_t ids[9] = {5, 0, 36, -1, 17, 5, 37, 2, 30}, pos[9];
     for (int i = 0; i < 9; i++) pos[i] = i == 0 ? 0 : (int32_t)(rng_u64() % 32768);
     pkc_ptr dids = dev_upload(c, ids, sizeof ids), dpos = dev_upload(c, pos, sizeof pos);
+    float factors[32];
+    llama31_factors(factors, 32);
+    pkc_ptr dfactors = dev_upload(c, factors, sizeof factors);
     const int64_t m = 37;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
         for (int b = 0; b < 3; b++)
@@ -1138,16 +1153,19 @@ static void test_embed_norm_rope(pkc_context *c) {
                         CHECK(c, pkc_memset(c, dt2[j], 0, (size_t)(n * rd) * 4));
                     }
                 }
-                // Gemma 3's: sqrt(640) on the embedding, RoPE bases 1e6 (global) and 1e4 (local)
-                const float scale = 25.298221f, bases[2] = {1000000.0f, 10000.0f};
+                // Gemma 3's: sqrt(640) on the embedding, RoPE bases 1e6 (global, here also scaled
+                // by 1/8 with Llama 3.1-style factors) and 1e4 (local)
+                const float scale = 25.298221f;
+                const pkc_rope_freqs freqs[2] = {{1000000.0f, variant == 2 ? 0.125f : 1.0f, variant == 2 ? dfactors : 0},
+                                                 base_freqs(10000.0f)};
                 CHECK(c, pkc_get_rows(c, type, dw, m, k, dids, n, dx[0], ldo));
                 if (variant == 2) CHECK(c, pkc_scale(c, dx[0], n * ldo, scale));
                 CHECK(c, pkc_rms_norm_q8(c, dx[0], ldo, dg, dy[0], ldy, n, k, 1e-5f, dq[0], ldq));
-                if (dt[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, bases[0], dt[0]));
-                if (dt2[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, bases[1], dt2[0]));
+                if (dt[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, freqs[0], dt[0]));
+                if (dt2[0]) CHECK(c, pkc_rope_table(c, dpos, n, (int)rd, freqs[1], dt2[0]));
                 const pkc_ptr tables[2] = {dt[1], dt2[1]};
                 CHECK(c, pkc_embed_norm_rope(c, type, dw, m, k, dids, n, dx[1], ldo, variant == 2 ? scale : 1.0f, dg, dy[1], ldy, 1e-5f,
-                                             dq[1], ldq, dpos, (int)rd, bases, tables, variant == 2 ? 2 : variant == 0));
+                                             dq[1], ldq, dpos, (int)rd, freqs, tables, variant == 2 ? 2 : variant == 0));
                 int64_t bad = 0;
                 const pkc_ptr *bufs[] = {dx, dy, dq, dt, dt2};
                 const int64_t sizes[] = {n * ldo * 4, n * ldy * 4, n * ldq, dt[0] ? n * rd * 4 : 0, dt2[0] ? n * rd * 4 : 0};
@@ -1172,14 +1190,17 @@ static void test_embed_norm_rope(pkc_context *c) {
                 pkc_free(c, dw); pkc_free(c, dg);
                 free(wt); free(g);
             }
-    pkc_free(c, dids); pkc_free(c, dpos);
+    pkc_free(c, dids); pkc_free(c, dpos); pkc_free(c, dfactors);
 }
 
 static void test_rope(pkc_context *c) {
-    struct { int heads, head_dim, rope_dims, neox; float base; const char *name; } cases[] = {
-        {9, 64, 64, 0, 10000.0f, "smol q (normal)"}, {3, 64, 64, 0, 10000.0f, "smol k (normal)"},
-        {14, 64, 64, 1, 1000000.0f, "qwen q (neox)"}, {2, 64, 64, 1, 1000000.0f, "qwen k (neox)"},
-        {4, 128, 64, 1, 10000.0f, "partial rope_dims 64 of 128 (neox)"}, {4, 128, 32, 0, 500000.0f, "partial 32 of 128 (normal)"}};
+    // scale: linear scaling (1: none); factors: Llama 3.1's per-pair factors
+    struct { int heads, head_dim, rope_dims, neox; float base, scale; int factors; const char *name; } cases[] = {
+        {9, 64, 64, 0, 10000.0f, 1.0f, 0, "smol q (normal)"}, {3, 64, 64, 0, 10000.0f, 1.0f, 0, "smol k (normal)"},
+        {14, 64, 64, 1, 1000000.0f, 1.0f, 0, "qwen q (neox)"}, {2, 64, 64, 1, 1000000.0f, 1.0f, 0, "qwen k (neox)"},
+        {4, 128, 64, 1, 10000.0f, 1.0f, 0, "partial rope_dims 64 of 128 (neox)"}, {4, 128, 32, 0, 500000.0f, 1.0f, 0, "partial 32 of 128 (normal)"},
+        {8, 64, 64, 0, 500000.0f, 1.0f, 1, "llama 3.1 factors (normal)"}, {4, 128, 128, 1, 1000000.0f, 0.125f, 0, "linear x8 (neox)"},
+        {4, 64, 64, 0, 500000.0f, 0.25f, 1, "linear x4 and factors"}};
     const int64_t n = 64;
     int32_t pos[64];
     for (int i = 0; i < n; i++) pos[i] = i < 8 ? i : (int32_t)(rng_u64() % 32768);
@@ -1187,10 +1208,11 @@ static void test_rope(pkc_context *c) {
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const int heads = cases[ci].heads, hd = cases[ci].head_dim, rd = cases[ci].rope_dims;
         const int64_t stride = (int64_t)heads * hd + 16;
-        float *tref = host_floats(n * rd);
-        pk_rope_table(pos, n, rd, cases[ci].base, 1.0f, NULL, tref);
-        pkc_ptr dt = dev_alloc(c, (size_t)(n * rd) * 4);
-        CHECK(c, pkc_rope_table(c, dpos, n, rd, cases[ci].base, dt));
+        float *tref = host_floats(n * rd), factors[64];
+        llama31_factors(factors, rd / 2);
+        pk_rope_table(pos, n, rd, cases[ci].base, cases[ci].scale, cases[ci].factors ? factors : NULL, tref);
+        pkc_ptr dt = dev_alloc(c, (size_t)(n * rd) * 4), dfactors = cases[ci].factors ? dev_upload(c, factors, (size_t)rd / 2 * 4) : 0;
+        CHECK(c, pkc_rope_table(c, dpos, n, rd, (pkc_rope_freqs){cases[ci].base, cases[ci].scale, dfactors}, dt));
         float *tab = download_floats(c, dt, n * rd);
         double terr = 0.0;
         for (int64_t i = 0; i < n * rd; i++) terr = fmax(terr, fabs((double)tab[i] - (double)tref[i]));
@@ -1206,6 +1228,7 @@ static void test_rope(pkc_context *c) {
                "rope %-36s n=64 (positions up to 32767): table max |err| %.1e (tol 2e-7); rotation: %lld values differ (tol bit-exact)",
                cases[ci].name, terr, (long long)bad);
         pkc_free(c, dt); pkc_free(c, dx);
+        if (dfactors) pkc_free(c, dfactors);
         free(tref); free(tab); free(x); free(y);
     }
     pkc_free(c, dpos);
@@ -1716,7 +1739,7 @@ static void test_qkv_rope_store(pkc_context *c) {
         for (int i = 0; i < 2 * hd; i++) g[i] = rng_uniform(0.5f, 1.5f);
         pkc_ptr table = dev_alloc(c, (size_t)(n * rd) * 4), db = dev_upload(c, bias, (size_t)width * 4), dg = dev_upload(c, g, (size_t)(2 * hd) * 4);
         const pkc_ptr qn = norms > 0 && (norms & 1) ? dg : 0, kn = norms > 0 && (norms & 2) ? dg + (pkc_ptr)hd * 4 : 0;
-        CHECK(c, pkc_rope_table(c, dpos, n, rd, 10000.0f, table));
+        CHECK(c, pkc_rope_table(c, dpos, n, rd, base_freqs(10000.0f), table));
         pkc_ptr xa = dev_upload(c, x, (size_t)(n * stride) * 4), xb = dev_upload(c, x, (size_t)(n * stride) * 4);
         pkc_kv ca = {.k = dev_alloc(c, (size_t)cache_halves * 2), .v = dev_alloc(c, (size_t)cache_halves * 2), .slot_stride = positions * kvd,
                      .kv_dim = kvd};
@@ -1965,7 +1988,7 @@ static void test_paged_kv(pkc_context *c) {
         fill_normal(x, NQ * width, 1.0f);
         pkc_ptr dqsl = dev_upload(c, qsl, sizeof qsl), dqps = dev_upload(c, qps, sizeof qps), rope = dev_alloc(c, (size_t)(NQ * hd) * 4);
         pkc_ptr xa = dev_upload(c, x, (size_t)(NQ * width) * 4), xb = dev_upload(c, x, (size_t)(NQ * width) * 4);
-        CHECK(c, pkc_rope_table(c, dqps, NQ, hd, 10000.0f, rope));
+        CHECK(c, pkc_rope_table(c, dqps, NQ, hd, base_freqs(10000.0f), rope));
         CHECK(c, pkc_qkv_rope_store(c, &a, xa, NQ, width, qh, kvh, hd, hd, rope, 1, 0, dqsl, dqps));
         CHECK(c, pkc_qkv_rope_store(c, &b, xb, NQ, width, qh, kvh, hd, hd, rope, 1, 0, dqsl, dqps));
         for (int i = 0; i < NQ; i++) len[qsl[i]] = qps[i] + 1 > len[qsl[i]] ? qps[i] + 1 : len[qsl[i]];

@@ -1321,9 +1321,20 @@ static uint64_t blocks_for(int64_t threads, unsigned block) { return (uint64_t)(
 // no loop (a decode step's norm is one block, a chain of latencies).
 static unsigned norm_threads(int64_t k) { return k >= 1024 ? 1024u : (unsigned)((k + 31) / 32 * 32); }
 
-// A RoPE table's angle step between pairs: the host's powf, as pk_rope_table computes it, so the
-// angles are the CPU's bits.
-static float rope_theta_scale(float freq_base, int rope_dims) { return powf(freq_base, -2.0f / (float)rope_dims); }
+// pkc_kernels.cu's RopeFreqs: a table (0: none) and its frequencies. The angle step between pairs
+// is the host's powf, as pk_rope_table computes it, so the angles are the CPU's bits.
+typedef struct {
+    pkc_ptr table, factors;
+    float theta_scale, freq_scale;
+} rope_freqs;
+
+static rope_freqs rope_freqs_of(pkc_rope_freqs f, int rope_dims, pkc_ptr table) {
+    rope_freqs r = {table, f.factors, powf(f.base, -2.0f / (float)rope_dims), f.scale};
+    return r;
+}
+
+// Whether frequencies can make a table: a positive finite base and scale.
+static int rope_freqs_valid(pkc_rope_freqs f) { return f.base > 0.0f && isfinite(f.base) && f.scale > 0.0f && isfinite(f.scale); }
 
 // Whether a product's input rows at n rows are f16 rows (the GEMM path's) rather than int8 rows.
 static int rows_f16(const pkc_context *c, int64_t n) { return n >= c->gemm_min_rows; }
@@ -1402,26 +1413,26 @@ int pkc_get_rows(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_
 
 int pkc_embed_norm_rope(pkc_context *c, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                         pkc_ptr out, int64_t ldo, float scale, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q,
-                        int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
+                        int64_t ldq, pkc_ptr positions, int rope_dims, const pkc_rope_freqs *freqs, const pkc_ptr *rope_tables,
                         int count) {
     ENTER(c);
     const int i = check_weights(c, "pkc_embed_norm_rope", type, table, k);
     if (i < 0) return -i;
     if (n < 0 || n > 0x7fffffff || ldo < k || ldo % 4 != 0 || out % 16 != 0 || ldy < k || count < 0 || count > 2 ||
-        (count > 0 && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions || !freq_bases || !rope_tables)))
+        (count > 0 && (rope_dims <= 0 || rope_dims % 2 != 0 || !positions || !freqs || !rope_tables)))
         return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: bad sizes, ldo (a multiple of 4), out alignment or tables (at most 2)");
+    for (int t = 0; t < count; t++)
+        if (rope_tables[t] && !rope_freqs_valid(freqs[t]))
+            return fail(c, PKC_ERR_INVALID, "pkc_embed_norm_rope: a RoPE base and scale must be positive and finite");
     int st = check_rows(c, "pkc_embed_norm_rope", k, n, q, ldq);
     if (st) return st;
     int64_t row_bytes = (int64_t)pkc_row_bytes(type, k);
     int kk = (int)k, pairs = rope_dims / 2, qf16 = q && rows_f16(c, n);
-    pkc_ptr tab[2] = {0, 0};
-    float theta[2] = {0.0f, 0.0f};
-    for (int t = 0; t < count; t++) {
-        tab[t] = rope_tables[t];
-        theta[t] = tab[t] ? rope_theta_scale(freq_bases[t], rope_dims) : 0.0f;
-    }
+    rope_freqs r[2] = {{0, 0, 0.0f, 1.0f}, {0, 0, 0.0f, 1.0f}};
+    for (int t = 0; t < count; t++)
+        if (rope_tables[t]) r[t] = rope_freqs_of(freqs[t], rope_dims, rope_tables[t]);
     void *args[] = {&table, &row_bytes, &n_rows, &kk, &ids, &out, &ldo, &scale, &w, &y, &ldy, &eps, &q, &ldq, &qf16, &positions,
-                    &pairs, &theta[0], &tab[0], &theta[1], &tab[1]};
+                    &pairs, &r[0], &r[1]};
     // pkc_rms_norm's block: a thread per value up to 1024.
     return launch(c, c->fk[i].embed, "embed_norm_rope", (uint64_t)n, 1, norm_threads(k), 0, args);
 }
@@ -1937,13 +1948,13 @@ int pkc_quantize_q8(pkc_context *c, pkc_ptr x, int64_t ldx, int64_t n, int64_t k
     return launch(c, c->quantize_q8, "quantize_q8", blocks_for(n * k, 256), 1, 256, 0, args);
 }
 
-int pkc_rope_table(pkc_context *c, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table) {
+int pkc_rope_table(pkc_context *c, pkc_ptr positions, int64_t n, int rope_dims, pkc_rope_freqs freqs, pkc_ptr table) {
     ENTER(c);
-    if (n < 0 || n > 0x7fffffff || rope_dims <= 0 || rope_dims % 2 != 0 || (n > 0 && !positions))
-        return fail(c, PKC_ERR_INVALID, "pkc_rope_table: bad sizes or no positions");
-    float theta_scale = rope_theta_scale(freq_base, rope_dims);
+    if (n < 0 || n > 0x7fffffff || rope_dims <= 0 || rope_dims % 2 != 0 || (n > 0 && !positions) || !rope_freqs_valid(freqs))
+        return fail(c, PKC_ERR_INVALID, "pkc_rope_table: bad sizes, no positions, or a base or scale not positive and finite");
+    rope_freqs r = rope_freqs_of(freqs, rope_dims, table);
     int nn = (int)n, pairs = rope_dims / 2;
-    void *args[] = {&positions, &nn, &pairs, &theta_scale, &table};
+    void *args[] = {&positions, &nn, &pairs, &r};
     return launch(c, c->rope_table, "rope_table", blocks_for(n * pairs, 256), 1, 256, 0, args);
 }
 

@@ -897,16 +897,26 @@ __device__ __forceinline__ void gemv_body(const u8 *w, int m, int k, i64 row_byt
     }
 }
 
+// A RoPE table to fill (nullptr: none) and its frequencies: the angle step between pairs (the
+// host's powf), the linear scale (1: none) and per-pair factors (Llama 3.1's; nullptr: none).
+// pk_cuda.c's rope_freqs is the same layout.
+struct RopeFreqs {
+    float *table;
+    const float *factors;
+    float theta_scale, freq_scale;
+};
+
 // Entry (t, i) of a RoPE table: the angle of pair i advances by repeated multiplication from the
-// position, as pk_rope_table does (so the angles are the CPU's bits; only cos/sin may differ by
-// an ulp or two).
-__device__ __forceinline__ void rope_entry(const int *positions, int t, int i, int pairs, float theta_scale, float *table) {
+// position, then is divided by the pair's factor and scaled, as pk_rope_table does (so the
+// angles are the CPU's bits; only cos/sin may differ by an ulp or two).
+__device__ __forceinline__ void rope_entry(const int *positions, int t, int i, int pairs, const RopeFreqs &f) {
     float theta = (float)positions[t];
-    for (int j = 0; j < i; j++) theta = __fmul_rn(theta, theta_scale);
+    for (int j = 0; j < i; j++) theta = __fmul_rn(theta, f.theta_scale);
+    const float angle = __fmul_rn(f.freq_scale, f.factors ? __fdiv_rn(theta, f.factors[i]) : theta);
     float s, c;
-    sincosf(theta, &s, &c);
-    table[(i64)t * 2 * pairs + 2 * i] = c;
-    table[(i64)t * 2 * pairs + 2 * i + 1] = s;
+    sincosf(angle, &s, &c);
+    f.table[(i64)t * 2 * pairs + 2 * i] = c;
+    f.table[(i64)t * 2 * pairs + 2 * i + 1] = s;
 }
 
 // The step's first launches in one (pkc_embed_norm_rope): block t gathers row ids[t] of the
@@ -916,15 +926,15 @@ __device__ __forceinline__ void rope_entry(const int *positions, int t, int i, i
 template <int T>
 __device__ __forceinline__ void embed_norm_rope(const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x,
                                                 i64 ldx, float scale, const float *w, float *y, i64 ldy, float eps, i8 *q,
-                                                i64 ldq, int qf16, const int *positions, int pairs, float theta_scale,
-                                                float *table, float theta_scale2, float *table2) {
+                                                i64 ldq, int qf16, const int *positions, int pairs, const RopeFreqs &r1,
+                                                const RopeFreqs &r2) {
     __shared__ double part[32];
     const int t = blockIdx.x;
     for (int u = threadIdx.x; u < k / 16; u += blockDim.x) dequant_unit<T, 0>(src, row_bytes, t, u, x, ldx, ids, n_rows);
-    if (table)
-        for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, theta_scale, table);
-    if (table2)
-        for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, theta_scale2, table2);
+    if (r1.table)
+        for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, r1);
+    if (r2.table)
+        for (int i = threadIdx.x; i < pairs; i += blockDim.x) rope_entry(positions, t, i, pairs, r2);
     __syncthreads(); // the row, written by every thread
     if (scale != 1.0f) {
         float *xr = x + (i64)t * ldx;
@@ -964,12 +974,12 @@ extern "C" __global__ void __launch_bounds__(1024) pkc_rms_norm(const float *x, 
     rms_row(x + t * ldx + hk, w, y + t * ldy + hk, k, eps, q ? q + t * ldq : nullptr, qf16, part);
 }
 
-extern "C" __global__ void pkc_rope_table(const int *positions, int n, int pairs, float theta_scale, float *table) {
+extern "C" __global__ void pkc_rope_table(const int *positions, int n, int pairs, const RopeFreqs f) {
     PKC_DEPENDENT();
     const int idx = blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= n * pairs) return;
     const int t = idx / pairs;
-    rope_entry(positions, t, idx - t * pairs, pairs, theta_scale, table);
+    rope_entry(positions, t, idx - t * pairs, pairs, f);
 }
 
 extern "C" __global__ void pkc_rope(float *x, int n, i64 stride, int heads, int head_dim, int pairs, const float *table,
@@ -1803,10 +1813,10 @@ extern "C" __global__ void pkc_lora_embed(const float *a, const float *bt, int r
     extern "C" __global__ void __launch_bounds__(1024) pkc_embed_norm_rope_##NAME(                             \
         const u8 *src, i64 row_bytes, i64 n_rows, int k, const int *ids, float *x, i64 ldx, float scale,         \
         const float *w, float *y, i64 ldy, float eps, i8 *q, i64 ldq, int qf16, const int *positions, int pairs,  \
-        float theta_scale, float *table, float theta_scale2, float *table2) {                                \
+        const RopeFreqs r1, const RopeFreqs r2) {                                                            \
         PKC_DEPENDENT();                                                                                     \
         embed_norm_rope<T>(src, row_bytes, n_rows, k, ids, x, ldx, scale, w, y, ldy, eps, q, ldq, qf16,          \
-                           positions, pairs, theta_scale, table, theta_scale2, table2);                      \
+                           positions, pairs, r1, r2);                                                        \
     }                                                                                                        \
     GEMV_ALL(T, NAME, gemv, 0)
 

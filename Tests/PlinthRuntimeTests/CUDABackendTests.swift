@@ -80,6 +80,34 @@ struct CUDABackendTests {
         print("[cuda] tiny Gemma 3 against the naive pass: \(worst) (one step), \(decoding) (decoding)")
     }
 
+    /// Linear RoPE scaling and Llama 3.1's per-pair frequency factors, in the fused Llama step
+    /// and the recorded one, against the naive pass (the CPU's bound, ArchitectureTests).
+    @Test("Scaled RoPE on CUDA matches the naive forward pass", .enabled(if: unavailable == nil, noGPU), arguments: [false, true])
+    func scaledRoPE(recorded: Bool) throws {
+        var tiny = TinyLlama()
+        tiny.ropeScalingFactor = 4
+        tiny.ropeFactors = (0..<tiny.headDim / 2).map { Float(1 + $0 % 5) }
+        let t = try withTemporaryFile(tiny.bytes()) { try Transformer(url: $0) }
+        let tokens: [Int32] = [7, 30, 2, 11, 4, 19]
+        let ctx = try InferenceContext(transformer: t, contextLength: 16, backend: .cuda, recordedLayers: recorded)
+        #expect(ctx.backend == .cuda)
+        let worst = try worstLogitError(ctx, tokens, against: tiny.referenceLogits(tokens))
+        #expect(worst < 1e-2, "largest logit difference \(worst)")
+    }
+
+    /// Qwen3's layers (QK norms, heads wider than the embedding over their count) run as
+    /// recorded, against llama.cpp's logits on the same tiny file, within the CPU's bound.
+    @Test("A tiny Qwen3 on CUDA matches llama.cpp", .enabled(if: unavailable == nil, noGPU))
+    func tinyQwen3() throws {
+        let (t, fixture) = try ArchitectureFixture.load("qwen3")
+        let ctx = try InferenceContext(transformer: t, contextLength: 64, slots: 2, backend: .cuda)
+        #expect(ctx.backend == .cuda)
+        let (worst, decoding) = try fixture.largestDifferences(ctx)
+        #expect(worst < 2e-3 * fixture.spread, "two sequences in one step: largest logit difference \(worst) of \(fixture.spread)")
+        #expect(decoding < 2e-3 * fixture.spread, "one token at a time: largest logit difference \(decoding) of \(fixture.spread)")
+        print("[cuda] tiny Qwen3 against llama.cpp: \(worst) (one step), \(decoding) (decoding), spread \(fixture.spread)")
+    }
+
     @Test("Qwen2.5-Coder on CUDA matches llama.cpp as the CPU does", .enabled(if: unavailable == nil, noGPU),
           .enabled(if: TestModels.path(TestModels.qwen25Coder) != nil, "Qwen2.5-Coder not fetched"))
     func qwen25Reference() throws { try ReferenceGenerationTests.check(TestModels.qwen25Coder, "qwen25", backend: .cuda) }

@@ -161,14 +161,21 @@ int pkc_dequantize(pkc_context *ctx, int type, pkc_ptr src, int64_t n, int64_t k
 // ids (int32, device). Ids outside [0, n_rows) give a row of zeros.
 int pkc_get_rows(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                  pkc_ptr out, int64_t ldo);
+// A RoPE table's frequencies, as pk_rope_table takes them: the base, the linear scale (1: none)
+// and per-pair factors (Llama 3.1's rope_freqs: rope_dims/2 floats on the device; 0: none).
+typedef struct pkc_rope_freqs {
+    float base;
+    float scale;
+    pkc_ptr factors;
+} pkc_rope_freqs;
+
 // A step's first launches in one, bit for bit: pkc_get_rows into out, pkc_scale of those rows by
 // the family's embedding scale (1: none), pkc_rms_norm_q8 of them by w into y (and the input rows
-// q; 0: none), and pkc_rope_table of the n positions for up to two bases (Gemma 3's local and
-// global): rope_tables[i] for freq_bases[i], i < count (0 to 2; a table 0 is skipped). A block
-// per row.
+// q; 0: none), and pkc_rope_table of the n positions for up to two tables (Gemma 3's local and
+// global): rope_tables[i] of freqs[i], i < count (0 to 2; a table 0 is skipped). A block per row.
 int pkc_embed_norm_rope(pkc_context *ctx, int type, pkc_ptr table, int64_t n_rows, int64_t k, pkc_ptr ids, int64_t n,
                         pkc_ptr out, int64_t ldo, float scale, pkc_ptr w, pkc_ptr y, int64_t ldy, float eps, pkc_ptr q,
-                        int64_t ldq, pkc_ptr positions, int rope_dims, const float *freq_bases, const pkc_ptr *rope_tables,
+                        int64_t ldq, pkc_ptr positions, int rope_dims, const pkc_rope_freqs *freqs, const pkc_ptr *rope_tables,
                         int count);
 
 // y[t*ldy + r] = sum_i W[r][i] * x[t*ldx + i] for t < n, r < m: the m x k weights W of `type`
@@ -304,7 +311,7 @@ int pkc_rms_norm_q8(pkc_context *ctx, pkc_ptr x, int64_t ldx, pkc_ptr w, pkc_ptr
 int pkc_rms_norm_heads(pkc_context *ctx, pkc_ptr x, int64_t ldx, int heads, pkc_ptr w, int64_t n, int64_t k, float eps);
 // The RoPE table of pk_rope_table: table[t*rope_dims + 2i], [.. + 2i + 1] = cos, sin of pair i's
 // angle for positions[t] (int32, device), t < n. Once per step; every layer's pkc_rope uses it.
-int pkc_rope_table(pkc_context *ctx, pkc_ptr positions, int64_t n, int rope_dims, float freq_base, pkc_ptr table);
+int pkc_rope_table(pkc_context *ctx, pkc_ptr positions, int64_t n, int rope_dims, pkc_rope_freqs freqs, pkc_ptr table);
 // pk_rope in place: n rows (stride `stride` floats) of `heads` heads of head_dim, the first
 // rope_dims values of each head rotated by row t of `table`; neox pairs i with i + rope_dims/2,
 // otherwise (2i, 2i+1).

@@ -95,8 +95,10 @@ final class CUDAForward {
     /// gu: gate | up per row (2 × feed-forward floats), the gate becoming silu(gate) × up;
     /// tmp: a recorded layer's ``StepBuffer/output`` (0 for the fused families).
     private let x, h, qkv, attn, gu, logits, tmp: pkc_ptr
-    /// One RoPE table per entry of ``ropes``.
+    /// One RoPE table per entry of ``ropes``, and its frequencies (a scaled RoPE's factors on
+    /// the device).
     private let ropeTables: [pkc_ptr]
+    private let ropeFreqs: [pkc_rope_freqs]
     private let qkvStride: Int
     /// The input rows of the products (the norms' and swiglu's outputs, made by the same launches
     /// as the floats): int8 rows on the GEMV path (one byte per weight read instead of four), f16
@@ -155,10 +157,6 @@ final class CUDAForward {
         ropes = architecture.ropes
         embeddingScale = architecture.embeddingScale
         logitSoftcap = architecture.logitSoftcap
-        guard !architecture.ropes.contains(where: \.isScaled) else {
-            pkc_close(ctx)
-            throw BackendError.cudaUnavailable("RoPE scaling has no CUDA step yet")
-        }
         if let m = matrices.first(where: { pkc_supports_type(Int32($0.type.rawValue)) == 0 }) {
             pkc_close(ctx)
             throw BackendError.cudaUnavailable("tensor '\(m.name)' uses type \(m.type.name), which has no CUDA kernels")
@@ -378,6 +376,14 @@ final class CUDAForward {
             xq = try alloc(max(q8Rows * pkc_q8_row_bytes(maxK), f16RowBytes), "input rows")
             logits = try alloc(n * c.vocabularySize * fl, "logits")
             ropeTables = try ropes.map { _ in try alloc(n * c.ropeDims * fl, "a RoPE table") }
+            ropeFreqs = try ropes.map { rope in
+                var factors: pkc_ptr = 0
+                if let f = rope.factors {
+                    factors = try alloc(f.count * fl, "RoPE frequency factors")
+                    try f.withUnsafeBytes { try check(pkc_upload(ctx, factors, $0.baseAddress, $0.count), "uploading RoPE frequency factors") }
+                }
+                return pkc_rope_freqs(base: rope.base, scale: rope.scale, factors: factors)
+            }
             tmp = plan.isEmpty ? 0 : try alloc(n * e * fl, "activations")
             meta = try alloc(Self.metaTables * n * MemoryLayout<Int32>.stride, "row tables")
             hostMeta = Array(repeating: 0, count: Self.metaTables * n)
@@ -1210,7 +1216,7 @@ final class CUDAForward {
         let c = config, e = c.embeddingLength
         try check(pkc_embed_norm_rope(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(shape.rows), x, Int64(e),
                                       embeddingScale ?? 1, weight, out, Int64(ldo), c.rmsEpsilon, q.ptr, q.stride, positions,
-                                      Int32(c.ropeDims), ropes.map(\.base), ropeTables, Int32(ropes.count)), "embedding")
+                                      Int32(c.ropeDims), ropeFreqs, ropeTables, Int32(ropes.count)), "embedding")
     }
 
     /// The step's first launches: token embeddings into x (with the rows' adapters' embedding
@@ -1218,8 +1224,8 @@ final class CUDAForward {
     private func embed(_ shape: StepShape, ids: pkc_ptr, positions: pkc_ptr) throws {
         let c = config, e = c.embeddingLength, n = shape.rows
         try check(pkc_get_rows(ctx, embedding.type, embedding.ptr, embedding.rows, embedding.cols, ids, Int64(n), x, Int64(e)), "embedding")
-        for (table, rope) in zip(ropeTables, ropes) {
-            try check(pkc_rope_table(ctx, positions, Int64(n), Int32(c.ropeDims), rope.base, table), "rope table")
+        for (table, freqs) in zip(ropeTables, ropeFreqs) {
+            try check(pkc_rope_table(ctx, positions, Int64(n), Int32(c.ropeDims), freqs, table), "rope table")
         }
         let i32 = pkc_ptr(MemoryLayout<Int32>.stride)
         for g in shape.adapterRows {
