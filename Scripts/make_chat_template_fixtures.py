@@ -22,6 +22,12 @@ Files written to Tests/PlinthRuntimeTests/Fixtures/chat_templates/:
                    text); `tools_json` is JSON text (or null) so that key order survives decoding.
   synthetic.json   {"cases": [{"name", "template", "context_json", "expected" | "error"}]}
                    `error` is {"type": <jinja2 exception class>, "message": <its text>}.
+  corpus.json      with --corpus DIR (llama.cpp's models/templates, from the llama-cpp-python
+                   sdist: `pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36`):
+                   {"source", "now", "bos_token", "eos_token", "templates": [{"name", "template",
+                    "outputs": {<case name>: {"expected"} | {"error"}}}]}; the cases are
+                   CORPUS_CASES of qwen2.5-coder.json's conversations, `strftime_now` reads
+                   `now` (UTC).
 """
 
 import argparse
@@ -31,6 +37,7 @@ import sys
 
 import jinja2
 import jinja2.ext
+import jinja2.nodes
 import jinja2.sandbox
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,9 +64,21 @@ def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
+class GenerationBlocks(jinja2.ext.Extension):
+    """transformers' `{% generation %}` … `{% endgeneration %}` (it marks the assistant's tokens
+    for training masks); when rendering a prompt the block is its body."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
+
+
 def make_environment():
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols, GenerationBlocks]
     )
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
@@ -353,6 +372,8 @@ SYNTHETIC = [
     # String methods
     ("string_methods", "{{ '  x  '.strip() }}|{{ '--x--'.strip('-') }}|{{ '  x  '.lstrip() }}|{{ '  x  '.rstrip() }}|{{ 'a b  c'.split() }}|{{ 'a,b,,c'.split(',') }}|{{ 'a b c'.split(' ', 1) }}|{{ 'a b c'.rsplit(' ', 1) }}|{{ 'abc'.startswith('ab') }}|{{ 'abc'.startswith(('x', 'a')) }}|{{ 'abc'.endswith('bc') }}|{{ 'abc'.upper() }}|{{ 'ABC'.lower() }}|{{ 'a-b'.replace('-', '+') }}|{{ \"they're here\".title() }}|{{ 'x'.join(['1', '2']) }}|{{ 'hello'.find('l') }}|{{ 'hello'.count('l') }}|{{ 'hello'.capitalize() }}|{{ 'a\\nb\\r\\nc'.splitlines() }}|{{ '{} + {}'.format(1, 2) }}|{{ 'ab'.rjust(4, '.') }}|{{ '42'.isdigit() }}",
      {}),
+    ("markup", "{{ ('<b>' | safe) + '<i>' }}|{{ '<i>' + ('<b>' | safe) }}|{{ ('<a>' | safe) * 2 + '&' }}|{{ ('%s<' | safe) % '<x>' }}|{{ ('%s|%d' | safe) % ('<', 3) }}|{{ ('<' | safe) ~ '<' }}|{{ '<' | e }}|{{ ('<' | e) | e }}|{{ ('<' | e) | forceescape }}|{{ none | e }}|{{ ('<' | e) + '>' }}|{{ (('<' | safe) | string) + '&' }}|{{ ('<' | string) + '&' }}|{% set m = '<' | safe %}{{ m + '>' }}|{{ m is string }}|{{ m == '<' }}|{{ m | length }}|{{ m.upper() + '\"' }}|{{ m.strip() ~ '\"' }}|{{ (m or 'x') + '>' }}|{{ (m if true) + '>' }}|{% set ns = namespace(v=m) %}{{ ns.v + \"'\" }}|{{ m | tojson }}|{{ (m + '>') | trim }}|{{ '<' + 'x' }}", {}),
+    ("error_markup_plus_int", "{{ ('a' | safe) + 1 }}", {}),
     ("think_split", "{% for m in messages %}{% set content = m.content %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1].lstrip('\\n') %}{% endif %}[{{ content }}]{% endfor %}",
      {"messages": [{"content": "<think>\nreasoning\n</think>\n\nanswer"}, {"content": "plain"}]}),
 
@@ -545,6 +566,51 @@ def render_synthetic(name, source, context):
     return case
 
 
+# --- Real-world templates -------------------------------------------------------------------
+
+# The conversations every corpus template renders: plain turns, Unicode and whitespace, tools,
+# and tool calls with their results.
+CORPUS_CASES = [
+    "user_only", "user_only_no_generation_prompt", "system_user", "multi_turn_with_system", "unicode",
+    "whitespace_and_newlines", "tools_user_only", "tools_with_system", "tool_call_round_trip",
+    "tool_call_then_generation_prompt", "tool_call_with_content_and_ids",
+]
+CORPUS_NOW = "2026-03-14T12:00:00"
+CORPUS_BOS, CORPUS_EOS = "<|bos|>", "<|eos|>"
+
+
+def corpus_fixture(folder, source_name):
+    import datetime
+
+    now = datetime.datetime.fromisoformat(CORPUS_NOW)
+    env = make_environment()
+    env.globals["strftime_now"] = lambda format: now.strftime(format)
+    by_name = {c[0]: c for c in conversations()}
+    templates = []
+    for filename in sorted(os.listdir(folder)):
+        if not filename.endswith(".jinja"):
+            continue
+        with open(os.path.join(folder, filename), encoding="utf-8") as f:
+            source = f.read()
+        try:
+            template = env.from_string(source)
+        except jinja2.exceptions.TemplateError as e:
+            print(f"  skipped {filename}: jinja2 cannot parse it ({e})")
+            continue
+        outputs = {}
+        for name in CORPUS_CASES:
+            _, messages, tools, generation_prompt = by_name[name]
+            try:
+                outputs[name] = {"expected": template.render(
+                    messages=[template_message(m) for m in messages], tools=tools, documents=None,
+                    add_generation_prompt=generation_prompt, bos_token=CORPUS_BOS, eos_token=CORPUS_EOS)}
+            except Exception as e:  # noqa: BLE001 - the fixture records what jinja2 raised
+                outputs[name] = {"error": {"type": type(e).__name__, "message": str(e)}}
+        templates.append({"name": filename[: -len(".jinja")], "template": source, "outputs": outputs})
+    return {"source": source_name, "jinja2": jinja2.__version__, "now": CORPUS_NOW, "bos_token": CORPUS_BOS,
+            "eos_token": CORPUS_EOS, "cases": CORPUS_CASES, "templates": templates}
+
+
 # --- Main ---------------------------------------------------------------------------------
 
 def model_fixture(models_dir, key, folder, filename):
@@ -598,9 +664,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default=DEFAULT_MODELS, help="folder of cached models")
     parser.add_argument("--out", default=DEFAULT_OUT, help="fixture folder")
+    parser.add_argument("--corpus", help="folder of real-world .jinja templates (llama.cpp's models/templates)")
+    parser.add_argument("--corpus-source", default="llama.cpp models/templates, llama-cpp-python 0.3.36 sdist")
+    parser.add_argument("--corpus-only", action="store_true", help="write corpus.json only")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     print(f"jinja2 {jinja2.__version__}")
+    if args.corpus:
+        corpus = corpus_fixture(args.corpus, args.corpus_source)
+        path = os.path.join(args.out, "corpus.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(corpus, f, ensure_ascii=False, indent=0)
+            f.write("\n")
+        print(f"wrote {os.path.relpath(path, ROOT)} ({len(corpus['templates'])} templates)")
+        if args.corpus_only:
+            return
     for key, folder, filename in MODELS:
         if not os.path.exists(os.path.join(args.models, folder, filename)):
             sys.exit(f"missing model {folder}/{filename} under {args.models}: run `plinth models fetch` first")

@@ -82,7 +82,7 @@ extension Jinja {
         /// The largest range the sandbox allows, as Jinja's `MAX_RANGE`.
         static let maxRange = 100_000
 
-        static func call(_ name: String, _ args: Arguments, _ loc: TemplateSourceLocation) throws(E) -> Value {
+        static func call(_ name: String, _ args: Arguments, _ loc: TemplateSourceLocation, now: Date) throws(E) -> Value {
             switch name {
             case "range":
                 guard args.keyword.isEmpty else { throw .invalidOperation("range() takes no keyword arguments", at: loc) }
@@ -147,7 +147,7 @@ extension Jinja {
                 guard let format = try reader.string("format") else {
                     throw .invalidOperation("strftime_now() missing required argument 'format'", at: loc)
                 }
-                return .string(strftime(format, Date()))
+                return .string(strftime(format, now))
             default:
                 throw .invalidOperation("'\(name)' is not a function", at: loc)
             }

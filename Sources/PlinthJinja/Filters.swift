@@ -20,7 +20,7 @@ extension Jinja {
             "escape": { (c: Call) throws(E) in try c.applyEscape() },
             "first": { (c: Call) throws(E) in try c.applyFirst() },
             "float": { (c: Call) throws(E) in try c.applyFloat() },
-            "forceescape": { (c: Call) throws(E) in try c.applyEscape() },
+            "forceescape": { (c: Call) throws(E) in try c.applyForceEscape() },
             "format": { (c: Call) throws(E) in try c.applyFormat() },
             "indent": { (c: Call) throws(E) in try c.applyIndent() },
             "int": { (c: Call) throws(E) in try c.applyInt() },
@@ -42,7 +42,7 @@ extension Jinja {
             "select": { (c: Call) throws(E) in try c.applySelect() },
             "selectattr": { (c: Call) throws(E) in try c.applySelect() },
             "sort": { (c: Call) throws(E) in try c.applySort() },
-            "string": { (c: Call) throws(E) in try c.applySafe() },
+            "string": { (c: Call) throws(E) in try c.applyString() },
             "sum": { (c: Call) throws(E) in try c.applySum() },
             "title": { (c: Call) throws(E) in try c.applyTitle() },
             "tojson": { (c: Call) throws(E) in try c.applyTojson() },
@@ -148,9 +148,15 @@ extension Jinja {
                 return .array(sorted.map { .tuple($0) })
             }
 
+            /// markupsafe's `escape`: a `Markup` as it is, anything else escaped into one.
             func applyEscape() throws(E) -> Value {
                 _ = try reader([])
-                return .string(htmlEscape(value.str))
+                return value.isMarkup ? value : .markup(htmlEscape(value.str))
+            }
+
+            func applyForceEscape() throws(E) -> Value {
+                _ = try reader([])
+                return .markup(htmlEscape(value.str))
             }
 
             func applyFirst() throws(E) -> Value {
@@ -374,7 +380,13 @@ extension Jinja {
 
             func applySafe() throws(E) -> Value {
                 _ = try reader([])
-                return .string(value.str)
+                return .markup(value.str)
+            }
+
+            /// `str()`, but a `Markup` stays one (Jinja's `soft_str`).
+            func applyString() throws(E) -> Value {
+                _ = try reader([])
+                return value.isMarkup ? value : .string(value.str)
             }
 
             func applySort() throws(E) -> Value {

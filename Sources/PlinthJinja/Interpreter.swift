@@ -1,3 +1,5 @@
+import Foundation
+
 extension Jinja {
     /// Renders a parsed template: walks the syntax tree, evaluates expressions with Python's
     /// semantics and Jinja's scoping (each loop iteration, macro call and `with` block has its
@@ -16,11 +18,12 @@ extension Jinja {
 
         private enum Flow { case normal, breakLoop, continueLoop }
 
-        init(context: [String: Value]) {
+        /// `now`: the time `strftime_now` formats.
+        init(context: [String: Value], now: Date = Date()) {
             globals = Scope(parent: nil)
             for name in Builtins.names {
                 globals.variables[name] = .function(Function(name: name) { args, loc throws(E) in
-                    try Builtins.call(name, args, loc)
+                    try Builtins.call(name, args, loc, now: now)
                 })
             }
             for (k, v) in context { globals.variables[k] = v }
@@ -75,7 +78,7 @@ extension Jinja {
             case .forLoop(let loop):
                 return try runLoop(loop, scope)
             case .set(let target, let expr, let loc):
-                try assign(target, try evaluate(expr, scope), scope, loc)
+                try assign(target, try evaluateKeepingMarkup(expr, scope), scope, loc)
             case .setBlock(let target, let filter, let body, let loc):
                 let (text, flow) = try captureWithFlow(body, Scope(parent: scope))
                 if flow != .normal { return flow }
@@ -102,7 +105,7 @@ extension Jinja {
             case .with(let bindings, let body):
                 let inner = Scope(parent: scope)
                 for (target, expr) in bindings {
-                    try assign(target, try evaluate(expr, scope), inner, expr.location)
+                    try assign(target, try evaluateKeepingMarkup(expr, scope), inner, expr.location)
                 }
                 return try execute(body, inner)
             case .breakLoop:
@@ -177,7 +180,18 @@ extension Jinja {
 
         // MARK: - Expressions
 
+        /// The value of `expr`, a `Markup` read as its `str`.
         func evaluate(_ expr: Expr, _ scope: Scope) throws(E) -> Value {
+            try evaluateKeepingMarkup(expr, scope).plain
+        }
+
+        /// The filters that treat a `Markup` apart from a `str`.
+        static let markupFilters: Set<String> = ["safe", "escape", "e", "forceescape", "string"]
+
+        /// The value of `expr`, a `Markup` kept as one: what a variable stores, what `and`, `or`
+        /// and `if` pass on, and what `+`, `*`, `%`, its methods and the ``markupFilters`` read.
+        /// (A `Markup` in a list or dict literal is stored as its `str`.)
+        private func evaluateKeepingMarkup(_ expr: Expr, _ scope: Scope) throws(E) -> Value {
             let loc = expr.location
             switch expr.kind {
             case .literal(let literal):
@@ -207,7 +221,7 @@ extension Jinja {
                 }
                 return .dict(d)
             case .getAttribute(let objectExpr, let name):
-                return try getAttribute(try evaluate(objectExpr, scope), name, loc)
+                return try getAttribute(try evaluateKeepingMarkup(objectExpr, scope), name, loc)
             case .getItem(let objectExpr, let subscriptExpr):
                 let object = try evaluate(objectExpr, scope)
                 if case .slice(let a, let b, let c) = subscriptExpr.kind {
@@ -222,10 +236,17 @@ extension Jinja {
                 throw .syntax("a slice is only allowed inside brackets", at: loc)
             case .call(let calleeExpr, let argExprs):
                 let callee = try evaluate(calleeExpr, scope)
-                return try call(callee, try evaluateArguments(argExprs, scope), loc)
+                // What a namespace, dict or macro stores keeps a Markup; other callees read its str.
+                let stores: Bool
+                switch callee {
+                case .function(let f): stores = f.name == "namespace" || f.name == "dict"
+                case .macro: stores = true
+                default: stores = false
+                }
+                return try call(callee, try evaluateArguments(argExprs, scope, keepingMarkup: stores), loc)
             case .filter(let valueExpr, let name, let argExprs):
                 guard let valueExpr else { throw .syntax("filter without a value", at: loc) }
-                let value = try evaluate(valueExpr, scope)
+                let value = Self.markupFilters.contains(name) ? try evaluateKeepingMarkup(valueExpr, scope) : try evaluate(valueExpr, scope)
                 return try Filters.apply(name, value, try evaluateArguments(argExprs, scope), self, loc)
             case .test(let valueExpr, let name, let argExprs, let negated):
                 let value = try evaluate(valueExpr, scope)
@@ -234,15 +255,15 @@ extension Jinja {
             case .unary(let op, let operand):
                 return try Operators.unary(op, try evaluate(operand, scope), loc)
             case .binary(let op, let left, let right):
-                let a = try evaluate(left, scope)
-                let b = try evaluate(right, scope)
+                let a = try evaluateKeepingMarkup(left, scope)
+                let b = try evaluateKeepingMarkup(right, scope)
                 return try Operators.binary(op, a, b, loc)
             case .and(let left, let right):
-                let a = try evaluate(left, scope)
-                return a.isTruthy ? try evaluate(right, scope) : a
+                let a = try evaluateKeepingMarkup(left, scope)
+                return a.isTruthy ? try evaluateKeepingMarkup(right, scope) : a
             case .or(let left, let right):
-                let a = try evaluate(left, scope)
-                return a.isTruthy ? a : try evaluate(right, scope)
+                let a = try evaluateKeepingMarkup(left, scope)
+                return a.isTruthy ? a : try evaluateKeepingMarkup(right, scope)
             case .not(let operand):
                 return .bool(!(try evaluate(operand, scope).isTruthy))
             case .compare(let first, let operands):
@@ -258,16 +279,19 @@ extension Jinja {
                 for part in parts { s += try evaluate(part, scope).str }
                 return .string(s)
             case .conditional(let condition, let then, let otherwise):
-                if try evaluate(condition, scope).isTruthy { return try evaluate(then, scope) }
-                if let otherwise { return try evaluate(otherwise, scope) }
+                if try evaluate(condition, scope).isTruthy { return try evaluateKeepingMarkup(then, scope) }
+                if let otherwise { return try evaluateKeepingMarkup(otherwise, scope) }
                 return .undefined("the inline if-expression on line \(loc.line) evaluated to false and no else section was defined.")
             }
         }
 
-        private func evaluateArguments(_ args: CallArguments, _ scope: Scope) throws(E) -> Arguments {
+        private func evaluateArguments(_ args: CallArguments, _ scope: Scope, keepingMarkup: Bool = false) throws(E) -> Arguments {
+            let value = { (e: Expr) throws(E) -> Value in
+                keepingMarkup ? try self.evaluateKeepingMarkup(e, scope) : try self.evaluate(e, scope)
+            }
             var result = Arguments()
-            for e in args.positional { result.positional.append(try evaluate(e, scope)) }
-            for k in args.keyword { result.keyword.append((k.name, try evaluate(k.value, scope))) }
+            for e in args.positional { result.positional.append(try value(e)) }
+            for k in args.keyword { result.keyword.append((k.name, try value(k.value))) }
             if let splat = args.splatPositional {
                 let v = try evaluate(splat, scope)
                 guard let items = v.iterate() else {
@@ -313,6 +337,15 @@ extension Jinja {
                 if let v = d[name] { return v }
             case .string(let s):
                 if let method = Methods.string(s, name) { return method }
+            case .markup(let s):
+                // markupsafe's methods return a Markup where str's return a str.
+                if case .function(let f)? = Methods.string(s, name) {
+                    return .function(Function(name: f.name) { args, loc throws(E) in
+                        let r = try f.body(args, loc)
+                        if case .string(let t) = r { return .markup(t) }
+                        return r
+                    })
+                }
             case .array(let a):
                 if let method = Methods.list(a, name) { return method }
             case .tuple(let a):

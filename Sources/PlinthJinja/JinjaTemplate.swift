@@ -1,3 +1,5 @@
+import Foundation
+
 /// A parsed Jinja template, rendered the way HuggingFace transformers renders chat templates:
 /// Jinja 2 syntax in an immutable sandbox, with `trim_blocks` and `lstrip_blocks` on, the
 /// `loopcontrols` extension (`break`, `continue`), a `tojson` filter that writes what
@@ -25,11 +27,12 @@ public struct JinjaTemplate: Sendable {
         self.nodes = try Jinja.Parser.parse(source)
     }
 
-    /// Renders the template with the given variables.
+    /// Renders the template with the given variables; `strftime_now` formats `now` (in the
+    /// local time zone, as Python's `datetime.now()`).
     ///
     /// - Throws: ``ChatTemplateError`` naming the line and column of the failing expression.
-    public func render(_ context: [String: JinjaValue]) throws(ChatTemplateError) -> String {
-        let interpreter = Jinja.Interpreter(context: context.mapValues(Jinja.Value.init))
+    public func render(_ context: [String: JinjaValue], now: Date = Date()) throws(ChatTemplateError) -> String {
+        let interpreter = Jinja.Interpreter(context: context.mapValues(Jinja.Value.init), now: now)
         return try interpreter.render(nodes)
     }
 }

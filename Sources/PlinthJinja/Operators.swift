@@ -5,6 +5,42 @@ extension Jinja {
     enum Operators {
         typealias E = ChatTemplateError
 
+        /// markupsafe's operators on a `Markup`: `+` escapes the `str` it joins, `*` keeps the
+        /// type, `%` escapes the arguments it formats. Nil: the operator reads it as its `str`.
+        private static func markupBinary(_ op: BinaryOperator, _ a: Value, _ b: Value, _ loc: TemplateSourceLocation) throws(E) -> Value? {
+            let escape = Filters.htmlEscape
+            switch (op, a, b) {
+            case (.add, .markup(let x), .markup(let y)): return .markup(x + y)
+            case (.add, .markup(let x), .string(let y)): return .markup(x + escape(y))
+            case (.add, .string(let x), .markup(let y)): return .markup(escape(x) + y)
+            case (.add, .undefined, _), (.add, _, .undefined): return nil
+            case (.add, _, _): throw unsupported("+", a, b, loc)
+            case (.multiply, _, _):
+                guard case .string(let s) = try binary(op, a.plain, b.plain, loc) else { return nil }
+                return .markup(s)
+            case (.modulo, .markup(let format), _):
+                try requireDefined(b, loc)
+                // Each argument formats as its escaped text (numbers as numbers).
+                func escaped(_ v: Value) -> Value {
+                    switch v {
+                    case .markup, .int, .double, .bool: return v
+                    default: return .string(escape(v.str))
+                    }
+                }
+                let args: Value
+                switch b {
+                case .tuple(let items): args = .tuple(items.map(escaped))
+                case .dict(let d):
+                    var e = ValueDict()
+                    for (k, v) in d.entries { e[k] = escaped(v) }
+                    args = .dict(e)
+                default: args = escaped(b)
+                }
+                return .markup(try printf(format, args, loc))
+            default: return nil
+            }
+        }
+
         static func requireDefined(_ v: Value, _ loc: TemplateSourceLocation) throws(E) {
             if case .undefined(let u) = v { throw u.error(at: loc) }
         }
@@ -18,6 +54,8 @@ extension Jinja {
         }
 
         static func binary(_ op: BinaryOperator, _ a: Value, _ b: Value, _ loc: TemplateSourceLocation) throws(E) -> Value {
+            if a.isMarkup || b.isMarkup, let r = try markupBinary(op, a, b, loc) { return r }
+            let (a, b) = (a.plain, b.plain)
             try requireDefined(a, loc)
             if case .string(let format) = a, op == .modulo {
                 // str.__mod__ never calls into its argument for a format without conversions.

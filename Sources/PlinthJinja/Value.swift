@@ -11,6 +11,10 @@ extension Jinja {
         case int(Int)
         case double(Double)
         case string(String)
+        /// markupsafe's `Markup`, a `str` marked safe (`safe`, `escape`): joined to a `str` with
+        /// `+` it escapes that `str` (HTML). Only the operators and filters that treat it apart
+        /// see it; every other use reads it as the `str` it is (``plain``).
+        case markup(String)
         case array([Value])
         case tuple([Value])
         case dict(ValueDict)
@@ -39,6 +43,17 @@ extension Jinja {
             }
         }
 
+        /// A `Markup` as the `str` it is; any other value as it is.
+        var plain: Value {
+            if case .markup(let s) = self { return .string(s) }
+            return self
+        }
+
+        var isMarkup: Bool {
+            if case .markup = self { return true }
+            return false
+        }
+
         var isUndefined: Bool {
             if case .undefined = self { return true }
             return false
@@ -51,7 +66,7 @@ extension Jinja {
             case .bool(let b): return b
             case .int(let i): return i != 0
             case .double(let d): return d != 0
-            case .string(let s): return !s.isEmpty
+            case .string(let s), .markup(let s): return !s.isEmpty
             case .array(let a), .tuple(let a): return !a.isEmpty
             case .dict(let d): return !d.isEmpty
             case .namespace, .loop, .macro, .function: return true
@@ -68,6 +83,7 @@ extension Jinja {
             case .int: return "int"
             case .double: return "float"
             case .string: return "str"
+            case .markup: return "Markup"
             case .array: return "list"
             case .tuple: return "tuple"
             case .dict: return "dict"
@@ -91,7 +107,7 @@ extension Jinja {
         var str: String {
             switch self {
             case .undefined: return ""
-            case .string(let s): return s
+            case .string(let s), .markup(let s): return s
             default: return repr
             }
         }
@@ -105,6 +121,7 @@ extension Jinja {
             case .int(let i): return String(i)
             case .double(let d): return PythonText.floatRepr(d)
             case .string(let s): return PythonText.repr(s)
+            case .markup(let s): return "Markup(" + PythonText.repr(s) + ")"
             case .array(let a): return "[" + a.map(\.repr).joined(separator: ", ") + "]"
             case .tuple(let a):
                 if a.count == 1 { return "(" + a[0].repr + ",)" }
@@ -127,7 +144,7 @@ extension Jinja {
             switch self {
             case .undefined: return []
             case .array(let a), .tuple(let a): return a
-            case .string(let s): return s.unicodeScalars.map { .string(String($0)) }
+            case .string(let s), .markup(let s): return s.unicodeScalars.map { .string(String($0)) }
             case .dict(let d): return d.keys
             case .iterator(let box): return box.consumeAll()
             case .namespace, .loop, .macro, .function, .none, .bool, .int, .double: return nil
@@ -137,7 +154,7 @@ extension Jinja {
         /// Whether `iter()` accepts the value; does not consume generators.
         var isIterable: Bool {
             switch self {
-            case .undefined, .array, .tuple, .string, .dict, .iterator: return true
+            case .undefined, .array, .tuple, .string, .markup, .dict, .iterator: return true
             default: return false
             }
         }
@@ -166,7 +183,7 @@ extension Jinja {
 
         /// Python's `==`.
         func equals(_ other: Value) -> Bool {
-            switch (self, other) {
+            switch (self.plain, other.plain) {
             case (.undefined, .undefined), (.none, .none): return true
             case (.string(let a), .string(let b)): return a.unicodeScalars.elementsEqual(b.unicodeScalars)
             case (.array(let a), .array(let b)), (.tuple(let a), .tuple(let b)):

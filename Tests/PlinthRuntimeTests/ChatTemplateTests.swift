@@ -187,6 +187,86 @@ struct ChatTemplateTests {
         }
     }
 
+    /// Real-world templates (llama.cpp's collection: Llama 3.x, Mistral, Phi, DeepSeek, Hermes,
+    /// Granite, gpt-oss, …), each rendering the conversations `cases` names (those of
+    /// qwen2.5-coder.json), against jinja2 configured as transformers configures it.
+    struct Corpus: Decodable, Sendable {
+        struct Output: Decodable, Sendable {
+            let expected: String?
+            let error: Case.RaisedError?
+        }
+        struct Entry: Decodable, Sendable {
+            let name: String
+            let template: String
+            let outputs: [String: Output]
+        }
+        let source: String
+        let now: String
+        let bosToken: String
+        let eosToken: String
+        let cases: [String]
+        let templates: [Entry]
+
+        enum CodingKeys: String, CodingKey {
+            case source, now, cases, templates
+            case bosToken = "bos_token"
+            case eosToken = "eos_token"
+        }
+
+        static let shared: Corpus? = try? TestModels.fixture("chat_templates/corpus.json")
+        static var names: [String] { shared?.templates.map(\.name) ?? [] }
+
+        /// `now` ("YYYY-MM-DDTHH:MM:SS"), read as the local wall-clock time, as Python's naive
+        /// datetime is formatted.
+        var date: Date {
+            let parts = now.split(whereSeparator: { "-T:".contains($0) }).compactMap { Int($0) }
+            var c = DateComponents()
+            (c.year, c.month, c.day, c.hour, c.minute, c.second) = (parts[0], parts[1], parts[2], parts[3], parts[4], parts[5])
+            return Calendar(identifier: .gregorian).date(from: c)!
+        }
+    }
+
+    @Test func theCorpusIsThere() throws {
+        let corpus = try #require(Corpus.shared)
+        #expect(corpus.templates.count >= 60)
+        #expect(corpus.cases.count >= 10)
+        let conversations = Set(try Self.fixture("qwen2.5-coder").cases.map(\.name))
+        #expect(corpus.cases.allSatisfy(conversations.contains))
+        #expect(corpus.templates.allSatisfy { Set($0.outputs.keys) == Set(corpus.cases) })
+    }
+
+    @Test("renders real-world templates as transformers does", arguments: Corpus.names)
+    func corpusTemplate(_ name: String) throws {
+        let corpus = try #require(Corpus.shared)
+        let entry = try #require(corpus.templates.first { $0.name == name })
+        let conversations = try Self.fixture("qwen2.5-coder").cases
+        let template = try ChatTemplate(source: entry.template, bosToken: corpus.bosToken, eosToken: corpus.eosToken)
+        for caseName in corpus.cases {
+            let c = try #require(conversations.first { $0.name == caseName })
+            let output = try #require(entry.outputs[caseName])
+            let render = {
+                try template.render(messages: c.messages, addGenerationPrompt: c.addGenerationPrompt, tools: try c.tools(), now: corpus.date)
+            }
+            if let raised = output.error {
+                do {
+                    let text = try render()
+                    Issue.record("\(name) / \(caseName): rendered \(text.debugDescription), jinja2 raised \(raised.type): \(raised.message)")
+                } catch let error as ChatTemplateError {
+                    #expect(JinjaTests.matches(error, pythonType: raised.type, message: raised.message),
+                            "\(name) / \(caseName): jinja2 raised \(raised.type): \(raised.message); got \(error)")
+                }
+                continue
+            }
+            let expected = try #require(output.expected)
+            do {
+                let text = try render()
+                #expect(text == expected, "\(name) / \(caseName): \(Self.firstDifference(text, expected))")
+            } catch {
+                Issue.record("\(name) / \(caseName): \(error)")
+            }
+        }
+    }
+
     @Test func invalidTemplateSourceFailsAtInit() {
         #expect(throws: ChatTemplateError.self) { try ChatTemplate(source: "{% for m in messages %}{{ m.content }}") }
     }

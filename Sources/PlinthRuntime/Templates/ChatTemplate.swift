@@ -1,3 +1,5 @@
+import Foundation
+
 /// A model's chat template: turns a conversation into the exact prompt text the model was
 /// trained on.
 ///
@@ -38,10 +40,11 @@ public struct ChatTemplate: Sendable {
     ///     (`{"type": "function", "function": {"name", "description", "parameters"}}`), or nil.
     ///     Key order is kept: the model sees them as written.
     ///   - extraContext: Further variables some templates read (for example `enable_thinking`).
+    ///   - now: The time the template's `strftime_now` formats (Llama 3's "Today Date").
     /// - Throws: ``ChatTemplateError`` when the template fails, including
     ///   ``ChatTemplateError/raisedException(_:at:)`` when it rejects the conversation.
     public func render(messages: [ChatMessage], addGenerationPrompt: Bool, tools: [JinjaValue]? = nil,
-                       extraContext: [String: JinjaValue] = [:]) throws(ChatTemplateError) -> String {
+                       extraContext: [String: JinjaValue] = [:], now: Date = Date()) throws(ChatTemplateError) -> String {
         var context = extraContext
         context["messages"] = .array(messages.map(\.templateValue))
         context["tools"] = tools.map { .array($0) } ?? .null
@@ -49,6 +52,6 @@ public struct ChatTemplate: Sendable {
         context["add_generation_prompt"] = .bool(addGenerationPrompt)
         context["bos_token"] = .string(bosToken)
         context["eos_token"] = .string(eosToken)
-        return try template.render(context)
+        return try template.render(context, now: now)
     }
 }
