@@ -36,7 +36,7 @@ struct Quantize: ParsableCommand {
     @Flag(help: "Every matrix in --type: no output projection rule, no mix, no ffn_down guard (llama-quantize --pure).")
     var pure = false
 
-    @Option(help: "An importance matrix (plinth imatrix or llama-imatrix, GGUF format): each matrix it covers is quantized to minimize the error its activations see.")
+    @Option(help: "An importance matrix (plinth imatrix or llama-imatrix: GGUF, or llama-imatrix's legacy .dat): each matrix it covers is quantized to minimize the error its activations see.")
     var imatrix: String?
 
     @Option(help: "How matrices are rounded: rtn (to nearest; weighted with --imatrix) or gptq (each column's error spread over the later ones, from --calibration).")

@@ -404,6 +404,55 @@ struct QuantizerTests {
         }
     }
 
+    /// llama-imatrix's legacy `.dat` and its GGUF of the same run (Fixtures/quantize,
+    /// make_imatrix_fixtures.sh) give the same importance; a damaged `.dat` is refused, naming
+    /// the entry or what is missing.
+    @Test func legacyImportanceMatricesReadAsTheirGGUF() throws {
+        let dir = TestModels.fixtures.appendingPathComponent("quantize")
+        let gguf = try ImportanceMatrix(url: dir.appendingPathComponent("qwen3-tiny.imatrix.gguf"))
+        let dat = try ImportanceMatrix(url: dir.appendingPathComponent("qwen3-tiny.imatrix.dat"))
+        #expect(dat.entries.count == 14 && Set(dat.entries.keys) == Set(gguf.entries.keys))
+        #expect(dat.chunkCount == gguf.chunkCount && dat.chunkCount > 1 && dat.datasets == ["calibration.txt"])
+        var worst: Float = 0
+        for name in gguf.entries.keys {
+            let a = try #require(gguf.importance(of: name)), b = try #require(dat.importance(of: name))
+            #expect(a.count == b.count, "\(name)")
+            for (x, y) in zip(a, b) { worst = max(worst, abs(x - y) / max(x, 1e-30)) }
+        }
+        #expect(worst < 1e-5, "largest relative difference \(worst)")
+
+        // Hand-made files: one entry of ncall 4 (and one of 0, read as it is), with and without the trailer.
+        func int32(_ v: Int32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian) { Array($0) } }
+        func entry(_ name: String, ncall: Int32, _ values: [Float]) -> [UInt8] {
+            int32(Int32(name.utf8.count)) + Array(name.utf8) + int32(ncall) + int32(Int32(values.count))
+                + values.flatMap { v in withUnsafeBytes(of: v.bitPattern.littleEndian) { Array($0) } }
+        }
+        let body = int32(2) + entry("blk.0.attn_q.weight", ncall: 4, [8, 2]) + entry("blk.0.ffn_down.weight", ncall: 0, [3])
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("plinth-imatrix-\(UUID().uuidString).dat")
+        defer { try? FileManager.default.removeItem(at: url) }
+        func read(_ bytes: [UInt8]) throws -> ImportanceMatrix {
+            try Data(bytes).write(to: url)
+            return try ImportanceMatrix(url: url)
+        }
+        let plain = try read(body)
+        #expect(plain.importance(of: "blk.0.attn_q.weight") == [2, 0.5] && plain.importance(of: "blk.0.ffn_down.weight") == [3])
+        #expect(plain.chunkCount == 0 && plain.datasets.isEmpty)
+        let trailed = try read(body + int32(7) + int32(4) + Array("a.txt".utf8.prefix(4)))
+        #expect(trailed.chunkCount == 7 && trailed.datasets == ["a.tx"])
+        for (damaged, name) in [(Array(body.dropLast(2)), "blk.0.ffn_down.weight"),
+                                (int32(2) + entry("blk.0.attn_q.weight", ncall: 4, [.nan, 1]), "blk.0.attn_q.weight"),
+                                (int32(2) + entry("blk.0.attn_q.weight", ncall: 1, [1]) + entry("blk.0.attn_q.weight", ncall: 1, [1]), "blk.0.attn_q.weight")] {
+            #expect(throws: ImportanceMatrixError.malformed(path: url.path, entry: name)) { try read(damaged) }
+        }
+        for notOne in [[UInt8](), int32(0), int32(1) + int32(-5), body + [1, 2, 3], Array("GGUX not a matrix at all".utf8)] {
+            let e = caughtError(ImportanceMatrixError.self) { _ = try read(notOne) }
+            guard case .notAnImportanceMatrix? = e else {
+                Issue.record("\(notOne.count) bytes: \(String(describing: e))")
+                continue
+            }
+        }
+    }
+
     /// The partial files a writer of `url` left beside it.
     static func partials(beside url: URL) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []

@@ -4,7 +4,8 @@ import Foundation
 /// meet it on a calibration text. llama.cpp's importance matrix, in its GGUF file format
 /// (`general.type` "imatrix"; per matrix `NAME.in_sum2` [columns], the sums of squares, and `NAME.counts` [1],
 /// the rows summed; `imatrix.datasets`, `imatrix.chunk_count`, `imatrix.chunk_size`), so that a
-/// file made by either engine quantizes with either.
+/// file made by either engine quantizes with either. llama-imatrix's older binary `.dat` files
+/// (`--output-format dat`, and most published before 2025) are read too.
 public struct ImportanceMatrix: Sendable {
     public struct Entry: Sendable, Equatable {
         public var sums: [Double]
@@ -68,8 +69,22 @@ public struct ImportanceMatrix: Sendable {
         ], tensors: tensors).write(to: url)
     }
 
-    /// Reads a GGUF importance matrix (llama-imatrix's default format since 2025).
+    /// Reads an importance matrix: llama-imatrix's GGUF format (its default since 2025) or its
+    /// legacy `.dat` one, told apart by the GGUF magic.
     public init(url: URL) throws {
+        let head: Data
+        do {
+            let handle = try FileHandle(forReadingFrom: url)
+            defer { try? handle.close() }
+            head = try handle.read(upToCount: 4) ?? Data()
+        } catch {
+            throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: error.localizedDescription)
+        }
+        if head != Data("GGUF".utf8) {
+            try self.init(legacy: url)
+            return
+        }
+        self.init()
         let file: GGUFFile
         do { file = try GGUFFile(url: url) } catch {
             throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: "\(error.localizedDescription)")
@@ -100,6 +115,63 @@ public struct ImportanceMatrix: Sendable {
             entries[name] = Entry(sums: sums.map(Double.init), count: Int(count))
         }
         guard !entries.isEmpty else { throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: "it has no entries") }
+    }
+}
+
+extension ImportanceMatrix {
+    /// llama-imatrix's legacy binary format, little-endian: an int32 count of entries; per entry
+    /// an int32 name length, the name, an int32 `ncall` (chunks), an int32 `nval` and `nval`
+    /// float32s, each the column's mean square times `ncall`; then optionally the int32 chunk
+    /// count and the calibration file's name (int32 length, bytes). llama-quantize divides by
+    /// `ncall` (an entry with none is read as it is): here it is the entry's count.
+    init(legacy url: URL) throws {
+        let data: Data
+        do { data = try Data(contentsOf: url, options: .mappedIfSafe) } catch {
+            throw ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: error.localizedDescription)
+        }
+        let bytes = [UInt8](data)
+        var at = 0
+        func int32() -> Int? {
+            guard at + 4 <= bytes.count else { return nil }
+            defer { at += 4 }
+            return Int(Int32(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24))
+        }
+        func text(_ count: Int) -> String? {
+            guard count >= 0, count <= bytes.count - at else { return nil }
+            defer { at += count }
+            return String(validating: bytes[at..<at + count], as: UTF8.self)
+        }
+        let notOne = { (why: String) in ImportanceMatrixError.notAnImportanceMatrix(path: url.path, reason: why) }
+        // Every entry takes at least 16 bytes, which bounds the count a file can hold.
+        guard let n = int32(), n > 0, n <= (bytes.count - 4) / 16 else {
+            throw notOne("it is neither GGUF nor llama-imatrix's legacy format (no entry count)")
+        }
+        self.init()
+        for i in 0..<n {
+            guard let length = int32(), length > 0, let name = text(length), !name.isEmpty else {
+                throw notOne("entry \(i + 1) of \(n) has no readable name (legacy format)")
+            }
+            guard let ncall = int32(), let width = int32(), width > 0, width <= (bytes.count - at) / 4 else {
+                throw ImportanceMatrixError.malformed(path: url.path, entry: name)
+            }
+            var sums = [Double](repeating: 0, count: width)
+            for j in 0..<width {
+                let v = Float(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24)
+                at += 4
+                guard v >= 0, v.isFinite else { throw ImportanceMatrixError.malformed(path: url.path, entry: name) }
+                sums[j] = Double(v)
+            }
+            guard entries[name] == nil else { throw ImportanceMatrixError.malformed(path: url.path, entry: name) }
+            entries[name] = Entry(sums: sums, count: max(ncall, 1))
+        }
+        // The trailer, where the file has one: chunks, then the calibration file's name.
+        if at < bytes.count {
+            guard let chunks = int32(), chunks >= 0, let length = int32(), let dataset = text(length), at == bytes.count else {
+                throw notOne("\(bytes.count - at) bytes after its entries are not a chunk count and a dataset name (legacy format)")
+            }
+            chunkCount = chunks
+            if !dataset.isEmpty { datasets = [dataset] }
+        }
     }
 }
 
