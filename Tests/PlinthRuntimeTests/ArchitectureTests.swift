@@ -195,6 +195,20 @@ struct ArchitectureTests {
         #expect(e == .missingTensor("blk.1.attn_q_norm.weight"))
     }
 
+    /// Plinth renders its conversations with thinking off (ChatTemplate.plinthContext): Qwen3's
+    /// own template (the corpus's) then opens the answer with an empty think block.
+    @Test func qwen3AnswersWithoutThinking() throws {
+        let (_, fixture) = try ArchitectureFixture.load("qwen3")
+        let corpus = try #require(ChatTemplateTests.Corpus.shared)
+        let source = try #require(corpus.templates.first { $0.name == "Qwen-Qwen3-0.6B" }?.template)
+        let bytes = try fixture.bytes(metadata: [("tokenizer.chat_template", .string(source))])
+        let model = try withTemporaryFile(bytes) { try Model(url: $0) }
+        let prompt = try model.renderChat([.user("Hi")])
+        #expect(prompt == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+        let plain = try #require(model.chatTemplate).render(messages: [.user("Hi")], addGenerationPrompt: true)
+        #expect(plain == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    }
+
     /// Past the window, the local layer forgets the oldest positions; prefill, token-by-token
     /// decode and a batch of two sequences all match the naive pass.
     @Test(arguments: [1, 2])
@@ -326,11 +340,12 @@ struct ArchitectureFixture: Decodable {
         return (try Transformer(url: fixture.url, packing: WeightPackingOptions(enabled: false, directory: FileManager.default.temporaryDirectory)), fixture)
     }
 
-    /// The file with some tensors' bytes replaced, or without one tensor.
-    func bytes(replacing: [String: [UInt8]] = [:], without tensor: String? = nil) throws -> [UInt8] {
+    /// The file with some tensors' bytes replaced, or without one tensor, and `metadata` added.
+    func bytes(replacing: [String: [UInt8]] = [:], without tensor: String? = nil, metadata: [(String, GGUFValue)] = []) throws -> [UInt8] {
         let gguf = try GGUFFile(url: url)
         var w = GGUFBuilder()
         for key in gguf.keys { w.add(key, gguf.metadata[key]!) }
+        for (key, value) in metadata { w.add(key, value) }
         for t in gguf.tensors where t.name != tensor {
             let data = replacing[t.name] ?? Array(UnsafeRawBufferPointer(start: gguf.data(of: t), count: t.byteCount))
             w.addTensor(.init(t.name, dims: t.dimensions.map(UInt64.init), type: t.type, data: data))

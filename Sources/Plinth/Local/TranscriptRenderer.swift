@@ -97,7 +97,8 @@ enum TranscriptRenderer {
                 definitions = tools.map { JinjaValue(ToolCallFormat.definitionJSON($0)) }
             }
             text = try template.render(messages: messages(for: transcript, plinthTools: native ? nil : tools),
-                                       addGenerationPrompt: addGenerationPrompt, tools: definitions)
+                                       addGenerationPrompt: addGenerationPrompt, tools: definitions,
+                                       extraContext: ChatTemplate.plinthContext)
         } catch {
             throw LocalLanguageModelError.templateFailed(error.localizedDescription)
         }

@@ -33,9 +33,10 @@ public final class Model: Sendable {
         }
     }
 
-    /// The prompt text for a conversation, rendered with the model's own chat template.
+    /// The prompt text for a conversation, rendered with the model's own chat template (and
+    /// ``ChatTemplate/plinthContext``).
     public func renderChat(_ messages: [ChatMessage], addGenerationPrompt: Bool = true) throws -> String {
         guard let chatTemplate else { throw ModelError.missingMetadata("tokenizer.chat_template") }
-        return try chatTemplate.render(messages: messages, addGenerationPrompt: addGenerationPrompt)
+        return try chatTemplate.render(messages: messages, addGenerationPrompt: addGenerationPrompt, extraContext: ChatTemplate.plinthContext)
     }
 }

@@ -21,6 +21,12 @@ public struct ChatTemplate: Sendable {
     public let eosToken: String
     let template: JinjaTemplate
 
+    /// The variables Plinth renders its conversations with (``Model/renderChat(_:addGenerationPrompt:)``,
+    /// sessions, `plinth eval`, the server): Plinth does not yet keep a model's reasoning apart
+    /// from its answer, so hybrid reasoning models answer without thinking first
+    /// (`enable_thinking` false: Qwen3's template opens the answer with an empty think block).
+    public static let plinthContext: [String: JinjaValue] = ["enable_thinking": .bool(false)]
+
     /// Parses a chat template.
     ///
     /// - Throws: ``ChatTemplateError`` when the source is not a valid template.
