@@ -66,7 +66,8 @@ void pk_store_kv(pk_pool *pool, const float *k, const float *v, int64_t n, int64
 // The specification of attention, which every instruction set follows bit for bit (the scalar
 // body below is it): for each (row, head), over the row's positions [start, len),
 //   score[p] = (the dot product of the query rounded to half and key p, fmaf over the dimensions
-//              in order, from 0) * scale;
+//              in order, from 0) * scale; with a soft cap c, then c * tanhf(score[p] * (1 / c))
+//              (Gemma 2's attention logits, as llama.cpp caps them);
 //   e[p]     = kexp(score[p] - the largest score);
 //   sum      = the lane tree (tree_sum) of sixteen partial sums, lane l adding e[p] of the
 //              positions p = l (mod 16) in order;
@@ -88,7 +89,7 @@ typedef struct {
     int64_t v_stride, max_kv, score_stride;
     const int32_t *tiles;             // tile i: rows [tiles[i], tiles[i + 1])
     int64_t n_tiles;
-    float scale;
+    float scale, softcap; // softcap 0: none
     float *out, *scratch;
 } attn_job;
 
@@ -183,6 +184,13 @@ ALWAYS_INLINE void score_block(const float *q, const uint16_t *block, int hd, fl
     for (int key = 0; key < PK_KEY_BLOCK; key++) s[key] = acc[key] * scale;
 }
 
+// A pair's scores over [from, to) capped at +-cap (cap > 0), in scalar code whatever the
+// instruction set: tanhf is libm's.
+static void softcap_scores(float *s, int64_t from, int64_t to, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t p = from; p < to; p++) s[p] = cap * tanhf(s[p] * inv);
+}
+
 // Turns a pair's scores over [from, to) into their weights w.
 ALWAYS_INLINE void softmax_weights(float *s, int64_t from, int64_t to) {
     if (to <= from) return;
@@ -207,6 +215,7 @@ ALWAYS_INLINE void attend_body(const attn_job *j, const attn_unit *u, attn_scrat
         const int64_t from = s->from[i], to = s->to[i];
         for (int64_t p0 = from / PK_KEY_BLOCK * PK_KEY_BLOCK; p0 < to; p0 += PK_KEY_BLOCK)
             score_block(s->q + (size_t)i * hd, kb + p0 * j->kv_dim, hd, j->scale, sc + p0);
+        if (j->softcap > 0.0f) softcap_scores(sc, from, to, j->softcap);
         softmax_weights(sc, from, to);
         float *v = s->row, *acc = s->row + 256;
         for (int d = 0; d < hd; d++) acc[d] = 0.0f;
@@ -430,6 +439,8 @@ ALWAYS_INLINE void attend16n_body(const attn_job *j, const attn_unit *u, attn_sc
         }
     }
 
+    if (j->softcap > 0.0f)
+        for (int i = 0; i < pairs; i++) softcap_scores(s->scores + (size_t)i * ss, s->from[i], s->to[i], j->softcap);
     for (int i = 0; i < pairs; i++) softmax_weights16(s->scores + (size_t)i * ss, s->from[i], s->to[i]);
 
     // Values: VALUE_PAIRS pairs at a time, 64 columns at a time.
@@ -551,9 +562,15 @@ void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv
 void pk_attention_window(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                          const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
                          const int32_t *kv_len, int64_t v_stride, float scale, float *out, float *scratch) {
+    pk_attention_capped(pool, q, n, n_head, n_kv_head, head_dim, keys, values, kv_start, kv_len, v_stride, scale, 0.0f, out, scratch);
+}
+
+void pk_attention_capped(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
+                         const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
+                         const int32_t *kv_len, int64_t v_stride, float scale, float softcap, float *out, float *scratch) {
     if (n <= 0) return;
     attn_job j = {q, n_head, n_kv_head, head_dim, n_head / n_kv_head, 0, (int64_t)n_kv_head * head_dim, keys, values, kv_start, kv_len,
-                  v_stride, 0, 0, NULL, 0, scale, out, scratch};
+                  v_stride, 0, 0, NULL, 0, scale, softcap > 0.0f ? softcap : 0.0f, out, scratch};
     for (int64_t t = 0; t < n; t++) j.max_kv = kv_len[t] > j.max_kv ? kv_len[t] : j.max_kv;
     j.score_stride = (j.max_kv + 15) / 16 * 16;
     // Tiles: runs of rows of one sequence (the same caches), tile_rows at most; rows go to the

@@ -55,6 +55,71 @@ def vocabulary():
     return tokens + specials, types, merges
 
 
+def tiny_writer(path, arch, rng, e, heads, kv_heads, hd, ff, layers, base):
+    """A writer with the shared hyperparameters and the byte-level vocabulary, and the helpers
+    for random matrices and norm vectors."""
+    tokens, types, merges = vocabulary()
+    w = gguf.GGUFWriter(path, arch)
+    w.add_block_count(layers)
+    w.add_context_length(256)
+    w.add_embedding_length(e)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv_heads)
+    w.add_key_length(hd)
+    w.add_value_length(hd)
+    w.add_rope_freq_base(base)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_eos_token_id(len(tokens) - 1)
+    w.add_bos_token_id(len(tokens) - 3)
+    w.add_add_bos_token(False)
+
+    def mat(rows, cols, gain=1.0):
+        # GGUF order: a tensor of numpy shape (rows, cols) has rows of `cols` values.
+        return (rng.standard_normal((rows, cols)) * gain / np.sqrt(cols)).astype(np.float32)
+
+    def vec(n, spread, centre):
+        return (centre + spread * rng.standard_normal(n)).astype(np.float32)
+
+    return w, len(tokens), mat, vec
+
+
+def gemma2(path):
+    """Gemma 2's block: two layers (the first local, with a window of 6 positions), 4 query heads
+    and 2 kv heads of 16, post-norms, GeGLU, the embedding scaled by sqrt(32), attention scores
+    capped at 4 and the logits at 12 (low caps, so that both bite), tied embeddings."""
+    rng = np.random.default_rng(11)
+    e, heads, kv_heads, hd, ff, layers = 32, 4, 2, 16, 64, 2
+    w, n_vocab, mat, vec = tiny_writer(path, "gemma2", rng, e, heads, kv_heads, hd, ff, layers, 10000.0)
+    w.add_sliding_window(6)
+    w.add_float32("gemma2.attn_logit_softcapping", 4.0)
+    w.add_float32("gemma2.final_logit_softcapping", 12.0)
+    w.add_tensor("token_embd.weight", (rng.standard_normal((n_vocab, e)) * 0.3).astype(np.float32))
+    for l in range(layers):
+        p = f"blk.{l}."
+        w.add_tensor(p + "attn_norm.weight", vec(e, 0.2, 1.0))
+        w.add_tensor(p + "attn_q.weight", mat(heads * hd, e, 3.0))
+        w.add_tensor(p + "attn_k.weight", mat(kv_heads * hd, e, 3.0))
+        w.add_tensor(p + "attn_v.weight", mat(kv_heads * hd, e))
+        w.add_tensor(p + "attn_output.weight", mat(e, heads * hd, 1.5))
+        w.add_tensor(p + "post_attention_norm.weight", vec(e, 0.2, 0.5))
+        w.add_tensor(p + "ffn_norm.weight", vec(e, 0.2, 1.0))
+        w.add_tensor(p + "ffn_gate.weight", mat(ff, e, 2.0))
+        w.add_tensor(p + "ffn_up.weight", mat(ff, e, 2.0))
+        w.add_tensor(p + "ffn_down.weight", mat(e, ff, 1.5))
+        w.add_tensor(p + "post_ffw_norm.weight", vec(e, 0.2, 0.5))
+    w.add_tensor("output_norm.weight", vec(e, 0.2, 1.0))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def qwen3(path):
     """Qwen3's block: two layers, 4 query heads and 2 kv heads of 16 (wider than the
     embedding's 32 over 4), QK norms, tied embeddings."""
@@ -110,7 +175,7 @@ def qwen3(path):
     w.close()
 
 
-FAMILIES = {"qwen3": qwen3}
+FAMILIES = {"qwen3": qwen3, "gemma2": gemma2}
 
 
 def main(names):

@@ -9,7 +9,7 @@
 #    llama.cpp's fixtures, CPU agreement at many rows and at one or two, the device's masked
 #    argmax and top-k, unmerged adapters on tiny models and SmolLM2, a tiny Gemma 3's planned
 #    launches, a tiny Qwen3 against llama.cpp, scaled RoPE (fused and recorded) against the
-#    naive pass, Llama's layers through the same plan against the fused step, launches counted, a
+#    naive pass, Gemma 2 refused (soft-capped attention) and run by auto on the CPU, Llama's layers through the same plan against the fused step, launches counted, a
 #    Q5_0/Q8_0 q|k|v as one run, `plinth eval --backend cuda` end to end against the CPU's values,
 #    20 masked sequences at once (their masks built on threads), a model too large for the
 #    device's memory, a prefix copy the device fails, admission by pages to a paged KV cache short of them), where the test build
@@ -45,7 +45,7 @@ LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu "$out/test_cuda" "$tmp/plinth-cuda
 if [ -e "$root/.build/release/PlinthPackageTests.xctest" ]; then
     log=$tmp/plinth-cuda-emu-swift.log
     # A test skipped here (no device opened, no model) would pass vacuously: that is a failure.
-    tests="autoPicksCUDA smolLM2Reference cpuAgreement topCandidates decodeAgreement adapters peftAdapter tinyGemma tinyQwen3 scaledRoPE recordedMatchesFused launchesPerStep unifiedRuns evalAgainstCPU manyMaskedRows outOfDeviceMemory failedPrefixCopy pagedSharingIsExact pagedAdmission"
+    tests="autoPicksCUDA smolLM2Reference cpuAgreement topCandidates decodeAgreement adapters peftAdapter tinyGemma tinyQwen3 scaledRoPE gemma2OnTheCPU recordedMatchesFused launchesPerStep unifiedRuns evalAgainstCPU manyMaskedRows outOfDeviceMemory failedPrefixCopy pagedSharingIsExact pagedAdmission"
     if ! (cd "$root" && LD_LIBRARY_PATH=$emu PLINTH_CUDA_LIB_DIR=$emu swift test -c release -Xswiftc -enable-testing \
         --skip-build --filter "CUDABackendTests/($(echo $tests | tr ' ' '|'))") >"$log" 2>&1 ||
         grep -q ' skipped' "$log" || [ "$(grep -c '✔ Test "' "$log")" -ne "$(echo $tests | wc -w)" ]; then

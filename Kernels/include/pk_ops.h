@@ -88,6 +88,11 @@ void pk_attention(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv
 void pk_attention_window(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
                          const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
                          const int32_t *kv_len, int64_t v_stride, float scale, float *out, float *scratch);
+// The same with the scores soft-capped: score = softcap * tanh(score / softcap) before the
+// softmax (Gemma 2's attention logit soft-capping; softcap <= 0: none).
+void pk_attention_capped(pk_pool *pool, const float *q, int64_t n, int n_head, int n_kv_head, int head_dim,
+                         const uint16_t *const *keys, const uint16_t *const *values, const int32_t *kv_start,
+                         const int32_t *kv_len, int64_t v_stride, float scale, float softcap, float *out, float *scratch);
 
 #ifdef __cplusplus
 }

@@ -155,7 +155,7 @@ struct ArchitectureTests {
 
     @Test func everyArchitectureIsListedOnce() {
         let names = Architecture.allCases.map(\.rawValue)
-        #expect(names == ["llama", "qwen2", "qwen3", "gemma3"])
+        #expect(names == ["llama", "qwen2", "qwen3", "gemma2", "gemma3"])
         #expect(Architecture(rawValue: "gemma3").neoxRoPE && Architecture(rawValue: "qwen3").neoxRoPE && !Architecture(rawValue: "llama").neoxRoPE)
     }
 
@@ -177,6 +177,44 @@ struct ArchitectureTests {
         #expect(fixture.spread > 5, "the comparison is meaningful: logits spread \(fixture.spread)")
         #expect(worst.oneStep < 2e-3 * fixture.spread, "largest logit difference \(worst.oneStep) of \(fixture.spread)")
         #expect(worst.decoding < 2e-3 * fixture.spread, "decoding: largest logit difference \(worst.decoding) of \(fixture.spread)")
+    }
+
+    /// Gemma 2 against llama.cpp on the same tiny file: the first layer local (a window of 6 of
+    /// the 30 positions), attention scores capped at 4 and logits at 12, post-norms, GeGLU.
+    @Test(arguments: [1, 2])
+    func tinyGemma2MatchesLlamaCpp(threads: Int) throws {
+        let (t, fixture) = try ArchitectureFixture.load("gemma2")
+        let g = try #require(t.architecture as? Gemma2)
+        #expect(g.attentionSoftcap == 4 && g.logitSoftcap == 12 && g.slidingWindow == 6 && g.local == [true, false])
+        #expect(g.ropes == [RoPE(base: 10000), RoPE(base: 10000)] && g.embeddingScale == Float(32).squareRoot())
+        let ctx = try InferenceContext(transformer: t, contextLength: 64, slots: 2, threads: threads, backend: .cpu)
+        let worst = try fixture.largestDifferences(ctx)
+        #expect(fixture.spread > 5, "the comparison is meaningful: logits spread \(fixture.spread)")
+        #expect(worst.oneStep < 2e-3 * fixture.spread, "largest logit difference \(worst.oneStep) of \(fixture.spread)")
+        #expect(worst.decoding < 2e-3 * fixture.spread, "decoding: largest logit difference \(worst.decoding) of \(fixture.spread)")
+    }
+
+    /// Each of Gemma 2's caps and its window moves the logits far beyond the bound above, and
+    /// the defaults are llama.cpp's where a file does not say.
+    @Test func gemma2sCapsAndWindowMatter() throws {
+        let (_, fixture) = try ArchitectureFixture.load("gemma2")
+        let variants: [(String, GGUFValue)] = [("gemma2.attn_logit_softcapping", .float32(0)), ("gemma2.final_logit_softcapping", .float32(0)),
+                                               ("gemma2.attention.sliding_window", .uint32(64))]
+        for (key, value) in variants {
+            let t = try ArchitectureTests.load(fixture.bytes(metadata: [(key, value)]))
+            let ctx = try InferenceContext(transformer: t, contextLength: 64, threads: 1, backend: .cpu)
+            try ctx.forward(.sequence(fixture.tokens))
+            let gap = zip(ctx.logits(0), fixture.logits.last!).map { abs(Double($0) - $1) }.max()!
+            #expect(gap > 0.02 * fixture.spread, "\(key) = \(value) gives the file's logits (gap \(gap))")
+        }
+        let unsaid: Set = ["gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping", "gemma2.attention.sliding_window"]
+        let defaults = try ArchitectureTests.load(fixture.bytes(dropping: unsaid))
+        let g = try #require(defaults.architecture as? Gemma2)
+        #expect(g.attentionSoftcap == 50 && g.logitSoftcap == 30 && g.slidingWindow == 4096)
+        let negative = caughtError(ModelError.self) {
+            _ = try ArchitectureTests.load(fixture.bytes(metadata: [("gemma2.final_logit_softcapping", .float32(-1))]))
+        }
+        #expect(negative == .invalidMetadata(key: "gemma2.final_logit_softcapping", reason: "-1.0 is not a soft cap"))
     }
 
     /// The QK norms' weights are read: with every weight one, the logits move far beyond the
@@ -340,12 +378,14 @@ struct ArchitectureFixture: Decodable {
         return (try Transformer(url: fixture.url, packing: WeightPackingOptions(enabled: false, directory: FileManager.default.temporaryDirectory)), fixture)
     }
 
-    /// The file with some tensors' bytes replaced, or without one tensor, and `metadata` added.
-    func bytes(replacing: [String: [UInt8]] = [:], without tensor: String? = nil, metadata: [(String, GGUFValue)] = []) throws -> [UInt8] {
+    /// The file with some tensors' bytes replaced, or without one tensor, `metadata` set and the
+    /// keys `dropping` left out.
+    func bytes(replacing: [String: [UInt8]] = [:], without tensor: String? = nil, metadata: [(String, GGUFValue)] = [],
+               dropping: Set<String> = []) throws -> [UInt8] {
         let gguf = try GGUFFile(url: url)
         var w = GGUFBuilder()
-        for key in gguf.keys { w.add(key, gguf.metadata[key]!) }
-        for (key, value) in metadata { w.add(key, value) }
+        for key in gguf.keys where !dropping.contains(key) { w.add(key, metadata.first { $0.0 == key }?.1 ?? gguf.metadata[key]!) }
+        for (key, value) in metadata where gguf.metadata[key] == nil { w.add(key, value) }
         for t in gguf.tensors where t.name != tensor {
             let data = replacing[t.name] ?? Array(UnsafeRawBufferPointer(start: gguf.data(of: t), count: t.byteCount))
             w.addTensor(.init(t.name, dims: t.dimensions.map(UInt64.init), type: t.type, data: data))

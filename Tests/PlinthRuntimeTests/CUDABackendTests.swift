@@ -108,6 +108,16 @@ struct CUDABackendTests {
         print("[cuda] tiny Qwen3 against llama.cpp: \(worst) (one step), \(decoding) (decoding), spread \(fixture.spread)")
     }
 
+    /// Gemma 2's soft-capped attention has no CUDA kernel: `cuda` says so, `auto` runs it on the CPU.
+    @Test("Gemma 2 is refused by CUDA with its reason, and auto runs it on the CPU", .enabled(if: unavailable == nil, noGPU))
+    func gemma2OnTheCPU() throws {
+        let (t, _) = try ArchitectureFixture.load("gemma2")
+        let e = caughtError(BackendError.self) { _ = try InferenceContext(transformer: t, contextLength: 64, backend: .cuda) }
+        #expect(e == .cudaUnavailable("soft-capped attention (gemma2) has no CUDA kernel yet"))
+        let auto = try InferenceContext(transformer: t, contextLength: 64, backend: .auto)
+        #expect(auto.backend == .cpu)
+    }
+
     @Test("Qwen2.5-Coder on CUDA matches llama.cpp as the CPU does", .enabled(if: unavailable == nil, noGPU),
           .enabled(if: TestModels.path(TestModels.qwen25Coder) != nil, "Qwen2.5-Coder not fetched"))
     func qwen25Reference() throws { try ReferenceGenerationTests.check(TestModels.qwen25Coder, "qwen25", backend: .cuda) }

@@ -155,6 +155,11 @@ final class CUDAForward {
             : PlannedLaunch.plan((0..<c.layerCount).map { LayerRecorder.ops(of: architecture, layer: $0) },
                                  hasVector: { l, r in w.layers[l][r] != nil })
         ropes = architecture.ropes
+        if (0..<c.layerCount).contains(where: { l in LayerRecorder.ops(of: architecture, layer: l).contains {
+            if case .attend(_, _, let cap?) = $0 { cap > 0 } else { false } } }) {
+            pkc_close(ctx)
+            throw BackendError.cudaUnavailable("soft-capped attention (\(c.architecture)) has no CUDA kernel yet")
+        }
         embeddingScale = architecture.embeddingScale
         logitSoftcap = architecture.logitSoftcap
         if let m = matrices.first(where: { pkc_supports_type(Int32($0.type.rawValue)) == 0 }) {
@@ -1173,7 +1178,8 @@ final class CUDAForward {
         case .rope(let b, let table):
             let (p, ld, width) = place(b)
             try check(pkc_rope(ctx, p, Int64(n), Int64(ld), Int32(width / hd), Int32(hd), Int32(c.ropeDims), ropeTables[table], neox), "rope")
-        case .attend(let window, let scale):
+        case .attend(let window, let scale, _):
+            // (init refuses soft-capped attention)
             var cache = cacheOf(l)
             let (kp, ldk, _) = place(.key), (vp, ldv, _) = place(.value)
             try check(pkc_store_kv(ctx, &cache, kp, Int64(ldk), vp, Int64(ldv), Int64(n), slots, positions), "store_kv")

@@ -101,7 +101,7 @@ struct PlannedLaunch {
                 norms[b] = w
             case .rope(let b, let t) where (b == .query || b == .key) && tables[b] == nil:
                 tables[b] = t
-            case .attend(let window, let scale):
+            case .attend(let window, let scale, _):
                 guard let t = tables[.query], tables[.key] == t else { return nil }
                 return PlannedLaunch(layer: layer, kind: .attention(product: nil, qNorm: norms[.query], kNorm: norms[.key], table: t,
                                                                     window: window, scale: scale),

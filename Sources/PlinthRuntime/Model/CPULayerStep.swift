@@ -97,8 +97,8 @@ struct CPULayerStep: RecordingLayerStep {
             let (x, width) = buffer(b)
             pk_rope(context.pool, x, Int64(n), Int64(width), Int32(width / c.headDim), Int32(c.headDim), Int32(c.ropeDims),
                     context.ropeTables[table], context.neoxRoPE)
-        case .attend(let window, let scale):
-            storeAndAttend(window: window, scale: scale)
+        case .attend(let window, let scale, let softcap):
+            storeAndAttend(window: window, scale: scale, softcap: softcap)
         case .feedForward(let input, let activation, let target):
             feedForward(input, activation, into: target, prologue: prologue, toResidual: toResidual)
         case .addToResidual(let b):
@@ -157,7 +157,7 @@ struct CPULayerStep: RecordingLayerStep {
         }
     }
 
-    private func storeAndAttend(window: Int?, scale: Float) {
+    private func storeAndAttend(window: Int?, scale: Float, softcap: Float?) {
         let ctx = context
         for (r, i) in rows.enumerated() {
             let keys = ctx.kCache[layer] + batch.slots[i] * ctx.keySlotStride
@@ -172,9 +172,9 @@ struct CPULayerStep: RecordingLayerStep {
         if let window {
             for r in 0..<n { ctx.kvStart[r] = max(0, ctx.kvLen[r] - Int32(clamping: window)) }
         }
-        pk_attention_window(ctx.pool, ctx.q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
+        pk_attention_capped(ctx.pool, ctx.q, Int64(n), Int32(c.headCount), Int32(c.kvHeadCount), Int32(c.headDim),
                             ctx.kRows, ctx.vRows, window == nil ? nil : UnsafePointer(ctx.kvStart), ctx.kvLen, Int64(ctx.kvDim),
-                            scale, ctx.attn, ctx.attnScratch)
+                            scale, softcap ?? 0, ctx.attn, ctx.attnScratch)
     }
 
     /// act(gate · x) ⊙ (up · x) into the gate buffer, with the activation as the pair's

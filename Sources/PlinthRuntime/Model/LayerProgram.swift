@@ -8,7 +8,7 @@ enum LayerOp {
     case headNorm(StepBuffer, LayerTensor)
     case project(StepBuffer, [(LayerTensor, StepBuffer)])
     case rope(StepBuffer, table: Int)
-    case attend(window: Int?, scale: Float)
+    case attend(window: Int?, scale: Float, softcap: Float?)
     case feedForward(StepBuffer, Activation, into: StepBuffer)
     case addToResidual(StepBuffer)
 
@@ -48,7 +48,9 @@ extension RecordingLayerStep {
     func headNorm(_ b: StepBuffer, _ weight: LayerTensor) { program.ops.append(.headNorm(b, weight)) }
     func project(_ input: StepBuffer, _ products: [(LayerTensor, StepBuffer)]) { program.ops.append(.project(input, products)) }
     func rope(_ b: StepBuffer, table: Int) { program.ops.append(.rope(b, table: table)) }
-    func attend(window: Int?, scale: Float) { program.ops.append(.attend(window: window, scale: scale)) }
+    func attend(window: Int?, scale: Float, softcap: Float?) {
+        program.ops.append(.attend(window: window, scale: scale, softcap: softcap))
+    }
     func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer) {
         program.ops.append(.feedForward(input, activation, into: target))
     }

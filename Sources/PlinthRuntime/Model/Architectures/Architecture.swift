@@ -37,6 +37,11 @@ public protocol ModelArchitecture: Sendable {
     func layer(_ index: Int, _ step: some LayerStep)
 }
 
+extension LayerStep {
+    /// ``attend(window:scale:softcap:)`` without a soft cap.
+    public func attend(window: Int?, scale: Float) { attend(window: window, scale: scale, softcap: nil) }
+}
+
 extension ModelArchitecture {
     public var embeddingScale: Float? { nil }
     public var logitSoftcap: Float? { nil }
@@ -45,7 +50,7 @@ extension ModelArchitecture {
 /// The architectures Plinth runs. A new family is a file declaring a ``ModelArchitecture`` and a
 /// line here.
 public enum ModelArchitectures {
-    public static let all: [any ModelArchitecture.Type] = [Llama.self, Qwen2.self, Qwen3.self, Gemma3.self]
+    public static let all: [any ModelArchitecture.Type] = [Llama.self, Qwen2.self, Qwen3.self, Gemma2.self, Gemma3.self]
 
     /// The family of `gguf`'s model, with its hyperparameters read.
     static func load(_ gguf: GGUFFile, config: ModelConfig) throws -> any ModelArchitecture {
@@ -180,8 +185,9 @@ public protocol LayerStep {
     func rope(_ buffer: StepBuffer, table: Int)
     /// Stores the step's keys and values in the layer's cache and attends with the queries:
     /// each row to its sequence's positions up to its own, the last `window` of them only when
-    /// set, with scores scaled by `scale`; writes ``StepBuffer/attention``.
-    func attend(window: Int?, scale: Float)
+    /// set, with scores scaled by `scale` (then capped at ±`softcap` by cap·tanh(score/cap) when
+    /// set: Gemma 2); writes ``StepBuffer/attention``.
+    func attend(window: Int?, scale: Float, softcap: Float?)
     /// act(gate · input) ⊙ (up · input), times down, into `target`.
     func feedForward(_ input: StepBuffer, _ activation: Activation, into target: StepBuffer)
     /// residual += `buffer`.
