@@ -57,6 +57,11 @@ extension Jinja {
 
         static func apply(_ name: String, _ value: Value, _ args: Arguments, _ interpreter: Interpreter, _ loc: TemplateSourceLocation) throws(E) -> Value {
             guard let filter = table[name] else { throw .unknownFilter(name, at: loc) }
+            // A Markup is a str to every filter but the ones that treat it apart.
+            let value = Interpreter.markupFilters.contains(name) ? value : value.plain
+            var args = args
+            args.positional = args.positional.map(\.plain)
+            args.keyword = args.keyword.map { ($0.0, $0.1.plain) }
             return try filter(Call(name: name, value: value, args: args, interpreter: interpreter, loc: loc))
         }
 

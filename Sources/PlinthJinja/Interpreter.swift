@@ -338,12 +338,30 @@ extension Jinja {
             case .string(let s):
                 if let method = Methods.string(s, name) { return method }
             case .markup(let s):
-                // markupsafe's methods return a Markup where str's return a str.
+                // markupsafe's methods: str arguments escaped (join's items too, format's
+                // through its formatter); str results, and split's parts, are Markups.
                 if case .function(let f)? = Methods.string(s, name) {
+                    let splits: Set = ["split", "rsplit", "splitlines", "partition", "rpartition"]
                     return .function(Function(name: f.name) { args, loc throws(E) in
-                        let r = try f.body(args, loc)
-                        if case .string(let t) = r { return .markup(t) }
-                        return r
+                        func escaped(_ v: Value) -> Value {
+                            if case .string(let t) = v { return .string(Filters.htmlEscape(t)) }
+                            return v.plain
+                        }
+                        var args = args
+                        if !splits.contains(name) {
+                            if name == "join", let items = args.positional.first?.iterate() {
+                                args.positional[0] = .array(items.map(escaped))
+                            } else {
+                                args.positional = args.positional.map(escaped)
+                            }
+                            args.keyword = args.keyword.map { ($0.0, escaped($0.1)) }
+                        }
+                        switch try f.body(args, loc) {
+                        case .string(let t): return .markup(t)
+                        case .array(let parts): return .array(parts.map { if case .string(let t) = $0 { .markup(t) } else { $0 } })
+                        case .tuple(let parts): return .tuple(parts.map { if case .string(let t) = $0 { .markup(t) } else { $0 } })
+                        case let r: return r
+                        }
                     })
                 }
             case .array(let a):

@@ -55,7 +55,7 @@ extension Jinja {
             case .bool(let b): w.bool(b)
             case .int(let i): w.number(String(i))
             case .double(let d): w.number(JSONDumper.float(d))
-            case .string(let s): w.string(s)
+            case .string(let s), .markup(let s): w.string(s)
             case .array(let items), .tuple(let items):
                 w.beginArray()
                 for item in items { try write(item, to: &w, loc) }
@@ -66,7 +66,7 @@ extension Jinja {
                 for (k, v) in d.entries {
                     let key: String
                     switch k {
-                    case .string(let s): key = s
+                    case .string(let s), .markup(let s): key = s
                     case .int(let i): key = String(i)
                     case .double(let x): key = JSONDumper.float(x)
                     case .bool(let b): key = b ? "true" : "false"

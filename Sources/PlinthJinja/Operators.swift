@@ -19,8 +19,7 @@ extension Jinja {
                 guard case .string(let s) = try binary(op, a.plain, b.plain, loc) else { return nil }
                 return .markup(s)
             case (.modulo, .markup(let format), _):
-                try requireDefined(b, loc)
-                // Each argument formats as its escaped text (numbers as numbers).
+                // Each argument formats as its escaped text (numbers as numbers; undefined as nothing).
                 func escaped(_ v: Value) -> Value {
                     switch v {
                     case .markup, .int, .double, .bool: return v
@@ -244,7 +243,7 @@ extension Jinja {
         static func order(_ a: Value, _ b: Value, _ op: String = "<", _ loc: TemplateSourceLocation) throws(E) -> Int {
             try requireDefined(a, loc)
             try requireDefined(b, loc)
-            switch (a, b) {
+            switch (a.plain, b.plain) {
             case (.string(let x), .string(let y)):
                 return compareScalars(x, y)
             case (.array(let x), .array(let y)), (.tuple(let x), .tuple(let y)):

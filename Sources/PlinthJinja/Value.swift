@@ -239,7 +239,7 @@ extension Jinja {
         var entries: Zip2Sequence<[Value], [Value]> { zip(keys, values) }
 
         private func position(of key: Value) -> Int? {
-            if case .string(let s) = key { return stringIndex[s] }
+            if case .string(let s) = key.plain { return stringIndex[s] }
             return keys.firstIndex { $0.equals(key) }
         }
 
@@ -249,6 +249,7 @@ extension Jinja {
                 if let i = position(of: key) {
                     if let newValue { values[i] = newValue } else { remove(at: i) }
                 } else if let newValue {
+                    let key = key.plain
                     if case .string(let s) = key { stringIndex[s] = keys.count }
                     keys.append(key)
                     values.append(newValue)

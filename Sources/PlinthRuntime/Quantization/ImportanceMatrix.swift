@@ -166,11 +166,12 @@ extension ImportanceMatrix {
         }
         // The trailer, where the file has one: chunks, then the calibration file's name.
         if at < bytes.count {
-            guard let chunks = int32(), chunks >= 0, let length = int32(), let dataset = text(length), at == bytes.count else {
+            // The dataset's name is a path as the writer's system spelled it: read it lossily.
+            guard let chunks = int32(), chunks >= 0, let length = int32(), length >= 0, length == bytes.count - at else {
                 throw notOne("\(bytes.count - at) bytes after its entries are not a chunk count and a dataset name (legacy format)")
             }
             chunkCount = chunks
-            if !dataset.isEmpty { datasets = [dataset] }
+            if length > 0 { datasets = [String(decoding: bytes[at...], as: UTF8.self)] }
         }
     }
 }
