@@ -89,6 +89,13 @@ def tiny_writer(path, arch, rng, e, heads, kv_heads, hd, ff, layers, base):
     return w, len(tokens), mat, vec
 
 
+def finish(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def gemma2(path):
     """Gemma 2's block: two layers (the first local, with a window of 6 positions), 4 query heads
     and 2 kv heads of 16, post-norms, GeGLU, the embedding scaled by sqrt(32), attention scores
@@ -114,10 +121,7 @@ def gemma2(path):
         w.add_tensor(p + "ffn_down.weight", mat(e, ff, 1.5))
         w.add_tensor(p + "post_ffw_norm.weight", vec(e, 0.2, 0.5))
     w.add_tensor("output_norm.weight", vec(e, 0.2, 1.0))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 def qwen3(path):
@@ -125,35 +129,7 @@ def qwen3(path):
     embedding's 32 over 4), QK norms, tied embeddings."""
     rng = np.random.default_rng(7)
     e, heads, kv_heads, hd, ff, layers = 32, 4, 2, 16, 64, 2
-    tokens, types, merges = vocabulary()
-    n_vocab = len(tokens)
-    w = gguf.GGUFWriter(path, "qwen3")
-    w.add_block_count(layers)
-    w.add_context_length(256)
-    w.add_embedding_length(e)
-    w.add_feed_forward_length(ff)
-    w.add_head_count(heads)
-    w.add_head_count_kv(kv_heads)
-    w.add_key_length(hd)
-    w.add_value_length(hd)
-    w.add_rope_freq_base(1000.0)
-    w.add_layer_norm_rms_eps(1e-6)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_eos_token_id(n_vocab - 1)
-    w.add_bos_token_id(n_vocab - 3)
-    w.add_add_bos_token(False)
-
-    def mat(rows, cols, gain=1.0):
-        # GGUF order: a tensor of numpy shape (rows, cols) has rows of `cols` values.
-        return (rng.standard_normal((rows, cols)) * gain / np.sqrt(cols)).astype(np.float32)
-
-    def vec(n, spread, centre):
-        return (centre + spread * rng.standard_normal(n)).astype(np.float32)
-
+    w, n_vocab, mat, vec = tiny_writer(path, "qwen3", rng, e, heads, kv_heads, hd, ff, layers, 1000.0)
     w.add_tensor("token_embd.weight", (rng.standard_normal((n_vocab, e)) * 0.5).astype(np.float32))
     for l in range(layers):
         p = f"blk.{l}."
@@ -169,10 +145,7 @@ def qwen3(path):
         w.add_tensor(p + "ffn_up.weight", mat(ff, e, 2.0))
         w.add_tensor(p + "ffn_down.weight", mat(e, ff, 1.5))
     w.add_tensor("output_norm.weight", vec(e, 0.2, 1.0))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
 
 
 FAMILIES = {"qwen3": qwen3, "gemma2": gemma2}

@@ -59,10 +59,7 @@ extension Jinja {
             guard let filter = table[name] else { throw .unknownFilter(name, at: loc) }
             // A Markup is a str to every filter but the ones that treat it apart.
             let value = Interpreter.markupFilters.contains(name) ? value : value.plain
-            var args = args
-            args.positional = args.positional.map(\.plain)
-            args.keyword = args.keyword.map { ($0.0, $0.1.plain) }
-            return try filter(Call(name: name, value: value, args: args, interpreter: interpreter, loc: loc))
+            return try filter(Call(name: name, value: value, args: args.plain, interpreter: interpreter, loc: loc))
         }
 
         /// One filter application: the value, the arguments and where it is; each filter is a method.

@@ -12,10 +12,7 @@ extension Jinja {
 
         static func apply(_ name: String, _ value: Value, _ args: Arguments, _ interpreter: Interpreter, _ loc: TemplateSourceLocation) throws(E) -> Bool {
             // A Markup is a str to every test.
-            let value = value.plain
-            var args = args
-            args.positional = args.positional.map(\.plain)
-            args.keyword = args.keyword.map { ($0.0, $0.1.plain) }
+            let value = value.plain, args = args.plain
             func other() throws(E) -> Value {
                 let r = try ArgumentReader(args, name, ["other"], loc)
                 return try r.required("other")

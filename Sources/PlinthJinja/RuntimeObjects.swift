@@ -121,6 +121,9 @@ extension Jinja {
         var positional: [Value] = []
         var keyword: [(String, Value)] = []
 
+        /// The arguments with every Markup read as its str (``Value/plain``).
+        var plain: Arguments { Arguments(positional: positional.map(\.plain), keyword: keyword.map { ($0.0, $0.1.plain) }) }
+
         func keywordValue(_ name: String) -> Value? {
             keyword.first { $0.0 == name }?.1
         }

@@ -131,11 +131,12 @@ extension ImportanceMatrix {
         }
         let bytes = [UInt8](data)
         var at = 0
-        func int32() -> Int? {
-            guard at + 4 <= bytes.count else { return nil }
+        /// The little-endian word at `at`, moving past it (the caller has checked it is there).
+        func word() -> UInt32 {
             defer { at += 4 }
-            return Int(Int32(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24))
+            return UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
         }
+        func int32() -> Int? { at + 4 <= bytes.count ? Int(Int32(bitPattern: word())) : nil }
         func text(_ count: Int) -> String? {
             guard count >= 0, count <= bytes.count - at else { return nil }
             defer { at += count }
@@ -156,8 +157,7 @@ extension ImportanceMatrix {
             }
             var sums = [Double](repeating: 0, count: width)
             for j in 0..<width {
-                let v = Float(bitPattern: UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24)
-                at += 4
+                let v = Float(bitPattern: word())
                 guard v >= 0, v.isFinite else { throw ImportanceMatrixError.malformed(path: url.path, entry: name) }
                 sums[j] = Double(v)
             }

@@ -116,6 +116,13 @@ public struct LayerTensorSpec: Sendable {
         self.optional = optional
     }
 
+    /// The biases of the query, key and value products (Qwen2's; optional in Qwen3 files).
+    public static func qkvBiases(_ c: ModelConfig, optional: Bool = false) -> [LayerTensorSpec] {
+        let q = c.headCount * c.headDim, kv = c.kvHeadCount * c.headDim
+        return [.init(.attnQBias, "attn_q.bias", [q], optional: optional), .init(.attnKBias, "attn_k.bias", [kv], optional: optional),
+                .init(.attnVBias, "attn_v.bias", [kv], optional: optional)]
+    }
+
     /// The tensors of the block every family here shares: pre-norms, q/k/v/output and a gated
     /// feed-forward.
     public static func standardBlock(_ c: ModelConfig) -> [LayerTensorSpec] {

@@ -11,10 +11,7 @@ public struct Qwen2: ModelArchitecture {
     }
 
     public func tensors(layer index: Int, config c: ModelConfig) -> [LayerTensorSpec] {
-        let q = c.headCount * c.headDim, kv = c.kvHeadCount * c.headDim
-        return llama.tensors(layer: index, config: c) + [
-            .init(.attnQBias, "attn_q.bias", [q]), .init(.attnKBias, "attn_k.bias", [kv]), .init(.attnVBias, "attn_v.bias", [kv]),
-        ]
+        llama.tensors(layer: index, config: c) + LayerTensorSpec.qkvBiases(c)
     }
 
     public func layer(_ index: Int, _ step: some LayerStep) {

@@ -12,13 +12,10 @@ public struct Qwen3: ModelArchitecture {
     }
 
     public func tensors(layer index: Int, config c: ModelConfig) -> [LayerTensorSpec] {
-        let q = c.headCount * c.headDim, kv = c.kvHeadCount * c.headDim
         // Biases are optional, as llama.cpp reads them (Qwen3 files have none).
-        return LayerTensorSpec.standardBlock(c) + [
+        LayerTensorSpec.standardBlock(c) + [
             .init(.attnQNorm, "attn_q_norm.weight", [c.headDim]), .init(.attnKNorm, "attn_k_norm.weight", [c.headDim]),
-            .init(.attnQBias, "attn_q.bias", [q], optional: true), .init(.attnKBias, "attn_k.bias", [kv], optional: true),
-            .init(.attnVBias, "attn_v.bias", [kv], optional: true),
-        ]
+        ] + LayerTensorSpec.qkvBiases(c, optional: true)
     }
 
     public func layer(_ index: Int, _ step: some LayerStep) {
